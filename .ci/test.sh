@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The whole test suite, runnable on a fresh machine: formatting, vet, race-enabled tests,
+# a short fuzz pass over every fuzz target, and (when Node can be installed) the official
+# MCP conformance suite through the router.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+export GOFLAGS="${GOFLAGS:-} -mod=mod"
+FUZZTIME="${FUZZTIME:-4s}"
+failed=0
+step() { printf '\n==> %s\n' "$*"; }
+
+step "gofmt"
+unformatted="$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.cache/*'))"
+if [ -n "$unformatted" ]; then
+	echo "not gofmt-formatted:"; echo "$unformatted"; exit 1
+fi
+
+step "go vet"
+go vet ./...
+
+step "external tools for end-to-end tests"
+bash .ci/deps.sh || echo "warning: some optional test dependencies could not be installed; the tests that need them will skip"
+
+step "go test -race"
+go test -race -count=1 -timeout 20m ./... 2>&1 | tee /tmp/mcprouter-test.log
+
+step "fuzz (${FUZZTIME} per target)"
+for pkg in $(go list ./...); do
+	targets="$(go test -list '^Fuzz' "$pkg" 2>/dev/null | grep '^Fuzz' || true)"
+	for t in $targets; do
+		echo "fuzz $pkg $t"
+		go test -run='^$' -fuzz="^${t}\$" -fuzztime="$FUZZTIME" "$pkg" >/tmp/mcprouter-fuzz.log 2>&1 || {
+			cat /tmp/mcprouter-fuzz.log; failed=1; }
+	done
+done
+
+if [ -d bench/peers ]; then
+	step "bench/peers module"
+	(cd bench/peers && go vet ./... && go test -count=1 ./...)
+fi
+
+if [ "$failed" != 0 ]; then echo "FAILED"; exit 1; fi
+echo "all checks passed"

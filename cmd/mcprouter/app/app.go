@@ -1,0 +1,162 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/mcprouter/mcprouter/router"
+	"github.com/mcprouter/mcprouter/transport"
+	"github.com/mcprouter/mcprouter/transport/sse"
+	"github.com/mcprouter/mcprouter/workers"
+)
+
+// Version is the router's version, set at build time with -ldflags.
+var Version = "dev"
+
+// App is a running router: the transports, the router and what they need.
+type App struct {
+	cfg    Config
+	log    *slog.Logger
+	Router *router.Router
+	Reg    *transport.Registry
+	HTTP   *transport.HTTPServer
+
+	ln     net.Listener
+	srv    *fasthttp.Server
+	served chan error
+	once   sync.Once
+}
+
+// New builds a router from cfg without opening any listener.
+func New(cfg Config, log *slog.Logger) (*App, error) {
+	cfg.Defaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	a := &App{cfg: cfg, log: log}
+	r, err := router.New(router.Config{
+		Name: "mcprouter", Version: Version, Logger: log,
+		Workers: workers.Config{Shards: cfg.Workers.Shards, QueueDepth: cfg.Workers.QueueDepth, PoolSize: cfg.Workers.PoolSize},
+	})
+	if err != nil {
+		return nil, err
+	}
+	a.Router = r
+	a.Reg = transport.NewRegistry(transport.RegistryConfig{MaxSessions: cfg.Sessions.Max, IdleTimeout: cfg.Sessions.IdleTimeout}, r)
+	rules := transport.DefaultHTTPRules(cfg.Listen, router.HeaderVersions, router.V20250326)
+	if len(cfg.Security.AllowedHosts) > 0 {
+		rules.AllowedHosts = cfg.Security.AllowedHosts
+	}
+	if len(cfg.Security.AllowedOrigins) > 0 {
+		rules.AllowedOrigins = cfg.Security.AllowedOrigins
+	}
+	a.HTTP = transport.NewHTTPServer(transport.HTTPConfig{
+		Rules:          rules,
+		MaxBatch:       cfg.Limits.MaxBatch,
+		Stream:         sse.StreamConfig{RingBytes: cfg.Streams.RingBytes, QueueBytes: cfg.Streams.QueueBytes},
+		KeepAlive:      cfg.Streams.KeepAlive,
+		RetryMs:        cfg.Streams.RetryMs,
+		LegacyEndpoint: cfg.Paths.Message,
+	}, a.Reg, r)
+	return a, nil
+}
+
+// Handler is the fasthttp handler of every MCP endpoint.
+func (a *App) Handler() fasthttp.RequestHandler {
+	mcp, sseP, msg := a.cfg.Paths.MCP, a.cfg.Paths.SSE, a.cfg.Paths.Message
+	return func(ctx *fasthttp.RequestCtx) {
+		switch string(ctx.Path()) {
+		case mcp:
+			a.HTTP.ServeStreamable(ctx)
+		case sseP:
+			a.HTTP.ServeLegacyStream(ctx)
+		case msg:
+			a.HTTP.ServeLegacyMessage(ctx)
+		default:
+			ctx.Error("not found: the MCP endpoint is "+mcp, fasthttp.StatusNotFound)
+		}
+	}
+}
+
+// Listen opens the MCP listener and serves on it in the background.
+func (a *App) Listen() error {
+	ln, err := net.Listen("tcp", a.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", a.cfg.Listen, err)
+	}
+	a.ln = ln
+	a.srv = &fasthttp.Server{
+		Handler:                       a.Handler(),
+		Name:                          "mcprouter",
+		MaxRequestBodySize:            a.cfg.Limits.MaxBodyBytes,
+		ReadBufferSize:                a.cfg.Limits.MaxHeaderBytes,
+		IdleTimeout:                   2 * time.Minute,
+		ReadTimeout:                   2 * time.Minute,
+		CloseOnShutdown:               true,
+		NoDefaultContentType:          true,
+		DisableHeaderNamesNormalizing: false,
+		Logger:                        slogPrinter{a.log},
+	}
+	a.served = make(chan error, 1)
+	go func() { a.served <- a.srv.Serve(ln) }()
+	a.log.Info("mcprouter listening", "addr", ln.Addr().String(), "mcp", a.cfg.Paths.MCP, "sse", a.cfg.Paths.SSE)
+	return nil
+}
+
+// Addr is the listener's address (useful with port 0).
+func (a *App) Addr() string {
+	if a.ln == nil {
+		return ""
+	}
+	return a.ln.Addr().String()
+}
+
+// URL is the Streamable HTTP endpoint's URL.
+func (a *App) URL() string { return "http://" + a.Addr() + a.cfg.Paths.MCP }
+
+// ServeStdio serves one client on r/w until r ends.
+func (a *App) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) error {
+	return transport.ServeStdio(ctx, transport.StdioConfig{MaxMessage: a.cfg.Limits.MaxBodyBytes, MaxBatch: a.cfg.Limits.MaxBatch}, a.Reg, a.Router, r, w)
+}
+
+// Shutdown stops accepting connections, lets in-flight requests finish within the grace
+// period, ends streams with a retry hint, and releases everything.
+func (a *App) Shutdown(ctx context.Context) error {
+	var err error
+	a.once.Do(func() {
+		grace, cancel := context.WithTimeout(ctx, a.cfg.ShutdownGrace)
+		defer cancel()
+		// Stop intake of new messages and finish those in flight first, so their replies
+		// still reach the clients, then close streams and connections.
+		if rerr := a.Router.Close(grace); rerr != nil && !errors.Is(rerr, context.Canceled) {
+			err = rerr
+		}
+		a.HTTP.Shutdown()
+		a.Reg.Close()
+		if a.srv != nil {
+			if serr := a.srv.ShutdownWithContext(grace); serr != nil && err == nil {
+				err = serr
+			}
+			<-a.served
+		}
+	})
+	return err
+}
+
+// slogPrinter adapts fasthttp's logger to slog.
+type slogPrinter struct{ l *slog.Logger }
+
+func (p slogPrinter) Printf(format string, args ...any) {
+	p.l.Warn("fasthttp", "msg", fmt.Sprintf(format, args...))
+}

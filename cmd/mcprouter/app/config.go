@@ -1,0 +1,265 @@
+// Package app assembles a complete mcprouter from its configuration: transports, router,
+// dispatcher, and (as they land) backends, NATS and the admin listener. cmd/mcprouter is
+// a thin shell around it, and tests and benchmarks start real routers with it.
+package app
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Config is mcprouter's configuration file (YAML). Every field has a zero-value default,
+// documented on it; Validate names the first bad key and why.
+type Config struct {
+	// Listen is the address of the MCP endpoints. Default 127.0.0.1:8080.
+	Listen string `yaml:"listen"`
+	// Paths of the endpoints.
+	Paths PathsConfig `yaml:"paths"`
+	// Sessions bounds client sessions.
+	Sessions SessionsConfig `yaml:"sessions"`
+	// Limits bounds what one request may carry.
+	Limits LimitsConfig `yaml:"limits"`
+	// Security lists the Host and Origin values accepted.
+	Security SecurityConfig `yaml:"security"`
+	// Streams bounds SSE streams.
+	Streams StreamsConfig `yaml:"streams"`
+	// Workers sizes the dispatcher.
+	Workers WorkersConfig `yaml:"workers"`
+	// ShutdownGrace is how long in-flight requests get to finish on SIGINT/SIGTERM.
+	// Default 10s.
+	ShutdownGrace time.Duration `yaml:"shutdown_grace"`
+	// Backends are the MCP servers behind the router.
+	Backends []BackendConfig `yaml:"backends"`
+}
+
+// PathsConfig names the HTTP endpoints.
+type PathsConfig struct {
+	MCP     string `yaml:"mcp"`     // Streamable HTTP. Default /mcp.
+	SSE     string `yaml:"sse"`     // legacy HTTP+SSE stream. Default /sse.
+	Message string `yaml:"message"` // legacy HTTP+SSE POST. Default /message.
+}
+
+// SessionsConfig bounds client sessions.
+type SessionsConfig struct {
+	Max         int           `yaml:"max"`          // default 10000
+	IdleTimeout time.Duration `yaml:"idle_timeout"` // default 30m
+}
+
+// LimitsConfig bounds requests.
+type LimitsConfig struct {
+	MaxBodyBytes   int `yaml:"max_body_bytes"`   // default 4 MiB: 413 beyond
+	MaxHeaderBytes int `yaml:"max_header_bytes"` // default 16 KiB: 431 beyond
+	MaxBatch       int `yaml:"max_batch"`        // default 256: -32600 beyond
+}
+
+// SecurityConfig lists accepted Host and Origin values; empty lists take the defaults
+// (loopback names when listening on loopback, anything otherwise).
+type SecurityConfig struct {
+	AllowedHosts   []string `yaml:"allowed_hosts"`
+	AllowedOrigins []string `yaml:"allowed_origins"`
+}
+
+// StreamsConfig bounds SSE streams.
+type StreamsConfig struct {
+	RingBytes  int           `yaml:"ring_bytes"`  // recent events kept for resumption; default 1 MiB
+	QueueBytes int           `yaml:"queue_bytes"` // unwritten bytes before a slow consumer is cut; default 512 KiB
+	KeepAlive  time.Duration `yaml:"keepalive"`   // default 15s
+	RetryMs    int           `yaml:"retry_ms"`    // default 1000
+}
+
+// WorkersConfig sizes the dispatcher; zero values take the workers package defaults.
+type WorkersConfig struct {
+	Shards     int `yaml:"shards"`
+	QueueDepth int `yaml:"queue_depth"`
+	PoolSize   int `yaml:"pool_size"`
+}
+
+// BackendConfig is one MCP server (or a set of replicas) behind the router.
+type BackendConfig struct {
+	// Name is unique, and the default prefix of the backend's tool and prompt names.
+	Name string `yaml:"name"`
+	// URL of a Streamable HTTP endpoint, or of a legacy /sse endpoint.
+	URL string `yaml:"url"`
+	// URLs are replicas of one backend.
+	URLs []string `yaml:"urls"`
+	// Command runs a stdio server as child processes.
+	Command []string `yaml:"command"`
+	// Instances of Command to run. Default 1.
+	Instances int `yaml:"instances"`
+	// Prefix of the backend's names; nil means Name, "" exposes names unchanged.
+	Prefix *string `yaml:"prefix"`
+	// NATS is the service name of a backend that joined over NATS.
+	NATS string `yaml:"nats"`
+	// Timeout per request. Default 60s.
+	Timeout time.Duration `yaml:"timeout"`
+	// MaxConcurrency caps requests in flight to this backend. Default 256.
+	MaxConcurrency int `yaml:"max_concurrency"`
+	// Sessions: "shared" (default) multiplexes clients over upstream sessions;
+	// "per-client" opens one upstream session per client session.
+	Sessions string `yaml:"sessions"`
+}
+
+// Defaults fills every zero field with its default.
+func (c *Config) Defaults() {
+	def := func(s *string, v string) {
+		if *s == "" {
+			*s = v
+		}
+	}
+	defInt := func(n *int, v int) {
+		if *n == 0 {
+			*n = v
+		}
+	}
+	def(&c.Listen, "127.0.0.1:8080")
+	def(&c.Paths.MCP, "/mcp")
+	def(&c.Paths.SSE, "/sse")
+	def(&c.Paths.Message, "/message")
+	defInt(&c.Sessions.Max, 10000)
+	if c.Sessions.IdleTimeout == 0 {
+		c.Sessions.IdleTimeout = 30 * time.Minute
+	}
+	defInt(&c.Limits.MaxBodyBytes, 4<<20)
+	defInt(&c.Limits.MaxHeaderBytes, 16<<10)
+	defInt(&c.Limits.MaxBatch, 256)
+	defInt(&c.Streams.RingBytes, 1<<20)
+	defInt(&c.Streams.QueueBytes, 512<<10)
+	if c.Streams.KeepAlive == 0 {
+		c.Streams.KeepAlive = 15 * time.Second
+	}
+	defInt(&c.Streams.RetryMs, 1000)
+	if c.ShutdownGrace == 0 {
+		c.ShutdownGrace = 10 * time.Second
+	}
+	for i := range c.Backends {
+		b := &c.Backends[i]
+		defInt(&b.Instances, 1)
+		if b.Timeout == 0 {
+			b.Timeout = 60 * time.Second
+		}
+		defInt(&b.MaxConcurrency, 256)
+		def(&b.Sessions, "shared")
+		if b.Prefix == nil {
+			p := b.Name
+			b.Prefix = &p
+		}
+	}
+}
+
+// Validate checks c (after Defaults) and names the first bad key.
+func (c *Config) Validate() error {
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		return fmt.Errorf("listen: %q is not host:port: %v", c.Listen, err)
+	}
+	for key, p := range map[string]string{"paths.mcp": c.Paths.MCP, "paths.sse": c.Paths.SSE, "paths.message": c.Paths.Message} {
+		if !strings.HasPrefix(p, "/") {
+			return fmt.Errorf("%s: %q must start with /", key, p)
+		}
+	}
+	if c.Paths.MCP == c.Paths.SSE || c.Paths.MCP == c.Paths.Message || c.Paths.SSE == c.Paths.Message {
+		return errors.New("paths: mcp, sse and message must differ")
+	}
+	positive := []struct {
+		key string
+		v   int
+	}{
+		{"sessions.max", c.Sessions.Max}, {"limits.max_body_bytes", c.Limits.MaxBodyBytes},
+		{"limits.max_header_bytes", c.Limits.MaxHeaderBytes}, {"limits.max_batch", c.Limits.MaxBatch},
+		{"streams.ring_bytes", c.Streams.RingBytes}, {"streams.queue_bytes", c.Streams.QueueBytes},
+		{"streams.retry_ms", c.Streams.RetryMs},
+	}
+	for _, p := range positive {
+		if p.v < 0 {
+			return fmt.Errorf("%s: must not be negative (got %d)", p.key, p.v)
+		}
+	}
+	if c.Streams.RingBytes < c.Streams.QueueBytes {
+		return fmt.Errorf("streams.ring_bytes (%d) must be at least streams.queue_bytes (%d): events cut from a slow consumer must stay for resumption", c.Streams.RingBytes, c.Streams.QueueBytes)
+	}
+	seen := map[string]bool{}
+	for i, b := range c.Backends {
+		key := fmt.Sprintf("backends[%d]", i)
+		if b.Name == "" {
+			return fmt.Errorf("%s.name: required", key)
+		}
+		if seen[b.Name] {
+			return fmt.Errorf("%s.name: %q is used twice", key, b.Name)
+		}
+		seen[b.Name] = true
+		kinds := 0
+		for _, set := range []bool{b.URL != "", len(b.URLs) > 0, len(b.Command) > 0, b.NATS != ""} {
+			if set {
+				kinds++
+			}
+		}
+		if kinds != 1 {
+			return fmt.Errorf("%s (%s): exactly one of url, urls, command, nats must be set", key, b.Name)
+		}
+		for _, u := range append([]string{b.URL}, b.URLs...) {
+			if u != "" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+				return fmt.Errorf("%s.url: %q must be an http:// or https:// URL", key, u)
+			}
+		}
+		if b.Instances < 1 {
+			return fmt.Errorf("%s.instances: must be at least 1", key)
+		}
+		if b.Sessions != "shared" && b.Sessions != "per-client" {
+			return fmt.Errorf("%s.sessions: %q is neither shared nor per-client", key, b.Sessions)
+		}
+		if b.Prefix != nil && strings.Contains(*b.Prefix, "__") {
+			return fmt.Errorf("%s.prefix: %q must not contain the separator __", key, *b.Prefix)
+		}
+	}
+	return nil
+}
+
+// LoadConfig reads a YAML file; unknown keys are errors (a typo must not pass silently).
+func LoadConfig(path string) (Config, error) {
+	var c Config
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return c, err
+	}
+	return ParseConfig(data)
+}
+
+// ParseConfig parses YAML configuration, applies defaults and validates.
+func ParseConfig(data []byte) (Config, error) {
+	var c Config
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+		return c, fmt.Errorf("config: %w", err)
+	}
+	c.Defaults()
+	if err := c.Validate(); err != nil {
+		return c, fmt.Errorf("config: %w", err)
+	}
+	return c, nil
+}
+
+// ParseBackendFlag reads the quick form of a backend: NAME=URL or NAME=cmd:COMMAND ARGS.
+func ParseBackendFlag(v string) (BackendConfig, error) {
+	name, target, ok := strings.Cut(v, "=")
+	if !ok || name == "" || target == "" {
+		return BackendConfig{}, errors.New("want NAME=URL or NAME=cmd:COMMAND ARGS")
+	}
+	b := BackendConfig{Name: name}
+	if cmd, isCmd := strings.CutPrefix(target, "cmd:"); isCmd {
+		b.Command = strings.Fields(cmd)
+		if len(b.Command) == 0 {
+			return b, errors.New("cmd: needs a command")
+		}
+	} else {
+		b.URL = target
+	}
+	return b, nil
+}

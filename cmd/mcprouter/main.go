@@ -1,0 +1,107 @@
+// Command mcprouter is the MCP router: one endpoint in front of many MCP servers.
+//
+//	mcprouter [--listen 127.0.0.1:8080] [--config FILE] [--backend NAME=URL|NAME=cmd:COMMAND ARGS]...
+//	mcprouter stdio [same flags]    serve one client on stdin/stdout (logs on stderr)
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/mcprouter/mcprouter/cmd/mcprouter/app"
+)
+
+type backendFlags []string
+
+func (b *backendFlags) String() string     { return strings.Join(*b, ",") }
+func (b *backendFlags) Set(v string) error { *b = append(*b, v); return nil }
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	stdio := false
+	if len(args) > 0 && args[0] == "stdio" {
+		stdio, args = true, args[1:]
+	}
+	fs := flag.NewFlagSet("mcprouter", flag.ContinueOnError)
+	listen := fs.String("listen", "", "address of the MCP endpoints (default 127.0.0.1:8080)")
+	configPath := fs.String("config", "", "YAML configuration file")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	logJSON := fs.Bool("log-json", false, "log as JSON lines")
+	var backends backendFlags
+	fs.Var(&backends, "backend", "a backend: NAME=URL or NAME=cmd:COMMAND ARGS (repeatable)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		fmt.Fprintln(os.Stderr, "mcprouter: --log-level:", err)
+		return 2
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	var h slog.Handler = slog.NewTextHandler(os.Stderr, opts) // stderr always: stdout may be the MCP channel
+	if *logJSON {
+		h = slog.NewJSONHandler(os.Stderr, opts)
+	}
+	log := slog.New(h)
+	slog.SetDefault(log)
+
+	var cfg app.Config
+	if *configPath != "" {
+		c, err := app.LoadConfig(*configPath)
+		if err != nil {
+			log.Error("cannot load configuration", "file", *configPath, "err", err)
+			return 2
+		}
+		cfg = c
+	}
+	if *listen != "" {
+		cfg.Listen = *listen
+	}
+	for _, b := range backends {
+		bc, err := app.ParseBackendFlag(b)
+		if err != nil {
+			log.Error("bad --backend", "value", b, "err", err)
+			return 2
+		}
+		cfg.Backends = append(cfg.Backends, bc)
+	}
+
+	a, err := app.New(cfg, log)
+	if err != nil {
+		log.Error("invalid configuration", "err", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	if stdio {
+		err := a.ServeStdio(ctx, os.Stdin, os.Stdout)
+		a.Shutdown(context.Background())
+		if err != nil && ctx.Err() == nil {
+			log.Error("stdio", "err", err)
+			return 1
+		}
+		return 0
+	}
+	if err := a.Listen(); err != nil {
+		log.Error("cannot listen", "err", err)
+		return 1
+	}
+	<-ctx.Done()
+	log.Info("shutting down: finishing in-flight requests")
+	if err := a.Shutdown(context.Background()); err != nil {
+		log.Warn("shutdown", "err", err)
+	}
+	log.Info("stopped")
+	return 0
+}

@@ -1,0 +1,25 @@
+package router
+
+import "github.com/mcprouter/mcprouter/transport"
+
+// Fleet is the backend side of the router: everything the router does not answer itself
+// goes to it. The router handles the lifecycle (initialize, ping, shutdown, setLevel);
+// the fleet owns tools, resources, prompts, completions, and the messages that answer
+// or cancel forwarded requests.
+type Fleet interface {
+	// AppendCapabilities appends the members of the server capabilities object that the
+	// fleet provides for a session of the given revision (e.g. `"tools":{"listChanged":true}`),
+	// each preceded by a comma.
+	AppendCapabilities(dst []byte, version string) []byte
+	// Prepare runs in the session's order (on the dispatcher's shard goroutine) for a
+	// message the router does not answer itself. It must not block. It either finishes
+	// the exchange itself (x.Reply or x.Done) and returns false, or returns true and
+	// Run is called on a worker.
+	Prepare(s *Session, x *transport.Exchange) (run bool)
+	// Run does the blocking part of forwarding and finishes the exchange.
+	Run(s *Session, x *transport.Exchange)
+	// SetLogLevel passes logging/setLevel on to the session's backends.
+	SetLogLevel(s *Session, level string)
+	// SessionClosed releases what the fleet held for the session.
+	SessionClosed(s *Session)
+}

@@ -1,0 +1,191 @@
+package router
+
+import (
+	"encoding/json"
+
+	"github.com/bytedance/sonic"
+
+	"github.com/mcprouter/mcprouter/codec"
+)
+
+// Error codes the router answers with, beyond JSON-RPC's own.
+const (
+	// CodeNotInitialized refuses requests sent before initialize (JSON-RPC's invalid
+	// request: the message is fine, the session is not ready for it).
+	CodeNotInitialized = codec.CodeInvalidRequest
+)
+
+// logLevels are the syslog severities of logging/setLevel, least severe first.
+var logLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+
+// handle answers what the router answers itself and reports whether it did; false sends
+// the exchange to the fleet's Run.
+func (r *Router) handle(j *job) bool {
+	x := j.x
+	m := &x.Msg
+	method := m.Method
+	if m.Flags&codec.MethodEscaped != 0 {
+		// Rare: a method name written with escapes. Decode it once for comparison.
+		var err error
+		if method, err = codec.Unquote(nil, m.Method); err != nil {
+			method = m.Method
+		}
+	}
+	switch m.Kind {
+	case codec.KindNotification:
+		return r.notification(j, string(method))
+	case codec.KindResult, codec.KindError:
+		// A client's answer to a server-to-client request: only the fleet made those.
+		if r.fleet != nil && j.s != nil {
+			return !r.fleet.Prepare(j.s, x)
+		}
+		j.done()
+		return true
+	}
+
+	switch string(method) {
+	case "initialize":
+		r.initialize(j)
+		return true
+	case "ping":
+		j.reply(emptyObject)
+		return true
+	}
+	if j.s == nil {
+		j.replyError(CodeNotInitialized, "session not initialized: send initialize first", nil)
+		return true
+	}
+	switch string(method) {
+	case "shutdown":
+		// From the seed documents: answer {} and end the session once the answer is out.
+		t := j.s.t
+		j.reply(emptyObject)
+		if t != nil {
+			go t.Close()
+		}
+		return true
+	case "logging/setLevel":
+		r.setLevel(j)
+		return true
+	case "server/discover":
+		j.replyError(codec.CodeMethodNotFound, "Method not found: server/discover (this router speaks initialize-based revisions)", nil)
+		return true
+	}
+	if r.fleet != nil {
+		return !r.fleet.Prepare(j.s, x)
+	}
+	j.replyError(codec.CodeMethodNotFound, "Method not found", nil)
+	return true
+}
+
+var emptyObject = []byte("{}")
+
+func (r *Router) notification(j *job, method string) bool {
+	switch method {
+	case "notifications/initialized":
+		if j.s != nil {
+			j.s.initialized.Store(true)
+		}
+		j.done()
+		return true
+	}
+	if r.fleet != nil && j.s != nil {
+		return !r.fleet.Prepare(j.s, j.x)
+	}
+	j.done()
+	return true
+}
+
+type initializeParams struct {
+	ProtocolVersion *string         `json:"protocolVersion"`
+	Capabilities    json.RawMessage `json:"capabilities"`
+	ClientInfo      json.RawMessage `json:"clientInfo"`
+}
+
+func (r *Router) initialize(j *job) {
+	x := j.x
+	if j.s != nil || (x.Session != nil && x.Session.State() != nil) {
+		j.replyError(codec.CodeInvalidRequest, "session already initialized: initialize may be sent once per session", nil)
+		return
+	}
+	var p initializeParams
+	if len(x.Msg.Params) == 0 || sonic.Unmarshal(x.Msg.Params, &p) != nil {
+		j.replyError(codec.CodeInvalidParams, "Invalid params: initialize needs protocolVersion, capabilities and clientInfo", nil)
+		return
+	}
+	if p.ProtocolVersion == nil || !validVersionSyntax(*p.ProtocolVersion) {
+		requested := ""
+		if p.ProtocolVersion != nil {
+			requested = *p.ProtocolVersion
+		}
+		data := append([]byte(nil), `{"supported":[`...)
+		for i, v := range Versions {
+			if i > 0 {
+				data = append(data, ',')
+			}
+			data = codec.AppendString(data, v)
+		}
+		data = append(data, `],"requested":`...)
+		data = codec.AppendString(data, requested)
+		data = append(data, '}')
+		j.replyError(codec.CodeInvalidParams, "Unsupported protocol version", data)
+		return
+	}
+	version := Negotiate(*p.ProtocolVersion)
+	s := &Session{version: version}
+	if len(p.Capabilities) > 0 {
+		s.clientCaps = append([]byte(nil), p.Capabilities...)
+	}
+	if len(p.ClientInfo) > 0 {
+		s.clientInfo = append([]byte(nil), p.ClientInfo...)
+	}
+	s.logLevel.Store(1) // info
+	ts, err := x.Bind(version, s)
+	if err != nil {
+		j.replyError(codec.CodeInvalidRequest, "cannot open session: "+err.Error(), nil)
+		return
+	}
+	s.t = ts
+	r.Stats.Initialized.Add(1)
+
+	res := append(j.buf[:0], `{"protocolVersion":`...)
+	res = codec.AppendString(res, version)
+	res = append(res, `,"capabilities":{"logging":{}`...)
+	if r.fleet != nil {
+		res = r.fleet.AppendCapabilities(res, version)
+	}
+	res = append(res, `},"serverInfo":{"name":`...)
+	res = codec.AppendString(res, r.cfg.Name)
+	res = append(res, `,"version":`...)
+	res = codec.AppendString(res, r.cfg.Version)
+	res = append(res, '}')
+	if r.cfg.Instructions != "" {
+		res = append(res, `,"instructions":`...)
+		res = codec.AppendString(res, r.cfg.Instructions)
+	}
+	res = append(res, '}')
+	// res lives in j.buf's storage; the reply is built in a fresh buffer.
+	j.buf = nil
+	j.reply(res)
+}
+
+func (r *Router) setLevel(j *job) {
+	var p struct {
+		Level string `json:"level"`
+	}
+	if len(j.x.Msg.Params) == 0 || sonic.Unmarshal(j.x.Msg.Params, &p) != nil {
+		j.replyError(codec.CodeInvalidParams, "Invalid params: logging/setLevel needs a level", nil)
+		return
+	}
+	for i, l := range logLevels {
+		if l == p.Level {
+			j.s.logLevel.Store(int32(i))
+			if r.fleet != nil {
+				r.fleet.SetLogLevel(j.s, l)
+			}
+			j.reply(emptyObject)
+			return
+		}
+	}
+	j.replyError(codec.CodeInvalidParams, "Invalid params: unknown log level "+p.Level, nil)
+}

@@ -1,0 +1,181 @@
+// Package router gives MCP meaning to the messages the transports carry: the session
+// lifecycle and version negotiation, the methods the router answers itself, and (through
+// the Fleet seam) forwarding to backends. It never touches a socket: it reads Exchanges
+// and answers through them.
+package router
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/transport"
+	"github.com/mcprouter/mcprouter/workers"
+)
+
+// Config configures a Router. Zero values take the defaults.
+type Config struct {
+	// Name and Version are the serverInfo the router announces. Default "mcprouter", "dev".
+	Name    string
+	Version string
+	// Instructions, when set, is returned in the InitializeResult.
+	Instructions string
+	// Workers sizes the dispatcher (shards, queues, pool).
+	Workers workers.Config
+	// Logger receives the router's logs. Default slog.Default().
+	Logger *slog.Logger
+	// Fleet forwards what the router does not answer itself; nil means no backends.
+	Fleet Fleet
+}
+
+// Router is the MCP layer: it implements transport.Handler.
+type Router struct {
+	cfg   Config
+	log   *slog.Logger
+	disp  *workers.Dispatcher
+	fleet Fleet
+	rr    atomic.Uint64 // spreads sessionless messages over shards
+
+	// Stats are cheap counters read by metrics.
+	Stats Stats
+}
+
+// Stats counts what the router did.
+type Stats struct {
+	Messages    atomic.Uint64
+	Overloaded  atomic.Uint64 // messages refused by backpressure
+	Panics      atomic.Uint64
+	Initialized atomic.Uint64
+	Dropped     atomic.Uint64 // notifications lost to overload
+}
+
+// New starts a router with its dispatcher.
+func New(cfg Config) (*Router, error) {
+	if cfg.Name == "" {
+		cfg.Name = "mcprouter"
+	}
+	if cfg.Version == "" {
+		cfg.Version = "dev"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	r := &Router{cfg: cfg, log: cfg.Logger, fleet: cfg.Fleet}
+	wc := cfg.Workers
+	userHook := wc.PanicHook
+	wc.PanicHook = func(p *workers.PanicError) {
+		r.Stats.Panics.Add(1)
+		r.log.Error("handler panic", "panic", p.Value, "stack", string(p.Stack))
+		if userHook != nil {
+			userHook(p)
+		}
+	}
+	d, err := workers.New(wc)
+	if err != nil {
+		return nil, err
+	}
+	r.disp = d
+	return r, nil
+}
+
+// Close stops taking messages and waits (until ctx ends) for those in flight to finish.
+func (r *Router) Close(ctx context.Context) error { return r.disp.Close(ctx) }
+
+// Dispatcher exposes the dispatcher for metrics.
+func (r *Router) Dispatcher() *workers.Dispatcher { return r.disp }
+
+// Session is the router's state of one client session.
+type Session struct {
+	version    string
+	clientCaps []byte // raw capabilities object from initialize
+	clientInfo []byte // raw clientInfo object
+	t          *transport.Session
+
+	initialized atomic.Bool
+	logLevel    atomic.Int32
+
+	// ext is the fleet's per-session state (upstream sessions, subscriptions).
+	extMu sync.Mutex
+	ext   any
+}
+
+// Version is the negotiated revision.
+func (s *Session) Version() string { return s.version }
+
+// ClientCapabilities is the raw capabilities object the client sent at initialize.
+func (s *Session) ClientCapabilities() []byte { return s.clientCaps }
+
+// Transport is the transport side of the session.
+func (s *Session) Transport() *transport.Session { return s.t }
+
+// Ext returns the fleet's state for this session, creating it with mk on first use.
+func (s *Session) Ext(mk func() any) any {
+	s.extMu.Lock()
+	defer s.extMu.Unlock()
+	if s.ext == nil && mk != nil {
+		s.ext = mk()
+	}
+	return s.ext
+}
+
+func sessionOf(ts *transport.Session) *Session {
+	if ts == nil {
+		return nil
+	}
+	s, _ := ts.State().(*Session)
+	return s
+}
+
+// AcceptSessionless lets initialize through without Mcp-Session-Id.
+func (r *Router) AcceptSessionless(m *codec.Message, _ string) bool {
+	return m.Kind == codec.KindRequest && string(m.Method) == "initialize"
+}
+
+// HandleMessage hands x to the dispatcher, keyed by session so that one session's
+// messages are prepared in order.
+func (r *Router) HandleMessage(x *transport.Exchange) {
+	r.Stats.Messages.Add(1)
+	var key uint64
+	if x.Session != nil {
+		key = workers.KeyOfString(x.Session.ID())
+	} else {
+		key = r.rr.Add(1)
+	}
+	j := getJob()
+	j.r, j.x = r, x
+	if err := r.disp.Dispatch(key, j); err != nil {
+		r.Stats.Overloaded.Add(1)
+		j.fail(err)
+	}
+}
+
+// SessionClosed releases what the session held.
+func (r *Router) SessionClosed(ts *transport.Session) {
+	if s := sessionOf(ts); s != nil && r.fleet != nil {
+		r.fleet.SessionClosed(s)
+	}
+}
+
+// errOf maps an error from the dispatcher or a fleet to a JSON-RPC error.
+func errOf(err error) (code int, msg string, data []byte) {
+	if code, msg, data, ok := workers.RPCError(err); ok {
+		return code, msg, data
+	}
+	var re *Error
+	if errors.As(err, &re) {
+		return re.Code, re.Message, re.Data
+	}
+	return codec.CodeInternalError, err.Error(), nil
+}
+
+// Error is a JSON-RPC error made by the router or a fleet.
+type Error struct {
+	Code    int
+	Message string
+	Data    []byte // raw JSON, optional
+}
+
+func (e *Error) Error() string { return e.Message }

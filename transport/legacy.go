@@ -1,0 +1,136 @@
+package transport
+
+import (
+	"bufio"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/transport/sse"
+)
+
+// The legacy HTTP+SSE transport (revision 2024-11-05): GET opens the event stream, whose
+// first event, "endpoint", names the URI to POST messages to; every server message,
+// replies included, travels on the stream as an event named "message"; POSTs get 202.
+//
+// The session exists from the GET on (before initialize), so the POST URI can carry it.
+
+// LegacyVersion is the revision a legacy HTTP+SSE session speaks until initialize says.
+const LegacyVersion = "2024-11-05"
+
+// ServeLegacyStream is the fasthttp handler of the legacy stream endpoint (GET /sse).
+func (s *HTTPServer) ServeLegacyStream(ctx *fasthttp.RequestCtx) {
+	s.Stats.Requests.Add(1)
+	if !s.checkOrigin(ctx) {
+		return
+	}
+	if !ctx.IsGet() {
+		ctx.Response.Header.Set("Allow", "GET")
+		s.httpError(ctx, fasthttp.StatusMethodNotAllowed, "method not allowed: GET opens the event stream")
+		return
+	}
+	if parseAccept(ctx.Request.Header.Peek("Accept"))&acceptSSE == 0 {
+		s.httpError(ctx, fasthttp.StatusNotAcceptable, "Accept must allow text/event-stream")
+		return
+	}
+	out := &legacyOut{stream: sse.NewStream(0, s.cfg.Stream)}
+	sess, err := s.reg.create(KindLegacySSE, LegacyVersion, nil, out)
+	if err != nil {
+		s.rpcError(ctx, fasthttp.StatusServiceUnavailable, codec.CodeInvalidRequest, "too many sessions", nil)
+		return
+	}
+	// The endpoint event goes first; it is published like any other event so that it is
+	// written before anything the client triggers.
+	endpoint := append([]byte(s.cfg.LegacyEndpoint), "?sessionId="...)
+	endpoint = append(endpoint, sess.id...)
+	out.stream.Publish("endpoint", endpoint)
+	cons, err := out.stream.Attach(0)
+	if err != nil {
+		sess.Close()
+		s.httpError(ctx, fasthttp.StatusInternalServerError, "cannot open stream")
+		return
+	}
+	ctx.SetStatusCode(fasthttp.StatusOK)
+	ctx.SetContentType("text/event-stream")
+	ctx.Response.Header.Set("Cache-Control", "no-cache")
+	ctx.Response.Header.Set("X-Accel-Buffering", "no")
+	conn := ctx.Conn()
+	opts := sse.PumpOptions{KeepAlive: s.cfg.KeepAlive, Done: s.closing,
+		Interrupt: func() { conn.SetWriteDeadline(time.Now()) }}
+	s.Stats.OpenStreams.Add(1)
+	ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
+		err := cons.Pump(w, opts)
+		s.Stats.OpenStreams.Add(-1)
+		if err == sse.ErrSlowConsumer {
+			s.Stats.SlowConsumers.Add(1)
+		}
+		// A legacy session cannot be resumed: its stream is its life.
+		sess.Close()
+	})
+}
+
+// ServeLegacyMessage is the fasthttp handler of the legacy POST endpoint (/message).
+func (s *HTTPServer) ServeLegacyMessage(ctx *fasthttp.RequestCtx) {
+	s.Stats.Requests.Add(1)
+	if !s.checkOrigin(ctx) {
+		return
+	}
+	if !ctx.IsPost() {
+		ctx.Response.Header.Set("Allow", "POST")
+		s.httpError(ctx, fasthttp.StatusMethodNotAllowed, "method not allowed: POST messages here")
+		return
+	}
+	if !isJSONContentType(ctx.Request.Header.ContentType()) {
+		s.httpError(ctx, fasthttp.StatusUnsupportedMediaType, "Content-Type must be application/json")
+		return
+	}
+	id := ctx.QueryArgs().Peek("sessionId")
+	if len(id) == 0 {
+		s.httpError(ctx, fasthttp.StatusBadRequest, "missing sessionId query parameter")
+		return
+	}
+	sess, ok := s.reg.Get(id)
+	if !ok || sess.Closed() || sess.kind != KindLegacySSE {
+		s.rpcError(ctx, fasthttp.StatusNotFound, codec.CodeInvalidRequest, "session not found", nil)
+		return
+	}
+	sess.touch()
+	body := ctx.PostBody()
+	u := getUnit()
+	u.sess = sess
+	batch := codec.IsBatch(body)
+	if batch {
+		var err error
+		if u.elems, err = codec.SplitBatch(body, u.elems[:0]); err != nil {
+			putUnit(u)
+			s.scanError(ctx, err)
+			return
+		}
+		if len(u.elems) > s.cfg.MaxBatch {
+			putUnit(u)
+			s.rpcError(ctx, fasthttp.StatusRequestEntityTooLarge, codec.CodeInvalidRequest, "batch too long", nil)
+			return
+		}
+	} else {
+		var m codec.Message
+		if err := codec.Scan(body, &m); err != nil {
+			putUnit(u)
+			s.scanError(ctx, err)
+			return
+		}
+		u.elems = append(u.elems[:0], body)
+	}
+	u.dispatch(s.handler, KindLegacySSE, sess.Version(), batch)
+	ctx.SetStatusCode(fasthttp.StatusAccepted)
+}
+
+// legacyOut is a legacy session's single event stream.
+type legacyOut struct{ stream *sse.Stream }
+
+func (o *legacyOut) send(msg []byte) error {
+	_, err := o.stream.Publish("message", msg)
+	return err
+}
+func (o *legacyOut) close(retryMs int) { o.stream.Close(retryMs) }
+func (o *legacyOut) attached() bool    { return o.stream.Attached() }

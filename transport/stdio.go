@@ -1,0 +1,269 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/mcprouter/mcprouter/codec"
+)
+
+// StdioConfig configures the stdio server. Zero values take the defaults.
+type StdioConfig struct {
+	// MaxMessage bounds one incoming message (bytes); larger ones are answered with an
+	// error and skipped. Default 4 MiB.
+	MaxMessage int
+	// MaxQueue bounds the bytes waiting to be written to stdout; a client that does not read
+	// is cut off past it. Default 16 MiB.
+	MaxQueue int
+	// MaxBatch caps the elements of one batch. Default 256.
+	MaxBatch int
+}
+
+func (c *StdioConfig) defaults() {
+	if c.MaxMessage <= 0 {
+		c.MaxMessage = 4 << 20
+	}
+	if c.MaxQueue <= 0 {
+		c.MaxQueue = 16 << 20
+	}
+	if c.MaxBatch <= 0 {
+		c.MaxBatch = 256
+	}
+}
+
+// ErrStdioOverflow: the client stopped reading stdout and the outbound queue filled.
+var ErrStdioOverflow = errors.New("transport: stdio client is not reading; output queue full")
+
+// ServeStdio serves one client session on r (its stdin) and w (its stdout): newline-
+// delimited JSON-RPC, as MCP's stdio transport defines it. It returns when r ends (the
+// client closed stdin), ctx is done, or writing fails; the session is closed then.
+func ServeStdio(ctx context.Context, cfg StdioConfig, reg *Registry, h Handler, r io.Reader, w io.Writer) error {
+	cfg.defaults()
+	out := &stdioOut{w: w, max: cfg.MaxQueue, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	sess, err := reg.create(KindStdio, "", nil, out)
+	if err != nil {
+		return err
+	}
+	go out.loop()
+	defer func() {
+		sess.Close()
+		<-out.done
+	}()
+
+	dec := codec.NewDecoder(r, cfg.MaxMessage)
+	var u *unit
+	var errBuf, dataBuf []byte
+	var inBatch int
+	flush := func() { // the batch's closing bracket: its replies go out once all are done
+		if u != nil {
+			u.call.seal()
+			u.call.unref()
+			u, inBatch = nil, 0
+		}
+	}
+	for {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		f, err := dec.Next()
+		if err != nil {
+			flush()
+			// Nothing accepted is lost: replies to what was read are written before the
+			// session ends, within a grace period.
+			out.pending.wait(stdioGrace)
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+		select {
+		case <-out.done:
+			return out.err
+		default:
+		}
+		switch {
+		case f.Err != nil:
+			code, msg, data := ErrorParts(f.Err, dataBuf[:0])
+			dataBuf = data
+			errBuf = codec.AppendError(errBuf[:0], nil, code, msg, data)
+			if u != nil && f.InBatch {
+				// An invalid element of a batch: its error joins the batch's replies.
+				x := newExchange()
+				u.call.add(x)
+				x.Reply(errBuf)
+				continue
+			}
+			sess.Send(errBuf)
+		case f.BatchEnd:
+			flush()
+		case f.InBatch:
+			if u == nil {
+				u = getUnit()
+				u.sess, u.pending = sess, &out.pending
+				out.pending.add()
+				u.call.init(u, true)
+			}
+			if inBatch++; inBatch > cfg.MaxBatch {
+				errBuf = codec.AppendError(errBuf[:0], nil, codec.CodeInvalidRequest, "batch too long", nil)
+				x := newExchange()
+				u.call.add(x)
+				x.Reply(errBuf)
+				continue
+			}
+			// Elements are handed over as they come: a batch element runs before the
+			// closing bracket arrives.
+			u.dispatchOne(h, KindStdio, f.Data)
+		default:
+			one := getUnit()
+			one.sess, one.pending = sess, &out.pending
+			out.pending.add()
+			one.elems = append(one.elems[:0], f.Data)
+			one.dispatch(h, KindStdio, sess.Version(), false)
+		}
+	}
+}
+
+// dispatchOne hands one element of a batch that is still arriving to h.
+func (u *unit) dispatchOne(h Handler, kind Kind, e []byte) {
+	x := newExchange()
+	u.call.add(x)
+	x.own = append(x.own[:0], e...)
+	x.Raw = x.own
+	if err := codec.Scan(x.Raw, &x.Msg); err != nil {
+		code, msg, data := ErrorParts(err, nil)
+		u.tmp = codec.AppendError(u.tmp[:0], nil, code, msg, data)
+		x.Reply(u.tmp)
+		return
+	}
+	x.Session, x.Version, x.Transport, x.Batch = u.sess, u.sess.Version(), kind, true
+	h.HandleMessage(x)
+}
+
+// stdioGrace bounds how long a stdio server waits for replies after stdin closed.
+const stdioGrace = 30 * time.Second
+
+// counter counts work in flight and lets one goroutine wait, with a timeout, for none.
+type counter struct {
+	mu   sync.Mutex
+	n    int
+	zero chan struct{}
+}
+
+func (c *counter) add() {
+	c.mu.Lock()
+	c.n++
+	c.mu.Unlock()
+}
+
+func (c *counter) done() {
+	c.mu.Lock()
+	c.n--
+	if c.n == 0 && c.zero != nil {
+		close(c.zero)
+		c.zero = nil
+	}
+	c.mu.Unlock()
+}
+
+func (c *counter) wait(d time.Duration) bool {
+	c.mu.Lock()
+	if c.n == 0 {
+		c.mu.Unlock()
+		return true
+	}
+	if c.zero == nil {
+		c.zero = make(chan struct{})
+	}
+	ch := c.zero
+	c.mu.Unlock()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// stdioOut writes a stdio session's messages, one per line, from its own goroutine so
+// that no I/O happens under a lock and a slow reader stalls nobody.
+type stdioOut struct {
+	pending counter // units whose replies are not all written yet
+	w       io.Writer
+	max     int
+	mu      sync.Mutex
+	buf     []byte
+	wake    chan struct{}
+	stop    chan struct{}
+	done    chan struct{}
+	err     error
+	once    sync.Once
+}
+
+func (o *stdioOut) send(msg []byte) error {
+	o.mu.Lock()
+	if o.err != nil {
+		err := o.err
+		o.mu.Unlock()
+		return err
+	}
+	if len(o.buf)+len(msg)+1 > o.max {
+		o.err = ErrStdioOverflow
+		o.mu.Unlock()
+		o.close(0)
+		return ErrStdioOverflow
+	}
+	o.buf = append(o.buf, msg...)
+	o.buf = append(o.buf, '\n')
+	o.mu.Unlock()
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+func (o *stdioOut) close(int) { o.once.Do(func() { close(o.stop) }) }
+
+func (o *stdioOut) attached() bool { return true }
+
+func (o *stdioOut) loop() {
+	defer close(o.done)
+	var spare []byte
+	for {
+		stopping := false
+		select {
+		case <-o.wake:
+		case <-o.stop:
+			stopping = true
+		}
+		o.mu.Lock()
+		out := o.buf
+		o.buf = spare[:0]
+		o.mu.Unlock()
+		if len(out) > 0 {
+			if _, err := o.w.Write(out); err != nil {
+				o.mu.Lock()
+				o.err = err
+				o.mu.Unlock()
+				return
+			}
+		}
+		spare = out
+		if stopping {
+			// Write what arrived while we were writing, then end.
+			o.mu.Lock()
+			rest := o.buf
+			o.buf = nil
+			o.mu.Unlock()
+			if len(rest) > 0 {
+				o.w.Write(rest)
+			}
+			return
+		}
+	}
+}

@@ -1,0 +1,644 @@
+package transport
+
+import (
+	"bufio"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/transport/sse"
+)
+
+// Header names of the Streamable HTTP transport.
+const (
+	HeaderSessionID       = "Mcp-Session-Id"
+	HeaderProtocolVersion = "MCP-Protocol-Version"
+	HeaderLastEventID     = "Last-Event-ID"
+)
+
+// SessionlessPolicy is implemented by handlers that accept some messages without a
+// session (initialize; stateless requests of later revisions). Without it, only messages
+// that carry Mcp-Session-Id are accepted on an established session.
+type SessionlessPolicy interface {
+	AcceptSessionless(m *codec.Message, version string) bool
+}
+
+// HTTPConfig configures the HTTP endpoints. Zero values take the defaults.
+type HTTPConfig struct {
+	Rules HTTPRules
+	// MaxBatch caps the elements of a JSON-RPC batch (-32600 beyond). Default 256.
+	MaxBatch int
+	// BatchMaxVersion is the newest revision whose sessions may send batches
+	// (2025-03-26: batches were removed in 2025-06-18).
+	BatchMaxVersion string
+	// PrimingMinVersion is the first revision whose SSE streams start with a priming
+	// event and a retry hint (2025-11-25).
+	PrimingMinVersion string
+	// Stream bounds each SSE stream: ring and outbound queue sizes.
+	Stream sse.StreamConfig
+	// KeepAlive is the interval of SSE keep-alive comments. Default 15s.
+	KeepAlive time.Duration
+	// RetryMs is the retry hint sent on primed streams and at shutdown. Default 1000.
+	RetryMs int
+	// ReplyTimeout bounds how long a POST waits for its replies before it gives up with an
+	// error; the router's own per-request timeouts normally answer first. Default 10m.
+	ReplyTimeout time.Duration
+	// MaxPostStreams bounds the POST reply streams a session keeps for resumption. Default 64.
+	MaxPostStreams int
+	// LegacyEndpoint is the POST path announced to legacy HTTP+SSE clients. Default /message.
+	LegacyEndpoint string
+}
+
+func (c *HTTPConfig) defaults() {
+	if c.MaxBatch <= 0 {
+		c.MaxBatch = 256
+	}
+	if c.BatchMaxVersion == "" {
+		c.BatchMaxVersion = "2025-03-26"
+	}
+	if c.PrimingMinVersion == "" {
+		c.PrimingMinVersion = "2025-11-25"
+	}
+	if c.KeepAlive <= 0 {
+		c.KeepAlive = 15 * time.Second
+	}
+	if c.RetryMs <= 0 {
+		c.RetryMs = 1000
+	}
+	if c.ReplyTimeout <= 0 {
+		c.ReplyTimeout = 10 * time.Minute
+	}
+	if c.MaxPostStreams <= 0 {
+		c.MaxPostStreams = 64
+	}
+	if c.LegacyEndpoint == "" {
+		c.LegacyEndpoint = "/message"
+	}
+}
+
+// HTTPStats are the HTTP endpoints' counters.
+type HTTPStats struct {
+	Requests      atomic.Uint64
+	Rejected      atomic.Uint64 // answered with a 4xx before reaching the handler
+	OpenStreams   atomic.Int64
+	SlowConsumers atomic.Uint64
+	Resumes       atomic.Uint64
+}
+
+// HTTPServer serves the Streamable HTTP endpoint and the legacy HTTP+SSE endpoints of one
+// Registry on fasthttp.
+type HTTPServer struct {
+	cfg      HTTPConfig
+	reg      *Registry
+	handler  Handler
+	policy   SessionlessPolicy
+	closing  chan struct{}
+	stopOnce sync.Once
+	Stats    HTTPStats
+}
+
+// NewHTTPServer returns the HTTP endpoints serving sessions of reg, handing messages to h.
+func NewHTTPServer(cfg HTTPConfig, reg *Registry, h Handler) *HTTPServer {
+	cfg.defaults()
+	s := &HTTPServer{cfg: cfg, reg: reg, handler: h, closing: make(chan struct{})}
+	s.policy, _ = h.(SessionlessPolicy)
+	return s
+}
+
+// Shutdown ends every session's streams with a retry hint, so clients reconnect to
+// another instance (or this one after a restart).
+func (s *HTTPServer) Shutdown() {
+	s.stopOnce.Do(func() { close(s.closing) })
+	s.reg.CloseAll(s.cfg.RetryMs)
+}
+
+// ServeStreamable is the fasthttp handler of the Streamable HTTP endpoint (/mcp).
+func (s *HTTPServer) ServeStreamable(ctx *fasthttp.RequestCtx) {
+	s.Stats.Requests.Add(1)
+	if !s.checkOrigin(ctx) {
+		return
+	}
+	switch string(ctx.Method()) {
+	case fasthttp.MethodPost:
+		s.post(ctx)
+	case fasthttp.MethodGet:
+		s.get(ctx)
+	case fasthttp.MethodDelete:
+		s.delete(ctx)
+	case fasthttp.MethodOptions:
+		ctx.Response.Header.Set("Allow", "GET, POST, DELETE")
+		ctx.SetStatusCode(fasthttp.StatusNoContent)
+	default:
+		ctx.Response.Header.Set("Allow", "GET, POST, DELETE")
+		s.httpError(ctx, fasthttp.StatusMethodNotAllowed, "method not allowed")
+	}
+}
+
+func (s *HTTPServer) checkOrigin(ctx *fasthttp.RequestCtx) bool {
+	if !s.cfg.Rules.hostAllowed(ctx.Host()) {
+		s.httpError(ctx, fasthttp.StatusForbidden, "host not allowed")
+		return false
+	}
+	if !s.cfg.Rules.originAllowed(ctx.Request.Header.Peek("Origin")) {
+		s.httpError(ctx, fasthttp.StatusForbidden, "origin not allowed")
+		return false
+	}
+	return true
+}
+
+// httpError answers with an HTTP status and a JSON-RPC error body (id null), which both
+// plain HTTP clients and MCP SDKs can report.
+func (s *HTTPServer) httpError(ctx *fasthttp.RequestCtx, status int, msg string) {
+	s.rpcError(ctx, status, codec.CodeInvalidRequest, msg, nil)
+}
+
+func (s *HTTPServer) rpcError(ctx *fasthttp.RequestCtx, status, code int, msg string, data []byte) {
+	s.Stats.Rejected.Add(1)
+	ctx.SetStatusCode(status)
+	ctx.SetContentType("application/json")
+	ctx.SetBody(codec.AppendError(ctx.Response.Body()[:0], nil, code, msg, data))
+}
+
+// sessionFor resolves Mcp-Session-Id: (nil, true) when absent, the session when known,
+// and a 404 answered when unknown or ended.
+func (s *HTTPServer) sessionFor(ctx *fasthttp.RequestCtx) (*Session, bool) {
+	id := ctx.Request.Header.Peek(HeaderSessionID)
+	if len(id) == 0 {
+		return nil, true
+	}
+	sess, ok := s.reg.Get(id)
+	if !ok || sess.Closed() || sess.kind != KindStreamable {
+		s.rpcError(ctx, fasthttp.StatusNotFound, codec.CodeInvalidRequest, "session not found: it ended or never existed; initialize a new one", nil)
+		return nil, false
+	}
+	return sess, true
+}
+
+func (s *HTTPServer) post(ctx *fasthttp.RequestCtx) {
+	if !isJSONContentType(ctx.Request.Header.ContentType()) {
+		s.httpError(ctx, fasthttp.StatusUnsupportedMediaType, "Content-Type must be application/json")
+		return
+	}
+	accept := parseAccept(ctx.Request.Header.Peek("Accept"))
+	if accept&acceptJSON == 0 && accept&acceptSSE == 0 {
+		s.httpError(ctx, fasthttp.StatusNotAcceptable, "Accept must allow application/json or text/event-stream")
+		return
+	}
+	version, ok := s.cfg.Rules.versionFor(ctx.Request.Header.Peek(HeaderProtocolVersion))
+	if !ok {
+		s.httpError(ctx, fasthttp.StatusBadRequest, "unsupported MCP-Protocol-Version")
+		return
+	}
+	sess, ok := s.sessionFor(ctx)
+	if !ok {
+		return
+	}
+	if sess != nil {
+		sess.touch()
+		if len(ctx.Request.Header.Peek(HeaderProtocolVersion)) == 0 {
+			version = sess.Version()
+		}
+	}
+	body := ctx.PostBody()
+
+	p := getPost()
+	p.srv, p.sess, p.accept, p.version = s, sess, accept, version
+	if codec.IsBatch(body) {
+		if sess != nil && sess.Version() > s.cfg.BatchMaxVersion {
+			putPost(p)
+			s.rpcError(ctx, fasthttp.StatusBadRequest, codec.CodeInvalidRequest, "JSON-RPC batches are not supported in protocol revision "+sess.Version(), nil)
+			return
+		}
+		p.elems, p.err = codec.SplitBatch(body, p.elems[:0])
+		if p.err != nil {
+			putPost(p)
+			s.scanError(ctx, p.err)
+			return
+		}
+		if len(p.elems) > s.cfg.MaxBatch {
+			putPost(p)
+			s.rpcError(ctx, fasthttp.StatusRequestEntityTooLarge, codec.CodeInvalidRequest, "batch too long", nil)
+			return
+		}
+		s.serveUnit(ctx, p, true)
+		return
+	}
+	p.elems = append(p.elems[:0], body)
+	s.serveUnit(ctx, p, false)
+}
+
+// scanError answers a message the codec rejected: 400 with the JSON-RPC error.
+func (s *HTTPServer) scanError(ctx *fasthttp.RequestCtx, err error) {
+	code, msg, data := ErrorParts(err, nil)
+	s.rpcError(ctx, fasthttp.StatusBadRequest, code, msg, data)
+}
+
+// ErrorParts maps a codec error to the JSON-RPC code, message and data to answer with.
+// data is appended to buf.
+func ErrorParts(err error, buf []byte) (code int, msg string, data []byte) {
+	if ce, ok := err.(*codec.Error); ok {
+		data = append(buf, `{"offset":`...)
+		data = appendInt(data, ce.Offset)
+		data = append(data, `,"reason":`...)
+		data = codec.AppendString(data, ce.Reason)
+		data = append(data, '}')
+		if ce.Code == codec.CodeParseError {
+			return ce.Code, "Parse error", data
+		}
+		return ce.Code, "Invalid Request", data
+	}
+	return codec.CodeInvalidRequest, "Invalid Request", nil
+}
+
+func appendInt(dst []byte, n int) []byte {
+	if n < 0 {
+		dst = append(dst, '-')
+		n = -n
+	}
+	var b [20]byte
+	i := len(b)
+	for {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+		if n == 0 {
+			break
+		}
+	}
+	return append(dst, b[i:]...)
+}
+
+// serveUnit scans each message of a POST, hands the valid ones to the handler and waits
+// for the replies.
+func (s *HTTPServer) serveUnit(ctx *fasthttp.RequestCtx, p *httpPost, batch bool) {
+	// First pass: scan and decide. A unit with no request needs no reply: its bytes are
+	// copied and 202 goes back at once.
+	requests, invalid := 0, 0
+	p.msgs = p.msgs[:0]
+	for i, e := range p.elems {
+		p.msgs = append(p.msgs, codec.Message{})
+		if err := codec.Scan(e, &p.msgs[i]); err != nil {
+			p.msgs[i].Kind = codec.KindInvalid
+			invalid++
+			if !batch {
+				putPost(p)
+				s.scanError(ctx, err)
+				return
+			}
+			continue
+		}
+		switch p.msgs[i].Kind {
+		case codec.KindRequest:
+			requests++
+		}
+	}
+	if p.sess == nil {
+		// Without a session only what the handler accepts may pass (initialize).
+		for i := range p.msgs {
+			m := &p.msgs[i]
+			if m.Kind == codec.KindInvalid {
+				continue
+			}
+			if s.policy == nil || !s.policy.AcceptSessionless(m, p.version) {
+				putPost(p)
+				s.httpError(ctx, fasthttp.StatusBadRequest, "missing Mcp-Session-Id header: initialize first")
+				return
+			}
+		}
+	}
+	c := &p.call
+	c.init(p, batch)
+	for i, e := range p.elems {
+		m := &p.msgs[i]
+		x := newExchange()
+		c.add(x)
+		if m.Kind == codec.KindInvalid {
+			var err error
+			if err = codec.Scan(e, m); err == nil {
+				err = codec.ErrInvalidRequest
+			}
+			code, msg, data := ErrorParts(err, x.own[:0])
+			x.own = data
+			p.tmp = codec.AppendError(p.tmp[:0], nil, code, msg, data)
+			x.Reply(p.tmp)
+			continue
+		}
+		// The exchange gets its own copy of the bytes: the handler may still hold them
+		// after this request has been answered (a timeout), when fasthttp reuses the body.
+		x.own = append(x.own[:0], e...)
+		x.Raw = x.own
+		x.Msg, x.Session, x.Version, x.Transport, x.Batch = *m, p.sess, p.version, KindStreamable, batch
+		rebase(&x.Msg, e, x.Raw)
+		s.handler.HandleMessage(x)
+	}
+	c.seal()
+	if requests == 0 && invalid == 0 {
+		c.unref()
+		ctx.SetStatusCode(fasthttp.StatusAccepted)
+		return
+	}
+	s.await(ctx, p)
+}
+
+// await blocks the request's goroutine until the call finishes or turns into a stream.
+func (s *HTTPServer) await(ctx *fasthttp.RequestCtx, p *httpPost) {
+	c := &p.call
+	p.timer.Reset(s.cfg.ReplyTimeout)
+	select {
+	case <-p.wake:
+	case <-p.timer.C:
+	}
+	p.timer.Stop()
+	c.mu.Lock()
+	if p.bound != nil {
+		ctx.Response.Header.Set(HeaderSessionID, p.bound.id)
+	}
+	if p.stream != nil {
+		stream, sess := p.stream, p.bound
+		if sess == nil {
+			sess = p.sess
+		}
+		c.mu.Unlock()
+		s.serveStream(ctx, stream, 0, sess, func() { c.unref() })
+		return
+	}
+	if !c.finished {
+		// The handler did not answer in time: give up on this POST. Late replies are
+		// dropped by the call.
+		c.finished = true
+		c.mu.Unlock()
+		c.unref()
+		s.rpcError(ctx, fasthttp.StatusGatewayTimeout, codec.CodeInternalError, "timed out waiting for the reply", nil)
+		return
+	}
+	if len(c.ends) == 0 {
+		c.mu.Unlock()
+		c.unref()
+		ctx.SetStatusCode(fasthttp.StatusAccepted)
+		return
+	}
+	ctx.SetContentType("application/json")
+	ctx.SetBody(c.appendBody(ctx.Response.Body()[:0]))
+	c.mu.Unlock()
+	c.unref()
+}
+
+// serveStream turns the response into an SSE stream pumping from stream, resuming after
+// seq; done runs when the pump ends.
+func (s *HTTPServer) serveStream(ctx *fasthttp.RequestCtx, stream *sse.Stream, after uint64, sess *Session, done func()) {
+	var cons *sse.Consumer
+	var err error
+	if after == 0 {
+		cons, err = stream.Attach(0)
+	} else {
+		cons, err = stream.Resume(after)
+	}
+	if err != nil {
+		if done != nil {
+			done()
+		}
+		s.httpError(ctx, fasthttp.StatusBadRequest, "cannot resume stream: "+err.Error())
+		return
+	}
+	ctx.SetStatusCode(fasthttp.StatusOK)
+	ctx.SetContentType("text/event-stream")
+	ctx.Response.Header.Set("Cache-Control", "no-cache")
+	ctx.Response.Header.Set("X-Accel-Buffering", "no")
+	conn := ctx.Conn()
+	opts := sse.PumpOptions{KeepAlive: s.cfg.KeepAlive, Done: s.closing, RetryMs: s.retryFor(sess),
+		Interrupt: func() { conn.SetWriteDeadline(time.Now()) }}
+	if sess != nil && sess.Version() >= s.cfg.PrimingMinVersion && after == 0 {
+		opts.Prime = true
+	}
+	s.Stats.OpenStreams.Add(1)
+	ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
+		err := cons.Pump(w, opts)
+		s.Stats.OpenStreams.Add(-1)
+		if err == sse.ErrSlowConsumer {
+			s.Stats.SlowConsumers.Add(1)
+		}
+		if done != nil {
+			done()
+		}
+	})
+}
+
+// retryFor is the retry hint for a session's streams: revisions from 2025-11-25 on expect
+// one (and polling); older clients get it only at shutdown, through Done.
+func (s *HTTPServer) retryFor(sess *Session) int {
+	if sess != nil && sess.Version() >= s.cfg.PrimingMinVersion {
+		return s.cfg.RetryMs
+	}
+	return 0
+}
+
+func (s *HTTPServer) get(ctx *fasthttp.RequestCtx) {
+	if parseAccept(ctx.Request.Header.Peek("Accept"))&acceptSSE == 0 {
+		s.httpError(ctx, fasthttp.StatusNotAcceptable, "Accept must allow text/event-stream")
+		return
+	}
+	if _, ok := s.cfg.Rules.versionFor(ctx.Request.Header.Peek(HeaderProtocolVersion)); !ok {
+		s.httpError(ctx, fasthttp.StatusBadRequest, "unsupported MCP-Protocol-Version")
+		return
+	}
+	sess, ok := s.sessionFor(ctx)
+	if !ok {
+		return
+	}
+	if sess == nil {
+		s.httpError(ctx, fasthttp.StatusBadRequest, "missing Mcp-Session-Id header")
+		return
+	}
+	sess.touch()
+	out := sess.out.(*streamableOut)
+	stream, after := out.standalone, uint64(0)
+	if last := ctx.Request.Header.Peek(HeaderLastEventID); len(last) > 0 {
+		id, ok := sse.ParseEventID(last)
+		if !ok {
+			s.httpError(ctx, fasthttp.StatusBadRequest, "malformed Last-Event-ID")
+			return
+		}
+		if stream = out.stream(id.Stream); stream == nil {
+			s.rpcError(ctx, fasthttp.StatusNotFound, codec.CodeInvalidRequest, "stream to resume not found", nil)
+			return
+		}
+		after = id.Seq
+		s.Stats.Resumes.Add(1)
+	}
+	s.serveStream(ctx, stream, after, sess, nil)
+}
+
+func (s *HTTPServer) delete(ctx *fasthttp.RequestCtx) {
+	sess, ok := s.sessionFor(ctx)
+	if !ok {
+		return
+	}
+	if sess == nil {
+		s.httpError(ctx, fasthttp.StatusBadRequest, "missing Mcp-Session-Id header")
+		return
+	}
+	sess.Close()
+	ctx.SetStatusCode(fasthttp.StatusOK)
+}
+
+// streamableOut is a Streamable HTTP session's streams: the standalone GET stream (id 0)
+// and recent POST reply streams, kept for resumption.
+type streamableOut struct {
+	cfg        *HTTPConfig
+	standalone *sse.Stream
+
+	mu      sync.Mutex
+	next    uint32
+	streams map[uint32]*sse.Stream
+	order   []uint32
+}
+
+func newStreamableOut(cfg *HTTPConfig) *streamableOut {
+	return &streamableOut{cfg: cfg, standalone: sse.NewStream(0, cfg.Stream), next: 1}
+}
+
+func (o *streamableOut) send(msg []byte) error {
+	_, err := o.standalone.Publish("", msg)
+	return err
+}
+
+func (o *streamableOut) close(retryMs int) {
+	o.standalone.Close(retryMs)
+	o.mu.Lock()
+	streams := o.streams
+	o.streams, o.order = nil, nil
+	o.mu.Unlock()
+	for _, st := range streams {
+		st.Close(retryMs)
+	}
+}
+
+func (o *streamableOut) attached() bool { return o.standalone.Attached() }
+
+// newPostStream opens a reply stream for one POST, remembered for resumption; the oldest
+// is forgotten past MaxPostStreams.
+func (o *streamableOut) newPostStream() *sse.Stream {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	id := o.next
+	o.next++
+	st := sse.NewStream(id, o.cfg.Stream)
+	if o.streams == nil {
+		o.streams = make(map[uint32]*sse.Stream)
+	}
+	o.streams[id] = st
+	o.order = append(o.order, id)
+	if len(o.order) > o.cfg.MaxPostStreams {
+		delete(o.streams, o.order[0])
+		o.order = o.order[1:]
+	}
+	return st
+}
+
+func (o *streamableOut) stream(id uint32) *sse.Stream {
+	if id == 0 {
+		return o.standalone
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.streams[id]
+}
+
+// httpPost is one POST in flight: the call gathering its replies and the request goroutine
+// waiting for them. Pooled.
+type httpPost struct {
+	call    call
+	srv     *HTTPServer
+	sess    *Session
+	bound   *Session
+	accept  acceptMask
+	version string
+	stream  *sse.Stream
+	elems   [][]byte
+	msgs    []codec.Message
+	err     error
+	tmp     []byte
+	wake    chan struct{}
+	timer   *time.Timer
+}
+
+var postPool = sync.Pool{New: func() any {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return &httpPost{wake: make(chan struct{}, 1), timer: t}
+}}
+
+func getPost() *httpPost { return postPool.Get().(*httpPost) }
+
+func putPost(p *httpPost) {
+	select { // drain a stale wake-up
+	case <-p.wake:
+	default:
+	}
+	p.srv, p.sess, p.bound, p.stream, p.err = nil, nil, nil, nil, nil
+	if cap(p.call.buf) > maxPooledBuf {
+		p.call.buf = nil
+	}
+	if cap(p.tmp) > maxPooledBuf {
+		p.tmp = nil
+	}
+	clear(p.msgs)
+	clear(p.elems)
+	postPool.Put(p)
+}
+
+func (p *httpPost) signal() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (p *httpPost) finish(*call) { p.signal() }
+
+func (p *httpPost) related(c *call, msg []byte) (bool, error) {
+	sess := p.sess
+	if sess == nil {
+		sess = p.bound
+	}
+	if p.stream == nil && (p.accept&acceptSSE == 0 || sess == nil) {
+		// The client takes no stream on this POST: the message goes to the session's
+		// GET stream instead, where it is kept until the client reads it.
+		if sess == nil {
+			return false, ErrNoStream
+		}
+		return false, sess.Send(msg)
+	}
+	if p.stream == nil {
+		p.stream = sess.out.(*streamableOut).newPostStream()
+		p.signal()
+	}
+	_, err := p.stream.Publish("", msg)
+	return true, err
+}
+
+func (p *httpPost) streamed(c *call, msg []byte, last bool) {
+	if msg != nil {
+		p.stream.Publish("", msg)
+	}
+	if last {
+		p.stream.Close(0)
+	}
+}
+
+func (p *httpPost) bind(c *call, version string, state SessionState) (*Session, error) {
+	if p.sess != nil || p.bound != nil {
+		return nil, ErrAlreadyBound
+	}
+	s, err := p.srv.reg.create(KindStreamable, version, state, newStreamableOut(&p.srv.cfg))
+	if err != nil {
+		return nil, err
+	}
+	p.bound = s
+	return s, nil
+}
+
+func (p *httpPost) released(*call) { putPost(p) }

@@ -1,0 +1,154 @@
+// Package transport carries JSON-RPC bytes between MCP clients and the router. It knows HTTP,
+// SSE and stdio framing and the HTTP-level rules of each MCP revision (sessions, headers,
+// status codes), and nothing of MCP methods: every valid message is handed to a Handler (the
+// router) as an Exchange, and the Handler answers through it.
+//
+// The seam is deliberately small:
+//
+//	transport ──Exchange──▶ Handler.HandleMessage ──x.Reply / x.Send / x.Done──▶ transport
+//
+// so that the same router serves Streamable HTTP, legacy HTTP+SSE and stdio alike, and the
+// reference backend reuses these servers with a handler of its own.
+package transport
+
+import (
+	"errors"
+	"sync"
+
+	"github.com/mcprouter/mcprouter/codec"
+)
+
+// Handler is the MCP layer behind the transports; router.Router implements it.
+//
+// HandleMessage is called once for every valid message a client sends (each element of a
+// batch separately), on the goroutine that read it. It must not block: it hands the
+// message to the dispatcher and returns. For every Exchange it receives, the Handler must
+// eventually call exactly one of x.Reply (requests) or x.Done (notifications, responses),
+// from any goroutine; the transport recycles x afterwards.
+//
+// SessionClosed is called once when a session ends, whatever the reason (DELETE, shutdown,
+// idle expiry, transport closed).
+type Handler interface {
+	HandleMessage(x *Exchange)
+	SessionClosed(s *Session)
+}
+
+// SessionState is the handler's own state attached to a session (negotiated revision,
+// capabilities...). The transport stores it and hands it back; it never looks inside.
+type SessionState interface{}
+
+// Errors that the transports report to handlers; compare with errors.Is.
+var (
+	// ErrTooManySessions: Bind refused because the max-sessions limit is reached.
+	ErrTooManySessions = errors.New("transport: too many sessions")
+	// ErrSessionClosed: the session ended; nothing more can be sent on it.
+	ErrSessionClosed = errors.New("transport: session closed")
+	// ErrAlreadyBound: Bind on an exchange that already belongs to a session.
+	ErrAlreadyBound = errors.New("transport: exchange already has a session")
+	// ErrNoStream: a server-initiated message could not be delivered because the client has
+	// no stream open and the session's buffer is full.
+	ErrNoStream = errors.New("transport: no stream to deliver on")
+)
+
+// Exchange is one client message in flight: its bytes, its scan, its session, and the way
+// back to the client. Exchanges are pooled by the transport: after Reply or Done the
+// Handler must not touch it (nor Raw, nor any view in Msg).
+type Exchange struct {
+	// Msg is the scan of Raw (views into Raw).
+	Msg codec.Message
+	// Raw is the message's bytes, valid until Reply or Done.
+	Raw []byte
+	// Session is the client's session, nil when the message arrived without one (an
+	// initialize on Streamable HTTP, or a stateless request).
+	Session *Session
+	// Version is the protocol revision the transport established for this message: the
+	// MCP-Protocol-Version header when present (already checked as supported), the
+	// session's negotiated revision otherwise, or "" when neither is known.
+	Version string
+	// Transport says which client transport carried the message.
+	Transport Kind
+	// Batch is true when the message came as an element of a JSON-RPC batch.
+	Batch bool
+
+	call  *call
+	index int    // position in call.replies
+	own   []byte // pooled copy of the bytes when the transport could not lend them
+}
+
+// Reply sends the response to a request and ends the exchange. msg is copied.
+func (x *Exchange) Reply(msg []byte) { x.call.reply(x.index, msg); x.release() }
+
+// Done ends an exchange that needs no response (notification or response from the client).
+func (x *Exchange) Done() { x.call.reply(x.index, nil); x.release() }
+
+// Send delivers a message that belongs to this request and precedes its response
+// (progress, logging, a server-to-client request). On Streamable HTTP it turns the reply
+// into an SSE stream when the client accepts one, and otherwise uses the session's GET
+// stream. msg is copied. Send after Reply is a no-op.
+func (x *Exchange) Send(msg []byte) error { return x.call.send(msg) }
+
+// Bind creates the session for this exchange (an initialize request that succeeded) with
+// the negotiated revision and the handler's state, and returns it. The session id travels
+// back with the reply (the Mcp-Session-Id header on Streamable HTTP).
+func (x *Exchange) Bind(version string, state SessionState) (*Session, error) {
+	s, err := x.call.bind(version, state)
+	if err != nil {
+		return nil, err
+	}
+	x.Session = s
+	return s, nil
+}
+
+func (x *Exchange) release() {
+	c := x.call
+	*x = Exchange{own: x.own[:0]}
+	if cap(x.own) > maxPooledBuf {
+		x.own = nil
+	}
+	exchangePool.Put(x)
+	c.unref()
+}
+
+// maxPooledBuf is the largest buffer kept in a pool; larger ones are left to the GC so
+// that one huge message does not pin memory forever.
+const maxPooledBuf = 64 << 10
+
+var exchangePool = sync.Pool{New: func() any { return new(Exchange) }}
+
+func newExchange() *Exchange { return exchangePool.Get().(*Exchange) }
+
+// Kind names a client transport.
+type Kind uint8
+
+const (
+	KindStreamable Kind = iota + 1 // Streamable HTTP (2025-03-26 and later)
+	KindLegacySSE                  // HTTP+SSE (2024-11-05)
+	KindStdio                      // newline-delimited JSON on stdin/stdout
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindStreamable:
+		return "streamable"
+	case KindLegacySSE:
+		return "sse"
+	case KindStdio:
+		return "stdio"
+	}
+	return "unknown"
+}
+
+// rebase moves every view of m from the buffer from to the same offsets in to (a copy of
+// from), so a message scanned once can travel with a copy of its bytes. It relies on the
+// codec's views being plain sub-slices, whose capacity reaches the end of the input.
+func rebase(m *codec.Message, from, to []byte) {
+	mv := func(v []byte) []byte {
+		if v == nil {
+			return nil
+		}
+		off := cap(from) - cap(v)
+		return to[off : off+len(v)]
+	}
+	m.ID, m.Method, m.Params, m.Result, m.Error = mv(m.ID), mv(m.Method), mv(m.Params), mv(m.Result), mv(m.Error)
+	m.Name, m.URI, m.ProgressToken, m.RequestID, m.Cursor = mv(m.Name), mv(m.URI), mv(m.ProgressToken), mv(m.RequestID), mv(m.Cursor)
+}

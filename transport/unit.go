@@ -1,0 +1,83 @@
+package transport
+
+import (
+	"sync"
+
+	"github.com/mcprouter/mcprouter/codec"
+)
+
+// unit is one inbound message or batch on a transport whose replies travel on the
+// session's own channel (legacy SSE, stdio) rather than on the request that carried them.
+// Its bytes are copied, so the reader may go on at once.
+type unit struct {
+	call    call
+	sess    *Session
+	pending *counter // told when the unit is released (stdio waits for it at EOF)
+	elems   [][]byte
+	tmp     []byte
+}
+
+var unitPool = sync.Pool{New: func() any { return new(unit) }}
+
+func getUnit() *unit { return unitPool.Get().(*unit) }
+
+func putUnit(u *unit) {
+	u.sess = nil
+	clear(u.elems)
+	u.elems = u.elems[:0]
+	if cap(u.call.buf) > maxPooledBuf {
+		u.call.buf = nil
+	}
+	unitPool.Put(u)
+}
+
+// dispatch hands every element to h; invalid elements are answered with their error.
+func (u *unit) dispatch(h Handler, kind Kind, version string, batch bool) {
+	c := &u.call
+	c.init(u, batch)
+	for _, e := range u.elems {
+		x := newExchange()
+		c.add(x)
+		x.own = append(x.own[:0], e...)
+		x.Raw = x.own
+		if err := codec.Scan(x.Raw, &x.Msg); err != nil {
+			code, msg, data := ErrorParts(err, nil)
+			u.tmp = codec.AppendError(u.tmp[:0], nil, code, msg, data)
+			x.Reply(u.tmp)
+			continue
+		}
+		x.Session, x.Version, x.Transport, x.Batch = u.sess, version, kind, batch
+		if v := u.sess.Version(); v != "" {
+			x.Version = v
+		}
+		h.HandleMessage(x)
+	}
+	c.seal()
+	c.unref()
+}
+
+func (u *unit) finish(c *call) {
+	if len(c.ends) == 0 {
+		return
+	}
+	u.tmp = c.appendBody(u.tmp[:0])
+	u.sess.Send(u.tmp)
+}
+
+func (u *unit) related(c *call, msg []byte) (bool, error) { return false, u.sess.Send(msg) }
+
+func (u *unit) streamed(*call, []byte, bool) {}
+
+func (u *unit) bind(c *call, version string, state SessionState) (*Session, error) {
+	return u.sess, u.sess.setState(version, state)
+}
+
+func (u *unit) released(*call) {
+	if p := u.pending; p != nil {
+		u.pending = nil
+		putUnit(u)
+		p.done()
+		return
+	}
+	putUnit(u)
+}
