@@ -20,6 +20,9 @@ type Fleet interface {
 	Run(s *Session, x *transport.Exchange)
 	// SetLogLevel passes logging/setLevel on to the session's backends.
 	SetLogLevel(s *Session, level string)
+	// SessionOpened tells the fleet about a new initialized session (it delivers
+	// list_changed and resource updates to sessions).
+	SessionOpened(s *Session)
 	// SessionClosed releases what the fleet held for the session.
 	SessionClosed(s *Session)
 }

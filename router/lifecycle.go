@@ -147,6 +147,9 @@ func (r *Router) initialize(j *job) {
 	}
 	s.t = ts
 	r.Stats.Initialized.Add(1)
+	if r.fleet != nil {
+		r.fleet.SessionOpened(s)
+	}
 
 	res := append(j.buf[:0], `{"protocolVersion":`...)
 	res = codec.AppendString(res, version)

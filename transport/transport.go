@@ -70,6 +70,10 @@ type Exchange struct {
 	// Batch is true when the message came as an element of a JSON-RPC batch.
 	Batch bool
 
+	// Tag is the handler's own per-exchange data (the router's in-flight entry); the
+	// transport clears it when the exchange is recycled.
+	Tag any
+
 	call  *call
 	index int    // position in call.replies
 	own   []byte // pooled copy of the bytes when the transport could not lend them

@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/mcprouter/mcprouter/cmd/mcprouter/app"
 )
@@ -83,6 +84,7 @@ func run(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	a.Start(10 * time.Second)
 
 	if stdio {
 		err := a.ServeStdio(ctx, os.Stdin, os.Stdout)

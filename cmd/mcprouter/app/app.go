@@ -13,6 +13,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/mcprouter/mcprouter/router"
+	"github.com/mcprouter/mcprouter/router/fleet"
 	"github.com/mcprouter/mcprouter/transport"
 	"github.com/mcprouter/mcprouter/transport/sse"
 	"github.com/mcprouter/mcprouter/workers"
@@ -28,6 +29,7 @@ type App struct {
 	Router *router.Router
 	Reg    *transport.Registry
 	HTTP   *transport.HTTPServer
+	Fleet  *fleet.Fleet // nil without backends
 
 	ln     net.Listener
 	srv    *fasthttp.Server
@@ -45,10 +47,19 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 		log = slog.Default()
 	}
 	a := &App{cfg: cfg, log: log}
-	r, err := router.New(router.Config{
+	rc := router.Config{
 		Name: "mcprouter", Version: Version, Logger: log,
 		Workers: workers.Config{Shards: cfg.Workers.Shards, QueueDepth: cfg.Workers.QueueDepth, PoolSize: cfg.Workers.PoolSize},
-	})
+	}
+	if len(cfg.Backends) > 0 {
+		fc, err := fleetConfig(&cfg, log)
+		if err != nil {
+			return nil, err
+		}
+		a.Fleet = fleet.New(fc)
+		rc.Fleet = a.Fleet
+	}
+	r, err := router.New(rc)
 	if err != nil {
 		return nil, err
 	}
@@ -86,6 +97,13 @@ func (a *App) Handler() fasthttp.RequestHandler {
 		default:
 			ctx.Error("not found: the MCP endpoint is "+mcp, fasthttp.StatusNotFound)
 		}
+	}
+}
+
+// Start connects the backends, waiting up to wait for their catalogs.
+func (a *App) Start(wait time.Duration) {
+	if a.Fleet != nil {
+		a.Fleet.Start(wait)
 	}
 }
 
@@ -142,8 +160,16 @@ func (a *App) Shutdown(ctx context.Context) error {
 		if rerr := a.Router.Close(grace); rerr != nil && !errors.Is(rerr, context.Canceled) {
 			err = rerr
 		}
+		// Requests forwarded to backends whose replies come asynchronously (stdio,
+		// legacy SSE) are still in the fleet's table: give them the rest of the grace.
+		for a.Fleet != nil && a.Fleet.InFlight() > 0 && grace.Err() == nil {
+			time.Sleep(10 * time.Millisecond)
+		}
 		a.HTTP.Shutdown()
 		a.Reg.Close()
+		if a.Fleet != nil {
+			a.Fleet.Close()
+		}
 		if a.srv != nil {
 			if serr := a.srv.ShutdownWithContext(grace); serr != nil && err == nil {
 				err = serr

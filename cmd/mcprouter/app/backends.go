@@ -1,0 +1,77 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/mcprouter/mcprouter/router/fleet"
+	"github.com/mcprouter/mcprouter/transport/upstream"
+)
+
+// fleetConfig turns the configured backends into the fleet's configuration: one dialer
+// per replica URL or child process.
+func fleetConfig(cfg *Config, log *slog.Logger) (fleet.Config, error) {
+	fc := fleet.Config{ClientName: "mcprouter", ClientVersion: Version, Logger: log}
+	for _, b := range cfg.Backends {
+		bc := fleet.BackendConfig{
+			Name: b.Name, Prefix: *b.Prefix, Timeout: b.Timeout,
+			MaxConcurrency: b.MaxConcurrency, PerClient: b.Sessions == "per-client",
+		}
+		urls := b.URLs
+		if b.URL != "" {
+			urls = append([]string{b.URL}, urls...)
+		}
+		opts := upstream.HTTPOptions{Name: b.Name, Logger: log, MaxConns: b.MaxConcurrency}
+		for _, u := range urls {
+			bc.Dialers = append(bc.Dialers, urlDialer(u, opts))
+		}
+		if len(b.Command) > 0 {
+			ds, err := stdioDialers(b, log)
+			if err != nil {
+				return fc, err
+			}
+			bc.Dialers = append(bc.Dialers, ds...)
+		}
+		if b.NATS != "" {
+			return fc, fmt.Errorf("backend %s: NATS backends are not supported yet", b.Name)
+		}
+		fc.Backends = append(fc.Backends, bc)
+	}
+	return fc, nil
+}
+
+// urlDialer picks the transport by URL: a path ending in /sse is a legacy HTTP+SSE
+// server, anything else speaks Streamable HTTP.
+func urlDialer(u string, opts upstream.HTTPOptions) fleet.Dialer {
+	legacy := strings.HasSuffix(strings.TrimRight(strings.SplitN(u, "?", 2)[0], "/"), "/sse")
+	return fleet.Dialer{Addr: u, Dial: func(ctx context.Context, sink upstream.Sink) (upstream.Conn, error) {
+		if legacy {
+			return upstream.DialSSE(ctx, u, opts, sink)
+		}
+		return upstream.DialHTTP(ctx, u, opts, sink)
+	}}
+}
+
+// stdioDialers start one child process per instance when dialed. The process is
+// supervised (restarted with backoff) by the upstream package; the fleet dials again only
+// when an instance is lost for good.
+func stdioDialers(b BackendConfig, log *slog.Logger) ([]fleet.Dialer, error) {
+	cmd := upstream.Command{Path: b.Command[0], Args: b.Command[1:]}
+	opts := upstream.StdioOptions{Name: b.Name, Logger: log}
+	var ds []fleet.Dialer
+	for i := 0; i < b.Instances; i++ {
+		ds = append(ds, fleet.Dialer{
+			Addr: fmt.Sprintf("%s#%d", strings.Join(b.Command, " "), i),
+			Dial: func(ctx context.Context, sink upstream.Sink) (upstream.Conn, error) {
+				p, err := upstream.StartPool(cmd, 1, opts, func(int) upstream.Sink { return sink })
+				if err != nil {
+					return nil, err
+				}
+				return p.Conn(0), nil
+			},
+		})
+	}
+	return ds, nil
+}

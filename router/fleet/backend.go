@@ -1,0 +1,215 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcprouter/mcprouter/transport/upstream"
+)
+
+// backend is one configured backend: its instances, its share of the catalog, and the
+// limit on its requests in flight.
+type backend struct {
+	f         *Fleet
+	cfg       BackendConfig
+	index     int // position in the configuration: the tie-breaker of name collisions
+	instances []*instance
+	sem       chan struct{}
+
+	// caps is the capabilities object of the backend's initialize result (from the first
+	// instance that answered), raw.
+	mu   sync.Mutex
+	caps []byte
+
+	// lists is the backend's last fetched catalog.
+	lists atomic.Pointer[[numKinds][]item]
+}
+
+// instance is one replica or child process of a backend.
+type instance struct {
+	b      *backend
+	n      int
+	dialer Dialer
+
+	conn        atomic.Pointer[upConn] // the shared session; nil while down
+	healthy     atomic.Bool
+	outstanding atomic.Int64
+	failures    int // consecutive failed health checks (health goroutine only)
+
+	Ejections atomic.Uint64
+	Reconnect atomic.Uint64
+}
+
+// pick chooses a healthy instance with a live shared session: the less loaded of two
+// picked at random (power of two choices), which spreads load about as well as least
+// outstanding requests without scanning every instance.
+func (b *backend) pick() *instance {
+	n := len(b.instances)
+	if n == 1 {
+		if in := b.instances[0]; in.usable() {
+			return in
+		}
+		return nil
+	}
+	i, j := rand.IntN(n), rand.IntN(n-1)
+	if j >= i {
+		j++
+	}
+	a, c := b.instances[i], b.instances[j]
+	au, cu := a.usable(), c.usable()
+	switch {
+	case au && cu:
+		if c.outstanding.Load() < a.outstanding.Load() {
+			return c
+		}
+		return a
+	case au:
+		return a
+	case cu:
+		return c
+	}
+	// Both picks were down: fall back to the first usable instance.
+	for _, in := range b.instances {
+		if in.usable() {
+			return in
+		}
+	}
+	return nil
+}
+
+func (in *instance) usable() bool {
+	if !in.healthy.Load() {
+		return false
+	}
+	if in.b.cfg.PerClient {
+		return true
+	}
+	c := in.conn.Load()
+	return c != nil && !c.dead()
+}
+
+// acquire takes one of the backend's concurrency slots, waiting at most d.
+func (b *backend) acquire(d time.Duration) bool {
+	select {
+	case b.sem <- struct{}{}:
+		return true
+	default:
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case b.sem <- struct{}{}:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+func (b *backend) release() { <-b.sem }
+
+// connect dials the instance's shared session and performs the handshake.
+func (in *instance) connect(ctx context.Context) (*upConn, error) {
+	f := in.b.f
+	c := &upConn{f: f, b: in.b, inst: in}
+	conn, err := in.dialer.Dial(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	c.conn = conn
+	if err := c.handshake(ctx, nil); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// maintain keeps the instance's shared session up and checks its health with ping,
+// until ctx ends. A failing instance is ejected from load balancing and brought back
+// when it answers again.
+func (in *instance) maintain(ctx context.Context) {
+	f := in.b.f
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		if !in.b.cfg.PerClient {
+			c := in.conn.Load()
+			if c == nil || c.dead() {
+				if c != nil {
+					in.conn.Store(nil)
+					f.connLost(c, c.conn.Err())
+				}
+				in.healthy.Store(false)
+				cctx, cancel := context.WithTimeout(ctx, f.cfg.HealthTimeout*5)
+				nc, err := in.connect(cctx)
+				cancel()
+				if err != nil {
+					f.log.Warn("backend instance unreachable", "backend", in.b.cfg.Name, "instance", in.dialer.Addr, "err", err, "retry_in", backoff)
+					if !sleepCtx(ctx, backoff) {
+						return
+					}
+					backoff = min(backoff*2, 10*time.Second)
+					continue
+				}
+				backoff = 100 * time.Millisecond
+				in.Reconnect.Add(1)
+				in.conn.Store(nc)
+				in.healthy.Store(true)
+				in.failures = 0
+				f.log.Info("backend instance connected", "backend", in.b.cfg.Name, "instance", in.dialer.Addr, "protocol", nc.version)
+				f.instanceUp(in, nc)
+			}
+		} else if !in.healthy.Load() {
+			in.healthy.Store(true)
+		}
+		if !sleepCtx(ctx, f.cfg.HealthInterval) {
+			return
+		}
+		in.check(ctx)
+	}
+}
+
+// check pings the instance once and ejects it after two failures in a row.
+func (in *instance) check(ctx context.Context) {
+	c := in.conn.Load()
+	if c == nil {
+		return
+	}
+	f := in.b.f
+	pctx, cancel := context.WithTimeout(ctx, f.cfg.HealthTimeout)
+	_, err := f.call(pctx, c, "ping", nil)
+	cancel()
+	if err == nil {
+		if !in.healthy.Load() {
+			f.log.Info("backend instance healthy again", "backend", in.b.cfg.Name, "instance", in.dialer.Addr)
+		}
+		in.failures = 0
+		in.healthy.Store(true)
+		return
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	in.failures++
+	if in.failures >= 2 && in.healthy.Load() {
+		in.healthy.Store(false)
+		in.Ejections.Add(1)
+		f.log.Warn("backend instance ejected: health check failed", "backend", in.b.cfg.Name, "instance", in.dialer.Addr, "err", err)
+	}
+	if errors.Is(err, upstream.ErrClosed) || errors.Is(err, upstream.ErrSessionExpired) {
+		c.kill()
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

@@ -1,0 +1,91 @@
+// Package fleet is the backend side of mcprouter: it connects to every configured MCP
+// server (Streamable HTTP, legacy SSE, stdio child processes), keeps their merged catalog
+// of tools, prompts, resources and templates, and forwards client requests to the backend
+// that owns them, rewriting ids, names and progress tokens in the bytes.
+package fleet
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/mcprouter/mcprouter/transport/upstream"
+)
+
+// Separator joins a backend's prefix and an item's own name: "files__read". Two
+// underscores are allowed in tool and prompt names by every revision and by the function
+// name rules of the common LLM APIs (letters, digits, _ and -), unlike "/", ":" or ".",
+// and are rare enough inside real names to make the split unambiguous.
+const Separator = "__"
+
+// BackendConfig describes one backend: one or more instances serving the same catalog.
+type BackendConfig struct {
+	// Name identifies the backend in logs, metrics and errors.
+	Name string
+	// Prefix is put before the backend's tool and prompt names (with Separator); ""
+	// exposes them unchanged.
+	Prefix string
+	// Dialers open a connection to each instance (a replica URL, a child process).
+	Dialers []Dialer
+	// Timeout bounds each forwarded request. Default 60s.
+	Timeout time.Duration
+	// MaxConcurrency caps requests in flight to the backend (all instances). Default 256.
+	MaxConcurrency int
+	// PerClient opens one upstream session per client session and instance, initialized
+	// with that client's own capabilities, instead of multiplexing every client over one
+	// shared session per instance.
+	PerClient bool
+}
+
+// Dialer opens one upstream connection to one instance of a backend, delivering what the
+// backend sends to sink.
+type Dialer struct {
+	// Addr names the instance in logs (a URL, "stdio#2").
+	Addr string
+	Dial func(ctx context.Context, sink upstream.Sink) (upstream.Conn, error)
+}
+
+// Config configures a Fleet. Zero values take the defaults.
+type Config struct {
+	Backends []BackendConfig
+	// PageSize is the number of items per page of the merged lists. Default 100.
+	PageSize int
+	// HealthInterval is the period of the ping health checks. Default 5s.
+	HealthInterval time.Duration
+	// HealthTimeout bounds one health ping. Default 2s.
+	HealthTimeout time.Duration
+	// ClientName and ClientVersion are the clientInfo the router presents to backends.
+	ClientName, ClientVersion string
+	// Logger receives the fleet's logs. Default slog.Default().
+	Logger *slog.Logger
+}
+
+func (c *Config) defaults() {
+	if c.PageSize <= 0 {
+		c.PageSize = 100
+	}
+	if c.HealthInterval <= 0 {
+		c.HealthInterval = 5 * time.Second
+	}
+	if c.HealthTimeout <= 0 {
+		c.HealthTimeout = 2 * time.Second
+	}
+	if c.ClientName == "" {
+		c.ClientName = "mcprouter"
+	}
+	if c.ClientVersion == "" {
+		c.ClientVersion = "dev"
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	for i := range c.Backends {
+		b := &c.Backends[i]
+		if b.Timeout <= 0 {
+			b.Timeout = 60 * time.Second
+		}
+		if b.MaxConcurrency <= 0 {
+			b.MaxConcurrency = 256
+		}
+	}
+}

@@ -1,0 +1,425 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/router"
+)
+
+// Error codes of errors the router makes about backends (JSON-RPC's server range).
+const (
+	CodeBackendUnavailable = -32010 // no instance reachable, or the connection failed
+	CodeBackendTimeout     = -32011 // no answer within the backend's timeout
+	CodeBackendBusy        = -32012 // the backend's concurrency limit is reached
+	CodeResourceNotFound   = -32002 // MCP's code for an unknown resource
+)
+
+// Fleet implements router.Fleet over the configured backends.
+type Fleet struct {
+	cfg      Config
+	log      *slog.Logger
+	backends []*backend
+	table    *table
+	srv      serverRequests
+	subs     subscriptions
+
+	cat    atomic.Pointer[catalog]
+	gen    atomic.Uint64
+	buildM sync.Mutex
+
+	sessMu   sync.Mutex
+	sessions map[*router.Session]*sessionState
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	Stats Stats
+}
+
+// Stats counts what the fleet did.
+type Stats struct {
+	Forwarded atomic.Uint64
+	Failed    atomic.Uint64
+	TimedOut  atomic.Uint64
+	Cancelled atomic.Uint64
+	Refreshes atomic.Uint64
+}
+
+// sessionState is the fleet's state of one client session.
+type sessionState struct {
+	mu    sync.Mutex
+	conns map[*instance]*upConn // per-client upstream sessions
+}
+
+// New builds a fleet; Start connects it.
+func New(cfg Config) *Fleet {
+	cfg.defaults()
+	f := &Fleet{cfg: cfg, log: cfg.Logger, table: newTable(), sessions: map[*router.Session]*sessionState{}}
+	f.srv.m = map[uint64]*serverRequest{}
+	f.subs.init()
+	for i, bc := range cfg.Backends {
+		b := &backend{f: f, cfg: bc, index: i, sem: make(chan struct{}, bc.MaxConcurrency)}
+		for n, d := range bc.Dialers {
+			b.instances = append(b.instances, &instance{b: b, n: n, dialer: d})
+		}
+		f.backends = append(f.backends, b)
+	}
+	f.cat.Store(f.build(0))
+	return f
+}
+
+// Start connects every instance in the background and keeps them connected and checked
+// until Close. It waits up to wait for the first catalog of every backend, so that a
+// router that starts answering knows its tools.
+func (f *Fleet) Start(wait time.Duration) {
+	f.ctx, f.cancel = context.WithCancel(context.Background())
+	for _, b := range f.backends {
+		for _, in := range b.instances {
+			f.wg.Add(1)
+			go func() { defer f.wg.Done(); in.maintain(f.ctx) }()
+		}
+	}
+	f.wg.Add(1)
+	go func() { defer f.wg.Done(); f.sweep() }()
+	deadline := time.Now().Add(wait)
+	for time.Now().Before(deadline) {
+		ready := true
+		for _, b := range f.backends {
+			if b.lists.Load() == nil {
+				ready = false
+			}
+		}
+		if ready {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Close stops the maintainers and closes every upstream session.
+func (f *Fleet) Close() {
+	if f.cancel != nil {
+		f.cancel()
+	}
+	f.wg.Wait()
+	for _, b := range f.backends {
+		for _, in := range b.instances {
+			if c := in.conn.Load(); c != nil {
+				c.conn.Close()
+			}
+		}
+	}
+	f.sessMu.Lock()
+	var states []*sessionState
+	for _, st := range f.sessions {
+		states = append(states, st)
+	}
+	f.sessMu.Unlock()
+	for _, st := range states {
+		st.closeAll()
+	}
+	// Whatever is still in flight gets an answer.
+	for _, e := range f.table.expired(1<<62, nil) {
+		f.completeErr(e, CodeBackendUnavailable, "router shutting down")
+	}
+}
+
+// Ready reports whether every backend has at least one healthy instance.
+func (f *Fleet) Ready() bool {
+	for _, b := range f.backends {
+		ok := false
+		for _, in := range b.instances {
+			if in.usable() {
+				ok = true
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// BackendHealth reports, per backend, how many instances are healthy out of how many.
+func (f *Fleet) BackendHealth(fn func(name string, healthy, total int)) {
+	for _, b := range f.backends {
+		h := 0
+		for _, in := range b.instances {
+			if in.usable() {
+				h++
+			}
+		}
+		fn(b.cfg.Name, h, len(b.instances))
+	}
+}
+
+// InFlight is the number of requests waiting for a backend.
+func (f *Fleet) InFlight() int { return f.table.len() }
+
+// sweep fails requests whose backend did not answer in time.
+func (f *Fleet) sweep() {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	var buf []*entry
+	for {
+		select {
+		case <-f.ctx.Done():
+			return
+		case now := <-t.C:
+			buf = f.table.expired(now.UnixNano(), buf[:0])
+			for _, e := range buf {
+				f.Stats.TimedOut.Add(1)
+				f.completeErr(e, CodeBackendTimeout, "backend "+e.backend.cfg.Name+" did not answer within "+e.backend.cfg.Timeout.String())
+			}
+		}
+	}
+}
+
+// call sends one of the router's own requests on c and waits for its result (raw). A
+// JSON-RPC error from the backend comes back as a *router.Error.
+func (f *Fleet) call(ctx context.Context, c *upConn, method string, params []byte) ([]byte, error) {
+	e := &entry{backend: c.b, conn: c, wait: make(chan []byte, 1)}
+	if dl, ok := ctx.Deadline(); ok {
+		e.deadline = dl.UnixNano()
+	}
+	f.table.add(e)
+	id := strconv.AppendUint(nil, e.id, 10)
+	msg := codec.AppendRequest(nil, id, method, params)
+	if err := c.conn.Send(ctx, msg); err != nil {
+		f.table.take(e.id)
+		return nil, err
+	}
+	select {
+	case resp := <-e.wait:
+		if resp == nil {
+			return nil, errors.New("connection lost")
+		}
+		var m codec.Message
+		if err := codec.Scan(resp, &m); err != nil {
+			return nil, err
+		}
+		if m.Kind == codec.KindError {
+			return nil, rpcErrorOf(m.Error)
+		}
+		return m.Result, nil
+	case <-ctx.Done():
+		f.table.take(e.id)
+		return nil, ctx.Err()
+	}
+}
+
+// instanceUp is called when an instance's shared session is (re)established: the
+// backend's lists are fetched (again) and subscriptions restored.
+func (f *Fleet) instanceUp(in *instance, c *upConn) {
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		f.refresh(in.b, c)
+		f.subs.restore(f, in.b, c)
+	}()
+}
+
+// sessionRenewed: the backend restarted and the upstream session was re-established;
+// what it kept per session (subscriptions) must be restored.
+func (f *Fleet) sessionRenewed(c *upConn) {
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		f.subs.restore(f, c.b, c)
+		f.refresh(c.b, c)
+	}()
+}
+
+// refresh re-reads a backend's lists and swaps in a new catalog; clients hear of it
+// when the exposed lists changed.
+func (f *Fleet) refresh(b *backend, c *upConn) {
+	ctx, cancel := context.WithTimeout(f.ctx, b.cfg.Timeout)
+	defer cancel()
+	lists, err := f.fetchLists(ctx, c)
+	if err != nil {
+		f.log.Warn("cannot read backend catalog", "backend", b.cfg.Name, "err", err)
+		if b.lists.Load() != nil {
+			return
+		}
+	}
+	f.Stats.Refreshes.Add(1)
+	old := b.lists.Swap(&lists)
+	f.buildM.Lock()
+	f.cat.Store(f.build(f.gen.Add(1)))
+	f.buildM.Unlock()
+	if old == nil {
+		return
+	}
+	for k := kind(0); k < numKinds; k++ {
+		if !sameItems(old[k], lists[k]) {
+			f.broadcast(kindInfo[k].changed)
+		}
+	}
+}
+
+func sameItems(a, b []item) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].key != b[i].key || string(a[i].raw) != string(b[i].raw) {
+			return false
+		}
+	}
+	return true
+}
+
+// broadcast sends a notification to every client session.
+func (f *Fleet) broadcast(method string) {
+	msg := codec.AppendNotification(nil, method, nil)
+	f.sessMu.Lock()
+	list := make([]*router.Session, 0, len(f.sessions))
+	for s := range f.sessions {
+		list = append(list, s)
+	}
+	f.sessMu.Unlock()
+	for _, s := range list {
+		if t := s.Transport(); t != nil {
+			t.Send(msg)
+		}
+	}
+}
+
+// connLost fails every request in flight on c: their answers will not come.
+func (f *Fleet) connLost(c *upConn, cause error) {
+	msg := "backend " + c.b.cfg.Name + " connection lost"
+	if cause != nil {
+		msg += ": " + cause.Error()
+	}
+	for _, e := range f.table.takeConn(c, nil) {
+		f.completeErrTaken(e, CodeBackendUnavailable, msg)
+	}
+}
+
+// SessionOpened implements router.Fleet.
+func (f *Fleet) SessionOpened(s *router.Session) {
+	f.sessMu.Lock()
+	if _, ok := f.sessions[s]; !ok {
+		f.sessions[s] = &sessionState{}
+	}
+	f.sessMu.Unlock()
+}
+
+// SessionClosed implements router.Fleet.
+func (f *Fleet) SessionClosed(s *router.Session) {
+	f.sessMu.Lock()
+	st := f.sessions[s]
+	delete(f.sessions, s)
+	f.sessMu.Unlock()
+	f.subs.dropSession(f, s)
+	if st != nil {
+		st.closeAll()
+	}
+}
+
+func (f *Fleet) state(s *router.Session) *sessionState {
+	f.sessMu.Lock()
+	st := f.sessions[s]
+	if st == nil {
+		st = &sessionState{}
+		f.sessions[s] = st
+	}
+	f.sessMu.Unlock()
+	return st
+}
+
+func (st *sessionState) closeAll() {
+	st.mu.Lock()
+	conns := st.conns
+	st.conns = nil
+	st.mu.Unlock()
+	for _, c := range conns {
+		c.killed.Store(true)
+		go c.conn.Close()
+	}
+}
+
+// AppendCapabilities implements router.Fleet: the union of what the backends offer.
+func (f *Fleet) AppendCapabilities(dst []byte, version string) []byte {
+	var tools, prompts, resources, subscribe, completions bool
+	for _, b := range f.backends {
+		b.mu.Lock()
+		caps := b.caps
+		b.mu.Unlock()
+		tools = tools || hasMember(caps, "tools")
+		prompts = prompts || hasMember(caps, "prompts")
+		resources = resources || hasMember(caps, "resources")
+		completions = completions || hasMember(caps, "completions")
+		if hasMember(caps, "resources") {
+			if n, err := sonicGetBool(caps, "resources", "subscribe"); err == nil && n {
+				subscribe = true
+			}
+		}
+	}
+	if tools {
+		dst = append(dst, `,"tools":{"listChanged":true}`...)
+	}
+	if prompts {
+		dst = append(dst, `,"prompts":{"listChanged":true}`...)
+	}
+	if resources {
+		dst = append(dst, `,"resources":{"listChanged":true`...)
+		if subscribe {
+			dst = append(dst, `,"subscribe":true`...)
+		}
+		dst = append(dst, '}')
+	}
+	if completions {
+		dst = append(dst, `,"completions":{}`...)
+	}
+	return dst
+}
+
+// SetLogLevel implements router.Fleet: the level goes to every backend the session uses.
+// On shared upstream sessions it applies to every client of that session: the last
+// setLevel wins, which is what a shared session can offer.
+func (f *Fleet) SetLogLevel(s *router.Session, level string) {
+	params := append([]byte(`{"level":`), '"')
+	params = append(params, level...)
+	params = append(params, `"}`...)
+	for _, b := range f.backends {
+		b.mu.Lock()
+		logging := hasMember(b.caps, "logging")
+		b.mu.Unlock()
+		if !logging {
+			continue
+		}
+		for _, in := range b.instances {
+			c := in.conn.Load()
+			if b.cfg.PerClient {
+				c = f.state(s).conn(in)
+			}
+			if c == nil || c.dead() {
+				continue
+			}
+			f.wg.Add(1)
+			go func() {
+				defer f.wg.Done()
+				ctx, cancel := context.WithTimeout(f.ctx, b.cfg.Timeout)
+				defer cancel()
+				if _, err := f.call(ctx, c, "logging/setLevel", params); err != nil {
+					f.log.Debug("logging/setLevel not accepted", "backend", b.cfg.Name, "err", err)
+				}
+			}()
+		}
+	}
+}
+
+func (st *sessionState) conn(in *instance) *upConn {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.conns[in]
+}

@@ -1,0 +1,526 @@
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bytedance/sonic"
+
+	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/router"
+	"github.com/mcprouter/mcprouter/transport"
+	"github.com/mcprouter/mcprouter/transport/upstream"
+)
+
+// bufPool holds the buffers that forwarded messages are rewritten into.
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+func getBuf() *[]byte { return bufPool.Get().(*[]byte) }
+
+func putBuf(b *[]byte) {
+	if cap(*b) > 64<<10 {
+		return
+	}
+	*b = (*b)[:0]
+	bufPool.Put(b)
+}
+
+var entryPool = sync.Pool{New: func() any { return new(entry) }}
+
+// Prepare implements router.Fleet. It runs in the session's order: requests are routed
+// and recorded in the in-flight table here, so that a cancellation that follows always
+// finds them; the I/O happens in Run.
+func (f *Fleet) Prepare(s *router.Session, x *transport.Exchange) bool {
+	m := &x.Msg
+	switch m.Kind {
+	case codec.KindNotification:
+		return f.clientNotification(s, x)
+	case codec.KindResult, codec.KindError:
+		return f.clientResponse(s, x)
+	}
+	cat := f.cat.Load()
+	var b *backend
+	strip := 0
+	switch string(m.Method) {
+	case "tools/list":
+		return f.list(x, cat, kTools)
+	case "prompts/list":
+		return f.list(x, cat, kPrompts)
+	case "resources/list":
+		return f.list(x, cat, kResources)
+	case "resources/templates/list":
+		return f.list(x, cat, kTemplates)
+	case "tools/call":
+		r, ok := cat.tools[string(m.Name)]
+		if !ok {
+			return f.replyErr(x, codec.CodeInvalidParams, "Unknown tool: "+string(m.Name))
+		}
+		b, strip = r.b, r.strip
+	case "prompts/get":
+		r, ok := cat.prompts[string(m.Name)]
+		if !ok {
+			return f.replyErr(x, codec.CodeInvalidParams, "Unknown prompt: "+string(m.Name))
+		}
+		b, strip = r.b, r.strip
+	case "resources/read", "resources/subscribe", "resources/unsubscribe":
+		if b = cat.resourceOwner(string(m.URI)); b == nil {
+			return f.replyErr(x, CodeResourceNotFound, "Resource not found: "+string(m.URI))
+		}
+		if string(m.Method) != "resources/read" && !b.cfg.PerClient {
+			return f.subscription(s, x, b)
+		}
+	case "completion/complete":
+		return f.complete(s, x, cat)
+	default:
+		return f.replyErr(x, codec.CodeMethodNotFound, "Method not found: "+string(m.Method))
+	}
+	f.track(s, x, b, strip)
+	return true
+}
+
+// track records a request about to be forwarded to b.
+func (f *Fleet) track(s *router.Session, x *transport.Exchange, b *backend, strip int) *entry {
+	e := entryPool.Get().(*entry)
+	*e = entry{sess: s, x: x, backend: b, deadline: deadlineIn(b.cfg.Timeout)}
+	if strip > 0 {
+		e.strip = strip
+	}
+	if tok := x.Msg.ProgressToken; tok != nil {
+		e.progress = true
+		e.origToken = tok
+	}
+	f.table.add(e)
+	x.Tag = e
+	return e
+}
+
+// Run implements router.Fleet: it sends the request to an instance of its backend.
+func (f *Fleet) Run(s *router.Session, x *transport.Exchange) {
+	switch t := x.Tag.(type) {
+	case *entry:
+		f.forward(t)
+	case *serverRequest:
+		f.answerBackend(x, t)
+	}
+}
+
+func (f *Fleet) forward(e *entry) {
+	b := e.backend
+	if !b.acquire(time.Second) {
+		f.completeErr(e, CodeBackendBusy, "backend "+b.cfg.Name+" is at its concurrency limit ("+strconv.Itoa(b.cfg.MaxConcurrency)+")")
+		return
+	}
+	e.holdsSlot = true
+	c, err := f.connFor(e)
+	if err != nil {
+		f.completeErr(e, CodeBackendUnavailable, "backend "+b.cfg.Name+" unavailable: "+err.Error())
+		return
+	}
+	e.conn = c
+	c.inst.outstanding.Add(1)
+	e.counted = true
+
+	x := e.x
+	bp := getBuf()
+	var idb [20]byte
+	id := strconv.AppendUint(idb[:0], e.id, 10)
+	var sp [3]codec.Splice
+	n := 0
+	sp[n] = codec.Splice{Old: x.Msg.ID, New: id}
+	n++
+	if e.strip > 0 && len(x.Msg.Name) >= e.strip {
+		sp[n] = codec.Splice{Old: x.Msg.Name[:e.strip]}
+		n++
+	}
+	if e.progress {
+		sp[n] = codec.Splice{Old: x.Msg.ProgressToken, New: id}
+		n++
+	}
+	*bp = codec.AppendSplices((*bp)[:0], x.Raw, sp[:n])
+	f.Stats.Forwarded.Add(1)
+	ctx, cancel := context.WithDeadline(f.ctx, time.Unix(0, e.deadline))
+	err = c.conn.Send(ctx, *bp)
+	cancel()
+	putBuf(bp)
+	if err != nil {
+		f.Stats.Failed.Add(1)
+		if errors.Is(err, context.DeadlineExceeded) {
+			f.completeErr(e, CodeBackendTimeout, "backend "+b.cfg.Name+" did not answer within "+b.cfg.Timeout.String())
+			return
+		}
+		if errors.Is(err, upstream.ErrBackendDown) || errors.Is(err, upstream.ErrClosed) {
+			c.inst.healthy.Store(false)
+		}
+		f.completeErr(e, CodeBackendUnavailable, "backend "+b.cfg.Name+": "+err.Error())
+	}
+}
+
+// connFor returns the upstream session to send e on: a healthy instance's shared
+// session, or the client's own session with that instance (opened on first use).
+func (f *Fleet) connFor(e *entry) (*upConn, error) {
+	b := e.backend
+	in := b.pick()
+	if in == nil {
+		return nil, errors.New("no healthy instance")
+	}
+	if !b.cfg.PerClient {
+		if c := in.conn.Load(); c != nil {
+			return c, nil
+		}
+		return nil, errors.New("instance " + in.dialer.Addr + " not connected")
+	}
+	st := f.state(e.sess)
+	st.mu.Lock()
+	c := st.conns[in]
+	if c != nil && c.dead() {
+		delete(st.conns, in)
+		c = nil
+	}
+	st.mu.Unlock()
+	if c != nil {
+		return c, nil
+	}
+	ctx, cancel := context.WithTimeout(f.ctx, b.cfg.Timeout)
+	defer cancel()
+	c = &upConn{f: f, b: b, inst: in, owner: e.sess}
+	conn, err := in.dialer.Dial(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	c.conn = conn
+	if err := c.handshake(ctx, e.sess); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	st.mu.Lock()
+	if st.conns == nil {
+		st.conns = map[*instance]*upConn{}
+	}
+	if old := st.conns[in]; old != nil && !old.dead() {
+		st.mu.Unlock()
+		conn.Close()
+		return old, nil
+	}
+	st.conns[in] = c
+	st.mu.Unlock()
+	return c, nil
+}
+
+// fromBackend handles one message from a backend. reqID, when known, is the id of the
+// request on whose reply stream the message came.
+func (f *Fleet) fromBackend(c *upConn, msg, reqID []byte) {
+	var m codec.Message
+	if err := codec.Scan(msg, &m); err != nil {
+		f.log.Warn("backend sent an invalid message", "backend", c.b.cfg.Name, "err", err)
+		return
+	}
+	switch m.Kind {
+	case codec.KindResult, codec.KindError:
+		f.backendResponse(c, msg, &m)
+	case codec.KindNotification:
+		f.backendNotification(c, msg, &m, reqID)
+	case codec.KindRequest:
+		f.backendRequest(c, msg, &m, reqID)
+	}
+}
+
+func (f *Fleet) backendResponse(c *upConn, msg []byte, m *codec.Message) {
+	id, ok := parseID(m.ID)
+	if !ok {
+		return
+	}
+	e := f.table.take(id)
+	if e == nil {
+		return // answered already: timed out or cancelled
+	}
+	if e.wait != nil {
+		e.wait <- append([]byte(nil), msg...)
+		return
+	}
+	bp := getBuf()
+	*bp = codec.AppendReplaceID((*bp)[:0], msg, m, e.x.Msg.ID)
+	f.finish(e, *bp)
+	putBuf(bp)
+}
+
+// finish answers a taken entry's client and releases it.
+func (f *Fleet) finish(e *entry, reply []byte) {
+	x := e.x
+	e.x = nil
+	if x != nil {
+		x.Tag = nil
+		x.Reply(reply)
+	}
+	f.release(e)
+}
+
+func (f *Fleet) release(e *entry) {
+	if e.holdsSlot {
+		e.backend.release()
+	}
+	if e.counted {
+		e.conn.inst.outstanding.Add(-1)
+	}
+	if e.wait == nil {
+		*e = entry{}
+		entryPool.Put(e)
+	}
+}
+
+// completeErr answers e with a router-made error, unless someone answered it first.
+func (f *Fleet) completeErr(e *entry, code int, msg string) {
+	if f.table.take(e.id) == nil {
+		return
+	}
+	f.completeErrTaken(e, code, msg)
+}
+
+func (f *Fleet) completeErrTaken(e *entry, code int, msg string) {
+	if e.wait != nil {
+		close(e.wait)
+		return
+	}
+	if e.x == nil {
+		f.release(e)
+		return
+	}
+	bp := getBuf()
+	*bp = codec.AppendError((*bp)[:0], e.x.Msg.ID, code, msg, nil)
+	f.finish(e, *bp)
+	putBuf(bp)
+}
+
+func (f *Fleet) replyErr(x *transport.Exchange, code int, msg string) bool {
+	bp := getBuf()
+	*bp = codec.AppendError((*bp)[:0], x.Msg.ID, code, msg, nil)
+	x.Reply(*bp)
+	putBuf(bp)
+	return false
+}
+
+func (f *Fleet) reply(x *transport.Exchange, result []byte) bool {
+	bp := getBuf()
+	*bp = codec.AppendResult((*bp)[:0], x.Msg.ID, result)
+	x.Reply(*bp)
+	putBuf(bp)
+	return false
+}
+
+// list answers a */list request from the merged catalog.
+func (f *Fleet) list(x *transport.Exchange, cat *catalog, k kind) bool {
+	cursor := x.Msg.Cursor
+	if x.Msg.Flags&codec.CursorEscaped != 0 {
+		cursor, _ = codec.Unquote(nil, cursor)
+	}
+	bp := getBuf()
+	res, err := cat.page((*bp)[:0], k, cursor, f.cfg.PageSize)
+	if err != nil {
+		putBuf(bp)
+		return f.replyErr(x, codec.CodeInvalidParams, "Invalid params: invalid cursor")
+	}
+	*bp = res
+	f.reply(x, res)
+	putBuf(bp)
+	return false
+}
+
+func (f *Fleet) backendNotification(c *upConn, msg []byte, m *codec.Message, reqID []byte) {
+	switch string(m.Method) {
+	case "notifications/progress":
+		tok := progressToken(m)
+		id, ok := parseID(tok)
+		if !ok {
+			return
+		}
+		bp := getBuf()
+		f.table.with(id, func(e *entry) {
+			if e.progress && e.x != nil {
+				*bp = codec.AppendSplices((*bp)[:0], msg, []codec.Splice{{Old: tok, New: e.origToken}})
+				e.x.Send(*bp)
+			}
+		})
+		putBuf(bp)
+	case "notifications/resources/updated":
+		f.subs.deliver(c.b, string(m.URI), msg)
+	case "notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed":
+		f.wg.Add(1)
+		go func() { defer f.wg.Done(); f.refresh(c.b, c) }()
+	case "notifications/cancelled":
+		// The backend gave up one of its requests to a client.
+		f.srv.cancelled(f, c, msg, m)
+	default:
+		// notifications/message (logging) and the rest go to the client the message
+		// belongs to: the requester when known, the session owner in per-client mode.
+		sent := false
+		if id := f.relatedID(c, reqID); id != 0 {
+			f.table.with(id, func(e *entry) {
+				if e.x != nil {
+					e.x.Send(msg)
+					sent = true
+				}
+			})
+		}
+		if !sent && c.owner != nil && c.owner.Transport() != nil {
+			c.owner.Transport().Send(msg)
+		}
+	}
+}
+
+// relatedID finds the in-flight request a backend message belongs to: the request on
+// whose reply stream it came, else the only request in flight on the connection.
+func (f *Fleet) relatedID(c *upConn, reqID []byte) uint64 {
+	if reqID != nil {
+		if id, ok := parseID(reqID); ok {
+			return id
+		}
+	}
+	return f.table.onConn(c)
+}
+
+// progressToken finds the token of a notifications/progress (params.progressToken); the
+// codec peeks params._meta.progressToken, which requests carry.
+func progressToken(m *codec.Message) []byte {
+	if m.ProgressToken != nil {
+		return m.ProgressToken
+	}
+	n, err := sonic.Get(m.Params, "progressToken")
+	if err != nil {
+		return nil
+	}
+	raw, err := n.Raw()
+	if err != nil {
+		return nil
+	}
+	// Locate the token's bytes inside params so it can be spliced in place.
+	if i := strings.Index(string(m.Params), raw); i >= 0 {
+		return m.Params[i : i+len(raw)]
+	}
+	return nil
+}
+
+// clientNotification handles a notification from a client that concerns backends.
+func (f *Fleet) clientNotification(s *router.Session, x *transport.Exchange) bool {
+	switch string(x.Msg.Method) {
+	case "notifications/cancelled":
+		if e := f.table.takeClient(s, x.Msg.RequestID); e != nil {
+			f.Stats.Cancelled.Add(1)
+			// Tell the backend (if the request reached it), then end the client's
+			// exchange without a response, as cancellation asks.
+			if e.conn != nil {
+				params := append([]byte(`{"requestId":`), strconv.AppendUint(nil, e.id, 10)...)
+				params = append(params, '}')
+				note := codec.AppendNotification(nil, "notifications/cancelled", params)
+				conn := e.conn.conn
+				f.wg.Add(1)
+				go func() {
+					defer f.wg.Done()
+					ctx, cancel := context.WithTimeout(f.ctx, 5*time.Second)
+					defer cancel()
+					conn.Send(ctx, note)
+				}()
+			}
+			if cx := e.x; cx != nil {
+				e.x = nil
+				cx.Tag = nil
+				cx.Done()
+			}
+			f.release(e)
+		}
+	case "notifications/roots/list_changed":
+		f.forEachSessionConn(s, func(c *upConn) {
+			c.conn.Send(f.ctx, codec.AppendNotification(nil, "notifications/roots/list_changed", nil))
+		})
+	}
+	x.Done()
+	return false
+}
+
+// forEachSessionConn calls fn (in the background) for each per-client upstream session
+// of s.
+func (f *Fleet) forEachSessionConn(s *router.Session, fn func(*upConn)) {
+	st := f.state(s)
+	st.mu.Lock()
+	var list []*upConn
+	for _, c := range st.conns {
+		list = append(list, c)
+	}
+	st.mu.Unlock()
+	for _, c := range list {
+		f.wg.Add(1)
+		go func() { defer f.wg.Done(); fn(c) }()
+	}
+}
+
+// complete routes completion/complete by its ref: a prompt by (exposed) name, a
+// resource template by URI. The ref is rewritten with a real parse: completion is not a
+// hot path, and the name sits two levels deep.
+func (f *Fleet) complete(s *router.Session, x *transport.Exchange, cat *catalog) bool {
+	var p map[string]json.RawMessage
+	if err := sonic.Unmarshal(x.Msg.Params, &p); err != nil {
+		return f.replyErr(x, codec.CodeInvalidParams, "Invalid params: completion/complete needs a ref")
+	}
+	var ref map[string]json.RawMessage
+	if err := sonic.Unmarshal(p["ref"], &ref); err != nil {
+		return f.replyErr(x, codec.CodeInvalidParams, "Invalid params: completion/complete needs a ref")
+	}
+	var typ, name, uri string
+	sonic.Unmarshal(ref["type"], &typ)
+	sonic.Unmarshal(ref["name"], &name)
+	sonic.Unmarshal(ref["uri"], &uri)
+	var b *backend
+	switch typ {
+	case "ref/prompt":
+		r, ok := cat.prompts[name]
+		if !ok {
+			return f.replyErr(x, codec.CodeInvalidParams, "Unknown prompt: "+name)
+		}
+		b = r.b
+		if r.strip > 0 {
+			ref["name"], _ = sonic.Marshal(name[r.strip:])
+		}
+	case "ref/resource":
+		if b = cat.resourceOwner(uri); b == nil {
+			return f.replyErr(x, CodeResourceNotFound, "Resource not found: "+uri)
+		}
+	default:
+		return f.replyErr(x, codec.CodeInvalidParams, "Invalid params: unknown ref type "+typ)
+	}
+	p["ref"], _ = sonic.Marshal(ref)
+	params, _ := sonic.Marshal(p)
+	// The rewritten request replaces the exchange's bytes: x.Raw is the exchange's own
+	// copy, so it can be swapped for a new one.
+	raw := codec.AppendRequest(nil, x.Msg.ID, "completion/complete", params)
+	var m codec.Message
+	if err := codec.Scan(raw, &m); err != nil {
+		return f.replyErr(x, codec.CodeInternalError, "cannot rewrite completion request")
+	}
+	x.Raw, x.Msg = raw, m
+	f.track(s, x, b, 0)
+	return true
+}
+
+// rpcErrorOf turns a raw JSON-RPC error object into a *router.Error.
+func rpcErrorOf(raw []byte) error {
+	var e struct {
+		Code    int             `json:"code"`
+		Message string          `json:"message"`
+		Data    json.RawMessage `json:"data"`
+	}
+	if err := sonic.Unmarshal(raw, &e); err != nil {
+		return &router.Error{Code: codec.CodeInternalError, Message: "malformed error from backend"}
+	}
+	return &router.Error{Code: e.Code, Message: e.Message, Data: e.Data}
+}
+
+func sonicGetBool(obj []byte, path ...any) (bool, error) {
+	n, err := sonic.Get(obj, path...)
+	if err != nil {
+		return false, err
+	}
+	return n.Bool()
+}
