@@ -1,0 +1,229 @@
+package conformance
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// suites are the conformance suite versions the issue names: 0.1.16 with its default
+// suite, and 0.2.0-alpha.12's active suite for revision 2025-11-25. .ci/deps.sh installs
+// both (the alpha under the alias conformance-alpha).
+var suites = []struct {
+	name string
+	pkg  string
+	args []string
+}{
+	{"0.1.16", "@modelcontextprotocol/conformance", nil},
+	{"0.2.0-alpha.12", "conformance-alpha", []string{"--suite", "active", "--spec-version", "2025-11-25"}},
+}
+
+// expectedFailures lists scenarios the backend fails when the suite runs against it
+// directly (none today; see README "Conformance").
+var expectedFailures = map[string]string{}
+
+func repoRoot(t *testing.T) string {
+	dir, err := filepath.Abs("../../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// nodeDir finds the Node installation .ci/deps.sh made; outside CI the test skips
+// without it, in CI it fails, so that a broken install cannot pass silently.
+func nodeDir(t *testing.T) string {
+	dir := os.Getenv("MCPROUTER_NODE_DIR")
+	if dir == "" {
+		dir = filepath.Join(repoRoot(t), ".cache", "node")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", ".bin", "node")); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("Node 22 and the conformance suite are missing in %s: .ci/deps.sh should have installed them", dir)
+		}
+		t.Skipf("conformance suite not installed (run bash .ci/deps.sh): %v", err)
+	}
+	return dir
+}
+
+func build(t *testing.T, dir, out, pkg string) string {
+	t.Helper()
+	bin := filepath.Join(dir, out)
+	cmd := exec.Command("go", "build", "-o", bin, pkg)
+	cmd.Dir = repoRoot(t)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
+	}
+	return bin
+}
+
+func freePort(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// proc is a process started by the test, with its stderr lines.
+type proc struct {
+	cmd   *exec.Cmd
+	lines chan string
+}
+
+// start runs a process until the test ends, killing it (by its PID) then.
+func start(t *testing.T, name string, args ...string) *proc {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Stdout = os.Stderr
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string, 64)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			default:
+			}
+		}
+		close(lines)
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	return &proc{cmd: cmd, lines: lines}
+}
+
+// waitFor waits until the process logs a line containing want.
+func waitFor(t *testing.T, p *proc, want string, d time.Duration) {
+	t.Helper()
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for {
+		select {
+		case l, ok := <-p.lines:
+			if !ok {
+				t.Fatalf("process exited before logging %q", want)
+			}
+			if strings.Contains(l, want) {
+				return
+			}
+		case <-timer.C:
+			t.Fatalf("no %q within %v", want, d)
+		}
+	}
+}
+
+func waitTCP(t *testing.T, addr string, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond); err == nil {
+			c.Close()
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("%s not listening after %v", addr, d)
+}
+
+var (
+	resultLine = regexp.MustCompile(`(?m)^([✓✗]) ([a-z0-9-]+): (\d+) passed, (\d+) failed`)
+	totalLine  = regexp.MustCompile(`(?m)^Total: (\d+) passed, (\d+) failed`)
+)
+
+// runSuite runs one suite against url and fails the test for every failed scenario that
+// is not an expected failure.
+func runSuite(t *testing.T, node, url string, suite int) {
+	t.Helper()
+	s := suites[suite]
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	args := append([]string{filepath.Join(node, "node_modules", s.pkg, "dist", "index.js"), "server", "--url", url}, s.args...)
+	cmd := exec.CommandContext(ctx, filepath.Join(node, "node_modules", ".bin", "node"), args...)
+	cmd.Dir = t.TempDir()
+	out, err := cmd.CombinedOutput()
+	text := string(out)
+	total := totalLine.FindStringSubmatch(text)
+	if total == nil {
+		t.Fatalf("suite %s: no total line (err %v):\n%s", s.name, err, tail(text, 4000))
+	}
+	passed, _ := strconv.Atoi(total[1])
+	if passed == 0 {
+		t.Fatalf("suite %s: nothing passed:\n%s", s.name, tail(text, 4000))
+	}
+	failed := 0
+	for _, m := range resultLine.FindAllStringSubmatch(text, -1) {
+		if m[1] == "✗" || m[4] != "0" {
+			if why, ok := expectedFailures[m[2]]; ok {
+				t.Logf("suite %s: %s fails as expected: %s", s.name, m[2], why)
+				continue
+			}
+			failed++
+			t.Errorf("suite %s: scenario %s failed through the router", s.name, m[2])
+		}
+	}
+	if failed > 0 {
+		t.Logf("output:\n%s", tail(text, 8000))
+	}
+	t.Logf("suite %s: %s passed, %s failed", s.name, total[1], total[2])
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes and Node")
+	}
+	node := nodeDir(t)
+	bin := t.TempDir()
+	router := build(t, bin, "mcprouter", "./cmd/mcprouter")
+	everything := build(t, bin, "everything-server", "github.com/modelcontextprotocol/go-sdk/conformance/everything-server")
+
+	for _, mode := range []string{"http", "stdio"} {
+		t.Run(mode, func(t *testing.T) {
+			var backend string
+			if mode == "http" {
+				addr := freePort(t)
+				start(t, everything, "-http", addr, "-stateless=false")
+				waitTCP(t, addr, 20*time.Second)
+				backend = fmt.Sprintf("    url: http://%s/mcp\n", addr)
+			} else {
+				backend = fmt.Sprintf("    command: [%q]\n", everything)
+			}
+			listen := freePort(t)
+			cfg := filepath.Join(t.TempDir(), "mcprouter.yaml")
+			yaml := "listen: " + listen + "\nbackends:\n  - name: everything\n    prefix: \"\"\n" + backend
+			if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			r := start(t, router, "--config", cfg)
+			waitFor(t, r, "mcprouter listening", 30*time.Second)
+			for i := range suites {
+				t.Run(suites[i].name, func(t *testing.T) { runSuite(t, node, "http://"+listen+"/mcp", i) })
+			}
+		})
+	}
+}
