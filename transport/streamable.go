@@ -2,6 +2,7 @@ package transport
 
 import (
 	"bufio"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -212,15 +213,16 @@ func (s *HTTPServer) post(ctx *fasthttp.RequestCtx) {
 			s.rpcError(ctx, fasthttp.StatusBadRequest, codec.CodeInvalidRequest, "JSON-RPC batches are not supported in protocol revision "+sess.Version(), nil)
 			return
 		}
-		p.elems, p.err = codec.SplitBatch(body, p.elems[:0])
-		if p.err != nil {
-			putPost(p)
-			s.scanError(ctx, p.err)
+		var err error
+		if p.elems, err = codec.SplitBatch(body, p.elems[:0]); err != nil {
+			putPost(p) // clears p: the error must be taken before
+			s.scanError(ctx, err)
 			return
 		}
 		if len(p.elems) > s.cfg.MaxBatch {
+			n := len(p.elems)
 			putPost(p)
-			s.rpcError(ctx, fasthttp.StatusRequestEntityTooLarge, codec.CodeInvalidRequest, "batch too long", nil)
+			s.rpcError(ctx, fasthttp.StatusBadRequest, codec.CodeInvalidRequest, batchTooLong(n, s.cfg.MaxBatch), nil)
 			return
 		}
 		s.serveUnit(ctx, p, true)
@@ -228,6 +230,11 @@ func (s *HTTPServer) post(ctx *fasthttp.RequestCtx) {
 	}
 	p.elems = append(p.elems[:0], body)
 	s.serveUnit(ctx, p, false)
+}
+
+// batchTooLong is the message of a batch refused for its length.
+func batchTooLong(n, max int) string {
+	return "batch too long: " + strconv.Itoa(n) + " elements, at most " + strconv.Itoa(max) + " allowed"
 }
 
 // scanError answers a message the codec rejected: 400 with the JSON-RPC error.
@@ -362,7 +369,7 @@ func (s *HTTPServer) await(ctx *fasthttp.RequestCtx, p *httpPost) {
 			sess = p.sess
 		}
 		c.mu.Unlock()
-		s.serveStream(ctx, stream, 0, sess, func() { c.unref() })
+		s.serveStream(ctx, stream, false, 0, sess, func() { c.unref() })
 		return
 	}
 	if !c.finished {
@@ -380,21 +387,56 @@ func (s *HTTPServer) await(ctx *fasthttp.RequestCtx, p *httpPost) {
 		ctx.SetStatusCode(fasthttp.StatusAccepted)
 		return
 	}
+	if p.accept&acceptJSON == 0 {
+		// The client takes event streams only: the replies go out as one.
+		s.replyAsStream(ctx, p)
+		return
+	}
 	ctx.SetContentType("application/json")
 	ctx.SetBody(c.appendBody(ctx.Response.Body()[:0]))
 	c.mu.Unlock()
 	c.unref()
 }
 
+// replyAsStream answers a POST whose client accepts only text/event-stream with its
+// collected replies as SSE events: on a reply stream of the session (resumable like any
+// other), or, without a session (a failed initialize), as a plain one-event stream.
+// Called with p.call.mu held; releases it.
+func (s *HTTPServer) replyAsStream(ctx *fasthttp.RequestCtx, p *httpPost) {
+	c := &p.call
+	sess := p.bound
+	if sess == nil {
+		sess = p.sess
+	}
+	if sess == nil {
+		body := c.appendBody(p.tmp[:0])
+		p.tmp = body
+		ctx.SetStatusCode(fasthttp.StatusOK)
+		ctx.SetContentType("text/event-stream")
+		ctx.Response.Header.Set("Cache-Control", "no-cache")
+		ctx.Response.Header.Set("X-Accel-Buffering", "no")
+		ctx.SetBody(sse.AppendEvent(ctx.Response.Body()[:0], nil, "", body))
+		c.mu.Unlock()
+		c.unref()
+		return
+	}
+	stream := sess.out.(*streamableOut).newPostStream()
+	c.replies(func(msg []byte) { stream.Publish("", msg) })
+	stream.Close(0)
+	c.mu.Unlock()
+	s.serveStream(ctx, stream, false, 0, sess, func() { c.unref() })
+}
+
 // serveStream turns the response into an SSE stream pumping from stream, resuming after
 // seq; done runs when the pump ends.
-func (s *HTTPServer) serveStream(ctx *fasthttp.RequestCtx, stream *sse.Stream, after uint64, sess *Session, done func()) {
+func (s *HTTPServer) serveStream(ctx *fasthttp.RequestCtx, stream *sse.Stream, resume bool, after uint64, sess *Session, done func()) {
 	var cons *sse.Consumer
 	var err error
-	if after == 0 {
-		cons, err = stream.Attach(0)
-	} else {
+	if resume {
+		// Exactly the events after Last-Event-ID (which may be a priming id, seq 0).
 		cons, err = stream.Resume(after)
+	} else {
+		cons, err = stream.Attach(0)
 	}
 	if err != nil {
 		if done != nil {
@@ -410,11 +452,21 @@ func (s *HTTPServer) serveStream(ctx *fasthttp.RequestCtx, stream *sse.Stream, a
 	conn := ctx.Conn()
 	opts := sse.PumpOptions{KeepAlive: s.cfg.KeepAlive, Done: s.closing, RetryMs: s.retryFor(sess),
 		Interrupt: func() { conn.SetWriteDeadline(time.Now()) }}
-	if sess != nil && sess.Version() >= s.cfg.PrimingMinVersion && after == 0 {
+	if sess != nil && sess.Version() >= s.cfg.PrimingMinVersion && !resume {
 		opts.Prime = true
 	}
 	s.Stats.OpenStreams.Add(1)
 	ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
+		if !opts.Prime && opts.RetryMs <= 0 {
+			// fasthttp sends the status line and headers with the first chunk of body:
+			// a stream with nothing to say yet (a GET on a pre-2025-11-25 session) would
+			// leave the client waiting for its headers until the first keep-alive. An
+			// SSE comment, which clients ignore, opens the response now.
+			w.Write(streamOpenComment)
+			if w.Flush() != nil {
+				cons.Close() // the client is gone: Pump returns at once
+			}
+		}
 		err := cons.Pump(w, opts)
 		s.Stats.OpenStreams.Add(-1)
 		if err == sse.ErrSlowConsumer {
@@ -425,6 +477,9 @@ func (s *HTTPServer) serveStream(ctx *fasthttp.RequestCtx, stream *sse.Stream, a
 		}
 	})
 }
+
+// streamOpenComment is written first on a stream that has no priming event.
+var streamOpenComment = sse.AppendComment(nil, "stream open")
 
 // retryFor is the retry hint for a session's streams: revisions from 2025-11-25 on expect
 // one (and polling); older clients get it only at shutdown, through Done.
@@ -454,7 +509,7 @@ func (s *HTTPServer) get(ctx *fasthttp.RequestCtx) {
 	}
 	sess.touch()
 	out := sess.out.(*streamableOut)
-	stream, after := out.standalone, uint64(0)
+	stream, after, resume := out.standalone, uint64(0), false
 	if last := ctx.Request.Header.Peek(HeaderLastEventID); len(last) > 0 {
 		id, ok := sse.ParseEventID(last)
 		if !ok {
@@ -465,10 +520,10 @@ func (s *HTTPServer) get(ctx *fasthttp.RequestCtx) {
 			s.rpcError(ctx, fasthttp.StatusNotFound, codec.CodeInvalidRequest, "stream to resume not found", nil)
 			return
 		}
-		after = id.Seq
+		after, resume = id.Seq, true
 		s.Stats.Resumes.Add(1)
 	}
-	s.serveStream(ctx, stream, after, sess, nil)
+	s.serveStream(ctx, stream, resume, after, sess, nil)
 }
 
 func (s *HTTPServer) delete(ctx *fasthttp.RequestCtx) {
@@ -559,7 +614,6 @@ type httpPost struct {
 	stream  *sse.Stream
 	elems   [][]byte
 	msgs    []codec.Message
-	err     error
 	tmp     []byte
 	wake    chan struct{}
 	timer   *time.Timer
@@ -578,7 +632,7 @@ func putPost(p *httpPost) {
 	case <-p.wake:
 	default:
 	}
-	p.srv, p.sess, p.bound, p.stream, p.err = nil, nil, nil, nil, nil
+	p.srv, p.sess, p.bound, p.stream = nil, nil, nil, nil
 	if cap(p.call.buf) > maxPooledBuf {
 		p.call.buf = nil
 	}

@@ -1,0 +1,711 @@
+package sse
+
+import (
+	"bufio"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Errors of Stream and Consumer. They are sentinels returned unwrapped, so both == and
+// errors.Is work.
+var (
+	// ErrSlowConsumer: the consumer fell more than StreamConfig.QueueBytes behind, or
+	// the ring had to evict events it had not taken yet. Its events stay in the ring
+	// for a resumption.
+	ErrSlowConsumer = errors.New("sse: consumer too slow, cut off")
+	// ErrDetached: a newer Attach took the stream over, or Consumer.Close was called.
+	ErrDetached = errors.New("sse: consumer detached")
+	// ErrGone: the events after the requested position are no longer in the ring, or
+	// the position was never issued by this stream.
+	ErrGone = errors.New("sse: events to resume from are gone")
+	// ErrClosed: the stream is closed (Publish), or closed with nothing left to send
+	// (Attach).
+	ErrClosed = errors.New("sse: stream closed")
+	// ErrPumping: Pump was called twice on one Consumer.
+	ErrPumping = errors.New("sse: consumer already pumped")
+)
+
+// Defaults of StreamConfig and PumpOptions.
+const (
+	DefaultRingBytes  = 1 << 20
+	DefaultRingEvents = 1024
+	DefaultQueueBytes = 512 << 10
+	DefaultKeepAlive  = 15 * time.Second
+	DefaultMaxBatch   = 64 << 10
+)
+
+// StreamConfig bounds a Stream. The zero value means the defaults.
+type StreamConfig struct {
+	// RingBytes bounds the memory (buffer capacity, so a little more than the encoded
+	// bytes) of the recent events a stream keeps for resumption. The newest event is
+	// always kept, however large. Default 1 MiB.
+	RingBytes int
+	// RingEvents bounds the number of events kept. Default 1024.
+	RingEvents int
+	// QueueBytes is how far (in bytes of new events) a consumer may fall behind before
+	// it is cut off. It should not exceed RingBytes: a consumer whose unsent events are
+	// evicted is cut off anyway. Default 512 KiB (or RingBytes if that is smaller).
+	QueueBytes int
+	// Stats receives the stream's counters; streams typically share one. Nil gives the
+	// stream a private Stats (see Stream.Stats).
+	Stats *Stats
+}
+
+// Validate reports a configuration that cannot be what was meant.
+func (c StreamConfig) Validate() error {
+	switch {
+	case c.RingBytes < 0 || c.RingEvents < 0 || c.QueueBytes < 0:
+		return errors.New("sse: negative stream bound")
+	case c.QueueBytes > 0 && c.RingBytes > 0 && c.QueueBytes > c.RingBytes:
+		return errors.New("sse: QueueBytes exceeds RingBytes: slow consumers would lose events instead of being cut off")
+	}
+	return nil
+}
+
+func (c StreamConfig) withDefaults() StreamConfig {
+	if c.RingBytes <= 0 {
+		c.RingBytes = DefaultRingBytes
+	}
+	if c.RingEvents <= 0 {
+		c.RingEvents = DefaultRingEvents
+	}
+	if c.QueueBytes <= 0 {
+		c.QueueBytes = min(DefaultQueueBytes, c.RingBytes)
+	}
+	if c.Stats == nil {
+		c.Stats = new(Stats)
+	}
+	return c
+}
+
+// Stats counts what streams do. All fields are updated atomically and may be read at
+// any time; Snapshot reads them all.
+type Stats struct {
+	Events     atomic.Uint64 // events published
+	Bytes      atomic.Uint64 // encoded bytes of events published
+	Written    atomic.Uint64 // bytes written and flushed to consumers (replays and control blocks included)
+	CutOffs    atomic.Uint64 // consumers cut off for being too slow
+	Evictions  atomic.Uint64 // events evicted from rings
+	Resumes    atomic.Uint64 // consumers attached after an explicit event id (Last-Event-ID)
+	Gone       atomic.Uint64 // resumptions refused because the events were evicted or unknown
+	KeepAlives atomic.Uint64 // keep-alive comments written
+}
+
+// StatsSnapshot is a plain copy of Stats.
+type StatsSnapshot struct {
+	Events, Bytes, Written, CutOffs, Evictions, Resumes, Gone, KeepAlives uint64
+}
+
+// Snapshot returns the current values.
+func (s *Stats) Snapshot() StatsSnapshot {
+	return StatsSnapshot{
+		Events:     s.Events.Load(),
+		Bytes:      s.Bytes.Load(),
+		Written:    s.Written.Load(),
+		CutOffs:    s.CutOffs.Load(),
+		Evictions:  s.Evictions.Load(),
+		Resumes:    s.Resumes.Load(),
+		Gone:       s.Gone.Load(),
+		KeepAlives: s.KeepAlives.Load(),
+	}
+}
+
+// ring is a circular buffer of encoded event frames, growing on demand up to the
+// configured count so that the many short streams (one per POST) stay small.
+type ring struct {
+	slots []*[]byte
+	head  int // index of the oldest frame
+	n     int
+	bytes int // capacity of the frames held: the memory the ring pins
+}
+
+func (r *ring) at(i int) []byte {
+	j := r.head + i
+	if j >= len(r.slots) {
+		j -= len(r.slots)
+	}
+	return *r.slots[j]
+}
+
+func (r *ring) push(bp *[]byte, limit int) {
+	if r.n == len(r.slots) {
+		size := min(max(4, 2*len(r.slots)), limit)
+		slots := make([]*[]byte, size)
+		for i := 0; i < r.n; i++ {
+			j := r.head + i
+			if j >= len(r.slots) {
+				j -= len(r.slots)
+			}
+			slots[i] = r.slots[j]
+		}
+		r.slots, r.head = slots, 0
+	}
+	j := r.head + r.n
+	if j >= len(r.slots) {
+		j -= len(r.slots)
+	}
+	r.slots[j] = bp
+	r.n++
+	r.bytes += cap(*bp)
+}
+
+func (r *ring) pop() *[]byte {
+	bp := r.slots[r.head]
+	r.slots[r.head] = nil
+	if r.head++; r.head == len(r.slots) {
+		r.head = 0
+	}
+	r.n--
+	r.bytes -= cap(*bp)
+	return bp
+}
+
+// Stream is one SSE stream of one session: the standalone GET stream or the reply
+// stream of one POST, identified by a uint32 within the session. Events are encoded
+// once, at Publish, with an id "<stream>-<seq>", and kept in a bounded ring so that a
+// client that lost its connection can resume with Last-Event-ID: nothing lost, nothing
+// duplicated, and never another stream's events (ids name their stream).
+//
+// At most one Consumer is attached at a time; it writes the events to one HTTP
+// response with Pump. Publish never blocks and never waits for the consumer: a consumer
+// that falls too far behind is cut off (its pump returns ErrSlowConsumer) and its
+// events stay in the ring for a resumption.
+//
+// All methods are safe for concurrent use. The lock guards memory only: no I/O and no
+// callback runs under it.
+type Stream struct {
+	id    uint32
+	cfg   StreamConfig
+	stats *Stats
+
+	mu         sync.Mutex
+	ring       ring
+	last       uint64 // seq of the newest event, 0 if none
+	evicted    uint64 // seq of the newest evicted event: the ring holds evicted+1..last
+	written    uint64 // highest seq flushed to some consumer
+	closed     bool
+	closeRetry int
+	cons       *Consumer
+	pending    int // bytes of new events (published after its attach) cons has not taken
+}
+
+// frameSlack is room reserved in a frame buffer beyond the data: field names, the id
+// line and line ends of a typical event.
+const frameSlack = 64
+
+// NewStream returns an empty stream with the given id. cfg is validated by its owner
+// (StreamConfig.Validate); here, zero fields take their defaults and a QueueBytes above
+// RingBytes is used as given.
+func NewStream(id uint32, cfg StreamConfig) *Stream {
+	cfg = cfg.withDefaults()
+	return &Stream{id: id, cfg: cfg, stats: cfg.Stats}
+}
+
+// ID returns the stream's id within its session.
+func (s *Stream) ID() uint32 { return s.id }
+
+// Stats returns the counters the stream updates (shared if StreamConfig.Stats was set).
+func (s *Stream) Stats() *Stats { return s.stats }
+
+// Publish appends an event to the stream and wakes its consumer. The data is copied;
+// the caller keeps ownership of data. Publish never blocks on the consumer: if the
+// consumer is already more than QueueBytes behind, it is cut off first (counted in
+// Stats.CutOffs); the event is kept in the ring either way. After Close it returns
+// ErrClosed.
+func (s *Stream) Publish(event string, data []byte) (EventID, error) {
+	bp := getBuf(len(event) + len(data) + frameSlack)
+	f := appendBody(*bp, event, data) // the copy happens here, outside the lock
+
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		*bp = f
+		putBuf(bp)
+		return EventID{}, ErrClosed
+	}
+	id := EventID{Stream: s.id, Seq: s.last + 1}
+	f = append(f, "id: "...)
+	f = id.Append(f)
+	f = append(f, "\n\n"...)
+	*bp = f
+
+	var cut *Consumer
+	if s.cons != nil && s.pending > s.cfg.QueueBytes {
+		cut = s.cutLocked()
+	}
+	evictions := 0
+	for s.ring.n > 0 && (s.ring.n >= s.cfg.RingEvents || s.ring.bytes+cap(f) > s.cfg.RingBytes) {
+		putBuf(s.ring.pop())
+		s.evicted++
+		evictions++
+		if s.cons != nil && s.evicted >= s.cons.next {
+			cut = s.cutLocked() // it would have missed that event
+		}
+	}
+	s.ring.push(bp, s.cfg.RingEvents)
+	s.last = id.Seq
+	var wake chan struct{}
+	if c := s.cons; c != nil {
+		s.pending += len(f)
+		wake = c.wake
+	}
+	var interrupt func()
+	if cut != nil {
+		interrupt = cut.interrupt
+	}
+	s.mu.Unlock()
+
+	if wake != nil {
+		notify(wake)
+	}
+	if cut != nil {
+		s.stats.CutOffs.Add(1)
+		if interrupt != nil && cut.interrupted.CompareAndSwap(false, true) {
+			interrupt()
+		}
+	}
+	if evictions > 0 {
+		s.stats.Evictions.Add(uint64(evictions))
+	}
+	s.stats.Events.Add(1)
+	s.stats.Bytes.Add(uint64(len(f)))
+	return id, nil
+}
+
+// cutLocked detaches the current consumer as too slow and returns it.
+func (s *Stream) cutLocked() *Consumer {
+	c := s.cons
+	c.state = consCut
+	s.cons, s.pending = nil, 0
+	notify(c.wake)
+	return c
+}
+
+// notify wakes a pump without blocking; one pending wake-up is enough.
+func notify(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// Attach attaches a new consumer, detaching the current one (its pump returns
+// ErrDetached). after is the sequence number of the last event the client has: the
+// consumer sends the events after it, exactly (as Resume does). after == 0 is different:
+// it means "no Last-Event-ID", and the consumer starts at the first event not yet
+// flushed to any consumer (events flushed to a connection that then broke may be sent
+// again: at-least-once), or at the oldest event kept if later ones were evicted unsent.
+// A client resuming with a Last-Event-ID whose Seq is 0 (the priming id of a fresh
+// stream) must go through Resume to get exactly-once: use Resume for every Last-Event-ID.
+//
+// Errors: ErrGone if the events after `after` were evicted or never existed (never for
+// after == 0); ErrClosed if the stream is closed and there is nothing left to send.
+func (s *Stream) Attach(after uint64) (*Consumer, error) {
+	return s.attach(after, after != 0)
+}
+
+// Resume attaches a new consumer that sends exactly the events after sequence number
+// after (the Seq of the client's Last-Event-ID), detaching the current consumer.
+// Errors as for Attach.
+func (s *Stream) Resume(after uint64) (*Consumer, error) {
+	return s.attach(after, true)
+}
+
+func (s *Stream) attach(after uint64, exact bool) (*Consumer, error) {
+	s.mu.Lock()
+	if !exact {
+		after = max(s.written, s.evicted)
+	} else if after < s.evicted || after > s.last {
+		s.mu.Unlock()
+		s.stats.Gone.Add(1)
+		return nil, ErrGone
+	}
+	if s.closed && after >= s.last {
+		s.mu.Unlock()
+		return nil, ErrClosed
+	}
+	c := &Consumer{s: s, start: after, next: after + 1, replayEnd: s.last, wake: make(chan struct{}, 1)}
+	old := s.cons
+	var interrupt func()
+	if old != nil {
+		old.state = consDetached
+		interrupt = old.interrupt
+		notify(old.wake)
+	}
+	s.cons, s.pending = c, 0
+	s.mu.Unlock()
+
+	if exact {
+		s.stats.Resumes.Add(1)
+	}
+	if interrupt != nil && old.interrupted.CompareAndSwap(false, true) {
+		interrupt()
+	}
+	return c, nil
+}
+
+// Attached reports whether a consumer is attached.
+func (s *Stream) Attached() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cons != nil
+}
+
+// Last returns the id of the newest event published (Seq 0 if none).
+func (s *Stream) Last() EventID {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return EventID{Stream: s.id, Seq: s.last}
+}
+
+// Close ends the stream: Publish fails from now on, and the attached consumer's pump
+// writes every event published before Close, then a retry hint of retryMs milliseconds
+// if retryMs > 0, then returns nil. This is how a POST reply stream ends after its final
+// response. The ring stays, so a client that lost its connection can still resume and
+// get what it missed. Close is idempotent; the first retryMs wins.
+func (s *Stream) Close(retryMs int) {
+	s.mu.Lock()
+	if !s.closed {
+		s.closed, s.closeRetry = true, retryMs
+	}
+	if c := s.cons; c != nil {
+		notify(c.wake)
+	}
+	s.mu.Unlock()
+}
+
+// Closed reports whether Close was called.
+func (s *Stream) Closed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// Consumer states.
+type consState uint8
+
+const (
+	consActive   consState = iota
+	consCut                // cut off as too slow
+	consDetached           // replaced by a newer Attach, or closed by its owner
+)
+
+// Consumer is one attachment to a Stream: the events after its starting position,
+// written to one client by Pump.
+type Consumer struct {
+	s           *Stream
+	start       uint64 // the position it starts after: the id of its priming event
+	wake        chan struct{}
+	pumping     atomic.Bool
+	interrupted atomic.Bool
+
+	// guarded by s.mu
+	next      uint64 // next seq to take
+	replayEnd uint64 // events up to this one existed at attach: a replay, not a queue
+	state     consState
+	interrupt func()
+}
+
+// Start returns the id of the position the consumer starts after: the id of its priming
+// event, and what its client may send as Last-Event-ID before receiving anything else.
+func (c *Consumer) Start() EventID { return EventID{Stream: c.s.id, Seq: c.start} }
+
+// Close detaches the consumer: its pump, if running, returns ErrDetached once it is done
+// with its current write. Use it when a consumer is attached but will never be pumped.
+func (c *Consumer) Close() {
+	s := c.s
+	s.mu.Lock()
+	if c.state == consActive {
+		c.state = consDetached
+	}
+	if s.cons == c {
+		s.cons, s.pending = nil, 0
+	}
+	notify(c.wake)
+	s.mu.Unlock()
+}
+
+// PumpOptions say how a pump writes. The zero value is usable.
+type PumpOptions struct {
+	// Prime writes the MCP priming event first (revision 2025-11-25 on): the
+	// consumer's start id and empty data, so the client can resume even if the
+	// connection breaks before the first event. RetryMs, if set, goes in the same block.
+	Prime bool
+	// RetryMs > 0 writes a retry hint at the start (with the priming event, or alone),
+	// and again when the pump ends because of Done or MaxDuration, so that the client
+	// waits that long before it reconnects.
+	RetryMs int
+	// KeepAlive is the idle time after which a keep-alive comment is written. Zero means
+	// DefaultKeepAlive, negative disables them.
+	KeepAlive time.Duration
+	// Done ends the pump (server shutdown, request cancelled): it writes the retry hint
+	// if RetryMs > 0 and returns nil. Events not yet written stay in the ring.
+	Done <-chan struct{}
+	// MaxDuration > 0 ends the pump like Done after that long: the 2025-11-25 polling
+	// mode, where the server closes the connection but not the stream.
+	MaxDuration time.Duration
+	// MaxBatch bounds the bytes copied and written per flush (one event may exceed it).
+	// Default DefaultMaxBatch.
+	MaxBatch int
+	// Interrupt, if set, is called at most once, from another goroutine and without
+	// locks held, when the consumer is cut off or replaced while its pump may be blocked
+	// in a write: it should make that write fail (e.g. set a past write deadline on the
+	// connection). It must not block. Without it a blocked pump returns only when its
+	// write does.
+	Interrupt func()
+}
+
+// idleWait bounds each wait of a pump whose keep-alives are disabled: it wakes up, finds
+// nothing to do and waits again. No wait is unbounded.
+const idleWait = time.Minute
+
+// keepAliveText is the text of keep-alive comments.
+const keepAliveText = "keep-alive"
+
+// pumpBuf is a pump's batch buffer, borrowed from the pool while the pump has something
+// to write and given back before it waits, so that the many idle streams of a busy
+// router hold no batch memory.
+type pumpBuf struct {
+	bp   *[]byte
+	size int
+}
+
+// get returns the buffer, empty, borrowing one if needed.
+func (p *pumpBuf) get() []byte {
+	if p.bp == nil {
+		p.bp = getBuf(p.size)
+	}
+	return (*p.bp)[:0]
+}
+
+// put gives the buffer back. b is the last slice made from it, which appends may have
+// moved to a larger array: that one goes back instead if it is still poolable.
+func (p *pumpBuf) put(b []byte) {
+	if p.bp == nil {
+		return
+	}
+	if cap(b) > cap(*p.bp) && cap(b) <= maxPooled {
+		*p.bp = b[:0]
+	}
+	putBuf(p.bp)
+	p.bp = nil
+}
+
+// Pump writes the consumer's events to w, flushing after each batch, until the stream
+// is closed and drained (nil), Done or MaxDuration (nil), the consumer is cut off
+// (ErrSlowConsumer) or detached (ErrDetached), or a write or flush fails (that error).
+// It writes the priming event and retry hint first when opts ask, and a keep-alive
+// comment after each KeepAlive of idleness. Every wait is bounded by a timer.
+//
+// Pump runs on the caller's goroutine and may be called once per Consumer. When it
+// returns, the consumer is detached; events it did not write stay in the ring.
+func (c *Consumer) Pump(w *bufio.Writer, opts PumpOptions) error {
+	if !c.pumping.CompareAndSwap(false, true) {
+		return ErrPumping
+	}
+	s := c.s
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = DefaultMaxBatch
+	}
+	wait := opts.KeepAlive
+	if wait == 0 {
+		wait = DefaultKeepAlive
+	} else if wait < 0 {
+		wait = idleWait
+	}
+	s.mu.Lock()
+	c.interrupt = opts.Interrupt
+	s.mu.Unlock()
+
+	pb := pumpBuf{size: min(opts.MaxBatch, maxPooled)}
+	var buf []byte
+	var flushed uint64 // highest seq flushed, reported to the stream at each take
+	defer func() {
+		pb.put(buf)
+		c.finish(flushed)
+	}()
+
+	if opts.Prime || opts.RetryMs > 0 {
+		buf = pb.get()
+		if opts.Prime {
+			buf = append(buf, "id: "...)
+			buf = c.Start().Append(buf)
+			buf = append(buf, '\n')
+			if opts.RetryMs > 0 {
+				buf = appendRetryLine(buf, opts.RetryMs)
+			}
+			buf = append(buf, "data:\n\n"...)
+		} else {
+			buf = AppendRetry(buf, opts.RetryMs)
+		}
+		if err := s.write(w, buf, nil); err != nil {
+			return c.cause(err)
+		}
+	}
+
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	var deadline <-chan time.Time
+	if opts.MaxDuration > 0 {
+		dt := time.NewTimer(opts.MaxDuration)
+		defer dt.Stop()
+		deadline = dt.C
+	}
+	for {
+		var (
+			big  []byte
+			last uint64
+			end  bool
+			stop error
+		)
+		buf, big, last, end, stop = s.take(c, pb.get(), opts.MaxBatch, flushed)
+		if stop != nil {
+			return stop
+		}
+		if len(buf) > 0 || len(big) > 0 {
+			if err := s.write(w, buf, big); err != nil {
+				return c.cause(err)
+			}
+			flushed = last
+			continue // more may have arrived meanwhile
+		}
+		if end {
+			return c.cause(s.closing(w, buf))
+		}
+		pb.put(buf)
+		buf = nil
+		timer.Reset(wait)
+		select {
+		case <-c.wake:
+		case <-opts.Done:
+			return c.cause(s.ending(w, pb.get(), opts.RetryMs))
+		case <-deadline:
+			return c.cause(s.ending(w, pb.get(), opts.RetryMs))
+		case <-timer.C:
+			if opts.KeepAlive >= 0 {
+				buf = AppendComment(pb.get(), keepAliveText)
+				if err := s.write(w, buf, nil); err != nil {
+					return c.cause(err)
+				}
+				s.stats.KeepAlives.Add(1)
+			}
+		}
+	}
+}
+
+// take moves the consumer's next events into dst under the lock: copies of pooled
+// frames up to about max bytes (at least one frame), or one unpooled (large) frame by
+// reference, which is safe because such frames are never reused. It records flushed as
+// written, and reports the last seq taken, whether the stream is closed with nothing
+// left to take, and why the consumer must stop, if it must.
+func (s *Stream) take(c *Consumer, dst []byte, max int, flushed uint64) (batch, big []byte, last uint64, end bool, stop error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if flushed > s.written {
+		s.written = flushed
+	}
+	switch c.state {
+	case consCut:
+		return dst, nil, 0, false, ErrSlowConsumer
+	case consDetached:
+		return dst, nil, 0, false, ErrDetached
+	}
+	for c.next <= s.last {
+		f := s.ring.at(int(c.next - s.evicted - 1))
+		if cap(f) > maxPooled {
+			if len(dst) > 0 {
+				break // on its own, next time
+			}
+			big = f
+		} else {
+			if len(dst) > 0 && len(dst)+len(f) > max {
+				break
+			}
+			dst = append(dst, f...)
+		}
+		if c.next > c.replayEnd {
+			s.pending -= len(f)
+		}
+		last = c.next
+		c.next++
+		if big != nil {
+			break
+		}
+	}
+	return dst, big, last, s.closed && c.next > s.last, nil
+}
+
+// write writes buf then big to w and flushes.
+func (s *Stream) write(w *bufio.Writer, buf, big []byte) error {
+	if len(buf) > 0 {
+		if _, err := w.Write(buf); err != nil {
+			return err
+		}
+	}
+	if len(big) > 0 {
+		if _, err := w.Write(big); err != nil {
+			return err
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	s.stats.Written.Add(uint64(len(buf) + len(big)))
+	return nil
+}
+
+// closing ends a pump whose stream was closed and drained: the close retry hint, if any.
+func (s *Stream) closing(w *bufio.Writer, buf []byte) error {
+	s.mu.Lock()
+	retry := s.closeRetry
+	s.mu.Unlock()
+	if retry > 0 {
+		return s.write(w, AppendRetry(buf, retry), nil)
+	}
+	return nil
+}
+
+// ending ends a pump on Done or MaxDuration: the retry hint, if any.
+func (s *Stream) ending(w *bufio.Writer, buf []byte, retry int) error {
+	if retry > 0 {
+		return s.write(w, AppendRetry(buf, retry), nil)
+	}
+	return nil
+}
+
+// cause turns a write error into the reason the write failed when the consumer was cut
+// off or detached meanwhile: Interrupt makes a blocked write fail, and the caller must
+// see ErrSlowConsumer, not the deadline error that Interrupt provoked.
+func (c *Consumer) cause(err error) error {
+	if err == nil {
+		return nil
+	}
+	c.s.mu.Lock()
+	st := c.state
+	c.s.mu.Unlock()
+	switch st {
+	case consCut:
+		return ErrSlowConsumer
+	case consDetached:
+		return ErrDetached
+	}
+	return err
+}
+
+// finish detaches a consumer whose pump returned.
+func (c *Consumer) finish(flushed uint64) {
+	s := c.s
+	s.mu.Lock()
+	if flushed > s.written {
+		s.written = flushed
+	}
+	if c.state == consActive {
+		c.state = consDetached
+	}
+	if s.cons == c {
+		s.cons, s.pending = nil, 0
+	}
+	s.mu.Unlock()
+}
