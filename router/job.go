@@ -17,6 +17,8 @@ type job struct {
 	s   *Session
 	buf []byte
 	fwd bool // Prepare handed the exchange to the fleet's Run
+	// start is when the router received the message (Now), set when someone observes.
+	start int64
 }
 
 var jobPool = sync.Pool{New: func() any { return new(job) }}
@@ -24,7 +26,7 @@ var jobPool = sync.Pool{New: func() any { return new(job) }}
 func getJob() *job { return jobPool.Get().(*job) }
 
 func (j *job) release() {
-	j.r, j.x, j.s, j.fwd = nil, nil, nil, false
+	j.r, j.x, j.s, j.fwd, j.start = nil, nil, nil, false, 0
 	if cap(j.buf) > 64<<10 {
 		j.buf = nil
 	}
@@ -37,6 +39,7 @@ func (j *job) release() {
 func (j *job) Prepare() bool {
 	x := j.x
 	j.s = sessionOf(x.Session)
+	j.r.logReceived(x)
 	if j.r.handle(j) {
 		j.release()
 		return false
@@ -62,6 +65,11 @@ func (j *job) fail(err error) {
 	if x.Msg.Kind == codec.KindRequest {
 		code, msg, data := errOf(err)
 		j.buf = codec.AppendError(j.buf[:0], x.Msg.ID, code, msg, data)
+		if errors.Is(err, workers.ErrOverloaded) || errors.Is(err, workers.ErrClosed) {
+			j.observe(OutcomeOverloaded)
+		} else {
+			j.observe(OutcomeError)
+		}
 		x.Reply(j.buf)
 	} else {
 		if errors.Is(err, workers.ErrOverloaded) {
@@ -75,6 +83,7 @@ func (j *job) fail(err error) {
 // reply answers the job's request with a result and finishes it.
 func (j *job) reply(result []byte) {
 	j.buf = codec.AppendResult(j.buf[:0], j.x.Msg.ID, result)
+	j.observe(OutcomeOK)
 	j.x.Reply(j.buf)
 	j.x = nil
 }
@@ -82,6 +91,7 @@ func (j *job) reply(result []byte) {
 // replyError answers the job's request with an error and finishes it.
 func (j *job) replyError(code int, msg string, data []byte) {
 	j.buf = codec.AppendError(j.buf[:0], j.x.Msg.ID, code, msg, data)
+	j.observe(OutcomeError)
 	j.x.Reply(j.buf)
 	j.x = nil
 }

@@ -29,6 +29,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Fleet forwards what the router does not answer itself; nil means no backends.
 	Fleet Fleet
+	// Observer receives a measurement of every finished client request (metrics); nil
+	// records nothing. See observe.go.
+	Observer Observer
 }
 
 // Router is the MCP layer: it implements transport.Handler.
@@ -38,6 +41,7 @@ type Router struct {
 	disp  *workers.Dispatcher
 	fleet Fleet
 	rr    atomic.Uint64 // spreads sessionless messages over shards
+	tap   *tap          // request log and Config.Observer; nil when neither wants anything
 
 	// Stats are cheap counters read by metrics.
 	Stats Stats
@@ -46,6 +50,7 @@ type Router struct {
 // Stats counts what the router did.
 type Stats struct {
 	Messages    atomic.Uint64
+	Requests    atomic.Uint64 // messages that are requests (in flight = Requests - answered)
 	Overloaded  atomic.Uint64 // messages refused by backpressure
 	Panics      atomic.Uint64
 	Initialized atomic.Uint64
@@ -63,7 +68,7 @@ func New(cfg Config) (*Router, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	r := &Router{cfg: cfg, log: cfg.Logger, fleet: cfg.Fleet}
+	r := &Router{cfg: cfg, log: cfg.Logger, fleet: cfg.Fleet, tap: newTap(cfg.Logger, cfg.Observer)}
 	wc := cfg.Workers
 	userHook := wc.PanicHook
 	wc.PanicHook = func(p *workers.PanicError) {
@@ -138,6 +143,9 @@ func (r *Router) AcceptSessionless(m *codec.Message, _ string) bool {
 // messages are prepared in order.
 func (r *Router) HandleMessage(x *transport.Exchange) {
 	r.Stats.Messages.Add(1)
+	if x.Msg.Kind == codec.KindRequest {
+		r.Stats.Requests.Add(1)
+	}
 	var key uint64
 	if x.Session != nil {
 		key = workers.KeyOfString(x.Session.ID())
@@ -146,6 +154,10 @@ func (r *Router) HandleMessage(x *transport.Exchange) {
 	}
 	j := getJob()
 	j.r, j.x = r, x
+	if r.tap != nil {
+		j.start = Now()
+	}
+	x.Tag = j // for Started, until the fleet puts its own state there
 	if err := r.disp.Dispatch(key, j); err != nil {
 		r.Stats.Overloaded.Add(1)
 		j.fail(err)

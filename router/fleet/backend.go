@@ -42,6 +42,7 @@ type instance struct {
 
 	Ejections atomic.Uint64
 	Reconnect atomic.Uint64
+	Renewed   atomic.Uint64 // upstream sessions re-established after a backend restart
 }
 
 // pick chooses a healthy instance with a live shared session: the less loaded of two

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/mcprouter/mcprouter/transport/natsbus"
 	"github.com/mcprouter/mcprouter/transport/upstream"
 )
 
@@ -58,6 +59,9 @@ type Config struct {
 	ClientName, ClientVersion string
 	// Logger receives the fleet's logs. Default slog.Default().
 	Logger *slog.Logger
+	// Bus, when set, spreads subscriptions and catalog changes across every router
+	// instance on the same NATS.
+	Bus *natsbus.Bus
 }
 
 func (c *Config) defaults() {

@@ -28,7 +28,7 @@ type Fleet struct {
 	backends []*backend
 	table    *table
 	srv      serverRequests
-	subs     subscriptions
+	subs     subscriber
 
 	cat    atomic.Pointer[catalog]
 	gen    atomic.Uint64
@@ -41,6 +41,9 @@ type Fleet struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
+	// obs receives finished requests (SetObserver, observe.go); nil takes no timestamps.
+	obs router.Observer
+
 	Stats Stats
 }
 
@@ -51,6 +54,8 @@ type Stats struct {
 	TimedOut  atomic.Uint64
 	Cancelled atomic.Uint64
 	Refreshes atomic.Uint64
+	// FanOut counts resource updates delivered to client sessions.
+	FanOut atomic.Uint64
 }
 
 // sessionState is the fleet's state of one client session.
@@ -64,7 +69,17 @@ func New(cfg Config) *Fleet {
 	cfg.defaults()
 	f := &Fleet{cfg: cfg, log: cfg.Logger, table: newTable(), sessions: map[*router.Session]*sessionState{}}
 	f.srv.m = map[uint64]*serverRequest{}
-	f.subs.init()
+	if cfg.Bus != nil && cfg.Bus.JS != nil {
+		cs, err := newClusterSubs(f, cfg.Bus)
+		if err != nil {
+			f.log.Warn("cluster subscriptions unavailable, keeping them per instance", "err", err)
+			f.subs = newLocalSubs(f)
+		} else {
+			f.subs = cs
+		}
+	} else {
+		f.subs = newLocalSubs(f)
+	}
 	for i, bc := range cfg.Backends {
 		b := &backend{f: f, cfg: bc, index: i, sem: make(chan struct{}, bc.MaxConcurrency)}
 		for n, d := range bc.Dialers {
@@ -110,6 +125,7 @@ func (f *Fleet) Close() {
 		f.cancel()
 	}
 	f.wg.Wait()
+	f.subs.close()
 	for _, b := range f.backends {
 		for _, in := range b.instances {
 			if c := in.conn.Load(); c != nil {
@@ -223,7 +239,7 @@ func (f *Fleet) instanceUp(in *instance, c *upConn) {
 	go func() {
 		defer f.wg.Done()
 		f.refresh(in.b, c)
-		f.subs.restore(f, in.b, c)
+		f.subs.restore(in.b, c)
 	}()
 }
 
@@ -233,7 +249,7 @@ func (f *Fleet) sessionRenewed(c *upConn) {
 	f.wg.Add(1)
 	go func() {
 		defer f.wg.Done()
-		f.subs.restore(f, c.b, c)
+		f.subs.restore(c.b, c)
 		f.refresh(c.b, c)
 	}()
 }
@@ -319,7 +335,7 @@ func (f *Fleet) SessionClosed(s *router.Session) {
 	st := f.sessions[s]
 	delete(f.sessions, s)
 	f.sessMu.Unlock()
-	f.subs.dropSession(f, s)
+	f.subs.dropSession(s)
 	if st != nil {
 		st.closeAll()
 	}

@@ -72,7 +72,7 @@ func (f *Fleet) Prepare(s *router.Session, x *transport.Exchange) bool {
 			return f.replyErr(x, CodeResourceNotFound, "Resource not found: "+string(m.URI))
 		}
 		if string(m.Method) != "resources/read" && !b.cfg.PerClient {
-			return f.subscription(s, x, b)
+			return f.subs.handle(s, x, b)
 		}
 	case "completion/complete":
 		return f.complete(s, x, cat)
@@ -94,6 +94,9 @@ func (f *Fleet) track(s *router.Session, x *transport.Exchange, b *backend, stri
 		e.progress = true
 		e.origToken = tok
 	}
+	if f.obs != nil {
+		e.start = router.Started(x) // before x.Tag changes hands
+	}
 	f.table.add(e)
 	x.Tag = e
 	return e
@@ -106,6 +109,8 @@ func (f *Fleet) Run(s *router.Session, x *transport.Exchange) {
 		f.forward(t)
 	case *serverRequest:
 		f.answerBackend(x, t)
+	case *subTask:
+		f.subs.run(x, t)
 	}
 }
 
@@ -143,6 +148,9 @@ func (f *Fleet) forward(e *entry) {
 	}
 	*bp = codec.AppendSplices((*bp)[:0], x.Raw, sp[:n])
 	f.Stats.Forwarded.Add(1)
+	if f.obs != nil {
+		e.sent.Store(router.Now())
+	}
 	ctx, cancel := context.WithDeadline(f.ctx, time.Unix(0, e.deadline))
 	err = c.conn.Send(ctx, *bp)
 	cancel()
@@ -242,14 +250,22 @@ func (f *Fleet) backendResponse(c *upConn, msg []byte, m *codec.Message) {
 		e.wait <- append([]byte(nil), msg...)
 		return
 	}
+	if f.obs != nil {
+		e.recv = router.Now()
+	}
+	outcome := router.OutcomeOK
+	if m.Kind == codec.KindError {
+		outcome = router.OutcomeError
+	}
 	bp := getBuf()
 	*bp = codec.AppendReplaceID((*bp)[:0], msg, m, e.x.Msg.ID)
-	f.finish(e, *bp)
+	f.finish(e, *bp, outcome)
 	putBuf(bp)
 }
 
 // finish answers a taken entry's client and releases it.
-func (f *Fleet) finish(e *entry, reply []byte) {
+func (f *Fleet) finish(e *entry, reply []byte, outcome router.Outcome) {
+	f.observe(e, outcome)
 	x := e.x
 	e.x = nil
 	if x != nil {
@@ -291,13 +307,14 @@ func (f *Fleet) completeErrTaken(e *entry, code int, msg string) {
 	}
 	bp := getBuf()
 	*bp = codec.AppendError((*bp)[:0], e.x.Msg.ID, code, msg, nil)
-	f.finish(e, *bp)
+	f.finish(e, *bp, outcomeOfCode(code))
 	putBuf(bp)
 }
 
 func (f *Fleet) replyErr(x *transport.Exchange, code int, msg string) bool {
 	bp := getBuf()
 	*bp = codec.AppendError((*bp)[:0], x.Msg.ID, code, msg, nil)
+	f.observeLocal(x, router.OutcomeError)
 	x.Reply(*bp)
 	putBuf(bp)
 	return false
@@ -306,6 +323,7 @@ func (f *Fleet) replyErr(x *transport.Exchange, code int, msg string) bool {
 func (f *Fleet) reply(x *transport.Exchange, result []byte) bool {
 	bp := getBuf()
 	*bp = codec.AppendResult((*bp)[:0], x.Msg.ID, result)
+	f.observeLocal(x, router.OutcomeOK)
 	x.Reply(*bp)
 	putBuf(bp)
 	return false
@@ -346,7 +364,13 @@ func (f *Fleet) backendNotification(c *upConn, msg []byte, m *codec.Message, req
 		})
 		putBuf(bp)
 	case "notifications/resources/updated":
-		f.subs.deliver(c.b, string(m.URI), msg)
+		uri := string(m.URI)
+		if m.Flags&codec.URIEscaped != 0 {
+			if u, err := codec.Unquote(nil, m.URI); err == nil {
+				uri = string(u)
+			}
+		}
+		f.subs.updated(c.b, uri, msg)
 	case "notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed":
 		f.wg.Add(1)
 		go func() { defer f.wg.Done(); f.refresh(c.b, c) }()
@@ -424,6 +448,7 @@ func (f *Fleet) clientNotification(s *router.Session, x *transport.Exchange) boo
 					conn.Send(ctx, note)
 				}()
 			}
+			f.observe(e, router.OutcomeCancelled)
 			if cx := e.x; cx != nil {
 				e.x = nil
 				cx.Tag = nil

@@ -36,6 +36,14 @@ type entry struct {
 
 	// wait receives the raw response for the router's own requests.
 	wait chan []byte
+
+	// Timings for the Observer (router.Now clock), taken only when there is one: when
+	// the router received the request, when it was sent to the backend (atomic: a
+	// timeout may complete the entry while forward is still writing), and when the
+	// backend's answer was taken.
+	start int64
+	sent  atomic.Int64
+	recv  int64
 }
 
 // table holds the entries in flight, sharded to keep lock hold times short.

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/mcprouter/mcprouter/codec"
@@ -9,11 +10,38 @@ import (
 	"github.com/mcprouter/mcprouter/transport"
 )
 
-// subscriptions keeps resources/subscribe reference-counted per (backend, URI): the
+// subscriber is how resources/subscribe is kept: per process (localSubs) or across a
+// cluster of router instances over NATS (clusterSubs).
+type subscriber interface {
+	// handle takes resources/subscribe or unsubscribe in Prepare; true sends the exchange
+	// to Run (runSub).
+	handle(sess *router.Session, x *transport.Exchange, b *backend) bool
+	// run does the blocking part of handle.
+	run(x *transport.Exchange, t *subTask)
+	// updated delivers a backend's notifications/resources/updated.
+	updated(b *backend, uri string, msg []byte)
+	dropSession(sess *router.Session)
+	// restore re-subscribes what this instance holds upstream on a new session of b.
+	restore(b *backend, c *upConn)
+	// upstreamCount is the number of (backend, URI) pairs this instance subscribed upstream.
+	upstreamCount() int
+	close()
+}
+
+// subTask is the work a subscription handed from Prepare to Run.
+type subTask struct {
+	sess *router.Session
+	b    *backend
+	key  subKey
+	sub  bool // subscribe (else unsubscribe)
+}
+
+// localSubs keeps resources/subscribe reference-counted per (backend, URI): the
 // first subscriber makes the one upstream subscription, the last one to leave (by
 // unsubscribe or by ending its session) releases it, and every update the backend sends
 // reaches each subscribed session once.
-type subscriptions struct {
+type localSubs struct {
+	f      *Fleet
 	mu     sync.Mutex
 	byKey  map[subKey]map[*router.Session]struct{}
 	bySess map[*router.Session]map[subKey]struct{}
@@ -24,15 +52,23 @@ type subKey struct {
 	uri string
 }
 
-func (s *subscriptions) init() {
+func newLocalSubs(f *Fleet) *localSubs {
+	s := &localSubs{f: f}
 	s.byKey = map[subKey]map[*router.Session]struct{}{}
 	s.bySess = map[*router.Session]map[subKey]struct{}{}
+	return s
 }
 
+func (s *localSubs) close() {}
+
+func (s *localSubs) run(*transport.Exchange, *subTask) {}
+
+func (s *localSubs) upstreamCount() int { return s.count() }
+
 // subscription handles resources/subscribe and unsubscribe for shared upstream sessions.
-func (f *Fleet) subscription(sess *router.Session, x *transport.Exchange, b *backend) bool {
+func (s *localSubs) handle(sess *router.Session, x *transport.Exchange, b *backend) bool {
+	f := s.f
 	key := subKey{b: b, uri: string(x.Msg.URI)}
-	s := &f.subs
 	s.mu.Lock()
 	set := s.byKey[key]
 	if string(x.Msg.Method) == "resources/subscribe" {
@@ -69,7 +105,7 @@ func (f *Fleet) subscription(sess *router.Session, x *transport.Exchange, b *bac
 }
 
 // deliver sends a backend's resources/updated to every session subscribed to it.
-func (s *subscriptions) deliver(b *backend, uri string, msg []byte) {
+func (s *localSubs) updated(b *backend, uri string, msg []byte) {
 	s.mu.Lock()
 	set := s.byKey[subKey{b: b, uri: uri}]
 	list := make([]*router.Session, 0, len(set))
@@ -82,11 +118,13 @@ func (s *subscriptions) deliver(b *backend, uri string, msg []byte) {
 			t.Send(msg)
 		}
 	}
+	s.f.Stats.FanOut.Add(uint64(len(list)))
 }
 
 // dropSession releases a closed session's subscriptions, unsubscribing upstream where it
 // was the last subscriber.
-func (s *subscriptions) dropSession(f *Fleet, sess *router.Session) {
+func (s *localSubs) dropSession(sess *router.Session) {
+	f := s.f
 	s.mu.Lock()
 	var released []subKey
 	for key := range s.bySess[sess] {
@@ -105,7 +143,8 @@ func (s *subscriptions) dropSession(f *Fleet, sess *router.Session) {
 }
 
 // restore re-subscribes a backend's URIs on a new upstream session.
-func (s *subscriptions) restore(f *Fleet, b *backend, c *upConn) {
+func (s *localSubs) restore(b *backend, c *upConn) {
+	f := s.f
 	s.mu.Lock()
 	var keys []subKey
 	for key := range s.byKey {
@@ -120,27 +159,31 @@ func (s *subscriptions) restore(f *Fleet, b *backend, c *upConn) {
 }
 
 // count is the number of (backend, URI) pairs subscribed upstream.
-func (s *subscriptions) count() int {
+func (s *localSubs) count() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.byKey)
 }
 
-func (f *Fleet) upstreamSubscribe(key subKey, method string, c *upConn) {
+// upstreamSubscribe sends resources/subscribe or unsubscribe for key to its backend, on c
+// or a picked instance's shared session.
+func (f *Fleet) upstreamSubscribe(key subKey, method string, c *upConn) error {
 	if c == nil {
 		in := key.b.pick()
 		if in == nil {
-			return
+			return errors.New("no healthy instance")
 		}
 		if c = in.conn.Load(); c == nil {
-			return
+			return errors.New("instance not connected")
 		}
 	}
 	params := append([]byte(`{"uri":`), codec.AppendString(nil, key.uri)...)
 	params = append(params, '}')
 	ctx, cancel := context.WithTimeout(f.ctx, key.b.cfg.Timeout)
 	defer cancel()
-	if _, err := f.call(ctx, c, method, params); err != nil {
+	_, err := f.call(ctx, c, method, params)
+	if err != nil {
 		f.log.Warn("upstream "+method+" failed", "backend", key.b.cfg.Name, "uri", key.uri, "err", err)
 	}
+	return err
 }

@@ -116,6 +116,7 @@ func (c *upConn) Event(e upstream.Event, err error) {
 	case upstream.EventRenewed:
 		f.log.Info("backend session renewed after a restart", "backend", c.b.cfg.Name, "instance", c.inst.dialer.Addr)
 		c.inst.healthy.Store(true)
+		c.inst.Renewed.Add(1)
 		f.sessionRenewed(c)
 	case upstream.EventUp:
 		// A new process without a recorded handshake: start over.

@@ -15,6 +15,7 @@ import (
 	"github.com/mcprouter/mcprouter/router"
 	"github.com/mcprouter/mcprouter/router/fleet"
 	"github.com/mcprouter/mcprouter/transport"
+	"github.com/mcprouter/mcprouter/transport/natsbus"
 	"github.com/mcprouter/mcprouter/transport/sse"
 	"github.com/mcprouter/mcprouter/workers"
 )
@@ -30,6 +31,7 @@ type App struct {
 	Reg    *transport.Registry
 	HTTP   *transport.HTTPServer
 	Fleet  *fleet.Fleet // nil without backends
+	Bus    *natsbus.Bus
 
 	ln     net.Listener
 	srv    *fasthttp.Server
@@ -51,16 +53,24 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 		Name: "mcprouter", Version: Version, Logger: log,
 		Workers: workers.Config{Shards: cfg.Workers.Shards, QueueDepth: cfg.Workers.QueueDepth, PoolSize: cfg.Workers.PoolSize},
 	}
+	bus, err := natsbus.Start(cfg.NATS, log)
+	if err != nil {
+		return nil, err
+	}
+	a.Bus = bus
 	if len(cfg.Backends) > 0 {
 		fc, err := fleetConfig(&cfg, log)
 		if err != nil {
+			bus.Close()
 			return nil, err
 		}
+		fc.Bus = bus
 		a.Fleet = fleet.New(fc)
 		rc.Fleet = a.Fleet
 	}
 	r, err := router.New(rc)
 	if err != nil {
+		bus.Close()
 		return nil, err
 	}
 	a.Router = r
@@ -170,6 +180,7 @@ func (a *App) Shutdown(ctx context.Context) error {
 		if a.Fleet != nil {
 			a.Fleet.Close()
 		}
+		a.Bus.Close()
 		if a.srv != nil {
 			if serr := a.srv.ShutdownWithContext(grace); serr != nil && err == nil {
 				err = serr

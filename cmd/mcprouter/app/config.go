@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/mcprouter/mcprouter/transport/natsbus"
 )
 
 // Config is mcprouter's configuration file (YAML). Every field has a zero-value default,
@@ -38,6 +40,9 @@ type Config struct {
 	ShutdownGrace time.Duration `yaml:"shutdown_grace"`
 	// Backends are the MCP servers behind the router.
 	Backends []BackendConfig `yaml:"backends"`
+	// NATS is the distributed engine: embedded by default (nothing to install, no port),
+	// or an existing cluster with nats.url.
+	NATS natsbus.Config `yaml:"nats"`
 }
 
 // PathsConfig names the HTTP endpoints.
@@ -183,6 +188,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Streams.RingBytes < c.Streams.QueueBytes {
 		return fmt.Errorf("streams.ring_bytes (%d) must be at least streams.queue_bytes (%d): events cut from a slow consumer must stay for resumption", c.Streams.RingBytes, c.Streams.QueueBytes)
+	}
+	if err := c.NATS.Validate(); err != nil {
+		return err
 	}
 	seen := map[string]bool{}
 	for i, b := range c.Backends {

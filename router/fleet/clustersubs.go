@@ -1,0 +1,385 @@
+package fleet
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/mcprouter/mcprouter/router"
+	"github.com/mcprouter/mcprouter/transport"
+	"github.com/mcprouter/mcprouter/transport/natsbus"
+)
+
+// clusterSubs keeps resources/subscribe across every router instance on one NATS:
+//
+//   - each instance indexes its own subscribed sessions per (backend, URI) and, while it
+//     has any, listens on the subject P.res.<key> and holds a member lease
+//     s.<key>.m.<instance> in the P_subs bucket;
+//   - exactly one instance in the cluster holds the lease s.<key>.owner and with it the
+//     one upstream subscription; it keeps it while any instance has members, and
+//     releases both when the last member anywhere is gone;
+//   - the owner publishes the backend's notifications/resources/updated on P.res.<key>
+//     once; every instance delivers it to its own sessions;
+//   - leases expire when not renewed (the bucket's TTL), so an instance that dies releases
+//     its memberships, and its ownerships pass to an instance that still has members.
+type clusterSubs struct {
+	f   *Fleet
+	bus *natsbus.Bus
+	kv  jetstream.KeyValue
+
+	mu     sync.Mutex
+	keys   map[subKey]*clusterSub
+	bySess map[*router.Session]map[subKey]struct{}
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+// clusterSub is this instance's part of one (backend, URI) subscription.
+type clusterSub struct {
+	key      subKey
+	hash     string
+	sessions map[*router.Session]struct{}
+	nsub     *nats.Subscription
+	member   bool   // our member lease is written
+	owner    bool   // we hold the upstream subscription
+	ownerRev uint64 // revision of our owner lease
+}
+
+func newClusterSubs(f *Fleet, bus *natsbus.Bus) (*clusterSubs, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	kv, err := bus.KeyValue(ctx, "subs", bus.Lease())
+	if err != nil {
+		return nil, err
+	}
+	s := &clusterSubs{
+		f: f, bus: bus, kv: kv,
+		keys: map[subKey]*clusterSub{}, bySess: map[*router.Session]map[subKey]struct{}{},
+		stop: make(chan struct{}), done: make(chan struct{}),
+	}
+	go s.heartbeat()
+	return s, nil
+}
+
+func keyHash(k subKey) string {
+	h := sha256.Sum256([]byte(k.b.cfg.Name + "\x00" + k.uri))
+	return hex.EncodeToString(h[:12])
+}
+
+func (s *clusterSubs) ownerKey(cs *clusterSub) string  { return "s." + cs.hash + ".owner" }
+func (s *clusterSubs) memberKey(cs *clusterSub) string { return "s." + cs.hash + ".m." + s.bus.Name() }
+
+// handle records the change locally in order (Prepare) and leaves the NATS and backend
+// work to run.
+func (s *clusterSubs) handle(sess *router.Session, x *transport.Exchange, b *backend) bool {
+	key := subKey{b: b, uri: string(x.Msg.URI)}
+	sub := string(x.Msg.Method) == "resources/subscribe"
+	s.mu.Lock()
+	cs := s.keys[key]
+	if sub {
+		if cs == nil {
+			cs = &clusterSub{key: key, hash: keyHash(key), sessions: map[*router.Session]struct{}{}}
+			s.keys[key] = cs
+		}
+		cs.sessions[sess] = struct{}{}
+		if s.bySess[sess] == nil {
+			s.bySess[sess] = map[subKey]struct{}{}
+		}
+		s.bySess[sess][key] = struct{}{}
+	} else if cs != nil {
+		delete(cs.sessions, sess)
+		delete(s.bySess[sess], key)
+	}
+	s.mu.Unlock()
+	x.Tag = &subTask{sess: sess, b: b, key: key, sub: sub}
+	return true
+}
+
+// run makes the cluster agree with the local change, then answers the client.
+func (s *clusterSubs) run(x *transport.Exchange, t *subTask) {
+	ctx, cancel := context.WithTimeout(s.f.ctx, t.b.cfg.Timeout)
+	defer cancel()
+	var err error
+	if t.sub {
+		err = s.join(ctx, t.key)
+	} else {
+		s.leave(ctx, t.key)
+	}
+	x.Tag = nil
+	if err != nil {
+		s.mu.Lock()
+		if cs := s.keys[t.key]; cs != nil {
+			delete(cs.sessions, t.sess)
+		}
+		delete(s.bySess[t.sess], t.key)
+		s.mu.Unlock()
+		s.leave(ctx, t.key)
+		s.f.replyErr(x, CodeBackendUnavailable, "backend "+t.b.cfg.Name+": cannot subscribe: "+err.Error())
+		return
+	}
+	s.f.reply(x, []byte("{}"))
+}
+
+// join makes sure this instance listens for the key's updates, holds a member lease, and
+// that some instance holds the upstream subscription.
+func (s *clusterSubs) join(ctx context.Context, key subKey) error {
+	s.mu.Lock()
+	cs := s.keys[key]
+	if cs == nil || len(cs.sessions) == 0 {
+		s.mu.Unlock()
+		return nil
+	}
+	if cs.nsub == nil {
+		nsub, err := s.bus.NC.Subscribe(s.bus.Subject("res", cs.hash), func(m *nats.Msg) { s.deliver(key, m.Data) })
+		if err != nil {
+			s.mu.Unlock()
+			return err
+		}
+		cs.nsub = nsub
+	}
+	s.mu.Unlock()
+	// The subscription must be known to the server before the owner can publish.
+	if err := s.bus.NC.FlushWithContext(ctx); err != nil {
+		return err
+	}
+	if _, err := s.kv.Put(ctx, s.memberKey(cs), []byte("1")); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	cs.member = true
+	s.mu.Unlock()
+	return s.ensureOwner(ctx, cs)
+}
+
+// ensureOwner takes the owner lease if nobody holds it, and subscribes upstream then.
+func (s *clusterSubs) ensureOwner(ctx context.Context, cs *clusterSub) error {
+	s.mu.Lock()
+	owner := cs.owner
+	s.mu.Unlock()
+	if owner {
+		return nil
+	}
+	rev, err := s.kv.Create(ctx, s.ownerKey(cs), []byte(s.bus.Name()))
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		return nil // another instance holds the upstream subscription
+	}
+	if err != nil {
+		return err
+	}
+	if err := s.f.upstreamSubscribe(cs.key, "resources/subscribe", nil); err != nil {
+		s.kv.Delete(ctx, s.ownerKey(cs), jetstream.LastRevision(rev))
+		return err
+	}
+	s.mu.Lock()
+	cs.owner, cs.ownerRev = true, rev
+	s.mu.Unlock()
+	return nil
+}
+
+// leave drops this instance's listening and member lease when it has no sessions left
+// for the key, and releases the upstream subscription when nobody in the cluster has.
+func (s *clusterSubs) leave(ctx context.Context, key subKey) {
+	s.mu.Lock()
+	cs := s.keys[key]
+	if cs == nil || len(cs.sessions) > 0 {
+		s.mu.Unlock()
+		return
+	}
+	nsub, member := cs.nsub, cs.member
+	cs.nsub, cs.member = nil, false
+	s.mu.Unlock()
+	if nsub != nil {
+		nsub.Unsubscribe()
+	}
+	if member {
+		s.kv.Delete(ctx, s.memberKey(cs))
+	}
+	s.releaseIfUnused(ctx, cs)
+}
+
+// releaseIfUnused gives up an owned upstream subscription once no instance has members.
+func (s *clusterSubs) releaseIfUnused(ctx context.Context, cs *clusterSub) {
+	s.mu.Lock()
+	owner, local := cs.owner, len(cs.sessions)
+	s.mu.Unlock()
+	if local > 0 {
+		return
+	}
+	if owner {
+		if s.othersMember(ctx, cs) {
+			return // keep serving the other instances' subscribers
+		}
+		s.f.upstreamSubscribe(cs.key, "resources/unsubscribe", nil)
+		s.kv.Delete(ctx, s.ownerKey(cs))
+	}
+	s.mu.Lock()
+	if len(cs.sessions) == 0 && s.keys[cs.key] == cs && cs.nsub == nil {
+		delete(s.keys, cs.key)
+	}
+	cs.owner = false
+	s.mu.Unlock()
+}
+
+// othersMember reports whether any instance (but this one) has members for the key.
+func (s *clusterSubs) othersMember(ctx context.Context, cs *clusterSub) bool {
+	lister, err := s.kv.ListKeysFiltered(ctx, "s."+cs.hash+".m.*")
+	if err != nil {
+		return !errors.Is(err, jetstream.ErrNoKeysFound)
+	}
+	defer lister.Stop()
+	mine := s.memberKey(cs)
+	for k := range lister.Keys() {
+		if k != mine {
+			return true
+		}
+	}
+	return false
+}
+
+// deliver hands an update from NATS to this instance's subscribed sessions.
+func (s *clusterSubs) deliver(key subKey, msg []byte) {
+	s.mu.Lock()
+	cs := s.keys[key]
+	var list []*router.Session
+	if cs != nil {
+		list = make([]*router.Session, 0, len(cs.sessions))
+		for sess := range cs.sessions {
+			list = append(list, sess)
+		}
+	}
+	s.mu.Unlock()
+	for _, sess := range list {
+		if t := sess.Transport(); t != nil {
+			t.Send(msg)
+		}
+	}
+	s.f.Stats.FanOut.Add(uint64(len(list)))
+}
+
+// updated publishes a backend's update once on NATS (only the owner's upstream session
+// receives it).
+func (s *clusterSubs) updated(b *backend, uri string, msg []byte) {
+	s.bus.NC.Publish(s.bus.Subject("res", keyHash(subKey{b: b, uri: uri})), msg)
+}
+
+func (s *clusterSubs) dropSession(sess *router.Session) {
+	s.mu.Lock()
+	var keys []subKey
+	for key := range s.bySess[sess] {
+		if cs := s.keys[key]; cs != nil {
+			delete(cs.sessions, sess)
+		}
+		keys = append(keys, key)
+	}
+	delete(s.bySess, sess)
+	s.mu.Unlock()
+	if len(keys) == 0 {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		for _, k := range keys {
+			s.leave(ctx, k)
+		}
+	}()
+}
+
+func (s *clusterSubs) restore(b *backend, c *upConn) {
+	s.mu.Lock()
+	var keys []subKey
+	for key, cs := range s.keys {
+		if key.b == b && cs.owner {
+			keys = append(keys, key)
+		}
+	}
+	s.mu.Unlock()
+	for _, key := range keys {
+		s.f.upstreamSubscribe(key, "resources/subscribe", c)
+	}
+}
+
+func (s *clusterSubs) upstreamCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, cs := range s.keys {
+		if cs.owner {
+			n++
+		}
+	}
+	return n
+}
+
+// heartbeat renews this instance's leases, takes over orphaned upstream subscriptions and
+// releases the ones nobody needs any more.
+func (s *clusterSubs) heartbeat() {
+	defer close(s.done)
+	period := s.bus.Lease() / 3
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		}
+		s.mu.Lock()
+		list := make([]*clusterSub, 0, len(s.keys))
+		for _, cs := range s.keys {
+			list = append(list, cs)
+		}
+		s.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), period)
+		for _, cs := range list {
+			s.renew(ctx, cs)
+		}
+		cancel()
+	}
+}
+
+func (s *clusterSubs) renew(ctx context.Context, cs *clusterSub) {
+	s.mu.Lock()
+	member, owner, rev, local := cs.member, cs.owner, cs.ownerRev, len(cs.sessions)
+	s.mu.Unlock()
+	if member && local > 0 {
+		s.kv.Put(ctx, s.memberKey(cs), []byte("1"))
+	}
+	if owner {
+		nrev, err := s.kv.Update(ctx, s.ownerKey(cs), []byte(s.bus.Name()), rev)
+		s.mu.Lock()
+		if err != nil {
+			// The lease expired (we were cut off) and someone else may own it now.
+			cs.owner = false
+		} else {
+			cs.ownerRev = nrev
+		}
+		s.mu.Unlock()
+		if err == nil && local == 0 {
+			s.releaseIfUnused(ctx, cs)
+		}
+		return
+	}
+	if local > 0 {
+		if err := s.ensureOwner(ctx, cs); err != nil {
+			s.f.log.Warn("cannot take over an upstream subscription", "backend", cs.key.b.cfg.Name, "uri", cs.key.uri, "err", err)
+		}
+	}
+}
+
+func (s *clusterSubs) close() {
+	select {
+	case <-s.stop:
+		return
+	default:
+	}
+	close(s.stop)
+	<-s.done
+}

@@ -1,0 +1,329 @@
+// Package natsbus is mcprouter's connection to NATS, its distributed engine: an embedded
+// NATS server started in-process by default (no port opened unless asked), or an existing
+// NATS cluster, plus the subject layout the router instances share.
+//
+// Subject layout, under a per-cluster prefix P (default "mcpr"):
+//
+//	P.res.<key>             a backend's notifications/resources/updated for one (backend, URI);
+//	                        <key> is a hash of both (URIs do not fit in subject tokens)
+//	P.changed.<backend>     a backend's */list_changed: every instance refreshes its catalog
+//	P.sess.<session id>     messages for one client session, wherever it is connected
+//
+// Key-value buckets (JetStream), when available:
+//
+//	P_subs       upstream subscription leases: s.<key>.owner (the instance holding the one
+//	             upstream subscription) and s.<key>.m.<instance> (instances with subscribers)
+//	P_sessions   client session records, so that a session survives its instance
+package natsbus
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Config says which NATS to use. The zero value runs an embedded server with no port.
+type Config struct {
+	// URL of an existing NATS cluster ("nats://host:4222,nats://other:4222"). Empty runs
+	// an embedded server.
+	URL string `yaml:"url"`
+	// Listen makes the embedded server accept clients (other router instances, NATS
+	// backends) on this address. Empty: in-process only.
+	Listen string `yaml:"listen"`
+	// Cluster joins embedded servers into one NATS cluster (routes between them).
+	Cluster ClusterConfig `yaml:"cluster"`
+	// Prefix of every subject and bucket; one per router cluster. Default "mcpr".
+	Prefix string `yaml:"prefix"`
+	// Name of this router instance (server name of the embedded server, instance id in
+	// leases). Default: random.
+	Name string `yaml:"name"`
+	// Credentials for an external cluster: a .creds file, or user and password, or a token.
+	Creds    string `yaml:"creds"`
+	User     string `yaml:"user"`
+	Password string `yaml:"password"`
+	Token    string `yaml:"token"`
+	// TLS for an external cluster: CA to trust, and a client certificate.
+	TLS TLSConfig `yaml:"tls"`
+	// StoreDir holds the embedded server's JetStream data. Default: a temporary
+	// directory removed on Close.
+	StoreDir string `yaml:"store_dir"`
+	// NoJetStream disables JetStream in the embedded server (no leases, no session
+	// records: each instance then manages its own upstream subscriptions).
+	NoJetStream bool `yaml:"no_jetstream"`
+	// Lease is how long an instance's claims (subscription leases, session ownership)
+	// outlive it. Default 15s.
+	Lease time.Duration `yaml:"lease"`
+}
+
+// ClusterConfig joins embedded servers.
+type ClusterConfig struct {
+	Name   string   `yaml:"name"`   // cluster name; default "mcprouter"
+	Listen string   `yaml:"listen"` // route listener, host:port
+	Routes []string `yaml:"routes"` // nats-route://host:port of the others
+}
+
+// TLSConfig names PEM files.
+type TLSConfig struct {
+	CA   string `yaml:"ca"`
+	Cert string `yaml:"cert"`
+	Key  string `yaml:"key"`
+}
+
+// Bus is a live NATS connection (and the embedded server when there is one).
+type Bus struct {
+	cfg    Config
+	log    *slog.Logger
+	NC     *nats.Conn
+	JS     jetstream.JetStream // nil without JetStream
+	Server *server.Server      // nil with an external cluster
+	tmpDir string
+
+	// Connected is false while the connection to NATS is lost.
+	Connected     atomic.Bool
+	Disconnects   atomic.Uint64
+	Reconnects    atomic.Uint64
+	AsyncErrors   atomic.Uint64
+	onReconnected atomic.Pointer[func()]
+}
+
+// Validate checks the configuration.
+func (c *Config) Validate() error {
+	if c.URL != "" && (c.Listen != "" || c.Cluster.Listen != "") {
+		return errors.New("nats: url (external cluster) and listen/cluster (embedded server) exclude each other")
+	}
+	for _, a := range []struct{ key, v string }{{"nats.listen", c.Listen}, {"nats.cluster.listen", c.Cluster.Listen}} {
+		if a.v != "" {
+			if _, _, err := net.SplitHostPort(a.v); err != nil {
+				return fmt.Errorf("%s: %q is not host:port", a.key, a.v)
+			}
+		}
+	}
+	if c.Prefix != "" && strings.ContainsAny(c.Prefix, ".*> \t") {
+		return fmt.Errorf("nats.prefix: %q must be one subject token", c.Prefix)
+	}
+	return nil
+}
+
+func (c *Config) defaults() {
+	if c.Prefix == "" {
+		c.Prefix = "mcpr"
+	}
+	if c.Name == "" {
+		var b [6]byte
+		rand.Read(b[:])
+		c.Name = "mcpr-" + hex.EncodeToString(b[:])
+	}
+	if c.Lease <= 0 {
+		c.Lease = 15 * time.Second
+	}
+	if c.Cluster.Name == "" {
+		c.Cluster.Name = "mcprouter"
+	}
+}
+
+// Start connects to NATS, starting the embedded server first when no URL is given.
+func Start(cfg Config, log *slog.Logger) (*Bus, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.defaults()
+	if log == nil {
+		log = slog.Default()
+	}
+	b := &Bus{cfg: cfg, log: log}
+	opts := []nats.Option{
+		nats.Name(cfg.Name),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(250 * time.Millisecond),
+		nats.ReconnectBufSize(8 << 20),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			b.Connected.Store(false)
+			b.Disconnects.Add(1)
+			log.Warn("NATS connection lost: notifications across instances are paused", "err", err)
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) {
+			b.Connected.Store(true)
+			b.Reconnects.Add(1)
+			log.Info("NATS connection restored", "server", nc.ConnectedUrlRedacted())
+			if fn := b.onReconnected.Load(); fn != nil {
+				(*fn)()
+			}
+		}),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			b.AsyncErrors.Add(1)
+			log.Warn("NATS error", "err", err)
+		}),
+	}
+	var err error
+	if cfg.URL == "" {
+		if err := b.startServer(); err != nil {
+			return nil, err
+		}
+		opts = append(opts, nats.InProcessServer(b.Server))
+		b.NC, err = nats.Connect("", opts...)
+	} else {
+		opts = append(opts, b.authOptions()...)
+		b.NC, err = nats.Connect(cfg.URL, opts...)
+	}
+	if err != nil {
+		b.Close()
+		return nil, fmt.Errorf("nats: connect: %w", err)
+	}
+	b.Connected.Store(true)
+	if js, err := jetstream.New(b.NC); err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if _, err := js.AccountInfo(ctx); err == nil {
+			b.JS = js
+		} else {
+			log.Warn("NATS without JetStream: subscription leases and session records are off", "err", err)
+		}
+		cancel()
+	}
+	return b, nil
+}
+
+func (b *Bus) authOptions() []nats.Option {
+	var o []nats.Option
+	c := b.cfg
+	if c.Creds != "" {
+		o = append(o, nats.UserCredentials(c.Creds))
+	}
+	if c.User != "" {
+		o = append(o, nats.UserInfo(c.User, c.Password))
+	}
+	if c.Token != "" {
+		o = append(o, nats.Token(c.Token))
+	}
+	if c.TLS.CA != "" {
+		o = append(o, nats.RootCAs(c.TLS.CA))
+	}
+	if c.TLS.Cert != "" {
+		o = append(o, nats.ClientCert(c.TLS.Cert, c.TLS.Key))
+	}
+	return o
+}
+
+func (b *Bus) startServer() error {
+	c := b.cfg
+	o := &server.Options{
+		ServerName: c.Name,
+		DontListen: c.Listen == "",
+		NoSigs:     true,
+		NoLog:      true,
+		JetStream:  !c.NoJetStream,
+		StoreDir:   c.StoreDir,
+		MaxPayload: 8 << 20,
+	}
+	if c.Listen != "" {
+		host, port, _ := net.SplitHostPort(c.Listen)
+		o.Host = host
+		o.Port, _ = strconv.Atoi(port)
+		if o.Port == 0 {
+			o.Port = server.RANDOM_PORT
+		}
+	}
+	if c.Cluster.Listen != "" {
+		host, port, _ := net.SplitHostPort(c.Cluster.Listen)
+		o.Cluster.Name = c.Cluster.Name
+		o.Cluster.Host = host
+		o.Cluster.Port, _ = strconv.Atoi(port)
+		for _, r := range c.Cluster.Routes {
+			u, err := url.Parse(r)
+			if err != nil {
+				return fmt.Errorf("nats.cluster.routes: %q: %w", r, err)
+			}
+			o.Routes = append(o.Routes, u)
+		}
+	}
+	if o.JetStream && o.StoreDir == "" {
+		dir, err := os.MkdirTemp("", "mcprouter-nats-")
+		if err != nil {
+			return err
+		}
+		b.tmpDir, o.StoreDir = dir, dir
+	}
+	ns, err := server.NewServer(o)
+	if err != nil {
+		return fmt.Errorf("nats: embedded server: %w", err)
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(15 * time.Second) {
+		ns.Shutdown()
+		return errors.New("nats: embedded server did not start within 15s")
+	}
+	b.Server = ns
+	if c.Listen != "" {
+		b.log.Info("embedded NATS accepting clients", "url", ns.ClientURL())
+	}
+	return nil
+}
+
+// ClientURL is the URL other processes use to reach the embedded server ("" when it
+// opened no port or NATS is external).
+func (b *Bus) ClientURL() string {
+	if b.Server == nil || b.cfg.Listen == "" {
+		return ""
+	}
+	return b.Server.ClientURL()
+}
+
+// Name is this instance's name.
+func (b *Bus) Name() string { return b.cfg.Name }
+
+// Prefix is the cluster's subject prefix.
+func (b *Bus) Prefix() string { return b.cfg.Prefix }
+
+// Lease is how long an instance's claims outlive it.
+func (b *Bus) Lease() time.Duration { return b.cfg.Lease }
+
+// OnReconnected sets a function run after every reconnection (re-assert claims).
+func (b *Bus) OnReconnected(fn func()) { b.onReconnected.Store(&fn) }
+
+// Subject joins the prefix and tokens into a subject.
+func (b *Bus) Subject(tokens ...string) string {
+	return b.cfg.Prefix + "." + strings.Join(tokens, ".")
+}
+
+// KeyValue opens (creating if needed) the bucket P_name whose entries expire after ttl
+// unless rewritten.
+func (b *Bus) KeyValue(ctx context.Context, name string, ttl time.Duration) (jetstream.KeyValue, error) {
+	if b.JS == nil {
+		return nil, errors.New("nats: JetStream not available")
+	}
+	return b.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: b.cfg.Prefix + "_" + name, TTL: ttl, History: 1, Storage: jetstream.MemoryStorage,
+	})
+}
+
+// Close drains the connection and stops the embedded server.
+func (b *Bus) Close() {
+	if b.NC != nil {
+		b.NC.Drain()
+		deadline := time.Now().Add(5 * time.Second)
+		for !b.NC.IsClosed() && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		b.NC.Close()
+	}
+	if b.Server != nil {
+		b.Server.Shutdown()
+		b.Server.WaitForShutdown()
+	}
+	if b.tmpDir != "" {
+		os.RemoveAll(b.tmpDir)
+	}
+}
