@@ -138,6 +138,8 @@ func (k Kind) String() string {
 		return "sse"
 	case KindStdio:
 		return "stdio"
+	case KindNATS:
+		return "nats"
 	}
 	return "unknown"
 }

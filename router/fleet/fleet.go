@@ -2,12 +2,16 @@ package fleet
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/router"
@@ -104,6 +108,7 @@ func (f *Fleet) Start(wait time.Duration) {
 	}
 	f.wg.Add(1)
 	go func() { defer f.wg.Done(); f.sweep() }()
+	f.listenChanges()
 	deadline := time.Now().Add(wait)
 	for time.Now().Before(deadline) {
 		ready := true
@@ -439,3 +444,50 @@ func (st *sessionState) conn(in *instance) *upConn {
 	defer st.mu.Unlock()
 	return st.conns[in]
 }
+
+// announceChange tells the other router instances that a backend's lists changed, so
+// that instances without their own session to it (or that missed the notification)
+// refresh too. Each instance tells its clients once: a refresh that finds nothing new
+// says nothing.
+func (f *Fleet) announceChange(b *backend) {
+	if bus := f.cfg.Bus; bus != nil {
+		bus.NC.Publish(bus.Subject("changed", backendToken(b.cfg.Name)), nil)
+	}
+}
+
+// listenChanges refreshes a backend's catalog when another instance announces a change.
+func (f *Fleet) listenChanges() {
+	bus := f.cfg.Bus
+	if bus == nil {
+		return
+	}
+	byToken := map[string]*backend{}
+	for _, b := range f.backends {
+		byToken[backendToken(b.cfg.Name)] = b
+	}
+	sub, err := bus.NC.Subscribe(bus.Subject("changed", "*"), func(m *nats.Msg) {
+		tok := m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]
+		b := byToken[tok]
+		if b == nil {
+			return
+		}
+		in := b.pick()
+		if in == nil {
+			return
+		}
+		c := in.conn.Load()
+		if c == nil {
+			return
+		}
+		f.wg.Add(1)
+		go func() { defer f.wg.Done(); f.refresh(b, c) }()
+	})
+	if err != nil {
+		f.log.Warn("cannot listen for catalog changes on NATS", "err", err)
+		return
+	}
+	go func() { <-f.ctx.Done(); sub.Unsubscribe() }()
+}
+
+// backendToken is a backend name as one subject token.
+func backendToken(name string) string { return hex.EncodeToString([]byte(name)) }

@@ -374,6 +374,7 @@ func (f *Fleet) backendNotification(c *upConn, msg []byte, m *codec.Message, req
 	case "notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed":
 		f.wg.Add(1)
 		go func() { defer f.wg.Done(); f.refresh(c.b, c) }()
+		f.announceChange(c.b)
 	case "notifications/cancelled":
 		// The backend gave up one of its requests to a client.
 		f.srv.cancelled(f, c, msg, m)

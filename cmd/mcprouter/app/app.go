@@ -59,7 +59,7 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 	}
 	a.Bus = bus
 	if len(cfg.Backends) > 0 {
-		fc, err := fleetConfig(&cfg, log)
+		fc, err := fleetConfig(&cfg, log, bus)
 		if err != nil {
 			bus.Close()
 			return nil, err

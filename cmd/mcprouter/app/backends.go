@@ -7,12 +7,13 @@ import (
 	"strings"
 
 	"github.com/mcprouter/mcprouter/router/fleet"
+	"github.com/mcprouter/mcprouter/transport/natsbus"
 	"github.com/mcprouter/mcprouter/transport/upstream"
 )
 
 // fleetConfig turns the configured backends into the fleet's configuration: one dialer
 // per replica URL or child process.
-func fleetConfig(cfg *Config, log *slog.Logger) (fleet.Config, error) {
+func fleetConfig(cfg *Config, log *slog.Logger, bus *natsbus.Bus) (fleet.Config, error) {
 	fc := fleet.Config{ClientName: "mcprouter", ClientVersion: Version, Logger: log}
 	for _, b := range cfg.Backends {
 		bc := fleet.BackendConfig{
@@ -35,7 +36,17 @@ func fleetConfig(cfg *Config, log *slog.Logger) (fleet.Config, error) {
 			bc.Dialers = append(bc.Dialers, ds...)
 		}
 		if b.NATS != "" {
-			return fc, fmt.Errorf("backend %s: NATS backends are not supported yet", b.Name)
+			// Each instance is one upstream session; the service's queue group spreads
+			// new sessions over its processes, so instances >= processes uses them all.
+			for i := 0; i < b.Instances; i++ {
+				svc, name := b.NATS, b.Name
+				bc.Dialers = append(bc.Dialers, fleet.Dialer{
+					Addr: fmt.Sprintf("nats:%s#%d", svc, i),
+					Dial: func(ctx context.Context, sink upstream.Sink) (upstream.Conn, error) {
+						return upstream.DialNATS(ctx, bus.NC, svc, upstream.NATSOptions{Name: name, Logger: log}, sink)
+					},
+				})
+			}
 		}
 		fc.Backends = append(fc.Backends, bc)
 	}
