@@ -23,6 +23,12 @@ type Fleet interface {
 	// SessionOpened tells the fleet about a new initialized session (it delivers
 	// list_changed and resource updates to sessions).
 	SessionOpened(s *Session)
+	// SessionSubscriptions lists the session's resource subscriptions as (backend, URI) pairs,
+	// for its record.
+	SessionSubscriptions(s *Session) [][2]string
+	// Resubscribe restores the subscriptions of a session carried on from another
+	// instance.
+	Resubscribe(s *Session, subs [][2]string)
 	// SessionClosed releases what the fleet held for the session.
 	SessionClosed(s *Session)
 }

@@ -39,6 +39,9 @@ func (j *job) release() {
 func (j *job) Prepare() bool {
 	x := j.x
 	j.s = sessionOf(x.Session)
+	if j.s != nil && j.s.t.Load() == nil {
+		j.s.t.Store(x.Session) // a session adopted from another instance
+	}
 	j.r.logReceived(x)
 	if j.r.handle(j) {
 		j.release()

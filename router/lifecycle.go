@@ -58,7 +58,7 @@ func (r *Router) handle(j *job) bool {
 	switch string(method) {
 	case "shutdown":
 		// From the seed documents: answer {} and end the session once the answer is out.
-		t := j.s.t
+		t := j.s.Transport()
 		j.reply(emptyObject)
 		if t != nil {
 			go t.Close()
@@ -132,7 +132,7 @@ func (r *Router) initialize(j *job) {
 		return
 	}
 	version := Negotiate(*p.ProtocolVersion)
-	s := &Session{version: version}
+	s := &Session{version: version, r: r}
 	if len(p.Capabilities) > 0 {
 		s.clientCaps = append([]byte(nil), p.Capabilities...)
 	}
@@ -145,11 +145,12 @@ func (r *Router) initialize(j *job) {
 		j.replyError(codec.CodeInvalidRequest, "cannot open session: "+err.Error(), nil)
 		return
 	}
-	s.t = ts
+	s.t.Store(ts)
 	r.Stats.Initialized.Add(1)
 	if r.fleet != nil {
 		r.fleet.SessionOpened(s)
 	}
+	s.Persist()
 
 	res := append(j.buf[:0], `{"protocolVersion":`...)
 	res = codec.AppendString(res, version)

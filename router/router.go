@@ -32,6 +32,15 @@ type Config struct {
 	// Observer receives a measurement of every finished client request (metrics); nil
 	// records nothing. See observe.go.
 	Observer Observer
+	// Store, when set, keeps session records so that sessions survive their instance.
+	Store SessionStore
+}
+
+// SessionStore keeps session records outside the process (JetStream key-value).
+type SessionStore interface {
+	Save(id string, rec []byte) error
+	Load(id string) ([]byte, bool)
+	Delete(id string)
 }
 
 // Router is the MCP layer: it implements transport.Handler.
@@ -55,6 +64,7 @@ type Stats struct {
 	Panics      atomic.Uint64
 	Initialized atomic.Uint64
 	Dropped     atomic.Uint64 // notifications lost to overload
+	Adopted     atomic.Uint64 // sessions carried on from another instance
 }
 
 // New starts a router with its dispatcher.
@@ -97,7 +107,8 @@ type Session struct {
 	version    string
 	clientCaps []byte // raw capabilities object from initialize
 	clientInfo []byte // raw clientInfo object
-	t          *transport.Session
+	t          atomic.Pointer[transport.Session]
+	r          *Router
 
 	initialized atomic.Bool
 	logLevel    atomic.Int32
@@ -114,7 +125,14 @@ func (s *Session) Version() string { return s.version }
 func (s *Session) ClientCapabilities() []byte { return s.clientCaps }
 
 // Transport is the transport side of the session.
-func (s *Session) Transport() *transport.Session { return s.t }
+func (s *Session) Transport() *transport.Session { return s.t.Load() }
+
+// Persist saves the session's record again (its subscriptions changed).
+func (s *Session) Persist() {
+	if s.r != nil && s.r.cfg.Store != nil {
+		go s.r.save(s)
+	}
+}
 
 // Ext returns the fleet's state for this session, creating it with mk on first use.
 func (s *Session) Ext(mk func() any) any {
@@ -164,10 +182,18 @@ func (r *Router) HandleMessage(x *transport.Exchange) {
 	}
 }
 
-// SessionClosed releases what the session held.
+// SessionClosed releases what the session held. A session handed over by a shutdown
+// keeps its record, so that its client carries on with another instance.
 func (r *Router) SessionClosed(ts *transport.Session) {
-	if s := sessionOf(ts); s != nil && r.fleet != nil {
+	s := sessionOf(ts)
+	if s == nil {
+		return
+	}
+	if r.fleet != nil {
 		r.fleet.SessionClosed(s)
+	}
+	if r.cfg.Store != nil && !ts.HandedOver() {
+		go r.cfg.Store.Delete(ts.ID())
 	}
 }
 

@@ -20,6 +20,7 @@ type Session struct {
 
 	lastActive atomic.Int64 // unix nanoseconds
 	closed     atomic.Bool
+	handedOver atomic.Bool
 	done       chan struct{}
 }
 
@@ -62,6 +63,10 @@ func (s *Session) setState(version string, state SessionState) error {
 // Done is closed when the session has ended.
 func (s *Session) Done() <-chan struct{} { return s.done }
 
+// HandedOver reports whether the session was closed by this process's shutdown, with
+// its clients told to come back (to another instance): it did not end for the client.
+func (s *Session) HandedOver() bool { return s.handedOver.Load() }
+
 // Closed reports whether the session has ended.
 func (s *Session) Closed() bool { return s.closed.Load() }
 
@@ -85,6 +90,7 @@ func (s *Session) closeWith(retryMs int) {
 	if !s.closed.CompareAndSwap(false, true) {
 		return
 	}
+	s.handedOver.Store(retryMs > 0)
 	close(s.done)
 	if s.reg != nil {
 		s.reg.remove(s)

@@ -124,6 +124,7 @@ func (s *clusterSubs) run(x *transport.Exchange, t *subTask) {
 		s.f.replyErr(x, CodeBackendUnavailable, "backend "+t.b.cfg.Name+": cannot subscribe: "+err.Error())
 		return
 	}
+	t.sess.Persist()
 	s.f.reply(x, []byte("{}"))
 }
 
@@ -382,4 +383,36 @@ func (s *clusterSubs) close() {
 	}
 	close(s.stop)
 	<-s.done
+}
+
+func (s *clusterSubs) list(sess *router.Session) []subKey {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return listOf(s.bySess, sess)
+}
+
+func (s *clusterSubs) resubscribe(sess *router.Session, keys []subKey) {
+	s.mu.Lock()
+	for _, key := range keys {
+		cs := s.keys[key]
+		if cs == nil {
+			cs = &clusterSub{key: key, hash: keyHash(key), sessions: map[*router.Session]struct{}{}}
+			s.keys[key] = cs
+		}
+		cs.sessions[sess] = struct{}{}
+		if s.bySess[sess] == nil {
+			s.bySess[sess] = map[subKey]struct{}{}
+		}
+		s.bySess[sess][key] = struct{}{}
+	}
+	s.mu.Unlock()
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		for _, key := range keys {
+			if err := s.join(ctx, key); err != nil {
+				s.f.log.Warn("cannot restore a subscription", "backend", key.b.cfg.Name, "uri", key.uri, "err", err)
+			}
+		}
+	}()
 }

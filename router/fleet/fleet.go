@@ -491,3 +491,26 @@ func (f *Fleet) listenChanges() {
 
 // backendToken is a backend name as one subject token.
 func backendToken(name string) string { return hex.EncodeToString([]byte(name)) }
+
+// SessionSubscriptions implements router.Fleet.
+func (f *Fleet) SessionSubscriptions(s *router.Session) [][2]string {
+	keys := f.subs.list(s)
+	out := make([][2]string, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, [2]string{k.b.cfg.Name, k.uri})
+	}
+	return out
+}
+
+// Resubscribe implements router.Fleet.
+func (f *Fleet) Resubscribe(s *router.Session, subs [][2]string) {
+	var keys []subKey
+	for _, sub := range subs {
+		for _, b := range f.backends {
+			if b.cfg.Name == sub[0] {
+				keys = append(keys, subKey{b: b, uri: sub[1]})
+			}
+		}
+	}
+	f.subs.resubscribe(s, keys)
+}

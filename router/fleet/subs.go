@@ -23,6 +23,10 @@ type subscriber interface {
 	dropSession(sess *router.Session)
 	// restore re-subscribes what this instance holds upstream on a new session of b.
 	restore(b *backend, c *upConn)
+	// list returns the session's subscriptions.
+	list(sess *router.Session) []subKey
+	// resubscribe restores a session's subscriptions (a session that moved here).
+	resubscribe(sess *router.Session, keys []subKey)
 	// upstreamCount is the number of (backend, URI) pairs this instance subscribed upstream.
 	upstreamCount() int
 	close()
@@ -83,6 +87,7 @@ func (s *localSubs) handle(sess *router.Session, x *transport.Exchange, b *backe
 		}
 		s.bySess[sess][key] = struct{}{}
 		s.mu.Unlock()
+		sess.Persist()
 		if first {
 			f.track(sess, x, b, 0)
 			return true
@@ -97,6 +102,7 @@ func (s *localSubs) handle(sess *router.Session, x *transport.Exchange, b *backe
 		delete(s.byKey, key)
 	}
 	s.mu.Unlock()
+	sess.Persist()
 	if last {
 		f.track(sess, x, b, 0)
 		return true
@@ -186,4 +192,40 @@ func (f *Fleet) upstreamSubscribe(key subKey, method string, c *upConn) error {
 		f.log.Warn("upstream "+method+" failed", "backend", key.b.cfg.Name, "uri", key.uri, "err", err)
 	}
 	return err
+}
+
+func listOf(bySess map[*router.Session]map[subKey]struct{}, sess *router.Session) []subKey {
+	var out []subKey
+	for k := range bySess[sess] {
+		out = append(out, k)
+	}
+	return out
+}
+
+func (s *localSubs) list(sess *router.Session) []subKey {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return listOf(s.bySess, sess)
+}
+
+func (s *localSubs) resubscribe(sess *router.Session, keys []subKey) {
+	s.mu.Lock()
+	var first []subKey
+	for _, key := range keys {
+		set := s.byKey[key]
+		if set == nil {
+			set = map[*router.Session]struct{}{}
+			s.byKey[key] = set
+			first = append(first, key)
+		}
+		set[sess] = struct{}{}
+		if s.bySess[sess] == nil {
+			s.bySess[sess] = map[subKey]struct{}{}
+		}
+		s.bySess[sess][key] = struct{}{}
+	}
+	s.mu.Unlock()
+	for _, key := range first {
+		go s.f.upstreamSubscribe(key, "resources/subscribe", nil)
+	}
 }

@@ -64,6 +64,9 @@ type Config struct {
 	// NoJetStream disables JetStream in the embedded server (no leases, no session
 	// records: each instance then manages its own upstream subscriptions).
 	NoJetStream bool `yaml:"no_jetstream"`
+	// Replicas of the JetStream buckets and streams: 3 on a cluster of three or more
+	// NATS servers, so that they survive the loss of one. Default 1.
+	Replicas int `yaml:"replicas"`
 	// Lease is how long an instance's claims (subscription leases, session ownership)
 	// outlive it. Default 15s.
 	Lease time.Duration `yaml:"lease"`
@@ -306,7 +309,15 @@ func (b *Bus) KeyValue(ctx context.Context, name string, ttl time.Duration) (jet
 	}
 	return b.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket: b.cfg.Prefix + "_" + name, TTL: ttl, History: 1, Storage: jetstream.MemoryStorage,
+		Replicas: b.replicas(),
 	})
+}
+
+func (b *Bus) replicas() int {
+	if b.cfg.Replicas < 1 {
+		return 1
+	}
+	return b.cfg.Replicas
 }
 
 // Close drains the connection and stops the embedded server.

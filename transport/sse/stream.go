@@ -91,6 +91,10 @@ type Stats struct {
 	Resumes    atomic.Uint64 // consumers attached after an explicit event id (Last-Event-ID)
 	Gone       atomic.Uint64 // resumptions refused because the events were evicted or unknown
 	KeepAlives atomic.Uint64 // keep-alive comments written
+	// Queued is the bytes of events published to attached consumers and not yet taken
+	// by their pumps, summed over the streams sharing these Stats: the backlog a slow
+	// client builds before it is cut off at QueueBytes. A gauge, not a counter.
+	Queued atomic.Int64
 }
 
 // StatsSnapshot is a plain copy of Stats.
@@ -203,6 +207,15 @@ func NewStream(id uint32, cfg StreamConfig) *Stream {
 	return &Stream{id: id, cfg: cfg, stats: cfg.Stats}
 }
 
+// NewStreamAfter returns an empty stream whose first event will have sequence number
+// seq+1: a stream carried on from another process (a session that moved to this router
+// instance), whose earlier events the client may already have seen.
+func NewStreamAfter(id uint32, cfg StreamConfig, seq uint64) *Stream {
+	s := NewStream(id, cfg)
+	s.last, s.evicted, s.written = seq, seq, seq
+	return s
+}
+
 // ID returns the stream's id within its session.
 func (s *Stream) ID() uint32 { return s.id }
 
@@ -248,7 +261,7 @@ func (s *Stream) Publish(event string, data []byte) (EventID, error) {
 	s.last = id.Seq
 	var wake chan struct{}
 	if c := s.cons; c != nil {
-		s.pending += len(f)
+		s.addPendingLocked(len(f))
 		wake = c.wake
 	}
 	var interrupt func()
@@ -278,9 +291,20 @@ func (s *Stream) Publish(event string, data []byte) (EventID, error) {
 func (s *Stream) cutLocked() *Consumer {
 	c := s.cons
 	c.state = consCut
-	s.cons, s.pending = nil, 0
+	s.cons = nil
+	s.addPendingLocked(-s.pending)
 	notify(c.wake)
 	return c
+}
+
+// addPendingLocked moves the attached consumer's backlog by delta bytes, and the shared
+// Stats.Queued gauge with it. Called with s.mu held.
+func (s *Stream) addPendingLocked(delta int) {
+	if delta == 0 {
+		return
+	}
+	s.pending += delta
+	s.stats.Queued.Add(int64(delta))
 }
 
 // notify wakes a pump without blocking; one pending wake-up is enough.
@@ -334,7 +358,8 @@ func (s *Stream) attach(after uint64, exact bool) (*Consumer, error) {
 		interrupt = old.interrupt
 		notify(old.wake)
 	}
-	s.cons, s.pending = c, 0
+	s.cons = c
+	s.addPendingLocked(-s.pending)
 	s.mu.Unlock()
 
 	if exact {
@@ -421,7 +446,8 @@ func (c *Consumer) Close() {
 		c.state = consDetached
 	}
 	if s.cons == c {
-		s.cons, s.pending = nil, 0
+		s.cons = nil
+		s.addPendingLocked(-s.pending)
 	}
 	notify(c.wake)
 	s.mu.Unlock()
@@ -612,6 +638,7 @@ func (s *Stream) take(c *Consumer, dst []byte, max int, flushed uint64) (batch, 
 	case consDetached:
 		return dst, nil, 0, false, ErrDetached
 	}
+	taken := 0 // bytes of new (not replayed) events taken: one gauge update per batch
 	for c.next <= s.last {
 		f := s.ring.at(int(c.next - s.evicted - 1))
 		if cap(f) > maxPooled {
@@ -626,7 +653,7 @@ func (s *Stream) take(c *Consumer, dst []byte, max int, flushed uint64) (batch, 
 			dst = append(dst, f...)
 		}
 		if c.next > c.replayEnd {
-			s.pending -= len(f)
+			taken += len(f)
 		}
 		last = c.next
 		c.next++
@@ -634,6 +661,7 @@ func (s *Stream) take(c *Consumer, dst []byte, max int, flushed uint64) (batch, 
 			break
 		}
 	}
+	s.addPendingLocked(-taken)
 	return dst, big, last, s.closed && c.next > s.last, nil
 }
 
@@ -705,7 +733,8 @@ func (c *Consumer) finish(flushed uint64) {
 		c.state = consDetached
 	}
 	if s.cons == c {
-		s.cons, s.pending = nil, 0
+		s.cons = nil
+		s.addPendingLocked(-s.pending)
 	}
 	s.mu.Unlock()
 }

@@ -68,6 +68,20 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 		a.Fleet = fleet.New(fc)
 		rc.Fleet = a.Fleet
 	}
+	var events transport.EventLog
+	if bus.JS != nil && !cfg.Sessions.NoPersist {
+		store, err := bus.Sessions(2 * cfg.Sessions.IdleTimeout)
+		if err != nil {
+			log.Warn("session records unavailable: sessions stay with their instance", "err", err)
+		} else {
+			rc.Store = store
+		}
+		if el, err := bus.Events(1024, cfg.Sessions.IdleTimeout); err != nil {
+			log.Warn("event log unavailable: streams resume only on their instance", "err", err)
+		} else {
+			events = el
+		}
+	}
 	r, err := router.New(rc)
 	if err != nil {
 		bus.Close()
@@ -89,6 +103,8 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 		KeepAlive:      cfg.Streams.KeepAlive,
 		RetryMs:        cfg.Streams.RetryMs,
 		LegacyEndpoint: cfg.Paths.Message,
+		Events:         events,
+		Resolver:       resolver(r, rc.Store != nil),
 	}, a.Reg, r)
 	return a, nil
 }
@@ -196,4 +212,13 @@ type slogPrinter struct{ l *slog.Logger }
 
 func (p slogPrinter) Printf(format string, args ...any) {
 	p.l.Warn("fasthttp", "msg", fmt.Sprintf(format, args...))
+}
+
+// resolver gives the transport the router as its session resolver when there is a
+// session store to resolve from.
+func resolver(r *router.Router, enabled bool) transport.SessionResolver {
+	if !enabled {
+		return nil
+	}
+	return r
 }

@@ -56,6 +56,10 @@ type PathsConfig struct {
 type SessionsConfig struct {
 	Max         int           `yaml:"max"`          // default 10000
 	IdleTimeout time.Duration `yaml:"idle_timeout"` // default 30m
+	// NoPersist keeps sessions in this process only. By default (with JetStream) session
+	// records and recent GET stream events live in NATS, so that a client whose router
+	// instance died carries on with another one.
+	NoPersist bool `yaml:"no_persist"`
 }
 
 // LimitsConfig bounds requests.

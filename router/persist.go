@@ -1,0 +1,65 @@
+package router
+
+import (
+	"encoding/json"
+
+	"github.com/bytedance/sonic"
+
+	"github.com/mcprouter/mcprouter/transport"
+)
+
+// record is a session as kept in the SessionStore: what another instance needs to carry
+// the session on.
+type record struct {
+	Version      string          `json:"v"`
+	Capabilities json.RawMessage `json:"caps,omitempty"`
+	ClientInfo   json.RawMessage `json:"info,omitempty"`
+	Subs         [][2]string     `json:"subs,omitempty"` // (backend, URI) subscriptions
+}
+
+// save writes s's record.
+func (r *Router) save(s *Session) {
+	t := s.Transport()
+	if t == nil || t.Closed() {
+		return
+	}
+	rec := record{Version: s.version, Capabilities: s.clientCaps, ClientInfo: s.clientInfo}
+	if r.fleet != nil {
+		rec.Subs = r.fleet.SessionSubscriptions(s)
+	}
+	b, err := sonic.Marshal(rec)
+	if err != nil {
+		return
+	}
+	if err := r.cfg.Store.Save(t.ID(), b); err != nil {
+		r.log.Warn("cannot save session record", "session", t.ID(), "err", err)
+	}
+}
+
+// ResolveSession implements transport.SessionResolver: a session whose instance went
+// away is rebuilt here from its record, subscriptions included.
+func (r *Router) ResolveSession(id string) (string, transport.SessionState, bool) {
+	if r.cfg.Store == nil {
+		return "", nil, false
+	}
+	b, ok := r.cfg.Store.Load(id)
+	if !ok {
+		return "", nil, false
+	}
+	var rec record
+	if err := sonic.Unmarshal(b, &rec); err != nil || rec.Version == "" {
+		return "", nil, false
+	}
+	s := &Session{version: rec.Version, r: r, clientCaps: rec.Capabilities, clientInfo: rec.ClientInfo}
+	s.initialized.Store(true)
+	s.logLevel.Store(1)
+	r.Stats.Adopted.Add(1)
+	if r.fleet != nil {
+		r.fleet.SessionOpened(s)
+		if len(rec.Subs) > 0 {
+			r.fleet.Resubscribe(s, rec.Subs)
+		}
+	}
+	r.log.Info("session carried on from another instance", "session", id, "protocol", rec.Version)
+	return rec.Version, s, true
+}

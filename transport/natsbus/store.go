@@ -1,0 +1,182 @@
+package natsbus
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// SessionStore keeps client session records in the P_sessions bucket, so that a session
+// outlives the router instance that created it. Records expire ttl after their last write.
+type SessionStore struct {
+	kv      jetstream.KeyValue
+	timeout time.Duration
+	Errors  atomic.Uint64
+}
+
+// Sessions opens the session store.
+func (b *Bus) Sessions(ttl time.Duration) (*SessionStore, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	kv, err := b.KeyValue(ctx, "sessions", ttl)
+	if err != nil {
+		return nil, err
+	}
+	return &SessionStore{kv: kv, timeout: 5 * time.Second}, nil
+}
+
+// Save writes a session's record.
+func (s *SessionStore) Save(id string, rec []byte) error {
+	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	defer cancel()
+	_, err := s.kv.Put(ctx, id, rec)
+	if err != nil {
+		s.Errors.Add(1)
+	}
+	return err
+}
+
+// Load reads a session's record.
+func (s *SessionStore) Load(id string) ([]byte, bool) {
+	if !validKey(id) {
+		return nil, false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	defer cancel()
+	e, err := s.kv.Get(ctx, id)
+	if err != nil {
+		if !errors.Is(err, jetstream.ErrKeyNotFound) {
+			s.Errors.Add(1)
+		}
+		return nil, false
+	}
+	return e.Value(), true
+}
+
+// Delete forgets a session that ended.
+func (s *SessionStore) Delete(id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	defer cancel()
+	s.kv.Purge(ctx, id)
+}
+
+// validKey keeps client-chosen ids from reaching the bucket as keys it would refuse.
+func validKey(id string) bool {
+	if id == "" || len(id) > 256 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// EventLog keeps each session's recent GET stream events in the P_events stream
+// (subject P.ev.<session>), bounded per session and in age.
+type EventLog struct {
+	b       *Bus
+	js      jetstream.JetStream
+	stream  jetstream.Stream
+	Errors  atomic.Uint64
+	timeout time.Duration
+}
+
+// seqHeader carries an event's sequence number within its SSE stream.
+const seqHeader = "Mcp-Event-Seq"
+
+// Events opens (creating if needed) the event log: perSession events at most per
+// session, none older than maxAge.
+func (b *Bus) Events(perSession int64, maxAge time.Duration) (*EventLog, error) {
+	if b.JS == nil {
+		return nil, errors.New("nats: JetStream not available")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := b.JS.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:              b.cfg.Prefix + "_events",
+		Subjects:          []string{b.Subject("ev", ">")},
+		Storage:           jetstream.MemoryStorage,
+		MaxMsgsPerSubject: perSession,
+		MaxAge:            maxAge,
+		Discard:           jetstream.DiscardOld,
+		Replicas:          b.replicas(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &EventLog{b: b, js: b.JS, stream: st, timeout: 5 * time.Second}, nil
+}
+
+// Append implements transport.EventLog: an asynchronous publish.
+func (l *EventLog) Append(sessionID string, seq uint64, data []byte) {
+	if !validKey(sessionID) {
+		return
+	}
+	m := nats.NewMsg(l.b.Subject("ev", sessionID))
+	m.Header.Set(seqHeader, strconv.FormatUint(seq, 10))
+	m.Data = append([]byte(nil), data...)
+	if _, err := l.js.PublishMsgAsync(m); err != nil {
+		l.Errors.Add(1)
+	}
+}
+
+// Since implements transport.EventLog.
+func (l *EventLog) Since(sessionID string) (uint64, [][]byte, error) {
+	if !validKey(sessionID) {
+		return 0, nil, errors.New("invalid session id")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
+	defer cancel()
+	// Events published just before the instance died must be in the stream first.
+	select {
+	case <-l.js.PublishAsyncComplete():
+	case <-ctx.Done():
+	}
+	c, err := l.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{l.b.Subject("ev", sessionID)}})
+	if err != nil {
+		return 0, nil, err
+	}
+	info, err := c.Info(ctx)
+	if err != nil {
+		return 0, nil, err
+	}
+	pending := int(info.NumPending)
+	var first uint64
+	var events [][]byte
+	for len(events) < pending {
+		batch, err := c.Fetch(min(pending-len(events), 256), jetstream.FetchMaxWait(time.Second))
+		if err != nil {
+			return 0, nil, err
+		}
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			if len(events) == 0 {
+				first, _ = strconv.ParseUint(m.Headers().Get(seqHeader), 10, 64)
+			}
+			events = append(events, m.Data())
+		}
+		if n == 0 {
+			break
+		}
+	}
+	return first, events, nil
+}
+
+// Forget implements transport.EventLog.
+func (l *EventLog) Forget(sessionID string) {
+	if !validKey(sessionID) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
+	defer cancel()
+	l.stream.Purge(ctx, jetstream.WithPurgeSubject(l.b.Subject("ev", sessionID)))
+}
