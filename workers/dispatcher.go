@@ -1,0 +1,393 @@
+package workers
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	"github.com/panjf2000/ants/v2"
+)
+
+// Job is one unit of work. The dispatcher calls its methods; it never copies or
+// retains a Job after its final call, so jobs are meant to be pooled by the caller
+// (a *T from a sync.Pool) and Dispatch allocates nothing.
+//
+// Lifecycle of a job accepted by Dispatch (nil error), exactly one of:
+//   - Prepare returns false: done;
+//   - Prepare returns true, then Run returns normally: done;
+//   - Prepare returns true, then Fail(err) instead of Run: the dispatcher was closed
+//     before a worker took it (err is ErrClosed);
+//   - Prepare returns true, Run panics, then Fail(err) with err a *PanicError;
+//   - Prepare panics, then Fail(err) with err a *PanicError;
+//   - Fail(ErrClosed) without Prepare: Close gave up waiting (its context ended) before
+//     the shard reached the job.
+//
+// A job refused by Dispatch (non-nil error) is never touched: the caller still owns it.
+// The final call may recycle the job as its last action.
+type Job interface {
+	// Prepare runs on the shard's goroutine, one job at a time, in Dispatch order for
+	// the shard (hence per key; see the package doc for the exact guarantee). It must
+	// be quick and must not block: no I/O, no waiting on locks held across I/O, no
+	// waiting for other jobs. It returns whether Run is needed; a job that is fully
+	// handled here (a notification, a cancellation) returns false.
+	Prepare() bool
+
+	// Run runs on a pool worker, concurrently with other jobs, including other jobs of
+	// the same key. It may block (on a backend, say); while it does it holds one of
+	// Config.PoolSize workers.
+	Run()
+
+	// Fail is called instead of Run when the job could not be run, or after Prepare or
+	// Run panicked; err matches ErrClosed or ErrPanic under errors.Is. It runs on the
+	// shard goroutine or a worker and must not block.
+	Fail(err error)
+}
+
+// Dispatcher is the sharded dispatcher. Its methods are safe for concurrent use.
+type Dispatcher struct {
+	cfg    Config
+	shards []shard
+	pools  []*pool
+
+	closing    atomic.Bool   // set by the first Close: no more intake
+	aborted    atomic.Bool   // Close's context ended: fail instead of run
+	abort      chan struct{} // closed together with aborted being set
+	abortOnce  sync.Once
+	liveShards atomic.Int32  // shard goroutines still running
+	shardsDone chan struct{} // closed when liveShards reaches 0
+
+	panics     atomic.Uint64 // recovered from Prepare or Run
+	failPanics atomic.Uint64 // recovered from Fail (or the panic hook)
+}
+
+// shard is one queue plus the goroutine that prepares its jobs. Fields written by
+// producers (Dispatch) and by the shard goroutine sit on separate cache lines.
+type shard struct {
+	// Producer side. mu orders Dispatch's send against Close's close(q): Dispatch sends
+	// under RLock after checking closed, Close sets closed and closes q under Lock,
+	// so a send never meets a closed channel and no accepted job is stranded.
+	mu        sync.RWMutex
+	closed    bool
+	q         chan Job
+	overloads atomic.Uint64
+	overErr   *OverloadError
+	_         [64]byte
+
+	// Consumer side: owned by the shard goroutine. The atomics mirror its state for
+	// Stats.
+	d         *Dispatcher
+	pool      *pool
+	ready     ring
+	readyLen  atomic.Int64
+	prepared  atomic.Uint64
+	submitted atomic.Uint64
+	_         [64]byte
+}
+
+// pool is an ants pool plus the token semaphore that admits jobs to it. A shard takes
+// a token before Invoke and the worker returns it after Run, so Invoke never has to
+// wait for capacity (beyond the instant it takes a finished worker to park itself),
+// and a shard can wait for a token in a select alongside its queue and the abort
+// signal — which ants' blocking Invoke does not allow.
+//
+// The semaphore is a channel rather than an atomic counter on purpose: under
+// saturation a release hands the token to exactly one waiting shard, in FIFO order, so
+// a shard with a backlog is never starved by shards that happen to be running, and a
+// release never wakes a herd. It costs two channel operations per job (see
+// bench/RESULTS.md).
+type pool struct {
+	d    *Dispatcher
+	ants *ants.PoolWithFuncGeneric[Job]
+	sem  chan struct{}
+}
+
+// New starts a Dispatcher: one goroutine per shard; pool workers are started on
+// demand and reaped when idle. Stop it with Close.
+func New(cfg Config) (*Dispatcher, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	d := &Dispatcher{
+		cfg:        cfg,
+		shards:     make([]shard, cfg.Shards),
+		abort:      make(chan struct{}),
+		shardsDone: make(chan struct{}),
+	}
+	size, count := cfg.pools()
+	d.pools = make([]*pool, 0, count)
+	for range count {
+		p := &pool{d: d, sem: make(chan struct{}, size)}
+		ap, err := ants.NewPoolWithFuncGeneric(size, p.run,
+			ants.WithExpiryDuration(cfg.IdleTimeout),
+			// Defensive: run recovers every panic, including Fail's and the hook's,
+			// so nothing should reach this. If something does, count it rather than
+			// let ants log it.
+			ants.WithPanicHandler(func(any) { d.failPanics.Add(1) }),
+		)
+		if err != nil {
+			for _, p := range d.pools {
+				p.ants.Release()
+			}
+			return nil, err
+		}
+		p.ants = ap
+		d.pools = append(d.pools, p)
+	}
+	d.liveShards.Store(int32(cfg.Shards))
+	for i := range d.shards {
+		s := &d.shards[i]
+		s.d = d
+		s.q = make(chan Job, cfg.QueueDepth)
+		s.overErr = newOverloadError(i, cfg.RetryAfter)
+		s.pool = d.pools[i%len(d.pools)]
+		s.ready.buf = make([]Job, cfg.ReadyDepth)
+		go s.loop()
+	}
+	return d, nil
+}
+
+// Dispatch queues j on the shard of key and returns at once. It returns nil when the
+// job was accepted (the dispatcher now owns it until its final call), an
+// *OverloadError matching ErrOverloaded when the shard's queue is full, or ErrClosed
+// after Close. It never blocks on a full queue and does not allocate. j must not be
+// nil.
+//
+// Dispatch may be called from Prepare, Run and Fail.
+func (d *Dispatcher) Dispatch(key uint64, j Job) error {
+	if j == nil {
+		panic("workers: Dispatch of a nil Job")
+	}
+	s := &d.shards[key%uint64(len(d.shards))]
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return ErrClosed
+	}
+	select {
+	case s.q <- j:
+		s.mu.RUnlock()
+		return nil
+	default:
+	}
+	s.mu.RUnlock()
+	s.overloads.Add(1)
+	return s.overErr
+}
+
+// Shard returns the index of the shard key maps to, for logs and tests.
+func (d *Dispatcher) Shard(key uint64) int { return int(key % uint64(len(d.shards))) }
+
+// Close stops intake (Dispatch returns ErrClosed from now on), lets the shards prepare
+// and submit every job already accepted, then waits for running jobs to return and the
+// pools' goroutines to exit. If ctx ends first, Close gives up: jobs not yet started
+// get Fail(ErrClosed), running ones finish on their own, and Close returns ctx.Err().
+// Only the first call does this; later calls return ErrClosed at once.
+//
+// Close must not be called from Prepare, Run or Fail: it would wait for itself.
+func (d *Dispatcher) Close(ctx context.Context) error {
+	if !d.closing.CompareAndSwap(false, true) {
+		return ErrClosed
+	}
+	for i := range d.shards {
+		s := &d.shards[i]
+		s.mu.Lock()
+		s.closed = true
+		close(s.q)
+		s.mu.Unlock()
+	}
+	select {
+	case <-d.shardsDone:
+	case <-ctx.Done():
+		d.giveUp()
+		return ctx.Err()
+	}
+	// Every accepted job has been prepared and either submitted or failed. Releasing
+	// a pool stops its idle workers at once and busy ones as they return; waiting
+	// for that is waiting for the running jobs.
+	for _, p := range d.pools {
+		if err := p.ants.ReleaseContext(ctx); err != nil {
+			d.giveUp()
+			return err
+		}
+	}
+	return nil
+}
+
+// giveUp makes the shards fail what they still hold and unblocks them.
+func (d *Dispatcher) giveUp() {
+	d.abortOnce.Do(func() {
+		d.aborted.Store(true)
+		close(d.abort)
+		for _, p := range d.pools {
+			p.ants.Release() // idempotent; wakes a shard waiting inside Invoke
+		}
+	})
+}
+
+func (d *Dispatcher) shardExited() {
+	if d.liveShards.Add(-1) == 0 {
+		close(d.shardsDone)
+	}
+}
+
+// loop is the shard goroutine. It alternates between taking jobs off the queue (while
+// the ready list has room) and moving prepared jobs to the pool (while tokens are
+// free), and exits when the queue is closed and the ready list is empty. Each
+// iteration either takes a job, submits one, or sees the queue closed, so it ends
+// once the queue is closed and drained.
+func (s *shard) loop() {
+	d := s.d
+	defer d.shardExited()
+	q := s.q
+	for q != nil || s.ready.n > 0 {
+		var recv chan Job // nil disables the receive case
+		if s.ready.n < len(s.ready.buf) {
+			recv = q
+		}
+		var sem chan struct{}
+		if s.ready.n > 0 {
+			sem = s.pool.sem
+		}
+		select {
+		case j, ok := <-recv:
+			if !ok {
+				q = nil
+				continue
+			}
+			s.accept(j)
+		case sem <- struct{}{}:
+			s.submit(s.ready.pop())
+			s.readyLen.Store(int64(s.ready.n))
+		case <-d.abort:
+			s.failRemaining(q)
+			return
+		}
+	}
+}
+
+// accept prepares j and, if it needs to run, submits it right away when a token is
+// free and nothing is waiting ahead of it, else parks it in the ready list (which the
+// loop guarantees has room).
+func (s *shard) accept(j Job) {
+	d := s.d
+	if d.aborted.Load() {
+		d.fail(j, ErrClosed)
+		return
+	}
+	s.prepared.Add(1)
+	if !d.prepare(j) {
+		return
+	}
+	if s.ready.n == 0 {
+		select {
+		case s.pool.sem <- struct{}{}:
+			s.submit(j)
+			return
+		default:
+		}
+	}
+	s.ready.push(j)
+	s.readyLen.Store(int64(s.ready.n))
+}
+
+// submit hands j, for which a token is held, to the pool.
+func (s *shard) submit(j Job) {
+	if err := s.pool.ants.Invoke(j); err != nil {
+		// The pool was released: Close gave up.
+		<-s.pool.sem
+		s.d.fail(j, ErrClosed)
+		return
+	}
+	s.submitted.Add(1)
+}
+
+// failRemaining fails every job the shard still holds once Close has given up. q is
+// closed (or nil) by then, so the drain ends.
+func (s *shard) failRemaining(q chan Job) {
+	for s.ready.n > 0 {
+		s.d.fail(s.ready.pop(), ErrClosed)
+	}
+	s.readyLen.Store(0)
+	for j := range q {
+		s.d.fail(j, ErrClosed)
+	}
+}
+
+// prepare calls j.Prepare, turning a panic into Fail.
+func (d *Dispatcher) prepare(j Job) (run bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			run = false
+			d.panicked(j, v)
+		}
+	}()
+	return j.Prepare()
+}
+
+// run is the pool function: it runs one job, turns a panic into Fail, and returns the
+// job's token last, after everything that touches the job.
+func (p *pool) run(j Job) {
+	defer p.release()
+	defer func() {
+		if v := recover(); v != nil {
+			p.d.panicked(j, v)
+		}
+	}()
+	j.Run()
+}
+
+func (p *pool) release() { <-p.sem }
+
+func (d *Dispatcher) panicked(j Job, v any) {
+	d.panics.Add(1)
+	pe := newPanicError(v)
+	d.hook(pe)
+	d.fail(j, pe)
+}
+
+// fail calls j.Fail, containing a panic in it.
+func (d *Dispatcher) fail(j Job, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			d.failPanics.Add(1)
+			d.hook(newPanicError(v))
+		}
+	}()
+	j.Fail(err)
+}
+
+func (d *Dispatcher) hook(pe *PanicError) {
+	if d.cfg.PanicHook == nil {
+		return
+	}
+	defer func() { _ = recover() }() // a broken hook must not take a worker down
+	d.cfg.PanicHook(pe)
+}
+
+// ring is a fixed-capacity FIFO of prepared jobs, owned by one shard goroutine.
+type ring struct {
+	buf  []Job
+	head int
+	n    int
+}
+
+func (r *ring) push(j Job) {
+	i := r.head + r.n
+	if i >= len(r.buf) {
+		i -= len(r.buf)
+	}
+	r.buf[i] = j
+	r.n++
+}
+
+func (r *ring) pop() Job {
+	j := r.buf[r.head]
+	r.buf[r.head] = nil // do not keep a recycled job reachable
+	r.head++
+	if r.head == len(r.buf) {
+		r.head = 0
+	}
+	r.n--
+	return j
+}

@@ -1,0 +1,47 @@
+// Package workers is mcprouter's sharded per-session dispatcher: it decides where and
+// when a unit of work runs, and refuses work it cannot take instead of queueing it
+// without bound. It knows nothing about MCP, JSON-RPC framing or HTTP; the router
+// gives it Jobs keyed by session and it gives them ordering, concurrency and
+// backpressure.
+//
+// # Shape
+//
+// A Dispatcher owns a fixed number of shards. A key (a hash of the session id, see
+// KeyOf) picks a shard. Each shard has a bounded queue and one goroutine that takes
+// jobs off the queue in arrival order and calls Job.Prepare. A job whose Prepare
+// returns true is handed to a bounded github.com/panjf2000/ants/v2 worker pool, where
+// Job.Run executes concurrently with everything else.
+//
+// # Ordering guarantee
+//
+// For one key (more precisely, for one shard, so it holds for every key that maps to
+// it): if Dispatch(k, a) returns nil before Dispatch(k, b) is called, then a.Prepare
+// returns before b.Prepare starts, and everything a.Prepare wrote is visible to
+// b.Prepare (happens-before). Job.Run of a happens after a.Prepare but is otherwise
+// unordered: runs of one session may overlap each other and the Prepare of later jobs.
+//
+// That is the order MCP needs without serialising a session's requests:
+//   - a request registers itself in the router's in-flight table in Prepare, so a later
+//     notifications/cancelled that names it, handled entirely in its own Prepare,
+//     always finds it (or finds it already finished);
+//   - notifications/initialized is handled in Prepare, so it takes effect before the
+//     Prepare of any request that arrives after it;
+//   - long tool calls of one session still run in parallel.
+//
+// # Backpressure
+//
+// Every buffer is bounded. Run calls are limited by Config.PoolSize. A shard keeps
+// preparing jobs while the pool is saturated, parking the prepared ones in a bounded
+// ready list (Config.ReadyDepth), so notifications that only need Prepare — a cancel in
+// particular — keep flowing while every worker is busy. When the ready list is full
+// the shard stops taking from its queue, the queue (Config.QueueDepth) fills up, and
+// Dispatch fails fast with an *OverloadError (errors.Is(err, ErrOverloaded)) carrying a
+// retry hint. RPCError maps it to a JSON-RPC error in the server range.
+//
+// # Failure
+//
+// A panic in Prepare or Run is recovered by the dispatcher: the job gets Fail with a
+// *PanicError (errors.Is(err, ErrPanic)), which RPCError maps to -32603, and the process
+// keeps going. A panic in Fail is recovered and counted; Config.PanicHook sees them
+// all.
+package workers
