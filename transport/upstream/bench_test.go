@@ -1,0 +1,201 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/mcprouter/mcprouter/codec"
+)
+
+var benchResult = []byte(`{"content":[{"type":"text","text":"ok"}]}`)
+
+// echoServer is an in-process fasthttp MCP endpoint that answers every request at once:
+// with a JSON body, or with a one-event SSE body when the request's path is /sse;
+// notifications get 202. It stands for the fastest possible backend, so that the
+// benchmarks measure the client.
+func echoServer(b *testing.B) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := &fasthttp.Server{Handler: func(ctx *fasthttp.RequestCtx) {
+		var m codec.Message
+		if codec.Scan(ctx.PostBody(), &m) != nil {
+			ctx.SetStatusCode(fasthttp.StatusBadRequest)
+			return
+		}
+		if m.Kind != codec.KindRequest {
+			ctx.SetStatusCode(fasthttp.StatusAccepted)
+			return
+		}
+		bp := getBuf()
+		defer putBuf(bp)
+		if bytes.Equal(ctx.Path(), []byte("/sse")) {
+			ctx.SetContentType("text/event-stream")
+			*bp = append(*bp, "event: message\ndata: "...)
+			*bp = codec.AppendResult(*bp, m.ID, benchResult)
+			*bp = append(*bp, "\n\n"...)
+		} else {
+			ctx.SetContentType("application/json")
+			*bp = codec.AppendResult(*bp, m.ID, benchResult)
+		}
+		ctx.SetBody(*bp)
+	}}
+	go srv.Serve(ln) //nolint:errcheck // ends with Shutdown
+	b.Cleanup(func() { _ = srv.Shutdown() })
+	return "http://" + ln.Addr().String()
+}
+
+// countSink counts deliveries without copying.
+type countSink struct{ n atomic.Int64 }
+
+func (s *countSink) Message([]byte)     { s.n.Add(1) }
+func (s *countSink) Event(Event, error) {}
+
+var benchCall = []byte(`{"jsonrpc":"2.0","id":12345,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}`)
+
+func BenchmarkHTTPRoundTrip(b *testing.B) {
+	base := echoServer(b)
+	for _, bc := range []struct {
+		name, path string
+		msg        []byte
+		parallel   bool
+		probe      bool
+	}{
+		{"json", "/mcp", benchCall, false, false},
+		{"sse", "/sse", benchCall, false, false},
+		{"notification-202", "/mcp", []byte(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":2}}`), false, false},
+		{"json-probe-every-request", "/mcp", benchCall, false, true},
+		{"json-parallel", "/mcp", benchCall, true, false},
+		{"sse-parallel", "/sse", benchCall, true, false},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			if bc.probe {
+				old := idleProbe
+				idleProbe = 0
+				defer func() { idleProbe = old }()
+			}
+			sink := &countSink{}
+			c, err := DialHTTP(context.Background(), base+bc.path, HTTPOptions{MaxConns: 16}, sink)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			ctx := context.Background()
+			b.SetBytes(int64(len(bc.msg)))
+			b.ReportAllocs()
+			b.ResetTimer()
+			if bc.parallel {
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						if err := c.Send(ctx, bc.msg); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			} else {
+				for i := 0; i < b.N; i++ {
+					if err := c.Send(ctx, bc.msg); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.StopTimer()
+			if bc.msg[len(bc.msg)-2] == '}' && bytes.Contains(bc.msg, []byte(`"id"`)) && sink.n.Load() < int64(b.N) {
+				b.Fatalf("%d replies for %d requests", sink.n.Load(), b.N)
+			}
+		})
+	}
+}
+
+// BenchmarkFasthttpBaseline is the same exchange with a bare fasthttp.HostClient and no
+// MCP logic: the floor the client's overhead is measured against.
+func BenchmarkFasthttpBaseline(b *testing.B) {
+	base := echoServer(b)
+	hc := &fasthttp.HostClient{Addr: strings.TrimPrefix(base, "http://"), MaxConns: 16}
+	defer hc.CloseIdleConnections()
+	req := fasthttp.AcquireRequest()
+	resp := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI(base + "/mcp")
+	req.Header.SetMethod(fasthttp.MethodPost)
+	req.Header.SetContentType("application/json")
+	req.SetBodyRaw(benchCall)
+	b.SetBytes(int64(len(benchCall)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := hc.Do(req, resp); err != nil {
+			b.Fatal(err)
+		}
+		if len(resp.Body()) == 0 {
+			b.Fatal("empty reply")
+		}
+	}
+}
+
+// signalSink wakes the benchmark at each delivered message.
+type signalSink struct{ ch chan struct{} }
+
+func (s *signalSink) Message([]byte)     { s.ch <- struct{}{} }
+func (s *signalSink) Event(Event, error) {}
+
+// BenchmarkStdioRoundTrip sends a tools/call to a child process (this test binary in
+// echo mode) and waits for its reply, one at a time.
+func BenchmarkStdioRoundTrip(b *testing.B) {
+	sink := &signalSink{ch: make(chan struct{}, 1)}
+	p, err := StartPool(childCommand("echo"), 1, StdioOptions{Logger: slog.New(slog.DiscardHandler)}, func(int) Sink { return sink })
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	c := p.Conn(0)
+	ctx := context.Background()
+	b.SetBytes(int64(len(benchCall)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := c.Send(ctx, benchCall); err != nil {
+			b.Fatal(err)
+		}
+		<-sink.ch
+	}
+}
+
+func BenchmarkSSEReader(b *testing.B) {
+	var stream []byte
+	for i := 0; i < 100; i++ {
+		stream = append(stream, "id: 1-"...)
+		stream = append(stream, byte('0'+i%10))
+		stream = append(stream, "\nevent: message\ndata: "...)
+		stream = codec.AppendResult(stream, []byte("7"), benchResult)
+		stream = append(stream, "\n\n"...)
+	}
+	b.SetBytes(int64(len(stream)))
+	b.ReportAllocs()
+	r := bytes.NewReader(stream)
+	for i := 0; i < b.N; i++ {
+		r.Reset(stream)
+		sr := newSSEReader(r, 1<<20)
+		n := 0
+		for {
+			if _, err := sr.next(); err != nil {
+				break
+			}
+			n++
+		}
+		sr.release()
+		if n != 100 {
+			b.Fatalf("%d events", n)
+		}
+	}
+}

@@ -1,0 +1,196 @@
+package upstream
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/iotest"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+// chunked reads from b in pieces of at most n bytes, to show that results do not depend
+// on how the network splits a stream.
+type chunked struct {
+	b []byte
+	n int
+}
+
+func (c *chunked) Read(p []byte) (int, error) {
+	if len(c.b) == 0 {
+		return 0, io.EOF
+	}
+	n := min(len(p), c.n, len(c.b))
+	copy(p, c.b[:n])
+	c.b = c.b[n:]
+	return n, nil
+}
+
+// renderSSE reads every event of r and renders them, with the final last-event-id and
+// retry and the error that ended the stream, as text.
+func renderSSE(r io.Reader, max int) string {
+	sr := newSSEReader(r, max)
+	defer sr.release()
+	var out strings.Builder
+	for i := 0; i < 1<<16; i++ {
+		ev, err := sr.next()
+		if err != nil {
+			end := "EOF"
+			switch {
+			case errors.Is(err, ErrTooLarge):
+				end = "too large"
+			case err != io.EOF:
+				end = err.Error()
+			}
+			fmt.Fprintf(&out, "end=%s last-id=%q retry=%d\n", end, sr.lastID, sr.retry)
+			break
+		}
+		fmt.Fprintf(&out, "event=%q message=%v data=%q\n", ev.Event, ev.isMessage(), ev.Data)
+	}
+	return out.String()
+}
+
+func TestSSEReaderGolden(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "sse", "*.sse"))
+	if len(files) == 0 {
+		t.Fatal("no testdata/sse/*.sse")
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			in, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := renderSSE(bytes.NewReader(in), 1<<20)
+			golden := strings.TrimSuffix(f, ".sse") + ".golden"
+			if *update {
+				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			if got != string(want) {
+				t.Fatalf("got\n%s\nwant\n%s", got, want)
+			}
+			for _, n := range []int{1, 2, 3, 7, 64} {
+				if c := renderSSE(&chunked{in, n}, 1<<20); c != got {
+					t.Fatalf("read in %d-byte chunks:\n%s\nwhole:\n%s", n, c, got)
+				}
+			}
+		})
+	}
+}
+
+func TestSSEReaderTooLarge(t *testing.T) {
+	in := "data: " + strings.Repeat("x", 100) + "\n\n"
+	if got := renderSSE(strings.NewReader(in), 50); !strings.Contains(got, "end=too large") {
+		t.Fatalf("an event over the limit was accepted: %s", got)
+	}
+}
+
+func FuzzSSEReader(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "sse", "*.sse"))
+	for _, file := range files {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b, uint8(3))
+	}
+	f.Fuzz(func(t *testing.T, in []byte, split uint8) {
+		whole := renderSSE(bytes.NewReader(in), 256)
+		if one := renderSSE(iotest.OneByteReader(bytes.NewReader(in)), 256); one != whole {
+			t.Fatalf("one byte at a time:\n%s\nwhole:\n%s", one, whole)
+		}
+		if c := renderSSE(&chunked{in, int(split%32) + 1}, 256); c != whole {
+			t.Fatalf("chunks of %d:\n%s\nwhole:\n%s", split%32+1, c, whole)
+		}
+	})
+}
+
+// renderLines runs readLines and renders what it delivered and dropped.
+func renderLines(r io.Reader, max int) string {
+	var out strings.Builder
+	readLines(r, max, func(m []byte) {
+		fmt.Fprintf(&out, "msg %q\n", m)
+	}, func(reason string, line []byte) {
+		fmt.Fprintf(&out, "bad (%s)\n", reason)
+	})
+	return out.String()
+}
+
+func TestReadLinesGolden(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "stdout", "*.txt"))
+	if len(files) == 0 {
+		t.Fatal("no testdata/stdout/*.txt")
+	}
+	for _, f := range files {
+		in, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := renderLines(bytes.NewReader(in), 1<<20)
+		golden := strings.TrimSuffix(f, ".txt") + ".golden"
+		if *update {
+			if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want, err := os.ReadFile(golden)
+		if err != nil {
+			t.Fatalf("%v (run with -update to create it)", err)
+		}
+		if got != string(want) {
+			t.Fatalf("%s: got\n%s\nwant\n%s", f, got, want)
+		}
+	}
+}
+
+func TestReadLinesLongLines(t *testing.T) {
+	long := `{"pad":"` + strings.Repeat("y", 200<<10) + `"}`
+	in := long + "\n" + `{"after":1}` + "\n"
+	// Longer than the bufio buffer but within the limit: delivered whole.
+	var got []string
+	readLines(strings.NewReader(in), 1<<20, func(m []byte) { got = append(got, string(m)) }, func(string, []byte) {})
+	if len(got) != 2 || got[0] != long || got[1] != `{"after":1}` {
+		t.Fatalf("delivered %d messages", len(got))
+	}
+	// Over the limit: dropped, and the next line still comes through.
+	got = got[:0]
+	bad := 0
+	readLines(strings.NewReader(in), 100<<10, func(m []byte) { got = append(got, string(m)) }, func(string, []byte) { bad++ })
+	if len(got) != 1 || got[0] != `{"after":1}` || bad != 1 {
+		t.Fatalf("got %q, %d dropped", got, bad)
+	}
+}
+
+func FuzzReadLines(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "stdout", "*.txt"))
+	for _, file := range files {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		const max = 64
+		readLines(iotest.OneByteReader(bytes.NewReader(in)), max, func(m []byte) {
+			if len(m) == 0 || len(m) > max || (m[0] != '{' && m[0] != '[') {
+				t.Fatalf("delivered %q", m)
+			}
+		}, func(string, []byte) {})
+		if a, b := renderLines(bytes.NewReader(in), max), renderLines(iotest.OneByteReader(bytes.NewReader(in)), max); a != b {
+			t.Fatalf("depends on chunking:\n%s\nvs\n%s", a, b)
+		}
+	})
+}

@@ -1,0 +1,325 @@
+package upstream
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mcprouter/mcprouter/codec"
+)
+
+// waitLimit bounds every wait in the tests. It is generous on purpose: the tests assert
+// what happens, never how fast, on a shared machine.
+const waitLimit = 20 * time.Second
+
+// JSON-RPC messages the tests send, as the router would.
+const (
+	msgInit = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",` +
+		`"capabilities":{},"clientInfo":{"name":"upstream-test","version":"1.0.0"}}}`
+	msgInitialized = `{"jsonrpc":"2.0","method":"notifications/initialized"}`
+	msgList        = `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
+)
+
+func msgCall(id int, tool, text string) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":{"text":%q}}}`, id, tool, text)
+}
+
+// recSink records what a Conn delivers.
+type recSink struct {
+	mu     sync.Mutex
+	msgs   [][]byte
+	events []Event
+	errs   []error
+	signal chan struct{}
+}
+
+func newRecSink() *recSink { return &recSink{signal: make(chan struct{}, 1)} }
+
+func (s *recSink) Message(msg []byte) {
+	s.mu.Lock()
+	s.msgs = append(s.msgs, append([]byte(nil), msg...))
+	s.mu.Unlock()
+	s.poke()
+}
+
+func (s *recSink) Event(e Event, err error) {
+	s.mu.Lock()
+	s.events = append(s.events, e)
+	s.errs = append(s.errs, err)
+	s.mu.Unlock()
+	s.poke()
+}
+
+func (s *recSink) poke() {
+	select {
+	case s.signal <- struct{}{}:
+	default:
+	}
+}
+
+// response returns the response with the given raw id, or nil.
+func (s *recSink) response(id string) []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, m := range s.msgs {
+		var cm codec.Message
+		if codec.Scan(m, &cm) == nil && (cm.Kind == codec.KindResult || cm.Kind == codec.KindError) && string(cm.ID) == id {
+			return m
+		}
+	}
+	return nil
+}
+
+// count returns how many recorded messages satisfy pred.
+func (s *recSink) count(pred func(m *codec.Message) bool) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, b := range s.msgs {
+		var cm codec.Message
+		if codec.Scan(b, &cm) == nil && pred(&cm) {
+			n++
+		}
+	}
+	return n
+}
+
+func (s *recSink) hasEvent(e Event) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, x := range s.events {
+		if x == e {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *recSink) eventList() []Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Event(nil), s.events...)
+}
+
+// waitFor waits until cond holds, failing the test after waitLimit.
+func (s *recSink) waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.NewTimer(waitLimit)
+	defer deadline.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-s.signal:
+		case <-tick.C:
+		case <-deadline.C:
+			t.Fatalf("timed out waiting for %s; events %v", what, s.eventList())
+		}
+	}
+}
+
+// waitResponse waits for the response with id and returns it.
+func (s *recSink) waitResponse(t testing.TB, id string) []byte {
+	t.Helper()
+	var r []byte
+	s.waitFor(t, "response "+id, func() bool { r = s.response(id); return r != nil })
+	return r
+}
+
+func testCtx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// noLeaks fails the test if goroutines of this package's clients are still running
+// after the clients were closed. It waits (bounded) because goroutines that were told to
+// stop take a moment to get scheduled.
+func noLeaks(t testing.TB) {
+	t.Helper()
+	markers := []string{
+		"upstream.(*HTTPConn).streamLoop", "upstream.(*SSEConn).run", "upstream.(*SSEConn).read",
+		"upstream.(*Instance).supervise", "upstream.(*process).",
+	}
+	var found string
+	for i := 0; i < 200; i++ {
+		buf := make([]byte, 1<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		found = ""
+		for _, g := range bytes.Split(buf, []byte("\n\n")) {
+			for _, m := range markers {
+				if bytes.Contains(g, []byte(m)) {
+					found = string(g)
+				}
+			}
+		}
+		if found == "" {
+			return
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	t.Fatalf("goroutine still running after Close:\n%s", found)
+}
+
+// logCapture is a slog.Handler that keeps records for assertions.
+type logCapture struct {
+	mu    *sync.Mutex
+	recs  *[]capturedRecord
+	attrs []slog.Attr
+}
+
+type capturedRecord struct {
+	level slog.Level
+	msg   string
+	attrs map[string]string
+}
+
+func newLogCapture() (*slog.Logger, *logCapture) {
+	h := &logCapture{mu: new(sync.Mutex), recs: new([]capturedRecord)}
+	return slog.New(h), h
+}
+
+func (h *logCapture) Enabled(context.Context, slog.Level) bool { return true }
+func (h *logCapture) WithGroup(string) slog.Handler            { return h }
+func (h *logCapture) WithAttrs(as []slog.Attr) slog.Handler {
+	return &logCapture{mu: h.mu, recs: h.recs, attrs: append(append([]slog.Attr(nil), h.attrs...), as...)}
+}
+
+func (h *logCapture) Handle(_ context.Context, r slog.Record) error {
+	c := capturedRecord{level: r.Level, msg: r.Message, attrs: map[string]string{}}
+	for _, a := range h.attrs {
+		c.attrs[a.Key] = a.Value.String()
+	}
+	r.Attrs(func(a slog.Attr) bool { c.attrs[a.Key] = a.Value.String(); return true })
+	h.mu.Lock()
+	*h.recs = append(*h.recs, c)
+	h.mu.Unlock()
+	return nil
+}
+
+func (h *logCapture) find(pred func(c capturedRecord) bool) (capturedRecord, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, c := range *h.recs {
+		if pred(c) {
+			return c, true
+		}
+	}
+	return capturedRecord{}, false
+}
+
+// The test binary doubles as the stdio backend: TestMain runs a child mode when the
+// environment asks for one.
+const childEnv = "UPSTREAM_TEST_CHILD"
+
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(childEnv); mode != "" {
+		os.Exit(runChild(mode))
+	}
+	os.Exit(m.Run())
+}
+
+// childCommand is the Command that runs this test binary in a child mode. Under -race
+// the race runtime sleeps a second at exit unless told not to, which would make every
+// child look slow to stop.
+func childCommand(mode string, env ...string) Command {
+	return Command{Path: os.Args[0], Args: []string{"-test.run=^$"},
+		Env: append([]string{childEnv + "=" + mode, "GORACE=atexit_sleep_ms=0"}, env...)}
+}
+
+// runChild is a minimal MCP server on stdio. Modes:
+//
+//	echo      answers initialize, tools/list and tools/call (tool "echo"; tool "crash"
+//	          exits with status 3); logs to stderr
+//	spawn     echo, after starting a grandchild (mode sleep) whose pid it writes to
+//	          $PIDFILE
+//	stubborn  echo, but ignores stdin EOF and SIGTERM
+//	sleep     sleeps until killed
+//	v2        echo, but always negotiates protocol version 2099-01-01
+func runChild(mode string) int {
+	switch mode {
+	case "sleep":
+		time.Sleep(time.Hour)
+		return 0
+	case "spawn":
+		gc := exec.Command(os.Args[0], "-test.run=^$")
+		gc.Env = append(os.Environ(), childEnv+"=sleep")
+		if err := gc.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, "spawn failed:", err)
+			return 1
+		}
+		_ = os.WriteFile(os.Getenv("PIDFILE"), []byte(fmt.Sprint(gc.Process.Pid)), 0o600)
+	case "stubborn":
+		signal.Ignore(syscall.SIGTERM)
+	}
+	fmt.Fprintf(os.Stderr, "child started mode=%s pid=%d\n", mode, os.Getpid())
+	out := bufio.NewWriter(os.Stdout)
+	sc := bufio.NewScanner(os.Stdin)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var m codec.Message
+		if codec.Scan(sc.Bytes(), &m) != nil || m.Kind != codec.KindRequest {
+			continue
+		}
+		var result string
+		switch string(m.Method) {
+		case "initialize":
+			v := "2025-06-18"
+			if mode == "v2" {
+				v = "2099-01-01"
+			}
+			result = `{"protocolVersion":"` + v + `","capabilities":{"tools":{}},"serverInfo":{"name":"child","version":"1"}}`
+			fmt.Fprintln(os.Stderr, "initialize received")
+		case "tools/list":
+			result = `{"tools":[{"name":"echo","inputSchema":{"type":"object"}},{"name":"crash","inputSchema":{"type":"object"}}]}`
+		case "tools/call":
+			if string(m.Name) == "crash" {
+				fmt.Fprintln(os.Stderr, "crashing on purpose")
+				out.Flush()
+				return 3
+			}
+			result = `{"content":[{"type":"text","text":"pid ` + fmt.Sprint(os.Getpid()) + `"}]}`
+		default:
+			out.Write(codec.AppendError(nil, m.ID, codec.CodeMethodNotFound, "no such method", nil))
+			out.WriteByte('\n')
+			out.Flush()
+			continue
+		}
+		out.Write(codec.AppendResult(nil, m.ID, []byte(result)))
+		out.WriteByte('\n')
+		out.Flush()
+	}
+	if mode == "stubborn" {
+		time.Sleep(time.Hour)
+	}
+	return 0
+}
+
+// resultText extracts the first text content of a tools/call result, for assertions.
+func resultText(t testing.TB, msg []byte) string {
+	t.Helper()
+	i := bytes.Index(msg, []byte(`"text":"`))
+	if i < 0 {
+		t.Fatalf("no text content in %s", msg)
+	}
+	rest := msg[i+len(`"text":"`):]
+	return string(rest[:bytes.IndexByte(rest, '"')])
+}
+
+func mustContain(t testing.TB, b []byte, sub string) {
+	t.Helper()
+	if !strings.Contains(string(b), sub) {
+		t.Fatalf("%s does not contain %q", b, sub)
+	}
+}

@@ -1,0 +1,691 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/mcprouter/mcprouter/codec"
+)
+
+// HTTPConn is a Streamable HTTP (MCP 2025-03-26 and later) connection to one backend:
+// one upstream session over a pool of keep-alive connections.
+//
+// Every message is POSTed to the backend's endpoint. A JSON reply is delivered to the
+// Sink; an SSE reply is read until the response to the request arrives (everything
+// before it, progress and server-to-client requests, is delivered in order), and if the
+// stream ends early with an event id it is resumed with GET and Last-Event-ID, as the
+// 2025-11-25 revision lets servers do. StartStream opens the GET stream on which the
+// backend sends messages outside any request.
+//
+// The Mcp-Session-Id the backend assigns in its reply to initialize is sent on every
+// later request. When the backend answers 404 to it (it restarted and forgot the
+// session), the Conn replays the recorded initialize under a private id, then the
+// initialized notification, retries the message that got the 404 (the backend did not
+// process it), and reports EventRenewed.
+type HTTPConn struct {
+	lifecycle
+	opts    HTTPOptions
+	headers []header
+	sink    Sink
+	log     *slog.Logger
+	hc      *fasthttp.HostClient
+	conns   connSet
+	uri     *fasthttp.URI
+
+	session atomic.Pointer[session] // nil: no session (before initialize, or stateless)
+	version atomic.Pointer[string]
+	hs      handshake
+	wait    waiters
+	// renewing is a one-slot semaphore: one renewal at a time, the others wait (within
+	// their ctx) and retry on its session.
+	renewing chan struct{}
+
+	closeMu  sync.Mutex
+	closed   bool
+	streamOn bool
+	wg       sync.WaitGroup // the GET stream goroutine
+}
+
+// session is one upstream session; its pointer identity tells renewals apart.
+type session struct{ id string }
+
+// DialHTTP makes a Streamable HTTP connection to the MCP endpoint at rawURL. It performs
+// no I/O (the first Send, normally initialize, connects), so ctx is only checked; it
+// fails on a malformed URL or options.
+func DialHTTP(ctx context.Context, rawURL string, opts HTTPOptions, sink Sink) (*HTTPConn, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if sink == nil {
+		return nil, errors.New("upstream: DialHTTP needs a Sink")
+	}
+	opts = opts.withDefaults()
+	headers, err := opts.validate()
+	if err != nil {
+		return nil, err
+	}
+	u, addr, err := parseHTTPURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	c := &HTTPConn{
+		opts:    opts,
+		headers: headers,
+		sink:    sink,
+		log:     opts.Logger.With("backend", opts.Name),
+		uri:     fasthttp.AcquireURI(),
+
+		renewing: make(chan struct{}, 1),
+	}
+	c.lifecycle.init()
+	if err := c.uri.Parse(nil, []byte(u.String())); err != nil {
+		return nil, errors.New("upstream: bad backend URL: " + err.Error())
+	}
+	c.hc = newHostClient(addr, u.Scheme == "https", &opts, &c.conns)
+	return c, nil
+}
+
+// newHostClient builds the connection pool for one backend address.
+func newHostClient(addr string, tls bool, o *HTTPOptions, conns *connSet) *fasthttp.HostClient {
+	return &fasthttp.HostClient{
+		Addr:                addr,
+		Name:                "mcprouter",
+		IsTLS:               tls,
+		TLSConfig:           o.TLSConfig,
+		DialTimeout:         conns.dialer(o.DialTimeout),
+		MaxConns:            o.MaxConns,
+		MaxConnWaitTimeout:  o.ConnWait,
+		MaxIdleConnDuration: o.IdleTimeout,
+		// POSTs are retried by fasthttp only when nothing was sent (the idle probe found
+		// the connection closed): whether a message may be sent twice is otherwise an
+		// MCP question, answered by Send with RetrySafe. GETs and DELETEs keep
+		// fasthttp's default of retrying idempotent requests.
+		RetryIfErr: func(req *fasthttp.Request, _ int, err error) (bool, bool) {
+			return false, !req.Header.IsPost() || errors.Is(err, errStaleConn)
+		},
+		DisablePathNormalizing: true,
+	}
+}
+
+// errSessionGone is post's report of a 404 on our session; Send turns it into a renewal.
+var errSessionGone = fmt.Errorf("%w: HTTP 404 on the session", ErrSessionExpired)
+
+// Send implements Conn.
+func (c *HTTPConn) Send(ctx context.Context, msg []byte) error {
+	if c.ctx.Err() != nil {
+		return c.deadErr()
+	}
+	var m codec.Message
+	mp := &m
+	if codec.Scan(msg, &m) != nil {
+		mp = nil // a batch or something the backend will judge: send it as is
+	} else {
+		c.hs.observe(msg, &m)
+	}
+	isInit := mp != nil && m.Kind == codec.KindRequest && isMethod(mp, "initialize")
+	for attempt := 0; ; attempt++ {
+		var sess *session
+		if !isInit { // an initialize starts a new session: it is sent without one
+			sess = c.session.Load()
+		}
+		err := c.post(ctx, msg, mp, sess)
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, errSessionGone) && sess != nil && attempt == 0:
+			if rerr := c.renew(ctx, sess); rerr != nil {
+				return rerr
+			}
+			if mp != nil && isMethod(mp, "notifications/initialized") {
+				return nil // the renewal sent it already
+			}
+			continue // the backend did not process msg: sending it again is safe
+		case errors.Is(err, errStaleConn) && attempt < maxStaleRetries:
+			continue // nothing was sent
+		case attempt == 0 && mp != nil && isStaleConn(err) && c.opts.retrySafe(&m):
+			continue
+		case c.ctx.Err() != nil:
+			return c.deadErr()
+		}
+		return err
+	}
+}
+
+// maxStaleRetries bounds the attempts of a message that keeps meeting pooled
+// connections closed by the backend (fasthttp already tried a few each time).
+const maxStaleRetries = 3
+
+// isStaleConn reports an exchange that failed before any response byte, in the way a
+// pooled connection that the backend closed fails.
+func isStaleConn(err error) bool {
+	return errors.Is(err, fasthttp.ErrConnectionClosed) || errors.Is(err, io.EOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+// post sends msg on sess and handles the reply. m is msg's scan, nil when it could not
+// be scanned (a batch).
+func (c *HTTPConn) post(ctx context.Context, msg []byte, m *codec.Message, sess *session) error {
+	req := fasthttp.AcquireRequest()
+	resp := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	isInit := m != nil && m.Kind == codec.KindRequest && isMethod(m, "initialize")
+	c.prepare(req, fasthttp.MethodPost, sess, !isInit)
+	req.Header.SetContentType("application/json")
+	req.Header.Set(fasthttp.HeaderAccept, "application/json, text/event-stream")
+	req.SetBodyRaw(msg)
+	if err := c.do(ctx, req, resp); err != nil {
+		return err
+	}
+	defer resp.CloseBodyStream() //nolint:errcheck // nothing to do about it
+	status := resp.StatusCode()
+	if isInit && status/100 == 2 {
+		if id := resp.Header.Peek("Mcp-Session-Id"); len(id) > 0 {
+			c.session.Store(&session{id: string(id)})
+		} else {
+			c.session.Store(nil) // a stateless backend
+		}
+	}
+	switch {
+	case status == fasthttp.StatusAccepted || status == fasthttp.StatusNoContent:
+		return nil
+	case status/100 == 2:
+		if bytes.HasPrefix(resp.Header.ContentType(), []byte("text/event-stream")) {
+			return c.readReply(ctx, resp.BodyStream(), m, sess)
+		}
+		return c.readJSON(resp)
+	case status == fasthttp.StatusNotFound && sess != nil:
+		return errSessionGone
+	}
+	return statusError(resp, "POST")
+}
+
+// prepare sets what every request carries.
+func (c *HTTPConn) prepare(req *fasthttp.Request, method string, sess *session, withVersion bool) {
+	req.SetURI(c.uri)
+	req.Header.SetMethod(method)
+	for _, h := range c.headers {
+		req.Header.Set(h.name, h.value)
+	}
+	if sess != nil {
+		req.Header.Set("Mcp-Session-Id", sess.id)
+	}
+	if withVersion {
+		if v := c.version.Load(); v != nil {
+			req.Header.Set("Mcp-Protocol-Version", *v)
+		}
+	}
+}
+
+// do runs one exchange with ctx's deadline as its timeout. fasthttp takes no context:
+// cancellation without a deadline is observed once the response headers are in (the
+// body readers watch ctx), and Close interrupts everything by closing the connections.
+func (c *HTTPConn) do(ctx context.Context, req *fasthttp.Request, resp *fasthttp.Response) error {
+	if dl, ok := ctx.Deadline(); ok {
+		d := time.Until(dl)
+		if d <= 0 {
+			return ctx.Err()
+		}
+		req.SetTimeout(d)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	resp.StreamBody = true
+	err := c.hc.Do(req, resp)
+	if err == nil {
+		return nil
+	}
+	switch {
+	case c.ctx.Err() != nil:
+		return c.deadErr()
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case errors.Is(err, fasthttp.ErrTimeout):
+		return fmt.Errorf("upstream: %s: %w", c.opts.Name, context.DeadlineExceeded)
+	}
+	return fmt.Errorf("upstream: %s: %w", c.opts.Name, err)
+}
+
+// readJSON delivers a JSON reply body: one message, or each element of a batch reply.
+func (c *HTTPConn) readJSON(resp *fasthttp.Response) error {
+	body := resp.BodyStream()
+	if body == nil {
+		return nil
+	}
+	bp := getBuf()
+	defer putBuf(bp)
+	b, err := readAtMost(*bp, body, c.opts.MaxMessage)
+	*bp = b
+	if err != nil {
+		return fmt.Errorf("upstream: %s: reading the reply: %w", c.opts.Name, err)
+	}
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return nil
+	}
+	if codec.IsBatch(b) {
+		var arr [16][]byte
+		elems, err := codec.SplitBatch(b, arr[:0])
+		if err == nil {
+			for _, e := range elems {
+				deliver(c.sink, &c.wait, e)
+			}
+			return nil
+		}
+	}
+	deliver(c.sink, &c.wait, b)
+	return nil
+}
+
+// readAtMost appends r's contents to dst, failing with ErrTooLarge past limit bytes.
+func readAtMost(dst []byte, r io.Reader, limit int) ([]byte, error) {
+	for {
+		if len(dst) == cap(dst) {
+			dst = append(dst, 0)[:len(dst)]
+		}
+		n, err := r.Read(dst[len(dst):cap(dst)])
+		dst = dst[:len(dst)+n]
+		if len(dst) > limit {
+			return dst, ErrTooLarge
+		}
+		if err == io.EOF {
+			return dst, nil
+		}
+		if err != nil {
+			return dst, err
+		}
+	}
+}
+
+// statusError builds the error for an unexpected status, with a body excerpt.
+func statusError(resp *fasthttp.Response, method string) error {
+	e := &StatusError{Status: resp.StatusCode(), Method: method}
+	if body := resp.BodyStream(); body != nil {
+		var buf [maxExcerpt]byte
+		n, _ := io.ReadFull(body, buf[:])
+		e.Body = bytes.TrimSpace(append([]byte(nil), buf[:n]...))
+	}
+	return e
+}
+
+// streamState follows one SSE stream across resumptions.
+type streamState struct {
+	want     []byte // the id of the response the stream exists for; nil: none
+	answered bool   // that response arrived
+	lastID   []byte // the last event id, for Last-Event-ID
+	retry    time.Duration
+	events   int // messages delivered, to tell progress from failure
+}
+
+// readReply reads the SSE reply to a POST. m is nil for a batch, which is read to the end
+// of the stream.
+func (c *HTTPConn) readReply(ctx context.Context, body io.Reader, m *codec.Message, sess *session) error {
+	var st streamState
+	if m != nil && m.Kind == codec.KindRequest {
+		st.want = m.ID
+	}
+	err := c.readEvents(ctx, body, &st)
+	switch {
+	case st.answered:
+		return nil
+	case st.want == nil:
+		if err == io.EOF {
+			return nil
+		}
+		return fmt.Errorf("upstream: %s: reading the reply stream: %w", c.opts.Name, err)
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case c.ctx.Err() != nil:
+		return c.deadErr()
+	}
+	return c.resume(ctx, sess, &st, err)
+}
+
+// errLinger ends a stream whose server kept it open after the response.
+var errLinger = errors.New("upstream: stream kept open after its response")
+
+// readEvents delivers the messages of one SSE stream until it ends. It returns nil once
+// st.want was answered, and otherwise the error that ended the stream (io.EOF for a
+// clean end).
+func (c *HTTPConn) readEvents(ctx context.Context, body io.Reader, st *streamState) error {
+	if body == nil {
+		return io.EOF
+	}
+	rc, _ := body.(fasthttp.ReadCloserWithError)
+	if rc != nil && ctx.Done() != nil {
+		stop := context.AfterFunc(ctx, func() { _ = rc.CloseWithError(context.Cause(ctx)) })
+		defer stop()
+	}
+	r := newSSEReader(body, c.opts.MaxMessage)
+	defer r.release()
+	var linger *time.Timer
+	defer func() {
+		if linger != nil {
+			linger.Stop()
+		}
+	}()
+	for {
+		ev, err := r.next()
+		if len(r.lastID) > 0 {
+			st.lastID = append(st.lastID[:0], r.lastID...)
+		}
+		if r.retry > 0 {
+			st.retry = time.Duration(r.retry) * time.Millisecond
+		}
+		if err != nil {
+			if st.answered {
+				return nil
+			}
+			return err
+		}
+		if !ev.isMessage() {
+			continue
+		}
+		st.events++
+		if st.want != nil && !st.answered && isResponseTo(ev.Data, st.want) {
+			st.answered = true
+			if rc != nil {
+				linger = time.AfterFunc(c.opts.Linger, func() { _ = rc.CloseWithError(errLinger) })
+			}
+		}
+		deliver(c.sink, &c.wait, ev.Data)
+	}
+}
+
+// isResponseTo reports whether msg is the response (result or error) with id want.
+func isResponseTo(msg, want []byte) bool {
+	var m codec.Message
+	if codec.Scan(msg, &m) != nil {
+		return false
+	}
+	return (m.Kind == codec.KindResult || m.Kind == codec.KindError) && bytes.Equal(m.ID, want)
+}
+
+// resume reconnects to an SSE reply that ended before its response, with GET and
+// Last-Event-ID, until the response arrives, ctx ends, or ReconnectAttempts attempts in
+// a row bring nothing.
+func (c *HTTPConn) resume(ctx context.Context, sess *session, st *streamState, cause error) error {
+	if len(st.lastID) == 0 {
+		return fmt.Errorf("%w: %s: %w", ErrStreamLost, c.opts.Name, cause)
+	}
+	bo := backoff{min: c.opts.ReconnectMin, max: c.opts.ReconnectMax}
+	for failures := 0; failures < c.opts.ReconnectAttempts; {
+		delay := st.retry
+		if delay <= 0 || failures > 0 {
+			delay = max(delay, bo.next())
+		}
+		if !sleep(ctx, delay) {
+			return ctx.Err()
+		}
+		before := st.events
+		status, err := c.get(ctx, sess, st)
+		switch {
+		case st.answered:
+			return nil
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case c.ctx.Err() != nil:
+			return c.deadErr()
+		case status == fasthttp.StatusNotFound, status == fasthttp.StatusMethodNotAllowed,
+			status == fasthttp.StatusBadRequest:
+			return fmt.Errorf("%w: %s: resuming: %w", ErrStreamLost, c.opts.Name, err)
+		}
+		cause = err
+		if st.events > before {
+			failures = 0
+			bo.reset()
+		} else {
+			failures++
+		}
+	}
+	return fmt.Errorf("%w: %s: %w", ErrStreamLost, c.opts.Name, cause)
+}
+
+// get opens a GET stream on sess (resuming after st.lastID if set) and reads it until it
+// ends. It returns the HTTP status (0 if there was none) and the error that ended it.
+func (c *HTTPConn) get(ctx context.Context, sess *session, st *streamState) (int, error) {
+	req := fasthttp.AcquireRequest()
+	resp := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	c.prepare(req, fasthttp.MethodGet, sess, true)
+	req.Header.Set(fasthttp.HeaderAccept, "text/event-stream")
+	if len(st.lastID) > 0 {
+		req.Header.SetBytesV("Last-Event-ID", st.lastID)
+	}
+	if err := c.do(ctx, req, resp); err != nil {
+		return 0, err
+	}
+	defer resp.CloseBodyStream() //nolint:errcheck // nothing to do about it
+	status := resp.StatusCode()
+	if status != fasthttp.StatusOK {
+		return status, statusError(resp, "GET")
+	}
+	if !bytes.HasPrefix(resp.Header.ContentType(), []byte("text/event-stream")) {
+		return status, fmt.Errorf("%w: GET stream answered with %q", ErrProtocol, resp.Header.ContentType())
+	}
+	return status, c.readEvents(ctx, resp.BodyStream(), st)
+}
+
+// renew establishes a new session after the backend answered 404 on stale. Concurrent
+// callers wait (within waitCtx) for one renewal and then use its session. The renewal
+// itself is bounded by InitTimeout, not by the caller's context: it serves every caller.
+func (c *HTTPConn) renew(waitCtx context.Context, stale *session) error {
+	select {
+	case c.renewing <- struct{}{}:
+	case <-waitCtx.Done():
+		return waitCtx.Err()
+	case <-c.done:
+		return c.deadErr()
+	}
+	defer func() { <-c.renewing }()
+	if c.session.Load() != stale {
+		return nil // renewed meanwhile, or the router initialized again
+	}
+	if c.ctx.Err() != nil {
+		return c.deadErr()
+	}
+	if c.opts.NoRenew {
+		return c.expire(errSessionGone)
+	}
+	r, ok := c.hs.renewal()
+	if !ok {
+		return c.expire(fmt.Errorf("%w: no initialize recorded to renew it with", ErrSessionExpired))
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, c.opts.InitTimeout)
+	defer cancel()
+	replyCh := c.wait.add(r.id)
+	defer c.wait.remove(r.id)
+	var m codec.Message
+	if err := codec.Scan(r.init, &m); err != nil {
+		return c.expire(fmt.Errorf("%w: recorded initialize: %w", ErrSessionExpired, err))
+	}
+	// A failure to reach the backend is not the end: the stale session stays, and the
+	// next message's 404 tries again.
+	if err := c.post(ctx, r.init, &m, nil); err != nil {
+		c.session.Store(stale)
+		return fmt.Errorf("upstream: %s: renewing the session: %w", c.opts.Name, err)
+	}
+	var reply []byte
+	select {
+	case reply = <-replyCh:
+	case <-ctx.Done():
+		c.session.Store(stale)
+		return fmt.Errorf("upstream: %s: renewing the session: no reply to initialize: %w", c.opts.Name, ctx.Err())
+	}
+	if err := r.check(reply); err != nil {
+		return c.expire(fmt.Errorf("%w: %w", ErrSessionExpired, err))
+	}
+	if r.initialized != nil {
+		var mi codec.Message
+		if err := codec.Scan(r.initialized, &mi); err == nil {
+			if err := c.post(ctx, r.initialized, &mi, c.session.Load()); err != nil {
+				c.session.Store(stale)
+				return fmt.Errorf("upstream: %s: renewing the session: initialized: %w", c.opts.Name, err)
+			}
+		}
+	}
+	c.log.Info("upstream session renewed after the backend lost it")
+	c.sink.Event(EventRenewed, nil)
+	return nil
+}
+
+// expire kills the Conn because its session is lost for good, and returns err.
+func (c *HTTPConn) expire(err error) error {
+	if c.kill(err) {
+		c.log.Warn("upstream session lost", "err", err)
+		c.sink.Event(EventExpired, err)
+	}
+	return err
+}
+
+// deadErr is what operations on a dead Conn return.
+func (c *HTTPConn) deadErr() error {
+	if err := c.Err(); err != nil {
+		return err
+	}
+	return ErrClosed
+}
+
+// SetProtocolVersion implements Conn.
+func (c *HTTPConn) SetProtocolVersion(v string) {
+	c.version.Store(&v)
+	c.hs.setVersion(v)
+}
+
+// SessionID returns the current upstream session id ("" when there is none).
+func (c *HTTPConn) SessionID() string {
+	if s := c.session.Load(); s != nil {
+		return s.id
+	}
+	return ""
+}
+
+// StartStream opens the GET stream on which the backend sends requests and
+// notifications outside any request, and keeps it open: it reconnects with backoff and
+// Last-Event-ID, and follows session renewals. A backend that answers 405 offers no
+// such stream, which is fine. Call it after the initialize handshake; calls after the
+// first are no-ops.
+func (c *HTTPConn) StartStream() {
+	c.closeMu.Lock()
+	defer c.closeMu.Unlock()
+	if c.closed || c.streamOn || c.ctx.Err() != nil {
+		return
+	}
+	c.streamOn = true
+	c.wg.Add(1)
+	go c.streamLoop()
+}
+
+func (c *HTTPConn) streamLoop() {
+	defer c.wg.Done()
+	bo := backoff{min: c.opts.ReconnectMin, max: c.opts.ReconnectMax}
+	var st streamState
+	var last *session
+	for c.ctx.Err() == nil {
+		sess := c.session.Load()
+		if sess != last { // a new session: the old stream's event ids mean nothing
+			st, last = streamState{}, sess
+		}
+		before := st.events
+		status, err := c.get(c.ctx, sess, &st)
+		if c.ctx.Err() != nil {
+			return
+		}
+		switch {
+		case status == fasthttp.StatusMethodNotAllowed:
+			c.log.Debug("backend offers no GET stream")
+			return
+		case status == fasthttp.StatusNotFound && sess != nil:
+			if rerr := c.renew(c.ctx, sess); rerr == nil {
+				continue
+			} else if c.ctx.Err() != nil {
+				return
+			}
+		case status/100 == 4 && status != fasthttp.StatusRequestTimeout && status != fasthttp.StatusTooManyRequests:
+			c.log.Warn("backend refused the GET stream", "err", err)
+			return
+		}
+		if st.events > before {
+			bo.reset()
+		}
+		delay := bo.next()
+		if status == fasthttp.StatusOK && err == io.EOF && st.retry > 0 {
+			delay = st.retry
+		}
+		c.log.Debug("GET stream ended; reconnecting", "err", err, "in", delay)
+		if !sleep(c.ctx, delay) {
+			return
+		}
+	}
+}
+
+// closeWait bounds how long Close waits for the Conn's goroutines and its DELETE.
+const closeWait = 5 * time.Second
+
+// Close implements Conn: it ends the upstream session with DELETE (a backend that
+// answers 405 does not allow that, which is fine), stops the GET stream and closes every
+// connection.
+func (c *HTTPConn) Close() error {
+	c.closeMu.Lock()
+	if c.closed {
+		c.closeMu.Unlock()
+		return nil
+	}
+	c.closed = true
+	c.closeMu.Unlock()
+	sess := c.session.Load()
+	alive := c.kill(ErrClosed)
+	var err error
+	if alive && sess != nil {
+		err = c.deleteSession(sess)
+	}
+	c.conns.closeAll()
+	waited := make(chan struct{})
+	go func() { c.wg.Wait(); close(waited) }()
+	t := time.NewTimer(closeWait)
+	defer t.Stop()
+	select {
+	case <-waited:
+	case <-t.C:
+		err = errors.Join(err, errors.New("upstream: GET stream did not stop in time"))
+	}
+	c.hc.CloseIdleConnections()
+	fasthttp.ReleaseURI(c.uri)
+	return err
+}
+
+// deleteSession asks the backend to end sess.
+func (c *HTTPConn) deleteSession(sess *session) error {
+	req := fasthttp.AcquireRequest()
+	resp := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	c.prepare(req, fasthttp.MethodDelete, sess, true)
+	req.SetTimeout(closeWait)
+	// c.do would refuse: the Conn is already dead to everyone else.
+	resp.StreamBody = true
+	if err := c.hc.Do(req, resp); err != nil {
+		if errors.Is(err, ErrBackendDown) {
+			return nil // nothing left to end
+		}
+		return fmt.Errorf("upstream: %s: DELETE session: %w", c.opts.Name, err)
+	}
+	defer resp.CloseBodyStream() //nolint:errcheck // nothing to do about it
+	switch s := resp.StatusCode(); {
+	case s/100 == 2, s == fasthttp.StatusMethodNotAllowed, s == fasthttp.StatusNotFound:
+		return nil
+	}
+	return statusError(resp, "DELETE")
+}

@@ -1,0 +1,305 @@
+package upstream
+
+import (
+	"crypto/tls"
+	"errors"
+	"log/slog"
+	"net"
+	"net/url"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/mcprouter/mcprouter/codec"
+)
+
+// HTTPOptions configures DialHTTP and DialSSE. The zero value is ready to use: every
+// field has a documented default.
+type HTTPOptions struct {
+	// Name is the backend's name, used in logs and error messages.
+	Name string
+	// Headers are sent with every request (for example Authorization). Transport
+	// headers (Accept, Content-Type, Mcp-Session-Id, MCP-Protocol-Version,
+	// Last-Event-ID) are set by the client and must not be listed here.
+	Headers map[string]string
+	// MaxConns bounds the pooled connections to the backend, streams included (the GET
+	// stream holds one for as long as it is open, every SSE reply one for its duration).
+	// Default 64.
+	MaxConns int
+	// ConnWait is how long a request waits for a free pooled connection when all
+	// MaxConns are busy, before failing; ctx's deadline shortens it. Default 10s.
+	ConnWait time.Duration
+	// MaxMessage bounds one message from the backend (a JSON body or one SSE event).
+	// Default 8 MiB.
+	MaxMessage int
+	// DialTimeout bounds one TCP (and TLS) connect. Default 5s.
+	DialTimeout time.Duration
+	// IdleTimeout closes pooled connections idle this long. It stays below the 5s
+	// keep-alive timeout of Node's HTTP server, the most common MCP server runtime, so
+	// that we close idle connections before the backend does, which avoids sending on a
+	// connection the backend is closing. Default 4s.
+	IdleTimeout time.Duration
+	// Linger is how long an SSE reply is still read after its response arrived, waiting
+	// for the end of the stream so that the connection can be reused. Servers close the
+	// stream right after the response; one that does not is cut after Linger. Default
+	// 100ms.
+	Linger time.Duration
+	// InitTimeout bounds a transparent session renewal (initialize and initialized).
+	// Default 30s.
+	InitTimeout time.Duration
+	// ReconnectMin and ReconnectMax bound the backoff between attempts to reopen a
+	// stream: the GET stream, a resumed SSE reply, the legacy SSE stream. Defaults 250ms
+	// and 30s. A server's SSE retry field takes precedence after a clean end of stream.
+	ReconnectMin, ReconnectMax time.Duration
+	// ReconnectAttempts is how many consecutive attempts to resume an SSE reply or to
+	// re-establish a legacy SSE stream may fail before giving up. Default 8.
+	ReconnectAttempts int
+	// NoRenew disables transparent session renewal: a lost session kills the Conn with
+	// ErrSessionExpired and EventExpired, and the router re-initializes on a new Conn.
+	NoRenew bool
+	// RetrySafe decides whether a message may be sent a second time when its first
+	// attempt failed on a pooled connection the backend had closed, so that it is
+	// unknown whether the backend saw it. Default: the package's RetrySafe.
+	RetrySafe func(m *codec.Message) bool
+	// TLSConfig is used for https URLs; nil uses Go's defaults.
+	TLSConfig *tls.Config
+	// Logger receives the client's logs, with attribute backend=Name. Default
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// Defaults for HTTPOptions.
+const (
+	DefaultMaxConns     = 64
+	DefaultMaxMessage   = 8 << 20
+	defaultConnWait     = 10 * time.Second
+	defaultDialTimeout  = 5 * time.Second
+	defaultIdleTimeout  = 4 * time.Second
+	defaultLinger       = 100 * time.Millisecond
+	defaultInitTimeout  = 30 * time.Second
+	defaultReconnectMin = 250 * time.Millisecond
+	defaultReconnectMax = 30 * time.Second
+	defaultReconnects   = 8
+)
+
+// withDefaults returns a copy of o with zero fields defaulted.
+func (o HTTPOptions) withDefaults() HTTPOptions {
+	if o.Name == "" {
+		o.Name = "backend"
+	}
+	if o.MaxConns <= 0 {
+		o.MaxConns = DefaultMaxConns
+	}
+	if o.ConnWait <= 0 {
+		o.ConnWait = defaultConnWait
+	}
+	if o.MaxMessage <= 0 {
+		o.MaxMessage = DefaultMaxMessage
+	}
+	if o.DialTimeout <= 0 {
+		o.DialTimeout = defaultDialTimeout
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = defaultIdleTimeout
+	}
+	if o.Linger <= 0 {
+		o.Linger = defaultLinger
+	}
+	if o.InitTimeout <= 0 {
+		o.InitTimeout = defaultInitTimeout
+	}
+	if o.ReconnectMin <= 0 {
+		o.ReconnectMin = defaultReconnectMin
+	}
+	if o.ReconnectMax < o.ReconnectMin {
+		o.ReconnectMax = max(defaultReconnectMax, o.ReconnectMin)
+	}
+	if o.ReconnectAttempts <= 0 {
+		o.ReconnectAttempts = defaultReconnects
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o
+}
+
+// retrySafe applies the RetrySafe policy. It takes a copy of the scan so that the
+// caller's stays on its stack: this runs only after a failed exchange.
+func (o *HTTPOptions) retrySafe(m *codec.Message) bool {
+	if o.RetrySafe == nil {
+		return RetrySafe(m)
+	}
+	mc := *m
+	return o.RetrySafe(&mc)
+}
+
+// reservedHeaders are set by the clients themselves.
+var reservedHeaders = map[string]bool{
+	"accept": true, "content-type": true, "content-length": true, "host": true,
+	"mcp-session-id": true, "mcp-protocol-version": true, "last-event-id": true,
+	"connection": true, "transfer-encoding": true,
+}
+
+// header is one extra request header, kept as a slice so that the hot path does not
+// iterate a map.
+type header struct{ name, value string }
+
+// validate checks o and flattens its headers.
+func (o *HTTPOptions) validate() ([]header, error) {
+	hs := make([]header, 0, len(o.Headers))
+	for k, v := range o.Headers {
+		if reservedHeaders[lowerASCII(k)] {
+			return nil, errors.New("upstream: header " + k + " is set by the client and cannot be configured")
+		}
+		hs = append(hs, header{k, v})
+	}
+	sort.Slice(hs, func(i, j int) bool { return hs[i].name < hs[j].name })
+	return hs, nil
+}
+
+func lowerASCII(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+// parseHTTPURL checks that raw is an absolute http or https URL and returns it with the
+// address (host:port) to dial.
+func parseHTTPURL(raw string) (*url.URL, string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, "", errors.New("upstream: bad backend URL: " + err.Error())
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, "", errors.New("upstream: backend URL must be http or https: " + raw)
+	}
+	if u.Host == "" {
+		return nil, "", errors.New("upstream: backend URL has no host: " + raw)
+	}
+	if u.User != nil {
+		return nil, "", errors.New("upstream: backend URL must not carry credentials; use Headers")
+	}
+	addr := u.Host
+	if u.Port() == "" {
+		port := "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+		addr = net.JoinHostPort(u.Hostname(), port)
+	}
+	return u, addr, nil
+}
+
+// dialError marks a failure to connect: the backend is down or unreachable.
+type dialError struct{ err error }
+
+func (e *dialError) Error() string        { return "upstream: connect: " + e.err.Error() }
+func (e *dialError) Unwrap() error        { return e.err }
+func (e *dialError) Is(target error) bool { return target == ErrBackendDown }
+
+// connSet tracks every connection a client opened, so that Close can interrupt requests
+// blocked in fasthttp (which takes no context) by closing their connections.
+type connSet struct {
+	mu     sync.Mutex
+	conns  map[*trackedConn]struct{}
+	closed bool
+}
+
+type trackedConn struct {
+	net.Conn
+	set  *connSet
+	once sync.Once
+	// A connection is used by one exchange at a time (fasthttp's pool hands it over),
+	// so these need no lock.
+	reused   bool      // a response was read since the last request was written
+	lastRead time.Time // when
+}
+
+// idleProbe is how long a pooled connection must have been idle before it is probed for
+// a close by the backend. Below it the probe is not worth a system call: a backend
+// restart leaves connections idle far longer than this.
+var idleProbe = 50 * time.Millisecond
+
+// errStaleConn is a write refused because the backend had closed the pooled connection
+// (a restart, an idle timeout). Nothing was sent, so any message may be sent again on a
+// new connection.
+var errStaleConn = errors.New("upstream: pooled connection closed by the backend")
+
+// Write probes a connection that is being reused after idling: a backend that
+// restarted closed it, and a request written into it would be lost in a way that makes
+// retrying unsafe. Refusing the write instead lets the request go out on a fresh
+// connection.
+func (t *trackedConn) Write(b []byte) (int, error) {
+	if t.reused {
+		t.reused = false
+		if time.Since(t.lastRead) >= idleProbe && peerClosed(t.Conn) {
+			return 0, errStaleConn
+		}
+	}
+	return t.Conn.Write(b)
+}
+
+// Read implements net.Conn.
+func (t *trackedConn) Read(b []byte) (int, error) {
+	n, err := t.Conn.Read(b)
+	if n > 0 {
+		t.reused, t.lastRead = true, time.Now()
+	}
+	return n, err
+}
+
+func (t *trackedConn) Close() error {
+	t.once.Do(func() {
+		t.set.mu.Lock()
+		delete(t.set.conns, t)
+		t.set.mu.Unlock()
+	})
+	return t.Conn.Close()
+}
+
+// dialer returns a fasthttp DialFuncWithTimeout that tracks its connections.
+func (s *connSet) dialer(limit time.Duration) func(addr string, timeout time.Duration) (net.Conn, error) {
+	return func(addr string, timeout time.Duration) (net.Conn, error) {
+		if timeout <= 0 || timeout > limit {
+			timeout = limit
+		}
+		c, err := net.DialTimeout("tcp", addr, timeout)
+		if err != nil {
+			return nil, &dialError{err}
+		}
+		t := &trackedConn{Conn: c, set: s}
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			_ = c.Close()
+			return nil, &dialError{ErrClosed}
+		}
+		if s.conns == nil {
+			s.conns = make(map[*trackedConn]struct{})
+		}
+		s.conns[t] = struct{}{}
+		s.mu.Unlock()
+		return t, nil
+	}
+}
+
+// closeAll closes every tracked connection and refuses new ones.
+func (s *connSet) closeAll() { s.closeConns(true) }
+
+// closeConns closes every tracked connection; final refuses new ones too.
+func (s *connSet) closeConns(final bool) {
+	s.mu.Lock()
+	s.closed = s.closed || final
+	conns := make([]*trackedConn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		_ = c.Close()
+	}
+}

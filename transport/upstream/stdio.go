@@ -1,0 +1,675 @@
+package upstream
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/mcprouter/mcprouter/codec"
+)
+
+// Command is how to start a backend's child process.
+type Command struct {
+	// Path is the executable; a name without a slash is looked up in PATH.
+	Path string
+	// Args are the arguments, without the program name.
+	Args []string
+	// Env holds extra "KEY=value" entries added to the router's environment (servers
+	// launched through npx or uvx need PATH and HOME).
+	Env []string
+	// Dir is the working directory; empty means the router's.
+	Dir string
+}
+
+// StdioOptions configures StartPool. The zero value is ready to use.
+type StdioOptions struct {
+	// Name is the backend's name: the backend attribute of every log line, stderr
+	// lines included.
+	Name string
+	// MaxMessage bounds one line of the child's stdout; a longer line is logged and
+	// dropped. Default 8 MiB.
+	MaxMessage int
+	// QueueLen bounds the messages waiting to be written to one child's stdin; Send
+	// blocks (within its ctx) when it is full. Default 256.
+	QueueLen int
+	// BackoffMin and BackoffMax bound the delay before restarting an exited child; it
+	// doubles from min to max with each quick exit. Defaults 100ms and 30s.
+	BackoffMin, BackoffMax time.Duration
+	// StableAfter is how long a child must run for its next exit to restart it after
+	// BackoffMin again. Default 10s.
+	StableAfter time.Duration
+	// StopTimeout is each step of stopping a child: after its stdin is closed it has
+	// this long to exit, then SIGTERM and the same again, then SIGKILL. Default 2s.
+	StopTimeout time.Duration
+	// InitTimeout bounds replaying the handshake to a restarted child. Default 30s.
+	InitTimeout time.Duration
+	// NoRestart leaves an exited child down for good: its instance dies (Done closed).
+	NoRestart bool
+	// NoRenew disables the handshake replay: a restarted child is reported with
+	// EventUp and the router initializes it.
+	NoRenew bool
+	// StderrLevel is the level of the child's stderr lines in the log. Default Info:
+	// MCP servers use stderr for all their logging, not only errors.
+	StderrLevel slog.Level
+	// Logger receives the logs, with attributes backend and instance. Default
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+const (
+	defaultQueueLen    = 256
+	defaultBackoffMin  = 100 * time.Millisecond
+	defaultBackoffMax  = 30 * time.Second
+	defaultStableAfter = 10 * time.Second
+	defaultStopTimeout = 2 * time.Second
+	// maxStderrLine bounds one logged stderr line; the rest of a longer line is dropped.
+	maxStderrLine = 4 << 10
+	// readerGrace is how long the pipe readers may take to reach EOF after the child
+	// exited (a grandchild may hold the pipes) before their ends are closed.
+	readerGrace = time.Second
+)
+
+func (o StdioOptions) withDefaults() StdioOptions {
+	if o.Name == "" {
+		o.Name = "backend"
+	}
+	if o.MaxMessage <= 0 {
+		o.MaxMessage = DefaultMaxMessage
+	}
+	if o.QueueLen <= 0 {
+		o.QueueLen = defaultQueueLen
+	}
+	if o.BackoffMin <= 0 {
+		o.BackoffMin = defaultBackoffMin
+	}
+	if o.BackoffMax < o.BackoffMin {
+		o.BackoffMax = max(defaultBackoffMax, o.BackoffMin)
+	}
+	if o.StableAfter <= 0 {
+		o.StableAfter = defaultStableAfter
+	}
+	if o.StopTimeout <= 0 {
+		o.StopTimeout = defaultStopTimeout
+	}
+	if o.InitTimeout <= 0 {
+		o.InitTimeout = defaultInitTimeout
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o
+}
+
+// Pool is N supervised child processes of one stdio backend. Each instance is a Conn of
+// its own (its own MCP session, its own id space); the router picks one per session or
+// per request.
+type Pool struct {
+	insts []*Instance
+}
+
+// StartPool starts n instances of cmd. It fails, stopping whatever it started, if any
+// first start fails (a wrong path is better reported now than retried forever); later
+// exits are restarted with backoff. sinkFor gives each instance its Sink.
+func StartPool(cmd Command, n int, opts StdioOptions, sinkFor func(instance int) Sink) (*Pool, error) {
+	if n < 1 {
+		return nil, errors.New("upstream: StartPool needs at least one instance")
+	}
+	if cmd.Path == "" {
+		return nil, errors.New("upstream: StartPool needs a command")
+	}
+	if sinkFor == nil {
+		return nil, errors.New("upstream: StartPool needs a Sink for each instance")
+	}
+	opts = opts.withDefaults()
+	p := &Pool{insts: make([]*Instance, 0, n)}
+	for i := 0; i < n; i++ {
+		in := &Instance{
+			cmd:   cmd,
+			opts:  opts,
+			index: i,
+			sink:  sinkFor(i),
+			log:   opts.Logger.With("backend", opts.Name, "instance", i),
+		}
+		in.lifecycle.init()
+		if in.sink == nil {
+			in.sink = SinkFuncs{}
+		}
+		proc, err := in.start()
+		if err != nil {
+			_ = p.Close()
+			return nil, fmt.Errorf("upstream: %s: starting instance %d: %w", opts.Name, i, err)
+		}
+		in.cur.Store(proc)
+		in.wg.Add(1)
+		go in.supervise(proc)
+		p.insts = append(p.insts, in)
+	}
+	return p, nil
+}
+
+// Len returns the number of instances.
+func (p *Pool) Len() int { return len(p.insts) }
+
+// Conn returns instance i (0 <= i < Len).
+func (p *Pool) Conn(i int) *Instance { return p.insts[i] }
+
+// Close stops every instance (in parallel) and waits for them.
+func (p *Pool) Close() error {
+	errs := make([]error, len(p.insts))
+	var wg sync.WaitGroup
+	for i, in := range p.insts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = in.Close()
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// Instance is one supervised child process of a Pool, and a Conn to it. The child
+// behind it changes when it is restarted; the Conn stays, and reports the change with
+// EventDown and then EventRenewed or EventUp.
+//
+// Send queues msg, newline-terminated, for the child's stdin and returns; a single writer
+// goroutine writes the queue, coalescing what has piled up into one write. Every line
+// the child prints on stdout is delivered to the Sink; stderr lines are logged.
+type Instance struct {
+	lifecycle
+	cmd      Command
+	opts     StdioOptions
+	index    int
+	sink     Sink
+	log      *slog.Logger
+	hs       handshake
+	wait     waiters
+	cur      atomic.Pointer[process] // the running, initialized child; nil while down
+	downMu   sync.Mutex
+	downErr  error
+	restarts atomic.Int64
+	wg       sync.WaitGroup // the supervisor
+	closeMu  sync.Mutex
+	closed   bool
+}
+
+// Send implements Conn. It returns once msg is queued for the child's stdin (or ctx
+// ends while the queue is full); an error wrapping ErrBackendDown while the child is
+// down or being restarted.
+func (in *Instance) Send(ctx context.Context, msg []byte) error {
+	if in.ctx.Err() != nil {
+		return in.deadErr()
+	}
+	p := in.cur.Load()
+	if p == nil {
+		return in.downError()
+	}
+	// Only the two handshake messages are recorded; the cheap test spares the scan of
+	// every other message.
+	if bytes.Contains(msg, []byte("initialize")) {
+		var m codec.Message
+		if codec.Scan(msg, &m) == nil {
+			in.hs.observe(msg, &m)
+		}
+	}
+	return p.send(ctx, msg)
+}
+
+// SetProtocolVersion implements Conn: stdio has no version header; the version only
+// guards handshake replays.
+func (in *Instance) SetProtocolVersion(v string) { in.hs.setVersion(v) }
+
+// PID returns the current child's process id, 0 while down.
+func (in *Instance) PID() int {
+	if p := in.cur.Load(); p != nil {
+		return p.pid
+	}
+	return 0
+}
+
+// Restarts returns how many times the child was restarted.
+func (in *Instance) Restarts() int64 { return in.restarts.Load() }
+
+// Close implements Conn: it stops the child (stdin closed, then SIGTERM, then SIGKILL to
+// its process group, StopTimeout apart) and waits for the supervisor.
+func (in *Instance) Close() error {
+	in.closeMu.Lock()
+	if in.closed {
+		in.closeMu.Unlock()
+		return nil
+	}
+	in.closed = true
+	in.closeMu.Unlock()
+	in.kill(ErrClosed)
+	waited := make(chan struct{})
+	go func() { in.wg.Wait(); close(waited) }()
+	t := time.NewTimer(4*in.opts.StopTimeout + readerGrace + time.Second)
+	defer t.Stop()
+	select {
+	case <-waited:
+		return nil
+	case <-t.C:
+		return fmt.Errorf("upstream: %s instance %d: child did not stop in time", in.opts.Name, in.index)
+	}
+}
+
+func (in *Instance) deadErr() error {
+	if err := in.Err(); err != nil {
+		return err
+	}
+	return ErrClosed
+}
+
+func (in *Instance) downError() error {
+	in.downMu.Lock()
+	defer in.downMu.Unlock()
+	if in.downErr != nil {
+		return in.downErr
+	}
+	return fmt.Errorf("%w: %s instance %d is starting", ErrBackendDown, in.opts.Name, in.index)
+}
+
+func (in *Instance) setDown(err error) {
+	in.cur.Store(nil)
+	in.downMu.Lock()
+	in.downErr = err
+	in.downMu.Unlock()
+}
+
+// supervise watches the running child p, and restarts it with backoff when it exits,
+// until the Instance is closed.
+func (in *Instance) supervise(p *process) {
+	defer in.wg.Done()
+	bo := backoff{min: in.opts.BackoffMin, max: in.opts.BackoffMax}
+	for {
+		if p != nil {
+			select {
+			case <-p.exited:
+			case <-in.ctx.Done():
+				in.setDown(in.deadErr())
+				p.stop(in.opts.StopTimeout)
+				return
+			}
+			if in.cur.Load() == p { // it was up: tell the router its requests are lost
+				down := fmt.Errorf("%w: %s instance %d: child exited: %s", ErrBackendDown, in.opts.Name, in.index, p.exitDesc())
+				in.setDown(down)
+				in.log.Warn("backend process exited", "pid", p.pid, "status", p.exitDesc(), "ran", time.Since(p.started).Round(time.Millisecond))
+				in.sink.Event(EventDown, down)
+			}
+			if in.opts.NoRestart {
+				in.setDown(fmt.Errorf("%w: %s instance %d: child exited and restarts are off", ErrBackendDown, in.opts.Name, in.index))
+				in.kill(in.downError())
+				return
+			}
+			if time.Since(p.started) >= in.opts.StableAfter {
+				bo.reset()
+			}
+		}
+		if !sleep(in.ctx, bo.next()) {
+			return
+		}
+		np, err := in.start()
+		if err != nil {
+			in.log.Error("backend restart failed", "err", err)
+			in.setDown(fmt.Errorf("%w: %s instance %d: restart failed: %w", ErrBackendDown, in.opts.Name, in.index, err))
+			p = nil
+			continue
+		}
+		in.restarts.Add(1)
+		p = np
+		in.bringUp(p)
+	}
+}
+
+// bringUp makes a restarted child usable: it replays the recorded handshake (EventRenewed)
+// or, with nothing to replay, publishes it for the router to initialize (EventUp). If the
+// replay fails the child is killed, and supervise restarts it.
+func (in *Instance) bringUp(p *process) {
+	r, ok := in.hs.renewal()
+	if !ok || in.opts.NoRenew {
+		in.cur.Store(p)
+		in.log.Info("backend process restarted", "pid", p.pid)
+		in.sink.Event(EventUp, nil)
+		return
+	}
+	err := in.replay(p, &r)
+	if err == nil {
+		in.cur.Store(p)
+		in.log.Info("backend process restarted and re-initialized", "pid", p.pid)
+		in.sink.Event(EventRenewed, nil)
+		return
+	}
+	if errors.Is(err, ErrProtocol) {
+		// The new child refuses the old handshake (an upgraded binary): forget it, so
+		// that the next start is handed to the router to initialize afresh.
+		in.hs.forget()
+	}
+	in.log.Warn("backend process restarted but its handshake replay failed", "pid", p.pid, "err", err)
+	p.signal(syscall.SIGKILL)
+}
+
+// replay sends the handshake to p and waits for the reply.
+func (in *Instance) replay(p *process, r *renewal) error {
+	ctx, cancel := context.WithTimeout(in.ctx, in.opts.InitTimeout)
+	defer cancel()
+	replyCh := in.wait.add(r.id)
+	defer in.wait.remove(r.id)
+	if err := p.send(ctx, r.init); err != nil {
+		return err
+	}
+	select {
+	case reply := <-replyCh:
+		if err := r.check(reply); err != nil {
+			return err
+		}
+	case <-p.procExited:
+		return fmt.Errorf("%w: child exited during its handshake", ErrBackendDown)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if r.initialized != nil {
+		return p.send(ctx, r.initialized)
+	}
+	return nil
+}
+
+// process is one child process's lifetime.
+type process struct {
+	in      *Instance
+	cmd     *exec.Cmd
+	pid     int
+	started time.Time
+	log     *slog.Logger
+
+	stdin          *os.File // write end, owned by the writer
+	stdout, stderr *os.File // read ends, owned by the readers
+
+	queue      chan *[]byte
+	closeIn    chan struct{} // closed to ask the writer to flush and close stdin
+	closeOnce  sync.Once
+	writerDone chan struct{}
+	procExited chan struct{} // closed when Wait returned
+	exited     chan struct{} // closed when everything of the process is finished
+	readers    sync.WaitGroup
+	exitErr    error // set before procExited is closed
+}
+
+// start launches the child and its goroutines.
+func (in *Instance) start() (*process, error) {
+	cmd := exec.Command(in.cmd.Path, in.cmd.Args...)
+	cmd.Env = append(os.Environ(), in.cmd.Env...)
+	cmd.Dir = in.cmd.Dir
+	setProcGroup(cmd)
+	// Our own pipes, not cmd's: exec's would be closed by Wait before the readers have
+	// delivered the last lines.
+	var files []*os.File
+	closeAll := func() {
+		for _, f := range files {
+			_ = f.Close()
+		}
+	}
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	files = append(files, inR, inW)
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
+	files = append(files, outR, outW)
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
+	files = append(files, errR, errW)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+	if err := cmd.Start(); err != nil {
+		closeAll()
+		return nil, err
+	}
+	// The child has its copies; ours of its ends must go, or we would never see EOF.
+	_ = inR.Close()
+	_ = outW.Close()
+	_ = errW.Close()
+	p := &process{
+		in:         in,
+		cmd:        cmd,
+		pid:        cmd.Process.Pid,
+		started:    time.Now(),
+		log:        in.log.With("pid", cmd.Process.Pid),
+		stdin:      inW,
+		stdout:     outR,
+		stderr:     errR,
+		queue:      make(chan *[]byte, in.opts.QueueLen),
+		closeIn:    make(chan struct{}),
+		writerDone: make(chan struct{}),
+		procExited: make(chan struct{}),
+		exited:     make(chan struct{}),
+	}
+	p.readers.Add(2)
+	go p.readStdout()
+	go p.readStderr()
+	go p.writeLoop()
+	go p.wait()
+	p.log.Debug("backend process started", "path", in.cmd.Path)
+	return p, nil
+}
+
+// send queues a copy of msg and a newline for the writer.
+func (p *process) send(ctx context.Context, msg []byte) error {
+	b := getBuf()
+	*b = append(append(*b, msg...), '\n')
+	select {
+	case p.queue <- b:
+		return nil
+	case <-p.writerDone:
+	case <-ctx.Done():
+		putBuf(b)
+		return ctx.Err()
+	}
+	putBuf(b)
+	return fmt.Errorf("%w: %s instance %d: child's stdin is closed", ErrBackendDown, p.in.opts.Name, p.in.index)
+}
+
+// writeLoop is the only writer of the child's stdin.
+func (p *process) writeLoop() {
+	defer close(p.writerDone)
+	defer p.stdin.Close() //nolint:errcheck // the child sees EOF either way
+	w := bufio.NewWriterSize(p.stdin, 32<<10)
+	write := func(b *[]byte) bool {
+		_, err := w.Write(*b)
+		putBuf(b)
+		return err == nil
+	}
+	for {
+		select {
+		case b := <-p.queue:
+			ok := write(b)
+			// Coalesce what piled up meanwhile into the same flush; bounded by the
+			// queue's length.
+			for n := len(p.queue); ok && n > 0; n-- {
+				ok = write(<-p.queue)
+			}
+			if !ok || w.Flush() != nil {
+				// A broken stdin means the child is going; wait will report it.
+				return
+			}
+		case <-p.closeIn:
+			for n := len(p.queue); n > 0; n-- {
+				write(<-p.queue)
+			}
+			_ = w.Flush()
+			return
+		case <-p.procExited:
+			return
+		}
+	}
+}
+
+// readStdout delivers each line of the child's stdout.
+func (p *process) readStdout() {
+	defer p.readers.Done()
+	in := p.in
+	readLines(p.stdout, in.opts.MaxMessage, func(msg []byte) {
+		deliver(in.sink, &in.wait, msg)
+	}, func(reason string, line []byte) {
+		p.log.Warn("backend broke stdio framing; line dropped", "reason", reason, "line", excerpt(line))
+	})
+}
+
+// readLines reads newline-delimited JSON messages from r until it ends, handing each to
+// msg (valid only during the call). Blank lines are skipped; a line that is not a JSON
+// object or array (a server printing a banner on stdout) or is longer than max goes to
+// bad instead, so that one misbehaving line does not stop the stream.
+func readLines(r io.Reader, max int, msg func([]byte), bad func(reason string, line []byte)) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var long []byte
+	tooLong := false
+	for {
+		line, err := br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			if !tooLong && len(long)+len(line) > max {
+				bad("longer than the maximum message size", line)
+				tooLong, long = true, long[:0]
+			}
+			if !tooLong {
+				long = append(long, line...)
+			}
+			continue
+		}
+		if len(long) > 0 {
+			long = append(long, line...)
+			line = long
+		}
+		switch m := bytes.TrimSpace(line); {
+		case tooLong:
+			tooLong = false
+		case len(m) == 0:
+		case len(m) > max:
+			bad("longer than the maximum message size", m)
+		case m[0] == '{' || m[0] == '[':
+			msg(m)
+		default:
+			bad("not JSON", m)
+		}
+		if cap(long) > maxPooledBuf {
+			long = nil
+		} else {
+			long = long[:0]
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// readStderr logs each line of the child's stderr.
+func (p *process) readStderr() {
+	defer p.readers.Done()
+	br := bufio.NewReaderSize(p.stderr, maxStderrLine)
+	skipping := false
+	for {
+		line, err := br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			if !skipping {
+				p.log.Log(context.Background(), p.in.opts.StderrLevel, "backend stderr",
+					"line", string(bytes.TrimSpace(line)), "truncated", true)
+			}
+			skipping = true
+			continue
+		}
+		if !skipping {
+			if l := bytes.TrimRight(line, "\r\n"); len(l) > 0 {
+				p.log.Log(context.Background(), p.in.opts.StderrLevel, "backend stderr", "line", string(l))
+			}
+		}
+		skipping = false
+		if err != nil {
+			return
+		}
+	}
+}
+
+// wait reaps the child, cleans up after it and closes exited.
+func (p *process) wait() {
+	err := p.cmd.Wait()
+	p.exitErr = err
+	close(p.procExited)
+	// Whatever the child left in its process group goes too: such orphans would hold
+	// the pipes (and whatever else) open.
+	p.signal(syscall.SIGKILL)
+	rd := make(chan struct{})
+	go func() { p.readers.Wait(); close(rd) }()
+	t := time.NewTimer(readerGrace)
+	select {
+	case <-rd:
+	case <-t.C:
+		p.log.Warn("backend's pipes still open after it exited; closing them")
+	}
+	t.Stop()
+	_ = p.stdout.Close()
+	_ = p.stderr.Close()
+	<-rd
+	<-p.writerDone
+	close(p.exited)
+}
+
+// stop ends the child politely, then less so: stdin closed, SIGTERM, SIGKILL, each
+// given timeout to work. It returns when the process is finished or after the last step.
+func (p *process) stop(timeout time.Duration) {
+	p.closeOnce.Do(func() { close(p.closeIn) })
+	if waitFor(p.exited, timeout) {
+		return
+	}
+	p.signal(syscall.SIGTERM)
+	if waitFor(p.exited, timeout) {
+		return
+	}
+	p.log.Warn("backend process ignored SIGTERM; killing it")
+	p.signal(syscall.SIGKILL)
+	waitFor(p.exited, timeout+readerGrace)
+}
+
+// signal sends sig to the child's process group.
+func (p *process) signal(sig syscall.Signal) {
+	if err := signalGroup(p.cmd.Process, sig); err != nil && !errors.Is(err, os.ErrProcessDone) && !errors.Is(err, syscall.ESRCH) {
+		p.log.Debug("signal failed", "signal", sig.String(), "err", err)
+	}
+}
+
+// exitDesc describes how the child ended, for logs and errors.
+func (p *process) exitDesc() string {
+	select {
+	case <-p.procExited:
+	default:
+		return "running"
+	}
+	if p.exitErr == nil {
+		return "exit status 0"
+	}
+	return p.exitErr.Error()
+}
+
+func waitFor(ch <-chan struct{}, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return true
+	case <-t.C:
+		return false
+	}
+}
