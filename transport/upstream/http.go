@@ -398,6 +398,12 @@ func (c *HTTPConn) readEvents(ctx context.Context, body io.Reader, st *streamSta
 			if rc != nil {
 				linger = time.AfterFunc(c.opts.Linger, func() { _ = rc.CloseWithError(errLinger) })
 			}
+			deliver(c.sink, &c.wait, ev.Data)
+			continue
+		}
+		if st.want != nil {
+			deliverRelated(c.sink, &c.wait, st.want, ev.Data)
+			continue
 		}
 		deliver(c.sink, &c.wait, ev.Data)
 	}

@@ -169,6 +169,19 @@ func (w *waiters) intercept(msg []byte) bool {
 }
 
 // deliver hands msg to the Conn's waiters or, if none wants it, to the Sink.
+// deliverRelated delivers a message that came on the reply stream of the request reqID:
+// with that id to a RelatedSink, as a plain message otherwise.
+func deliverRelated(s Sink, w *waiters, reqID, msg []byte) {
+	if w.intercept(msg) {
+		return
+	}
+	if rs, ok := s.(RelatedSink); ok {
+		rs.Related(reqID, msg)
+		return
+	}
+	s.Message(msg)
+}
+
 func deliver(s Sink, w *waiters, msg []byte) {
 	if !w.intercept(msg) {
 		s.Message(msg)

@@ -71,6 +71,14 @@ type Sink interface {
 	Event(e Event, err error)
 }
 
+// RelatedSink is an optional Sink extension. Messages that arrive on the reply stream of
+// one request (progress, logging, a server-to-client request made while handling it) are
+// delivered with that request's id, so that a router multiplexing many clients over one
+// upstream session can route them to the client that made the request.
+type RelatedSink interface {
+	Related(reqID, msg []byte)
+}
+
 // SinkFuncs adapts two functions to a Sink; nil fields ignore their calls.
 type SinkFuncs struct {
 	OnMessage func(msg []byte)
