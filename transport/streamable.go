@@ -2,6 +2,7 @@ package transport
 
 import (
 	"bufio"
+	"net"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -51,6 +52,31 @@ type HTTPConfig struct {
 	MaxPostStreams int
 	// LegacyEndpoint is the POST path announced to legacy HTTP+SSE clients. Default /message.
 	LegacyEndpoint string
+	// Resolver, when set, is asked about session ids this process does not know: a
+	// session that another router instance held (it died), whose state lives in a shared
+	// store. Nil: unknown ids get 404.
+	Resolver SessionResolver
+	// Events, when set, keeps each session's GET stream events outside the process, so
+	// that a session resumed on another instance replays what its client missed.
+	Events EventLog
+}
+
+// SessionResolver finds sessions this process does not hold.
+type SessionResolver interface {
+	// ResolveSession returns the revision and handler state of a session known to the
+	// cluster, and false when there is no such session.
+	ResolveSession(id string) (version string, state SessionState, ok bool)
+}
+
+// EventLog keeps the recent events of sessions' GET streams outside the process.
+type EventLog interface {
+	// Append records one event (asynchronously; it must not block).
+	Append(sessionID string, seq uint64, data []byte)
+	// Since returns the kept events of a session, oldest first, with the sequence
+	// number of the first one.
+	Since(sessionID string) (first uint64, events [][]byte, err error)
+	// Forget drops a session's events (it ended).
+	Forget(sessionID string)
 }
 
 func (c *HTTPConfig) defaults() {
@@ -87,6 +113,12 @@ type HTTPStats struct {
 	OpenStreams   atomic.Int64
 	SlowConsumers atomic.Uint64
 	Resumes       atomic.Uint64
+	// Adopted counts sessions taken over from another router instance.
+	Adopted atomic.Uint64
+	// ParseErrors and InvalidRequests count messages (batch elements included) that the
+	// codec rejected, by JSON-RPC class: -32700 and -32600 (see codecError).
+	ParseErrors     atomic.Uint64
+	InvalidRequests atomic.Uint64
 }
 
 // HTTPServer serves the Streamable HTTP endpoint and the legacy HTTP+SSE endpoints of one
@@ -110,10 +142,23 @@ func NewHTTPServer(cfg HTTPConfig, reg *Registry, h Handler) *HTTPServer {
 }
 
 // Shutdown ends every session's streams with a retry hint, so clients reconnect to
-// another instance (or this one after a restart).
+// another instance (or this one after a restart); streams opened afterwards are refused
+// with 503.
 func (s *HTTPServer) Shutdown() {
 	s.stopOnce.Do(func() { close(s.closing) })
 	s.reg.CloseAll(s.cfg.RetryMs)
+}
+
+// shuttingDown answers 503 once Shutdown has begun, and reports whether it did.
+func (s *HTTPServer) shuttingDown(ctx *fasthttp.RequestCtx) bool {
+	select {
+	case <-s.closing:
+		ctx.Response.Header.Set("Retry-After", "1")
+		s.rpcError(ctx, fasthttp.StatusServiceUnavailable, codec.CodeInternalError, "server shutting down: retry later", nil)
+		return true
+	default:
+		return false
+	}
 }
 
 // ServeStreamable is the fasthttp handler of the Streamable HTTP endpoint (/mcp).
@@ -171,6 +216,9 @@ func (s *HTTPServer) sessionFor(ctx *fasthttp.RequestCtx) (*Session, bool) {
 		return nil, true
 	}
 	sess, ok := s.reg.Get(id)
+	if !ok && s.cfg.Resolver != nil {
+		sess, ok = s.adopt(string(id))
+	}
 	if !ok || sess.Closed() || sess.kind != KindStreamable {
 		s.rpcError(ctx, fasthttp.StatusNotFound, codec.CodeInvalidRequest, "session not found: it ended or never existed; initialize a new one", nil)
 		return nil, false
@@ -239,6 +287,7 @@ func batchTooLong(n, max int) string {
 
 // scanError answers a message the codec rejected: 400 with the JSON-RPC error.
 func (s *HTTPServer) scanError(ctx *fasthttp.RequestCtx, err error) {
+	s.Stats.codecError(err)
 	code, msg, data := ErrorParts(err, nil)
 	s.rpcError(ctx, fasthttp.StatusBadRequest, code, msg, data)
 }
@@ -327,6 +376,7 @@ func (s *HTTPServer) serveUnit(ctx *fasthttp.RequestCtx, p *httpPost, batch bool
 			if err = codec.Scan(e, m); err == nil {
 				err = codec.ErrInvalidRequest
 			}
+			s.Stats.codecError(err)
 			code, msg, data := ErrorParts(err, x.own[:0])
 			x.own = data
 			p.tmp = codec.AppendError(p.tmp[:0], nil, code, msg, data)
@@ -450,7 +500,11 @@ func (s *HTTPServer) serveStream(ctx *fasthttp.RequestCtx, stream *sse.Stream, r
 	ctx.Response.Header.Set("Cache-Control", "no-cache")
 	ctx.Response.Header.Set("X-Accel-Buffering", "no")
 	conn := ctx.Conn()
-	opts := sse.PumpOptions{KeepAlive: s.cfg.KeepAlive, Done: s.closing, RetryMs: s.retryFor(sess),
+	// No Done channel: at shutdown every stream is closed with the retry hint (Registry.
+	// CloseAll), and a closed stream's pump writes what is left, then the hint. A Done
+	// channel would race with that and could end a pump before its last events, and
+	// without the hint for sessions older than 2025-11-25.
+	opts := sse.PumpOptions{KeepAlive: s.cfg.KeepAlive, RetryMs: s.retryFor(sess),
 		Interrupt: func() { conn.SetWriteDeadline(time.Now()) }}
 	if sess != nil && sess.Version() >= s.cfg.PrimingMinVersion && !resume {
 		opts.Prime = true
@@ -469,6 +523,7 @@ func (s *HTTPServer) serveStream(ctx *fasthttp.RequestCtx, stream *sse.Stream, r
 		}
 		err := cons.Pump(w, opts)
 		s.Stats.OpenStreams.Add(-1)
+		endCutStream(conn, err)
 		if err == sse.ErrSlowConsumer {
 			s.Stats.SlowConsumers.Add(1)
 		}
@@ -476,6 +531,17 @@ func (s *HTTPServer) serveStream(ctx *fasthttp.RequestCtx, stream *sse.Stream, r
 			done()
 		}
 	})
+}
+
+// endCutStream closes the connection of a stream whose consumer was cut off as too
+// slow or replaced by a newer one (a resumption). Its write may have been interrupted
+// by a past write deadline, so the connection cannot carry another response; and an
+// abrupt end, unlike a clean end of the response, tells the client that the stream did
+// not finish, so it resumes with Last-Event-ID.
+func endCutStream(conn net.Conn, err error) {
+	if err == sse.ErrSlowConsumer || err == sse.ErrDetached {
+		conn.Close()
+	}
 }
 
 // streamOpenComment is written first on a stream that has no priming event.
@@ -505,6 +571,9 @@ func (s *HTTPServer) get(ctx *fasthttp.RequestCtx) {
 	}
 	if sess == nil {
 		s.httpError(ctx, fasthttp.StatusBadRequest, "missing Mcp-Session-Id header")
+		return
+	}
+	if s.shuttingDown(ctx) {
 		return
 	}
 	sess.touch()
@@ -544,6 +613,7 @@ func (s *HTTPServer) delete(ctx *fasthttp.RequestCtx) {
 type streamableOut struct {
 	cfg        *HTTPConfig
 	standalone *sse.Stream
+	sid        string // the session's id, for the event log
 
 	mu      sync.Mutex
 	next    uint32
@@ -556,12 +626,46 @@ func newStreamableOut(cfg *HTTPConfig) *streamableOut {
 }
 
 func (o *streamableOut) send(msg []byte) error {
-	_, err := o.standalone.Publish("", msg)
+	id, err := o.standalone.Publish("", msg)
+	if err == nil && o.cfg.Events != nil && o.sid != "" {
+		o.cfg.Events.Append(o.sid, id.Seq, msg)
+	}
 	return err
+}
+
+// adopt takes over a session another instance held: its state from the resolver, its
+// GET stream rebuilt from the event log with the same sequence numbers, so the client's
+// Last-Event-ID resumes it exactly.
+func (s *HTTPServer) adopt(id string) (*Session, bool) {
+	version, state, ok := s.cfg.Resolver.ResolveSession(id)
+	if !ok {
+		return nil, false
+	}
+	out := newStreamableOut(&s.cfg)
+	if s.cfg.Events != nil {
+		first, events, err := s.cfg.Events.Since(id)
+		if err == nil && len(events) > 0 {
+			out.standalone = sse.NewStreamAfter(0, s.cfg.Stream, first-1)
+			for _, e := range events {
+				out.standalone.Publish("", e)
+			}
+		}
+	}
+	out.sid = id
+	sess, err := s.reg.createWithID(id, KindStreamable, version, state, out)
+	if err != nil {
+		return nil, false
+	}
+	s.Stats.Adopted.Add(1)
+	return sess, true
 }
 
 func (o *streamableOut) close(retryMs int) {
 	o.standalone.Close(retryMs)
+	if o.cfg.Events != nil && o.sid != "" && retryMs == 0 {
+		// The session ended for good (not a shutdown that hands it to another instance).
+		o.cfg.Events.Forget(o.sid)
+	}
 	o.mu.Lock()
 	streams := o.streams
 	o.streams, o.order = nil, nil
@@ -573,8 +677,10 @@ func (o *streamableOut) close(retryMs int) {
 
 func (o *streamableOut) attached() bool { return o.standalone.Attached() }
 
-// newPostStream opens a reply stream for one POST, remembered for resumption; the oldest
-// is forgotten past MaxPostStreams.
+// newPostStream opens a reply stream for one POST, remembered for resumption. Past
+// MaxPostStreams the oldest finished stream is forgotten; streams still open are kept
+// whatever their number (they are bounded by the requests in flight), so that closing
+// the session, at shutdown in particular, reaches every one of them.
 func (o *streamableOut) newPostStream() *sse.Stream {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -584,12 +690,17 @@ func (o *streamableOut) newPostStream() *sse.Stream {
 	if o.streams == nil {
 		o.streams = make(map[uint32]*sse.Stream)
 	}
+	if len(o.order) >= o.cfg.MaxPostStreams {
+		for i, old := range o.order {
+			if o.streams[old].Closed() {
+				delete(o.streams, old)
+				o.order = append(o.order[:i], o.order[i+1:]...)
+				break
+			}
+		}
+	}
 	o.streams[id] = st
 	o.order = append(o.order, id)
-	if len(o.order) > o.cfg.MaxPostStreams {
-		delete(o.streams, o.order[0])
-		o.order = o.order[1:]
-	}
 	return st
 }
 
@@ -687,10 +798,12 @@ func (p *httpPost) bind(c *call, version string, state SessionState) (*Session, 
 	if p.sess != nil || p.bound != nil {
 		return nil, ErrAlreadyBound
 	}
-	s, err := p.srv.reg.create(KindStreamable, version, state, newStreamableOut(&p.srv.cfg))
+	out := newStreamableOut(&p.srv.cfg)
+	s, err := p.srv.reg.create(KindStreamable, version, state, out)
 	if err != nil {
 		return nil, err
 	}
+	out.sid = s.id
 	p.bound = s
 	return s, nil
 }

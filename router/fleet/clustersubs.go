@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"strings"
 	"sync"
 	"time"
 
@@ -37,8 +38,9 @@ type clusterSubs struct {
 	keys   map[subKey]*clusterSub
 	bySess map[*router.Session]map[subKey]struct{}
 
-	stop chan struct{}
-	done chan struct{}
+	stop    chan struct{}
+	done    chan struct{}
+	leaving sync.WaitGroup // asynchronous leaves of closed sessions
 }
 
 // clusterSub is this instance's part of one (backend, URI) subscription.
@@ -63,6 +65,9 @@ func newClusterSubs(f *Fleet, bus *natsbus.Bus) (*clusterSubs, error) {
 		f: f, bus: bus, kv: kv,
 		keys: map[subKey]*clusterSub{}, bySess: map[*router.Session]map[subKey]struct{}{},
 		stop: make(chan struct{}), done: make(chan struct{}),
+	}
+	if _, err := bus.NC.Subscribe(bus.Subject("subs", "free", "*"), s.onFree); err != nil {
+		return nil, err
 	}
 	go s.heartbeat()
 	return s, nil
@@ -219,6 +224,7 @@ func (s *clusterSubs) releaseIfUnused(ctx context.Context, cs *clusterSub) {
 		}
 		s.f.upstreamSubscribe(cs.key, "resources/unsubscribe", nil)
 		s.kv.Delete(ctx, s.ownerKey(cs))
+		s.bus.NC.Publish(s.bus.Subject("subs", "free", cs.hash), nil)
 	}
 	s.mu.Lock()
 	if len(cs.sessions) == 0 && s.keys[cs.key] == cs && cs.nsub == nil {
@@ -284,7 +290,9 @@ func (s *clusterSubs) dropSession(sess *router.Session) {
 	if len(keys) == 0 {
 		return
 	}
+	s.leaving.Add(1)
 	go func() {
+		defer s.leaving.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		for _, k := range keys {
@@ -375,6 +383,9 @@ func (s *clusterSubs) renew(ctx context.Context, cs *clusterSub) {
 	}
 }
 
+// close stops the heartbeat and gives up this instance's leases at once, so that other
+// instances take the upstream subscriptions over without waiting for the leases to
+// expire (an instance that dies instead lets them expire).
 func (s *clusterSubs) close() {
 	select {
 	case <-s.stop:
@@ -383,6 +394,67 @@ func (s *clusterSubs) close() {
 	}
 	close(s.stop)
 	<-s.done
+	waitGroupTimeout(&s.leaving, 10*time.Second)
+	s.mu.Lock()
+	var owned, member []*clusterSub
+	for _, cs := range s.keys {
+		if cs.owner {
+			owned = append(owned, cs)
+		}
+		if cs.member {
+			member = append(member, cs)
+		}
+		if cs.nsub != nil {
+			cs.nsub.Unsubscribe()
+			cs.nsub = nil
+		}
+	}
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, cs := range member {
+		s.kv.Delete(ctx, s.memberKey(cs))
+	}
+	for _, cs := range owned {
+		s.kv.Delete(ctx, s.ownerKey(cs), jetstream.LastRevision(cs.ownerRev))
+		s.bus.NC.Publish(s.bus.Subject("subs", "free", cs.hash), nil)
+	}
+	s.bus.NC.Flush()
+}
+
+// onFree: an owner gave an upstream subscription up; an instance with subscribers for
+// it takes it over now rather than at its next heartbeat.
+func (s *clusterSubs) onFree(m *nats.Msg) {
+	hash := m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]
+	s.mu.Lock()
+	var cs *clusterSub
+	for _, c := range s.keys {
+		if c.hash == hash && len(c.sessions) > 0 {
+			cs = c
+		}
+	}
+	s.mu.Unlock()
+	if cs == nil {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := s.ensureOwner(ctx, cs); err != nil {
+			s.f.log.Warn("cannot take over an upstream subscription", "backend", cs.key.b.cfg.Name, "uri", cs.key.uri, "err", err)
+		}
+	}()
+}
+
+func waitGroupTimeout(wg *sync.WaitGroup, d time.Duration) {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
 }
 
 func (s *clusterSubs) list(sess *router.Session) []subKey {
@@ -406,13 +478,13 @@ func (s *clusterSubs) resubscribe(sess *router.Session, keys []subKey) {
 		s.bySess[sess][key] = struct{}{}
 	}
 	s.mu.Unlock()
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		for _, key := range keys {
-			if err := s.join(ctx, key); err != nil {
-				s.f.log.Warn("cannot restore a subscription", "backend", key.b.cfg.Name, "uri", key.uri, "err", err)
-			}
+	// Synchronously: the session's first request on this instance must find its
+	// subscriptions delivering.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, key := range keys {
+		if err := s.join(ctx, key); err != nil {
+			s.f.log.Warn("cannot restore a subscription", "backend", key.b.cfg.Name, "uri", key.uri, "err", err)
 		}
-	}()
+	}
 }

@@ -1,0 +1,485 @@
+package cluster
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/nats-io/nats-server/v2/server"
+
+	backendsrv "github.com/mcprouter/mcprouter/cmd/mcpbackend/server"
+	"github.com/mcprouter/mcprouter/cmd/mcprouter/app"
+	"github.com/mcprouter/mcprouter/transport/natsbus"
+)
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// natsNode is one server of the test's NATS cluster.
+type natsNode struct {
+	opts *server.Options
+	srv  *server.Server
+}
+
+func (n *natsNode) url() string { return fmt.Sprintf("nats://127.0.0.1:%d", n.opts.Port) }
+
+func (n *natsNode) start(t *testing.T) {
+	t.Helper()
+	s, err := server.NewServer(n.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(20 * time.Second) {
+		t.Fatal("NATS node not ready")
+	}
+	n.srv = s
+}
+
+func (n *natsNode) stop() {
+	n.srv.Shutdown()
+	n.srv.WaitForShutdown()
+}
+
+// startNATS starts a cluster of n NATS servers with JetStream, routed to each other.
+func startNATS(t *testing.T, n int) []*natsNode {
+	t.Helper()
+	routes := make([]int, n)
+	for i := range routes {
+		routes[i] = freePort(t)
+	}
+	nodes := make([]*natsNode, n)
+	for i := range nodes {
+		o := &server.Options{
+			ServerName: fmt.Sprintf("n%d", i), Host: "127.0.0.1", Port: freePort(t),
+			JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true,
+			Cluster: server.ClusterOpts{Name: "test", Host: "127.0.0.1", Port: routes[i]},
+		}
+		for j, p := range routes {
+			if j != i {
+				u, _ := url.Parse(fmt.Sprintf("nats-route://127.0.0.1:%d", p))
+				o.Routes = append(o.Routes, u)
+			}
+		}
+		nodes[i] = &natsNode{opts: o}
+	}
+	var wg sync.WaitGroup
+	for _, nd := range nodes {
+		wg.Add(1)
+		go func() { defer wg.Done(); nd.start(t) }()
+	}
+	wg.Wait()
+	t.Cleanup(func() {
+		for _, nd := range nodes {
+			if nd.srv != nil {
+				nd.stop()
+			}
+		}
+	})
+	// JetStream needs its meta leader before buckets can be made.
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if nodes[0].srv.JetStreamIsClustered() && nodes[0].srv.JetStreamIsCurrent() {
+			if l := nodes[0].srv.JetStreamIsLeader(); l || metaLeaderKnown(nodes) {
+				return nodes
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatal("JetStream cluster did not elect a leader")
+	return nil
+}
+
+func metaLeaderKnown(nodes []*natsNode) bool {
+	for _, n := range nodes {
+		if n.srv.JetStreamIsLeader() {
+			return true
+		}
+	}
+	return false
+}
+
+// startBackend runs the reference backend in-process on loopback.
+func startBackend(t *testing.T) *backendsrv.Server {
+	t.Helper()
+	b, err := backendsrv.New(backendsrv.Config{Name: "ref", Tick: -1, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Listen("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		b.Close(ctx)
+	})
+	return b
+}
+
+func quiet() *slog.Logger {
+	if os.Getenv("MCPROUTER_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// startRouter runs one router instance on the NATS server at natsURL.
+func startRouter(t *testing.T, name, natsURL, backendURL string) *app.App {
+	t.Helper()
+	prefix := ""
+	cfg := app.Config{
+		Listen:   "127.0.0.1:0",
+		Backends: []app.BackendConfig{{Name: "ref", URL: backendURL, Prefix: &prefix}},
+		NATS:     natsbus.Config{URL: natsURL, Name: name, Replicas: 3, Lease: 3 * time.Second},
+	}
+	a, err := app.New(cfg, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Start(10 * time.Second)
+	if err := a.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Shutdown(context.Background()) })
+	return a
+}
+
+// client is a Go SDK client session that records the resource updates it receives.
+type client struct {
+	cs      *mcp.ClientSession
+	mu      sync.Mutex
+	updates []string
+	got     chan string
+}
+
+func connect(t *testing.T, endpoint string) *client {
+	t.Helper()
+	c := &client{got: make(chan string, 1024)}
+	cl := mcp.NewClient(&mcp.Implementation{Name: "cluster-test", Version: "1"}, &mcp.ClientOptions{
+		ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+			c.mu.Lock()
+			c.updates = append(c.updates, req.Params.URI)
+			c.mu.Unlock()
+			select {
+			case c.got <- req.Params.URI:
+			default:
+			}
+		},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cs, err := cl.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint}, nil)
+	if err != nil {
+		t.Fatalf("connect %s: %v", endpoint, err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	c.cs = cs
+	return c
+}
+
+func (c *client) waitUpdate(t *testing.T, uri string, d time.Duration) {
+	t.Helper()
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for {
+		select {
+		case u := <-c.got:
+			if u == uri {
+				return
+			}
+		case <-timer.C:
+			t.Fatalf("no notifications/resources/updated for %s within %v", uri, d)
+		}
+	}
+}
+
+func touch(t *testing.T, c *client, uri string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := c.cs.CallTool(ctx, &mcp.CallToolParams{Name: "touch", Arguments: map[string]any{"uri": uri}})
+	if err != nil || res.IsError {
+		t.Fatalf("touch %s: %v %+v", uri, err, res)
+	}
+}
+
+func upstreamSubscriptions(routers ...*app.App) int {
+	n := 0
+	for _, r := range routers {
+		if r != nil && r.Fleet != nil {
+			n += r.Fleet.Subscriptions()
+		}
+	}
+	return n
+}
+
+func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("timed out after %v waiting for %s", d, what)
+}
+
+// TestFanOutAcrossInstances: clients on A, B and C subscribe to one resource; exactly one
+// upstream subscription exists in the cluster; an update the backend emits reaches every
+// client, whichever instance holds the upstream subscription; releasing the last
+// subscriber releases it.
+func TestFanOutAcrossInstances(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a NATS cluster")
+	}
+	nodes := startNATS(t, 3)
+	backend := startBackend(t)
+	routers := make([]*app.App, 3)
+	for i := range routers {
+		routers[i] = startRouter(t, fmt.Sprintf("r%d", i), nodes[i].url(), backend.URL())
+	}
+	const uri = "memo://board"
+	// C subscribes first, so C holds the upstream subscription.
+	clients := make([]*client, 3)
+	for _, i := range []int{2, 0, 1} {
+		clients[i] = connect(t, routers[i].URL())
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := clients[i].cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+			t.Fatalf("subscribe on router %d: %v", i, err)
+		}
+		cancel()
+	}
+	if n := upstreamSubscriptions(routers...); n != 1 {
+		t.Fatalf("upstream subscriptions in the cluster = %d, want 1", n)
+	}
+	if routers[2].Fleet.Subscriptions() != 1 {
+		t.Fatalf("the first subscriber's instance should hold the upstream subscription")
+	}
+	touch(t, clients[1], uri)
+	for i, c := range clients {
+		c.waitUpdate(t, uri, 10*time.Second)
+		t.Logf("client on router %d got the update", i)
+	}
+
+	// Unsubscribing everywhere releases the upstream subscription.
+	for _, c := range clients {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := c.cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri}); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+	}
+	waitFor(t, "the upstream subscription to be released", 10*time.Second, func() bool { return upstreamSubscriptions(routers...) == 0 })
+}
+
+// TestInstanceLoss: the instance holding the upstream subscription goes away; its lease
+// expires and another instance with subscribers takes the upstream subscription over, so
+// updates keep flowing; a NATS node restart does not lose delivery on the other nodes.
+func TestInstanceLossAndNATSRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a NATS cluster")
+	}
+	nodes := startNATS(t, 3)
+	backend := startBackend(t)
+	a := startRouter(t, "a", nodes[0].url(), backend.URL())
+	b := startRouter(t, "b", nodes[1].url(), backend.URL())
+	const uri = "memo://board"
+	ca := connect(t, a.URL())
+	cb := connect(t, b.URL())
+	for _, c := range []*client{ca, cb} {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := c.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+	}
+	if a.Fleet.Subscriptions() != 1 || b.Fleet.Subscriptions() != 0 {
+		t.Fatalf("a should own the upstream subscription (a=%d b=%d)", a.Fleet.Subscriptions(), b.Fleet.Subscriptions())
+	}
+	// A goes away: B takes over within the lease.
+	a.Shutdown(context.Background())
+	waitFor(t, "b to take over the upstream subscription", 20*time.Second, func() bool { return b.Fleet.Subscriptions() == 1 })
+	touch(t, cb, uri)
+	cb.waitUpdate(t, uri, 10*time.Second)
+
+	// Restart the NATS node that A used: B, on another node, keeps receiving.
+	nodes[0].stop()
+	touch(t, cb, uri)
+	cb.waitUpdate(t, uri, 10*time.Second)
+	nodes[0].start(t)
+	touch(t, cb, uri)
+	cb.waitUpdate(t, uri, 10*time.Second)
+}
+
+// TestSessionMovesToAnotherInstance: a client whose instance goes away reconnects to
+// another instance with the same Mcp-Session-Id and Last-Event-ID: its stream resumes
+// with nothing lost and nothing duplicated, its subscription still delivers, and it can
+// go on calling tools.
+func TestSessionMovesToAnotherInstance(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a NATS cluster")
+	}
+	nodes := startNATS(t, 3)
+	backend := startBackend(t)
+	a := startRouter(t, "a", nodes[0].url(), backend.URL())
+	b := startRouter(t, "b", nodes[1].url(), backend.URL())
+	const uri = "memo://board"
+
+	h := &rawClient{t: t}
+	sid := h.initialize(a.URL())
+	h.post(a.URL(), sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	h.post(a.URL(), sid, `{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":"`+uri+`"}}`)
+	events, stop := h.stream(a.URL(), sid, "")
+	// Two updates arrive on A's stream; the client reads the first one only.
+	h.post(a.URL(), sid, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"touch","arguments":{"uri":"`+uri+`"}}}`)
+	first := nextData(t, events)
+	t.Logf("first %+v", first)
+	h.post(a.URL(), sid, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"touch","arguments":{"uri":"`+uri+`"}}}`)
+	waitFor(t, "the second event to be logged", 10*time.Second, func() bool { return a.HTTP.Stats.Requests.Load() > 0 })
+	time.Sleep(200 * time.Millisecond)
+	stop()
+	if !strings.Contains(first.data, "notifications/resources/updated") {
+		t.Fatalf("first event: %+v", first)
+	}
+	a.Shutdown(context.Background())
+
+	// The client comes back on B with the id of the last event it read.
+	events, stop = h.stream(b.URL(), sid, first.id)
+	defer stop()
+	second := nextData(t, events)
+	t.Logf("second %+v", second)
+	if !strings.Contains(second.data, "notifications/resources/updated") || second.id == first.id {
+		t.Fatalf("resumed event: %+v (first %+v)", second, first)
+	}
+	// The session goes on: calls work and the subscription still delivers.
+	h.post(b.URL(), sid, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"touch","arguments":{"uri":"`+uri+`"}}}`)
+	third := nextData(t, events)
+	if !strings.Contains(third.data, uri) {
+		t.Fatalf("update after the move: %+v", third)
+	}
+	if b.HTTP.Stats.Adopted.Load() != 1 {
+		t.Fatalf("b adopted %d sessions, want 1", b.HTTP.Stats.Adopted.Load())
+	}
+}
+
+// rawClient speaks Streamable HTTP by hand, to move a session between instances.
+type rawClient struct {
+	t *testing.T
+	n atomic.Int64
+}
+
+func (h *rawClient) do(req *http.Request) *http.Response {
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return resp
+}
+
+func (h *rawClient) initialize(endpoint string) string {
+	req, _ := http.NewRequest("POST", endpoint, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`))
+	resp := h.do(req)
+	defer resp.Body.Close()
+	io.Copy(io.Discard, resp.Body)
+	sid := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != 200 || sid == "" {
+		h.t.Fatalf("initialize: %d %q", resp.StatusCode, sid)
+	}
+	return sid
+}
+
+func (h *rawClient) post(endpoint, sid, body string) string {
+	req, _ := http.NewRequest("POST", endpoint, strings.NewReader(body))
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	resp := h.do(req)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode >= 300 {
+		h.t.Fatalf("POST %s: %d %s", body, resp.StatusCode, b)
+	}
+	return string(b)
+}
+
+type sseEvent struct{ id, data string }
+
+// stream opens the session's GET stream and yields its events with data.
+func (h *rawClient) stream(endpoint, sid, lastID string) (<-chan sseEvent, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "GET", endpoint, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	if lastID != "" {
+		req.Header.Set("Last-Event-ID", lastID)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		cancel()
+		h.t.Fatal(err)
+	}
+	if resp.StatusCode != 200 {
+		b, _ := io.ReadAll(resp.Body)
+		cancel()
+		h.t.Fatalf("GET stream: %d %s", resp.StatusCode, b)
+	}
+	out := make(chan sseEvent, 64)
+	go func() {
+		defer resp.Body.Close()
+		defer close(out)
+		sc := bufio.NewScanner(resp.Body)
+		var ev sseEvent
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case strings.HasPrefix(line, "id:"):
+				ev.id = strings.TrimSpace(line[3:])
+			case strings.HasPrefix(line, "data:"):
+				ev.data += strings.TrimSpace(line[5:])
+			case line == "":
+				if ev.data != "" {
+					out <- ev
+				}
+				ev = sseEvent{}
+			}
+		}
+	}()
+	return out, cancel
+}
+
+func nextData(t *testing.T, events <-chan sseEvent) sseEvent {
+	t.Helper()
+	select {
+	case ev, ok := <-events:
+		if !ok {
+			t.Fatal("stream ended")
+		}
+		return ev
+	case <-time.After(10 * time.Second):
+		t.Fatal("no event within 10s")
+	}
+	return sseEvent{}
+}
