@@ -34,6 +34,7 @@ func run(args []string) int {
 	}
 	fs := flag.NewFlagSet("mcprouter", flag.ContinueOnError)
 	listen := fs.String("listen", "", "address of the MCP endpoints (default 127.0.0.1:8080)")
+	adminListen := fs.String("admin", "", "address of the admin listener: /metrics, /healthz, /readyz, status page (default 127.0.0.1:8081; \"off\" disables)")
 	configPath := fs.String("config", "", "YAML configuration file")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	logJSON := fs.Bool("log-json", false, "log as JSON lines")
@@ -68,6 +69,9 @@ func run(args []string) int {
 	if *listen != "" {
 		cfg.Listen = *listen
 	}
+	if *adminListen != "" {
+		cfg.Admin.Listen = *adminListen
+	}
 	for _, b := range backends {
 		bc, err := app.ParseBackendFlag(b)
 		if err != nil {
@@ -77,6 +81,15 @@ func run(args []string) int {
 		cfg.Backends = append(cfg.Backends, bc)
 	}
 
+	if *configPath == "" && len(backends) == 0 && len(cfg.Backends) == 0 {
+		// Zero configuration: a working router from one command.
+		stopRefs, err := app.ReferenceBackends(&cfg, 2, log)
+		if err != nil {
+			log.Error("cannot start the reference backends", "err", err)
+			return 1
+		}
+		defer stopRefs()
+	}
 	a, err := app.New(cfg, log)
 	if err != nil {
 		log.Error("invalid configuration", "err", err)
