@@ -17,10 +17,12 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats-server/v2/server"
 
 	backendsrv "github.com/mcprouter/mcprouter/cmd/mcpbackend/server"
 	"github.com/mcprouter/mcprouter/cmd/mcprouter/app"
+	"github.com/mcprouter/mcprouter/transport"
 	"github.com/mcprouter/mcprouter/transport/natsbus"
 )
 
@@ -482,4 +484,77 @@ func nextData(t *testing.T, events <-chan sseEvent) sseEvent {
 		t.Fatal("no event within 10s")
 	}
 	return sseEvent{}
+}
+
+// TestNATSServiceBackend: backend processes joined NATS as a service on node C; routers on
+// nodes A and B reach them over NATS request/reply (no URL), their sessions spread over
+// the processes by the queue group, and an update one of them emits reaches a client on A.
+func TestNATSServiceBackend(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a NATS cluster")
+	}
+	nodes := startNATS(t, 3)
+	for i := 0; i < 2; i++ {
+		b, err := backendsrv.New(backendsrv.Config{Name: fmt.Sprintf("svc%d", i), Tick: -1, Logger: quiet()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		nc, err := nats.Connect(nodes[2].url())
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv, err := transport.ServeNATS(nc, transport.NATSServeConfig{Service: "refsvc"}, b.Registry(), b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { srv.Stop(); nc.Close() })
+	}
+	routers := make([]*app.App, 2)
+	for i := range routers {
+		prefix := "svc"
+		cfg := app.Config{
+			Listen:   "127.0.0.1:0",
+			Backends: []app.BackendConfig{{Name: "svc", NATS: "refsvc", Instances: 2, Prefix: &prefix}},
+			NATS:     natsbus.Config{URL: nodes[i].url(), Name: fmt.Sprintf("r%d", i), Replicas: 3, Lease: 3 * time.Second},
+		}
+		a, err := app.New(cfg, quiet())
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.Start(10 * time.Second)
+		if err := a.Listen(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { a.Shutdown(context.Background()) })
+		routers[i] = a
+	}
+	ca, cb := connect(t, routers[0].URL()), connect(t, routers[1].URL())
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := ca.cs.CallTool(ctx, &mcp.CallToolParams{Name: "svc__echo", Arguments: map[string]any{"text": "over nats"}})
+	if err != nil || res.IsError {
+		t.Fatalf("echo over NATS: %v %+v", err, res)
+	}
+	if tc, ok := res.Content[0].(*mcp.TextContent); !ok || tc.Text != "over nats" {
+		t.Fatalf("echo result: %+v", res.Content)
+	}
+	const uri = "memo://board"
+	if err := ca.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+		t.Fatal(err)
+	}
+	res, err = cb.cs.CallTool(ctx, &mcp.CallToolParams{Name: "svc__touch", Arguments: map[string]any{"uri": uri}})
+	if err != nil || res.IsError {
+		t.Fatalf("touch: %v %+v", err, res)
+	}
+	// The touch may have run on the other process than the one holding the upstream
+	// subscription: touch through A too, which shares the owner's process.
+	select {
+	case <-ca.got:
+	case <-time.After(2 * time.Second):
+		res, err = ca.cs.CallTool(ctx, &mcp.CallToolParams{Name: "svc__touch", Arguments: map[string]any{"uri": uri}})
+		if err != nil || res.IsError {
+			t.Fatalf("touch: %v %+v", err, res)
+		}
+		ca.waitUpdate(t, uri, 10*time.Second)
+	}
 }
