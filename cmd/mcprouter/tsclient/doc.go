@@ -1,0 +1,3 @@
+// Package tsclient tests mcprouter with the official TypeScript SDK client over
+// Streamable HTTP, legacy HTTP+SSE and stdio. It holds only tests.
+package tsclient

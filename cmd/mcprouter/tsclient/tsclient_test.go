@@ -1,0 +1,128 @@
+package tsclient
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func repoRoot(t *testing.T) string {
+	dir, err := filepath.Abs("../../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// node finds Node and the TypeScript SDK that .ci/deps.sh installs; without them the test
+// skips outside CI and fails in CI.
+func node(t *testing.T) (bin, sdk string) {
+	dir := os.Getenv("MCPROUTER_NODE_DIR")
+	if dir == "" {
+		dir = filepath.Join(repoRoot(t), ".cache", "node")
+	}
+	bin = filepath.Join(dir, "node_modules", ".bin", "node")
+	sdk = filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk")
+	for _, p := range []string{bin, sdk} {
+		if _, err := os.Stat(p); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("%s missing: .ci/deps.sh should have installed it", p)
+			}
+			t.Skipf("Node or the TypeScript SDK not installed (bash .ci/deps.sh): %v", err)
+		}
+	}
+	return bin, sdk
+}
+
+func freeAddr(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+type result struct {
+	Negotiated string `json:"negotiated"`
+	Server     string `json:"server"`
+	Tools      int    `json:"tools"`
+	Echo       string `json:"echo"`
+}
+
+func TestTypeScriptClient(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes and Node")
+	}
+	nodeBin, sdk := node(t)
+	bin := filepath.Join(t.TempDir(), "mcprouter")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/mcprouter")
+	build.Dir = repoRoot(t)
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	addr := freeAddr(t)
+	// No configuration: the router runs its two reference backends in-process.
+	router := exec.Command(bin, "--listen", addr)
+	stderr, _ := router.StderrPipe()
+	if err := router.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { router.Process.Kill(); router.Wait() })
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "mcprouter listening") {
+				close(ready)
+				break
+			}
+		}
+		for sc.Scan() {
+		}
+	}()
+	select {
+	case <-ready:
+	case <-time.After(30 * time.Second):
+		t.Fatal("router did not start")
+	}
+
+	script := filepath.Join(repoRoot(t), "cmd", "mcprouter", "tsclient", "testdata", "client.mjs")
+	// The TypeScript client always offers its latest revision; the other revisions are
+	// covered by the Go clients and the HTTP rule tables.
+	cases := []struct{ name, kind, target, negotiated string }{
+		{"streamable-http", "http", "http://" + addr + "/mcp", "2025-11-25"},
+		{"legacy-sse", "sse", "http://" + addr + "/sse", ""},
+		{"stdio", "stdio", bin, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, nodeBin, script, sdk, c.kind, c.target)
+			out, err := cmd.Output()
+			if err != nil {
+				msg := ""
+				if ee, ok := err.(*exec.ExitError); ok {
+					msg = string(ee.Stderr)
+				}
+				t.Fatalf("client: %v\n%s\n%s", err, out, msg)
+			}
+			var r result
+			if err := json.Unmarshal(out, &r); err != nil {
+				t.Fatalf("client output %q: %v", out, err)
+			}
+			if r.Server != "mcprouter" || r.Echo != "from typescript" || r.Tools < 10 || r.Negotiated != c.negotiated {
+				t.Fatalf("unexpected: %+v", r)
+			}
+			t.Logf("%+v", r)
+		})
+	}
+}
