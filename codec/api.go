@@ -2,6 +2,26 @@
 // validating it fully, and returns views (sub-slices) of the input for everything a
 // router needs to route on a peek. It never builds a tree and allocates nothing on its
 // hot path.
+//
+// The parts:
+//
+//   - Scan validates one message (RFC 8259 syntax, UTF-8, depth, then the JSON-RPC
+//     envelope) and fills a Message with views: kind, raw id, method, raw params,
+//     result and error, and the routing peeks params.name, params.uri,
+//     params._meta.progressToken, params.requestId and params.cursor.
+//   - IsBatch and SplitBatch split a batch into element views over the same buffer.
+//   - Decoder frames a stream (stdio lines, SSE data payloads, a body read in chunks)
+//     into messages and batch elements as soon as each is complete, with a size limit
+//     per message.
+//   - AppendResult, AppendError, AppendRequest, AppendNotification, AppendString and
+//     AppendQuote encode, in the append style; Unquote decodes an escaped view.
+//   - AppendSplices, AppendReplaceID, AppendReplaceProgressToken, AppendPrefixListNames
+//     and AppendStripListNames rewrite a message for forwarding by copying its bytes
+//     with some spans replaced, never by decoding and re-encoding it.
+//
+// Errors are *Error values carrying the JSON-RPC code (CodeParseError or
+// CodeInvalidRequest), a reason and a byte offset; match them with errors.Is against
+// ErrParse, ErrInvalidRequest and ErrTooLarge.
 package codec
 
 // Kind is the kind of a JSON-RPC message.
@@ -31,10 +51,16 @@ const (
 // the scanned input (zero copies) and is valid as long as that input is.
 //
 // String-valued peeks (Method, Name, URI, Cursor) hold the string contents without the
-// quotes, escapes intact. Token-valued fields (ID, ProgressToken, RequestID) hold the raw
-// JSON token exactly as sent, quotes included for strings, so that string and number ids
-// stay distinct. Raw values (Params, Result, Error) hold the whole JSON value.
-// A nil slice means the member was absent.
+// quotes, escapes intact (the matching *Escaped flag says when Unquote is needed).
+// Token-valued fields (ID, ProgressToken, RequestID) hold the raw JSON token exactly as
+// sent, quotes included for strings, so that string and number ids stay distinct and
+// can be echoed or spliced back byte for byte. Raw values (Params, Result, Error) hold
+// the whole JSON value.
+//
+// A nil slice means the member was absent, or, for the params peeks, present with a
+// type it may not have (a numeric "name", an object "progressToken"): routing then
+// falls to the method's own validation. The peeks are read from params (and
+// params._meta) only when params is an object.
 type Message struct {
 	Kind          Kind
 	Flags         Flags
@@ -48,4 +74,15 @@ type Message struct {
 	ProgressToken []byte // params._meta.progressToken raw token
 	RequestID     []byte // params.requestId raw token (notifications/cancelled)
 	Cursor        []byte // params.cursor string contents
+}
+
+var kindNames = [...]string{"invalid", "request", "notification", "result", "error"}
+
+// String returns the kind's name: "request", "notification", "result", "error" or
+// "invalid".
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return "invalid"
 }

@@ -1,0 +1,124 @@
+package codec
+
+import (
+	"errors"
+	"strconv"
+)
+
+// JSON-RPC 2.0 error codes. The codec itself only ever produces CodeParseError and
+// CodeInvalidRequest; the others are here so that every layer maps errors to the same
+// numbers.
+const (
+	CodeParseError     = -32700 // the bytes are not valid JSON (or not valid UTF-8)
+	CodeInvalidRequest = -32600 // valid JSON, but not a valid JSON-RPC 2.0 message
+	CodeMethodNotFound = -32601
+	CodeInvalidParams  = -32602
+	CodeInternalError  = -32603
+)
+
+// Sentinel errors, to be matched with errors.Is against any error this package returns.
+// A *Error matches ErrParse or ErrInvalidRequest according to its Code; an oversized
+// message from the Decoder also matches ErrTooLarge.
+var (
+	ErrParse          = errors.New("codec: parse error")
+	ErrInvalidRequest = errors.New("codec: invalid request")
+	ErrTooLarge       = errors.New("codec: message too large")
+)
+
+// Error describes why a message was rejected: the JSON-RPC code to answer with, what was
+// wrong, and where. It is meant to become the error response's `data` so that the peer
+// can see its mistake.
+type Error struct {
+	// Code is CodeParseError or CodeInvalidRequest.
+	Code int
+	// Reason says what was wrong, in a few words ("invalid UTF-8 in string").
+	Reason string
+	// Offset is the byte offset in the scanned input where the problem was found.
+	Offset int
+
+	// also is a further sentinel this error matches (ErrTooLarge), nil if none. It is
+	// unexported so that errors.Is stays the only way to ask.
+	also error
+}
+
+// Error formats the error as "codec: <class> at byte <offset>: <reason>".
+func (e *Error) Error() string {
+	b := make([]byte, 0, 48+len(e.Reason))
+	b = append(b, "codec: "...)
+	switch e.Code {
+	case CodeParseError:
+		b = append(b, "parse error"...)
+	case CodeInvalidRequest:
+		b = append(b, "invalid request"...)
+	default:
+		b = append(b, "error "...)
+		b = strconv.AppendInt(b, int64(e.Code), 10)
+	}
+	b = append(b, " at byte "...)
+	b = strconv.AppendInt(b, int64(e.Offset), 10)
+	b = append(b, ": "...)
+	b = append(b, e.Reason...)
+	return string(b)
+}
+
+// Is reports whether e matches target: ErrParse for CodeParseError, ErrInvalidRequest
+// for CodeInvalidRequest, ErrTooLarge for an oversized message.
+func (e *Error) Is(target error) bool {
+	switch target {
+	case ErrParse:
+		return e.Code == CodeParseError
+	case ErrInvalidRequest:
+		return e.Code == CodeInvalidRequest
+	}
+	return e.also != nil && target == e.also
+}
+
+// Reasons. They are constants so that tests (and only tests) can tell error classes
+// apart beyond the code; callers use errors.Is and Code.
+const (
+	// Parse errors (-32700).
+	reasonEmpty        = "empty input"
+	reasonEOF          = "unexpected end of input"
+	reasonUnexpected   = "unexpected character"
+	reasonExpectKey    = "expected a string object key"
+	reasonExpectColon  = "expected ':' after object key"
+	reasonExpectComma  = "expected ',' or a closing bracket"
+	reasonTrailing     = "data after the end of the message"
+	reasonControl      = "unescaped control character in string"
+	reasonBadEscape    = "invalid escape sequence in string"
+	reasonBadUTF8      = "invalid UTF-8"
+	reasonBadNumber    = "invalid number"
+	reasonBadLiteral   = "invalid literal"
+	reasonTooDeep      = "nesting deeper than 128 levels"
+	reasonUnterminated = "unterminated string"
+
+	// Invalid request errors (-32600).
+	reasonNotObject       = "message is not a JSON object"
+	reasonNoJSONRPC       = `missing "jsonrpc" member`
+	reasonBadJSONRPC      = `"jsonrpc" must be exactly "2.0"`
+	reasonBadID           = `"id" must be a string or an integer`
+	reasonNullID          = `"id" must not be null except in an error response`
+	reasonNoID            = `response without "id"`
+	reasonBadMethod       = `"method" must be a string`
+	reasonBadParams       = `"params" must be an object or an array`
+	reasonBothResErr      = `response has both "result" and "error"`
+	reasonMethodAndResp   = `message has both "method" and "result" or "error"`
+	reasonNoKind          = `message has none of "method", "result", "error"`
+	reasonParamsInResp    = `response must not have "params"`
+	reasonBadError        = `"error" must be an object with an integer "code" and a string "message"`
+	reasonDupMember       = "duplicate member"
+	reasonDupParam        = "duplicate routing member in params"
+	reasonEmptyBatch      = "empty batch"
+	reasonNotArray        = "batch is not a JSON array"
+	reasonTooLarge        = "message exceeds the size limit"
+	reasonListNotArray    = "list member is not an array"
+	reasonResultNotObject = "result is not a JSON object"
+)
+
+func parseError(reason string, off int) *Error {
+	return &Error{Code: CodeParseError, Reason: reason, Offset: off}
+}
+
+func invalidError(reason string, off int) *Error {
+	return &Error{Code: CodeInvalidRequest, Reason: reason, Offset: off}
+}

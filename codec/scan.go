@@ -1,0 +1,706 @@
+package codec
+
+import "encoding/binary"
+
+// Object keys with their closing quote, as little-endian words, to match the routing
+// keys with one load and compare; maskN keeps the first N bytes of a word.
+const (
+	kJSONRPC = 0x226370726e6f736a // jsonrpc"
+	kID      = 0x0000000000226469 // id"
+	kMethod  = 0x0022646f6874656d // method"
+	kParams  = 0x0022736d61726170 // params"
+	kResult  = 0x0022746c75736572 // result"
+	kError   = 0x000022726f727265 // error"
+	kName    = 0x00000022656d616e // name"
+	kURI     = 0x0000000022697275 // uri"
+	kMeta    = 0x0000226174656d5f // _meta"
+	kCursor  = 0x0022726f73727563 // cursor"
+
+	mask3 = 1<<24 - 1
+	mask4 = 1<<32 - 1
+	mask5 = 1<<40 - 1
+	mask6 = 1<<48 - 1
+	mask7 = 1<<56 - 1
+)
+
+// Envelope members, as bits of a "seen" set (duplicates are invalid requests).
+const (
+	fJSONRPC uint8 = 1 << iota
+	fID
+	fMethod
+	fParams
+	fResult
+	fError
+)
+
+// envelopeMember maps an envelope key (string contents as sent) to its bit, 0 for any
+// other key: the general path, for keys the one-word match in envelope did not settle.
+// Keys are matched by length, then bytes; an escaped key ("\u0069d") is decoded on the
+// fly, so that it cannot smuggle an "id" past the router.
+func envelopeMember(key []byte, escaped bool) uint8 {
+	if escaped {
+		for _, k := range [...]struct {
+			name string
+			bit  uint8
+		}{{"jsonrpc", fJSONRPC}, {"id", fID}, {"method", fMethod}, {"params", fParams}, {"result", fResult}, {"error", fError}} {
+			if equalUnescaped(key, k.name) {
+				return k.bit
+			}
+		}
+		return 0
+	}
+	switch len(key) {
+	case 2:
+		if string(key) == "id" {
+			return fID
+		}
+	case 5:
+		if string(key) == "error" {
+			return fError
+		}
+	case 6:
+		switch string(key) {
+		case "method":
+			return fMethod
+		case "params":
+			return fParams
+		case "result":
+			return fResult
+		}
+	case 7:
+		if string(key) == "jsonrpc" {
+			return fJSONRPC
+		}
+	}
+	return 0
+}
+
+// Routing members of params (and of params._meta).
+const (
+	pName uint8 = 1 << iota
+	pURI
+	pCursor
+	pRequestID
+	pMeta
+)
+
+// paramsMember is envelopeMember for the routing members of params.
+func paramsMember(key []byte, escaped bool) uint8 {
+	if escaped {
+		for _, k := range [...]struct {
+			name string
+			bit  uint8
+		}{{"name", pName}, {"uri", pURI}, {"cursor", pCursor}, {"requestId", pRequestID}, {"_meta", pMeta}} {
+			if equalUnescaped(key, k.name) {
+				return k.bit
+			}
+		}
+		return 0
+	}
+	switch len(key) {
+	case 3:
+		if string(key) == "uri" {
+			return pURI
+		}
+	case 4:
+		if string(key) == "name" {
+			return pName
+		}
+	case 5:
+		if string(key) == "_meta" {
+			return pMeta
+		}
+	case 6:
+		if string(key) == "cursor" {
+			return pCursor
+		}
+	case 9:
+		if string(key) == "requestId" {
+			return pRequestID
+		}
+	}
+	return 0
+}
+
+// Scan scans one JSON-RPC 2.0 message (a JSON object, optionally surrounded by
+// whitespace) and fills m with views into b. It validates the whole input: any RFC 8259
+// violation, invalid UTF-8 or nesting deeper than MaxDepth is a parse error
+// (CodeParseError); valid JSON that is not a valid JSON-RPC 2.0 message is an invalid
+// request (CodeInvalidRequest). The returned error is then an *Error saying what and
+// where.
+//
+// On an invalid request, m keeps what was recognised before and after the problem
+// (Kind stays KindInvalid): notably m.ID, set when the id itself was valid, so that the
+// error response can carry it as JSON-RPC asks. On a parse error, *m is zeroed.
+//
+// Scan does not allocate unless it returns an error. A batch (a JSON array) is an
+// invalid request here; split it with SplitBatch first.
+func Scan(b []byte, m *Message) error {
+	*m = Message{}
+	s := scanner{b: b}
+	s.envelope(m)
+	if s.perr {
+		*m = Message{}
+		return parseError(s.preason, s.poff)
+	}
+	if s.ereason != "" {
+		m.Kind = KindInvalid
+		return invalidError(s.ereason, s.eoff)
+	}
+	return nil
+}
+
+// envelope scans the message object, records errors in s and fills m.
+func (s *scanner) envelope(m *Message) {
+	b := s.b
+	i := ws(b, 0)
+	if i >= len(b) {
+		s.fail(reasonEmpty, i)
+		return
+	}
+	objStart := i
+	if b[i] != '{' {
+		// Valid JSON that is not an object is an invalid request; anything else is
+		// a parse error, so validate it first.
+		if i = s.value(i, 0); i < 0 {
+			return
+		}
+		if i = ws(b, i); i != len(b) {
+			s.fail(reasonTrailing, i)
+			return
+		}
+		s.invalid(reasonNotObject, objStart)
+		return
+	}
+
+	var (
+		seen   uint8
+		idOff  int  // offset of the id value
+		idNull bool // "id": null
+		parOff int  // offset of the params value
+		c      byte
+		esc    bool
+	)
+	i = ws(b, i+1)
+	if i >= len(b) {
+		s.fail(reasonEOF, i)
+		return
+	}
+	if b[i] != '}' {
+		for {
+			if b[i] != '"' {
+				s.fail(reasonExpectKey, i)
+				return
+			}
+			ks := i
+			// The envelope keys, closing quote included, fit in one word: match
+			// them with a load and a compare, which also validates them.
+			var f uint8
+			known := 0
+			if i+9 <= len(b) {
+				switch w := binary.LittleEndian.Uint64(b[i+1:]); {
+				case w == kJSONRPC:
+					f, known = fJSONRPC, 9
+				case w&mask7 == kMethod:
+					f, known = fMethod, 8
+				case w&mask7 == kParams:
+					f, known = fParams, 8
+				case w&mask7 == kResult:
+					f, known = fResult, 8
+				case w&mask6 == kError:
+					f, known = fError, 7
+				case w&mask3 == kID:
+					f, known = fID, 4
+				}
+			}
+			if known != 0 {
+				i += known
+			} else {
+				if j := strRun(b, i+1); j < len(b) && b[j] == '"' {
+					i, esc = j+1, false
+				} else if i, esc = s.strSlow(j, false); i < 0 {
+					return
+				}
+				f = envelopeMember(b[ks+1:i-1], esc)
+			}
+			i = ws(b, i)
+			if i >= len(b) || b[i] != ':' {
+				if i >= len(b) {
+					s.fail(reasonEOF, i)
+				} else {
+					s.fail(reasonExpectColon, i)
+				}
+				return
+			}
+			i = ws(b, i+1)
+			if i >= len(b) {
+				s.fail(reasonEOF, i)
+				return
+			}
+			vs := i
+			dup := seen&f != 0
+			if dup {
+				s.invalid(reasonDupMember, ks)
+			}
+			seen |= f
+			c = b[i]
+			switch f {
+			case fJSONRPC:
+				if i+5 <= len(b) && string(b[i:i+5]) == `"2.0"` {
+					i += 5
+					break
+				}
+				if c != '"' {
+					s.invalid(reasonBadJSONRPC, vs)
+					i = s.value(i, 1)
+					break
+				}
+				if j := strRun(b, i+1); j < len(b) && b[j] == '"' {
+					i, esc = j+1, false
+				} else if i, esc = s.strSlow(j, false); i < 0 {
+					return
+				}
+				if v := b[vs+1 : i-1]; !(string(v) == "2.0" || esc && equalUnescaped(v, "2.0")) {
+					s.invalid(reasonBadJSONRPC, vs)
+				}
+			case fID:
+				idOff = vs
+				valid := false
+				switch {
+				case c == '"':
+					if j := strRun(b, i+1); j < len(b) && b[j] == '"' {
+						i = j + 1
+					} else {
+						i, _ = s.strSlow(j, false)
+					}
+					valid = true
+				case c == '-' || c-'0' < 10:
+					i, valid = s.num(i)
+					if i >= 0 && !valid {
+						s.invalid(reasonBadID, vs)
+					}
+				case c == 'n':
+					i = s.literal(i)
+					valid, idNull = true, true
+				default:
+					s.invalid(reasonBadID, vs)
+					i = s.value(i, 1)
+				}
+				if dup {
+					m.ID = nil // ambiguous: answer to neither
+				} else if i >= 0 && valid {
+					m.ID = b[vs:i]
+				}
+			case fMethod:
+				if c != '"' {
+					s.invalid(reasonBadMethod, vs)
+					i = s.value(i, 1)
+					break
+				}
+				if j := strRun(b, i+1); j < len(b) && b[j] == '"' {
+					i, esc = j+1, false
+				} else if i, esc = s.strSlow(j, false); i < 0 {
+					return
+				}
+				m.Method = b[vs+1 : i-1]
+				if esc {
+					m.Flags |= MethodEscaped
+				}
+			case fParams:
+				parOff = vs
+				switch c {
+				case '{':
+					i = s.params(i, m)
+				case '[':
+					i = s.container(i, 1)
+				default:
+					s.invalid(reasonBadParams, vs)
+					i = s.value(i, 1)
+				}
+				if i >= 0 {
+					m.Params = b[vs:i]
+				}
+			case fResult:
+				if i = s.value(i, 1); i >= 0 {
+					m.Result = b[vs:i]
+				}
+			case fError:
+				if c == '{' {
+					i = s.errorObject(i)
+				} else {
+					s.invalid(reasonBadError, vs)
+					i = s.value(i, 1)
+				}
+				if i >= 0 {
+					m.Error = b[vs:i]
+				}
+			default:
+				i = s.value(i, 1)
+			}
+			if i < 0 {
+				return
+			}
+			i = ws(b, i)
+			if i >= len(b) {
+				s.fail(reasonEOF, i)
+				return
+			}
+			if c = b[i]; c == ',' {
+				i = ws(b, i+1)
+				if i >= len(b) {
+					s.fail(reasonEOF, i)
+					return
+				}
+				continue
+			}
+			if c != '}' {
+				s.fail(reasonExpectComma, i)
+				return
+			}
+			break
+		}
+	}
+	i++ // the closing brace
+	if i = ws(b, i); i != len(b) {
+		s.fail(reasonTrailing, i)
+		return
+	}
+
+	// The bytes are valid JSON; now the JSON-RPC shape.
+	if seen&fJSONRPC == 0 {
+		s.invalid(reasonNoJSONRPC, objStart)
+	}
+	switch {
+	case seen&fMethod != 0:
+		if seen&(fResult|fError) != 0 {
+			s.invalid(reasonMethodAndResp, objStart)
+		}
+		if seen&fID == 0 {
+			m.Kind = KindNotification
+		} else {
+			if idNull {
+				s.invalid(reasonNullID, idOff)
+			}
+			m.Kind = KindRequest
+		}
+	case seen&(fResult|fError) == fResult|fError:
+		s.invalid(reasonBothResErr, objStart)
+	case seen&(fResult|fError) != 0:
+		switch {
+		case seen&fID == 0:
+			s.invalid(reasonNoID, objStart)
+		case idNull && seen&fResult != 0:
+			s.invalid(reasonNullID, idOff)
+		}
+		if seen&fParams != 0 {
+			s.invalid(reasonParamsInResp, parOff)
+		}
+		if seen&fResult != 0 {
+			m.Kind = KindResult
+		} else {
+			m.Kind = KindError
+		}
+	default:
+		s.invalid(reasonNoKind, objStart)
+	}
+}
+
+// params scans the params object at b[i] (depth 2: inside the message object) and fills
+// the routing peeks of m: name, uri, cursor, requestId and _meta.progressToken. A peek
+// with an unexpected type is left unset (the method handler reports invalid params);
+// a duplicated routing member is an invalid request, because the router and the
+// backend could otherwise act on different values.
+func (s *scanner) params(i int, m *Message) int {
+	b := s.b
+	var seen uint8
+	var esc bool
+	i = ws(b, i+1)
+	if i >= len(b) {
+		return s.fail(reasonEOF, i)
+	}
+	if b[i] == '}' {
+		return i + 1
+	}
+	for {
+		if b[i] != '"' {
+			return s.fail(reasonExpectKey, i)
+		}
+		ks := i
+		var f uint8
+		known := 0
+		if i+9 <= len(b) {
+			switch w := binary.LittleEndian.Uint64(b[i+1:]); {
+			case w&mask5 == kName:
+				f, known = pName, 6
+			case w&mask4 == kURI:
+				f, known = pURI, 5
+			case w&mask6 == kMeta:
+				f, known = pMeta, 7
+			case w&mask7 == kCursor:
+				f, known = pCursor, 8
+			}
+		}
+		if known != 0 {
+			i += known
+		} else {
+			if j := strRun(b, i+1); j < len(b) && b[j] == '"' {
+				i, esc = j+1, false
+			} else if i, esc = s.strSlow(j, false); i < 0 {
+				return -1
+			}
+			f = paramsMember(b[ks+1:i-1], esc)
+		}
+		i = ws(b, i)
+		if i >= len(b) {
+			return s.fail(reasonEOF, i)
+		}
+		if b[i] != ':' {
+			return s.fail(reasonExpectColon, i)
+		}
+		i = ws(b, i+1)
+		if i >= len(b) {
+			return s.fail(reasonEOF, i)
+		}
+		if seen&f != 0 {
+			s.invalid(reasonDupParam, ks)
+		}
+		seen |= f
+		vs := i
+		c := b[i]
+		switch f {
+		case pName, pURI, pCursor:
+			if c != '"' {
+				i = s.value(i, 2)
+				break
+			}
+			if j := strRun(b, i+1); j < len(b) && b[j] == '"' {
+				i, esc = j+1, false
+			} else if i, esc = s.strSlow(j, false); i < 0 {
+				return -1
+			}
+			v := b[vs+1 : i-1]
+			switch f {
+			case pName:
+				m.Name = v
+				if esc {
+					m.Flags |= NameEscaped
+				}
+			case pURI:
+				m.URI = v
+				if esc {
+					m.Flags |= URIEscaped
+				}
+			default:
+				m.Cursor = v
+				if esc {
+					m.Flags |= CursorEscaped
+				}
+			}
+		case pRequestID:
+			var tok bool
+			if i, tok = s.token(i, 2); i >= 0 && tok {
+				m.RequestID = b[vs:i]
+			}
+		case pMeta:
+			if c == '{' {
+				i = s.meta(i, m)
+			} else {
+				i = s.value(i, 2)
+			}
+		default:
+			if c == '{' || c == '[' {
+				i = s.container(i, 2) // the arguments, usually
+			} else {
+				i = s.value(i, 2)
+			}
+		}
+		if i < 0 {
+			return -1
+		}
+		i = ws(b, i)
+		if i >= len(b) {
+			return s.fail(reasonEOF, i)
+		}
+		if c = b[i]; c == ',' {
+			i = ws(b, i+1)
+			if i >= len(b) {
+				return s.fail(reasonEOF, i)
+			}
+			continue
+		}
+		if c != '}' {
+			return s.fail(reasonExpectComma, i)
+		}
+		return i + 1
+	}
+}
+
+// token scans the value at b[i] (inside depth open containers) and returns the index
+// after it, and whether it is a string or a number: the types a progress token or a
+// request id may have. Other values are validated and reported as not a token.
+func (s *scanner) token(i, depth int) (int, bool) {
+	b := s.b
+	switch c := b[i]; {
+	case c == '"':
+		if j := strRun(b, i+1); j < len(b) && b[j] == '"' {
+			i = j + 1
+		} else {
+			i, _ = s.strSlow(j, false)
+		}
+		return i, true
+	case c == '-' || c-'0' < 10:
+		i, _ = s.num(i)
+		return i, true
+	}
+	return s.value(i, depth), false
+}
+
+// meta scans params._meta at b[i] (depth 3) for progressToken.
+func (s *scanner) meta(i int, m *Message) int {
+	b := s.b
+	var seen bool
+	var esc bool
+	i = ws(b, i+1)
+	if i >= len(b) {
+		return s.fail(reasonEOF, i)
+	}
+	if b[i] == '}' {
+		return i + 1
+	}
+	for {
+		if b[i] != '"' {
+			return s.fail(reasonExpectKey, i)
+		}
+		ks := i
+		if j := strRun(b, i+1); j < len(b) && b[j] == '"' {
+			i, esc = j+1, false
+		} else if i, esc = s.strSlow(j, false); i < 0 {
+			return -1
+		}
+		key := b[ks+1 : i-1]
+		isTok := string(key) == "progressToken" || esc && equalUnescaped(key, "progressToken")
+		i = ws(b, i)
+		if i >= len(b) {
+			return s.fail(reasonEOF, i)
+		}
+		if b[i] != ':' {
+			return s.fail(reasonExpectColon, i)
+		}
+		i = ws(b, i+1)
+		if i >= len(b) {
+			return s.fail(reasonEOF, i)
+		}
+		vs := i
+		if isTok {
+			if seen {
+				s.invalid(reasonDupParam, ks)
+			}
+			seen = true
+			var tok bool
+			if i, tok = s.token(i, 3); i >= 0 && tok {
+				m.ProgressToken = b[vs:i]
+			}
+		} else {
+			i = s.value(i, 3)
+		}
+		if i < 0 {
+			return -1
+		}
+		i = ws(b, i)
+		if i >= len(b) {
+			return s.fail(reasonEOF, i)
+		}
+		if c := b[i]; c == ',' {
+			i = ws(b, i+1)
+			if i >= len(b) {
+				return s.fail(reasonEOF, i)
+			}
+			continue
+		} else if c != '}' {
+			return s.fail(reasonExpectComma, i)
+		}
+		return i + 1
+	}
+}
+
+// errorObject scans the error member's object at b[i] (depth 2) and checks that it has
+// an integer "code" and a string "message", each once.
+func (s *scanner) errorObject(i int) int {
+	b := s.b
+	start := i
+	var haveCode, haveMsg, bad bool
+	var esc bool
+	i = ws(b, i+1)
+	if i >= len(b) {
+		return s.fail(reasonEOF, i)
+	}
+	if b[i] != '}' {
+		for {
+			if b[i] != '"' {
+				return s.fail(reasonExpectKey, i)
+			}
+			ks := i
+			if j := strRun(b, i+1); j < len(b) && b[j] == '"' {
+				i, esc = j+1, false
+			} else if i, esc = s.strSlow(j, false); i < 0 {
+				return -1
+			}
+			key := b[ks+1 : i-1]
+			isCode := string(key) == "code" || esc && equalUnescaped(key, "code")
+			isMsg := !isCode && (string(key) == "message" || esc && equalUnescaped(key, "message"))
+			i = ws(b, i)
+			if i >= len(b) {
+				return s.fail(reasonEOF, i)
+			}
+			if b[i] != ':' {
+				return s.fail(reasonExpectColon, i)
+			}
+			i = ws(b, i+1)
+			if i >= len(b) {
+				return s.fail(reasonEOF, i)
+			}
+			c := b[i]
+			switch {
+			case isCode:
+				bad = bad || haveCode
+				haveCode = true
+				if c == '-' || c-'0' < 10 {
+					var integer bool
+					i, integer = s.num(i)
+					bad = bad || !integer
+				} else {
+					bad = true
+					i = s.value(i, 2)
+				}
+			case isMsg:
+				bad = bad || haveMsg || c != '"'
+				haveMsg = true
+				i = s.value(i, 2)
+			default:
+				i = s.value(i, 2)
+			}
+			if i < 0 {
+				return -1
+			}
+			i = ws(b, i)
+			if i >= len(b) {
+				return s.fail(reasonEOF, i)
+			}
+			if c = b[i]; c == ',' {
+				i = ws(b, i+1)
+				if i >= len(b) {
+					return s.fail(reasonEOF, i)
+				}
+				continue
+			}
+			if c != '}' {
+				return s.fail(reasonExpectComma, i)
+			}
+			break
+		}
+	}
+	if bad || !haveCode || !haveMsg {
+		s.invalid(reasonBadError, start)
+	}
+	return i + 1
+}
