@@ -71,7 +71,7 @@ type Message struct {
 	Error         []byte // raw error object
 	Name          []byte // params.name string contents
 	URI           []byte // params.uri string contents
-	ProgressToken []byte // params._meta.progressToken raw token
+	ProgressToken []byte // params._meta.progressToken (requests) or params.progressToken (notifications/progress), raw token
 	RequestID     []byte // params.requestId raw token (notifications/cancelled)
 	Cursor        []byte // params.cursor string contents
 }

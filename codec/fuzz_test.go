@@ -214,10 +214,16 @@ func countKey(keys []string, k string) int {
 func refParams(r *ref, params []byte) {
 	keys, vals, _ := members(params)
 	seen := map[string]bool{}
+	var paramsToken []byte // params.progressToken counts when _meta has none
+	defer func() {
+		if r.token == nil {
+			r.token = paramsToken
+		}
+	}()
 	for k, key := range keys {
 		v := []byte(vals[k])
 		switch key {
-		case "name", "uri", "cursor", "requestId", "_meta":
+		case "name", "uri", "cursor", "requestId", "_meta", "progressToken":
 			if seen[key] {
 				r.invalid = true
 			}
@@ -242,6 +248,10 @@ func refParams(r *ref, params []byte) {
 		case "requestId":
 			if str || isNumberToken(v) {
 				r.reqID = v
+			}
+		case "progressToken":
+			if str || isNumberToken(v) {
+				paramsToken = v
 			}
 		case "_meta":
 			if v[0] != '{' {

@@ -82,6 +82,7 @@ const (
 	pCursor
 	pRequestID
 	pMeta
+	pProgressToken // params.progressToken, which notifications/progress carries
 )
 
 // paramsMember is envelopeMember for the routing members of params.
@@ -90,7 +91,7 @@ func paramsMember(key []byte, escaped bool) uint8 {
 		for _, k := range [...]struct {
 			name string
 			bit  uint8
-		}{{"name", pName}, {"uri", pURI}, {"cursor", pCursor}, {"requestId", pRequestID}, {"_meta", pMeta}} {
+		}{{"name", pName}, {"uri", pURI}, {"cursor", pCursor}, {"requestId", pRequestID}, {"_meta", pMeta}, {"progressToken", pProgressToken}} {
 			if equalUnescaped(key, k.name) {
 				return k.bit
 			}
@@ -117,6 +118,10 @@ func paramsMember(key []byte, escaped bool) uint8 {
 	case 9:
 		if string(key) == "requestId" {
 			return pRequestID
+		}
+	case 13:
+		if string(key) == "progressToken" {
+			return pProgressToken
 		}
 	}
 	return 0
@@ -500,6 +505,11 @@ func (s *scanner) params(i int, m *Message) int {
 			var tok bool
 			if i, tok = s.token(i, 2); i >= 0 && tok {
 				m.RequestID = b[vs:i]
+			}
+		case pProgressToken:
+			var tok bool
+			if i, tok = s.token(i, 2); i >= 0 && tok && m.ProgressToken == nil {
+				m.ProgressToken = b[vs:i]
 			}
 		case pMeta:
 			if c == '{' {

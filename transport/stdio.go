@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strconv"
 	"sync"
 	"time"
 
@@ -20,6 +21,9 @@ type StdioConfig struct {
 	MaxQueue int
 	// MaxBatch caps the elements of one batch. Default 256.
 	MaxBatch int
+	// Grace bounds how long replies to the messages already read are waited for when
+	// the input ends or the context is done. Default 30s.
+	Grace time.Duration
 }
 
 func (c *StdioConfig) defaults() {
@@ -32,6 +36,9 @@ func (c *StdioConfig) defaults() {
 	if c.MaxBatch <= 0 {
 		c.MaxBatch = 256
 	}
+	if c.Grace <= 0 {
+		c.Grace = stdioGrace
+	}
 }
 
 // ErrStdioOverflow: the client stopped reading stdout and the outbound queue filled.
@@ -39,7 +46,14 @@ var ErrStdioOverflow = errors.New("transport: stdio client is not reading; outpu
 
 // ServeStdio serves one client session on r (its stdin) and w (its stdout): newline-
 // delimited JSON-RPC, as MCP's stdio transport defines it. It returns when r ends (the
-// client closed stdin), ctx is done, or writing fails; the session is closed then.
+// client closed stdin), when ctx is done, when the session is closed (a shutdown request,
+// an overflow) or when writing fails; the session is closed then. When r ends or ctx is
+// done, replies to the messages already read are written first, within cfg.Grace.
+//
+// r is read on a goroutine of its own, so that ctx and the end of the session are noticed
+// while a read blocks (stdin of an idle client). If ServeStdio returns with a read in
+// progress, that goroutine ends when the read does, and dispatches nothing more: close r
+// to end it at once.
 func ServeStdio(ctx context.Context, cfg StdioConfig, reg *Registry, h Handler, r io.Reader, w io.Writer) error {
 	cfg.defaults()
 	out := &stdioOut{w: w, max: cfg.MaxQueue, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
@@ -53,6 +67,34 @@ func ServeStdio(ctx context.Context, cfg StdioConfig, reg *Registry, h Handler, 
 		<-out.done
 	}()
 
+	stop := make(chan struct{}) // closed: the reader dispatches nothing more
+	read := make(chan error, 1)
+	go func() { read <- readStdio(cfg, sess, out, h, r, stop) }()
+	select {
+	case err := <-read:
+		// Nothing accepted is lost: replies to what was read are written before the
+		// session ends, within the grace period.
+		out.pending.wait(cfg.Grace)
+		if err == nil || errors.Is(err, io.EOF) {
+			return out.failure()
+		}
+		return err
+	case <-ctx.Done():
+		close(stop)
+		out.pending.wait(cfg.Grace)
+		return ctx.Err()
+	case <-sess.Done():
+		close(stop)
+		return nil
+	case <-out.done:
+		close(stop)
+		return out.failure()
+	}
+}
+
+// readStdio reads and dispatches messages until r ends (its error, io.EOF at the end),
+// stop is closed or the output fails.
+func readStdio(cfg StdioConfig, sess *Session, out *stdioOut, h Handler, r io.Reader, stop <-chan struct{}) error {
 	dec := codec.NewDecoder(r, cfg.MaxMessage)
 	var u *unit
 	var errBuf, dataBuf []byte
@@ -65,23 +107,18 @@ func ServeStdio(ctx context.Context, cfg StdioConfig, reg *Registry, h Handler, 
 		}
 	}
 	for {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
 		f, err := dec.Next()
 		if err != nil {
 			flush()
-			// Nothing accepted is lost: replies to what was read are written before the
-			// session ends, within a grace period.
-			out.pending.wait(stdioGrace)
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
 			return err
 		}
 		select {
+		case <-stop:
+			flush()
+			return nil
 		case <-out.done:
-			return out.err
+			flush()
+			return nil
 		default:
 		}
 		switch {
@@ -89,11 +126,15 @@ func ServeStdio(ctx context.Context, cfg StdioConfig, reg *Registry, h Handler, 
 			code, msg, data := ErrorParts(f.Err, dataBuf[:0])
 			dataBuf = data
 			errBuf = codec.AppendError(errBuf[:0], nil, code, msg, data)
-			if u != nil && f.InBatch {
-				// An invalid element of a batch: its error joins the batch's replies.
+			if u != nil && (f.InBatch || f.BatchEnd) {
+				// An invalid element of a batch, or the batch broken off: the error joins
+				// the batch's replies, and a broken batch ends here.
 				x := newExchange()
 				u.call.add(x)
 				x.Reply(errBuf)
+				if f.BatchEnd {
+					flush()
+				}
 				continue
 			}
 			sess.Send(errBuf)
@@ -107,7 +148,7 @@ func ServeStdio(ctx context.Context, cfg StdioConfig, reg *Registry, h Handler, 
 				u.call.init(u, true)
 			}
 			if inBatch++; inBatch > cfg.MaxBatch {
-				errBuf = codec.AppendError(errBuf[:0], nil, codec.CodeInvalidRequest, "batch too long", nil)
+				errBuf = codec.AppendError(errBuf[:0], nil, codec.CodeInvalidRequest, "batch too long: more than "+strconv.Itoa(cfg.MaxBatch)+" elements", nil)
 				x := newExchange()
 				u.call.add(x)
 				x.Reply(errBuf)
@@ -142,7 +183,7 @@ func (u *unit) dispatchOne(h Handler, kind Kind, e []byte) {
 	h.HandleMessage(x)
 }
 
-// stdioGrace bounds how long a stdio server waits for replies after stdin closed.
+// stdioGrace is the default of StdioConfig.Grace.
 const stdioGrace = 30 * time.Second
 
 // counter counts work in flight and lets one goroutine wait, with a timeout, for none.
@@ -228,6 +269,13 @@ func (o *stdioOut) send(msg []byte) error {
 }
 
 func (o *stdioOut) close(int) { o.once.Do(func() { close(o.stop) }) }
+
+// failure is the error that ended the output, if any.
+func (o *stdioOut) failure() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.err
+}
 
 func (o *stdioOut) attached() bool { return true }
 

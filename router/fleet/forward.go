@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -55,16 +54,20 @@ func (f *Fleet) Prepare(s *router.Session, x *transport.Exchange) bool {
 		return f.list(x, cat, kResources)
 	case "resources/templates/list":
 		return f.list(x, cat, kTemplates)
-	case "tools/call":
-		r, ok := cat.tools[string(m.Name)]
-		if !ok {
-			return f.replyErr(x, codec.CodeInvalidParams, "Unknown tool: "+string(m.Name))
+	case "tools/call", "prompts/get":
+		table, what := cat.tools, "tool"
+		if string(m.Method) == "prompts/get" {
+			table, what = cat.prompts, "prompt"
 		}
-		b, strip = r.b, r.strip
-	case "prompts/get":
-		r, ok := cat.prompts[string(m.Name)]
+		name := m.Name
+		if m.Flags&codec.NameEscaped != 0 {
+			// Rare: a name written with escapes. Decode it for the lookup; forward
+			// rewrites the whole name then.
+			name, _ = codec.Unquote(nil, m.Name)
+		}
+		r, ok := table[string(name)]
 		if !ok {
-			return f.replyErr(x, codec.CodeInvalidParams, "Unknown prompt: "+string(m.Name))
+			return f.replyErr(x, codec.CodeInvalidParams, "Unknown "+what+": "+string(name))
 		}
 		b, strip = r.b, r.strip
 	case "resources/read", "resources/subscribe", "resources/unsubscribe":
@@ -138,7 +141,15 @@ func (f *Fleet) forward(e *entry) {
 	n := 0
 	sp[n] = codec.Splice{Old: x.Msg.ID, New: id}
 	n++
-	if e.strip > 0 && len(x.Msg.Name) >= e.strip {
+	if e.strip > 0 && x.Msg.Flags&codec.NameEscaped != 0 {
+		// The raw prefix length differs from the decoded one: write the whole name anew.
+		name, _ := codec.Unquote(nil, x.Msg.Name)
+		if len(name) >= e.strip {
+			enc := codec.AppendQuote(nil, name[e.strip:])
+			sp[n] = codec.Splice{Old: x.Msg.Name, New: enc[1 : len(enc)-1]}
+			n++
+		}
+	} else if e.strip > 0 && len(x.Msg.Name) >= e.strip {
 		sp[n] = codec.Splice{Old: x.Msg.Name[:e.strip]}
 		n++
 	}
@@ -407,26 +418,9 @@ func (f *Fleet) relatedID(c *upConn, reqID []byte) uint64 {
 	return f.table.onConn(c)
 }
 
-// progressToken finds the token of a notifications/progress (params.progressToken); the
-// codec peeks params._meta.progressToken, which requests carry.
-func progressToken(m *codec.Message) []byte {
-	if m.ProgressToken != nil {
-		return m.ProgressToken
-	}
-	n, err := sonic.Get(m.Params, "progressToken")
-	if err != nil {
-		return nil
-	}
-	raw, err := n.Raw()
-	if err != nil {
-		return nil
-	}
-	// Locate the token's bytes inside params so it can be spliced in place.
-	if i := strings.Index(string(m.Params), raw); i >= 0 {
-		return m.Params[i : i+len(raw)]
-	}
-	return nil
-}
+// progressToken finds the token of a notifications/progress: the codec peeks
+// params.progressToken for it.
+func progressToken(m *codec.Message) []byte { return m.ProgressToken }
 
 // clientNotification handles a notification from a client that concerns backends.
 func (f *Fleet) clientNotification(s *router.Session, x *transport.Exchange) bool {
