@@ -1,0 +1,40 @@
+// Package server is mcpbackend's MCP server: a fast reference backend for demos, tests and
+// benchmarks, built on the project's own codec and transports rather than on an SDK, so
+// that what it measures is the wire and not a reflection-based framework.
+//
+// It offers a fixed catalog chosen to exercise everything a router must carry:
+//
+//   - tools: echo, sleep, payload, fail (isError result), fail_rpc (JSON-RPC error),
+//     progress (notifications/progress), sample (a sampling/createMessage round trip to
+//     the client), touch (changes a resource), log (notifications/message), and
+//     Config.ExtraTools generated echo-like tools tool_0001... for catalog tests;
+//   - resources: counter://tick (changes every Config.Tick), memo://board and
+//     Config.ExtraResources item://NNNN (change when the touch tool names them), with
+//     resources/subscribe and notifications/resources/updated;
+//   - resource templates echo://{text} and bytes://{n};
+//   - prompts greet and summarize, with arguments and completions;
+//   - logging/setLevel, ping, notifications/cancelled (sleep, progress and sample stop and
+//     send no response).
+//
+// Every list is paginated with Config.PageSize and an opaque cursor.
+//
+// # Transports
+//
+// Server implements transport.Handler, and Listen (or ServeListener) and ServeStdio put it
+// behind the project's Streamable HTTP (/mcp), legacy HTTP+SSE (/sse, /message) and stdio
+// servers. The MCP logic itself does not
+// depend on them: it is reached through Serve, which takes a scanned message, a Session
+// and a Responder (the three operations any transport offers: reply, finish without
+// reply, send a related message first), and through Initialize (with a Binder that
+// records the new Session), NewSession / CloseSession and AppendInitializeResult for the
+// lifecycle. That is the seam a NATS service (a later `--nats URL`) plugs into: it keeps
+// one Session per client session it learns of, answers initialize through Initialize,
+// and hands every other message to Serve with a Responder that publishes on the
+// request's reply subject.
+//
+// # Hot path
+//
+// tools/call of echo never builds a JSON tree: the codec's scan gives params and the tool
+// name, a small peek over the (already validated) arguments object finds the text token,
+// which is copied verbatim into a response appended in a pooled buffer.
+package server
