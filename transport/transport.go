@@ -88,7 +88,8 @@ func (x *Exchange) Done() { x.call.reply(x.index, nil); x.release() }
 // Send delivers a message that belongs to this request and precedes its response
 // (progress, logging, a server-to-client request). On Streamable HTTP it turns the reply
 // into an SSE stream when the client accepts one, and otherwise uses the session's GET
-// stream. msg is copied. Send after Reply is a no-op.
+// stream. msg is copied. Send must not be called after Reply or Done: the exchange is
+// recycled then (callers that may race with the reply guard it, as the fleet does).
 func (x *Exchange) Send(msg []byte) error { return x.call.send(msg) }
 
 // Bind creates the session for this exchange (an initialize request that succeeded) with

@@ -23,6 +23,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/mcprouter/mcprouter/cmd/mcpbackend/server"
 	"github.com/mcprouter/mcprouter/transport"
 )
@@ -47,6 +49,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	sampleTimeout := fs.Duration("sample-timeout", time.Minute, "how long the sample tool waits for the client's answer")
 	maxInFlight := fs.Int("max-inflight", 10000, "bound on concurrent sleep/progress/sample calls")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	natsURL := fs.String("nats", "", "also join this NATS server (nats://host:port) as the service --service")
+	service := fs.String("service", "mcpbackend", "NATS service name (with --nats): routers reach it with backends[].nats")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -113,6 +117,23 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	log.Info("mcpbackend listening", "addr", srv.Addr(), "mcp", server.PathMCP, "sse", server.PathSSE, "name", *name)
+	if *natsURL != "" {
+		// A fleet of backend processes scales by starting more of them: each joins the
+		// service's queue group, and new upstream sessions spread over them.
+		nc, err := nats.Connect(*natsURL, nats.Name("mcpbackend "+*name), nats.MaxReconnects(-1))
+		if err != nil {
+			log.Error("cannot connect to NATS", "url", *natsURL, "err", err)
+			return 1
+		}
+		defer nc.Close()
+		ns, err := transport.ServeNATS(nc, transport.NATSServeConfig{Service: *service, Description: "mcpbackend reference MCP server"}, srv.Registry(), srv)
+		if err != nil {
+			log.Error("cannot serve on NATS", "err", err)
+			return 1
+		}
+		defer ns.Stop()
+		log.Info("mcpbackend joined NATS", "service", *service, "subject", "mcp."+*service, "direct", ns.Direct())
+	}
 	<-ctx.Done()
 	log.Info("shutting down")
 	cctx, cancel := closeCtx()

@@ -37,6 +37,7 @@ type NATSConn struct {
 	lifecycle
 	nc      *nats.Conn
 	name    string
+	service string
 	queue   string
 	sid     string
 	inbox   string
@@ -61,7 +62,7 @@ func DialNATS(ctx context.Context, nc *nats.Conn, service string, opts NATSOptio
 	var b [12]byte
 	rand.Read(b[:])
 	c := &NATSConn{
-		nc: nc, name: opts.Name, queue: "mcp." + service, sid: hex.EncodeToString(b[:]),
+		nc: nc, name: opts.Name, service: service, queue: "mcp." + service, sid: hex.EncodeToString(b[:]),
 		inbox: nc.NewRespInbox(), sink: sink, log: opts.Logger.With("backend", opts.Name),
 		answers: map[string]string{},
 	}
@@ -131,7 +132,7 @@ func (c *NATSConn) Send(ctx context.Context, msg []byte) error {
 				c.expire()
 				return fmt.Errorf("%w: %s: the service process holding the session is gone", ErrSessionExpired, c.name)
 			}
-			return fmt.Errorf("%w: no process of service %s is running", ErrBackendDown, c.name)
+			return fmt.Errorf("%w: no process of NATS service %s is running", ErrBackendDown, c.service)
 		}
 		return err
 	}
