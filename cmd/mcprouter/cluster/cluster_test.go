@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -556,5 +557,71 @@ func TestNATSServiceBackend(t *testing.T) {
 			t.Fatalf("touch: %v %+v", err, res)
 		}
 		ca.waitUpdate(t, uri, 10*time.Second)
+	}
+}
+
+// TestListChangedReachesEveryInstance: a backend's tool list changes; every router
+// instance refreshes its catalog and each client hears of it exactly once.
+func TestListChangedReachesEveryInstance(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a NATS cluster")
+	}
+	nodes := startNATS(t, 3)
+	srv := mcp.NewServer(&mcp.Implementation{Name: "changing", Version: "1"}, nil)
+	echo := func(_ context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+	}
+	schema := map[string]any{"type": "object"}
+	srv.AddTool(&mcp.Tool{Name: "first", InputSchema: schema}, echo)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)}
+	go hs.Serve(ln)
+	t.Cleanup(func() { hs.Close() })
+	backendURL := "http://" + ln.Addr().String()
+
+	routers := []*app.App{
+		startRouter(t, "a", nodes[0].url(), backendURL),
+		startRouter(t, "b", nodes[1].url(), backendURL),
+	}
+	var counts [2]atomic.Int64
+	sessions := make([]*mcp.ClientSession, 2)
+	for i, r := range routers {
+		cl := mcp.NewClient(&mcp.Implementation{Name: "watcher", Version: "1"}, &mcp.ClientOptions{
+			ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { counts[i].Add(1) },
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		cs, err := cl.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: r.URL()}, nil)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		sessions[i] = cs
+	}
+	srv.AddTool(&mcp.Tool{Name: "second", InputSchema: schema}, echo)
+	for i := range counts {
+		waitFor(t, fmt.Sprintf("client %d to hear of the change", i), 15*time.Second, func() bool { return counts[i].Load() >= 1 })
+	}
+	time.Sleep(500 * time.Millisecond) // a duplicate would arrive within this
+	for i, cs := range sessions {
+		if n := counts[i].Load(); n != 1 {
+			t.Errorf("client %d heard of the change %d times, want once", i, n)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		res, err := cs.ListTools(ctx, nil)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, tl := range res.Tools {
+			names = append(names, tl.Name)
+		}
+		if !slices.Contains(names, "second") {
+			t.Errorf("router %d catalog not refreshed: %v", i, names)
+		}
 	}
 }
