@@ -2,10 +2,12 @@ package router
 
 import (
 	"encoding/json"
+	"errors"
 
 	"github.com/bytedance/sonic"
 
 	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/transport"
 )
 
 // Error codes the router answers with, beyond JSON-RPC's own.
@@ -50,6 +52,11 @@ func (r *Router) handle(j *job) bool {
 	case "ping":
 		j.reply(emptyObject)
 		return true
+	case "server/discover":
+		// 2026-07-28's stateless discovery, sent before any session exists. Not spoken
+		// yet: -32601 makes clients fall back to initialize.
+		j.replyError(codec.CodeMethodNotFound, "Method not found: server/discover (this router speaks initialize-based revisions)", nil)
+		return true
 	}
 	if j.s == nil {
 		j.replyError(CodeNotInitialized, "session not initialized: send initialize first", nil)
@@ -66,9 +73,6 @@ func (r *Router) handle(j *job) bool {
 		return true
 	case "logging/setLevel":
 		r.setLevel(j)
-		return true
-	case "server/discover":
-		j.replyError(codec.CodeMethodNotFound, "Method not found: server/discover (this router speaks initialize-based revisions)", nil)
 		return true
 	}
 	if r.fleet != nil {
@@ -142,7 +146,11 @@ func (r *Router) initialize(j *job) {
 	s.logLevel.Store(1) // info
 	ts, err := x.Bind(version, s)
 	if err != nil {
-		j.replyError(codec.CodeInvalidRequest, "cannot open session: "+err.Error(), nil)
+		msg := "cannot open session: " + err.Error()
+		if errors.Is(err, transport.ErrTooManySessions) {
+			msg = "cannot open session: too many sessions (the router is at its session limit); retry later"
+		}
+		j.replyError(codec.CodeInvalidRequest, msg, nil)
 		return
 	}
 	s.t.Store(ts)

@@ -210,15 +210,20 @@ func (r *Router) Observer() Observer {
 // tap is the router's Observer: it logs finished requests at debug level with their
 // traceparent, then hands the measurement to the configured Observer.
 type tap struct {
-	log  *slog.Logger
-	next Observer
+	log      *slog.Logger
+	next     Observer
+	backends []string // names for log lines, when the fleet tells them
 }
 
-func newTap(log *slog.Logger, next Observer) *tap {
+func newTap(log *slog.Logger, next Observer, f Fleet) *tap {
 	if next == nil && !log.Enabled(context.Background(), slog.LevelDebug) {
 		return nil
 	}
-	return &tap{log: log, next: next}
+	t := &tap{log: log, next: next}
+	if n, ok := f.(interface{ BackendNames() []string }); ok {
+		t.backends = n.BackendNames()
+	}
+	return t
 }
 
 // RequestDone implements Observer.
@@ -231,9 +236,13 @@ func (t *tap) RequestDone(x *transport.Exchange, backend int, o Outcome, start, 
 		if start == 0 {
 			total = 0
 		}
+		name := "router"
+		if backend >= 0 && backend < len(t.backends) {
+			name = t.backends[backend]
+		}
 		t.log.Debug("request done", requestAttrs(x,
 			slog.String("outcome", o.String()),
-			slog.Int("backend", backend),
+			slog.String("backend", name),
 			slog.Duration("duration", total),
 			slog.Duration("backend_time", time.Duration(backendNs)),
 		)...)
@@ -245,7 +254,11 @@ func (r *Router) logReceived(x *transport.Exchange) {
 	if !r.log.Enabled(context.Background(), slog.LevelDebug) {
 		return
 	}
-	r.log.Debug("request received", requestAttrs(x, slog.String("transport", x.Transport.String()))...)
+	what := "request received"
+	if x.Msg.Kind != codec.KindRequest {
+		what = "message received"
+	}
+	r.log.Debug(what, requestAttrs(x, slog.String("transport", x.Transport.String()))...)
 }
 
 // requestAttrs are the attributes every log line about one request carries: method,

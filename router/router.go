@@ -78,7 +78,7 @@ func New(cfg Config) (*Router, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	r := &Router{cfg: cfg, log: cfg.Logger, fleet: cfg.Fleet, tap: newTap(cfg.Logger, cfg.Observer)}
+	r := &Router{cfg: cfg, log: cfg.Logger, fleet: cfg.Fleet, tap: newTap(cfg.Logger, cfg.Observer, cfg.Fleet)}
 	wc := cfg.Workers
 	userHook := wc.PanicHook
 	wc.PanicHook = func(p *workers.PanicError) {
@@ -152,9 +152,11 @@ func sessionOf(ts *transport.Session) *Session {
 	return s
 }
 
-// AcceptSessionless lets initialize through without Mcp-Session-Id.
+// AcceptSessionless lets initialize through without Mcp-Session-Id, and server/discover,
+// the stateless revision's first request, which the router answers with -32601 so that
+// clients fall back to initialize.
 func (r *Router) AcceptSessionless(m *codec.Message, _ string) bool {
-	return m.Kind == codec.KindRequest && string(m.Method) == "initialize"
+	return m.Kind == codec.KindRequest && (string(m.Method) == "initialize" || string(m.Method) == "server/discover")
 }
 
 // HandleMessage hands x to the dispatcher, keyed by session so that one session's

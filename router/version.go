@@ -14,8 +14,11 @@ const (
 // router speaks it; until then initialize offers the newest session revision.
 var Versions = []string{V20241105, V20250326, V20250618, V20251125}
 
-// HeaderVersions lists the values accepted in the MCP-Protocol-Version header.
-var HeaderVersions = []string{V20241105, V20250326, V20250618, V20251125}
+// HeaderVersions lists the values accepted in the MCP-Protocol-Version header. It
+// includes 2026-07-28 so that a stateless client's server/discover reaches the router
+// and gets -32601 (its signal to fall back to initialize) rather than a bare 400; its
+// other sessionless requests still get 400 for the missing Mcp-Session-Id.
+var HeaderVersions = []string{V20241105, V20250326, V20250618, V20251125, V20260728}
 
 // Latest is the newest revision initialize offers.
 const Latest = V20251125

@@ -596,6 +596,10 @@ func (s *HTTPServer) get(ctx *fasthttp.RequestCtx) {
 }
 
 func (s *HTTPServer) delete(ctx *fasthttp.RequestCtx) {
+	if _, ok := s.cfg.Rules.versionFor(ctx.Request.Header.Peek(HeaderProtocolVersion)); !ok {
+		s.httpError(ctx, fasthttp.StatusBadRequest, "unsupported MCP-Protocol-Version")
+		return
+	}
 	sess, ok := s.sessionFor(ctx)
 	if !ok {
 		return

@@ -169,6 +169,9 @@ func (in *instance) maintain(ctx context.Context) {
 			return
 		}
 		in.check(ctx)
+		if !in.usable() {
+			f.failover(in)
+		}
 	}
 }
 

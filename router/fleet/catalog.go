@@ -67,6 +67,9 @@ type catalog struct {
 	prompts   map[string]route
 	resources map[string]*backend
 	templates []templateRoute // longest prefix first
+	// templateOwners maps each listed URI template to its backend: a template served by
+	// several backends is listed and routed once, like any other name.
+	templateOwners map[string]*backend
 }
 
 // fetchLists reads every page of every list the backend offers, through c.
@@ -166,6 +169,7 @@ func hasMember(obj []byte, key string) bool {
 func (f *Fleet) build(gen uint64) *catalog {
 	cat := &catalog{
 		gen: gen, tools: map[string]route{}, prompts: map[string]route{}, resources: map[string]*backend{},
+		templateOwners: map[string]*backend{},
 	}
 	for k := range cat.lists {
 		cat.lists[k] = make([][]item, len(f.backends))
@@ -216,6 +220,11 @@ func (f *Fleet) claim(cat *catalog, k kind, key string, b *backend, strip int) b
 			cat.resources[key] = b
 		}
 	case kTemplates:
+		if o, dup := cat.templateOwners[key]; dup {
+			owner = o
+			break
+		}
+		cat.templateOwners[key] = b
 		prefix := key
 		if i := strings.IndexByte(key, '{'); i >= 0 {
 			prefix = key[:i]

@@ -305,7 +305,7 @@ func (s *clusterSubs) restore(b *backend, c *upConn) {
 	s.mu.Lock()
 	var keys []subKey
 	for key, cs := range s.keys {
-		if key.b == b && cs.owner {
+		if key.b == b && cs.owner && s.f.held.needs(key, c) {
 			keys = append(keys, key)
 		}
 	}

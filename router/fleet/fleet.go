@@ -33,6 +33,7 @@ type Fleet struct {
 	table    *table
 	srv      serverRequests
 	subs     subscriber
+	held     holders // where each upstream subscription lives (subs.go)
 
 	cat    atomic.Pointer[catalog]
 	gen    atomic.Uint64

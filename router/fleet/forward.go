@@ -167,11 +167,16 @@ func (f *Fleet) forward(e *entry) {
 	cancel()
 	putBuf(bp)
 	if err != nil {
-		f.Stats.Failed.Add(1)
 		if errors.Is(err, context.DeadlineExceeded) {
-			f.completeErr(e, CodeBackendTimeout, "backend "+b.cfg.Name+" did not answer within "+b.cfg.Timeout.String())
+			// The backend held the exchange past the deadline (HTTP answers within Send):
+			// a timeout, counted like the sweeper's, once, by whoever takes the entry.
+			if f.table.take(e.id) != nil {
+				f.Stats.TimedOut.Add(1)
+				f.completeErrTaken(e, CodeBackendTimeout, "backend "+b.cfg.Name+" did not answer within "+b.cfg.Timeout.String())
+			}
 			return
 		}
+		f.Stats.Failed.Add(1)
 		if errors.Is(err, upstream.ErrBackendDown) || errors.Is(err, upstream.ErrClosed) {
 			c.inst.healthy.Store(false)
 		}

@@ -65,8 +65,6 @@ func newLocalSubs(f *Fleet) *localSubs {
 
 func (s *localSubs) close() {}
 
-func (s *localSubs) run(*transport.Exchange, *subTask) {}
-
 func (s *localSubs) upstreamCount() int { return s.count() }
 
 // subscription handles resources/subscribe and unsubscribe for shared upstream sessions.
@@ -89,7 +87,7 @@ func (s *localSubs) handle(sess *router.Session, x *transport.Exchange, b *backe
 		s.mu.Unlock()
 		sess.Persist()
 		if first {
-			f.track(sess, x, b, 0)
+			x.Tag = &subTask{sess: sess, b: b, key: key, sub: true}
 			return true
 		}
 		return f.reply(x, []byte("{}"))
@@ -104,10 +102,42 @@ func (s *localSubs) handle(sess *router.Session, x *transport.Exchange, b *backe
 	s.mu.Unlock()
 	sess.Persist()
 	if last {
-		f.track(sess, x, b, 0)
+		x.Tag = &subTask{sess: sess, b: b, key: key}
 		return true
 	}
 	return f.reply(x, []byte("{}"))
+}
+
+// run makes or drops the upstream subscription for the first subscriber or the last one
+// to leave, through upstreamSubscribe (which records where it lives), then answers. A
+// refused subscription is not kept for the session, and the backend's error is relayed.
+func (s *localSubs) run(x *transport.Exchange, t *subTask) {
+	f := s.f
+	method := "resources/unsubscribe"
+	if t.sub {
+		method = "resources/subscribe"
+	}
+	err := f.upstreamSubscribe(t.key, method, nil)
+	x.Tag = nil
+	if err == nil || !t.sub {
+		f.reply(x, []byte("{}"))
+		return
+	}
+	s.mu.Lock()
+	if set := s.byKey[t.key]; set != nil {
+		delete(set, t.sess)
+		if len(set) == 0 {
+			delete(s.byKey, t.key)
+		}
+	}
+	delete(s.bySess[t.sess], t.key)
+	s.mu.Unlock()
+	var re *router.Error
+	if errors.As(err, &re) {
+		f.replyErr(x, re.Code, re.Message)
+		return
+	}
+	f.replyErr(x, CodeBackendUnavailable, "backend "+t.b.cfg.Name+": cannot subscribe: "+err.Error())
 }
 
 // deliver sends a backend's resources/updated to every session subscribed to it.
@@ -148,13 +178,13 @@ func (s *localSubs) dropSession(sess *router.Session) {
 	}
 }
 
-// restore re-subscribes a backend's URIs on a new upstream session.
+// restore re-subscribes, on c, the backend's URIs that c should hold (holders.needs).
 func (s *localSubs) restore(b *backend, c *upConn) {
 	f := s.f
 	s.mu.Lock()
 	var keys []subKey
 	for key := range s.byKey {
-		if key.b == b {
+		if key.b == b && f.held.needs(key, c) {
 			keys = append(keys, key)
 		}
 	}
@@ -171,9 +201,86 @@ func (s *localSubs) count() int {
 	return len(s.byKey)
 }
 
+// holders records, for each (backend, URI) this process subscribed upstream, the
+// upstream session that holds the subscription. A backend with several instances
+// (replicas, child processes) keeps the subscription on one of them; knowing which lets
+// an unsubscribe reach that one, lets a session that comes back re-subscribe only what it
+// held, and lets the subscriptions of an instance that went down move to another one
+// (failover), instead of being lost until it returns.
+type holders struct {
+	mu sync.Mutex
+	m  map[subKey]*upConn
+}
+
+func (h *holders) set(key subKey, c *upConn) {
+	h.mu.Lock()
+	if h.m == nil {
+		h.m = map[subKey]*upConn{}
+	}
+	h.m[key] = c
+	h.mu.Unlock()
+}
+
+func (h *holders) take(key subKey) *upConn {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	c := h.m[key]
+	delete(h.m, key)
+	return c
+}
+
+// needs reports whether key must be subscribed on c: nobody holds it, or c's own
+// instance does (its backend lost the session, or this is its new one), or the holder
+// stopped taking requests.
+func (h *holders) needs(key subKey, c *upConn) bool {
+	h.mu.Lock()
+	cur := h.m[key]
+	h.mu.Unlock()
+	return cur == nil || cur.inst == c.inst || cur.dead() || !cur.inst.usable()
+}
+
+// holdsOn reports whether a subscription is held on one of in's sessions.
+func (h *holders) holdsOn(in *instance) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, c := range h.m {
+		if c.inst == in {
+			return true
+		}
+	}
+	return false
+}
+
+// failover moves the subscriptions held on in, which stopped taking requests, to
+// another instance of its backend: restore re-subscribes there every key whose holder
+// is unusable. With no usable instance left it waits for the next round.
+func (f *Fleet) failover(in *instance) {
+	if in.b.cfg.PerClient || !f.held.holdsOn(in) {
+		return
+	}
+	other := in.b.pick()
+	if other == nil || other == in {
+		return
+	}
+	c := other.conn.Load()
+	if c == nil || c.dead() {
+		return
+	}
+	f.log.Info("moving resource subscriptions to another instance", "backend", in.b.cfg.Name, "from", in.dialer.Addr, "to", other.dialer.Addr)
+	f.subs.restore(in.b, c)
+}
+
 // upstreamSubscribe sends resources/subscribe or unsubscribe for key to its backend, on c
-// or a picked instance's shared session.
+// or, by default, a picked instance's shared session for a subscribe and the session
+// holding the subscription for an unsubscribe (none: nothing to undo, a session that is
+// gone took its subscriptions along).
 func (f *Fleet) upstreamSubscribe(key subKey, method string, c *upConn) error {
+	sub := method == "resources/subscribe"
+	if c == nil && !sub {
+		if c = f.held.take(key); c == nil || c.dead() {
+			return nil
+		}
+	}
 	if c == nil {
 		in := key.b.pick()
 		if in == nil {
@@ -190,6 +297,8 @@ func (f *Fleet) upstreamSubscribe(key subKey, method string, c *upConn) error {
 	_, err := f.call(ctx, c, method, params)
 	if err != nil {
 		f.log.Warn("upstream "+method+" failed", "backend", key.b.cfg.Name, "uri", key.uri, "err", err)
+	} else if sub {
+		f.held.set(key, c)
 	}
 	return err
 }

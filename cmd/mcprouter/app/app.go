@@ -12,6 +12,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/router"
 	"github.com/mcprouter/mcprouter/router/fleet"
 	"github.com/mcprouter/mcprouter/transport"
@@ -25,13 +26,14 @@ var Version = "dev"
 
 // App is a running router: the transports, the router and what they need.
 type App struct {
-	cfg    Config
-	log    *slog.Logger
-	Router *router.Router
-	Reg    *transport.Registry
-	HTTP   *transport.HTTPServer
-	Fleet  *fleet.Fleet // nil without backends
-	Bus    *natsbus.Bus
+	cfg           Config
+	log           *slog.Logger
+	Router        *router.Router
+	Reg           *transport.Registry
+	HTTP          *transport.HTTPServer
+	Fleet         *fleet.Fleet // nil without backends
+	Bus           *natsbus.Bus
+	observability // metrics and the admin listener (admin.go)
 
 	ln     net.Listener
 	srv    *fasthttp.Server
@@ -82,6 +84,7 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 			events = el
 		}
 	}
+	a.initMetrics(&rc)
 	r, err := router.New(rc)
 	if err != nil {
 		bus.Close()
@@ -99,13 +102,17 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 	a.HTTP = transport.NewHTTPServer(transport.HTTPConfig{
 		Rules:          rules,
 		MaxBatch:       cfg.Limits.MaxBatch,
-		Stream:         sse.StreamConfig{RingBytes: cfg.Streams.RingBytes, QueueBytes: cfg.Streams.QueueBytes},
+		Stream:         sse.StreamConfig{RingBytes: cfg.Streams.RingBytes, QueueBytes: cfg.Streams.QueueBytes, Stats: a.StreamStats},
 		KeepAlive:      cfg.Streams.KeepAlive,
 		RetryMs:        cfg.Streams.RetryMs,
 		LegacyEndpoint: cfg.Paths.Message,
 		Events:         events,
 		Resolver:       resolver(r, rc.Store != nil),
 	}, a.Reg, r)
+	if err := a.watchMetrics(); err != nil {
+		bus.Close()
+		return nil, err
+	}
 	return a, nil
 }
 
@@ -139,9 +146,19 @@ func (a *App) Listen() error {
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", a.cfg.Listen, err)
 	}
+	a.Serve(ln)
+	a.log.Info("mcprouter listening", "addr", ln.Addr().String(), "mcp", a.cfg.Paths.MCP, "sse", a.cfg.Paths.SSE)
+	return a.listenAdmin()
+}
+
+// Serve serves the MCP endpoints on ln in the background, with the limits of the
+// configuration; Shutdown stops it. Listen uses it; tests and benchmarks give it an
+// in-memory listener. Call it at most once.
+func (a *App) Serve(ln net.Listener) {
 	a.ln = ln
 	a.srv = &fasthttp.Server{
 		Handler:                       a.Handler(),
+		ErrorHandler:                  a.rejectRequest,
 		Name:                          "mcprouter",
 		MaxRequestBodySize:            a.cfg.Limits.MaxBodyBytes,
 		ReadBufferSize:                a.cfg.Limits.MaxHeaderBytes,
@@ -154,8 +171,29 @@ func (a *App) Listen() error {
 	}
 	a.served = make(chan error, 1)
 	go func() { a.served <- a.srv.Serve(ln) }()
-	a.log.Info("mcprouter listening", "addr", ln.Addr().String(), "mcp", a.cfg.Paths.MCP, "sse", a.cfg.Paths.SSE)
-	return nil
+}
+
+// rejectRequest answers a request fasthttp refused before any handler saw it: a body
+// past limits.max_body_bytes (413), headers past limits.max_header_bytes (431), a read
+// timeout (408), or broken HTTP (400). The body is a JSON-RPC error that names the
+// limit, so that MCP clients can show what went wrong.
+func (a *App) rejectRequest(ctx *fasthttp.RequestCtx, err error) {
+	status, msg := fasthttp.StatusBadRequest, "malformed HTTP request"
+	var small *fasthttp.ErrSmallBuffer
+	var netErr net.Error
+	switch {
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+		status = fasthttp.StatusRequestEntityTooLarge
+		msg = fmt.Sprintf("request body too large: the limit is %d bytes (limits.max_body_bytes)", a.cfg.Limits.MaxBodyBytes)
+	case errors.As(err, &small):
+		status = fasthttp.StatusRequestHeaderFieldsTooLarge
+		msg = fmt.Sprintf("request headers too large: the limit is %d bytes (limits.max_header_bytes)", a.cfg.Limits.MaxHeaderBytes)
+	case errors.As(err, &netErr) && netErr.Timeout():
+		status, msg = fasthttp.StatusRequestTimeout, "request not received in time"
+	}
+	ctx.SetStatusCode(status)
+	ctx.SetContentType("application/json")
+	ctx.SetBody(codec.AppendError(nil, nil, codec.CodeInvalidRequest, msg, nil))
 }
 
 // Addr is the listener's address (useful with port 0).
@@ -171,7 +209,7 @@ func (a *App) URL() string { return "http://" + a.Addr() + a.cfg.Paths.MCP }
 
 // ServeStdio serves one client on r/w until r ends.
 func (a *App) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) error {
-	return transport.ServeStdio(ctx, transport.StdioConfig{MaxMessage: a.cfg.Limits.MaxBodyBytes, MaxBatch: a.cfg.Limits.MaxBatch}, a.Reg, a.Router, r, w)
+	return transport.ServeStdio(ctx, transport.StdioConfig{MaxMessage: a.cfg.Limits.MaxBodyBytes, MaxBatch: a.cfg.Limits.MaxBatch, Grace: a.cfg.ShutdownGrace}, a.Reg, a.Router, r, w)
 }
 
 // Shutdown stops accepting connections, lets in-flight requests finish within the grace
@@ -179,8 +217,17 @@ func (a *App) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) error {
 func (a *App) Shutdown(ctx context.Context) error {
 	var err error
 	a.once.Do(func() {
+		a.stopping.Store(true) // /readyz turns away new traffic while the rest drains
 		grace, cancel := context.WithTimeout(ctx, a.cfg.ShutdownGrace)
 		defer cancel()
+		// Stop accepting connections at once (the listener closes; idle keep-alive
+		// connections close; busy ones close after their response). The server's
+		// shutdown then waits, within the grace period, for the connections still open.
+		var stopped chan error
+		if a.srv != nil {
+			stopped = make(chan error, 1)
+			go func() { stopped <- a.srv.ShutdownWithContext(grace) }()
+		}
 		// Stop intake of new messages and finish those in flight first, so their replies
 		// still reach the clients, then close streams and connections.
 		if rerr := a.Router.Close(grace); rerr != nil && !errors.Is(rerr, context.Canceled) {
@@ -197,11 +244,14 @@ func (a *App) Shutdown(ctx context.Context) error {
 			a.Fleet.Close()
 		}
 		a.Bus.Close()
-		if a.srv != nil {
-			if serr := a.srv.ShutdownWithContext(grace); serr != nil && err == nil {
+		if stopped != nil {
+			if serr := <-stopped; serr != nil && err == nil {
 				err = serr
 			}
 			<-a.served
+		}
+		if aerr := a.shutdownAdmin(); aerr != nil && err == nil {
+			err = aerr
 		}
 	})
 	return err

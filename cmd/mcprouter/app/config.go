@@ -43,6 +43,8 @@ type Config struct {
 	// NATS is the distributed engine: embedded by default (nothing to install, no port),
 	// or an existing cluster with nats.url.
 	NATS natsbus.Config `yaml:"nats"`
+	// Admin is the operator's listener: metrics, health, status page (admin.go).
+	Admin AdminConfig `yaml:"admin"`
 }
 
 // PathsConfig names the HTTP endpoints.
@@ -148,6 +150,7 @@ func (c *Config) Defaults() {
 	if c.ShutdownGrace == 0 {
 		c.ShutdownGrace = 10 * time.Second
 	}
+	c.Admin.defaults(c.Listen)
 	for i := range c.Backends {
 		b := &c.Backends[i]
 		defInt(&b.Instances, 1)
@@ -194,6 +197,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("streams.ring_bytes (%d) must be at least streams.queue_bytes (%d): events cut from a slow consumer must stay for resumption", c.Streams.RingBytes, c.Streams.QueueBytes)
 	}
 	if err := c.NATS.Validate(); err != nil {
+		return err
+	}
+	if err := c.Admin.validate(c.Listen); err != nil {
 		return err
 	}
 	seen := map[string]bool{}

@@ -1,0 +1,218 @@
+package dashboards
+
+import (
+	"encoding/json"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+)
+
+// dashboard is the part of a Grafana dashboard these tests read.
+type dashboard struct {
+	UID        string  `json:"uid"`
+	Title      string  `json:"title"`
+	Panels     []panel `json:"panels"`
+	Templating struct {
+		List []struct {
+			Name       string          `json:"name"`
+			Type       string          `json:"type"`
+			Query      json.RawMessage `json:"query"`
+			Definition string          `json:"definition"`
+		} `json:"list"`
+	} `json:"templating"`
+}
+
+type panel struct {
+	Type       string          `json:"type"`
+	Title      string          `json:"title"`
+	Datasource json.RawMessage `json:"datasource"`
+	Targets    []struct {
+		Expr string `json:"expr"`
+	} `json:"targets"`
+	Panels []panel `json:"panels"` // collapsed rows
+}
+
+func loadDashboards(t *testing.T) map[string]dashboard {
+	t.Helper()
+	files, err := filepath.Glob("*.json")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no dashboards: %v", err)
+	}
+	out := map[string]dashboard{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d dashboard
+		if err := json.Unmarshal(b, &d); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		out[f] = d
+	}
+	return out
+}
+
+// query is one PromQL expression of a dashboard, with where it comes from.
+type query struct{ where, expr string }
+
+func (d dashboard) queries(file string) []query {
+	var out []query
+	var walk func(ps []panel)
+	walk = func(ps []panel) {
+		for _, p := range ps {
+			for _, tg := range p.Targets {
+				out = append(out, query{file + ": " + p.Title, tg.Expr})
+			}
+			walk(p.Panels)
+		}
+	}
+	walk(d.Panels)
+	for _, v := range d.Templating.List {
+		if v.Type == "query" {
+			out = append(out, query{file + ": variable " + v.Name, v.Definition})
+		}
+	}
+	return out
+}
+
+var (
+	stringLit  = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
+	metricName = regexp.MustCompile(`\b(?:mcprouter|go|process)_[a-zA-Z0-9_]+\b`)
+)
+
+// metricsOf returns the metric names an expression reads (label values, inside quotes,
+// do not count).
+func metricsOf(expr string) []string {
+	return metricName.FindAllString(stringLit.ReplaceAllString(expr, `""`), -1)
+}
+
+// TestDashboardsWellFormed checks what Grafana needs to import the dashboards anywhere:
+// unique uids, the templated datasource and instance variables, every panel on the
+// templated datasource, every query scoped to the selected instances.
+func TestDashboardsWellFormed(t *testing.T) {
+	uids := map[string]string{}
+	for file, d := range loadDashboards(t) {
+		if d.UID == "" || d.Title == "" {
+			t.Errorf("%s: uid %q title %q", file, d.UID, d.Title)
+		}
+		if other, dup := uids[d.UID]; dup {
+			t.Errorf("%s: uid %q also used by %s", file, d.UID, other)
+		}
+		uids[d.UID] = file
+		vars := map[string]string{}
+		for _, v := range d.Templating.List {
+			vars[v.Name] = v.Type
+		}
+		if vars["datasource"] != "datasource" || vars["instance"] != "query" {
+			t.Errorf("%s: templating %v, want a datasource variable and an instance query variable", file, vars)
+		}
+		var walk func(ps []panel)
+		walk = func(ps []panel) {
+			for _, p := range ps {
+				if p.Type != "row" && !strings.Contains(string(p.Datasource), "${datasource}") {
+					t.Errorf("%s: panel %q datasource %s, want ${datasource}", file, p.Title, p.Datasource)
+				}
+				if p.Type != "row" && len(p.Targets) == 0 {
+					t.Errorf("%s: panel %q has no query", file, p.Title)
+				}
+				walk(p.Panels)
+			}
+		}
+		walk(d.Panels)
+		for _, q := range d.queries(file) {
+			if len(metricsOf(q.expr)) == 0 {
+				t.Errorf("%s: query reads no metric: %s", q.where, q.expr)
+			}
+			if !strings.Contains(q.where, "variable instance") && !strings.Contains(q.expr, `instance=~"$instance"`) {
+				t.Errorf("%s: query not scoped to $instance: %s", q.where, q.expr)
+			}
+		}
+	}
+}
+
+// TestDashboardMetricsExist starts a real router with a real backend, drives traffic
+// through it, and checks that every metric any dashboard query reads is in the
+// router's /metrics output. A renamed metric fails here, not on an operator's screen.
+func TestDashboardMetricsExist(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a router and a backend")
+	}
+	s := startStack(t, slog.LevelInfo)
+	s.traffic(t.Context())
+	status, exposition := s.get("/metrics")
+	if status != 200 {
+		t.Fatalf("/metrics: %d", status)
+	}
+	exported := map[string]bool{}
+	for _, line := range strings.Split(exposition, "\n") {
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		name := line
+		if i := strings.IndexAny(line, "{ "); i >= 0 {
+			name = line[:i]
+		}
+		exported[name] = true
+	}
+
+	referenced := map[string][]string{}
+	for file, d := range loadDashboards(t) {
+		for _, q := range d.queries(file) {
+			for _, m := range metricsOf(q.expr) {
+				referenced[m] = append(referenced[m], q.where)
+			}
+		}
+	}
+	if len(referenced) < 30 {
+		t.Fatalf("only %d metrics referenced: is the extraction broken?", len(referenced))
+	}
+	names := make([]string, 0, len(referenced))
+	for m := range referenced {
+		names = append(names, m)
+	}
+	sort.Strings(names)
+	for _, m := range names {
+		if !exported[m] {
+			t.Errorf("%s is not in /metrics; used by %v", m, referenced[m])
+		}
+	}
+	t.Logf("%d metrics referenced by the dashboards, all exported", len(names))
+
+	// With a fleet and NATS too: descriptions consistent (pedantic registry) and names
+	// by the Prometheus conventions (promlint).
+	preg := prometheus.NewPedanticRegistry()
+	preg.MustRegister(s.app.Metrics)
+	mfs, err := preg.Gather()
+	if err != nil {
+		t.Fatalf("pedantic gather: %v", err)
+	}
+	problems, err := promlint.NewWithMetricFamilies(mfs).Lint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
+}
+
+func TestMetricsOf(t *testing.T) {
+	cases := map[string][]string{
+		`sum(rate(mcprouter_requests_total{instance=~"$instance",outcome!="ok"}[5m]))`:                    {"mcprouter_requests_total"},
+		`histogram_quantile(0.99, sum by (le) (rate(mcprouter_x_bucket{method="mcprouter_not_me"}[1m])))`: {"mcprouter_x_bucket"},
+		`label_values(mcprouter_build_info, instance)`:                                                    {"mcprouter_build_info"},
+		`go_goroutines / process_open_fds`:                                                                {"go_goroutines", "process_open_fds"},
+	}
+	for expr, want := range cases {
+		if got := metricsOf(expr); strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Errorf("metricsOf(%s) = %v, want %v", expr, got, want)
+		}
+	}
+}

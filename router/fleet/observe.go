@@ -1,0 +1,112 @@
+package fleet
+
+import (
+	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/router"
+	"github.com/mcprouter/mcprouter/transport"
+)
+
+// This file is the fleet's side of observability: reporting finished requests to the
+// router's Observer, and read-only views of the backends for metrics collectors, which
+// read them at scrape time so the forwarding path pays nothing for them.
+
+// SetObserver sets what finished client requests are reported to: normally
+// Router.Observer(). Call it before Start; nil (the default) takes no timestamps.
+func (f *Fleet) SetObserver(o router.Observer) { f.obs = o }
+
+// observe reports a forwarded request as finished, while its exchange is still valid.
+// Backend time runs from the send to the backend's answer, or to now when none came
+// (timeouts, lost connections, cancellations).
+func (f *Fleet) observe(e *entry, o router.Outcome) {
+	if f.obs == nil || e.x == nil || e.x.Msg.Kind != codec.KindRequest {
+		return
+	}
+	var backendNs int64
+	if sent := e.sent.Load(); sent != 0 {
+		end := e.recv
+		if end == 0 {
+			end = router.Now()
+		}
+		backendNs = max(end-sent, 0)
+	}
+	f.obs.RequestDone(e.x, e.backend.index, o, e.start, backendNs)
+}
+
+// observeLocal reports a request the fleet answered during Prepare, without a backend
+// (merged lists, unknown names).
+func (f *Fleet) observeLocal(x *transport.Exchange, o router.Outcome) {
+	if f.obs != nil && x.Msg.Kind == codec.KindRequest {
+		f.obs.RequestDone(x, router.NoBackend, o, router.Started(x), 0)
+	}
+}
+
+// outcomeOfCode classifies the errors the fleet makes about backends.
+func outcomeOfCode(code int) router.Outcome {
+	switch code {
+	case CodeBackendTimeout:
+		return router.OutcomeTimeout
+	case CodeBackendBusy:
+		return router.OutcomeOverloaded
+	case CodeBackendUnavailable:
+		return router.OutcomeUnavailable
+	}
+	return router.OutcomeError
+}
+
+// BackendNames returns the configured backends' names in configuration order: the
+// index an Observer receives names an element of it.
+func (f *Fleet) BackendNames() []string {
+	names := make([]string, len(f.backends))
+	for i, b := range f.backends {
+		names[i] = b.cfg.Name
+	}
+	return names
+}
+
+// InstanceStats describes one backend instance for metrics.
+type InstanceStats struct {
+	Backend string // the backend's name
+	Index   int    // the backend's index in the configuration
+	Addr    string // the instance: a URL, or the command and its instance number
+	Healthy bool   // taking requests (connected and passing health checks)
+	// Outstanding is the number of client requests sent to it and not yet answered.
+	Outstanding int64
+	// Ejections counts times it was taken out of load balancing by failed health checks.
+	Ejections uint64
+	// Connects counts upstream sessions established to it (the first one included).
+	Connects uint64
+	// Renewals counts upstream sessions re-established transparently after the
+	// backend lost them (a restart).
+	Renewals uint64
+	// Restarts counts restarts of its child process (stdio backends; 0 otherwise).
+	Restarts uint64
+}
+
+// EachInstance calls fn for every backend instance, in configuration order. It takes
+// no lock that the forwarding path takes.
+func (f *Fleet) EachInstance(fn func(InstanceStats)) {
+	for _, b := range f.backends {
+		for _, in := range b.instances {
+			st := InstanceStats{
+				Backend:     b.cfg.Name,
+				Index:       b.index,
+				Addr:        in.dialer.Addr,
+				Healthy:     in.usable(),
+				Outstanding: in.outstanding.Load(),
+				Ejections:   in.Ejections.Load(),
+				Connects:    in.Reconnect.Load(),
+				Renewals:    in.Renewed.Load(),
+			}
+			if c := in.conn.Load(); c != nil && c.conn != nil {
+				if r, ok := c.conn.(interface{ Restarts() int64 }); ok {
+					st.Restarts = uint64(max(r.Restarts(), 0))
+				}
+			}
+			fn(st)
+		}
+	}
+}
+
+// Subscriptions is the number of (backend, URI) pairs subscribed upstream on behalf of
+// client sessions: one upstream subscription serves every subscriber.
+func (f *Fleet) Subscriptions() int { return f.subs.upstreamCount() }
