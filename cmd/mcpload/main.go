@@ -1,0 +1,376 @@
+// Command mcpload measures any MCP server or gateway under load: many concurrent
+// sessions, a weighted mix of calls, closed-loop concurrency or an open-loop arrival
+// rate with coordinated-omission-corrected latencies, per-method and per-tool
+// histograms, errors by class, a per-second series, and a self-check that flags runs
+// whose own timing cannot be trusted.
+//
+//	mcpload --url http://127.0.0.1:8080/mcp --sessions 64 --duration 30s --tool echo --args '{"text":"hi"}'
+//	mcpload --url ... --rate 5000 --warmup 5s --json run.json --html run.html --assert 'p99<5ms' --assert 'errors<0.1%'
+//	mcpload --scenario mix.yaml
+//	mcpload --transport stdio -- ./my-server --stdio
+//	mcpload compare before.json after.json
+//	mcpload stub --listen 127.0.0.1:9000      # a trivial endpoint to measure mcpload itself
+//
+// Exit status: 0 success, 1 an --assert failed, 2 usage or run error, 3 the run was
+// flagged as not trustworthy and --strict was given.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/pprof"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/mcprouter/mcprouter/loadgen"
+	"github.com/mcprouter/mcprouter/loadgen/assert"
+	"github.com/mcprouter/mcprouter/loadgen/client"
+	"github.com/mcprouter/mcprouter/loadgen/loadtest"
+	"github.com/mcprouter/mcprouter/loadgen/report"
+)
+
+// Exit statuses.
+const (
+	exitOK        = 0
+	exitAssert    = 1
+	exitError     = 2
+	exitUntrusted = 3
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run is main without the process: it parses args, does the work and returns the exit
+// status. Tests call it directly.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "compare":
+			return compareCmd(args[1:], stdout, stderr)
+		case "stub":
+			return stubCmd(ctx, args[1:], stdout, stderr)
+		case "version":
+			fmt.Fprintln(stdout, "mcpload", version)
+			return exitOK
+		}
+	}
+	return loadCmd(ctx, args, stdout, stderr)
+}
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+// listFlag collects a repeatable flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ", ") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+type loadFlags struct {
+	scenario                      string
+	url, transport, protocol, cmd string
+	headers                       listFlag
+	sessions                      int
+	ramp, warmup, duration        time.Duration
+	timeout, late                 time.Duration
+	rate                          float64
+	mode                          string
+	tool, args, method, uri       string
+	prompt, params                string
+	pages                         int
+	stream                        bool
+	churnCalls                    int
+	fanURI, fanTool, fanArgs      string
+	fanRate                       float64
+	seed                          uint64
+	jsonOut, htmlOut              string
+	asserts                       listFlag
+	quiet, strict                 bool
+	cpuProfile                    string
+}
+
+func newLoadFlagSet(f *loadFlags, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("mcpload", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&f.scenario, "scenario", "", "YAML scenario file (flags given explicitly override it)")
+	fs.StringVar(&f.url, "url", "", "MCP endpoint (http) or SSE stream URL (sse)")
+	fs.StringVar(&f.transport, "transport", "http", "http (Streamable HTTP), sse (legacy HTTP+SSE) or stdio")
+	fs.StringVar(&f.protocol, "protocol", "", "protocol revision to request (default 2025-11-25; 2024-11-05 for sse; 2026-07-28 is stateless)")
+	fs.StringVar(&f.cmd, "command", "", "stdio server command line (or give it after --)")
+	fs.Var(&f.headers, "header", "extra HTTP header 'Name: value' (repeatable)")
+	fs.IntVar(&f.sessions, "sessions", 16, "concurrent sessions")
+	fs.DurationVar(&f.ramp, "ramp", 0, "spread session openings over this long (never measured)")
+	fs.DurationVar(&f.warmup, "warmup", time.Second, "full load before measuring, excluded from the figures")
+	fs.DurationVar(&f.duration, "duration", 10*time.Second, "measured duration")
+	fs.Float64Var(&f.rate, "rate", 0, "open loop: operations per second (latency from intended send times); 0 = closed loop")
+	fs.DurationVar(&f.timeout, "timeout", 10*time.Second, "per-call timeout")
+	fs.DurationVar(&f.late, "late-threshold", time.Millisecond, "an open-loop send starting later than this is late")
+	fs.StringVar(&f.mode, "mode", "steady", "steady, churn (connect, call, close) or fanout (subscribe, trigger, measure delivery)")
+	fs.StringVar(&f.tool, "tool", "", "tool to call (tools/call)")
+	fs.StringVar(&f.args, "args", "", "tool or prompt arguments, JSON template ({{seq}}, {{session}}, {{rand A B}}, {{randstr N}}, {{uuid}}, {{now}})")
+	fs.StringVar(&f.method, "method", "", "method to call when not a tool: ping, tools/list, resources/list, ...")
+	fs.StringVar(&f.uri, "uri", "", "resource to read (resources/read), a template")
+	fs.StringVar(&f.prompt, "prompt", "", "prompt to get (prompts/get)")
+	fs.StringVar(&f.params, "params", "", "raw params for --method, JSON template")
+	fs.IntVar(&f.pages, "pages", 1, "pages per */list operation (-1: follow nextCursor to the end)")
+	fs.BoolVar(&f.stream, "get-stream", false, "hold each session's GET stream open")
+	fs.IntVar(&f.churnCalls, "churn-calls", 1, "calls per session in churn mode")
+	fs.StringVar(&f.fanURI, "fanout-uri", "", "fanout: resource every session subscribes to")
+	fs.StringVar(&f.fanTool, "fanout-tool", "", "fanout: tool that updates the resource")
+	fs.StringVar(&f.fanArgs, "fanout-args", "", "fanout: arguments of the trigger tool")
+	fs.Float64Var(&f.fanRate, "fanout-rate", 10, "fanout: triggers per second")
+	fs.Uint64Var(&f.seed, "seed", 1, "random seed (mix choices, template values)")
+	fs.StringVar(&f.jsonOut, "json", "", "write the report as JSON to this file")
+	fs.StringVar(&f.htmlOut, "html", "", "write a self-contained HTML report to this file")
+	fs.Var(&f.asserts, "assert", "pass/fail expression, e.g. 'p99<5ms', 'errors<0.1%', 'rps>=1000' (repeatable)")
+	fs.BoolVar(&f.quiet, "quiet", false, "no live progress")
+	fs.BoolVar(&f.strict, "strict", false, "exit 3 when the generator flags its own figures as not trustworthy")
+	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write mcpload's own CPU profile to this file (to study the generator's cost)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: mcpload [flags] [-- stdio server command]\n       mcpload compare A.json B.json\n       mcpload stub [flags]\n\nflags:\n")
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+func loadCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var f loadFlags
+	fs := newLoadFlagSet(&f, stderr)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitError
+	}
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	cfg, asserts, err := buildConfig(&f, set, fs.Args())
+	if err != nil {
+		fmt.Fprintln(stderr, "mcpload:", err)
+		return exitError
+	}
+	exprs, err := assert.ParseAll(asserts)
+	if err != nil {
+		fmt.Fprintln(stderr, "mcpload:", err)
+		return exitError
+	}
+	if err := cfg.Validate(); err != nil {
+		fmt.Fprintln(stderr, "mcpload:", err)
+		return exitError
+	}
+
+	if f.cpuProfile != "" {
+		pf, err := os.Create(f.cpuProfile)
+		if err != nil {
+			fmt.Fprintln(stderr, "mcpload:", err)
+			return exitError
+		}
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			fmt.Fprintln(stderr, "mcpload:", err)
+			return exitError
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			pf.Close()
+		}()
+	}
+	var progress func(loadgen.Progress)
+	var pp *progressPrinter
+	if !f.quiet {
+		pp = newProgressPrinter(stderr)
+		progress = pp.update
+	}
+	rep, err := loadgen.Run(ctx, cfg, progress)
+	if pp != nil {
+		pp.finish()
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "mcpload:", err)
+		return exitError
+	}
+	passed := assert.CheckAll(exprs, rep)
+	if err := rep.WriteTable(stdout); err != nil {
+		fmt.Fprintln(stderr, "mcpload:", err)
+		return exitError
+	}
+	if f.jsonOut != "" {
+		if err := rep.WriteJSONFile(f.jsonOut); err != nil {
+			fmt.Fprintln(stderr, "mcpload:", err)
+			return exitError
+		}
+	}
+	if f.htmlOut != "" {
+		if err := rep.WriteHTMLFile(f.htmlOut); err != nil {
+			fmt.Fprintln(stderr, "mcpload:", err)
+			return exitError
+		}
+	}
+	switch {
+	case !passed:
+		return exitAssert
+	case f.strict && !rep.Generator.Trustworthy:
+		return exitUntrusted
+	}
+	return exitOK
+}
+
+// buildConfig merges the scenario file (if any) with the flags that were given.
+func buildConfig(f *loadFlags, set map[string]bool, rest []string) (loadgen.Config, []string, error) {
+	var cfg loadgen.Config
+	var asserts []string
+	if f.scenario != "" {
+		sc, err := loadgen.LoadScenario(f.scenario)
+		if err != nil {
+			return cfg, nil, err
+		}
+		cfg = sc.Config(f.scenario)
+		asserts = sc.Assert
+	}
+	fromFlags := f.scenario == ""
+	use := func(name string) bool { return fromFlags || set[name] }
+	t := &cfg.Target
+	if use("url") {
+		t.URL = f.url
+	}
+	if use("transport") {
+		t.Transport = f.transport
+	}
+	if use("protocol") {
+		t.Protocol = f.protocol
+	}
+	if use("get-stream") {
+		t.Stream = f.stream
+	}
+	if len(rest) > 0 {
+		t.Command = rest
+		if !set["transport"] && f.scenario == "" {
+			t.Transport = client.Stdio
+		}
+	} else if use("command") && f.cmd != "" {
+		t.Command = strings.Fields(f.cmd)
+	}
+	for _, h := range f.headers {
+		k, v, ok := strings.Cut(h, ":")
+		if !ok {
+			return cfg, nil, fmt.Errorf("--header %q: want 'Name: value'", h)
+		}
+		if t.Headers == nil {
+			t.Headers = map[string]string{}
+		}
+		t.Headers[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
+	if use("sessions") {
+		cfg.Sessions = f.sessions
+	}
+	if use("ramp") {
+		cfg.Ramp = f.ramp
+	}
+	if use("warmup") {
+		cfg.Warmup = f.warmup
+	}
+	if use("duration") {
+		cfg.Duration = f.duration
+	}
+	if use("rate") {
+		cfg.Rate = f.rate
+	}
+	if use("timeout") {
+		cfg.Timeout = f.timeout
+	}
+	if use("late-threshold") {
+		cfg.LateThreshold = f.late
+	}
+	if use("mode") {
+		cfg.Mode = loadgen.Mode(f.mode)
+	}
+	if use("churn-calls") {
+		cfg.ChurnCalls = f.churnCalls
+	}
+	if use("seed") {
+		cfg.Seed = f.seed
+	}
+	// A call given on the command line replaces the scenario's mix.
+	if f.tool != "" || f.method != "" || f.uri != "" || f.prompt != "" {
+		cfg.Mix = []loadgen.OpSpec{{Tool: f.tool, Method: f.method, URI: f.uri, Prompt: f.prompt,
+			Args: f.args, Params: f.params, Pages: f.pages}}
+	} else if f.args != "" || f.params != "" {
+		return cfg, nil, errors.New("--args and --params need --tool, --prompt or --method")
+	}
+	if use("fanout-uri") && f.fanURI != "" {
+		cfg.Fanout.URI = f.fanURI
+	}
+	if f.fanTool != "" {
+		cfg.Fanout.Trigger = loadgen.OpSpec{Tool: f.fanTool, Args: f.fanArgs}
+	}
+	if use("fanout-rate") {
+		cfg.Fanout.Rate = f.fanRate
+	}
+	if t.Transport != client.Stdio && t.URL == "" {
+		return cfg, nil, errors.New("--url is required (or --scenario, or --transport stdio with a command)")
+	}
+	return cfg, append(asserts, f.asserts...), nil
+}
+
+func compareCmd(args []string, stdout, stderr io.Writer) int {
+	if len(args) != 2 {
+		fmt.Fprintln(stderr, "usage: mcpload compare A.json B.json")
+		return exitError
+	}
+	a, err := report.ReadJSONFile(args[0])
+	if err != nil {
+		fmt.Fprintln(stderr, "mcpload:", err)
+		return exitError
+	}
+	b, err := report.ReadJSONFile(args[1])
+	if err != nil {
+		fmt.Fprintln(stderr, "mcpload:", err)
+		return exitError
+	}
+	if err := report.Compare(stdout, a, b, args[0], args[1]); err != nil {
+		fmt.Fprintln(stderr, "mcpload:", err)
+		return exitError
+	}
+	return exitOK
+}
+
+// stubCmd serves the trivial calibration endpoint until interrupted.
+func stubCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("mcpload stub", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	listen := fs.String("listen", "127.0.0.1:9000", "address to listen on")
+	var o loadtest.Options
+	fs.DurationVar(&o.ServiceTime, "service-time", 0, "delay of every tools/call")
+	fs.IntVar(&o.StallEvery, "stall-every", 0, "every n-th tools/call stalls")
+	fs.DurationVar(&o.StallFor, "stall-for", 50*time.Millisecond, "how long a stall lasts")
+	fs.BoolVar(&o.SSE, "sse", false, "answer requests as text/event-stream")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: mcpload stub [flags]\n\nServes a trivial MCP endpoint (one fixed tools/call result) to measure mcpload's own ceiling.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitError
+	}
+	srv, err := loadtest.Start(*listen, o)
+	if err != nil {
+		fmt.Fprintln(stderr, "mcpload:", err)
+		return exitError
+	}
+	fmt.Fprintln(stdout, "serving", srv.URL())
+	<-ctx.Done()
+	srv.Close()
+	fmt.Fprintf(stdout, "served %d requests (%d tools/call)\n", srv.Requests(), srv.Calls())
+	return exitOK
+}

@@ -1,0 +1,391 @@
+package client
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/loadgen/internal/wire"
+	"github.com/mcprouter/mcprouter/loadgen/sse"
+)
+
+// Header names of Streamable HTTP.
+const (
+	hdrSessionID   = "Mcp-Session-Id"
+	hdrProtocol    = "MCP-Protocol-Version"
+	hdrMethod      = "Mcp-Method"
+	hdrName        = "Mcp-Name"
+	hdrLastEventID = "Last-Event-ID"
+	acceptPOST     = "application/json, text/event-stream"
+	contentJSON    = "application/json"
+)
+
+var eventStream = []byte("text/event-stream")
+
+// httpSession is a Streamable HTTP session. In the stateless revision it has no
+// session id and every request carries its own protocol metadata.
+type httpSession struct {
+	d     *Dialer
+	index int
+	url   string
+	hc    *fasthttp.HostClient
+	ids   atomic.Uint64
+
+	// Set once by the handshake, read-only afterwards.
+	sessionID []byte
+	version   string // value of MCP-Protocol-Version on requests ("" before init)
+	info      Info
+
+	stream *getStream
+	closed atomic.Bool
+	// per-call reading state, pooled per session
+	scratches sync.Pool
+}
+
+// scratch is the per-call state of reading a reply, pooled so that reading one
+// allocates nothing once the pool is warm.
+type scratch struct {
+	body []byte      // a JSON body
+	rd   *sse.Reader // an SSE body
+	m    codec.Message
+}
+
+func (s *httpSession) scratch() *scratch {
+	if sc, ok := s.scratches.Get().(*scratch); ok {
+		return sc
+	}
+	return &scratch{body: make([]byte, 0, 4096)}
+}
+
+func (d *Dialer) dialHTTP(index int, deadline time.Time) (Session, error) {
+	u, _ := url.Parse(d.o.URL) // validated by withDefaults
+	s := &httpSession{d: d, index: index, url: d.o.URL, hc: d.hostClient(u)}
+	if d.o.Protocol == Version20260728 {
+		s.version = Version20260728
+		s.info.Protocol = Version20260728
+		var rep Reply
+		if err := s.Call(&Request{Method: "server/discover"}, deadline, &rep); err != nil {
+			return nil, err
+		}
+		s.info.Server = wire.StringField(wire.Field(wire.Field(rep.Result, "_meta"), "io.modelcontextprotocol/serverInfo"), "name")
+		return s, nil
+	}
+	if err := handshake(s, &d.o, deadline, &s.info); err != nil {
+		s.Close(deadline)
+		return nil, err
+	}
+	// The header exists from 2025-06-18 on; older servers may not expect it.
+	if s.info.Protocol >= Version20250618 {
+		s.version = s.info.Protocol
+	}
+	s.info.SessionID = string(s.sessionID)
+	if d.o.Stream {
+		st, err := openStream(s, deadline)
+		switch {
+		case err == nil:
+			s.stream = st
+			s.info.StreamOpen = true
+		case errors.Is(err, ErrStreamUnsupported):
+			// The server offers no standalone stream (405), which the specification
+			// allows: the session works without one, and Info says so.
+		default:
+			s.Close(deadline)
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+func (s *httpSession) Info() Info { return s.info }
+
+// setHeaders sets the headers every POST, GET and DELETE of the session carries.
+func (s *httpSession) setHeaders(h *fasthttp.RequestHeader) {
+	for k, v := range s.d.o.Headers {
+		h.Set(k, v)
+	}
+	if len(s.sessionID) > 0 {
+		h.SetBytesV(hdrSessionID, s.sessionID)
+	}
+	if s.version != "" {
+		h.Set(hdrProtocol, s.version)
+	}
+}
+
+// Call implements Session.
+func (s *httpSession) Call(r *Request, deadline time.Time, rep *Reply) error {
+	if s.closed.Load() {
+		return transportErr("call on closed session", ErrClosed)
+	}
+	id := s.ids.Add(1)
+	req := fasthttp.AcquireRequest()
+	resp := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	body := getBody()
+	defer putBody(body)
+
+	params := r.Params
+	if s.d.meta != nil {
+		*body = appendWithMeta(*body, params, s.d.meta)
+		params = *body
+	}
+	start := len(*body)
+	*body = wire.AppendRequest(*body, id, r.Method, params)
+	s.prepare(req, (*body)[start:])
+	if s.d.meta != nil {
+		req.Header.Set(hdrMethod, r.Method)
+		if len(r.Name) > 0 {
+			req.Header.SetBytesV(hdrName, r.Name)
+		}
+	}
+	// The body is streamed, not buffered: an SSE reply may carry a server-to-client
+	// request (ping, sampling, elicitation) that must be answered before the server
+	// can send the reply, so waiting for the end of the body would deadlock.
+	resp.StreamBody = true
+	if err := s.hc.DoDeadline(req, resp, deadline); err != nil {
+		return doErr(err)
+	}
+	defer resp.CloseBodyStream() //nolint:errcheck // drains or drops the connection
+	status := resp.StatusCode()
+	if r.Method == "initialize" {
+		if sid := resp.Header.Peek(hdrSessionID); len(sid) > 0 {
+			s.sessionID = append([]byte(nil), sid...)
+		}
+	}
+	if status < 200 || status >= 300 {
+		return s.statusErr(status, s.readBody(resp))
+	}
+	if status == fasthttp.StatusAccepted {
+		return protocolErr("202 Accepted in answer to a request")
+	}
+	if resp.BodyStream() == nil {
+		return protocolErr("reply without a body")
+	}
+	if bytes.HasPrefix(resp.Header.ContentType(), eventStream) {
+		return s.readSSEReply(resp.BodyStream(), id, status, rep)
+	}
+	sc := s.scratch()
+	defer s.scratches.Put(sc)
+	b, err := readAll(resp.BodyStream(), sc.body[:0], s.d.o.MaxMessage)
+	sc.body = b
+	if err != nil {
+		return bodyErr(err)
+	}
+	return s.readJSONReply(b, id, status, rep)
+}
+
+// readBody reads the start of an error body, for the JSON-RPC error it may hold.
+func (s *httpSession) readBody(resp *fasthttp.Response) []byte {
+	r := resp.BodyStream()
+	if r == nil {
+		return nil
+	}
+	buf := make([]byte, 4096)
+	n, _ := io.ReadFull(r, buf)
+	return buf[:n]
+}
+
+// readAll appends everything r yields to dst, up to max bytes.
+func readAll(r io.Reader, dst []byte, max int) ([]byte, error) {
+	for {
+		if len(dst) == cap(dst) {
+			dst = append(dst, 0)[:len(dst)]
+		}
+		n, err := r.Read(dst[len(dst):cap(dst)])
+		dst = dst[:len(dst)+n]
+		if len(dst) > max {
+			return dst, errTooLarge
+		}
+		if err == io.EOF {
+			return dst, nil
+		}
+		if err != nil {
+			return dst, err
+		}
+	}
+}
+
+var errTooLarge = errors.New("reply larger than the message limit")
+
+// bodyErr classifies a failure while reading a reply body.
+func bodyErr(err error) error {
+	if errors.Is(err, errTooLarge) {
+		return &Error{Class: ClassProtocol, Msg: "reading the reply", Err: err}
+	}
+	return doErr(err)
+}
+
+func (s *httpSession) prepare(req *fasthttp.Request, body []byte) {
+	req.Header.SetMethod(fasthttp.MethodPost)
+	req.SetRequestURI(s.url)
+	req.Header.SetContentType(contentJSON)
+	req.Header.Set(fasthttp.HeaderAccept, acceptPOST)
+	s.setHeaders(&req.Header)
+	req.SetBodyRaw(body)
+}
+
+// statusErr classifies a non-2xx answer with body.
+func (s *httpSession) statusErr(status int, body []byte) error {
+	e := httpStatusErr(status, body)
+	if status == fasthttp.StatusNotFound && len(s.sessionID) > 0 {
+		e.Err = ErrSessionExpired
+	}
+	return e
+}
+
+// httpStatusErr classifies a non-2xx answer by the JSON-RPC error in its body, if it
+// holds one, and by the status otherwise.
+func httpStatusErr(status int, body []byte) *Error {
+	var m codec.Message
+	if len(body) > 0 && len(body) < 64<<10 && wire.Scan(body, &m) == nil && m.Kind == codec.KindError {
+		if code, msg, ok := wire.ErrorCode(m.Error); ok {
+			return &Error{Class: ClassJSONRPC, Code: code, Msg: msg, Status: status}
+		}
+	}
+	return &Error{Class: ClassHTTP, Code: status, Status: status}
+}
+
+func doErr(err error) error {
+	if isDeadline(err) {
+		return &Error{Class: ClassTimeout, Err: ErrTimeout, Msg: err.Error()}
+	}
+	return transportErr("", err)
+}
+
+// readJSONReply takes an application/json body holding the reply.
+func (s *httpSession) readJSONReply(body []byte, id uint64, status int, rep *Reply) error {
+	var m codec.Message
+	if err := wire.Scan(body, &m); err != nil {
+		return &Error{Class: ClassProtocol, Msg: "reply is not a JSON-RPC message", Err: err}
+	}
+	return s.takeReply(&m, id, status, rep)
+}
+
+// takeReply checks that m is the reply to id and stores it.
+func (s *httpSession) takeReply(m *codec.Message, id uint64, status int, rep *Reply) error {
+	switch m.Kind {
+	case codec.KindResult:
+		if got, ok := parseUintID(m.ID); !ok || got != id {
+			return protocolErr("reply id " + string(m.ID) + " does not match the request")
+		}
+		rep.set(status, m.Result)
+		return nil
+	case codec.KindError:
+		return rpcError(m.Error)
+	}
+	return protocolErr("reply is not a response")
+}
+
+// readSSEReply reads an SSE-framed POST response until the reply to id. Messages
+// before it (progress, logging, server requests) are handled as they would be on a
+// stream, as they arrive.
+func (s *httpSession) readSSEReply(body io.Reader, id uint64, status int, rep *Reply) error {
+	sc := s.scratch()
+	defer s.scratches.Put(sc)
+	if sc.rd == nil {
+		sc.rd = sse.NewReader(body, 4096, s.d.o.MaxMessage)
+	} else {
+		sc.rd.Reset(body)
+	}
+	m := &sc.m
+	for {
+		ev, err := sc.rd.Next()
+		if err != nil {
+			sc.rd.Reset(nil) // do not keep the connection's reader
+			switch {
+			case errors.Is(err, io.EOF):
+				return protocolErr("SSE response ended without the reply")
+			case errors.Is(err, sse.ErrTooLarge):
+				return &Error{Class: ClassProtocol, Msg: "bad SSE framing", Err: err}
+			}
+			return doErr(err)
+		}
+		if len(ev.Data) == 0 {
+			continue // priming event
+		}
+		at := time.Now()
+		if err := wire.Scan(ev.Data, m); err != nil {
+			return &Error{Class: ClassProtocol, Msg: "SSE event is not a JSON-RPC message", Err: err}
+		}
+		switch m.Kind {
+		case codec.KindResult, codec.KindError:
+			if got, ok := parseUintID(m.ID); ok && got == id {
+				err := s.takeReply(m, id, status, rep)
+				sc.rd.Reset(nil)
+				return err
+			}
+		case codec.KindNotification:
+			if s.d.o.OnNotification != nil {
+				s.d.o.OnNotification(s.index, m, at)
+			}
+		case codec.KindRequest:
+			// Answered synchronously: the server waits for it before it goes on.
+			s.post(answerServerRequest(nil, m), time.Now().Add(10*time.Second))
+		}
+	}
+}
+
+// Notify implements Session.
+func (s *httpSession) Notify(method string, params []byte, deadline time.Time) error {
+	body := getBody()
+	defer putBody(body)
+	*body = wire.AppendNotification(*body, method, params)
+	return s.post(*body, deadline)
+}
+
+// post sends a notification or response and expects 202 (200 and 204 are tolerated:
+// older servers answer so).
+func (s *httpSession) post(msg []byte, deadline time.Time) error {
+	if s.closed.Load() {
+		return transportErr("post on closed session", ErrClosed)
+	}
+	req := fasthttp.AcquireRequest()
+	resp := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	s.prepare(req, msg)
+	if err := s.hc.DoDeadline(req, resp, deadline); err != nil {
+		return doErr(err)
+	}
+	if st := resp.StatusCode(); st < 200 || st >= 300 {
+		return s.statusErr(st, resp.Body())
+	}
+	return nil
+}
+
+// Close implements Session: it stops the GET stream and sends DELETE. A 405 answer
+// (the server does not let clients end sessions) is not an error.
+func (s *httpSession) Close(deadline time.Time) error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	if s.stream != nil {
+		s.stream.close()
+	}
+	if len(s.sessionID) == 0 {
+		return nil
+	}
+	req := fasthttp.AcquireRequest()
+	resp := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.Header.SetMethod(fasthttp.MethodDelete)
+	req.SetRequestURI(s.url)
+	s.setHeaders(&req.Header)
+	if err := s.hc.DoDeadline(req, resp, deadline); err != nil {
+		return doErr(err)
+	}
+	switch st := resp.StatusCode(); {
+	case st == fasthttp.StatusMethodNotAllowed, st == fasthttp.StatusNotFound, st >= 200 && st < 300:
+		return nil
+	default:
+		return &Error{Class: ClassHTTP, Code: st, Msg: "DELETE"}
+	}
+}

@@ -1,0 +1,178 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/mcprouter/mcprouter/loadgen/sse"
+)
+
+// getStream is a Streamable HTTP session's standalone GET stream. It reconnects with
+// Last-Event-ID when the server ends it (servers of 2025-11-25 may close streams and
+// ask clients to poll with retry:), and routes what arrives through a mux.
+type getStream struct {
+	s      *httpSession
+	mux    *mux
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+	lastID []byte
+	retry  time.Duration
+}
+
+// maxStreamFailures bounds consecutive failed reconnects before a stream gives up.
+const maxStreamFailures = 10
+
+// openStream opens the GET stream and returns once the server has accepted it (so that
+// a subscription made afterwards cannot miss its first notification).
+func openStream(s *httpSession, deadline time.Time) (*getStream, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	g := &getStream{s: s, ctx: ctx, cancel: cancel, done: make(chan struct{}), retry: time.Second}
+	g.mux = newMux(s.index, s.d.o.OnNotification)
+	g.mux.send = newAnswerer(func(msg []byte) { s.post(msg, time.Now().Add(10*time.Second)) })
+	c, err := g.connect(deadline)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	go g.run(c)
+	return g, nil
+}
+
+// conn is one connection of the stream: its body and the cancel of its context.
+type conn struct {
+	body   io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (c conn) close() {
+	c.body.Close()
+	c.cancel()
+}
+
+func (g *getStream) connect(deadline time.Time) (conn, error) {
+	// The deadline bounds the wait for the response headers only; the body is read for
+	// as long as the session lives, so the request context cannot carry the deadline.
+	ctx, cancel := context.WithCancel(g.ctx)
+	timer := time.AfterFunc(time.Until(deadline), cancel)
+	fail := func(err error) (conn, error) {
+		timer.Stop()
+		cancel()
+		return conn{}, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, g.s.url, nil)
+	if err != nil {
+		return fail(transportErr("GET stream", err))
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	for k, v := range g.s.d.o.Headers {
+		req.Header.Set(k, v)
+	}
+	req.Header.Set(hdrSessionID, string(g.s.sessionID))
+	if g.s.version != "" {
+		req.Header.Set(hdrProtocol, g.s.version)
+	}
+	if len(g.lastID) > 0 {
+		req.Header.Set(hdrLastEventID, string(g.lastID))
+	}
+	resp, err := g.s.d.streams.Do(req)
+	if !timer.Stop() && err == nil {
+		resp.Body.Close()
+		err = context.DeadlineExceeded
+	}
+	if err != nil {
+		if g.ctx.Err() == nil && (isDeadline(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+			return fail(&Error{Class: ClassTimeout, Err: ErrTimeout, Msg: "GET stream"})
+		}
+		return fail(transportErr("GET stream", err))
+	}
+	switch {
+	case resp.StatusCode == http.StatusMethodNotAllowed:
+		resp.Body.Close()
+		return fail(&Error{Class: ClassHTTP, Code: resp.StatusCode, Msg: "GET stream", Err: ErrStreamUnsupported})
+	case resp.StatusCode != http.StatusOK:
+		resp.Body.Close()
+		return fail(&Error{Class: ClassHTTP, Code: resp.StatusCode, Msg: "GET stream"})
+	}
+	return conn{body: resp.Body, cancel: cancel}, nil
+}
+
+// run reads events until the session closes, reconnecting as the server asks.
+func (g *getStream) run(c conn) {
+	defer close(g.done)
+	rd := sse.NewReader(c.body, 16<<10, g.s.d.o.MaxMessage)
+	failures := 0
+	for {
+		err := g.read(rd)
+		c.close()
+		g.lastID = append(g.lastID[:0], rd.P.LastEventID()...)
+		if g.ctx.Err() != nil {
+			g.mux.fail(transportErr("stream closed", ErrClosed))
+			return
+		}
+		var e *Error
+		if errors.As(err, &e) && e.Class == ClassProtocol {
+			g.mux.fail(e)
+			return
+		}
+		for {
+			if !sleepCtx(g.ctx, g.retry) {
+				return
+			}
+			c, err = g.connect(time.Now().Add(30 * time.Second))
+			if err == nil {
+				failures = 0
+				break
+			}
+			if failures++; failures >= maxStreamFailures || errors.Is(err, ErrStreamUnsupported) {
+				g.mux.fail(transportErr("GET stream lost", err))
+				return
+			}
+		}
+		rd.Reset(c.body)
+	}
+}
+
+// read consumes one connection's events.
+func (g *getStream) read(rd *sse.Reader) error {
+	for {
+		ev, err := rd.Next()
+		if err != nil {
+			if errors.Is(err, sse.ErrTooLarge) {
+				return protocolErr("stream event too large")
+			}
+			return err
+		}
+		at := time.Now()
+		if rd.P.HasRetry {
+			g.retry = time.Duration(rd.P.Retry) * time.Millisecond
+		}
+		if len(ev.Data) == 0 || string(ev.Type) != "message" {
+			continue
+		}
+		g.mux.deliver(ev.Data, at)
+	}
+}
+
+func (g *getStream) close() {
+	g.cancel()
+	select {
+	case <-g.done:
+	case <-time.After(5 * time.Second):
+	}
+}
+
+// sleepCtx sleeps for d unless ctx ends first; it reports whether it slept fully.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

@@ -1,0 +1,5 @@
+package sse
+
+import "flag"
+
+var update = flag.Bool("update", false, "rewrite golden files")
