@@ -135,7 +135,10 @@ func (in *instance) maintain(ctx context.Context) {
 	f := in.b.f
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
-		if !in.b.cfg.PerClient {
+		// Every instance keeps a shared session, per-client backends too: it is how the
+		// router reads the catalog (and hears of its changes) and checks health; in
+		// per-client mode clients' requests still travel on their own sessions.
+		{
 			c := in.conn.Load()
 			if c == nil || c.dead() {
 				if c != nil {
@@ -162,8 +165,6 @@ func (in *instance) maintain(ctx context.Context) {
 				f.log.Info("backend instance connected", "backend", in.b.cfg.Name, "instance", in.dialer.Addr, "protocol", nc.version)
 				f.instanceUp(in, nc)
 			}
-		} else if !in.healthy.Load() {
-			in.healthy.Store(true)
 		}
 		if !sleepCtx(ctx, f.cfg.HealthInterval) {
 			return

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -41,6 +42,10 @@ type clusterSubs struct {
 	stop    chan struct{}
 	done    chan struct{}
 	leaving sync.WaitGroup // asynchronous leaves of closed sessions
+	// closing is set (under mu) when close starts waiting for leaving: a session closed
+	// after that adds nothing to leaving (WaitGroup.Add must not race with Wait), and
+	// close releases its leases anyway.
+	closing bool
 }
 
 // clusterSub is this instance's part of one (backend, URI) subscription.
@@ -143,7 +148,10 @@ func (s *clusterSubs) join(ctx context.Context, key subKey) error {
 		return nil
 	}
 	if cs.nsub == nil {
-		nsub, err := s.bus.NC.Subscribe(s.bus.Subject("res", cs.hash), func(m *nats.Msg) { s.deliver(key, m.Data) })
+		nsub, err := s.bus.NC.Subscribe(s.bus.Subject("res", cs.hash), func(m *nats.Msg) {
+			pub, _ := strconv.ParseInt(m.Header.Get(receivedHeader), 10, 64)
+			s.deliver(key, m.Data, pub)
+		})
 		if err != nil {
 			s.mu.Unlock()
 			return err
@@ -251,7 +259,7 @@ func (s *clusterSubs) othersMember(ctx context.Context, cs *clusterSub) bool {
 }
 
 // deliver hands an update from NATS to this instance's subscribed sessions.
-func (s *clusterSubs) deliver(key subKey, msg []byte) {
+func (s *clusterSubs) deliver(key subKey, msg []byte, received int64) {
 	s.mu.Lock()
 	cs := s.keys[key]
 	var list []*router.Session
@@ -262,18 +270,20 @@ func (s *clusterSubs) deliver(key subKey, msg []byte) {
 		}
 	}
 	s.mu.Unlock()
-	for _, sess := range list {
-		if t := sess.Transport(); t != nil {
-			t.Send(msg)
-		}
-	}
-	s.f.Stats.FanOut.Add(uint64(len(list)))
+	s.f.fanOut(list, msg, received)
 }
+
+// receivedHeader carries, on P.res messages, when the owner received the update from the
+// backend (unix nanoseconds), for the delivery latency.
+const receivedHeader = "Mcp-Received-Ns"
 
 // updated publishes a backend's update once on NATS (only the owner's upstream session
 // receives it).
 func (s *clusterSubs) updated(b *backend, uri string, msg []byte) {
-	s.bus.NC.Publish(s.bus.Subject("res", keyHash(subKey{b: b, uri: uri})), msg)
+	m := nats.NewMsg(s.bus.Subject("res", keyHash(subKey{b: b, uri: uri})))
+	m.Header.Set(receivedHeader, strconv.FormatInt(time.Now().UnixNano(), 10))
+	m.Data = msg
+	s.bus.NC.PublishMsg(m)
 }
 
 func (s *clusterSubs) dropSession(sess *router.Session) {
@@ -286,11 +296,14 @@ func (s *clusterSubs) dropSession(sess *router.Session) {
 		keys = append(keys, key)
 	}
 	delete(s.bySess, sess)
+	closing := s.closing
+	if len(keys) > 0 && !closing {
+		s.leaving.Add(1)
+	}
 	s.mu.Unlock()
-	if len(keys) == 0 {
+	if len(keys) == 0 || closing {
 		return
 	}
-	s.leaving.Add(1)
 	go func() {
 		defer s.leaving.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -394,6 +407,9 @@ func (s *clusterSubs) close() {
 	}
 	close(s.stop)
 	<-s.done
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
 	waitGroupTimeout(&s.leaving, 10*time.Second)
 	s.mu.Lock()
 	var owned, member []*clusterSub

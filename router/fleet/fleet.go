@@ -515,3 +515,21 @@ func (f *Fleet) Resubscribe(s *router.Session, subs [][2]string) {
 	}
 	f.subs.resubscribe(s, keys)
 }
+
+// fanOut hands a resource update to each subscribed session's stream and records the
+// delivery latency from received (when the router got it from the backend, unix ns).
+func (f *Fleet) fanOut(list []*router.Session, msg []byte, received int64) {
+	var obs interface{ FanOutDelivered(ns int64) }
+	if o, ok := f.obs.(interface{ FanOutDelivered(ns int64) }); ok && received > 0 {
+		obs = o
+	}
+	for _, sess := range list {
+		if t := sess.Transport(); t != nil {
+			t.Send(msg)
+			if obs != nil {
+				obs.FanOutDelivered(time.Now().UnixNano() - received)
+			}
+		}
+	}
+	f.Stats.FanOut.Add(uint64(len(list)))
+}

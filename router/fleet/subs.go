@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/router"
@@ -149,12 +150,7 @@ func (s *localSubs) updated(b *backend, uri string, msg []byte) {
 		list = append(list, sess)
 	}
 	s.mu.Unlock()
-	for _, sess := range list {
-		if t := sess.Transport(); t != nil {
-			t.Send(msg)
-		}
-	}
-	s.f.Stats.FanOut.Add(uint64(len(list)))
+	s.f.fanOut(list, msg, time.Now().UnixNano())
 }
 
 // dropSession releases a closed session's subscriptions, unsubscribing upstream where it

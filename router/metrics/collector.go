@@ -74,6 +74,7 @@ type descs struct {
 	refreshes         *prometheus.Desc
 	subscriptions     *prometheus.Desc
 	fanOut            *prometheus.Desc
+	fanOutDuration    *prometheus.Desc
 
 	natsConnected   *prometheus.Desc
 	natsDisconnects *prometheus.Desc
@@ -145,6 +146,7 @@ func newDescs() descs {
 		refreshes:         d("backend_catalog_refreshes_total", "Backend catalog (tools, prompts, resources) refreshes."),
 		subscriptions:     d("upstream_subscriptions", "Resource subscriptions held upstream, each serving every subscribed client session."),
 		fanOut:            d("fanout_deliveries_total", "Resource update notifications delivered to client sessions."),
+		fanOutDuration:    d("fanout_delivery_seconds", "Time from the router receiving a resource update from its backend to handing it to each subscribed session's stream, across instances (NATS) included."),
 
 		natsConnected:   d("nats_connected", "1 while the router's NATS connection is up, else 0."),
 		natsDisconnects: d("nats_disconnects_total", "NATS connection losses."),
@@ -359,6 +361,10 @@ func (m *Metrics) collectFleet(ch chan<- prometheus.Metric, f *fleet.Fleet) {
 	counter(d.cancellations, f.Stats.Cancelled.Load())
 	counter(d.refreshes, f.Stats.Refreshes.Load())
 	counter(d.fanOut, f.Stats.FanOut.Load())
+	var fs histSnapshot
+	fs.load(&m.fanout)
+	buckets, count := fs.cumulative()
+	ch <- prometheus.MustNewConstHistogram(d.fanOutDuration, count, float64(fs.sum)/1e9, buckets)
 	gauge(d.subscriptions, float64(f.Subscriptions()))
 }
 

@@ -60,9 +60,12 @@ type Metrics struct {
 	backends int // len(opts.Backends)
 	// cells[method*(backends+1) + backend+1]: one per (method, backend or none).
 	cells []cell
-	src   atomic.Pointer[Sources]
-	descs descs
-	now   func() int64 // router.Now; tests replace it
+	// fanout is the delivery latency of resource updates: from the moment the router
+	// received the update from its backend to its hand-off to each subscribed session.
+	fanout histogram
+	src    atomic.Pointer[Sources]
+	descs  descs
+	now    func() int64 // router.Now; tests replace it
 }
 
 // cell holds the per-request figures of one (method, backend) pair. Cells are written
@@ -172,3 +175,7 @@ func (m *Metrics) inFlight(r *router.Router) int64 {
 	}
 	return int64(got - done)
 }
+
+// FanOutDelivered implements the fleet's fan-out observer: one resource update reached
+// one session ns nanoseconds after the router received it from the backend.
+func (m *Metrics) FanOutDelivered(ns int64) { m.fanout.observe(ns) }
