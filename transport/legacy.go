@@ -34,6 +34,9 @@ func (s *HTTPServer) ServeLegacyStream(ctx *fasthttp.RequestCtx) {
 		s.httpError(ctx, fasthttp.StatusNotAcceptable, "Accept must allow text/event-stream")
 		return
 	}
+	if s.shuttingDown(ctx) {
+		return
+	}
 	out := &legacyOut{stream: sse.NewStream(0, s.cfg.Stream)}
 	sess, err := s.reg.create(KindLegacySSE, LegacyVersion, nil, out)
 	if err != nil {
@@ -56,12 +59,14 @@ func (s *HTTPServer) ServeLegacyStream(ctx *fasthttp.RequestCtx) {
 	ctx.Response.Header.Set("Cache-Control", "no-cache")
 	ctx.Response.Header.Set("X-Accel-Buffering", "no")
 	conn := ctx.Conn()
-	opts := sse.PumpOptions{KeepAlive: s.cfg.KeepAlive, Done: s.closing,
+	// No Done channel: at shutdown the session's stream is closed with the retry hint.
+	opts := sse.PumpOptions{KeepAlive: s.cfg.KeepAlive,
 		Interrupt: func() { conn.SetWriteDeadline(time.Now()) }}
 	s.Stats.OpenStreams.Add(1)
 	ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
 		err := cons.Pump(w, opts)
 		s.Stats.OpenStreams.Add(-1)
+		endCutStream(conn, err)
 		if err == sse.ErrSlowConsumer {
 			s.Stats.SlowConsumers.Add(1)
 		}
@@ -108,8 +113,9 @@ func (s *HTTPServer) ServeLegacyMessage(ctx *fasthttp.RequestCtx) {
 			return
 		}
 		if len(u.elems) > s.cfg.MaxBatch {
+			n := len(u.elems)
 			putUnit(u)
-			s.rpcError(ctx, fasthttp.StatusRequestEntityTooLarge, codec.CodeInvalidRequest, "batch too long", nil)
+			s.rpcError(ctx, fasthttp.StatusBadRequest, codec.CodeInvalidRequest, batchTooLong(n, s.cfg.MaxBatch), nil)
 			return
 		}
 	} else {

@@ -14,6 +14,7 @@ type unit struct {
 	sess    *Session
 	pending *counter // told when the unit is released (stdio waits for it at EOF)
 	elems   [][]byte
+	xs      []*Exchange // the exchanges of elems, while dispatch hands them over
 	tmp     []byte
 }
 
@@ -32,12 +33,23 @@ func putUnit(u *unit) {
 }
 
 // dispatch hands every element to h; invalid elements are answered with their error.
+//
+// Every exchange is registered and the call sealed before the first is handed over, so
+// the replies go out as soon as the last exchange is answered, synchronously inside its
+// x.Reply: a handler that answers and then ends the session (a shutdown request) does
+// not lose its answer to the session's closing.
 func (u *unit) dispatch(h Handler, kind Kind, version string, batch bool) {
 	c := &u.call
 	c.init(u, batch)
-	for _, e := range u.elems {
+	u.xs = u.xs[:0]
+	for range u.elems {
 		x := newExchange()
 		c.add(x)
+		u.xs = append(u.xs, x)
+	}
+	c.seal()
+	for i, e := range u.elems {
+		x := u.xs[i]
 		x.own = append(x.own[:0], e...)
 		x.Raw = x.own
 		if err := codec.Scan(x.Raw, &x.Msg); err != nil {
@@ -52,7 +64,7 @@ func (u *unit) dispatch(h Handler, kind Kind, version string, batch bool) {
 		}
 		h.HandleMessage(x)
 	}
-	c.seal()
+	clear(u.xs) // handed over: the unit must not keep them
 	c.unref()
 }
 

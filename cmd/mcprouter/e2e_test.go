@@ -25,8 +25,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// routerBin is the mcprouter binary built by TestMain.
-var routerBin string
+// routerBin is the mcprouter binary built by TestMain; backendBin the reference
+// backend (cmd/mcpbackend), for tests that need requests that take time.
+var routerBin, backendBin string
 
 func TestMain(m *testing.M) {
 	os.Exit(runTests(m))
@@ -42,11 +43,14 @@ func runTests(m *testing.M) int {
 	routerBin = filepath.Join(dir, "mcprouter")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	build := exec.CommandContext(ctx, "go", "build", "-o", routerBin, ".")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "e2e: go build:", err)
-		return 1
+	backendBin = filepath.Join(dir, "mcpbackend")
+	for bin, pkg := range map[string]string{routerBin: ".", backendBin: "../mcpbackend"} {
+		build := exec.CommandContext(ctx, "go", "build", "-o", bin, pkg)
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "e2e: go build", pkg+":", err)
+			return 1
+		}
 	}
 	return m.Run()
 }

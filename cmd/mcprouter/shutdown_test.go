@@ -1,0 +1,292 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestSignalShutdownInFlight: SIGTERM while a tool call is in flight (forwarded to a
+// real backend, streaming progress): the router stops accepting connections, the call
+// still completes, the client's GET stream ends with a retry hint, and the process
+// exits 0.
+func TestSignalShutdownInFlight(t *testing.T) {
+	p := startRouter(t, "--backend", "b=cmd:"+backendBin+" stdio")
+	progress := make(chan struct{}, 64)
+	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) {
+			select {
+			case progress <- struct{}{}:
+			default:
+			}
+		},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: p.url("/mcp"), MaxRetries: -1, DisableStandaloneSSE: true}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatalf("connect: %v\n%s", err, p.stderr)
+	}
+	defer cs.Close()
+
+	// A raw GET stream on a session of its own, to see how it ends.
+	stream := openRawStream(t, p)
+
+	type outcome struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		params := &mcp.CallToolParams{Name: "b__progress", Arguments: map[string]any{"steps": 8, "intervalMs": 250}}
+		params.SetProgressToken("tok")
+		res, err := cs.CallTool(ctx, params)
+		done <- outcome{res, err}
+	}()
+	select {
+	case <-progress:
+	case o := <-done:
+		t.Fatalf("the call ended before any progress: %+v %v\n%s", o.res, o.err, p.stderr)
+	case <-time.After(testTimeout):
+		t.Fatalf("no progress from the backend\n%s", p.stderr)
+	}
+
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	// New connections are refused soon after the signal.
+	deadline := time.Now().Add(testTimeout)
+	for {
+		c, err := net.DialTimeout("tcp", p.addr, time.Second)
+		if err != nil {
+			break
+		}
+		c.Close()
+		if time.Now().After(deadline) {
+			t.Fatal("the router still accepts connections after SIGTERM")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+
+	o := <-done
+	if o.err != nil {
+		t.Fatalf("in-flight call failed at shutdown: %v\n%s", o.err, p.stderr)
+	}
+	if o.res.IsError {
+		t.Fatalf("in-flight call returned an error result: %+v", o.res)
+	}
+	raw, _ := io.ReadAll(stream)
+	if !strings.HasSuffix(string(raw), "retry: 1000\n\n") {
+		t.Errorf("the GET stream did not end with a retry hint: %q", raw)
+	}
+	select {
+	case <-p.exited:
+	case <-time.After(testTimeout):
+		t.Fatalf("mcprouter did not exit after SIGTERM\n%s", p.stderr)
+	}
+	if !p.cmd.ProcessState.Success() {
+		t.Errorf("exit status %v\n%s", p.cmd.ProcessState, p.stderr)
+	}
+	if !p.stderr.contains("stopped") {
+		t.Errorf("no \"stopped\" log line\n%s", p.stderr)
+	}
+}
+
+// openRawStream initializes a 2025-06-18 session with plain HTTP and opens its GET
+// stream.
+func openRawStream(t *testing.T, p *routerProc) io.ReadCloser {
+	t.Helper()
+	req, _ := http.NewRequest("POST", p.url("/mcp"), strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	sid := resp.Header.Get("Mcp-Session-Id")
+	get, _ := http.NewRequest("GET", p.url("/mcp"), nil)
+	get.Header.Set("Accept", "text/event-stream")
+	get.Header.Set("Mcp-Session-Id", sid)
+	get.Header.Set("MCP-Protocol-Version", "2025-06-18")
+	stream, err := http.DefaultClient.Do(get)
+	if err != nil || stream.StatusCode != 200 {
+		t.Fatalf("GET stream: %v %v", err, stream)
+	}
+	t.Cleanup(func() { stream.Body.Close() })
+	return stream.Body
+}
+
+// stdioProc is `mcprouter stdio` with its three standard streams in the test's hands.
+type stdioProc struct {
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	out    *bufio.Scanner
+	stderr *lockedBuffer
+	exited chan struct{}
+}
+
+func startStdio(t *testing.T, args ...string) *stdioProc {
+	t.Helper()
+	cmd := exec.Command(routerBin, append([]string{"stdio"}, args...)...)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &stdioProc{cmd: cmd, in: in, out: bufio.NewScanner(out), stderr: new(lockedBuffer), exited: make(chan struct{})}
+	cmd.Stderr = p.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { cmd.Wait(); close(p.exited) }()
+	t.Cleanup(func() {
+		in.Close()
+		select {
+		case <-p.exited:
+		case <-time.After(testTimeout):
+			cmd.Process.Kill()
+			<-p.exited
+		}
+	})
+	return p
+}
+
+// lines reads stdout until EOF (with a timeout) and returns its lines.
+func (p *stdioProc) lines(t *testing.T, n int) []string {
+	t.Helper()
+	ch := make(chan []string, 1)
+	go func() {
+		var ls []string
+		for (n < 0 || len(ls) < n) && p.out.Scan() {
+			ls = append(ls, p.out.Text())
+		}
+		ch <- ls
+	}()
+	select {
+	case ls := <-ch:
+		return ls
+	case <-time.After(testTimeout):
+		t.Fatalf("timed out reading stdout\n%s", p.stderr)
+		return nil
+	}
+}
+
+func (p *stdioProc) waitExit(t *testing.T) {
+	t.Helper()
+	select {
+	case <-p.exited:
+	case <-time.After(testTimeout):
+		t.Fatalf("mcprouter stdio did not exit\n%s", p.stderr)
+	}
+	if !p.cmd.ProcessState.Success() {
+		t.Errorf("exit status %v\n%s", p.cmd.ProcessState, p.stderr)
+	}
+}
+
+// TestStdioOnlyJSONOnStdout: stdout carries only JSON-RPC lines, logs go to stderr, and
+// a shutdown request ends the process although stdin stays open.
+func TestStdioOnlyJSONOnStdout(t *testing.T) {
+	p := startStdio(t, "--log-level", "debug")
+	for _, l := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":3,"method":"shutdown"}`,
+	} {
+		io.WriteString(p.in, l+"\n")
+	}
+	lines := p.lines(t, -1)
+	want := []string{`"id":1,"result":{"protocolVersion":"2025-06-18"`, `{"jsonrpc":"2.0","id":2,"result":{}}`, `{"jsonrpc":"2.0","id":3,"result":{}}`}
+	if len(lines) != len(want) {
+		t.Fatalf("stdout lines %q, want %d\n%s", lines, len(want), p.stderr)
+	}
+	for i, l := range lines {
+		if !json.Valid([]byte(l)) || !strings.Contains(l, want[i]) {
+			t.Errorf("stdout line %d: %s, want %s", i, l, want[i])
+		}
+	}
+	p.waitExit(t)
+	if p.stderr.String() == "" {
+		t.Errorf("no logs on stderr at debug level")
+	}
+}
+
+// TestStdioSignal: SIGTERM while stdin is open and idle ends `mcprouter stdio` cleanly.
+func TestStdioSignal(t *testing.T) {
+	p := startStdio(t)
+	io.WriteString(p.in, `{"jsonrpc":"2.0","id":1,"method":"ping"}`+"\n")
+	if got := p.lines(t, 1); len(got) != 1 || got[0] != `{"jsonrpc":"2.0","id":1,"result":{}}` {
+		t.Fatalf("ping: %q", got)
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	p.waitExit(t)
+}
+
+// TestConfiguredSessionLimits: sessions.max and sessions.idle_timeout from a
+// configuration file, with their errors as clients see them.
+func TestConfiguredSessionLimits(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "mcprouter.yaml")
+	if err := os.WriteFile(cfg, []byte("sessions:\n  max: 2\n  idle_timeout: 300ms\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startRouter(t, "--config", cfg)
+	init := func() (string, string) {
+		req, _ := http.NewRequest("POST", p.url("/mcp"), strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp.Header.Get("Mcp-Session-Id"), string(b)
+	}
+	a, _ := init()
+	b, _ := init()
+	if a == "" || b == "" {
+		t.Fatal("initialize under the limit failed")
+	}
+	if sid, body := init(); sid != "" || !strings.Contains(body, "too many sessions") {
+		t.Errorf("past sessions.max: session %q body %s", sid, body)
+	}
+	// Both expire after idle_timeout; then there is room again and the old ids are 404.
+	deadline := time.Now().Add(testTimeout)
+	for {
+		req, _ := http.NewRequest("POST", p.url("/mcp"), strings.NewReader(`{"jsonrpc":"2.0","id":2,"method":"ping"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Mcp-Session-Id", a)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode == 404 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("session did not expire")
+		}
+		// Each ping is activity: pause longer than idle_timeout before the next one.
+		time.Sleep(450 * time.Millisecond)
+	}
+	if sid, body := init(); sid == "" {
+		t.Errorf("no room after expiry: %s", body)
+	}
+}
