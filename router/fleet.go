@@ -29,6 +29,9 @@ type Fleet interface {
 	// Resubscribe restores the subscriptions of a session carried on from another
 	// instance.
 	Resubscribe(s *Session, subs [][2]string)
+	// SessionAdopted tells the fleet that a session moved here from another instance
+	// (its transport side is set): it sends what the session may have missed.
+	SessionAdopted(s *Session)
 	// SessionClosed releases what the fleet held for the session.
 	SessionClosed(s *Session)
 }

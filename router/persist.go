@@ -63,3 +63,17 @@ func (r *Router) ResolveSession(id string) (string, transport.SessionState, bool
 	r.log.Info("session carried on from another instance", "session", id, "protocol", rec.Version)
 	return rec.Version, s, true
 }
+
+// SessionAdopted implements transport.SessionResolver: the session now lives here. What
+// it may have missed while it moved are change notices, which are idempotent: each of
+// its subscriptions gets a fresh notifications/resources/updated.
+func (r *Router) SessionAdopted(ts *transport.Session) {
+	s := sessionOf(ts)
+	if s == nil {
+		return
+	}
+	s.t.Store(ts)
+	if r.fleet != nil {
+		r.fleet.SessionAdopted(s)
+	}
+}

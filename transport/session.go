@@ -82,6 +82,20 @@ func (s *Session) Send(msg []byte) error {
 	return s.out.send(msg)
 }
 
+// SendNotice delivers a change notice (resources/updated, */list_changed) like Send, but
+// does not keep it in the session's event log: a notice is idempotent, and the handler
+// sends fresh notices when the session moves to another instance, which spares a
+// fan-out of one update to thousands of sessions as many log writes.
+func (s *Session) SendNotice(msg []byte) error {
+	if s.closed.Load() {
+		return ErrSessionClosed
+	}
+	if n, ok := s.out.(interface{ notice([]byte) error }); ok {
+		return n.notice(msg)
+	}
+	return s.out.send(msg)
+}
+
 // Close ends the session: its streams end, the registry forgets it and the handler is
 // told. Safe to call more than once and from any goroutine.
 func (s *Session) Close() { s.closeWith(0) }

@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"errors"
 	"bufio"
 	"net"
 	"strconv"
@@ -66,17 +67,23 @@ type SessionResolver interface {
 	// ResolveSession returns the revision and handler state of a session known to the
 	// cluster, and false when there is no such session.
 	ResolveSession(id string) (version string, state SessionState, ok bool)
+	// SessionAdopted tells the handler that the session now lives here: it may send
+	// what the client may have missed (fresh change notices).
+	SessionAdopted(s *Session)
+}
+
+// LoggedEvent is one event of a session's GET stream kept in an EventLog.
+type LoggedEvent struct {
+	Seq  uint64
+	Data []byte
 }
 
 // EventLog keeps the recent events of sessions' GET streams outside the process.
 type EventLog interface {
 	// Append records one event (asynchronously; it must not block).
 	Append(sessionID string, seq uint64, data []byte)
-	// Since returns the kept events of a session, oldest first, with the sequence
-	// number of the first one.
-	Since(sessionID string) (first uint64, events [][]byte, err error)
-	// Forget drops a session's events (it ended).
-	Forget(sessionID string)
+	// Since returns the kept events of a session, oldest first.
+	Since(sessionID string) ([]LoggedEvent, error)
 }
 
 func (c *HTTPConfig) defaults() {
@@ -115,6 +122,8 @@ type HTTPStats struct {
 	Resumes       atomic.Uint64
 	// Adopted counts sessions taken over from another router instance.
 	Adopted atomic.Uint64
+	// ResumeGone counts GET resumptions that could not replay from the client's id.
+	ResumeGone atomic.Uint64
 	// ParseErrors and InvalidRequests count messages (batch elements included) that the
 	// codec rejected, by JSON-RPC class: -32700 and -32600 (see codecError).
 	ParseErrors     atomic.Uint64
@@ -217,7 +226,7 @@ func (s *HTTPServer) sessionFor(ctx *fasthttp.RequestCtx) (*Session, bool) {
 	}
 	sess, ok := s.reg.Get(id)
 	if !ok && s.cfg.Resolver != nil {
-		sess, ok = s.adopt(string(id))
+		sess, ok = s.adopt(string(id), standaloneSeq(ctx.Request.Header.Peek(HeaderLastEventID)))
 	}
 	if !ok || sess.Closed() || sess.kind != KindStreamable {
 		s.rpcError(ctx, fasthttp.StatusNotFound, codec.CodeInvalidRequest, "session not found: it ended or never existed; initialize a new one", nil)
@@ -485,6 +494,13 @@ func (s *HTTPServer) serveStream(ctx *fasthttp.RequestCtx, stream *sse.Stream, r
 	if resume {
 		// Exactly the events after Last-Event-ID (which may be a priming id, seq 0).
 		cons, err = stream.Resume(after)
+		if errors.Is(err, sse.ErrGone) && stream.ID() == 0 && after <= stream.Last().Seq {
+			// The GET stream cannot replay that far back (evicted, or a session that
+			// moved here was adopted by a POST): carry on from what it has, as a fresh
+			// GET would. An id beyond the stream stays an error.
+			s.Stats.ResumeGone.Add(1)
+			cons, err = stream.Attach(0)
+		}
 	} else {
 		cons, err = stream.Attach(0)
 	}
@@ -638,22 +654,33 @@ func (o *streamableOut) send(msg []byte) error {
 }
 
 // adopt takes over a session another instance held: its state from the resolver, its
-// GET stream rebuilt from the event log with the same sequence numbers, so the client's
-// Last-Event-ID resumes it exactly.
-func (s *HTTPServer) adopt(id string) (*Session, bool) {
+// GET stream carried on from the client's Last-Event-ID (lastSeq; 0 without one) with
+// the logged events the client has not seen, then whatever the handler sends on
+// adoption (fresh change notices).
+func (s *HTTPServer) adopt(id string, lastSeq uint64) (*Session, bool) {
 	version, state, ok := s.cfg.Resolver.ResolveSession(id)
 	if !ok {
 		return nil, false
 	}
-	out := newStreamableOut(&s.cfg)
+	var missed [][]byte
 	if s.cfg.Events != nil {
-		first, events, err := s.cfg.Events.Since(id)
-		if err == nil && len(events) > 0 {
-			out.standalone = sse.NewStreamAfter(0, s.cfg.Stream, first-1)
+		if events, err := s.cfg.Events.Since(id); err == nil {
 			for _, e := range events {
-				out.standalone.Publish("", e)
+				if e.Seq > lastSeq {
+					missed = append(missed, e.Data)
+				}
+			}
+			if lastSeq == 0 && len(events) > 0 {
+				// Adopted by a POST: the client may resume its GET stream later from
+				// any id it saw; start after the newest so that ids never repeat.
+				lastSeq, missed = events[len(events)-1].Seq, nil
 			}
 		}
+	}
+	out := newStreamableOut(&s.cfg)
+	out.standalone = sse.NewStreamAfter(0, s.cfg.Stream, lastSeq)
+	for _, e := range missed {
+		out.standalone.Publish("", e)
 	}
 	out.sid = id
 	sess, err := s.reg.createWithID(id, KindStreamable, version, state, out)
@@ -661,15 +688,33 @@ func (s *HTTPServer) adopt(id string) (*Session, bool) {
 		return nil, false
 	}
 	s.Stats.Adopted.Add(1)
+	s.cfg.Resolver.SessionAdopted(sess)
 	return sess, true
 }
 
-func (o *streamableOut) close(retryMs int) {
-	o.standalone.Close(retryMs)
-	if o.cfg.Events != nil && o.sid != "" && retryMs == 0 {
-		// The session ended for good (not a shutdown that hands it to another instance).
-		o.cfg.Events.Forget(o.sid)
+// standaloneSeq is the sequence number a Last-Event-ID names on the GET stream (0 when
+// absent or naming another stream).
+func standaloneSeq(h []byte) uint64 {
+	if len(h) == 0 {
+		return 0
 	}
+	if id, ok := sse.ParseEventID(h); ok && id.Stream == 0 {
+		return id.Seq
+	}
+	return 0
+}
+
+// notice publishes a change notice without logging it (see Session.SendNotice).
+func (o *streamableOut) notice(msg []byte) error {
+	_, err := o.standalone.Publish("", msg)
+	return err
+}
+
+func (o *streamableOut) close(retryMs int) {
+	// A session's logged events are not purged when it ends: purging one subject scans
+	// the whole stream, which made ending many sessions quadratic; the stream's age and
+	// per-session limits drop them.
+	o.standalone.Close(retryMs)
 	o.mu.Lock()
 	streams := o.streams
 	o.streams, o.order = nil, nil

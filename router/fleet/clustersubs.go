@@ -147,6 +147,11 @@ func (s *clusterSubs) join(ctx context.Context, key subKey) error {
 		s.mu.Unlock()
 		return nil
 	}
+	if cs.member && cs.nsub != nil {
+		// Already listening with a lease: the heartbeat keeps both and watches the owner.
+		s.mu.Unlock()
+		return nil
+	}
 	if cs.nsub == nil {
 		nsub, err := s.bus.NC.Subscribe(s.bus.Subject("res", cs.hash), func(m *nats.Msg) {
 			pub, _ := strconv.ParseInt(m.Header.Get(receivedHeader), 10, 64)

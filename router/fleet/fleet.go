@@ -310,7 +310,7 @@ func (f *Fleet) broadcast(method string) {
 	f.sessMu.Unlock()
 	for _, s := range list {
 		if t := s.Transport(); t != nil {
-			t.Send(msg)
+			t.SendNotice(msg)
 		}
 	}
 }
@@ -525,11 +525,26 @@ func (f *Fleet) fanOut(list []*router.Session, msg []byte, received int64) {
 	}
 	for _, sess := range list {
 		if t := sess.Transport(); t != nil {
-			t.Send(msg)
+			t.SendNotice(msg)
 			if obs != nil {
 				obs.FanOutDelivered(time.Now().UnixNano() - received)
 			}
 		}
 	}
 	f.Stats.FanOut.Add(uint64(len(list)))
+}
+
+// SessionAdopted implements router.Fleet: a session that moved here gets a fresh
+// notifications/resources/updated for each of its subscriptions, since an update may
+// have been emitted while no instance held it.
+func (f *Fleet) SessionAdopted(s *router.Session) {
+	t := s.Transport()
+	if t == nil {
+		return
+	}
+	for _, k := range f.subs.list(s) {
+		params := append([]byte(`{"uri":`), codec.AppendString(nil, k.uri)...)
+		params = append(params, '}')
+		t.SendNotice(codec.AppendNotification(nil, "notifications/resources/updated", params))
+	}
 }

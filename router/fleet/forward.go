@@ -123,46 +123,62 @@ func (f *Fleet) forward(e *entry) {
 		f.completeErr(e, CodeBackendBusy, "backend "+b.cfg.Name+" is at its concurrency limit ("+strconv.Itoa(b.cfg.MaxConcurrency)+")")
 		return
 	}
-	e.holdsSlot = true
 	c, err := f.connFor(e)
 	if err != nil {
+		b.release()
 		f.completeErr(e, CodeBackendUnavailable, "backend "+b.cfg.Name+" unavailable: "+err.Error())
 		return
 	}
-	e.conn = c
-	c.inst.outstanding.Add(1)
-	e.counted = true
 
+	// Until bound, this Run owns the exchange (see entry.bound); the bytes to send are
+	// built under the entry's lock, and from then on e and x belong to whoever takes e:
+	// only id, deadline and the buffer are used after.
 	x := e.x
+	id, deadline := e.id, e.deadline
 	bp := getBuf()
-	var idb [20]byte
-	id := strconv.AppendUint(idb[:0], e.id, 10)
-	var sp [3]codec.Splice
-	n := 0
-	sp[n] = codec.Splice{Old: x.Msg.ID, New: id}
-	n++
-	if e.strip > 0 && x.Msg.Flags&codec.NameEscaped != 0 {
-		// The raw prefix length differs from the decoded one: write the whole name anew.
-		name, _ := codec.Unquote(nil, x.Msg.Name)
-		if len(name) >= e.strip {
-			enc := codec.AppendQuote(nil, name[e.strip:])
-			sp[n] = codec.Splice{Old: x.Msg.Name, New: enc[1 : len(enc)-1]}
+	bound, cancelled := f.table.bind(e, c, func() {
+		var idb [20]byte
+		wireID := strconv.AppendUint(idb[:0], id, 10)
+		var sp [3]codec.Splice
+		n := 0
+		sp[n] = codec.Splice{Old: x.Msg.ID, New: wireID}
+		n++
+		if e.strip > 0 && x.Msg.Flags&codec.NameEscaped != 0 {
+			// The raw prefix length differs from the decoded one: write the whole name anew.
+			name, _ := codec.Unquote(nil, x.Msg.Name)
+			if len(name) >= e.strip {
+				enc := codec.AppendQuote(nil, name[e.strip:])
+				sp[n] = codec.Splice{Old: x.Msg.Name, New: enc[1 : len(enc)-1]}
+				n++
+			}
+		} else if e.strip > 0 && len(x.Msg.Name) >= e.strip {
+			sp[n] = codec.Splice{Old: x.Msg.Name[:e.strip]}
 			n++
 		}
-	} else if e.strip > 0 && len(x.Msg.Name) >= e.strip {
-		sp[n] = codec.Splice{Old: x.Msg.Name[:e.strip]}
-		n++
+		if e.progress {
+			sp[n] = codec.Splice{Old: x.Msg.ProgressToken, New: wireID}
+			n++
+		}
+		*bp = codec.AppendSplices((*bp)[:0], x.Raw, sp[:n])
+		if f.obs != nil {
+			e.sent.Store(router.Now())
+		}
+	})
+	if !bound {
+		b.release()
+		putBuf(bp)
+		if cancelled { // before it left: nothing to tell the backend
+			f.Stats.Cancelled.Add(1)
+			f.observe(e, router.OutcomeCancelled)
+			e.x = nil
+			x.Tag = nil
+			x.Done()
+			f.release(e)
+		}
+		return
 	}
-	if e.progress {
-		sp[n] = codec.Splice{Old: x.Msg.ProgressToken, New: id}
-		n++
-	}
-	*bp = codec.AppendSplices((*bp)[:0], x.Raw, sp[:n])
 	f.Stats.Forwarded.Add(1)
-	if f.obs != nil {
-		e.sent.Store(router.Now())
-	}
-	ctx, cancel := context.WithDeadline(f.ctx, time.Unix(0, e.deadline))
+	ctx, cancel := context.WithDeadline(f.ctx, time.Unix(0, deadline))
 	err = c.conn.Send(ctx, *bp)
 	cancel()
 	putBuf(bp)
@@ -170,9 +186,9 @@ func (f *Fleet) forward(e *entry) {
 		if errors.Is(err, context.DeadlineExceeded) {
 			// The backend held the exchange past the deadline (HTTP answers within Send):
 			// a timeout, counted like the sweeper's, once, by whoever takes the entry.
-			if f.table.take(e.id) != nil {
+			if te := f.table.take(id); te != nil {
 				f.Stats.TimedOut.Add(1)
-				f.completeErrTaken(e, CodeBackendTimeout, "backend "+b.cfg.Name+" did not answer within "+b.cfg.Timeout.String())
+				f.completeErrTaken(te, CodeBackendTimeout, "backend "+b.cfg.Name+" did not answer within "+b.cfg.Timeout.String())
 			}
 			return
 		}
@@ -180,7 +196,9 @@ func (f *Fleet) forward(e *entry) {
 		if errors.Is(err, upstream.ErrBackendDown) || errors.Is(err, upstream.ErrClosed) {
 			c.inst.healthy.Store(false)
 		}
-		f.completeErr(e, CodeBackendUnavailable, "backend "+b.cfg.Name+": "+err.Error())
+		if te := f.table.take(id); te != nil {
+			f.completeErrTaken(te, CodeBackendUnavailable, "backend "+b.cfg.Name+": "+err.Error())
+		}
 	}
 }
 

@@ -34,6 +34,14 @@ type entry struct {
 	// holdsSlot and counted say what release must give back.
 	holdsSlot, counted bool
 
+	// bound is set (under the shard lock, by table.bind) once forward has built the
+	// bytes it sends. Until then the request's Run owns the exchange, which the
+	// transport recycles once finished: a cancellation only sets cancelled and forward
+	// finishes the exchange, and the sweeper leaves the entry to forward, whose send
+	// fails on the passed deadline. Entries of the router's own requests (wait) are
+	// never bound and never wait for forward.
+	bound, cancelled bool
+
 	// wait receives the raw response for the router's own requests.
 	wait chan []byte
 
@@ -101,7 +109,7 @@ func (t *table) expired(now int64, out []*entry) []*entry {
 		sh := &t.shards[i]
 		sh.mu.Lock()
 		for id, e := range sh.m {
-			if e.deadline != 0 && e.deadline < now {
+			if e.deadline != 0 && e.deadline < now && (e.bound || e.x == nil) {
 				delete(sh.m, id)
 				out = append(out, e)
 			}
@@ -128,13 +136,19 @@ func (t *table) takeConn(c *upConn, out []*entry) []*entry {
 }
 
 // takeClient removes and returns the session's request whose client id is clientID
-// (cancellation).
+// (cancellation). A request not sent yet is only marked cancelled, for forward to finish
+// (see entry.bound), and nil is returned.
 func (t *table) takeClient(sess *router.Session, clientID []byte) *entry {
 	for i := range t.shards {
 		sh := &t.shards[i]
 		sh.mu.Lock()
 		for id, e := range sh.m {
 			if e.sess == sess && e.x != nil && string(e.x.Msg.ID) == string(clientID) {
+				if !e.bound {
+					e.cancelled = true
+					sh.mu.Unlock()
+					return nil
+				}
 				delete(sh.m, id)
 				sh.mu.Unlock()
 				return e
@@ -143,6 +157,28 @@ func (t *table) takeClient(sess *router.Session, clientID []byte) *entry {
 		sh.mu.Unlock()
 	}
 	return nil
+}
+
+// bind moves e from routed to sent, under its shard's lock, unless it was cancelled or
+// taken meanwhile: it records the upstream session and the slot e holds (read by the
+// table's scans and by whoever takes e) and calls build, which may still read e and its
+// exchange, since nobody can take e while the lock is held. A cancelled entry is removed
+// and reported so: the caller finishes it.
+func (t *table) bind(e *entry, c *upConn, build func()) (bound, cancelled bool) {
+	sh := &t.shards[e.id%uint64(len(t.shards))]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.m[e.id] != e {
+		return false, false
+	}
+	if e.cancelled {
+		delete(sh.m, e.id)
+		return false, true
+	}
+	e.conn, e.holdsSlot, e.counted, e.bound = c, true, true, true
+	c.inst.outstanding.Add(1)
+	build()
+	return true, false
 }
 
 // with calls fn with the entry while it cannot be completed (its shard is locked), so

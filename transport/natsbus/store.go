@@ -9,6 +9,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/mcprouter/mcprouter/transport"
 )
 
 // SessionStore keeps client session records in the P_sessions bucket, so that a session
@@ -129,9 +131,9 @@ func (l *EventLog) Append(sessionID string, seq uint64, data []byte) {
 }
 
 // Since implements transport.EventLog.
-func (l *EventLog) Since(sessionID string) (uint64, [][]byte, error) {
+func (l *EventLog) Since(sessionID string) ([]transport.LoggedEvent, error) {
 	if !validKey(sessionID) {
-		return 0, nil, errors.New("invalid session id")
+		return nil, errors.New("invalid session id")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
 	defer cancel()
@@ -142,41 +144,28 @@ func (l *EventLog) Since(sessionID string) (uint64, [][]byte, error) {
 	}
 	c, err := l.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{l.b.Subject("ev", sessionID)}})
 	if err != nil {
-		return 0, nil, err
+		return nil, err
 	}
 	info, err := c.Info(ctx)
 	if err != nil {
-		return 0, nil, err
+		return nil, err
 	}
 	pending := int(info.NumPending)
-	var first uint64
-	var events [][]byte
+	var events []transport.LoggedEvent
 	for len(events) < pending {
 		batch, err := c.Fetch(min(pending-len(events), 256), jetstream.FetchMaxWait(time.Second))
 		if err != nil {
-			return 0, nil, err
+			return nil, err
 		}
 		n := 0
 		for m := range batch.Messages() {
 			n++
-			if len(events) == 0 {
-				first, _ = strconv.ParseUint(m.Headers().Get(seqHeader), 10, 64)
-			}
-			events = append(events, m.Data())
+			seq, _ := strconv.ParseUint(m.Headers().Get(seqHeader), 10, 64)
+			events = append(events, transport.LoggedEvent{Seq: seq, Data: m.Data()})
 		}
 		if n == 0 {
 			break
 		}
 	}
-	return first, events, nil
-}
-
-// Forget implements transport.EventLog.
-func (l *EventLog) Forget(sessionID string) {
-	if !validKey(sessionID) {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
-	defer cancel()
-	l.stream.Purge(ctx, jetstream.WithPurgeSubject(l.b.Subject("ev", sessionID)))
+	return events, nil
 }
