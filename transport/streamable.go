@@ -1,8 +1,8 @@
 package transport
 
 import (
-	"errors"
 	"bufio"
+	"errors"
 	"net"
 	"strconv"
 	"sync"
