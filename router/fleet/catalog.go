@@ -232,7 +232,10 @@ func (f *Fleet) claim(cat *catalog, k kind, key string, b *backend, strip int) b
 		cat.templates = append(cat.templates, templateRoute{prefix: prefix, b: b})
 	}
 	if owner != nil && owner != b {
-		f.log.Warn("name collision: the backend configured first keeps it", "kind", kindInfo[k].list, "name", key, "kept", owner.cfg.Name, "hidden", b.cfg.Name)
+		// Logged once per collision, not at every catalog rebuild.
+		if _, seen := f.collisions.LoadOrStore(kindInfo[k].list+"\x00"+key+"\x00"+b.cfg.Name, true); !seen {
+			f.log.Warn("name collision: the backend configured first keeps it", "kind", kindInfo[k].list, "name", key, "kept", owner.cfg.Name, "hidden", b.cfg.Name)
+		}
 		return false
 	}
 	return true

@@ -39,6 +39,8 @@ type Fleet struct {
 	gen    atomic.Uint64
 	buildM sync.Mutex
 
+	collisions sync.Map // collisions already logged
+
 	sessMu   sync.Mutex
 	sessions map[*router.Session]*sessionState
 
@@ -59,6 +61,8 @@ type Stats struct {
 	TimedOut  atomic.Uint64
 	Cancelled atomic.Uint64
 	Refreshes atomic.Uint64
+	// Failovers counts requests an instance refused that another replica took.
+	Failovers atomic.Uint64
 	// FanOut counts resource updates delivered to client sessions.
 	FanOut atomic.Uint64
 }

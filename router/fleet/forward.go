@@ -180,6 +180,18 @@ func (f *Fleet) forward(e *entry) {
 	f.Stats.Forwarded.Add(1)
 	ctx, cancel := context.WithDeadline(f.ctx, time.Unix(0, deadline))
 	err = c.conn.Send(ctx, *bp)
+	if err != nil && errors.Is(err, upstream.ErrBackendDown) && !b.cfg.PerClient {
+		// The instance refused the message (connection refused, process down, 502-504):
+		// the backend did not process it, so another replica may, once.
+		c.inst.healthy.Store(false)
+		if in := b.pick(); in != nil && in != c.inst {
+			if c2 := in.conn.Load(); c2 != nil && f.table.rebind(id, c, c2) {
+				f.Stats.Failovers.Add(1)
+				c = c2
+				err = c.conn.Send(ctx, *bp)
+			}
+		}
+	}
 	cancel()
 	putBuf(bp)
 	if err != nil {

@@ -181,6 +181,22 @@ func (t *table) bind(e *entry, c *upConn, build func()) (bound, cancelled bool) 
 	return true, false
 }
 
+// rebind moves a sent request from conn from to conn to (a failover to another replica);
+// false when the entry was completed meanwhile.
+func (t *table) rebind(id uint64, from, to *upConn) bool {
+	sh := &t.shards[id%uint64(len(t.shards))]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	e := sh.m[id]
+	if e == nil || e.conn != from {
+		return false
+	}
+	e.conn = to
+	from.inst.outstanding.Add(-1)
+	to.inst.outstanding.Add(1)
+	return true
+}
+
 // with calls fn with the entry while it cannot be completed (its shard is locked), so
 // that fn may use the entry's exchange safely. fn must not block.
 func (t *table) with(id uint64, fn func(e *entry)) bool {

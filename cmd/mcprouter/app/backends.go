@@ -14,7 +14,8 @@ import (
 // fleetConfig turns the configured backends into the fleet's configuration: one dialer
 // per replica URL or child process.
 func fleetConfig(cfg *Config, log *slog.Logger, bus *natsbus.Bus) (fleet.Config, error) {
-	fc := fleet.Config{ClientName: "mcprouter", ClientVersion: Version, Logger: log}
+	fc := fleet.Config{ClientName: "mcprouter", ClientVersion: Version, Logger: log,
+		HealthInterval: cfg.Health.Interval, HealthTimeout: cfg.Health.Timeout}
 	for _, b := range cfg.Backends {
 		bc := fleet.BackendConfig{
 			Name: b.Name, Prefix: *b.Prefix, Timeout: b.Timeout,

@@ -40,11 +40,20 @@ type Config struct {
 	ShutdownGrace time.Duration `yaml:"shutdown_grace"`
 	// Backends are the MCP servers behind the router.
 	Backends []BackendConfig `yaml:"backends"`
+	// Health checks every backend instance with ping: an instance failing two in a row
+	// is ejected from load balancing until it answers again.
+	Health HealthConfig `yaml:"health"`
 	// NATS is the distributed engine: embedded by default (nothing to install, no port),
 	// or an existing cluster with nats.url.
 	NATS natsbus.Config `yaml:"nats"`
 	// Admin is the operator's listener: metrics, health, status page (admin.go).
 	Admin AdminConfig `yaml:"admin"`
+}
+
+// HealthConfig times the backends' health checks.
+type HealthConfig struct {
+	Interval time.Duration `yaml:"interval"` // default 5s
+	Timeout  time.Duration `yaml:"timeout"`  // default 2s
 }
 
 // PathsConfig names the HTTP endpoints.
