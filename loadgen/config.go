@@ -16,8 +16,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/loadgen/client"
-	"github.com/mcprouter/mcprouter/loadgen/internal/wire"
 )
 
 // Mode is the shape of the workload.
@@ -185,7 +185,7 @@ func (o *OpSpec) paramsTemplate() string {
 		if args == "" {
 			args = "{}"
 		}
-		return `{"name":` + string(wire.AppendString(nil, name)) + `,"arguments":` + args + `}`
+		return `{"name":` + string(codec.AppendString(nil, name)) + `,"arguments":` + args + `}`
 	case "resources/read", "resources/subscribe", "resources/unsubscribe":
 		return `{"uri":` + quoteTemplate(o.URI) + `}`
 	}
@@ -203,7 +203,7 @@ func quoteTemplate(s string) string {
 		if i < 0 {
 			i = len(rest)
 		}
-		q := wire.AppendString(nil, rest[:i])
+		q := codec.AppendString(nil, rest[:i])
 		b.Write(q[1 : len(q)-1])
 		rest = rest[i:]
 		if rest == "" {
@@ -211,7 +211,7 @@ func quoteTemplate(s string) string {
 		}
 		j := strings.Index(rest, "}}")
 		if j < 0 {
-			q := wire.AppendString(nil, rest)
+			q := codec.AppendString(nil, rest)
 			b.Write(q[1 : len(q)-1])
 			break
 		}

@@ -127,14 +127,7 @@ func (f *fanout) execute() {
 
 func (f *fanout) subscriber(i int, sub *compiledOp) {
 	r := f.r
-	w := r.newWorker(i)
-	ok := r.sleepUntil(r.rampSlot(i))
-	if ok {
-		if err := w.dial(true); err != nil {
-			r.failed.Add(1)
-			ok = false
-		}
-	}
+	w, ok := r.startWorker(i)
 	if ok {
 		t := r.now()
 		key, _ := w.exec(sub)

@@ -10,8 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/loadgen/client"
-	"github.com/mcprouter/mcprouter/loadgen/internal/wire"
 	"github.com/mcprouter/mcprouter/loadgen/report"
 	"github.com/mcprouter/mcprouter/loadgen/stats"
 )
@@ -316,24 +316,39 @@ func (w *worker) close(record, measured bool) error {
 }
 
 func (r *run) steadyWorker(i int) {
-	w := r.newWorker(i)
-	ok := r.sleepUntil(r.rampSlot(i))
-	if ok {
-		if err := w.dial(true); err != nil {
-			r.failed.Add(1)
-			ok = false
-		}
-	}
+	w, ok := r.startWorker(i)
 	r.dialFinished()
 	if !ok {
 		return
 	}
 	defer w.close(false, false)
+	r.drive(w.runOp)
+}
+
+// startWorker makes session i's worker, waits for its ramp slot and opens its session.
+// ok is false when the run stopped first or the dial failed (which is counted).
+func (r *run) startWorker(i int) (w *worker, ok bool) {
+	w = r.newWorker(i)
+	if !r.sleepUntil(r.rampSlot(i)) {
+		return w, false
+	}
+	if err := w.dial(true); err != nil {
+		r.failed.Add(1)
+		return w, false
+	}
+	return w, true
+}
+
+// drive calls op until the run ends. In open loop op runs once per ticket of the
+// schedule, stamped with the ticket's intended time: late when it starts more than
+// LateThreshold after it, starved when the pacer was blocked as well. In closed loop op
+// runs back to back, each one intended when it is sent.
+func (r *run) drive(op func(intended, sent int64, measured, paced, late, starved bool)) {
 	if r.cfg.Rate > 0 {
 		for t := range r.tickets {
 			sent := r.now()
 			late := sent-t.intended > int64(r.cfg.LateThreshold)
-			w.runOp(t.intended, sent, t.intended >= r.measureFrom.Load(), true, late, late && t.blocked)
+			op(t.intended, sent, t.intended >= r.measureFrom.Load(), true, late, late && t.blocked)
 		}
 		return
 	}
@@ -342,7 +357,7 @@ func (r *run) steadyWorker(i int) {
 		if sent >= r.end.Load() {
 			return
 		}
-		w.runOp(sent, sent, sent >= r.measureFrom.Load(), false, false, false)
+		op(sent, sent, sent >= r.measureFrom.Load(), false, false, false)
 	}
 }
 
@@ -397,7 +412,7 @@ func (w *worker) exec(o *compiledOp) (stats.ErrKey, int) {
 	switch {
 	case o.uriParams:
 		w.buf = append(w.buf[:0], `{"uri":`...)
-		w.buf = wire.AppendQuote(w.buf, w.name)
+		w.buf = codec.AppendQuote(w.buf, w.name)
 		w.buf = append(w.buf, '}')
 		req.Params = w.buf
 	case o.params != nil:
@@ -455,20 +470,8 @@ func (r *run) churnWorker(i int) {
 	}
 	if r.cfg.Rate > 0 {
 		<-r.ready
-		for t := range r.tickets {
-			sent := r.now()
-			late := sent-t.intended > int64(r.cfg.LateThreshold)
-			w.cycle(t.intended, sent, t.intended >= r.measureFrom.Load(), true, late, late && t.blocked)
-		}
-		return
 	}
-	for !r.stopped.Load() {
-		sent := r.now()
-		if sent >= r.end.Load() {
-			return
-		}
-		w.cycle(sent, sent, sent >= r.measureFrom.Load(), false, false, false)
-	}
+	r.drive(w.cycle)
 }
 
 // cycle is one churn operation; it fails with the first failure of its steps.

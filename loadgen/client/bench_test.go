@@ -21,17 +21,8 @@ func BenchmarkHTTPCall(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			defer srv.Close()
-			d, err := NewDialer(Options{URL: srv.URL()})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer d.Close()
-			s, err := d.Dial(0, time.Now().Add(5*time.Second))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close(time.Now().Add(5 * time.Second))
+			b.Cleanup(func() { srv.Close() }) // registered first, so it runs after the session has closed
+			s := dialTest(b, Options{URL: srv.URL()}, 0)
 			req := Request{Method: "tools/call", Name: []byte("echo"), Params: []byte(`{"name":"echo","arguments":{"text":"hi"}}`)}
 			var rep Reply
 			b.ReportAllocs()

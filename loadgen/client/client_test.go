@@ -50,21 +50,29 @@ func targets(t *testing.T, c *sdktest.Counters) []target {
 	}
 }
 
+// dialTest opens session index with o, or fails the test; the session and its Dialer
+// are closed when the test (or benchmark run) ends.
+func dialTest(t testing.TB, o Options, index int) Session {
+	t.Helper()
+	d, err := NewDialer(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.Close)
+	s, err := d.Dial(index, time.Now().Add(10*time.Second))
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	t.Cleanup(func() { s.Close(time.Now().Add(5 * time.Second)) })
+	return s
+}
+
 func TestSessionsAgainstSDK(t *testing.T) {
 	var c sdktest.Counters
 	for _, tg := range targets(t, &c) {
 		t.Run(tg.name, func(t *testing.T) {
-			d, err := NewDialer(tg.opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer d.Close()
+			s := dialTest(t, tg.opts, 0)
 			deadline := time.Now().Add(10 * time.Second)
-			s, err := d.Dial(0, deadline)
-			if err != nil {
-				t.Fatalf("dial: %v", err)
-			}
-			defer s.Close(deadline)
 			if got := s.Info().Protocol; got != tg.protocol {
 				t.Errorf("protocol %q, want %q", got, tg.protocol)
 			}
@@ -92,7 +100,7 @@ func TestSessionsAgainstSDK(t *testing.T) {
 			}
 			// The SDK answers an unknown method with a plain-text 400 over HTTP and with
 			// -32601 over stdio; both are legitimate.
-			err = s.Call(&Request{Method: "no/such/method"}, deadline, &rep)
+			err := s.Call(&Request{Method: "no/such/method"}, deadline, &rep)
 			var e *Error
 			if !errors.As(err, &e) || !(e.Class == ClassJSONRPC && e.Code == codec.CodeMethodNotFound || e.Class == ClassHTTP && e.Code == 400) {
 				t.Errorf("unknown method: err = %v, want jsonrpc -32601 or http 400", err)
@@ -121,17 +129,8 @@ func TestNotificationsOnStream(t *testing.T) {
 					got <- string(m.URI)
 				}
 			}
-			d, err := NewDialer(tg.opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer d.Close()
+			s := dialTest(t, tg.opts, 7)
 			deadline := time.Now().Add(10 * time.Second)
-			s, err := d.Dial(7, deadline)
-			if err != nil {
-				t.Fatalf("dial: %v", err)
-			}
-			defer s.Close(deadline)
 			if !s.Info().StreamOpen {
 				t.Fatal("no stream")
 			}
@@ -166,17 +165,8 @@ func TestServerRequests(t *testing.T) {
 			continue // JSON replies and no GET stream: the server has no way to send a request
 		}
 		t.Run(tg.name, func(t *testing.T) {
-			d, err := NewDialer(tg.opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer d.Close()
+			s := dialTest(t, tg.opts, 0)
 			deadline := time.Now().Add(10 * time.Second)
-			s, err := d.Dial(0, deadline)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close(deadline)
 			var rep Reply
 			if err := s.Call(&Request{Method: "tools/call", Params: []byte(`{"name":"pingclient","arguments":{}}`)}, deadline, &rep); err != nil {
 				t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/loadgen/internal/wire"
 )
 
@@ -124,11 +125,11 @@ func (d *Dialer) hostClient(u *url.URL) *fasthttp.HostClient {
 // initializeParams encodes the initialize params.
 func initializeParams(o *Options) []byte {
 	b := []byte(`{"protocolVersion":`)
-	b = wire.AppendString(b, o.Protocol)
+	b = codec.AppendString(b, o.Protocol)
 	b = append(b, `,"capabilities":{"roots":{}},"clientInfo":{"name":`...)
-	b = wire.AppendString(b, o.ClientName)
+	b = codec.AppendString(b, o.ClientName)
 	b = append(b, `,"version":`...)
-	b = wire.AppendString(b, o.ClientVersion)
+	b = codec.AppendString(b, o.ClientVersion)
 	return append(b, "}}"...)
 }
 
@@ -136,11 +137,11 @@ func initializeParams(o *Options) []byte {
 // revision: protocol version, client info and capabilities travel with each request.
 func statelessMeta(o Options) []byte {
 	b := []byte(`"_meta":{"io.modelcontextprotocol/protocolVersion":`)
-	b = wire.AppendString(b, o.Protocol)
+	b = codec.AppendString(b, o.Protocol)
 	b = append(b, `,"io.modelcontextprotocol/clientInfo":{"name":`...)
-	b = wire.AppendString(b, o.ClientName)
+	b = codec.AppendString(b, o.ClientName)
 	b = append(b, `,"version":`...)
-	b = wire.AppendString(b, o.ClientVersion)
+	b = codec.AppendString(b, o.ClientVersion)
 	return append(b, `},"io.modelcontextprotocol/clientCapabilities":{}}`...)
 }
 

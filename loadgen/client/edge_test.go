@@ -62,6 +62,10 @@ func TestHTTPEdgeCases(t *testing.T) {
 		{"too large", func(ctx *fasthttp.RequestCtx) {
 			ctx.SetBodyString(`{"jsonrpc":"2.0","id":2,"result":{"x":"` + strings.Repeat("x", 2<<20) + `"}}`)
 		}, ClassProtocol, 0, 0},
+		{"SSE event too large", func(ctx *fasthttp.RequestCtx) {
+			ctx.SetContentType("text/event-stream")
+			ctx.SetBodyString("data: " + strings.Repeat("x", 2<<20) + "\n\n")
+		}, ClassProtocol, 0, 0},
 		{"stall", func(ctx *fasthttp.RequestCtx) { time.Sleep(time.Second) }, ClassTimeout, 0, 0},
 		{"SSE ends without the reply", func(ctx *fasthttp.RequestCtx) {
 			ctx.SetContentType("text/event-stream")
@@ -78,19 +82,10 @@ func TestHTTPEdgeCases(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d, err := NewDialer(Options{URL: edgeServer(t, tt.reply), MaxMessage: 1 << 20})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer d.Close()
-			s, err := d.Dial(0, time.Now().Add(5*time.Second))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close(time.Now().Add(time.Second))
+			s := dialTest(t, Options{URL: edgeServer(t, tt.reply), MaxMessage: 1 << 20}, 0)
 			var rep Reply
 			start := time.Now()
-			err = s.Call(&Request{Method: "tools/call", Params: []byte(`{"name":"x"}`)}, time.Now().Add(300*time.Millisecond), &rep)
+			err := s.Call(&Request{Method: "tools/call", Params: []byte(`{"name":"x"}`)}, time.Now().Add(300*time.Millisecond), &rep)
 			var e *Error
 			if !errors.As(err, &e) || e.Class != tt.class || e.Code != tt.code || e.Status != tt.status {
 				t.Fatalf("err = %#v, want class %v code %d status %d", err, tt.class, tt.code, tt.status)

@@ -13,21 +13,20 @@ import (
 
 	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/loadgen/internal/wire"
-	"github.com/mcprouter/mcprouter/loadgen/sse"
+	"github.com/mcprouter/mcprouter/transport/sse"
 )
 
 // Header names of Streamable HTTP.
 const (
-	hdrSessionID   = "Mcp-Session-Id"
-	hdrProtocol    = "MCP-Protocol-Version"
-	hdrMethod      = "Mcp-Method"
-	hdrName        = "Mcp-Name"
-	hdrLastEventID = "Last-Event-ID"
-	acceptPOST     = "application/json, text/event-stream"
-	contentJSON    = "application/json"
+	hdrSessionID = "Mcp-Session-Id"
+	hdrProtocol  = "MCP-Protocol-Version"
+	hdrMethod    = "Mcp-Method"
+	hdrName      = "Mcp-Name"
+	acceptPOST   = "application/json, text/event-stream"
+	contentJSON  = "application/json"
 )
 
-var eventStream = []byte("text/event-stream")
+var eventStream = []byte(sse.ContentType)
 
 // httpSession is a Streamable HTTP session. In the stateless revision it has no
 // session id and every request carries its own protocol metadata.
@@ -244,7 +243,7 @@ func (s *httpSession) statusErr(status int, body []byte) error {
 // holds one, and by the status otherwise.
 func httpStatusErr(status int, body []byte) *Error {
 	var m codec.Message
-	if len(body) > 0 && len(body) < 64<<10 && wire.Scan(body, &m) == nil && m.Kind == codec.KindError {
+	if len(body) > 0 && len(body) < 64<<10 && codec.Scan(body, &m) == nil && m.Kind == codec.KindError {
 		if code, msg, ok := wire.ErrorCode(m.Error); ok {
 			return &Error{Class: ClassJSONRPC, Code: code, Msg: msg, Status: status}
 		}
@@ -262,7 +261,7 @@ func doErr(err error) error {
 // readJSONReply takes an application/json body holding the reply.
 func (s *httpSession) readJSONReply(body []byte, id uint64, status int, rep *Reply) error {
 	var m codec.Message
-	if err := wire.Scan(body, &m); err != nil {
+	if err := codec.Scan(body, &m); err != nil {
 		return &Error{Class: ClassProtocol, Msg: "reply is not a JSON-RPC message", Err: err}
 	}
 	return s.takeReply(&m, id, status, rep)
@@ -290,7 +289,8 @@ func (s *httpSession) readSSEReply(body io.Reader, id uint64, status int, rep *R
 	sc := s.scratch()
 	defer s.scratches.Put(sc)
 	if sc.rd == nil {
-		sc.rd = sse.NewReader(body, 4096, s.d.o.MaxMessage)
+		// A small read buffer: the reader is kept per session, and replies are short.
+		sc.rd = sse.NewReaderSize(body, 4096, s.d.o.MaxMessage)
 	} else {
 		sc.rd.Reset(body)
 	}
@@ -302,7 +302,7 @@ func (s *httpSession) readSSEReply(body io.Reader, id uint64, status int, rep *R
 			switch {
 			case errors.Is(err, io.EOF):
 				return protocolErr("SSE response ended without the reply")
-			case errors.Is(err, sse.ErrTooLarge):
+			case errors.Is(err, sse.ErrEventTooLarge):
 				return &Error{Class: ClassProtocol, Msg: "bad SSE framing", Err: err}
 			}
 			return doErr(err)
@@ -311,7 +311,7 @@ func (s *httpSession) readSSEReply(body io.Reader, id uint64, status int, rep *R
 			continue // priming event
 		}
 		at := time.Now()
-		if err := wire.Scan(ev.Data, m); err != nil {
+		if err := codec.Scan(ev.Data, m); err != nil {
 			return &Error{Class: ClassProtocol, Msg: "SSE event is not a JSON-RPC message", Err: err}
 		}
 		switch m.Kind {
@@ -334,28 +334,34 @@ func (s *httpSession) readSSEReply(body io.Reader, id uint64, status int, rep *R
 
 // Notify implements Session.
 func (s *httpSession) Notify(method string, params []byte, deadline time.Time) error {
-	body := getBody()
-	defer putBody(body)
-	*body = wire.AppendNotification(*body, method, params)
-	return s.post(*body, deadline)
+	return notify(method, params, deadline, s.post)
 }
 
-// post sends a notification or response and expects 202 (200 and 204 are tolerated:
-// older servers answer so).
+// post sends a notification or an answer to a server request (see postMessage).
 func (s *httpSession) post(msg []byte, deadline time.Time) error {
 	if s.closed.Load() {
 		return transportErr("post on closed session", ErrClosed)
 	}
+	return postMessage(s.hc, msg, deadline, s.prepare, s.statusErr)
+}
+
+// postMessage POSTs msg, a message that expects no reply in the HTTP response (a
+// notification, an answer to a server request, or any message of the legacy transport,
+// whose replies travel on the stream), and expects a 2xx status: 202 is what the
+// specifications prescribe, 200 and 204 come from older servers. prepare sets the
+// request's method, URI, headers and body; statusErr classifies any other status.
+func postMessage(hc *fasthttp.HostClient, msg []byte, deadline time.Time,
+	prepare func(req *fasthttp.Request, body []byte), statusErr func(status int, body []byte) error) error {
 	req := fasthttp.AcquireRequest()
 	resp := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
-	s.prepare(req, msg)
-	if err := s.hc.DoDeadline(req, resp, deadline); err != nil {
+	prepare(req, msg)
+	if err := hc.DoDeadline(req, resp, deadline); err != nil {
 		return doErr(err)
 	}
 	if st := resp.StatusCode(); st < 200 || st >= 300 {
-		return s.statusErr(st, resp.Body())
+		return statusErr(st, resp.Body())
 	}
 	return nil
 }

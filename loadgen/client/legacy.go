@@ -10,8 +10,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/mcprouter/mcprouter/loadgen/internal/wire"
-	"github.com/mcprouter/mcprouter/loadgen/sse"
+	"github.com/mcprouter/mcprouter/transport/sse"
 )
 
 // sseSession is a session over the legacy HTTP+SSE transport (2024-11-05): the GET
@@ -41,7 +40,7 @@ func (d *Dialer) dialSSE(index int, deadline time.Time) (Session, error) {
 		cancel()
 		return nil, transportErr("SSE stream", err)
 	}
-	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Accept", sse.ContentType)
 	for k, v := range d.o.Headers {
 		req.Header.Set(k, v)
 	}
@@ -59,17 +58,17 @@ func (d *Dialer) dialSSE(index int, deadline time.Time) (Session, error) {
 		cancel()
 		return nil, &Error{Class: ClassHTTP, Code: resp.StatusCode, Msg: "SSE stream"}
 	}
-	rd := sse.NewReader(resp.Body, 16<<10, d.o.MaxMessage)
+	rd := sse.NewReader(resp.Body, d.o.MaxMessage)
 	ev, err := rd.Next()
 	stopped := timer.Stop()
-	if err != nil || string(ev.Type) != "endpoint" {
+	if err != nil || string(ev.Event) != "endpoint" {
 		resp.Body.Close()
 		cancel()
 		if !stopped {
 			return nil, &Error{Class: ClassTimeout, Err: ErrTimeout, Msg: "waiting for the endpoint event"}
 		}
 		if err == nil {
-			return nil, protocolErr("first SSE event is " + string(ev.Type) + ", want endpoint")
+			return nil, protocolErr("first SSE event is " + eventType(ev) + ", want endpoint")
 		}
 		return nil, transportErr("SSE stream", err)
 	}
@@ -102,14 +101,14 @@ func (s *sseSession) read(resp *http.Response, rd *sse.Reader) {
 		if err != nil {
 			if s.closed.Load() {
 				s.mux.fail(transportErr("session closed", ErrClosed))
-			} else if errors.Is(err, sse.ErrTooLarge) {
+			} else if errors.Is(err, sse.ErrEventTooLarge) {
 				s.mux.fail(protocolErr("stream event too large"))
 			} else {
 				s.mux.fail(transportErr("SSE stream ended", err))
 			}
 			return
 		}
-		if string(ev.Type) != "message" || len(ev.Data) == 0 {
+		if !isMessage(ev) || len(ev.Data) == 0 {
 			continue
 		}
 		s.mux.deliver(ev.Data, time.Now())
@@ -120,53 +119,33 @@ func (s *sseSession) Info() Info { return s.info }
 
 // Call implements Session.
 func (s *sseSession) Call(r *Request, deadline time.Time, rep *Reply) error {
-	id := s.ids.Add(1)
-	w, werr := s.mux.register(id)
-	if werr != nil {
-		return werr
-	}
-	body := getBody()
-	*body = wire.AppendRequest(*body, id, r.Method, r.Params)
-	err := s.post(*body, deadline)
-	putBody(body)
-	if err != nil {
-		s.mux.cancel(id, w)
-		return err
-	}
-	return s.mux.await(id, w, deadline, rep)
+	return s.mux.call(s.ids.Add(1), r, deadline, rep, s.post)
 }
 
 // Notify implements Session.
 func (s *sseSession) Notify(method string, params []byte, deadline time.Time) error {
-	body := getBody()
-	defer putBody(body)
-	*body = wire.AppendNotification(*body, method, params)
-	return s.post(*body, deadline)
+	return notify(method, params, deadline, s.post)
 }
 
+// post sends a message to the endpoint; a reply to it, if any, arrives on the stream.
 func (s *sseSession) post(msg []byte, deadline time.Time) error {
 	if s.closed.Load() {
 		return transportErr("post on closed session", ErrClosed)
 	}
-	req := fasthttp.AcquireRequest()
-	resp := fasthttp.AcquireResponse()
-	defer fasthttp.ReleaseRequest(req)
-	defer fasthttp.ReleaseResponse(resp)
+	return postMessage(s.hc, msg, deadline, s.prepare, s.statusErr)
+}
+
+func (s *sseSession) prepare(req *fasthttp.Request, body []byte) {
 	req.Header.SetMethod(fasthttp.MethodPost)
 	req.SetRequestURI(s.endpoint)
 	req.Header.SetContentType(contentJSON)
 	for k, v := range s.d.o.Headers {
 		req.Header.Set(k, v)
 	}
-	req.SetBodyRaw(msg)
-	if err := s.hc.DoDeadline(req, resp, deadline); err != nil {
-		return doErr(err)
-	}
-	if st := resp.StatusCode(); st < 200 || st >= 300 {
-		return httpStatusErr(st, resp.Body())
-	}
-	return nil
+	req.SetBodyRaw(body)
 }
+
+func (s *sseSession) statusErr(status int, body []byte) error { return httpStatusErr(status, body) }
 
 // Close implements Session: closing the stream ends a legacy session.
 func (s *sseSession) Close(deadline time.Time) error {

@@ -70,6 +70,34 @@ func (m *mux) cancel(id uint64, w *waiter) {
 	waiterPool.Put(w)
 }
 
+// call sends the request r with id through send and waits until deadline for the reply
+// that the stream's reader delivers: Call for the transports whose replies travel on a
+// stream (legacy SSE, stdio). The id is registered before the request leaves, so that a
+// fast reply finds its waiter.
+func (m *mux) call(id uint64, r *Request, deadline time.Time, rep *Reply, send func(msg []byte, deadline time.Time) error) error {
+	w, werr := m.register(id)
+	if werr != nil {
+		return werr
+	}
+	body := getBody()
+	*body = wire.AppendRequest(*body, id, r.Method, r.Params)
+	err := send(*body, deadline)
+	putBody(body)
+	if err != nil {
+		m.cancel(id, w)
+		return err
+	}
+	return m.await(id, w, deadline, rep)
+}
+
+// notify encodes a notification into a pooled buffer and sends it.
+func notify(method string, params []byte, deadline time.Time, send func(msg []byte, deadline time.Time) error) error {
+	body := getBody()
+	defer putBody(body)
+	*body = codec.AppendNotification(*body, method, params)
+	return send(*body, deadline)
+}
+
 // await waits for the reply to id until deadline and copies it into rep.
 func (m *mux) await(id uint64, w *waiter, deadline time.Time, rep *Reply) error {
 	w.timer.Reset(time.Until(deadline))
@@ -117,7 +145,7 @@ func (m *mux) fail(err *Error) {
 // called from the stream's single reader goroutine.
 func (m *mux) deliver(raw []byte, at time.Time) bool {
 	msg := &m.msg
-	if err := wire.Scan(raw, msg); err != nil {
+	if err := codec.Scan(raw, msg); err != nil {
 		return false
 	}
 	switch msg.Kind {
@@ -196,11 +224,11 @@ func rpcError(errObj []byte) *Error {
 func answerServerRequest(dst []byte, msg *codec.Message) []byte {
 	switch string(msg.Method) {
 	case "ping":
-		return wire.AppendResult(dst, msg.ID, []byte("{}"))
+		return codec.AppendResult(dst, msg.ID, []byte("{}"))
 	case "roots/list":
-		return wire.AppendResult(dst, msg.ID, []byte(`{"roots":[]}`))
+		return codec.AppendResult(dst, msg.ID, []byte(`{"roots":[]}`))
 	case "elicitation/create":
-		return wire.AppendResult(dst, msg.ID, []byte(`{"action":"decline"}`))
+		return codec.AppendResult(dst, msg.ID, []byte(`{"action":"decline"}`))
 	}
-	return wire.AppendError(dst, msg.ID, codec.CodeMethodNotFound, "mcpload does not implement "+string(msg.Method))
+	return codec.AppendError(dst, msg.ID, codec.CodeMethodNotFound, "mcpload does not implement "+string(msg.Method), nil)
 }

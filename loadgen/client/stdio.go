@@ -10,8 +10,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/mcprouter/mcprouter/loadgen/internal/wire"
 )
 
 // stdioSession is a session with a child process speaking newline-delimited JSON-RPC
@@ -110,29 +108,17 @@ func (s *stdioSession) Info() Info { return s.info }
 
 // Call implements Session.
 func (s *stdioSession) Call(r *Request, deadline time.Time, rep *Reply) error {
-	id := s.ids.Add(1)
-	w, werr := s.mux.register(id)
-	if werr != nil {
-		return werr
-	}
-	body := getBody()
-	*body = wire.AppendRequest(*body, id, r.Method, r.Params)
-	err := s.write(*body)
-	putBody(body)
-	if err != nil {
-		s.mux.cancel(id, w)
-		return err
-	}
-	return s.mux.await(id, w, deadline, rep)
+	return s.mux.call(s.ids.Add(1), r, deadline, rep, s.send)
 }
 
 // Notify implements Session.
 func (s *stdioSession) Notify(method string, params []byte, deadline time.Time) error {
-	body := getBody()
-	defer putBody(body)
-	*body = wire.AppendNotification(*body, method, params)
-	return s.write(*body)
+	return notify(method, params, deadline, s.send)
 }
+
+// send is write with the signature of the other transports' senders: a write to a pipe
+// has no deadline (a child that stops reading blocks it, as it would any stdio client).
+func (s *stdioSession) send(msg []byte, _ time.Time) error { return s.write(msg) }
 
 // Close implements Session: it closes stdin, as the stdio transport prescribes, waits
 // for the process to exit until deadline, and kills it after that.

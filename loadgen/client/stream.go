@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/mcprouter/mcprouter/loadgen/sse"
+	"github.com/mcprouter/mcprouter/transport/sse"
 )
 
 // getStream is a Streamable HTTP session's standalone GET stream. It reconnects with
@@ -67,7 +67,7 @@ func (g *getStream) connect(deadline time.Time) (conn, error) {
 	if err != nil {
 		return fail(transportErr("GET stream", err))
 	}
-	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Accept", sse.ContentType)
 	for k, v := range g.s.d.o.Headers {
 		req.Header.Set(k, v)
 	}
@@ -76,7 +76,7 @@ func (g *getStream) connect(deadline time.Time) (conn, error) {
 		req.Header.Set(hdrProtocol, g.s.version)
 	}
 	if len(g.lastID) > 0 {
-		req.Header.Set(hdrLastEventID, string(g.lastID))
+		req.Header.Set(sse.HeaderLastEventID, string(g.lastID))
 	}
 	resp, err := g.s.d.streams.Do(req)
 	if !timer.Stop() && err == nil {
@@ -103,12 +103,12 @@ func (g *getStream) connect(deadline time.Time) (conn, error) {
 // run reads events until the session closes, reconnecting as the server asks.
 func (g *getStream) run(c conn) {
 	defer close(g.done)
-	rd := sse.NewReader(c.body, 16<<10, g.s.d.o.MaxMessage)
+	rd := sse.NewReader(c.body, g.s.d.o.MaxMessage)
 	failures := 0
 	for {
 		err := g.read(rd)
 		c.close()
-		g.lastID = append(g.lastID[:0], rd.P.LastEventID()...)
+		g.lastID = append(g.lastID[:0], rd.LastEventID()...)
 		if g.ctx.Err() != nil {
 			g.mux.fail(transportErr("stream closed", ErrClosed))
 			return
@@ -141,20 +141,36 @@ func (g *getStream) read(rd *sse.Reader) error {
 	for {
 		ev, err := rd.Next()
 		if err != nil {
-			if errors.Is(err, sse.ErrTooLarge) {
+			if errors.Is(err, sse.ErrEventTooLarge) {
 				return protocolErr("stream event too large")
 			}
 			return err
 		}
 		at := time.Now()
-		if rd.P.HasRetry {
-			g.retry = time.Duration(rd.P.Retry) * time.Millisecond
+		if ms := rd.Retry(); ms >= 0 {
+			g.retry = time.Duration(ms) * time.Millisecond
 		}
-		if len(ev.Data) == 0 || string(ev.Type) != "message" {
+		if len(ev.Data) == 0 || !isMessage(ev) {
 			continue
 		}
 		g.mux.deliver(ev.Data, at)
 	}
+}
+
+// isMessage reports whether ev has the default event type, "message": the only type
+// that carries JSON-RPC messages on an MCP stream (the parser leaves the type empty
+// when the stream names none).
+func isMessage(ev sse.Event) bool {
+	return len(ev.Event) == 0 || string(ev.Event) == "message"
+}
+
+// eventType returns ev's event type as error messages show it: "message" when the
+// stream named none.
+func eventType(ev sse.Event) string {
+	if len(ev.Event) == 0 {
+		return "message"
+	}
+	return string(ev.Event)
 }
 
 func (g *getStream) close() {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/loadgen/internal/wire"
+	"github.com/mcprouter/mcprouter/transport/sse"
 )
 
 // Options configure the server's behaviour. The zero value answers at once.
@@ -105,8 +106,6 @@ var (
 	resultEmpty     = []byte(`{}`)
 	resultToolsList = []byte(`{"tools":[{"name":"echo","description":"returns ok","inputSchema":{"type":"object","properties":{"text":{"type":"string"}}}}]}`)
 	resultDiscover  = []byte(`{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"mcpload-loadtest","version":"1"}}}`)
-	eventPrefix     = []byte("event: message\ndata: ")
-	eventSuffix     = []byte("\n\n")
 )
 
 // Handler serves one HTTP request. It is exported so that benchmarks can drive the
@@ -122,10 +121,10 @@ func (s *Server) Handler(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	var m codec.Message
-	if err := wire.Scan(ctx.PostBody(), &m); err != nil {
+	if err := codec.Scan(ctx.PostBody(), &m); err != nil {
 		ctx.SetStatusCode(fasthttp.StatusBadRequest)
 		ctx.SetContentType("application/json")
-		ctx.SetBody(wire.AppendError(nil, nil, codec.CodeParseError, "parse error"))
+		ctx.SetBody(codec.AppendError(nil, nil, codec.CodeParseError, "parse error", nil))
 		return
 	}
 	if m.Kind != codec.KindRequest {
@@ -156,11 +155,11 @@ func (s *Server) Handler(ctx *fasthttp.RequestCtx) {
 	case "server/discover":
 		result = resultDiscover
 	default:
-		s.reply(ctx, wire.AppendError(nil, m.ID, codec.CodeMethodNotFound, "method not found"))
+		s.reply(ctx, codec.AppendError(nil, m.ID, codec.CodeMethodNotFound, "method not found", nil))
 		return
 	}
 	b := bufPool.Get().(*[]byte)
-	*b = wire.AppendResult((*b)[:0], m.ID, result)
+	*b = codec.AppendResult((*b)[:0], m.ID, result)
 	s.reply(ctx, *b)
 	bufPool.Put(b)
 }
@@ -174,10 +173,11 @@ func (s *Server) reply(ctx *fasthttp.RequestCtx, msg []byte) {
 		ctx.SetBody(msg)
 		return
 	}
-	ctx.SetContentType("text/event-stream")
-	ctx.SetBody(eventPrefix)
-	ctx.Response.AppendBody(msg)
-	ctx.Response.AppendBody(eventSuffix)
+	b := bufPool.Get().(*[]byte)
+	*b = sse.AppendEvent((*b)[:0], nil, "message", msg)
+	ctx.SetContentType(sse.ContentType)
+	ctx.SetBody(*b)
+	bufPool.Put(b)
 }
 
 func initializeResult(requested string) []byte {
@@ -187,6 +187,6 @@ func initializeResult(requested string) []byte {
 		v = requested
 	}
 	b := []byte(`{"protocolVersion":`)
-	b = wire.AppendString(b, v)
+	b = codec.AppendString(b, v)
 	return append(b, `,"capabilities":{"tools":{}},"serverInfo":{"name":"mcpload-loadtest","version":"1"}}`...)
 }

@@ -1,119 +1,25 @@
-// Package wire holds the few JSON-RPC byte helpers mcpload needs on its hot path:
-// appending requests, notifications and responses, scanning replies through the
-// project's codec, and the rare deeper reads (error code, isError, nextCursor) that
-// happen only on error or pagination paths.
+// Package wire holds the JSON-RPC byte helpers mcpload needs beyond the project codec
+// (which does the scanning and the encoding): a request with an integer id, a member
+// appended to an object, and the rare deeper reads (error code, isError, nextCursor,
+// a field of a result) that happen only on error, pagination or handshake paths.
 package wire
 
 import (
 	"bytes"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/bytedance/sonic"
 	"github.com/mcprouter/mcprouter/codec"
 )
 
-// Scan scans one JSON-RPC message into m with the project codec (fully validated, no
-// allocation); see codec.Scan.
-func Scan(b []byte, m *codec.Message) error { return codec.Scan(b, m) }
-
-// AppendRequest appends {"jsonrpc":"2.0","id":<id>,"method":<method>[,"params":<params>]}.
-// params must be a JSON object or nil (omitted).
+// AppendRequest appends {"jsonrpc":"2.0","id":<id>,"method":<method>[,"params":<params>]}
+// with the integer id mcpload numbers its calls with: codec.AppendRequest takes the id
+// as a raw token, which is formatted here on the stack. params must be a JSON object or
+// nil (omitted).
 func AppendRequest(dst []byte, id uint64, method string, params []byte) []byte {
-	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
-	dst = strconv.AppendUint(dst, id, 10)
-	dst = append(dst, `,"method":`...)
-	dst = AppendString(dst, method)
-	if params != nil {
-		dst = append(dst, `,"params":`...)
-		dst = append(dst, params...)
-	}
-	return append(dst, '}')
+	var tok [20]byte // the longest uint64
+	return codec.AppendRequest(dst, strconv.AppendUint(tok[:0], id, 10), method, params)
 }
-
-// AppendNotification appends a notification (a request without id).
-func AppendNotification(dst []byte, method string, params []byte) []byte {
-	dst = append(dst, `{"jsonrpc":"2.0","method":`...)
-	dst = AppendString(dst, method)
-	if params != nil {
-		dst = append(dst, `,"params":`...)
-		dst = append(dst, params...)
-	}
-	return append(dst, '}')
-}
-
-// AppendResult appends a success response; id is the raw id token.
-func AppendResult(dst, id, result []byte) []byte {
-	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
-	dst = append(dst, id...)
-	dst = append(dst, `,"result":`...)
-	dst = append(dst, result...)
-	return append(dst, '}')
-}
-
-// AppendError appends an error response; a nil id is written as null.
-func AppendError(dst, id []byte, code int, message string) []byte {
-	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
-	if id == nil {
-		dst = append(dst, "null"...)
-	} else {
-		dst = append(dst, id...)
-	}
-	dst = append(dst, `,"error":{"code":`...)
-	dst = strconv.AppendInt(dst, int64(code), 10)
-	dst = append(dst, `,"message":`...)
-	dst = AppendString(dst, message)
-	return append(dst, "}}"...)
-}
-
-const hexDigits = "0123456789abcdef"
-
-// AppendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD.
-func AppendString(dst []byte, s string) []byte { return appendQuoted(dst, s) }
-
-func appendQuoted[T string | []byte](dst []byte, s T) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := decodeRune(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
-
-// AppendQuote appends s as a JSON string; see AppendString.
-func AppendQuote(dst, s []byte) []byte { return appendQuoted(dst, s) }
 
 // ErrorCode reads code and message from a raw JSON-RPC error object. ok is false when
 // the object has no integer code.
@@ -200,7 +106,7 @@ func AppendMember(dst, obj []byte, key string, raw []byte) []byte {
 			dst = append(dst, ',')
 		}
 	}
-	dst = AppendString(dst, key)
+	dst = codec.AppendString(dst, key)
 	dst = append(dst, ':')
 	dst = append(dst, raw...)
 	return append(dst, '}')
@@ -218,14 +124,4 @@ func emptyObject(head []byte) bool {
 		}
 	}
 	return true
-}
-
-func decodeRune[T string | []byte](s T) (rune, int) {
-	switch v := any(s).(type) {
-	case string:
-		return utf8.DecodeRuneInString(v)
-	case []byte:
-		return utf8.DecodeRune(v)
-	}
-	return utf8.RuneError, 1
 }

@@ -1,49 +1,38 @@
 package wire
 
 import (
-	"encoding/json"
+	"math"
+	"strings"
 	"testing"
 
 	"github.com/mcprouter/mcprouter/codec"
 )
 
-func TestAppendString(t *testing.T) {
-	for _, s := range []string{"", "plain", `q"uote`, `back\slash`, "nl\nt\tr\r", "\x00\x1f", "é✓😀", "bad\xffutf8"} {
-		got := AppendString(nil, s)
-		var back string
-		if err := json.Unmarshal(got, &back); err != nil {
-			t.Errorf("%q -> %s: %v", s, got, err)
-			continue
-		}
-		want := s
-		if s == "bad\xffutf8" {
-			want = "bad\ufffdutf8"
-		}
-		if back != want {
-			t.Errorf("%q round-trips to %q", s, back)
-		}
-		if q := AppendQuote(nil, []byte(s)); string(q) != string(got) {
-			t.Errorf("AppendQuote(%q) = %s, AppendString = %s", s, q, got)
-		}
-	}
-}
-
-func TestAppendMessages(t *testing.T) {
+func TestAppendRequest(t *testing.T) {
 	tests := []struct{ got, want string }{
 		{string(AppendRequest(nil, 7, "tools/call", []byte(`{"name":"x"}`))), `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x"}}`},
 		{string(AppendRequest(nil, 0, "ping", nil)), `{"jsonrpc":"2.0","id":0,"method":"ping"}`},
-		{string(AppendNotification(nil, "notifications/initialized", nil)), `{"jsonrpc":"2.0","method":"notifications/initialized"}`},
-		{string(AppendResult(nil, []byte(`"a"`), []byte(`{}`))), `{"jsonrpc":"2.0","id":"a","result":{}}`},
-		{string(AppendError(nil, nil, -32601, "no")), `{"jsonrpc":"2.0","id":null,"error":{"code":-32601,"message":"no"}}`},
+		{string(AppendRequest([]byte("x"), math.MaxUint64, "a\"b", []byte(`{}`))), `x{"jsonrpc":"2.0","id":18446744073709551615,"method":"a\"b","params":{}}`},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want {
 			t.Errorf("got %s\nwant %s", tt.got, tt.want)
 		}
 		var m codec.Message
-		if err := Scan([]byte(tt.got), &m); err != nil {
+		if err := codec.Scan([]byte(strings.TrimPrefix(tt.got, "x")), &m); err != nil {
 			t.Errorf("%s does not scan: %v", tt.got, err)
 		}
+	}
+}
+
+// TestAppendRequestAllocs checks that formatting the id costs no allocation: this runs
+// once per call mcpload makes.
+func TestAppendRequestAllocs(t *testing.T) {
+	dst := make([]byte, 0, 256)
+	if n := testing.AllocsPerRun(100, func() {
+		dst = AppendRequest(dst[:0], 1<<40, "tools/call", []byte(`{"name":"echo"}`))
+	}); n != 0 {
+		t.Errorf("AppendRequest allocates %v times", n)
 	}
 }
 

@@ -1,5 +1,0 @@
-package sse
-
-import "flag"
-
-var update = flag.Bool("update", false, "rewrite golden files")
