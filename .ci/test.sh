@@ -11,7 +11,7 @@ failed=0
 step() { printf '\n==> %s\n' "$*"; }
 
 step "gofmt"
-unformatted="$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.cache/*'))"
+unformatted="$(find . -name '*.go' -not -path './.cache/*' -not -path '*/node_modules/*' -not -path './.git/*' -print0 | xargs -0 gofmt -l)"
 if [ -n "$unformatted" ]; then
 	echo "not gofmt-formatted:"; echo "$unformatted"; exit 1
 fi
