@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -624,4 +626,68 @@ func TestListChangedReachesEveryInstance(t *testing.T) {
 			t.Errorf("router %d catalog not refreshed: %v", i, names)
 		}
 	}
+}
+
+// TestInstanceKilled: an instance dies without a word (SIGKILL): its leases expire, and
+// an instance that still has subscribers takes the upstream subscription over, so
+// updates keep flowing to the survivors' clients.
+func TestInstanceKilled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a NATS cluster and a router process")
+	}
+	nodes := startNATS(t, 3)
+	backend := startBackend(t)
+	bin := filepath.Join(t.TempDir(), "mcprouter")
+	build := exec.Command("go", "build", "-o", bin, "../../../cmd/mcprouter")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	listen := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	cfgFile := filepath.Join(t.TempDir(), "a.yaml")
+	cfg := fmt.Sprintf("listen: %s\nadmin: {listen: \"off\"}\nbackends:\n  - {name: ref, url: %q, prefix: \"\"}\nnats: {url: %q, name: doomed, replicas: 3, lease: 3s}\n",
+		listen, backend.URL(), nodes[0].url())
+	if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	proc := exec.Command(bin, "--config", cfgFile)
+	stderr, _ := proc.StderrPipe()
+	if err := proc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proc.Process.Kill(); proc.Wait() })
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "mcprouter listening") {
+				close(ready)
+			}
+		}
+	}()
+	select {
+	case <-ready:
+	case <-time.After(30 * time.Second):
+		t.Fatal("router process did not start")
+	}
+	b := startRouter(t, "b", nodes[1].url(), backend.URL())
+	const uri = "memo://board"
+	ca := connect(t, "http://"+listen+"/mcp")
+	cb := connect(t, b.URL())
+	for _, c := range []*client{ca, cb} { // the doomed instance subscribes first: it owns
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := c.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+	}
+	if b.Fleet.Subscriptions() != 0 {
+		t.Fatal("b should not hold the upstream subscription while the first instance lives")
+	}
+	if err := proc.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	proc.Wait()
+	waitFor(t, "b to take over after the lease expired", 20*time.Second, func() bool { return b.Fleet.Subscriptions() == 1 })
+	touch(t, cb, uri)
+	cb.waitUpdate(t, uri, 10*time.Second)
 }
