@@ -526,6 +526,13 @@ func (s *HTTPServer) serveStream(ctx *fasthttp.RequestCtx, stream *sse.Stream, r
 		opts.Prime = true
 	}
 	s.Stats.OpenStreams.Add(1)
+	if done == nil {
+		// A GET stream lives as long as the session: it takes the connection over, so
+		// that each batch of events is one write to the socket (no pipe, no second
+		// goroutine and copy per event, which fan-out to many sessions pays for).
+		s.hijackStream(ctx, cons, opts)
+		return
+	}
 	ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
 		if !opts.Prime && opts.RetryMs <= 0 {
 			// fasthttp sends the status line and headers with the first chunk of body:
@@ -571,6 +578,67 @@ func (s *HTTPServer) retryFor(sess *Session) int {
 	}
 	return 0
 }
+
+// hijackStream writes the response head itself and pumps the stream straight to the
+// connection in HTTP/1.1 chunked encoding. The connection ends with the stream.
+func (s *HTTPServer) hijackStream(ctx *fasthttp.RequestCtx, cons *sse.Consumer, opts sse.PumpOptions) {
+	ctx.Response.Header.SetContentLength(-1) // chunked
+	ctx.Response.Header.Set(fasthttp.HeaderConnection, "close")
+	head := append([]byte(nil), ctx.Response.Header.Header()...)
+	ctx.HijackSetNoResponse(true)
+	ctx.Hijack(func(c net.Conn) {
+		opts.Interrupt = func() { c.SetWriteDeadline(time.Now()) }
+		cw := &chunkWriter{c: c}
+		w := chunkBufPool.Get().(*bufio.Writer)
+		w.Reset(cw)
+		_, err := c.Write(head)
+		if err == nil && !opts.Prime && opts.RetryMs <= 0 {
+			// Nothing to say yet: an SSE comment shows the client the stream is open.
+			w.Write(streamOpenComment)
+			err = w.Flush()
+		}
+		if err != nil {
+			cons.Close() // the client is gone: Pump returns at once
+		}
+		err = cons.Pump(w, opts)
+		s.Stats.OpenStreams.Add(-1)
+		if err == sse.ErrSlowConsumer {
+			s.Stats.SlowConsumers.Add(1)
+		}
+		if err == nil {
+			c.Write(chunkEnd) // a clean end of the response
+		}
+		w.Reset(nil)
+		chunkBufPool.Put(w)
+	})
+}
+
+// chunkWriter frames each write as one HTTP/1.1 chunk, in one writev.
+type chunkWriter struct {
+	c    net.Conn
+	hdr  [20]byte
+	arr  [3][]byte
+	bufs net.Buffers
+}
+
+var crlf = []byte("\r\n")
+
+var chunkEnd = []byte("0\r\n\r\n")
+
+func (w *chunkWriter) Write(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	h := strconv.AppendUint(w.hdr[:0], uint64(len(p)), 16)
+	h = append(h, '\r', '\n')
+	w.bufs = append(w.arr[:0], h, p, crlf) // fields, so that writev allocates nothing
+	if _, err := w.bufs.WriteTo(w.c); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+var chunkBufPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 16<<10) }}
 
 func (s *HTTPServer) get(ctx *fasthttp.RequestCtx) {
 	if parseAccept(ctx.Request.Header.Peek("Accept"))&acceptSSE == 0 {
