@@ -640,21 +640,31 @@ func (w *chunkWriter) Write(p []byte) (int, error) {
 
 var chunkBufPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 16<<10) }}
 
+// requireSession checks what GET and DELETE need: a supported MCP-Protocol-Version and
+// a live session; it answers the error itself when not.
+func (s *HTTPServer) requireSession(ctx *fasthttp.RequestCtx) (*Session, bool) {
+	if _, ok := s.cfg.Rules.versionFor(ctx.Request.Header.Peek(HeaderProtocolVersion)); !ok {
+		s.httpError(ctx, fasthttp.StatusBadRequest, "unsupported MCP-Protocol-Version")
+		return nil, false
+	}
+	sess, ok := s.sessionFor(ctx)
+	if !ok {
+		return nil, false
+	}
+	if sess == nil {
+		s.httpError(ctx, fasthttp.StatusBadRequest, "missing Mcp-Session-Id header")
+		return nil, false
+	}
+	return sess, true
+}
+
 func (s *HTTPServer) get(ctx *fasthttp.RequestCtx) {
 	if parseAccept(ctx.Request.Header.Peek("Accept"))&acceptSSE == 0 {
 		s.httpError(ctx, fasthttp.StatusNotAcceptable, "Accept must allow text/event-stream")
 		return
 	}
-	if _, ok := s.cfg.Rules.versionFor(ctx.Request.Header.Peek(HeaderProtocolVersion)); !ok {
-		s.httpError(ctx, fasthttp.StatusBadRequest, "unsupported MCP-Protocol-Version")
-		return
-	}
-	sess, ok := s.sessionFor(ctx)
+	sess, ok := s.requireSession(ctx)
 	if !ok {
-		return
-	}
-	if sess == nil {
-		s.httpError(ctx, fasthttp.StatusBadRequest, "missing Mcp-Session-Id header")
 		return
 	}
 	if s.shuttingDown(ctx) {
@@ -680,16 +690,8 @@ func (s *HTTPServer) get(ctx *fasthttp.RequestCtx) {
 }
 
 func (s *HTTPServer) delete(ctx *fasthttp.RequestCtx) {
-	if _, ok := s.cfg.Rules.versionFor(ctx.Request.Header.Peek(HeaderProtocolVersion)); !ok {
-		s.httpError(ctx, fasthttp.StatusBadRequest, "unsupported MCP-Protocol-Version")
-		return
-	}
-	sess, ok := s.sessionFor(ctx)
+	sess, ok := s.requireSession(ctx)
 	if !ok {
-		return
-	}
-	if sess == nil {
-		s.httpError(ctx, fasthttp.StatusBadRequest, "missing Mcp-Session-Id header")
 		return
 	}
 	sess.Close()
