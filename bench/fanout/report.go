@@ -1,7 +1,6 @@
 package fanout
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"strconv"
@@ -231,55 +230,6 @@ func metWord(ok bool) string {
 		return "**met**"
 	}
 	return "**missed**"
-}
-
-// ReplaceSection returns doc with the section whose heading line is exactly heading
-// (from that line to the next line starting with "## ", or the end) replaced by section;
-// a doc without that section gets it appended. Other sections are kept byte for byte.
-func ReplaceSection(doc []byte, heading, section string) []byte {
-	if !strings.HasSuffix(section, "\n") {
-		section += "\n"
-	}
-	lines := bytes.SplitAfter(doc, []byte("\n"))
-	start, end := -1, len(lines)
-	for i, l := range lines {
-		t := bytes.TrimRight(l, "\r\n")
-		if start < 0 {
-			if string(t) == heading {
-				start = i
-			}
-			continue
-		}
-		if bytes.HasPrefix(t, []byte("## ")) {
-			end = i
-			break
-		}
-	}
-	var out bytes.Buffer
-	if start < 0 {
-		out.Write(doc)
-		if len(doc) > 0 {
-			if !bytes.HasSuffix(doc, []byte("\n")) {
-				out.WriteByte('\n')
-			}
-			if !bytes.HasSuffix(doc, []byte("\n\n")) {
-				out.WriteByte('\n')
-			}
-		}
-		out.WriteString(section)
-		return out.Bytes()
-	}
-	for _, l := range lines[:start] {
-		out.Write(l)
-	}
-	out.WriteString(section)
-	if end < len(lines) {
-		out.WriteByte('\n') // a blank line before the next section
-		for _, l := range lines[end:] {
-			out.Write(l)
-		}
-	}
-	return out.Bytes()
 }
 
 // fmtDur prints a latency with a precision that suits its size.

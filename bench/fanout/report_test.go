@@ -6,30 +6,6 @@ import (
 	"time"
 )
 
-func TestReplaceSection(t *testing.T) {
-	const sec = "## fan-out\n\nnew\n"
-	tests := []struct {
-		name, doc, want string
-	}{
-		{"empty", "", sec},
-		{"append", "# R\n\n## sse\n\nx\n", "# R\n\n## sse\n\nx\n\n" + sec},
-		{"append no newline", "# R\n\n## sse\n\nx", "# R\n\n## sse\n\nx\n\n" + sec},
-		{"replace last", "# R\n\n## fan-out\n\nold\nold\n", "# R\n\n" + sec},
-		{"replace middle", "# R\n\n## fan-out\n\nold\n\n## workers\n\ny\n", "# R\n\n" + sec + "\n## workers\n\ny\n"},
-		{"notes kept", "## fan-out\nold\n## fan-out notes\nmine\n", sec + "\n## fan-out notes\nmine\n"},
-		{"prefix is not the heading", "## fan-out notes\nmine\n", "## fan-out notes\nmine\n\n" + sec},
-		{"crlf", "# R\r\n## fan-out\r\nold\r\n## b\r\n", "# R\r\n" + sec + "\n## b\r\n"},
-		{"subsections replaced", "## fan-out\n### detail\nold\n", sec},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := string(ReplaceSection([]byte(tt.doc), "## fan-out", sec)); got != tt.want {
-				t.Errorf("got:\n%q\nwant:\n%q", got, tt.want)
-			}
-		})
-	}
-}
-
 func TestFormat(t *testing.T) {
 	for _, tt := range []struct {
 		d    time.Duration

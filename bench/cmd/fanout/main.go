@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/mcprouter/mcprouter/bench/fanout"
+	"github.com/mcprouter/mcprouter/bench/results"
 )
 
 func main() {
@@ -183,7 +184,7 @@ func run() error {
 	if len(doc) == 0 {
 		doc = []byte("# Benchmark results\n")
 	}
-	doc = fanout.ReplaceSection(doc, "## fan-out", rep.Markdown(env))
+	doc = results.ReplaceSection(doc, "## fan-out", rep.Markdown(env))
 	if err := os.WriteFile(*out, doc, 0o644); err != nil {
 		return err
 	}

@@ -1,0 +1,138 @@
+//go:build linux
+
+package compare
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// childAttr makes the kernel kill a child when the harness dies (an interrupted run must
+// not leave servers behind on the machine). The signal follows the thread that forked the
+// child; Go keeps its threads for the life of the process unless a locked goroutine
+// exits, which the harness never does.
+func childAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+}
+
+// userHZ is the unit of utime and stime in /proc/<pid>/stat (USER_HZ, 100 on every Linux
+// architecture Go supports).
+const userHZ = 100
+
+// procCPU returns the CPU time (user + system, all threads) process pid has used.
+func procCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) is in parentheses and may contain spaces: fields are
+	// counted after the last ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	}
+	f := bytes.Fields(b[i+1:])
+	// After ')': state(3) ppid(4) ... utime(14) stime(15), so indexes 11 and 12.
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	}
+	ut, err1 := strconv.ParseInt(string(f[11]), 10, 64)
+	st, err2 := strconv.ParseInt(string(f[12]), 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	}
+	return time.Duration(ut+st) * time.Second / userHZ, nil
+}
+
+// cpuTimes returns the busy and total time of the given CPUs so far, from /proc/stat.
+// Busy is user, nice, system, irq and steal time; total adds idle, iowait and softirq.
+// Softirq time is left out of busy because most of it is the kernel processing our own
+// loopback packets, which is charged to no process: counted as busy, it would show up as
+// load from "other processes" that is in fact the run's own traffic.
+func cpuTimes(cpus []int) (busy, total time.Duration, err error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, err
+	}
+	want := map[string]bool{}
+	for _, c := range cpus {
+		want["cpu"+strconv.Itoa(c)] = true
+	}
+	found := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 9 || !want[f[0]] {
+			continue
+		}
+		var v [8]int64
+		for i := range v {
+			if v[i], err = strconv.ParseInt(f[i+1], 10, 64); err != nil {
+				return 0, 0, fmt.Errorf("/proc/stat: %q: %v", line, err)
+			}
+		}
+		// user nice system idle iowait irq softirq steal
+		bz := v[0] + v[1] + v[2] + v[5] + v[7]
+		busy += time.Duration(bz) * time.Second / userHZ
+		total += time.Duration(bz+v[3]+v[4]+v[6]) * time.Second / userHZ
+		found++
+	}
+	if found != len(cpus) {
+		return 0, 0, fmt.Errorf("/proc/stat: found %d of the CPUs %v", found, cpus)
+	}
+	return busy, total, nil
+}
+
+// allowedCPUs lists the CPUs this process may run on (its affinity), in order.
+func allowedCPUs() []int {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return nil
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {
+			return parseCPUList(strings.TrimSpace(v))
+		}
+	}
+	return nil
+}
+
+// cpuModel is the first "model name" of /proc/cpuinfo.
+func cpuModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return "unknown"
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown"
+}
+
+// loadAverage is the first three fields of /proc/loadavg.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// kernelRelease is the running kernel's version.
+func kernelRelease() string {
+	b, err := os.ReadFile("/proc/sys/kernel/osrelease")
+	if err != nil {
+		return ""
+	}
+	return "Linux " + strings.TrimSpace(string(b))
+}

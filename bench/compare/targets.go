@@ -1,0 +1,131 @@
+package compare
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+)
+
+// Server names (processes started by the harness).
+const (
+	srvStub           = "stub"
+	srvBackend        = "mcpbackend"
+	srvRouter         = "mcprouter"
+	srvGoSDKStateless = "gosdk-stateless"
+	srvGoSDKSession   = "gosdk-session"
+	srvMCPGoSession   = "mcpgo-session"
+	srvMCPGoStateless = "mcpgo-stateless"
+)
+
+// Binaries built by the harness.
+const (
+	binLoad    = "mcpload"
+	binBackend = "mcpbackend"
+	binRouter  = "mcprouter"
+	binPeers   = "peers"
+)
+
+// routerBackendName is the backend's name in the router's configuration, so the echo
+// tool is reached through the router as routerBackendName + "__echo".
+const routerBackendName = "backend"
+
+var (
+	// mcpbackend and mcprouter log `msg="... listening" addr=HOST:PORT` once they accept.
+	reBackendAddr = regexp.MustCompile(`mcpbackend listening.* addr=(\S+)`)
+	reRouterAddr  = regexp.MustCompile(`mcprouter listening.* addr=(\S+)`)
+	reAdminAddr   = regexp.MustCompile(`admin listening.* addr=(\S+)`)
+	// The peers print "IMPL MODE serving on http://HOST:PORT/mcp", mcpload stub
+	// "serving http://HOST:PORT/mcp".
+	reServingURL = regexp.MustCompile(`serving (?:on )?(http://\S+)`)
+)
+
+// serverSpec says how to start one server process and find its endpoint.
+type serverSpec struct {
+	name   string
+	binary string
+	// args are the arguments after the binary; the router's are built from its backend.
+	args []string
+	// needs are servers that must be running first (the router needs its backend).
+	needs []string
+	// pattern's first submatch is the MCP endpoint (a URL, or an address when addrOnly).
+	pattern  *regexp.Regexp
+	addrOnly bool
+	// admin: the server also announces an admin listener whose /readyz must say yes
+	// before it takes load (the router: it is ready once its backend is connected).
+	admin bool
+}
+
+var servers = []serverSpec{
+	{name: srvStub, binary: binLoad, args: []string{"stub", "--listen", "127.0.0.1:0"}, pattern: reServingURL},
+	{name: srvBackend, binary: binBackend, args: []string{"--listen", "127.0.0.1:0"}, pattern: reBackendAddr, addrOnly: true},
+	{name: srvRouter, binary: binRouter, needs: []string{srvBackend}, pattern: reRouterAddr, addrOnly: true, admin: true},
+	{name: srvGoSDKStateless, binary: binPeers, args: peerArgs("gosdk", "stateless"), pattern: reServingURL},
+	{name: srvGoSDKSession, binary: binPeers, args: peerArgs("gosdk", "session"), pattern: reServingURL},
+	{name: srvMCPGoSession, binary: binPeers, args: peerArgs("mcpgo", "session"), pattern: reServingURL},
+	{name: srvMCPGoStateless, binary: binPeers, args: peerArgs("mcpgo", "stateless"), pattern: reServingURL},
+}
+
+func peerArgs(impl, mode string) []string {
+	return []string{"-impl", impl, "-mode", mode, "-addr", "127.0.0.1:0"}
+}
+
+func serverByName(name string) *serverSpec {
+	for i := range servers {
+		if servers[i].name == name {
+			return &servers[i]
+		}
+	}
+	panic("compare: unknown server " + name)
+}
+
+// routerConfig is the router's configuration file: ephemeral ports, one backend, the admin
+// listener on (its /readyz tells when the backend is connected; /debug/pprof for profiles).
+func routerConfig(backendURL string, pprof bool) string {
+	return fmt.Sprintf(`# written by bench/compare
+listen: 127.0.0.1:0
+admin:
+  listen: 127.0.0.1:0
+  pprof: %s
+backends:
+  - name: %s
+    url: %s
+`, strconv.FormatBool(pprof), routerBackendName, backendURL)
+}
+
+// Implementation families, for the goals that compare against "the fastest peer".
+const (
+	familyOurs  = "ours"
+	familyGoSDK = "gosdk"
+	familyMCPGo = "mcpgo"
+	familyStub  = "stub"
+)
+
+// targetSpec is one thing measured: an endpoint, the tool called there and the server
+// processes whose CPU the operations cost.
+type targetSpec struct {
+	name  string
+	label string // what it is, for the tables
+	// servers: the first one is the endpoint; all of them are charged the CPU.
+	servers []string
+	tool    string
+	family  string
+}
+
+var targets = []targetSpec{
+	{name: TargetStub, label: "mcpload stub (trivial fixed reply)", servers: []string{srvStub}, tool: "echo", family: familyStub},
+	{name: TargetDirect, label: "mcpbackend alone", servers: []string{srvBackend}, tool: "echo", family: familyOurs},
+	{name: TargetRouter, label: "mcprouter -> mcpbackend", servers: []string{srvRouter, srvBackend}, tool: routerBackendName + "__echo", family: familyOurs},
+	{name: TargetGoSDKStateless, label: "official Go SDK, stateless, JSON replies", servers: []string{srvGoSDKStateless}, tool: "echo", family: familyGoSDK},
+	{name: TargetGoSDKSession, label: "official Go SDK, sessions, SSE replies", servers: []string{srvGoSDKSession}, tool: "echo", family: familyGoSDK},
+	{name: TargetMCPGoSession, label: "mcp-go, sessions, JSON replies", servers: []string{srvMCPGoSession}, tool: "echo", family: familyMCPGo},
+	{name: TargetMCPGoStateless, label: "mcp-go, stateless, JSON replies", servers: []string{srvMCPGoStateless}, tool: "echo", family: familyMCPGo},
+}
+
+func targetByName(name string) *targetSpec {
+	for i := range targets {
+		if targets[i].name == name {
+			return &targets[i]
+		}
+	}
+	return nil
+}
