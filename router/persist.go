@@ -2,6 +2,7 @@ package router
 
 import (
 	"encoding/json"
+	"time"
 
 	"github.com/bytedance/sonic"
 
@@ -31,9 +32,17 @@ func (r *Router) save(s *Session) {
 	if err != nil {
 		return
 	}
-	if err := r.cfg.Store.Save(t.ID(), b); err != nil {
-		r.log.Warn("cannot save session record", "session", t.ID(), "err", err)
+	// A store that is briefly unreachable (a NATS reconnect, a JetStream leader
+	// election) gets a few more tries.
+	for attempt := 0; attempt < 4; attempt++ {
+		if attempt > 0 {
+			time.Sleep(time.Duration(attempt) * 250 * time.Millisecond)
+		}
+		if err = r.cfg.Store.Save(t.ID(), b); err == nil {
+			return
+		}
 	}
+	r.log.Warn("cannot save session record", "session", t.ID(), "err", err)
 }
 
 // ResolveSession implements transport.SessionResolver: a session whose instance went

@@ -50,7 +50,9 @@ type Router struct {
 	disp  *workers.Dispatcher
 	fleet Fleet
 	rr    atomic.Uint64 // spreads sessionless messages over shards
-	tap   *tap          // request log and Config.Observer; nil when neither wants anything
+
+	saving sync.WaitGroup // session records being written
+	tap    *tap           // request log and Config.Observer; nil when neither wants anything
 
 	// Stats are cheap counters read by metrics.
 	Stats Stats
@@ -97,7 +99,18 @@ func New(cfg Config) (*Router, error) {
 }
 
 // Close stops taking messages and waits (until ctx ends) for those in flight to finish.
-func (r *Router) Close(ctx context.Context) error { return r.disp.Close(ctx) }
+func (r *Router) Close(ctx context.Context) error {
+	err := r.disp.Close(ctx)
+	// Session records being written must land before the process goes: they are what
+	// lets the sessions carry on elsewhere.
+	done := make(chan struct{})
+	go func() { r.saving.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+	return err
+}
 
 // Dispatcher exposes the dispatcher for metrics.
 func (r *Router) Dispatcher() *workers.Dispatcher { return r.disp }
@@ -130,7 +143,11 @@ func (s *Session) Transport() *transport.Session { return s.t.Load() }
 // Persist saves the session's record again (its subscriptions changed).
 func (s *Session) Persist() {
 	if s.r != nil && s.r.cfg.Store != nil {
-		go s.r.save(s)
+		s.r.saving.Add(1)
+		go func() {
+			defer s.r.saving.Done()
+			s.r.save(s)
+		}()
 	}
 }
 

@@ -190,7 +190,10 @@ func (s *clusterSubs) ensureOwner(ctx context.Context, cs *clusterSub) error {
 		return nil // another instance holds the upstream subscription
 	}
 	if err != nil {
-		return err
+		// The lease store did not answer (a leader election, a loaded server): the
+		// heartbeat tries again; the client's subscription stands meanwhile.
+		s.f.log.Warn("cannot take the upstream subscription lease yet", "backend", cs.key.b.cfg.Name, "uri", cs.key.uri, "err", err)
+		return nil
 	}
 	if err := s.f.upstreamSubscribe(cs.key, "resources/subscribe", nil); err != nil {
 		s.kv.Delete(ctx, s.ownerKey(cs), jetstream.LastRevision(rev))
@@ -381,15 +384,25 @@ func (s *clusterSubs) renew(ctx context.Context, cs *clusterSub) {
 	}
 	if owner {
 		nrev, err := s.kv.Update(ctx, s.ownerKey(cs), []byte(s.bus.Name()), rev)
-		s.mu.Lock()
-		if err != nil {
-			// The lease expired (we were cut off) and someone else may own it now.
+		if err != nil && (errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists)) {
+			// The lease expired (we were cut off) and another instance may hold it with
+			// its own upstream subscription: ours goes, or every update would be
+			// published twice. If nobody took it, the next beat takes it again.
+			s.mu.Lock()
 			cs.owner = false
-		} else {
+			s.mu.Unlock()
+			s.f.upstreamSubscribe(cs.key, "resources/unsubscribe", nil)
+			return
+		}
+		s.mu.Lock()
+		if err == nil {
 			cs.ownerRev = nrev
 		}
 		s.mu.Unlock()
-		if err == nil && local == 0 {
+		if err != nil {
+			return // the store did not answer: keep the subscription, try again next beat
+		}
+		if local == 0 {
 			s.releaseIfUnused(ctx, cs)
 		}
 		return

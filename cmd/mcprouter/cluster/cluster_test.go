@@ -155,7 +155,7 @@ func startRouter(t *testing.T, name, natsURL, backendURL string) *app.App {
 	cfg := app.Config{
 		Listen:   "127.0.0.1:0",
 		Backends: []app.BackendConfig{{Name: "ref", URL: backendURL, Prefix: &prefix}},
-		NATS:     natsbus.Config{URL: natsURL, Name: name, Replicas: 3, Lease: 3 * time.Second},
+		NATS:     natsbus.Config{URL: natsURL, Name: name, Replicas: 3, Lease: 5 * time.Second},
 	}
 	a, err := app.New(cfg, quiet())
 	if err != nil {
@@ -518,7 +518,7 @@ func TestNATSServiceBackend(t *testing.T) {
 		cfg := app.Config{
 			Listen:   "127.0.0.1:0",
 			Backends: []app.BackendConfig{{Name: "svc", NATS: "refsvc", Instances: 2, Prefix: &prefix}},
-			NATS:     natsbus.Config{URL: nodes[i].url(), Name: fmt.Sprintf("r%d", i), Replicas: 3, Lease: 3 * time.Second},
+			NATS:     natsbus.Config{URL: nodes[i].url(), Name: fmt.Sprintf("r%d", i), Replicas: 3, Lease: 5 * time.Second},
 		}
 		a, err := app.New(cfg, quiet())
 		if err != nil {
@@ -644,7 +644,7 @@ func TestInstanceKilled(t *testing.T) {
 	}
 	listen := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	cfgFile := filepath.Join(t.TempDir(), "a.yaml")
-	cfg := fmt.Sprintf("listen: %s\nadmin: {listen: \"off\"}\nbackends:\n  - {name: ref, url: %q, prefix: \"\"}\nnats: {url: %q, name: doomed, replicas: 3, lease: 3s}\n",
+	cfg := fmt.Sprintf("listen: %s\nadmin: {listen: \"off\"}\nbackends:\n  - {name: ref, url: %q, prefix: \"\"}\nnats: {url: %q, name: doomed, replicas: 3, lease: 5s}\n",
 		listen, backend.URL(), nodes[0].url())
 	if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
