@@ -30,8 +30,16 @@ for pkg in $(go list ./...); do
 	targets="$(go test -list '^Fuzz' "$pkg" 2>/dev/null | grep '^Fuzz' || true)"
 	for t in $targets; do
 		echo "fuzz $pkg $t"
-		go test -run='^$' -fuzz="^${t}\$" -fuzztime="$FUZZTIME" "$pkg" >/tmp/mcprouter-fuzz.log 2>&1 || {
-			cat /tmp/mcprouter-fuzz.log; failed=1; }
+		if ! go test -run='^$' -fuzz="^${t}\$" -fuzztime="$FUZZTIME" "$pkg" >/tmp/mcprouter-fuzz.log 2>&1; then
+			# The fuzzer sometimes reports its own time limit as "context deadline
+			# exceeded" without any failing input: not a finding. A real finding always
+			# writes its input under testdata/fuzz.
+			if grep -q "context deadline exceeded" /tmp/mcprouter-fuzz.log && ! grep -q "Failing input written" /tmp/mcprouter-fuzz.log; then
+				echo "  (fuzzer stopped at its time limit without a finding)"
+			else
+				cat /tmp/mcprouter-fuzz.log; failed=1
+			fi
+		fi
 	done
 done
 
