@@ -7,6 +7,8 @@ cd "$(dirname "$0")/.."
 
 export GOFLAGS="${GOFLAGS:-} -mod=mod"
 FUZZTIME="${FUZZTIME:-4s}"
+logs="$(mktemp -d)"
+trap 'rm -rf "$logs"' EXIT
 failed=0
 step() { printf '\n==> %s\n' "$*"; }
 
@@ -23,21 +25,21 @@ step "external tools for end-to-end tests"
 bash .ci/deps.sh || echo "warning: some optional test dependencies could not be installed; the tests that need them will skip"
 
 step "go test -race"
-go test -race -count=1 -timeout 20m ./... 2>&1 | tee /tmp/mcprouter-test.log
+go test -race -count=1 -timeout 20m ./... 2>&1 | tee "$logs/test.log"
 
 step "fuzz (${FUZZTIME} per target)"
 for pkg in $(go list ./...); do
 	targets="$(go test -list '^Fuzz' "$pkg" 2>/dev/null | grep '^Fuzz' || true)"
 	for t in $targets; do
 		echo "fuzz $pkg $t"
-		if ! go test -run='^$' -fuzz="^${t}\$" -fuzztime="$FUZZTIME" "$pkg" >/tmp/mcprouter-fuzz.log 2>&1; then
+		if ! go test -run='^$' -fuzz="^${t}\$" -fuzztime="$FUZZTIME" "$pkg" >"$logs/fuzz.log" 2>&1; then
 			# The fuzzer sometimes reports its own time limit as "context deadline
 			# exceeded" without any failing input: not a finding. A real finding always
 			# writes its input under testdata/fuzz.
-			if grep -q "context deadline exceeded" /tmp/mcprouter-fuzz.log && ! grep -q "Failing input written" /tmp/mcprouter-fuzz.log; then
+			if grep -q "context deadline exceeded" "$logs/fuzz.log" && ! grep -q "Failing input written" "$logs/fuzz.log"; then
 				echo "  (fuzzer stopped at its time limit without a finding)"
 			else
-				cat /tmp/mcprouter-fuzz.log; failed=1
+				cat "$logs/fuzz.log"; failed=1
 			fi
 		fi
 	done
