@@ -48,16 +48,21 @@ func (s *SessionStore) Load(id string) ([]byte, bool) {
 	if !validKey(id) {
 		return nil, false
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
-	defer cancel()
-	e, err := s.kv.Get(ctx, id)
-	if err != nil {
-		if !errors.Is(err, jetstream.ErrKeyNotFound) {
-			s.Errors.Add(1)
+	// A loaded or re-electing JetStream may miss one timeout: a session that moved is
+	// worth a second try before its client is told it does not exist.
+	for attempt := 0; attempt < 2; attempt++ {
+		ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+		e, err := s.kv.Get(ctx, id)
+		cancel()
+		if err == nil {
+			return e.Value(), true
 		}
-		return nil, false
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			return nil, false
+		}
+		s.Errors.Add(1)
 	}
-	return e.Value(), true
+	return nil, false
 }
 
 // Delete forgets a session that ended.

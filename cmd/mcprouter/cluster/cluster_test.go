@@ -22,6 +22,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	backendsrv "github.com/mcprouter/mcprouter/cmd/mcpbackend/server"
 	"github.com/mcprouter/mcprouter/cmd/mcprouter/app"
@@ -678,6 +679,9 @@ func TestInstanceKilled(t *testing.T) {
 		}
 		cancel()
 	}
+	// The doomed instance subscribed first; under load its lease may land a heartbeat
+	// later, so wait for the lease store to name it before killing it.
+	waitFor(t, "the doomed instance to hold the owner lease", 20*time.Second, func() bool { return ownerOf(t, nodes[1].url()) == "doomed" })
 	if b.Fleet.Subscriptions() != 0 {
 		t.Fatal("b should not hold the upstream subscription while the first instance lives")
 	}
@@ -688,4 +692,36 @@ func TestInstanceKilled(t *testing.T) {
 	waitFor(t, "b to take over after the lease expired", 20*time.Second, func() bool { return b.Fleet.Subscriptions() == 1 })
 	touch(t, cb, uri)
 	cb.waitUpdate(t, uri, 10*time.Second)
+}
+
+// ownerOf reads, from the lease bucket, the instance holding the (only) upstream
+// subscription lease; "" when none does.
+func ownerOf(t *testing.T, natsURL string) string {
+	t.Helper()
+	nc, err := nats.Connect(natsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	kv, err := js.KeyValue(ctx, "mcpr_subs")
+	if err != nil {
+		return ""
+	}
+	keys, err := kv.ListKeysFiltered(ctx, "s.*.owner")
+	if err != nil {
+		return ""
+	}
+	defer keys.Stop()
+	for k := range keys.Keys() {
+		if e, err := kv.Get(ctx, k); err == nil {
+			return string(e.Value())
+		}
+	}
+	return ""
 }
