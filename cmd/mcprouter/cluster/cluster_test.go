@@ -371,7 +371,9 @@ func TestSessionMovesToAnotherInstance(t *testing.T) {
 	a.Shutdown(context.Background())
 
 	// The client comes back on B with the id of the last event it read.
-	events, stop = h.stream(b.URL(), sid, first.id)
+	// Like a real client whose instance vanished, retry for a few seconds: under heavy
+	// load (the race detector, shared CPUs) the lease store can be slow to answer.
+	events, stop = h.streamRetry(b.URL(), sid, first.id, 15*time.Second)
 	defer stop()
 	second := nextData(t, events)
 	t.Logf("second %+v", second)
@@ -431,6 +433,31 @@ func (h *rawClient) post(endpoint, sid, body string) string {
 }
 
 type sseEvent struct{ id, data string }
+
+// streamRetry is stream, retried on 404 until d has passed.
+func (h *rawClient) streamRetry(endpoint, sid, lastID string, d time.Duration) (<-chan sseEvent, func()) {
+	deadline := time.Now().Add(d)
+	for {
+		req, _ := http.NewRequest("GET", endpoint, nil)
+		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set("Mcp-Session-Id", sid)
+		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+		req.Header.Set("Last-Event-ID", lastID)
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+		status := 0
+		if err == nil {
+			status = resp.StatusCode
+			resp.Body.Close()
+		}
+		cancel()
+		if status != http.StatusNotFound || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	return h.stream(endpoint, sid, lastID)
+}
 
 // stream opens the session's GET stream and yields its events with data.
 func (h *rawClient) stream(endpoint, sid, lastID string) (<-chan sseEvent, func()) {
