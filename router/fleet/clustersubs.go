@@ -169,7 +169,10 @@ func (s *clusterSubs) join(ctx context.Context, key subKey) error {
 		return err
 	}
 	if _, err := s.kv.Put(ctx, s.memberKey(cs), []byte("1")); err != nil {
-		return err
+		// The lease store did not answer (just created, electing a leader, loaded):
+		// this instance listens already; the heartbeat writes the lease.
+		s.f.log.Warn("cannot write the subscription lease yet", "backend", cs.key.b.cfg.Name, "uri", cs.key.uri, "err", err)
+		return s.ensureOwner(ctx, cs)
 	}
 	s.mu.Lock()
 	cs.member = true
@@ -379,8 +382,12 @@ func (s *clusterSubs) renew(ctx context.Context, cs *clusterSub) {
 	s.mu.Lock()
 	member, owner, rev, local := cs.member, cs.owner, cs.ownerRev, len(cs.sessions)
 	s.mu.Unlock()
-	if member && local > 0 {
-		s.kv.Put(ctx, s.memberKey(cs), []byte("1"))
+	if local > 0 {
+		if _, err := s.kv.Put(ctx, s.memberKey(cs), []byte("1")); err == nil && !member {
+			s.mu.Lock()
+			cs.member = true
+			s.mu.Unlock()
+		}
 	}
 	if owner {
 		nrev, err := s.kv.Update(ctx, s.ownerKey(cs), []byte(s.bus.Name()), rev)
