@@ -273,6 +273,9 @@ func TestStatusPageInChromium(t *testing.T) {
 	}
 	bin := chromiumPath()
 	if bin == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("no Chromium in CI: .ci/deps.sh should have installed the Debian package chromium")
+		}
 		t.Skip("no Chromium (install the Debian package chromium, or set CHROMIUM): status page not tested")
 	}
 	s := startStack(t, slog.LevelInfo)

@@ -229,6 +229,9 @@ func TestStub(t *testing.T) {
 func TestHTMLRendersInChromium(t *testing.T) {
 	chromium, err := exec.LookPath("chromium")
 	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("chromium missing in CI: .ci/deps.sh should have installed it")
+		}
 		t.Skip("chromium is not installed (apt-get install -y chromium); skipping the HTML rendering check")
 	}
 	url := sdkURL(t, sdktest.SessionJSON)
