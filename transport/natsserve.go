@@ -124,23 +124,7 @@ func (s *NATSServer) handle(req micro.Request, cfg NATSServeConfig, reg *Registr
 	} else {
 		u.elems = append(u.elems[:0], body)
 	}
-	c := &u.call
-	c.init(u, batch)
-	for _, e := range u.elems {
-		x := newExchange()
-		c.add(x)
-		x.own = append(x.own[:0], e...)
-		x.Raw = x.own
-		if err := codec.Scan(x.Raw, &x.Msg); err != nil {
-			code, msg, data := ErrorParts(err, nil)
-			x.Reply(codec.AppendError(nil, nil, code, msg, data))
-			continue
-		}
-		x.Session, x.Version, x.Transport, x.Batch = sess, sess.Version(), KindNATS, batch
-		h.HandleMessage(x)
-	}
-	c.seal()
-	c.unref()
+	u.dispatchTo(u, h, KindNATS, sess.Version(), batch)
 }
 
 // natsUnit is one NATS request: its replies go back as the request's reply.

@@ -39,8 +39,14 @@ func putUnit(u *unit) {
 // x.Reply: a handler that answers and then ends the session (a shutdown request) does
 // not lose its answer to the session's closing.
 func (u *unit) dispatch(h Handler, kind Kind, version string, batch bool) {
+	u.dispatchTo(u, h, kind, version, batch)
+}
+
+// dispatchTo is dispatch with the call's replies going to out (a transport whose
+// replies travel otherwise, as NATS request replies do).
+func (u *unit) dispatchTo(out output, h Handler, kind Kind, version string, batch bool) {
 	c := &u.call
-	c.init(u, batch)
+	c.init(out, batch)
 	u.xs = u.xs[:0]
 	for range u.elems {
 		x := newExchange()
