@@ -150,7 +150,7 @@ func noLeaks(t testing.TB) {
 	t.Helper()
 	markers := []string{
 		"upstream.(*HTTPConn).streamLoop", "upstream.(*SSEConn).run", "upstream.(*SSEConn).read",
-		"upstream.(*Instance).supervise", "upstream.(*process).",
+		"upstream.(*Instance).supervise", "upstream.(*process).", "upstream.(*pipeConn).",
 	}
 	var found string
 	for i := 0; i < 200; i++ {

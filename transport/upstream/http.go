@@ -39,6 +39,7 @@ type HTTPConn struct {
 	sink    Sink
 	log     *slog.Logger
 	hc      *fasthttp.HostClient
+	pipe    *pipeline // nil unless opts.Pipeline > 0
 	conns   connSet
 	uri     *fasthttp.URI
 
@@ -91,7 +92,10 @@ func DialHTTP(ctx context.Context, rawURL string, opts HTTPOptions, sink Sink) (
 	if err := c.uri.Parse(nil, []byte(u.String())); err != nil {
 		return nil, errors.New("upstream: bad backend URL: " + err.Error())
 	}
-	c.hc = newHostClient(addr, u.Scheme == "https", &opts, &c.conns)
+	c.hc = newHostClient(addr, u.Scheme == "https", &c.opts, &c.conns)
+	if c.opts.Pipeline > 0 {
+		c.pipe = newPipeline(addr, u.Scheme == "https", &c.opts, &c.conns)
+	}
 	return c, nil
 }
 
@@ -176,18 +180,17 @@ func isStaleConn(err error) bool {
 // be scanned (a batch).
 func (c *HTTPConn) post(ctx context.Context, msg []byte, m *codec.Message, sess *session) error {
 	req := fasthttp.AcquireRequest()
-	resp := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
-	defer fasthttp.ReleaseResponse(resp)
 	isInit := m != nil && m.Kind == codec.KindRequest && isMethod(m, "initialize")
 	c.prepare(req, fasthttp.MethodPost, sess, !isInit)
 	req.Header.SetContentType("application/json")
 	req.Header.Set(fasthttp.HeaderAccept, "application/json, text/event-stream")
 	req.SetBodyRaw(msg)
-	if err := c.do(ctx, req, resp); err != nil {
+	resp, body, release, err := c.roundTrip(ctx, req)
+	if err != nil {
 		return err
 	}
-	defer resp.CloseBodyStream() //nolint:errcheck // nothing to do about it
+	defer release()
 	status := resp.StatusCode()
 	if isInit && status/100 == 2 {
 		if id := resp.Header.Peek("Mcp-Session-Id"); len(id) > 0 {
@@ -201,13 +204,45 @@ func (c *HTTPConn) post(ctx context.Context, msg []byte, m *codec.Message, sess 
 		return nil
 	case status/100 == 2:
 		if bytes.HasPrefix(resp.Header.ContentType(), []byte("text/event-stream")) {
-			return c.readReply(ctx, resp.BodyStream(), m, sess)
+			return c.readReply(ctx, body, m, sess)
 		}
-		return c.readJSON(resp)
+		return c.readJSON(resp, body)
 	case status == fasthttp.StatusNotFound && sess != nil:
 		return errSessionGone
 	}
-	return statusError(resp, "POST")
+	return statusError(resp, body, "POST")
+}
+
+// roundTrip sends a POST, pipelined when that is on and possible, and returns its
+// response, valid until release. body is the body stream; nil when the body was read
+// whole (resp.Body()).
+func (c *HTTPConn) roundTrip(ctx context.Context, req *fasthttp.Request) (resp *fasthttp.Response, body io.Reader, release func(), err error) {
+	if c.pipe != nil {
+		resp, body, release, err = c.pipe.do(ctx, req)
+		switch {
+		case errors.Is(err, errPipelineFull):
+			// every pipelined connection is busy or closing: use the pool
+		case err == nil:
+			return resp, body, release, nil
+		case c.ctx.Err() != nil:
+			return nil, nil, nil, c.deadErr()
+		case ctx.Err() != nil:
+			return nil, nil, nil, ctx.Err()
+		case errors.Is(err, errStaleConn):
+			return nil, nil, nil, err
+		default:
+			return nil, nil, nil, fmt.Errorf("upstream: %s: %w", c.opts.Name, err)
+		}
+	}
+	resp = fasthttp.AcquireResponse()
+	if err := c.do(ctx, req, resp); err != nil {
+		fasthttp.ReleaseResponse(resp)
+		return nil, nil, nil, err
+	}
+	return resp, resp.BodyStream(), func() {
+		_ = resp.CloseBodyStream()
+		fasthttp.ReleaseResponse(resp)
+	}, nil
 }
 
 // prepare sets what every request carries.
@@ -258,17 +293,20 @@ func (c *HTTPConn) do(ctx context.Context, req *fasthttp.Request, resp *fasthttp
 }
 
 // readJSON delivers a JSON reply body: one message, or each element of a batch reply.
-func (c *HTTPConn) readJSON(resp *fasthttp.Response) error {
-	body := resp.BodyStream()
+// body is the body stream, nil when resp holds the body whole.
+func (c *HTTPConn) readJSON(resp *fasthttp.Response, body io.Reader) error {
+	var b []byte
 	if body == nil {
-		return nil
-	}
-	bp := getBuf()
-	defer putBuf(bp)
-	b, err := readAtMost(*bp, body, c.opts.MaxMessage)
-	*bp = b
-	if err != nil {
-		return fmt.Errorf("upstream: %s: reading the reply: %w", c.opts.Name, err)
+		b = resp.Body()
+	} else {
+		bp := getBuf()
+		defer putBuf(bp)
+		var err error
+		b, err = readAtMost(*bp, body, c.opts.MaxMessage)
+		*bp = b
+		if err != nil {
+			return fmt.Errorf("upstream: %s: reading the reply: %w", c.opts.Name, err)
+		}
 	}
 	b = bytes.TrimSpace(b)
 	if len(b) == 0 {
@@ -308,13 +346,16 @@ func readAtMost(dst []byte, r io.Reader, limit int) ([]byte, error) {
 	}
 }
 
-// statusError builds the error for an unexpected status, with a body excerpt.
-func statusError(resp *fasthttp.Response, method string) error {
+// statusError builds the error for an unexpected status, with a body excerpt. body is
+// the body stream, nil when resp holds the body whole.
+func statusError(resp *fasthttp.Response, body io.Reader, method string) error {
 	e := &StatusError{Status: resp.StatusCode(), Method: method}
-	if body := resp.BodyStream(); body != nil {
+	if body != nil {
 		var buf [maxExcerpt]byte
 		n, _ := io.ReadFull(body, buf[:])
 		e.Body = bytes.TrimSpace(append([]byte(nil), buf[:n]...))
+	} else if b := resp.Body(); len(b) > 0 {
+		e.Body = bytes.TrimSpace(append([]byte(nil), b[:min(len(b), maxExcerpt)]...))
 	}
 	return e
 }
@@ -476,7 +517,7 @@ func (c *HTTPConn) get(ctx context.Context, sess *session, st *streamState) (int
 	defer resp.CloseBodyStream() //nolint:errcheck // nothing to do about it
 	status := resp.StatusCode()
 	if status != fasthttp.StatusOK {
-		return status, statusError(resp, "GET")
+		return status, statusError(resp, resp.BodyStream(), "GET")
 	}
 	if !bytes.HasPrefix(resp.Header.ContentType(), []byte("text/event-stream")) {
 		return status, fmt.Errorf("%w: GET stream answered with %q", ErrProtocol, resp.Header.ContentType())
@@ -657,6 +698,9 @@ func (c *HTTPConn) Close() error {
 	if alive && sess != nil {
 		err = c.deleteSession(sess)
 	}
+	if c.pipe != nil {
+		c.pipe.close()
+	}
 	c.conns.closeAll()
 	waited := make(chan struct{})
 	go func() { c.wg.Wait(); close(waited) }()
@@ -693,5 +737,5 @@ func (c *HTTPConn) deleteSession(sess *session) error {
 	case s/100 == 2, s == fasthttp.StatusMethodNotAllowed, s == fasthttp.StatusNotFound:
 		return nil
 	}
-	return statusError(resp, "DELETE")
+	return statusError(resp, resp.BodyStream(), "DELETE")
 }

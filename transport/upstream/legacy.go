@@ -151,7 +151,7 @@ func (c *SSEConn) connect(ctx context.Context) (_ *liveStream, err error) {
 		return nil, fmt.Errorf("upstream: %s: opening the event stream: %w", c.opts.Name, err)
 	}
 	if s := st.resp.StatusCode(); s != fasthttp.StatusOK {
-		return nil, statusError(st.resp, "GET")
+		return nil, statusError(st.resp, st.resp.BodyStream(), "GET")
 	}
 	if !bytes.HasPrefix(st.resp.Header.ContentType(), []byte("text/event-stream")) {
 		return nil, fmt.Errorf("%w: event stream answered with %q", ErrProtocol, st.resp.Header.ContentType())
@@ -451,7 +451,7 @@ func (c *SSEConn) postTo(ctx context.Context, ep *fasthttp.URI, msg []byte) erro
 	case s == fasthttp.StatusNotFound:
 		return errSessionGone
 	}
-	return statusError(resp, "POST")
+	return statusError(resp, resp.BodyStream(), "POST")
 }
 
 func (c *SSEConn) readJSONBody(resp *fasthttp.Response) error {

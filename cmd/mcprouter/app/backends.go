@@ -25,7 +25,7 @@ func fleetConfig(cfg *Config, log *slog.Logger, bus *natsbus.Bus) (fleet.Config,
 		if b.URL != "" {
 			urls = append([]string{b.URL}, urls...)
 		}
-		opts := upstream.HTTPOptions{Name: b.Name, Logger: log, MaxConns: b.MaxConcurrency}
+		opts := upstream.HTTPOptions{Name: b.Name, Logger: log, MaxConns: b.MaxConcurrency, Pipeline: b.Pipeline}
 		for _, u := range urls {
 			bc.Dialers = append(bc.Dialers, urlDialer(u, opts))
 		}

@@ -122,6 +122,11 @@ type BackendConfig struct {
 	Timeout time.Duration `yaml:"timeout"`
 	// MaxConcurrency caps requests in flight to this backend. Default 256.
 	MaxConcurrency int `yaml:"max_concurrency"`
+	// Pipeline, for HTTP backends: send requests with HTTP/1.1 pipelining over at most
+	// this many connections. Fewer system calls per call under load, but a slow call
+	// delays the ones queued behind it on its connection: for backends whose calls are
+	// short. Default 0: off.
+	Pipeline int `yaml:"pipeline"`
 	// Sessions: "shared" (default) multiplexes clients over upstream sessions;
 	// "per-client" opens one upstream session per client session.
 	Sessions string `yaml:"sessions"`
@@ -237,6 +242,12 @@ func (c *Config) Validate() error {
 		}
 		if b.Instances < 1 {
 			return fmt.Errorf("%s.instances: must be at least 1", key)
+		}
+		if b.Pipeline < 0 {
+			return fmt.Errorf("%s.pipeline: must not be negative (got %d)", key, b.Pipeline)
+		}
+		if b.Pipeline > 0 && b.URL == "" && len(b.URLs) == 0 {
+			return fmt.Errorf("%s.pipeline: only HTTP backends (url, urls) pipeline", key)
 		}
 		if b.Sessions != "shared" && b.Sessions != "per-client" {
 			return fmt.Errorf("%s.sessions: %q is neither shared nor per-client", key, b.Sessions)

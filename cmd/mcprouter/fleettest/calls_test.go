@@ -163,8 +163,9 @@ func TestCallsRouteToTheirBackend(t *testing.T) {
 // numbering its requests from 1, each with many calls in flight to every backend: every
 // answer must be the one for its own request (echo returns the text sent, sleep the
 // duration asked), so ids that collide across sessions never cross.
-func TestSameIDsManySessions(t *testing.T) {
-	f := startFleet(t)
+func TestSameIDsManySessions(t *testing.T) { testSameIDsManySessions(t, startFleet(t)) }
+
+func testSameIDsManySessions(t *testing.T, f *fleet) {
 	const (
 		sdkSessions   = 10
 		mcpgoSessions = 6

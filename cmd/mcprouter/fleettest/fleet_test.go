@@ -69,6 +69,9 @@ type fleetOptions struct {
 	// perClientKids gives every client session its own upstream sessions with kids (its
 	// own child processes), so that what kids sends on stdio always has one client.
 	perClientKids bool
+	// pipeline sends the requests to the Streamable HTTP backends (big, pair) with
+	// HTTP/1.1 pipelining over two connections each.
+	pipeline bool
 }
 
 // startFleet starts the backends, writes the router's configuration and starts the
@@ -109,6 +112,13 @@ backends:
 		kidsItems, f.pair[0].addr, f.pair[1].addr)
 	if o.perClientKids {
 		cfg = strings.Replace(cfg, "    instances: 2\n", "    instances: 2\n    sessions: per-client\n", 1)
+	}
+	if o.pipeline {
+		cfg = strings.Replace(cfg, "    url: http://"+f.big.addr+"/mcp\n", "    url: http://"+f.big.addr+"/mcp\n    pipeline: 2\n", 1)
+		cfg = strings.Replace(cfg, "    urls:\n", "    pipeline: 2\n    urls:\n", 1)
+		if n := strings.Count(cfg, "pipeline: 2"); n != 2 {
+			t.Fatalf("pipelining set on %d backends, want 2 (big and pair)", n)
+		}
 	}
 	if o.noJetStream {
 		cfg += "nats:\n  no_jetstream: true\n"

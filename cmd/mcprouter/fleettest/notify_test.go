@@ -30,8 +30,9 @@ func wantProgress() []float64 {
 // sessions using the same progress tokens: each session gets exactly its own
 // notifications, in order, under the token it chose (a string for the Go SDK, a number
 // for mcp-go).
-func TestProgress(t *testing.T) {
-	f := startFleet(t)
+func TestProgress(t *testing.T) { testProgress(t, startFleet(t)) }
+
+func testProgress(t *testing.T, f *fleet) {
 	const sdkSessions, mcpgoSessions = 3, 2
 	var wg sync.WaitGroup
 	errs := make(chan error, 64)

@@ -1,0 +1,621 @@
+package upstream
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// pipeline sends POSTs to one backend address with HTTP/1.1 pipelining over a few
+// connections (HTTPOptions.Pipeline).
+//
+// Why: on a busy router most of the cost of a forwarded call is the kernel's, one write
+// and one or two reads per request on each side of the loopback or LAN hop. Requests that
+// arrive together are written in one system call and their responses come back in one
+// read, on the backend's side as well (fasthttp and most servers flush pipelined
+// responses together), so the cost per call falls with the load.
+//
+// The price is head-of-line blocking: HTTP/1.1 answers in order, so a slow request
+// delays the ones written after it on the same connection. The pipeline limits the
+// damage. A request goes to an idle connection when there is one and a new connection is
+// opened while fewer than Pipeline exist; only then is it queued behind others, at most
+// PipelineDepth deep. A connection that carries an SSE reply (a backend that streams
+// progress) or a request whose caller gave up takes no new requests, and it is closed
+// once everything left on it was given up. When every connection is full the request
+// goes out on the ordinary pool instead. Pipelining suits backends whose calls are
+// short; it is off by default.
+//
+// Connection: close, a reset or an early end fail what was still unanswered, with
+// errStaleConn for requests the backend never received or (after Connection: close)
+// promised not to process, so that Send may retry them.
+type pipeline struct {
+	addr     string
+	tls      bool
+	o        *HTTPOptions
+	dial     func(addr string, timeout time.Duration) (net.Conn, error)
+	maxConns int
+	depth    int
+
+	mu     sync.Mutex
+	conns  []*pipeConn
+	dials  int           // dials in progress, counted against maxConns
+	dialed chan struct{} // closed when the dials in progress are done
+	closed bool
+}
+
+// errPipelineFull sends a request to the ordinary pool: every pipelined connection is
+// at its depth or closing.
+var errPipelineFull = errors.New("upstream: pipelined connections full")
+
+// defaultPipelineDepth bounds the requests outstanding on one pipelined connection.
+const defaultPipelineDepth = 32
+
+func newPipeline(addr string, isTLS bool, o *HTTPOptions, conns *connSet) *pipeline {
+	return &pipeline{
+		addr: addr, tls: isTLS, o: o,
+		dial:     conns.dialer(o.DialTimeout),
+		maxConns: o.Pipeline,
+		depth:    o.PipelineDepth,
+	}
+}
+
+// pipeCall is one request on a pipelined connection. Two parties hold it, the caller
+// waiting in do and the connection (writer, then reader); the last to let go returns it
+// to the pool.
+type pipeCall struct {
+	wbuf  []byte        // the request, serialised by the caller
+	w     *bufio.Writer // into wbuf
+	resp  fasthttp.Response
+	err   error
+	state atomic.Int32 // callWaiting, callDelivered, callAbandoned
+	done  chan struct{}
+	refs  atomic.Int32
+	body  pipeBody
+	// pending is true while the request is outstanding on its connection (queued or
+	// written, not answered). Guarded by the connection's mutex.
+	pending bool
+}
+
+const (
+	callWaiting int32 = iota
+	callDelivered
+	callAbandoned
+)
+
+var pipeCallPool = sync.Pool{New: func() any {
+	c := &pipeCall{done: make(chan struct{}, 1)}
+	c.body.closed = make(chan bool, 1)
+	return c
+}}
+
+func (c *pipeCall) unref() {
+	if c.refs.Add(-1) != 0 {
+		return
+	}
+	c.resp.Reset()
+	c.err = nil
+	c.body.r, c.body.pc, c.body.eof = nil, nil, false
+	if cap(c.wbuf) > maxPooledBuf {
+		c.wbuf = nil
+	}
+	pipeCallPool.Put(c)
+}
+
+// deliver hands the call's outcome to its caller; false means the caller gave up.
+func (c *pipeCall) deliver(err error) bool {
+	c.err = err
+	if !c.state.CompareAndSwap(callWaiting, callDelivered) {
+		return false
+	}
+	c.done <- struct{}{}
+	return true
+}
+
+// appender is an io.Writer appending to a slice.
+type appender struct{ b *[]byte }
+
+func (a appender) Write(p []byte) (int, error) {
+	*a.b = append(*a.b, p...)
+	return len(p), nil
+}
+
+// pipeBody is an SSE reply body on a pipelined connection: the caller reads it, and its
+// Close tells the connection's reader whether the body was read to its end (the next
+// response follows) or not (the connection must go).
+type pipeBody struct {
+	r      io.Reader
+	pc     *pipeConn
+	eof    bool
+	closed chan bool
+}
+
+func (b *pipeBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err == io.EOF {
+		b.eof = true
+	}
+	return n, err
+}
+
+func (b *pipeBody) close() { b.closed <- b.eof }
+
+// CloseWithError interrupts a read in progress (a cancelled call, a stream that lingers
+// after its response) by closing the connection, as fasthttp's own body streams do: a
+// body not read to its end leaves the connection unusable anyway.
+func (b *pipeBody) CloseWithError(err error) error {
+	if err == nil {
+		err = io.ErrUnexpectedEOF
+	}
+	b.pc.fail(err)
+	return nil
+}
+
+// do sends req on a pipelined connection and waits for its response within ctx. The
+// response stays valid until release is called; body is the SSE body stream, nil when
+// the body was read whole (resp.Body()). errPipelineFull means nothing was sent.
+func (p *pipeline) do(ctx context.Context, req *fasthttp.Request) (resp *fasthttp.Response, body io.Reader, release func(), err error) {
+	pc, err := p.pick(ctx)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	c := pipeCallPool.Get().(*pipeCall)
+	c.refs.Store(2)
+	c.state.Store(callWaiting)
+	if len(c.done) > 0 {
+		<-c.done
+	}
+	if len(c.body.closed) > 0 {
+		<-c.body.closed
+	}
+	if req.Header.UserAgent() == nil {
+		req.Header.SetUserAgent("mcprouter")
+	}
+	c.wbuf = c.wbuf[:0]
+	if c.w == nil {
+		c.w = bufio.NewWriterSize(appender{&c.wbuf}, 2048) // fasthttp writes through a *bufio.Writer
+	}
+	if err := req.Write(c.w); err == nil {
+		err = c.w.Flush()
+	} else {
+		c.w.Reset(appender{&c.wbuf})
+		c.unref()
+		c.unref()
+		return nil, nil, nil, err
+	}
+	if !pc.enqueue(c) {
+		c.unref()
+		c.unref()
+		return nil, nil, nil, errPipelineFull
+	}
+	select {
+	case <-c.done:
+	case <-ctx.Done():
+		if pc.abandon(c) {
+			c.unref()
+			return nil, nil, nil, ctx.Err()
+		}
+		<-c.done // delivered meanwhile
+	}
+	if c.err != nil {
+		err := c.err
+		c.unref()
+		return nil, nil, nil, err
+	}
+	if c.body.r != nil {
+		return &c.resp, &c.body, func() { c.body.close(); c.unref() }, nil
+	}
+	return &c.resp, nil, c.unref, nil
+}
+
+// pick chooses the connection for the next request: an idle one, else a new one, else
+// the least loaded one below the depth. While a connection is being opened the others
+// wait for it rather than spill into the pool.
+func (p *pipeline) pick(ctx context.Context) (*pipeConn, error) {
+	for {
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return nil, ErrClosed
+		}
+		var best *pipeConn
+		bestN := 0
+		live := p.conns[:0]
+		now := time.Now()
+		for _, pc := range p.conns {
+			n, ok := pc.load(now)
+			if n < 0 {
+				continue // dead: dropped from the list
+			}
+			live = append(live, pc)
+			if ok && (best == nil || n < bestN) {
+				best, bestN = pc, n
+			}
+		}
+		clear(p.conns[len(live):])
+		p.conns = live
+		if best != nil && bestN == 0 {
+			p.mu.Unlock()
+			return best, nil
+		}
+		if len(p.conns)+p.dials < p.maxConns {
+			return p.openLocked()
+		}
+		if best != nil && bestN < p.depth {
+			p.mu.Unlock()
+			return best, nil
+		}
+		dialed := p.dialed
+		p.mu.Unlock()
+		if dialed == nil {
+			return nil, errPipelineFull
+		}
+		select {
+		case <-dialed:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// openLocked opens a connection; p.mu is held on entry and released.
+func (p *pipeline) openLocked() (*pipeConn, error) {
+	p.dials++
+	if p.dialed == nil {
+		p.dialed = make(chan struct{})
+	}
+	dialed := p.dialed
+	p.mu.Unlock()
+	pc, err := p.open()
+	p.mu.Lock()
+	p.dials--
+	if p.dials == 0 {
+		close(dialed)
+		p.dialed = nil
+	}
+	if err == nil {
+		if p.closed {
+			p.mu.Unlock()
+			pc.fail(ErrClosed)
+			return nil, ErrClosed
+		}
+		p.conns = append(p.conns, pc)
+	}
+	p.mu.Unlock()
+	return pc, err
+}
+
+func (p *pipeline) open() (*pipeConn, error) {
+	nc, err := p.dial(p.addr, p.o.DialTimeout)
+	if err != nil {
+		return nil, err
+	}
+	raw := nc
+	if t, ok := nc.(*trackedConn); ok {
+		raw = t.Conn // the reader and writer run concurrently: no idle probe state
+	}
+	if p.tls {
+		raw = tlsClient(raw, p.addr, p.o.TLSConfig)
+	}
+	pc := &pipeConn{
+		p: p, nc: nc, raw: raw,
+		bw:       bufio.NewWriterSize(raw, 16<<10),
+		br:       bufio.NewReaderSize(raw, 16<<10),
+		wake:     make(chan struct{}, 1),
+		lastUsed: time.Now(),
+	}
+	go pc.writeLoop()
+	go pc.readLoop()
+	return pc, nil
+}
+
+// close fails every request and closes the connections.
+func (p *pipeline) close() {
+	p.mu.Lock()
+	p.closed = true
+	conns := p.conns
+	p.conns = nil
+	p.mu.Unlock()
+	for _, pc := range conns {
+		pc.fail(ErrClosed)
+	}
+}
+
+// pipeConn is one pipelined connection with its writer and reader goroutines.
+type pipeConn struct {
+	p   *pipeline
+	nc  net.Conn // as dialed (tracked, for Close)
+	raw net.Conn // what is read and written
+	bw  *bufio.Writer
+	br  *bufio.Reader
+
+	wake chan struct{}
+
+	mu          sync.Mutex
+	queue       []*pipeCall // to write
+	spare       []*pipeCall // the writer's batch slice, swapped with queue
+	fifo        []*pipeCall // written, awaiting their responses in order
+	outstanding int         // queued + written, not yet answered
+	gaveUp      int         // of those, abandoned by their callers
+	noNew       bool        // takes no new requests
+	dead        error       // set once the connection failed
+	lastUsed    time.Time   // the last response, or the dial
+}
+
+// load reports the outstanding requests (-1: dead) and whether it takes new ones. A
+// connection idle for longer than IdleTimeout is closed here, before the backend closes
+// it under a request (see HTTPOptions.IdleTimeout).
+func (pc *pipeConn) load(now time.Time) (int, bool) {
+	pc.mu.Lock()
+	if pc.dead != nil {
+		pc.mu.Unlock()
+		return -1, false
+	}
+	if pc.outstanding == 0 && now.Sub(pc.lastUsed) > pc.p.o.IdleTimeout {
+		pc.mu.Unlock()
+		pc.fail(errStaleConn)
+		return -1, false
+	}
+	defer pc.mu.Unlock()
+	return pc.outstanding, !pc.noNew
+}
+
+// enqueue queues c for the writer; false when the connection cannot take it.
+func (pc *pipeConn) enqueue(c *pipeCall) bool {
+	pc.mu.Lock()
+	if pc.dead != nil || pc.noNew || pc.outstanding >= pc.p.depth {
+		pc.mu.Unlock()
+		return false
+	}
+	pc.queue = append(pc.queue, c)
+	c.pending = true
+	pc.outstanding++
+	pc.mu.Unlock()
+	select {
+	case pc.wake <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// abandon gives up c for its caller; false when c was delivered first. A response
+// still to come will be thrown away, so the connection takes no new requests behind it;
+// once every outstanding request was given up nothing is lost by closing it.
+func (pc *pipeConn) abandon(c *pipeCall) bool {
+	pc.mu.Lock()
+	if !c.state.CompareAndSwap(callWaiting, callAbandoned) {
+		pc.mu.Unlock()
+		return false
+	}
+	all := false
+	if c.pending {
+		pc.noNew = true
+		pc.gaveUp++
+		all = pc.gaveUp >= pc.outstanding
+	}
+	pc.mu.Unlock()
+	if all {
+		pc.fail(fmt.Errorf("upstream: %s: every request on a pipelined connection was given up", pc.p.o.Name))
+	}
+	return true
+}
+
+// settledLocked books c as no longer outstanding (answered, or dropped before it was
+// written).
+func (pc *pipeConn) settledLocked(c *pipeCall) {
+	c.pending = false
+	pc.outstanding--
+	if c.state.Load() == callAbandoned {
+		pc.gaveUp--
+	}
+}
+
+// answered books one response.
+func (pc *pipeConn) answered(c *pipeCall) {
+	pc.mu.Lock()
+	pc.settledLocked(c)
+	pc.lastUsed = time.Now()
+	pc.mu.Unlock()
+}
+
+// fail closes the connection and fails everything on it: err for what was written,
+// errStaleConn for what was not.
+func (pc *pipeConn) fail(err error) {
+	pc.mu.Lock()
+	if pc.dead != nil {
+		pc.mu.Unlock()
+		return
+	}
+	pc.dead = err
+	queue, fifo := pc.queue, pc.fifo
+	pc.queue, pc.fifo = nil, nil
+	pc.outstanding, pc.gaveUp = 0, 0
+	pc.mu.Unlock()
+	_ = pc.nc.Close()
+	select {
+	case pc.wake <- struct{}{}: // the writer sees dead and ends
+	default:
+	}
+	for _, c := range fifo {
+		c.deliver(err)
+		c.unref()
+	}
+	for _, c := range queue {
+		c.deliver(errStaleConn)
+		c.unref()
+	}
+}
+
+// writeLoop writes queued requests. After taking the first batch it yields once, so
+// that the requests of other goroutines that are ready to run join it in the same
+// system call.
+func (pc *pipeConn) writeLoop() {
+	for range pc.wake {
+		for round := 0; ; round++ {
+			pc.mu.Lock()
+			if pc.dead != nil {
+				pc.mu.Unlock()
+				return
+			}
+			batch := pc.queue
+			pc.queue = pc.spare[:0]
+			n := 0
+			for _, c := range batch {
+				if c.state.Load() == callAbandoned {
+					pc.settledLocked(c)
+					c.unref() // never written: the reader will not see it
+					continue
+				}
+				pc.fifo = append(pc.fifo, c)
+				batch[n] = c
+				n++
+			}
+			pc.mu.Unlock()
+			for _, c := range batch[:n] {
+				_, _ = pc.bw.Write(c.wbuf)
+			}
+			clear(batch)
+			pc.spare = batch[:0]
+			if len(batch) == 0 && round > 0 {
+				break
+			}
+			if round == 0 {
+				runtime.Gosched()
+			}
+			if round > 4 { // a steady stream: flush now and then
+				break
+			}
+		}
+		if err := pc.bw.Flush(); err != nil {
+			pc.fail(fmt.Errorf("upstream: %s: %w", pc.p.o.Name, err))
+			return
+		}
+	}
+}
+
+// readLoop reads the responses in order and hands each to its request.
+func (pc *pipeConn) readLoop() {
+	maxBody := pc.p.o.MaxMessage
+	for {
+		if _, err := pc.br.Peek(1); err != nil {
+			pc.fail(fmt.Errorf("upstream: %s: %w", pc.p.o.Name, err))
+			return
+		}
+		pc.mu.Lock()
+		if len(pc.fifo) == 0 {
+			pc.mu.Unlock()
+			pc.fail(fmt.Errorf("%w: %s: response without a request on a pipelined connection", ErrProtocol, pc.p.o.Name))
+			return
+		}
+		c := pc.fifo[0]
+		copy(pc.fifo, pc.fifo[1:])
+		pc.fifo[len(pc.fifo)-1] = nil
+		pc.fifo = pc.fifo[:len(pc.fifo)-1]
+		pc.mu.Unlock()
+		err := pc.readResponse(c, maxBody)
+		if err != nil {
+			pc.putBack(c)
+			pc.fail(fmt.Errorf("upstream: %s: %w", pc.p.o.Name, err))
+			return
+		}
+		closing := c.resp.ConnectionClose()
+		pc.answered(c)
+		if c.body.r != nil { // an SSE reply: the caller reads it from our reader
+			pc.mu.Lock()
+			pc.noNew = true // do not queue behind a stream of unknown length
+			pc.mu.Unlock()
+			if !c.deliver(nil) {
+				c.unref()
+				pc.fail(fmt.Errorf("upstream: %s: SSE reply given up", pc.p.o.Name))
+				return
+			}
+			eof := <-c.body.closed
+			_ = c.resp.CloseBodyStream()
+			c.unref()
+			if !eof {
+				pc.fail(fmt.Errorf("upstream: %s: SSE reply not read to its end", pc.p.o.Name))
+				return
+			}
+		} else {
+			c.deliver(nil) // false: its caller gave up, the response is dropped
+			c.unref()
+		}
+		if closing {
+			pc.fail(errStaleConn) // the backend processes nothing after this one
+			return
+		}
+	}
+}
+
+// putBack returns c to the head of the fifo, so that fail reports it.
+func (pc *pipeConn) putBack(c *pipeCall) {
+	pc.mu.Lock()
+	pc.fifo = append([]*pipeCall{c}, pc.fifo...)
+	pc.mu.Unlock()
+}
+
+// readResponse reads one response into c.resp: an SSE body is left to the caller (as
+// c.body), any other body is read whole.
+func (pc *pipeConn) readResponse(c *pipeCall, maxBody int) error {
+	resp := &c.resp
+	resp.Reset()
+	for n := 0; ; n++ { // skip interim (1xx) responses
+		if err := resp.Header.Read(pc.br); err != nil {
+			return err
+		}
+		if s := resp.StatusCode(); s >= 200 || s == fasthttp.StatusSwitchingProtocols || n >= 8 {
+			break
+		}
+	}
+	status := resp.StatusCode()
+	if status < 200 || status == fasthttp.StatusNoContent || status == fasthttp.StatusNotModified {
+		return nil
+	}
+	if status/100 == 2 && bytes.HasPrefix(resp.Header.ContentType(), []byte("text/event-stream")) {
+		resp.StreamBody = true
+		if err := resp.ReadBody(pc.br, 0); err != nil {
+			return err
+		}
+		c.body.r, c.body.pc, c.body.eof = resp.BodyStream(), pc, false
+		return nil
+	}
+	resp.StreamBody = false
+	if err := resp.ReadBody(pc.br, maxBody); err != nil {
+		if errors.Is(err, fasthttp.ErrBodyTooLarge) {
+			return ErrTooLarge
+		}
+		return err
+	}
+	if resp.Header.ContentLength() == -1 {
+		if err := resp.Header.ReadTrailer(pc.br); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// tlsClient wraps a dialed connection in TLS for addr (host:port).
+func tlsClient(c net.Conn, addr string, cfg *tls.Config) net.Conn {
+	if cfg == nil {
+		cfg = &tls.Config{}
+	} else {
+		cfg = cfg.Clone()
+	}
+	if cfg.ServerName == "" {
+		if host, _, err := net.SplitHostPort(addr); err == nil {
+			cfg.ServerName = host
+		}
+	}
+	cfg.NextProtos = []string{"http/1.1"}
+	return tls.Client(c, cfg)
+}

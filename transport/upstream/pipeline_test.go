@@ -1,0 +1,392 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mcprouter/mcprouter/codec"
+)
+
+// countingListener counts the connections a test server accepted.
+type countingListener struct {
+	net.Listener
+	n atomic.Int32
+}
+
+func (l *countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.n.Add(1)
+	}
+	return c, err
+}
+
+// pipeServer starts h on a loopback server that counts its connections.
+func pipeServer(t *testing.T, h http.Handler) (*httptest.Server, *countingListener) {
+	t.Helper()
+	srv := httptest.NewUnstartedServer(h)
+	cl := &countingListener{Listener: srv.Listener}
+	srv.Listener = cl
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv, cl
+}
+
+var idRe = regexp.MustCompile(`"id":(\d+)`)
+
+// requestID returns the numeric id of a JSON-RPC request body, -1 if none.
+func requestID(b []byte) int {
+	m := idRe.FindSubmatch(b)
+	if m == nil {
+		return -1
+	}
+	n, _ := strconv.Atoi(string(m[1]))
+	return n
+}
+
+// readID reads a request and returns its JSON-RPC id.
+func readID(r *http.Request) int {
+	b, _ := io.ReadAll(r.Body)
+	return requestID(b)
+}
+
+// writeEcho answers request id with a JSON reply.
+func writeEcho(w http.ResponseWriter, id int) {
+	w.Header().Set("Content-Type", "application/json")
+	io.WriteString(w, echoReply(id))
+}
+
+func echoReply(id int) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{"content":[{"type":"text","text":"r%d"}]}}`, id, id)
+}
+
+// sendAll sends tools/call with ids from..from+n-1 concurrently and returns the errors.
+func sendAll(t *testing.T, c Conn, from, n int) []error {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			id := from + i
+			errs[i] = c.Send(testCtx(t), []byte(msgCall(id, "echo", strconv.Itoa(id))))
+		}()
+	}
+	wg.Wait()
+	return errs
+}
+
+// The official Go SDK server behind a pipelined client: lifecycle, concurrent calls
+// with SSE and JSON replies, Close without leaks.
+func TestPipelineGoSDK(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		json  bool
+		conns int
+	}{{"sse-replies", false, 1}, {"json-replies", true, 1}, {"json-replies-2conns", true, 2}} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, _ := pipeServer(t, sdkHandler("g1", tc.json))
+			s := newRecSink()
+			c, err := DialHTTP(testCtx(t), srv.URL, HTTPOptions{Name: "sdk", Pipeline: tc.conns}, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			doHandshake(t, c, s)
+			for i, err := range sendAll(t, c, 100, 40) {
+				if err != nil {
+					t.Fatalf("call %d: %v", 100+i, err)
+				}
+			}
+			for id := 100; id < 140; id++ {
+				if got := resultText(t, s.response(strconv.Itoa(id))); got != fmt.Sprintf("g1:%d", id) {
+					t.Fatalf("id %d: result %q", id, got)
+				}
+			}
+			if err := c.Close(); err != nil {
+				t.Fatalf("Close: %v", err)
+			}
+			noLeaks(t)
+		})
+	}
+}
+
+// Concurrent calls share one connection: the first is held by the server while the
+// others are written behind it, and every one is answered, in order, once.
+func TestPipelineSharesConnection(t *testing.T) {
+	const n = 16
+	var seen sync.Map
+	var dup atomic.Int32
+	first := make(chan struct{}, 1)
+	first <- struct{}{}
+	srv, cl := pipeServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := readID(r)
+		if _, loaded := seen.LoadOrStore(id, true); loaded {
+			dup.Add(1)
+		}
+		select {
+		case <-first: // hold the first request so that the others queue behind it
+			time.Sleep(30 * time.Millisecond)
+		default:
+		}
+		writeEcho(w, id)
+	}))
+	s := newRecSink()
+	c, err := DialHTTP(testCtx(t), srv.URL, HTTPOptions{Pipeline: 1}, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for i, err := range sendAll(t, c, 1, n) {
+		if err != nil {
+			t.Fatalf("call %d: %v", i+1, err)
+		}
+	}
+	for id := 1; id <= n; id++ {
+		if got := resultText(t, s.response(strconv.Itoa(id))); got != fmt.Sprintf("r%d", id) {
+			t.Fatalf("id %d: result %q", id, got)
+		}
+	}
+	if got := cl.n.Load(); got != 1 {
+		t.Fatalf("%d connections for %d concurrent calls, want 1 (pipelined)", got, n)
+	}
+	if dup.Load() != 0 {
+		t.Fatalf("%d requests processed twice", dup.Load())
+	}
+}
+
+// An SSE reply (progress, then the response) is read by its caller from the pipelined
+// connection; calls after it still work.
+func TestPipelineSSEReply(t *testing.T) {
+	srv, _ := pipeServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := readID(r)
+		if id%2 == 0 {
+			writeEcho(w, id)
+			return
+		}
+		sseHeaders(w)
+		fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":%d,\"progress\":1}}\n\n", id)
+		w.(http.Flusher).Flush()
+		fmt.Fprintf(w, "data: %s\n\n", echoReply(id))
+	}))
+	s := newRecSink()
+	c, err := DialHTTP(testCtx(t), srv.URL, HTTPOptions{Pipeline: 1}, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for round := range 3 {
+		from := 10 + round*20
+		for i, err := range sendAll(t, c, from, 12) {
+			if err != nil {
+				t.Fatalf("call %d: %v", from+i, err)
+			}
+		}
+		for id := from; id < from+12; id++ {
+			if got := resultText(t, s.response(strconv.Itoa(id))); got != fmt.Sprintf("r%d", id) {
+				t.Fatalf("id %d: result %q", id, got)
+			}
+		}
+	}
+	progress := s.count(func(m *codec.Message) bool {
+		return m.Kind == codec.KindNotification && isMethod(m, "notifications/progress")
+	})
+	if progress != 18 {
+		t.Fatalf("%d progress notifications delivered, want 18", progress)
+	}
+}
+
+// A caller that gives up returns at once; the connection stops taking requests behind
+// the abandoned one, later calls go elsewhere and succeed.
+func TestPipelineAbandonedCall(t *testing.T) {
+	release := make(chan struct{})
+	srv, _ := pipeServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := readID(r)
+		if id == 1 {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}
+		writeEcho(w, id)
+	}))
+	s := newRecSink()
+	c, err := DialHTTP(testCtx(t), srv.URL, HTTPOptions{Pipeline: 1}, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if err := c.Send(ctx, []byte(msgCall(1, "echo", "slow"))); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("abandoned call: %v, want DeadlineExceeded", err)
+	}
+	for i, err := range sendAll(t, c, 2, 8) {
+		if err != nil {
+			t.Fatalf("call %d after an abandoned one: %v", i+2, err)
+		}
+	}
+	for id := 2; id < 10; id++ {
+		if s.response(strconv.Itoa(id)) == nil {
+			t.Fatalf("id %d not answered", id)
+		}
+	}
+	close(release)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s.response("1") != nil {
+		t.Fatal("the abandoned call's late response was delivered")
+	}
+	noLeaks(t)
+}
+
+// Connection: close on a response ends the connection; the requests written behind it
+// were not processed by the server, so they are sent again, and each is processed once.
+func TestPipelineConnectionClose(t *testing.T) {
+	var count sync.Map
+	var closes atomic.Int32
+	srv, _ := pipeServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := readID(r)
+		v, _ := count.LoadOrStore(id, new(atomic.Int32))
+		v.(*atomic.Int32).Add(1)
+		if id%5 == 0 && closes.Add(1) <= 3 {
+			w.Header().Set("Connection", "close")
+		}
+		time.Sleep(time.Millisecond)
+		writeEcho(w, id)
+	}))
+	s := newRecSink()
+	c, err := DialHTTP(testCtx(t), srv.URL, HTTPOptions{Pipeline: 1}, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for i, err := range sendAll(t, c, 1, 30) {
+		if err != nil {
+			t.Fatalf("call %d: %v", i+1, err)
+		}
+	}
+	for id := 1; id <= 30; id++ {
+		if s.response(strconv.Itoa(id)) == nil {
+			t.Fatalf("id %d not answered", id)
+		}
+		v, _ := count.Load(id)
+		if n := v.(*atomic.Int32).Load(); n != 1 {
+			t.Fatalf("id %d processed %d times", id, n)
+		}
+	}
+}
+
+// A backend that drops the connection with requests outstanding fails them (they may
+// have run, so calls are not retried) without hanging, and leaves no goroutine behind.
+func TestPipelineBackendDrops(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				buf := make([]byte, 64<<10)
+				_, _ = conn.Read(buf) // take some requests, answer none
+				time.Sleep(20 * time.Millisecond)
+				_ = conn.Close()
+			}()
+		}
+	}()
+	s := newRecSink()
+	c, err := DialHTTP(testCtx(t), "http://"+ln.Addr().String()+"/mcp", HTTPOptions{Pipeline: 1}, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, err := range sendAll(t, c, 1, 8) {
+		if err == nil {
+			t.Fatalf("call %d succeeded against a backend that answers nothing", i+1)
+		}
+	}
+	if err := c.Close(); err != nil {
+		t.Log(err)
+	}
+	noLeaks(t)
+}
+
+// Past the depth of every pipelined connection, requests use the ordinary pool.
+func TestPipelineFullUsesPool(t *testing.T) {
+	hold := make(chan struct{})
+	var held atomic.Int32
+	srv, cl := pipeServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := readID(r)
+		if held.Add(1) == 1 {
+			<-hold
+		}
+		writeEcho(w, id)
+	}))
+	s := newRecSink()
+	c, err := DialHTTP(testCtx(t), srv.URL, HTTPOptions{Pipeline: 1, PipelineDepth: 2}, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	done := make(chan []error)
+	go func() { done <- sendAll(t, c, 1, 6) }()
+	s.waitFor(t, "calls answered by the pool while the pipeline is held", func() bool {
+		return s.count(func(*codec.Message) bool { return true }) >= 3
+	})
+	close(hold)
+	for i, err := range <-done {
+		if err != nil {
+			t.Fatalf("call %d: %v", i+1, err)
+		}
+	}
+	if cl.n.Load() < 2 {
+		t.Fatalf("%d connections: the calls past the depth did not use the pool", cl.n.Load())
+	}
+}
+
+// Close interrupts calls waiting on a pipelined connection.
+func TestPipelineCloseInterrupts(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	srv, _ := pipeServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	s := newRecSink()
+	c, err := DialHTTP(testCtx(t), srv.URL, HTTPOptions{Pipeline: 1}, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan []error)
+	go func() { errs <- sendAll(t, c, 1, 4) }()
+	time.Sleep(50 * time.Millisecond)
+	_ = c.Close()
+	select {
+	case got := <-errs:
+		for i, err := range got {
+			if !errors.Is(err, ErrClosed) {
+				t.Fatalf("call %d after Close: %v, want ErrClosed", i+1, err)
+			}
+		}
+	case <-time.After(waitLimit):
+		t.Fatal("calls still blocked after Close")
+	}
+	noLeaks(t)
+}
