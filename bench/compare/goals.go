@@ -163,15 +163,22 @@ func evaluate(res *Result) []Goal {
 			"fastest peer: "+fastestMedian(familyGoSDK, familyMCPGo), cpuRatio(cheapest(familyGoSDK, familyMCPGo), d.serverCPUPerCall()),
 			peerFamilyRatio(d, familyGoSDK, familyMCPGo))
 	}
-	if rt := closed[TargetRouter]; rt != nil {
-		ratioGoal("mcprouter -> mcpbackend vs mcp-go alone (throughput)", goalRouterVsMCPGo,
+	for _, rv := range []struct{ target, name string }{
+		{TargetRouter, "mcprouter -> mcpbackend"},
+		{TargetRouterPipelined, fmt.Sprintf("mcprouter -> mcpbackend, pipelined (pipeline: %d)", benchPipeline)},
+	} {
+		rt := closed[rv.target]
+		if rt == nil {
+			continue
+		}
+		ratioGoal(rv.name+" vs mcp-go alone (throughput)", goalRouterVsMCPGo,
 			"against the faster mcp-go mode: "+fastestMedian(familyMCPGo), cpuRatio(cheapest(familyMCPGo), rt.serverCPUPerCall()),
 			peerFamilyRatio(rt, familyMCPGo))
-		ratioGoal("mcprouter -> mcpbackend vs the official Go SDK alone (throughput)", goalRouterVsGoSDK,
+		ratioGoal(rv.name+" vs the official Go SDK alone (throughput)", goalRouterVsGoSDK,
 			"against the faster Go SDK mode: "+fastestMedian(familyGoSDK), cpuRatio(cheapest(familyGoSDK), rt.serverCPUPerCall()),
 			peerFamilyRatio(rt, familyGoSDK))
 		if d := closed[TargetDirect]; d != nil {
-			ratioGoal(fmt.Sprintf("mcprouter -> mcpbackend vs mcpbackend alone, %d sessions (throughput)", res.Options.Sessions),
+			ratioGoal(fmt.Sprintf("%s vs mcpbackend alone, %d sessions (throughput)", rv.name, res.Options.Sessions),
 				goalRouterVsDirect, "", cpuRatio(d.serverCPUPerCall(), rt.serverCPUPerCall()), func(r int) (float64, bool) {
 					a, ok1 := tput(rt, r)
 					b, ok2 := tput(d, r)

@@ -142,6 +142,12 @@ func (r *Result) closedTable(b *strings.Builder, reportsLink string) {
 		untrusted += t.Untrusted()
 	}
 	r.cpuBound(b)
+	if t := r.closedTarget(TargetRouterPipelined); t != nil && t.Measured() {
+		fmt.Fprintf(b, "%s is the same router with `pipeline: %d` on its backend: HTTP/1.1 pipelining over %d "+
+			"connections, so that calls arriving together share one write and their replies one read, on the "+
+			"backend's side too. It is off by default because a slow call delays the calls queued behind it on "+
+			"its connection (see README, \"Pipelining\").\n\n", TargetRouterPipelined, benchPipeline, benchPipeline)
+	}
 	b.WriteString("The stub runs once (round 1): it calibrates mcpload, it is not a server under test. ")
 	if untrusted > 0 {
 		fmt.Fprintf(b, "mcpload flagged %d closed-loop run(s) as not trustworthy (its threads waited for a CPU, "+
@@ -469,8 +475,8 @@ func (r *Result) commands(b *strings.Builder, reportsLink string) {
 	}
 	if r.Servers != nil {
 		for _, s := range r.Servers {
-			if s.Name == srvRouter {
-				fmt.Fprintf(b, "# router.yaml:\n%s", indentLines(routerConfig("URL-of-mcpbackend", r.Options.Profile), "#   "))
+			if isRouter(s.Name) {
+				fmt.Fprintf(b, "# %s.yaml:\n%s", s.Name, indentLines(routerConfig(s.Name, "URL-of-mcpbackend", r.Options.Profile), "#   "))
 			}
 		}
 	}
@@ -585,4 +591,14 @@ func plural(cpuList string) string {
 		return "s"
 	}
 	return ""
+}
+
+// closedTarget returns the closed-loop result of a target, nil if it was not selected.
+func (r *Result) closedTarget(name string) *TargetResult {
+	for _, t := range r.Closed {
+		if t.Name == name {
+			return t
+		}
+	}
+	return nil
 }

@@ -79,13 +79,14 @@ type Options struct {
 
 // Target names.
 const (
-	TargetStub           = "stub"
-	TargetDirect         = "direct"
-	TargetRouter         = "router"
-	TargetGoSDKStateless = "gosdk-stateless"
-	TargetGoSDKSession   = "gosdk-session"
-	TargetMCPGoSession   = "mcpgo-session"
-	TargetMCPGoStateless = "mcpgo-stateless"
+	TargetStub            = "stub"
+	TargetDirect          = "direct"
+	TargetRouter          = "router"
+	TargetRouterPipelined = "router-pipelined"
+	TargetGoSDKStateless  = "gosdk-stateless"
+	TargetGoSDKSession    = "gosdk-session"
+	TargetMCPGoSession    = "mcpgo-session"
+	TargetMCPGoStateless  = "mcpgo-stateless"
 )
 
 // TargetNames lists every target in the order they are measured in the first round.

@@ -405,9 +405,9 @@ func (h *harness) startServers() error {
 	for _, name := range h.neededServers() {
 		spec := serverByName(name)
 		args := spec.args
-		if name == srvRouter {
-			cfg := filepath.Join(h.work, "router.yaml")
-			if err := os.WriteFile(cfg, []byte(routerConfig(h.urls[srvBackend], h.o.Profile)), 0o644); err != nil {
+		if isRouter(name) {
+			cfg := filepath.Join(h.work, name+".yaml")
+			if err := os.WriteFile(cfg, []byte(routerConfig(name, h.urls[srvBackend], h.o.Profile)), 0o644); err != nil {
 				return err
 			}
 			args = []string{"--config", cfg}
@@ -435,15 +435,17 @@ func (h *harness) startServers() error {
 			url = "http://" + url + "/mcp"
 		}
 		if spec.admin {
-			h.admin = m[1]
-			if err := waitReady("http://"+h.admin+"/readyz", readyTimeout); err != nil {
+			if name == srvRouter {
+				h.admin = m[1]
+			}
+			if err := waitReady("http://"+m[1]+"/readyz", readyTimeout); err != nil {
 				return fmt.Errorf("%s: %w; see %s", name, err, p.out.path())
 			}
 		}
 		h.urls[name] = url
 		shown := append([]string{spec.binary}, args...)
-		if name == srvRouter {
-			shown = []string{spec.binary, "--config", "router.yaml"}
+		if isRouter(name) {
+			shown = []string{spec.binary, "--config", name + ".yaml"}
 		}
 		h.res.Servers = append(h.res.Servers, ServerRecord{Name: name, Argv: shown, URL: url})
 		h.logf("%s ready at %s (pid %d)", name, url, p.pid())
@@ -526,7 +528,7 @@ func (h *harness) openLoop(ctx context.Context) error {
 		closed[t.Name] = t
 	}
 	var names []string
-	for _, name := range []string{TargetDirect, TargetRouter} {
+	for _, name := range []string{TargetDirect, TargetRouter, TargetRouterPipelined} {
 		if h.o.selected(name) {
 			names = append(names, name)
 		}

@@ -11,6 +11,7 @@ const (
 	srvStub           = "stub"
 	srvBackend        = "mcpbackend"
 	srvRouter         = "mcprouter"
+	srvRouterPipe     = "mcprouter-pipelined"
 	srvGoSDKStateless = "gosdk-stateless"
 	srvGoSDKSession   = "gosdk-session"
 	srvMCPGoSession   = "mcpgo-session"
@@ -59,6 +60,7 @@ var servers = []serverSpec{
 	{name: srvStub, binary: binLoad, args: []string{"stub", "--listen", "127.0.0.1:0"}, pattern: reServingURL},
 	{name: srvBackend, binary: binBackend, args: []string{"--listen", "127.0.0.1:0"}, pattern: reBackendAddr, addrOnly: true},
 	{name: srvRouter, binary: binRouter, needs: []string{srvBackend}, pattern: reRouterAddr, addrOnly: true, admin: true},
+	{name: srvRouterPipe, binary: binRouter, needs: []string{srvBackend}, pattern: reRouterAddr, addrOnly: true, admin: true},
 	{name: srvGoSDKStateless, binary: binPeers, args: peerArgs("gosdk", "stateless"), pattern: reServingURL},
 	{name: srvGoSDKSession, binary: binPeers, args: peerArgs("gosdk", "session"), pattern: reServingURL},
 	{name: srvMCPGoSession, binary: binPeers, args: peerArgs("mcpgo", "session"), pattern: reServingURL},
@@ -78,9 +80,18 @@ func serverByName(name string) *serverSpec {
 	panic("compare: unknown server " + name)
 }
 
-// routerConfig is the router's configuration file: ephemeral ports, one backend, the admin
-// listener on (its /readyz tells when the backend is connected; /debug/pprof for profiles).
-func routerConfig(backendURL string, pprof bool) string {
+// benchPipeline is the backends[].pipeline of the pipelined router: two connections, so
+// that calls arriving together share a write (see transport/upstream's pipeline).
+const benchPipeline = 2
+
+// routerConfig is a router's configuration file: ephemeral ports, one backend, the admin
+// listener on (its /readyz tells when the backend is connected; /debug/pprof for
+// profiles), the backend's connections pipelined for srvRouterPipe.
+func routerConfig(server, backendURL string, pprof bool) string {
+	pipeline := ""
+	if server == srvRouterPipe {
+		pipeline = fmt.Sprintf("    pipeline: %d\n", benchPipeline)
+	}
 	return fmt.Sprintf(`# written by bench/compare
 listen: 127.0.0.1:0
 admin:
@@ -89,8 +100,11 @@ admin:
 backends:
   - name: %s
     url: %s
-`, strconv.FormatBool(pprof), routerBackendName, backendURL)
+%s`, strconv.FormatBool(pprof), routerBackendName, backendURL, pipeline)
 }
+
+// isRouter reports whether a server is one of the router configurations.
+func isRouter(server string) bool { return server == srvRouter || server == srvRouterPipe }
 
 // Implementation families, for the goals that compare against "the fastest peer".
 const (
@@ -115,6 +129,7 @@ var targets = []targetSpec{
 	{name: TargetStub, label: "mcpload stub (trivial fixed reply)", servers: []string{srvStub}, tool: "echo", family: familyStub},
 	{name: TargetDirect, label: "mcpbackend alone", servers: []string{srvBackend}, tool: "echo", family: familyOurs},
 	{name: TargetRouter, label: "mcprouter -> mcpbackend", servers: []string{srvRouter, srvBackend}, tool: routerBackendName + "__echo", family: familyOurs},
+	{name: TargetRouterPipelined, label: "mcprouter -> mcpbackend, pipelined (pipeline: 2)", servers: []string{srvRouterPipe, srvBackend}, tool: routerBackendName + "__echo", family: familyOurs},
 	{name: TargetGoSDKStateless, label: "official Go SDK, stateless, JSON replies", servers: []string{srvGoSDKStateless}, tool: "echo", family: familyGoSDK},
 	{name: TargetGoSDKSession, label: "official Go SDK, sessions, SSE replies", servers: []string{srvGoSDKSession}, tool: "echo", family: familyGoSDK},
 	{name: TargetMCPGoSession, label: "mcp-go, sessions, JSON replies", servers: []string{srvMCPGoSession}, tool: "echo", family: familyMCPGo},
