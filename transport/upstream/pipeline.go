@@ -348,6 +348,7 @@ type pipeConn struct {
 	outstanding int         // queued + written, not yet answered
 	gaveUp      int         // of those, abandoned by their callers
 	noNew       bool        // takes no new requests
+	streaming   bool        // a caller is reading an SSE reply from it
 	dead        error       // set once the connection failed
 	lastUsed    time.Time   // the last response, or the dial
 }
@@ -361,7 +362,7 @@ func (pc *pipeConn) load(now time.Time) (int, bool) {
 		pc.mu.Unlock()
 		return -1, false
 	}
-	if pc.outstanding == 0 && now.Sub(pc.lastUsed) > pc.p.o.IdleTimeout {
+	if pc.outstanding == 0 && !pc.streaming && now.Sub(pc.lastUsed) > pc.p.o.IdleTimeout {
 		pc.mu.Unlock()
 		pc.fail(errStaleConn)
 		return -1, false
@@ -533,6 +534,7 @@ func (pc *pipeConn) readLoop() {
 		if c.body.r != nil { // an SSE reply: the caller reads it from our reader
 			pc.mu.Lock()
 			pc.noNew = true // do not queue behind a stream of unknown length
+			pc.streaming = true
 			pc.mu.Unlock()
 			if !c.deliver(nil) {
 				c.unref()
@@ -546,12 +548,23 @@ func (pc *pipeConn) readLoop() {
 				pc.fail(fmt.Errorf("upstream: %s: SSE reply not read to its end", pc.p.o.Name))
 				return
 			}
+			pc.mu.Lock()
+			pc.streaming = false
+			pc.lastUsed = time.Now()
+			pc.mu.Unlock()
 		} else {
 			c.deliver(nil) // false: its caller gave up, the response is dropped
 			c.unref()
 		}
 		if closing {
 			pc.fail(errStaleConn) // the backend processes nothing after this one
+			return
+		}
+		pc.mu.Lock()
+		retired := pc.noNew && pc.outstanding == 0
+		pc.mu.Unlock()
+		if retired { // it takes nothing new and owes nothing: close it
+			pc.fail(errStaleConn)
 			return
 		}
 	}

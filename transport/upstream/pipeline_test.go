@@ -390,3 +390,42 @@ func TestPipelineCloseInterrupts(t *testing.T) {
 	}
 	noLeaks(t)
 }
+
+// An SSE reply that streams for longer than IdleTimeout is not cut as idle while other
+// calls pick connections.
+func TestPipelineLongSSEReply(t *testing.T) {
+	srv, _ := pipeServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := readID(r)
+		if id != 1 {
+			writeEcho(w, id)
+			return
+		}
+		sseHeaders(w)
+		for i := range 5 {
+			fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":1,\"progress\":%d}}\n\n", i)
+			w.(http.Flusher).Flush()
+			time.Sleep(40 * time.Millisecond)
+		}
+		fmt.Fprintf(w, "data: %s\n\n", echoReply(id))
+	}))
+	s := newRecSink()
+	c, err := DialHTTP(testCtx(t), srv.URL, HTTPOptions{Pipeline: 1, IdleTimeout: 30 * time.Millisecond}, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	long := make(chan error, 1)
+	go func() { long <- c.Send(testCtx(t), []byte(msgCall(1, "echo", "long"))) }()
+	for i := range 10 {
+		time.Sleep(20 * time.Millisecond)
+		if err := c.Send(testCtx(t), []byte(msgCall(100+i, "echo", "short"))); err != nil {
+			t.Fatalf("short call %d: %v", i, err)
+		}
+	}
+	if err := <-long; err != nil {
+		t.Fatalf("long SSE call: %v", err)
+	}
+	if s.response("1") == nil {
+		t.Fatal("the long call's response was not delivered")
+	}
+}
