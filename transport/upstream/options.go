@@ -71,6 +71,10 @@ type HTTPOptions struct {
 	// PipelineDepth bounds the requests outstanding on one pipelined connection; past
 	// it requests use the pool. Default 32.
 	PipelineDepth int
+	// PipelineWindow: a pipelined connection takes a request behind others only while
+	// the oldest of them has waited less than this, so that a call that turns out slow
+	// stops collecting requests behind it after the window. Default 1ms.
+	PipelineWindow time.Duration
 	// TLSConfig is used for https URLs; nil uses Go's defaults.
 	TLSConfig *tls.Config
 	// Logger receives the client's logs, with attribute backend=Name. Default
@@ -132,6 +136,9 @@ func (o HTTPOptions) withDefaults() HTTPOptions {
 	}
 	if o.PipelineDepth <= 0 {
 		o.PipelineDepth = defaultPipelineDepth
+	}
+	if o.PipelineWindow <= 0 {
+		o.PipelineWindow = defaultPipelineWindow
 	}
 	return o
 }

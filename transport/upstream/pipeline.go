@@ -30,7 +30,8 @@ import (
 // delays the ones written after it on the same connection. The pipeline limits the
 // damage. A request goes to an idle connection when there is one and a new connection is
 // opened while fewer than Pipeline exist; only then is it queued behind others, at most
-// PipelineDepth deep. A connection that carries an SSE reply (a backend that streams
+// PipelineDepth deep, and only while the oldest of them has waited less than
+// PipelineWindow: a slow call stops collecting followers after that window. A connection that carries an SSE reply (a backend that streams
 // progress) or a request whose caller gave up takes no new requests, and it is closed
 // once everything left on it was given up. When every connection is full the request
 // goes out on the ordinary pool instead. Pipelining suits backends whose calls are
@@ -58,8 +59,11 @@ type pipeline struct {
 // at its depth or closing.
 var errPipelineFull = errors.New("upstream: pipelined connections full")
 
-// defaultPipelineDepth bounds the requests outstanding on one pipelined connection.
-const defaultPipelineDepth = 32
+// Defaults of HTTPOptions.PipelineDepth and PipelineWindow.
+const (
+	defaultPipelineDepth  = 32
+	defaultPipelineWindow = time.Millisecond
+)
 
 func newPipeline(addr string, isTLS bool, o *HTTPOptions, conns *connSet) *pipeline {
 	return &pipeline{
@@ -85,6 +89,7 @@ type pipeCall struct {
 	// pending is true while the request is outstanding on its connection (queued or
 	// written, not answered). Guarded by the connection's mutex.
 	pending bool
+	since   time.Time // when it was queued
 }
 
 const (
@@ -368,7 +373,19 @@ func (pc *pipeConn) load(now time.Time) (int, bool) {
 		return -1, false
 	}
 	defer pc.mu.Unlock()
-	return pc.outstanding, !pc.noNew
+	young := pc.outstanding == 0 || now.Sub(pc.oldestLocked()) < pc.p.o.PipelineWindow
+	return pc.outstanding, !pc.noNew && young
+}
+
+// oldestLocked returns when the oldest outstanding request was queued.
+func (pc *pipeConn) oldestLocked() time.Time {
+	switch {
+	case len(pc.fifo) > 0:
+		return pc.fifo[0].since
+	case len(pc.queue) > 0:
+		return pc.queue[0].since
+	}
+	return time.Time{}
 }
 
 // enqueue queues c for the writer; false when the connection cannot take it.
@@ -378,6 +395,7 @@ func (pc *pipeConn) enqueue(c *pipeCall) bool {
 		pc.mu.Unlock()
 		return false
 	}
+	c.since = time.Now()
 	pc.queue = append(pc.queue, c)
 	c.pending = true
 	pc.outstanding++

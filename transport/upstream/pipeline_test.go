@@ -143,7 +143,8 @@ func TestPipelineSharesConnection(t *testing.T) {
 		writeEcho(w, id)
 	}))
 	s := newRecSink()
-	c, err := DialHTTP(testCtx(t), srv.URL, HTTPOptions{Pipeline: 1}, s)
+	// A window longer than the hold lets every call queue behind the held one.
+	c, err := DialHTTP(testCtx(t), srv.URL, HTTPOptions{Pipeline: 1, PipelineWindow: time.Minute}, s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -427,5 +428,41 @@ func TestPipelineLongSSEReply(t *testing.T) {
 	}
 	if s.response("1") == nil {
 		t.Fatal("the long call's response was not delivered")
+	}
+}
+
+// A call that stays unanswered past PipelineWindow stops collecting requests behind it:
+// later calls do not wait for it.
+func TestPipelineWindow(t *testing.T) {
+	release := make(chan struct{})
+	srv, _ := pipeServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := readID(r)
+		if id == 1 {
+			<-release
+		}
+		writeEcho(w, id)
+	}))
+	s := newRecSink()
+	c, err := DialHTTP(testCtx(t), srv.URL, HTTPOptions{Pipeline: 1, PipelineWindow: 5 * time.Millisecond}, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	slow := make(chan error, 1)
+	go func() { slow <- c.Send(testCtx(t), []byte(msgCall(1, "echo", "slow"))) }()
+	time.Sleep(50 * time.Millisecond) // the slow call is older than the window
+	for id := 2; id <= 6; id++ {
+		if err := c.Send(testCtx(t), []byte(msgCall(id, "echo", "later"))); err != nil {
+			t.Fatalf("call %d: %v", id, err)
+		}
+	}
+	select {
+	case err := <-slow:
+		t.Fatalf("the held call ended early: %v", err)
+	default:
+	}
+	close(release)
+	if err := <-slow; err != nil {
+		t.Fatalf("held call: %v", err)
 	}
 }
