@@ -149,6 +149,80 @@ func BenchmarkDispatchLatency(b *testing.B) {
 	}
 }
 
+// BenchmarkRoundTrip is the round trip a request makes through the router: its handler
+// dispatches a job and waits until the job's Run, on a pool worker, hands it the reply.
+// Each producer (a b.RunParallel goroutine with a key of its own) has one request in
+// flight at a time, so shards are mostly idle between requests, which is when the fast
+// path applies. path=queued turns the fast path off: every job goes through the shard
+// goroutine, as it did before the fast path existed. path=fast is the default
+// behaviour. With run=false the job is a notification: Prepare signals and there is no
+// Run. shards=default is Config's default, 4 × GOMAXPROCS. Run it with -cpu 1 too: the
+// router runs with GOMAXPROCS=1 in the load benchmark that matters.
+func BenchmarkRoundTrip(b *testing.B) {
+	for _, run := range []bool{true, false} {
+		for _, shards := range []int{1, 0} {
+			for _, queued := range []bool{true, false} {
+				name := "run=" + strconv.FormatBool(run) + "/shards=" + map[bool]string{true: "1", false: "default"}[shards == 1] +
+					"/path=" + map[bool]string{true: "queued", false: "fast"}[queued]
+				b.Run(name, func(b *testing.B) {
+					benchRoundTrip(b, Config{Shards: shards, PoolSize: 64}, run, queued)
+				})
+			}
+		}
+	}
+}
+
+// roundTripJob is a request whose handler waits on reply.
+type roundTripJob struct {
+	run   bool
+	reply chan struct{} // 1-buffered, as the handler's wake-up channel
+}
+
+func (j *roundTripJob) Prepare() bool {
+	if !j.run {
+		j.reply <- struct{}{}
+	}
+	return j.run
+}
+func (j *roundTripJob) Run()         { j.reply <- struct{}{} }
+func (j *roundTripJob) Fail(_ error) { j.reply <- struct{}{} }
+
+func benchRoundTrip(b *testing.B, cfg Config, run, queued bool) {
+	d, err := New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if queued {
+		queuedOnly(d)
+	}
+	var base atomic.Uint64
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		j := &roundTripJob{run: run, reply: make(chan struct{}, 1)}
+		key := base.Add(1)
+		for pb.Next() {
+			if err := d.Dispatch(key, j); err != nil { // one in flight: never refused
+				b.Error(err)
+				return
+			}
+			<-j.reply
+		}
+	})
+	b.StopTimer()
+	var prepared, inline uint64
+	for _, s := range d.Stats().Shards {
+		prepared += s.Prepared
+		inline += s.Inline
+	}
+	b.ReportMetric(float64(inline)/float64(prepared), "inline/op")
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	if err := d.Close(ctx); err != nil {
+		b.Fatal(err)
+	}
+}
+
 // sleepJob is a windowJob whose Run waits like a backend call would.
 type sleepJob struct{ windowJob }
 

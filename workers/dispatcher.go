@@ -25,11 +25,14 @@ import (
 // A job refused by Dispatch (non-nil error) is never touched: the caller still owns it.
 // The final call may recycle the job as its last action.
 type Job interface {
-	// Prepare runs on the shard's goroutine, one job at a time, in Dispatch order for
-	// the shard (hence per key; see the package doc for the exact guarantee). It must
-	// be quick and must not block: no I/O, no waiting on locks held across I/O, no
-	// waiting for other jobs. It returns whether Run is needed; a job that is fully
-	// handled here (a notification, a cancellation) returns false.
+	// Prepare runs one job at a time per shard, in Dispatch order for the shard (hence
+	// per key; see the package doc for the exact guarantee). It runs on the shard's
+	// goroutine or, on the fast path (shard idle), on the goroutine calling Dispatch,
+	// before Dispatch returns: the caller must not hold, across Dispatch, anything
+	// Prepare (or Fail) needs. It must be quick and must not block: no I/O, no waiting
+	// on locks held across I/O, no waiting for other jobs. It returns whether Run is
+	// needed; a job that is fully handled here (a notification, a cancellation)
+	// returns false.
 	Prepare() bool
 
 	// Run runs on a pool worker, concurrently with other jobs, including other jobs of
@@ -39,7 +42,8 @@ type Job interface {
 
 	// Fail is called instead of Run when the job could not be run, or after Prepare or
 	// Run panicked; err matches ErrClosed or ErrPanic under errors.Is. It runs on the
-	// shard goroutine or a worker and must not block.
+	// goroutine that was running Prepare or Run (a shard goroutine, the caller of
+	// Dispatch on the fast path, or a worker) and must not block.
 	Fail(err error)
 }
 
@@ -58,10 +62,15 @@ type Dispatcher struct {
 
 	panics     atomic.Uint64 // recovered from Prepare or Run
 	failPanics atomic.Uint64 // recovered from Fail (or the panic hook)
+
+	// noFastPath makes every Dispatch queue, as before the fast path existed. Tests and
+	// benchmarks set it right after New, before any Dispatch, to compare the two.
+	noFastPath bool
 }
 
-// shard is one queue plus the goroutine that prepares its jobs. Fields written by
-// producers (Dispatch) and by the shard goroutine sit on separate cache lines.
+// shard is one queue plus the goroutine that prepares its jobs. Fields written only by
+// producers (Dispatch), fields written by both, and fields written only by the shard
+// goroutine sit on separate cache lines.
 type shard struct {
 	// Producer side. mu orders Dispatch's send against Close's close(q): Dispatch sends
 	// under RLock after checking closed, Close sets closed and closes q under Lock,
@@ -73,8 +82,18 @@ type shard struct {
 	overErr   *OverloadError
 	_         [64]byte
 
+	// Shared by Dispatch's fast path and the shard goroutine; see tryInline for how
+	// they keep Prepare ordered. acceptMu is held around every accept, wherever it
+	// runs. pending counts jobs Dispatch put on q whose accept has not finished yet:
+	// Dispatch adds 1 before the send (and takes it back if the queue is full), the
+	// shard goroutine subtracts 1 after accepting the job, under acceptMu.
+	acceptMu sync.Mutex
+	pending  atomic.Int64
+	inline   atomic.Uint64 // jobs accepted on the fast path, for Stats
+	_        [64]byte
+
 	// Consumer side: owned by the shard goroutine. The atomics mirror its state for
-	// Stats.
+	// Stats; readyLen is also read by the fast path.
 	d         *Dispatcher
 	pool      *pool
 	ready     ring
@@ -147,11 +166,15 @@ func New(cfg Config) (*Dispatcher, error) {
 	return d, nil
 }
 
-// Dispatch queues j on the shard of key and returns at once. It returns nil when the
-// job was accepted (the dispatcher now owns it until its final call), an
-// *OverloadError matching ErrOverloaded when the shard's queue is full, or ErrClosed
-// after Close. It never blocks on a full queue and does not allocate. j must not be
-// nil.
+// Dispatch hands j to the shard of key. It returns nil when the job was accepted (the
+// dispatcher now owns it until its final call), an *OverloadError matching
+// ErrOverloaded when the shard's queue is full, or ErrClosed after Close. It never
+// blocks on a full queue or on a busy shard and does not allocate. j must not be nil.
+//
+// Usually Dispatch queues j and returns at once. When the shard is idle and a worker
+// is free (the fast path, see the package doc), it calls j.Prepare itself and hands j
+// to the pool before returning, saving the wake-up of the shard goroutine; the hand-off
+// may then wait the instant it takes a worker that just finished to park itself.
 //
 // Dispatch may be called from Prepare, Run and Fail.
 func (d *Dispatcher) Dispatch(key uint64, j Job) error {
@@ -159,20 +182,98 @@ func (d *Dispatcher) Dispatch(key uint64, j Job) error {
 		panic("workers: Dispatch of a nil Job")
 	}
 	s := &d.shards[key%uint64(len(d.shards))]
+	if s.pending.Load() == 0 && !d.noFastPath && s.tryInline(j) {
+		return nil
+	}
 	s.mu.RLock()
 	if s.closed {
 		s.mu.RUnlock()
 		return ErrClosed
 	}
+	s.pending.Add(1) // before the send: see tryInline
 	select {
 	case s.q <- j:
 		s.mu.RUnlock()
 		return nil
 	default:
 	}
+	s.pending.Add(-1)
 	s.mu.RUnlock()
 	s.overloads.Add(1)
 	return s.overErr
+}
+
+// tryInline is Dispatch's fast path: it runs the shard's accept step for j on the
+// calling goroutine and reports true, or does nothing and reports false, and then
+// Dispatch queues j as usual. It runs only when, under acceptMu, the shard has no job
+// queued or being accepted (pending == 0), no prepared job waiting for a worker
+// (readyLen == 0), Close has not started, and a worker token is free. It takes the
+// token before Prepare, so it never needs the ready list, which stays the shard
+// goroutine's alone: a job that cannot get a worker at once takes the usual path.
+//
+// Why Prepare stays serialised and in Dispatch order per shard:
+//
+//   - Serialised: every accept, inline or on the shard goroutine, holds acceptMu.
+//     tryInline only tries the lock (TryLock), so it never waits: a Prepare that
+//     dispatches to its own shard, or two Dispatch calls racing for an idle shard,
+//     simply fall back to the queue, and a chain of inline Dispatch calls from
+//     Prepare can visit each shard at most once.
+//   - Ordered: let Dispatch(k, a) return nil before Dispatch(k, b) starts. If a was
+//     accepted inline, a.Prepare returned inside Dispatch(k, a), so before anything b
+//     does. If a was queued, Dispatch(k, a) added 1 to pending before sending a, and
+//     the shard goroutine subtracts it only after a.Prepare has returned, under
+//     acceptMu. b reads pending after that addition, so reading 0 means a's
+//     subtraction came first (each subtraction follows its own job's addition, so
+//     pending returns to 0 only once every earlier addition is matched), and the read
+//     synchronises with it (Go's atomics are sequentially consistent): a.Prepare
+//     happens before b.Prepare. A job the shard goroutine has taken off q but not yet
+//     prepared is still counted, which is what a test of len(q) alone would miss.
+//     Whenever b does not go inline (pending != 0, or any other reason), it is queued
+//     after a on q, which is FIFO, and the shard goroutine accepts one job at a time,
+//     as before.
+//   - Close: tryInline reads d.closing under acceptMu, and a shard goroutine takes
+//     acceptMu once more before it exits (see loop), after q was closed, which Close
+//     does after setting closing. So an inline accept either sees closing and backs
+//     off, or finishes before its shard goroutine exits; Close, which waits for every
+//     shard goroutine before releasing the pools, therefore never releases a pool
+//     under an inline accept that has not yet submitted, unless its context ended
+//     and it gave up, in which case the submit fails and the job gets Fail(ErrClosed)
+//     like any other job Close abandoned.
+//
+// pending is read twice: by Dispatch before it tries the lock, which keeps producers
+// off acceptMu while the shard is busy, and again here under the lock. The ordering
+// argument only needs a read made after Dispatch(k, b) started, which both are; the
+// second keeps the rule simple to state (accept inline only if nothing is pending
+// under the lock) for the price of one load. readyLen is checked so that an inline job does not take a worker ahead of prepared
+// jobs already waiting for one. It only grows inside accept (under acceptMu), so 0
+// under the lock is exact; a stale non-zero value just sends j to the queue.
+//
+// Taking the token first means a worker slot is reserved while an inline Prepare
+// runs, and is given back when Prepare returns false or panics: the number of Run
+// calls is still bounded by the pool size, and no token is taken while shards are
+// waiting for one (they wait in a send on the full semaphore, which a non-blocking
+// send cannot overtake).
+func (s *shard) tryInline(j Job) bool {
+	if !s.acceptMu.TryLock() {
+		return false
+	}
+	defer s.acceptMu.Unlock()
+	if s.pending.Load() != 0 || s.readyLen.Load() != 0 || s.d.closing.Load() {
+		return false
+	}
+	select {
+	case s.pool.sem <- struct{}{}:
+	default:
+		return false
+	}
+	s.inline.Add(1)
+	s.prepared.Add(1)
+	if !s.d.prepare(j) {
+		<-s.pool.sem
+		return true
+	}
+	s.submit(j)
+	return true
 }
 
 // Shard returns the index of the shard key maps to, for logs and tests.
@@ -235,10 +336,16 @@ func (d *Dispatcher) shardExited() {
 // the ready list has room) and moving prepared jobs to the pool (while tokens are
 // free), and exits when the queue is closed and the ready list is empty. Each
 // iteration either takes a job, submits one, or sees the queue closed, so it ends
-// once the queue is closed and drained.
+// once the queue is closed and drained. Before it exits it waits for an inline accept
+// still in progress on its shard (see tryInline).
 func (s *shard) loop() {
 	d := s.d
-	defer d.shardExited()
+	defer func() {
+		// An empty critical section on purpose: a barrier against an inline accept.
+		s.acceptMu.Lock()
+		s.acceptMu.Unlock()
+		d.shardExited()
+	}()
 	q := s.q
 	for q != nil || s.ready.n > 0 {
 		var recv chan Job // nil disables the receive case
@@ -255,7 +362,10 @@ func (s *shard) loop() {
 				q = nil
 				continue
 			}
+			s.acceptMu.Lock()
 			s.accept(j)
+			s.pending.Add(-1)
+			s.acceptMu.Unlock()
 		case sem <- struct{}{}:
 			s.submit(s.ready.pop())
 			s.readyLen.Store(int64(s.ready.n))
@@ -268,7 +378,7 @@ func (s *shard) loop() {
 
 // accept prepares j and, if it needs to run, submits it right away when a token is
 // free and nothing is waiting ahead of it, else parks it in the ready list (which the
-// loop guarantees has room).
+// loop guarantees has room). The shard goroutine calls it holding acceptMu.
 func (s *shard) accept(j Job) {
 	d := s.d
 	if d.aborted.Load() {
@@ -311,6 +421,7 @@ func (s *shard) failRemaining(q chan Job) {
 	s.readyLen.Store(0)
 	for j := range q {
 		s.d.fail(j, ErrClosed)
+		s.pending.Add(-1)
 	}
 }
 

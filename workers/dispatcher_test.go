@@ -29,20 +29,26 @@ type session struct {
 // and Run happens after its own Prepare.
 func TestOrderPerKey(t *testing.T) {
 	configs := []struct {
-		name string
-		cfg  Config
+		name   string
+		cfg    Config
+		queued bool // fast path off
 	}{
-		{"shared", Config{Shards: 4, QueueDepth: 8, ReadyDepth: 4, PoolSize: 8}},
-		{"per-shard", Config{Shards: 4, QueueDepth: 8, ReadyDepth: 4, PoolSize: 8, PoolPerShard: true}},
+		{"shared", Config{Shards: 4, QueueDepth: 8, ReadyDepth: 4, PoolSize: 8}, false},
+		{"per-shard", Config{Shards: 4, QueueDepth: 8, ReadyDepth: 4, PoolSize: 8, PoolPerShard: true}, false},
 		// Everything at its minimum: refusals and waits for a worker at every step.
-		{"tiny", Config{Shards: 3, QueueDepth: 1, ReadyDepth: 1, PoolSize: 1}},
-		{"tiny per-shard", Config{Shards: 3, QueueDepth: 1, ReadyDepth: 1, PoolSize: 1, PoolPerShard: true}},
+		{"tiny", Config{Shards: 3, QueueDepth: 1, ReadyDepth: 1, PoolSize: 1}, false},
+		{"tiny per-shard", Config{Shards: 3, QueueDepth: 1, ReadyDepth: 1, PoolSize: 1, PoolPerShard: true}, false},
+		{"shared queued only", Config{Shards: 4, QueueDepth: 8, ReadyDepth: 4, PoolSize: 8}, true},
+		{"tiny queued only", Config{Shards: 3, QueueDepth: 1, ReadyDepth: 1, PoolSize: 1}, true},
 	}
 	for _, c := range configs {
 		t.Run(c.name, func(t *testing.T) {
 			defer checkNoLeak(t)()
 			const keys, perKey = 48, 240
 			d := newDispatcher(t, c.cfg)
+			if c.queued {
+				queuedOnly(d)
+			}
 			sessions := make([]session, keys)
 			var runs, wantRuns atomic.Int64
 			var wg sync.WaitGroup

@@ -8,7 +8,8 @@ type Stats struct {
 	// PoolCap is the total number of workers allowed (Config.PoolSize, rounded up to a
 	// multiple of Shards with PoolPerShard).
 	PoolCap int
-	// Busy is the number of jobs submitted to a pool and not yet finished.
+	// Busy is the number of jobs submitted to a pool and not yet finished, plus, for
+	// the instant a fast-path Prepare runs, the worker that job has reserved.
 	Busy int
 	// Workers is the number of live worker goroutines, busy or idle.
 	Workers int
@@ -31,6 +32,9 @@ type ShardStats struct {
 	Overloads uint64
 	// Prepared counts jobs whose Prepare was called.
 	Prepared uint64
+	// Inline counts the jobs among Prepared that took the fast path: Dispatch found
+	// the shard idle and a worker free, and prepared and submitted the job itself.
+	Inline uint64
 	// Submitted counts jobs handed to the pool.
 	Submitted uint64
 }
@@ -49,6 +53,7 @@ func (d *Dispatcher) Stats() Stats {
 			Ready:     int(s.readyLen.Load()),
 			Overloads: s.overloads.Load(),
 			Prepared:  s.prepared.Load(),
+			Inline:    s.inline.Load(),
 			Submitted: s.submitted.Load(),
 		}
 		st.Overloads += ss.Overloads
