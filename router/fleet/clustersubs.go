@@ -62,7 +62,7 @@ type clusterSub struct {
 func newClusterSubs(f *Fleet, bus *natsbus.Bus) (*clusterSubs, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	kv, err := bus.KeyValue(ctx, "subs", bus.Lease())
+	kv, err := leaseBucket(ctx, bus)
 	if err != nil {
 		return nil, err
 	}
@@ -76,6 +76,30 @@ func newClusterSubs(f *Fleet, bus *natsbus.Bus) (*clusterSubs, error) {
 	}
 	go s.heartbeat()
 	return s, nil
+}
+
+// leaseBucket opens (or creates) the bucket of subscription leases. A cluster that is
+// still starting (its JetStream meta leader just elected, peers not all known yet)
+// refuses or times out a replicated bucket for a moment: that is retried until ctx ends,
+// so that a router started together with its cluster does not settle for per-instance
+// subscriptions. JetStream switched off is final at once.
+func leaseBucket(ctx context.Context, bus *natsbus.Bus) (jetstream.KeyValue, error) {
+	delay := 100 * time.Millisecond
+	for {
+		kv, err := bus.KeyValue(ctx, "subs", bus.Lease())
+		if err == nil || errors.Is(err, jetstream.ErrJetStreamNotEnabled) ||
+			errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) {
+			return kv, err
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, err
+		case <-t.C:
+		}
+		delay = min(2*delay, time.Second)
+	}
 }
 
 func keyHash(k subKey) string {

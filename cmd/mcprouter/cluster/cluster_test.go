@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -127,7 +128,7 @@ func metaLeaderKnown(nodes []*natsNode) bool {
 // startBackend runs the reference backend in-process on loopback.
 func startBackend(t *testing.T) *backendsrv.Server {
 	t.Helper()
-	b, err := backendsrv.New(backendsrv.Config{Name: "ref", Tick: -1, Logger: quiet()})
+	b, err := backendsrv.New(backendsrv.Config{Name: "ref", Tick: -1, Logger: quiet(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,11 +143,38 @@ func startBackend(t *testing.T) *backendsrv.Server {
 	return b
 }
 
-func quiet() *slog.Logger {
+// quiet is the logger of the routers and backends a test starts: their warnings and
+// errors are kept and printed if the test fails (all of it on stderr with
+// MCPROUTER_TEST_LOG set).
+func quiet(t *testing.T) *slog.Logger {
 	if os.Getenv("MCPROUTER_TEST_LOG") != "" {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	return slog.New(slog.NewTextHandler(io.Discard, nil))
+	buf := &lockedBuffer{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("warnings and errors logged during the test:\n%s", buf.String())
+		}
+	})
+	return slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent writers.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // startRouter runs one router instance on the NATS server at natsURL.
@@ -158,7 +186,7 @@ func startRouter(t *testing.T, name, natsURL, backendURL string) *app.App {
 		Backends: []app.BackendConfig{{Name: "ref", URL: backendURL, Prefix: &prefix}},
 		NATS:     natsbus.Config{URL: natsURL, Name: name, Replicas: 3, Lease: 5 * time.Second},
 	}
-	a, err := app.New(cfg, quiet())
+	a, err := app.New(cfg, quiet(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -526,7 +554,7 @@ func TestNATSServiceBackend(t *testing.T) {
 	}
 	nodes := startNATS(t, 3)
 	for i := 0; i < 2; i++ {
-		b, err := backendsrv.New(backendsrv.Config{Name: fmt.Sprintf("svc%d", i), Tick: -1, Logger: quiet()})
+		b, err := backendsrv.New(backendsrv.Config{Name: fmt.Sprintf("svc%d", i), Tick: -1, Logger: quiet(t)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -548,7 +576,7 @@ func TestNATSServiceBackend(t *testing.T) {
 			Backends: []app.BackendConfig{{Name: "svc", NATS: "refsvc", Instances: 1, Prefix: &prefix}},
 			NATS:     natsbus.Config{URL: nodes[i].url(), Name: fmt.Sprintf("r%d", i), Replicas: 3, Lease: 5 * time.Second},
 		}
-		a, err := app.New(cfg, quiet())
+		a, err := app.New(cfg, quiet(t))
 		if err != nil {
 			t.Fatal(err)
 		}
