@@ -414,20 +414,9 @@ func TestCloseDrains(t *testing.T) {
 				accepted.Add(1)
 			}
 
-			closed := make(chan error, 1)
-			go func() {
-				ctx, cancel := context.WithTimeout(context.Background(), patience)
-				defer cancel()
-				closed <- d.Close(ctx)
-			}()
+			closed := closeAsync(d)
 			// Probe until intake is shut; probes accepted before that must run too.
-			waitFor(t, "Dispatch to return ErrClosed", func() bool {
-				err := d.Dispatch(0, job())
-				if err == nil {
-					accepted.Add(1)
-				}
-				return errors.Is(err, ErrClosed)
-			})
+			probeUntilClosed(t, d, 0, func() Job { return job() }, &accepted)
 			select {
 			case err := <-closed:
 				t.Fatalf("Close returned (%v) while jobs were blocked", err)
@@ -646,4 +635,28 @@ func TestOverloadZeroAlloc(t *testing.T) {
 	}
 	close(gate)
 	closeDispatcher(t, d)
+}
+
+// closeAsync runs Close, bounded by patience, and returns where its result will come.
+func closeAsync(d *Dispatcher) <-chan error {
+	closed := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), patience)
+		defer cancel()
+		closed <- d.Close(ctx)
+	}()
+	return closed
+}
+
+// probeUntilClosed dispatches probes to key until Dispatch refuses them with ErrClosed,
+// counting in accepted the ones taken before intake stopped (they must still run).
+func probeUntilClosed(t *testing.T, d *Dispatcher, key uint64, probe func() Job, accepted *atomic.Int64) {
+	t.Helper()
+	waitFor(t, "Dispatch to return ErrClosed", func() bool {
+		err := d.Dispatch(key, probe())
+		if err == nil {
+			accepted.Add(1)
+		}
+		return errors.Is(err, ErrClosed)
+	})
 }

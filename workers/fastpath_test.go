@@ -513,22 +513,11 @@ func TestFastPathCloseWaitsForInline(t *testing.T) {
 			recv(t, "the fast-path Prepare", inPrepare)
 			accepted.Add(1)
 
-			closed := make(chan error, 1)
-			go func() {
-				ctx, cancel := context.WithTimeout(context.Background(), patience)
-				defer cancel()
-				closed <- d.Close(ctx)
-			}()
+			closed := closeAsync(d)
 			// Intake stops although the fast-path Prepare has not returned. The probes go
 			// to the other shard (Close closes shard 0 first); those accepted before
 			// intake stopped must run too.
-			waitFor(t, "Dispatch to return ErrClosed", func() bool {
-				err := d.Dispatch(1, job())
-				if err == nil {
-					accepted.Add(1)
-				}
-				return errors.Is(err, ErrClosed)
-			})
+			probeUntilClosed(t, d, 1, func() Job { return job() }, &accepted)
 			if err := d.Dispatch(0, job()); !errors.Is(err, ErrClosed) {
 				t.Fatalf("Dispatch to the shard with the fast-path Prepare = %v, want ErrClosed", err)
 			}
