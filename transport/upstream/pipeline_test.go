@@ -2,6 +2,8 @@ package upstream
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -464,5 +466,32 @@ func TestPipelineWindow(t *testing.T) {
 	close(release)
 	if err := <-slow; err != nil {
 		t.Fatalf("held call: %v", err)
+	}
+}
+
+// Pipelining over TLS (an https backend URL).
+func TestPipelineTLS(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeEcho(w, readID(r))
+	}))
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	roots := x509.NewCertPool()
+	roots.AddCert(srv.Certificate())
+	s := newRecSink()
+	c, err := DialHTTP(testCtx(t), srv.URL, HTTPOptions{Pipeline: 1, TLSConfig: &tls.Config{RootCAs: roots}}, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for i, err := range sendAll(t, c, 1, 12) {
+		if err != nil {
+			t.Fatalf("call %d: %v", i+1, err)
+		}
+	}
+	for id := 1; id <= 12; id++ {
+		if got := resultText(t, s.response(strconv.Itoa(id))); got != fmt.Sprintf("r%d", id) {
+			t.Fatalf("id %d: result %q", id, got)
+		}
 	}
 }
