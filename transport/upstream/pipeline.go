@@ -53,6 +53,11 @@ type pipeline struct {
 	dials  int           // dials in progress, counted against maxConns
 	dialed chan struct{} // closed when the dials in progress are done
 	closed bool
+	// off is set when the backend closes connections after their first response, three
+	// in a row (an HTTP/1.0 server, or one that never keeps connections alive):
+	// pipelining onto it would only fail and retry, so every request uses the pool.
+	off     atomic.Bool
+	oneShot atomic.Int32 // connections in a row closed after their first response
 }
 
 // errPipelineFull sends a request to the ordinary pool: every pipelined connection is
@@ -227,6 +232,9 @@ func (p *pipeline) do(ctx context.Context, req *fasthttp.Request) (resp *fasthtt
 // the least loaded one below the depth. While a connection is being opened the others
 // wait for it rather than spill into the pool.
 func (p *pipeline) pick(ctx context.Context) (*pipeConn, error) {
+	if p.off.Load() {
+		return nil, errPipelineFull
+	}
 	for {
 		p.mu.Lock()
 		if p.closed {
@@ -356,6 +364,7 @@ type pipeConn struct {
 	streaming   bool        // a caller is reading an SSE reply from it
 	dead        error       // set once the connection failed
 	lastUsed    time.Time   // the last response, or the dial
+	served      int         // responses read (the reader's alone)
 }
 
 // load reports the outstanding requests (-1: dead) and whether it takes new ones. A
@@ -549,6 +558,16 @@ func (pc *pipeConn) readLoop() {
 		}
 		closing := c.resp.ConnectionClose()
 		pc.answered(c)
+		pc.served++
+		switch {
+		case closing && pc.served == 1:
+			if pc.p.oneShot.Add(1) >= 3 && !pc.p.off.Swap(true) {
+				pc.p.o.Logger.Warn("backend closes connections after one response: not pipelining to it",
+					"backend", pc.p.o.Name)
+			}
+		case pc.served == 2:
+			pc.p.oneShot.Store(0)
+		}
 		if c.body.r != nil { // an SSE reply: the caller reads it from our reader
 			pc.mu.Lock()
 			pc.noNew = true // do not queue behind a stream of unknown length

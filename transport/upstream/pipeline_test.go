@@ -495,3 +495,38 @@ func TestPipelineTLS(t *testing.T) {
 		}
 	}
 }
+
+// A backend that closes every connection after one response (no keep-alive) turns
+// pipelining off: the calls all succeed, each processed once.
+func TestPipelineNoKeepAlive(t *testing.T) {
+	var count sync.Map
+	srv, _ := pipeServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := readID(r)
+		v, _ := count.LoadOrStore(id, new(atomic.Int32))
+		v.(*atomic.Int32).Add(1)
+		w.Header().Set("Connection", "close")
+		writeEcho(w, id)
+	}))
+	s := newRecSink()
+	c, err := DialHTTP(testCtx(t), srv.URL, HTTPOptions{Pipeline: 1}, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for round := range 3 {
+		for i, err := range sendAll(t, c, 1+round*10, 10) {
+			if err != nil {
+				t.Fatalf("call %d: %v", 1+round*10+i, err)
+			}
+		}
+	}
+	for id := 1; id <= 30; id++ {
+		v, _ := count.Load(id)
+		if n := v.(*atomic.Int32).Load(); n != 1 {
+			t.Fatalf("id %d processed %d times", id, n)
+		}
+	}
+	if !c.pipe.off.Load() {
+		t.Fatal("pipelining still on for a backend without keep-alive")
+	}
+}
