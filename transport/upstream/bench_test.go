@@ -68,13 +68,16 @@ func BenchmarkHTTPRoundTrip(b *testing.B) {
 		msg        []byte
 		parallel   bool
 		probe      bool
+		pipeline   int
 	}{
-		{"json", "/mcp", benchCall, false, false},
-		{"sse", "/sse", benchCall, false, false},
-		{"notification-202", "/mcp", []byte(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":2}}`), false, false},
-		{"json-probe-every-request", "/mcp", benchCall, false, true},
-		{"json-parallel", "/mcp", benchCall, true, false},
-		{"sse-parallel", "/sse", benchCall, true, false},
+		{"json", "/mcp", benchCall, false, false, 0},
+		{"sse", "/sse", benchCall, false, false, 0},
+		{"notification-202", "/mcp", []byte(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":2}}`), false, false, 0},
+		{"json-probe-every-request", "/mcp", benchCall, false, true, 0},
+		{"json-parallel", "/mcp", benchCall, true, false, 0},
+		{"sse-parallel", "/sse", benchCall, true, false, 0},
+		{"json-pipelined", "/mcp", benchCall, false, false, 2},
+		{"json-parallel-pipelined", "/mcp", benchCall, true, false, 2},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			if bc.probe {
@@ -83,7 +86,7 @@ func BenchmarkHTTPRoundTrip(b *testing.B) {
 				defer func() { idleProbe = old }()
 			}
 			sink := &countSink{}
-			c, err := DialHTTP(context.Background(), base+bc.path, HTTPOptions{MaxConns: 16}, sink)
+			c, err := DialHTTP(context.Background(), base+bc.path, HTTPOptions{MaxConns: 16, Pipeline: bc.pipeline}, sink)
 			if err != nil {
 				b.Fatal(err)
 			}

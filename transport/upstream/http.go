@@ -103,7 +103,7 @@ func DialHTTP(ctx context.Context, rawURL string, opts HTTPOptions, sink Sink) (
 func newHostClient(addr string, tls bool, o *HTTPOptions, conns *connSet) *fasthttp.HostClient {
 	return &fasthttp.HostClient{
 		Addr:                addr,
-		Name:                "mcprouter",
+		Name:                userAgent,
 		IsTLS:               tls,
 		TLSConfig:           o.TLSConfig,
 		DialTimeout:         conns.dialer(o.DialTimeout),
@@ -120,6 +120,9 @@ func newHostClient(addr string, tls bool, o *HTTPOptions, conns *connSet) *fasth
 		DisablePathNormalizing: true,
 	}
 }
+
+// userAgent names the router in its requests to backends.
+const userAgent = "mcprouter"
 
 // errSessionGone is post's report of a 404 on our session; Send turns it into a renewal.
 var errSessionGone = fmt.Errorf("%w: HTTP 404 on the session", ErrSessionExpired)
@@ -186,11 +189,12 @@ func (c *HTTPConn) post(ctx context.Context, msg []byte, m *codec.Message, sess 
 	req.Header.SetContentType("application/json")
 	req.Header.Set(fasthttp.HeaderAccept, "application/json, text/event-stream")
 	req.SetBodyRaw(msg)
-	resp, body, release, err := c.roundTrip(ctx, req)
+	ex, err := c.roundTrip(ctx, req)
 	if err != nil {
 		return err
 	}
-	defer release()
+	defer ex.release()
+	resp, body := ex.resp, ex.body
 	status := resp.StatusCode()
 	if isInit && status/100 == 2 {
 		if id := resp.Header.Peek("Mcp-Session-Id"); len(id) > 0 {
@@ -213,42 +217,48 @@ func (c *HTTPConn) post(ctx context.Context, msg []byte, m *codec.Message, sess 
 	return statusError(resp, body, "POST")
 }
 
-// roundTrip sends a POST, pipelined when that is on and possible, and returns its
-// response, valid until release. body is the body stream; nil when the body was read
-// whole (resp.Body()).
-func (c *HTTPConn) roundTrip(ctx context.Context, req *fasthttp.Request) (resp *fasthttp.Response, body io.Reader, release func(), err error) {
-	if c.pipe != nil {
-		resp, body, release, err = c.pipe.do(ctx, req)
-		switch {
-		case errors.Is(err, errPipelineFull):
-			// every pipelined connection is busy or closing: use the pool
-		case err == nil:
-			return resp, body, release, nil
-		case c.ctx.Err() != nil:
-			return nil, nil, nil, c.deadErr()
-		case ctx.Err() != nil:
-			return nil, nil, nil, ctx.Err()
-		case errors.Is(err, errStaleConn):
-			return nil, nil, nil, err
-		default:
-			return nil, nil, nil, fmt.Errorf("upstream: %s: %w", c.opts.Name, err)
-		}
+// exchange is a POST's response, from the pool or from a pipelined connection, valid
+// until release. body is the body stream, nil when resp holds the body whole.
+type exchange struct {
+	resp *fasthttp.Response
+	body io.Reader
+	call *pipeCall // nil: resp came from the pool
+}
+
+func (e *exchange) release() {
+	if e.call != nil {
+		e.call.release()
+		return
 	}
-	resp = fasthttp.AcquireResponse()
+	_ = e.resp.CloseBodyStream()
+	fasthttp.ReleaseResponse(e.resp)
+}
+
+// roundTrip sends a POST, pipelined when that is on and possible.
+func (c *HTTPConn) roundTrip(ctx context.Context, req *fasthttp.Request) (exchange, error) {
+	if c.pipe != nil {
+		pc, err := c.pipe.do(ctx, req)
+		if err == nil {
+			return exchange{resp: &pc.resp, body: pc.bodyStream(), call: pc}, nil
+		}
+		if !errors.Is(err, errPipelineFull) {
+			return exchange{}, c.exchangeErr(ctx, err)
+		}
+		// every pipelined connection is busy or closing: use the pool
+	}
+	resp := fasthttp.AcquireResponse()
 	if err := c.do(ctx, req, resp); err != nil {
 		fasthttp.ReleaseResponse(resp)
-		return nil, nil, nil, err
+		return exchange{}, err
 	}
-	return resp, resp.BodyStream(), func() {
-		_ = resp.CloseBodyStream()
-		fasthttp.ReleaseResponse(resp)
-	}, nil
+	return exchange{resp: resp, body: resp.BodyStream()}, nil
 }
 
 // prepare sets what every request carries.
 func (c *HTTPConn) prepare(req *fasthttp.Request, method string, sess *session, withVersion bool) {
 	req.SetURI(c.uri)
 	req.Header.SetMethod(method)
+	req.Header.SetUserAgent(userAgent) // the pool adds it too, the pipeline does not
 	for _, h := range c.headers {
 		req.Header.Set(h.name, h.value)
 	}
@@ -277,10 +287,15 @@ func (c *HTTPConn) do(ctx context.Context, req *fasthttp.Request, resp *fasthttp
 		return err
 	}
 	resp.StreamBody = true
-	err := c.hc.Do(req, resp)
-	if err == nil {
-		return nil
+	if err := c.hc.Do(req, resp); err != nil {
+		return c.exchangeErr(ctx, err)
 	}
+	return nil
+}
+
+// exchangeErr is the error of a failed exchange: the Conn's own end, the caller's, a
+// timeout, or err itself, named after the backend.
+func (c *HTTPConn) exchangeErr(ctx context.Context, err error) error {
 	switch {
 	case c.ctx.Err() != nil:
 		return c.deadErr()
@@ -350,13 +365,12 @@ func readAtMost(dst []byte, r io.Reader, limit int) ([]byte, error) {
 // the body stream, nil when resp holds the body whole.
 func statusError(resp *fasthttp.Response, body io.Reader, method string) error {
 	e := &StatusError{Status: resp.StatusCode(), Method: method}
-	if body != nil {
-		var buf [maxExcerpt]byte
-		n, _ := io.ReadFull(body, buf[:])
-		e.Body = bytes.TrimSpace(append([]byte(nil), buf[:n]...))
-	} else if b := resp.Body(); len(b) > 0 {
-		e.Body = bytes.TrimSpace(append([]byte(nil), b[:min(len(b), maxExcerpt)]...))
+	if body == nil {
+		body = bytes.NewReader(resp.Body())
 	}
+	var buf [maxExcerpt]byte
+	n, _ := io.ReadFull(body, buf[:])
+	e.Body = bytes.TrimSpace(append([]byte(nil), buf[:n]...))
 	return e
 }
 

@@ -365,28 +365,30 @@ func TestHTTPStatusErrors(t *testing.T) {
 		{415, strings.Repeat("x", 1000), false, strings.Repeat("x", maxExcerpt)},
 		{400, "", false, ""},
 	} {
-		t.Run(fmt.Sprint(tc.status), func(t *testing.T) {
-			srv := scripted(t, func(w http.ResponseWriter, r *http.Request) {
-				w.WriteHeader(tc.status)
-				io.WriteString(w, tc.body)
+		for _, pipeline := range []int{0, 1} { // the pool streams the body, the pipeline reads it whole
+			t.Run(fmt.Sprintf("%d/pipeline=%d", tc.status, pipeline), func(t *testing.T) {
+				srv := scripted(t, func(w http.ResponseWriter, r *http.Request) {
+					w.WriteHeader(tc.status)
+					io.WriteString(w, tc.body)
+				})
+				c, err := DialHTTP(testCtx(t), srv.URL, HTTPOptions{Pipeline: pipeline}, newRecSink())
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				err = c.Send(testCtx(t), []byte(msgList))
+				var se *StatusError
+				if !errors.As(err, &se) || se.Status != tc.status || se.Method != "POST" {
+					t.Fatalf("err %v, want StatusError %d", err, tc.status)
+				}
+				if string(se.Body) != tc.excerpts {
+					t.Fatalf("body excerpt %q, want %q", se.Body, tc.excerpts)
+				}
+				if errors.Is(err, ErrBackendDown) != tc.isDown {
+					t.Fatalf("Is(ErrBackendDown) = %v", !tc.isDown)
+				}
 			})
-			c, err := DialHTTP(testCtx(t), srv.URL, HTTPOptions{}, newRecSink())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			err = c.Send(testCtx(t), []byte(msgList))
-			var se *StatusError
-			if !errors.As(err, &se) || se.Status != tc.status || se.Method != "POST" {
-				t.Fatalf("err %v, want StatusError %d", err, tc.status)
-			}
-			if string(se.Body) != tc.excerpts {
-				t.Fatalf("body excerpt %q, want %q", se.Body, tc.excerpts)
-			}
-			if errors.Is(err, ErrBackendDown) != tc.isDown {
-				t.Fatalf("Is(ErrBackendDown) = %v", !tc.isDown)
-			}
-		})
+		}
 	}
 }
 

@@ -31,26 +31,24 @@ import (
 // damage. A request goes to an idle connection when there is one and a new connection is
 // opened while fewer than Pipeline exist; only then is it queued behind others, at most
 // PipelineDepth deep, and only while the oldest of them has waited less than
-// PipelineWindow: a slow call stops collecting followers after that window. A connection that carries an SSE reply (a backend that streams
-// progress) or a request whose caller gave up takes no new requests, and it is closed
-// once everything left on it was given up. When every connection is full the request
-// goes out on the ordinary pool instead. Pipelining suits backends whose calls are
+// PipelineWindow: a slow call stops collecting followers after that window. A
+// connection that carries an SSE reply (a backend that streams progress) or a request
+// whose caller gave up takes no new requests, and it is closed once it owes nothing.
+// When no connection can take a request, it goes out on the ordinary pool instead. Pipelining suits backends whose calls are
 // short; it is off by default.
 //
 // Connection: close, a reset or an early end fail what was still unanswered, with
 // errStaleConn for requests the backend never received or (after Connection: close)
 // promised not to process, so that Send may retry them.
 type pipeline struct {
-	addr     string
-	tls      bool
-	o        *HTTPOptions
-	dial     func(addr string, timeout time.Duration) (net.Conn, error)
-	maxConns int
-	depth    int
+	addr string
+	tls  bool
+	o    *HTTPOptions // Pipeline, PipelineDepth, PipelineWindow, IdleTimeout
+	dial func(addr string, timeout time.Duration) (net.Conn, error)
 
 	mu     sync.Mutex
 	conns  []*pipeConn
-	dials  int           // dials in progress, counted against maxConns
+	dials  int           // dials in progress, counted against o.Pipeline
 	dialed chan struct{} // closed when the dials in progress are done
 	closed bool
 	// off is set when the backend closes connections after their first response, three
@@ -71,20 +69,15 @@ const (
 )
 
 func newPipeline(addr string, isTLS bool, o *HTTPOptions, conns *connSet) *pipeline {
-	return &pipeline{
-		addr: addr, tls: isTLS, o: o,
-		dial:     conns.dialer(o.DialTimeout),
-		maxConns: o.Pipeline,
-		depth:    o.PipelineDepth,
-	}
+	return &pipeline{addr: addr, tls: isTLS, o: o, dial: conns.dialer(o.DialTimeout)}
 }
 
 // pipeCall is one request on a pipelined connection. Two parties hold it, the caller
 // waiting in do and the connection (writer, then reader); the last to let go returns it
 // to the pool.
 type pipeCall struct {
-	wbuf  []byte        // the request, serialised by the caller
-	w     *bufio.Writer // into wbuf
+	wbuf  bytes.Buffer  // the request, serialised by the caller
+	w     *bufio.Writer // into wbuf (fasthttp writes requests through a *bufio.Writer)
 	resp  fasthttp.Response
 	err   error
 	state atomic.Int32 // callWaiting, callDelivered, callAbandoned
@@ -116,8 +109,8 @@ func (c *pipeCall) unref() {
 	c.resp.Reset()
 	c.err = nil
 	c.body.r, c.body.pc, c.body.eof = nil, nil, false
-	if cap(c.wbuf) > maxPooledBuf {
-		c.wbuf = nil
+	if c.wbuf.Cap() > maxPooledBuf {
+		c.wbuf = bytes.Buffer{}
 	}
 	pipeCallPool.Put(c)
 }
@@ -130,14 +123,6 @@ func (c *pipeCall) deliver(err error) bool {
 	}
 	c.done <- struct{}{}
 	return true
-}
-
-// appender is an io.Writer appending to a slice.
-type appender struct{ b *[]byte }
-
-func (a appender) Write(p []byte) (int, error) {
-	*a.b = append(*a.b, p...)
-	return len(p), nil
 }
 
 // pipeBody is an SSE reply body on a pipelined connection: the caller reads it, and its
@@ -172,60 +157,64 @@ func (b *pipeBody) CloseWithError(err error) error {
 }
 
 // do sends req on a pipelined connection and waits for its response within ctx. The
-// response stays valid until release is called; body is the SSE body stream, nil when
-// the body was read whole (resp.Body()). errPipelineFull means nothing was sent.
-func (p *pipeline) do(ctx context.Context, req *fasthttp.Request) (resp *fasthttp.Response, body io.Reader, release func(), err error) {
+// call's resp (and body, for an SSE reply) stay valid until release. errPipelineFull
+// means nothing was sent.
+func (p *pipeline) do(ctx context.Context, req *fasthttp.Request) (*pipeCall, error) {
 	pc, err := p.pick(ctx)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	c := pipeCallPool.Get().(*pipeCall)
 	c.refs.Store(2)
 	c.state.Store(callWaiting)
-	if len(c.done) > 0 {
-		<-c.done
-	}
-	if len(c.body.closed) > 0 {
-		<-c.body.closed
-	}
-	if req.Header.UserAgent() == nil {
-		req.Header.SetUserAgent("mcprouter")
-	}
-	c.wbuf = c.wbuf[:0]
+	c.wbuf.Reset()
 	if c.w == nil {
-		c.w = bufio.NewWriterSize(appender{&c.wbuf}, 2048) // fasthttp writes through a *bufio.Writer
+		c.w = bufio.NewWriterSize(&c.wbuf, 2048)
 	}
-	if err := req.Write(c.w); err == nil {
-		err = c.w.Flush()
-	} else {
-		c.w.Reset(appender{&c.wbuf})
+	if err := req.Write(c.w); err != nil {
+		c.w.Reset(&c.wbuf)
 		c.unref()
 		c.unref()
-		return nil, nil, nil, err
+		return nil, err
 	}
+	_ = c.w.Flush() // into memory: cannot fail
 	if !pc.enqueue(c) {
 		c.unref()
 		c.unref()
-		return nil, nil, nil, errPipelineFull
+		return nil, errPipelineFull
 	}
 	select {
 	case <-c.done:
 	case <-ctx.Done():
 		if pc.abandon(c) {
 			c.unref()
-			return nil, nil, nil, ctx.Err()
+			return nil, ctx.Err()
 		}
 		<-c.done // delivered meanwhile
 	}
 	if c.err != nil {
 		err := c.err
 		c.unref()
-		return nil, nil, nil, err
+		return nil, err
 	}
+	return c, nil
+}
+
+// bodyStream is the SSE body the caller reads, nil when resp holds the body whole.
+func (c *pipeCall) bodyStream() io.Reader {
+	if c.body.r == nil {
+		return nil
+	}
+	return &c.body
+}
+
+// release is the caller's end of the call: for an SSE reply it also tells the
+// connection's reader whether the body was read to its end.
+func (c *pipeCall) release() {
 	if c.body.r != nil {
-		return &c.resp, &c.body, func() { c.body.close(); c.unref() }, nil
+		c.body.close()
 	}
-	return &c.resp, nil, c.unref, nil
+	c.unref()
 }
 
 // pick chooses the connection for the next request: an idle one, else a new one, else
@@ -261,10 +250,10 @@ func (p *pipeline) pick(ctx context.Context) (*pipeConn, error) {
 			p.mu.Unlock()
 			return best, nil
 		}
-		if len(p.conns)+p.dials < p.maxConns {
+		if len(p.conns)+p.dials < p.o.Pipeline {
 			return p.openLocked()
 		}
-		if best != nil && bestN < p.depth {
+		if best != nil && bestN < p.o.PipelineDepth {
 			p.mu.Unlock()
 			return best, nil
 		}
@@ -321,7 +310,7 @@ func (p *pipeline) open() (*pipeConn, error) {
 		raw = tlsClient(raw, p.addr, p.o.TLSConfig)
 	}
 	pc := &pipeConn{
-		p: p, nc: nc, raw: raw,
+		p: p, nc: nc,
 		bw:       bufio.NewWriterSize(raw, 16<<10),
 		br:       bufio.NewReaderSize(raw, 16<<10),
 		wake:     make(chan struct{}, 1),
@@ -346,11 +335,10 @@ func (p *pipeline) close() {
 
 // pipeConn is one pipelined connection with its writer and reader goroutines.
 type pipeConn struct {
-	p   *pipeline
-	nc  net.Conn // as dialed (tracked, for Close)
-	raw net.Conn // what is read and written
-	bw  *bufio.Writer
-	br  *bufio.Reader
+	p  *pipeline
+	nc net.Conn // as dialed (tracked, for Close); bw and br use the connection under it
+	bw *bufio.Writer
+	br *bufio.Reader
 
 	wake chan struct{}
 
@@ -400,14 +388,14 @@ func (pc *pipeConn) oldestLocked() time.Time {
 // enqueue queues c for the writer; false when the connection cannot take it.
 func (pc *pipeConn) enqueue(c *pipeCall) bool {
 	pc.mu.Lock()
-	if pc.dead != nil || pc.noNew || pc.outstanding >= pc.p.depth {
+	if pc.dead != nil || pc.noNew || pc.outstanding >= pc.p.o.PipelineDepth {
 		pc.mu.Unlock()
 		return false
 	}
 	c.since = time.Now()
-	pc.queue = append(pc.queue, c)
 	c.pending = true
 	pc.outstanding++
+	pc.queue = append(pc.queue, c)
 	pc.mu.Unlock()
 	select {
 	case pc.wake <- struct{}{}:
@@ -448,12 +436,28 @@ func (pc *pipeConn) settledLocked(c *pipeCall) {
 	}
 }
 
-// answered books one response.
-func (pc *pipeConn) answered(c *pipeCall) {
+// answered books one response. An SSE reply (streaming) keeps the connection busy
+// and closed to new requests until its caller has read it. retired reports a
+// connection that takes nothing new and owes nothing: it should be closed.
+func (pc *pipeConn) answered(c *pipeCall, streaming bool) (retired bool) {
 	pc.mu.Lock()
+	defer pc.mu.Unlock()
 	pc.settledLocked(c)
 	pc.lastUsed = time.Now()
-	pc.mu.Unlock()
+	if streaming {
+		pc.noNew, pc.streaming = true, true // do not queue behind a stream of unknown length
+		return false
+	}
+	return pc.noNew && pc.outstanding == 0
+}
+
+// streamed books the end of an SSE reply; retired as for answered.
+func (pc *pipeConn) streamed() (retired bool) {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	pc.streaming = false
+	pc.lastUsed = time.Now()
+	return pc.outstanding == 0
 }
 
 // fail closes the connection and fails everything on it: err for what was written,
@@ -484,9 +488,10 @@ func (pc *pipeConn) fail(err error) {
 	}
 }
 
-// writeLoop writes queued requests. After taking the first batch it yields once, so
-// that the requests of other goroutines that are ready to run join it in the same
-// system call.
+// writeLoop writes queued requests. When requests are already in flight (the
+// connection is under load), it yields once after taking the first batch, so that the
+// requests of other goroutines that are ready to run join it in the same system call;
+// a lone request goes out at once.
 func (pc *pipeConn) writeLoop() {
 	for range pc.wake {
 		for round := 0; ; round++ {
@@ -495,6 +500,7 @@ func (pc *pipeConn) writeLoop() {
 				pc.mu.Unlock()
 				return
 			}
+			busy := len(pc.fifo) > 0
 			batch := pc.queue
 			pc.queue = pc.spare[:0]
 			n := 0
@@ -510,7 +516,7 @@ func (pc *pipeConn) writeLoop() {
 			}
 			pc.mu.Unlock()
 			for _, c := range batch[:n] {
-				_, _ = pc.bw.Write(c.wbuf)
+				_, _ = pc.bw.Write(c.wbuf.Bytes())
 			}
 			clear(batch)
 			pc.spare = batch[:0]
@@ -518,6 +524,9 @@ func (pc *pipeConn) writeLoop() {
 				break
 			}
 			if round == 0 {
+				if !busy && n <= 1 {
+					break
+				}
 				runtime.Gosched()
 			}
 			if round > 4 { // a steady stream: flush now and then
@@ -550,14 +559,15 @@ func (pc *pipeConn) readLoop() {
 		pc.fifo[len(pc.fifo)-1] = nil
 		pc.fifo = pc.fifo[:len(pc.fifo)-1]
 		pc.mu.Unlock()
-		err := pc.readResponse(c, maxBody)
-		if err != nil {
-			pc.putBack(c)
-			pc.fail(fmt.Errorf("upstream: %s: %w", pc.p.o.Name, err))
+		if err := pc.readResponse(c, maxBody); err != nil {
+			err = fmt.Errorf("upstream: %s: %w", pc.p.o.Name, err)
+			c.deliver(err)
+			c.unref()
+			pc.fail(err)
 			return
 		}
-		closing := c.resp.ConnectionClose()
-		pc.answered(c)
+		closing, streaming := c.resp.ConnectionClose(), c.body.r != nil
+		retired := pc.answered(c, streaming)
 		pc.served++
 		switch {
 		case closing && pc.served == 1:
@@ -568,11 +578,7 @@ func (pc *pipeConn) readLoop() {
 		case pc.served == 2:
 			pc.p.oneShot.Store(0)
 		}
-		if c.body.r != nil { // an SSE reply: the caller reads it from our reader
-			pc.mu.Lock()
-			pc.noNew = true // do not queue behind a stream of unknown length
-			pc.streaming = true
-			pc.mu.Unlock()
+		if streaming { // an SSE reply: the caller reads it from our reader
 			if !c.deliver(nil) {
 				c.unref()
 				pc.fail(fmt.Errorf("upstream: %s: SSE reply given up", pc.p.o.Name))
@@ -585,33 +591,16 @@ func (pc *pipeConn) readLoop() {
 				pc.fail(fmt.Errorf("upstream: %s: SSE reply not read to its end", pc.p.o.Name))
 				return
 			}
-			pc.mu.Lock()
-			pc.streaming = false
-			pc.lastUsed = time.Now()
-			pc.mu.Unlock()
+			retired = pc.streamed()
 		} else {
 			c.deliver(nil) // false: its caller gave up, the response is dropped
 			c.unref()
 		}
-		if closing {
-			pc.fail(errStaleConn) // the backend processes nothing after this one
-			return
-		}
-		pc.mu.Lock()
-		retired := pc.noNew && pc.outstanding == 0
-		pc.mu.Unlock()
-		if retired { // it takes nothing new and owes nothing: close it
+		if closing || retired { // the backend processes nothing after this one, or we send nothing more
 			pc.fail(errStaleConn)
 			return
 		}
 	}
-}
-
-// putBack returns c to the head of the fifo, so that fail reports it.
-func (pc *pipeConn) putBack(c *pipeCall) {
-	pc.mu.Lock()
-	pc.fifo = append([]*pipeCall{c}, pc.fifo...)
-	pc.mu.Unlock()
 }
 
 // readResponse reads one response into c.resp: an SSE body is left to the caller (as
