@@ -142,7 +142,7 @@ func (r *Result) closedTable(b *strings.Builder, reportsLink string) {
 		untrusted += t.Untrusted()
 	}
 	r.cpuBound(b)
-	if t := r.closedTarget(TargetRouterPipelined); t != nil && t.Measured() {
+	if r.measuredClosed(TargetRouterPipelined) != nil {
 		fmt.Fprintf(b, "%s is the same router with `pipeline: %d` on its backend: HTTP/1.1 pipelining over %d "+
 			"connections, so that calls arriving together share one write and their replies one read, on the "+
 			"backend's side too. It is off by default because a slow call delays the calls queued behind it on "+
@@ -160,15 +160,7 @@ func (r *Result) closedTable(b *strings.Builder, reportsLink string) {
 // cpuBound explains the router/direct ratio from the server CPU per call, which decides it
 // whenever the servers' CPU is the bottleneck.
 func (r *Result) cpuBound(b *strings.Builder) {
-	var d, rt *TargetResult
-	for _, t := range r.Closed {
-		switch {
-		case t.Name == TargetDirect && t.Measured():
-			d = t
-		case t.Name == TargetRouter && t.Measured():
-			rt = t
-		}
-	}
+	d, rt := r.measuredClosed(TargetDirect), r.measuredClosed(TargetRouter)
 	if d == nil || rt == nil || len(rt.Servers) != 2 {
 		return
 	}
@@ -382,12 +374,7 @@ func (r *Result) allRuns() []runEntry {
 }
 
 func (r *Result) loadCost(b *strings.Builder) {
-	var stub *TargetResult
-	for _, t := range r.Closed {
-		if t.Name == TargetStub && t.Measured() {
-			stub = t
-		}
-	}
+	stub := r.measuredClosed(TargetStub)
 	if stub == nil {
 		return
 	}
@@ -593,10 +580,11 @@ func plural(cpuList string) string {
 	return ""
 }
 
-// closedTarget returns the closed-loop result of a target, nil if it was not selected.
-func (r *Result) closedTarget(name string) *TargetResult {
+// measuredClosed returns the closed-loop result of a target, nil if it was not
+// measured.
+func (r *Result) measuredClosed(name string) *TargetResult {
 	for _, t := range r.Closed {
-		if t.Name == name {
+		if t.Name == name && t.Measured() {
 			return t
 		}
 	}
