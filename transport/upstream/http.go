@@ -67,15 +67,7 @@ func DialHTTP(ctx context.Context, rawURL string, opts HTTPOptions, sink Sink) (
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if sink == nil {
-		return nil, errors.New("upstream: DialHTTP needs a Sink")
-	}
-	opts = opts.withDefaults()
-	headers, err := opts.validate()
-	if err != nil {
-		return nil, err
-	}
-	u, addr, err := parseHTTPURL(rawURL)
+	opts, headers, u, addr, err := setupHTTP("DialHTTP", rawURL, opts, sink)
 	if err != nil {
 		return nil, err
 	}

@@ -81,15 +81,7 @@ func (s *liveStream) release() {
 // DialSSE connects to a legacy HTTP+SSE backend: it opens the event stream at rawURL and
 // waits, within ctx, for the endpoint event.
 func DialSSE(ctx context.Context, rawURL string, opts HTTPOptions, sink Sink) (*SSEConn, error) {
-	if sink == nil {
-		return nil, errors.New("upstream: DialSSE needs a Sink")
-	}
-	opts = opts.withDefaults()
-	headers, err := opts.validate()
-	if err != nil {
-		return nil, err
-	}
-	u, addr, err := parseHTTPURL(rawURL)
+	opts, headers, u, addr, err := setupHTTP("DialSSE", rawURL, opts, sink)
 	if err != nil {
 		return nil, err
 	}

@@ -187,6 +187,22 @@ func lowerASCII(s string) string {
 	return string(b)
 }
 
+// setupHTTP checks what both HTTP transports need (a Sink, valid options, an http or
+// https URL) and returns the defaulted options, the configured headers, the URL and the
+// address to dial. dial names the caller in errors.
+func setupHTTP(dial, rawURL string, opts HTTPOptions, sink Sink) (HTTPOptions, []header, *url.URL, string, error) {
+	if sink == nil {
+		return opts, nil, nil, "", errors.New("upstream: " + dial + " needs a Sink")
+	}
+	opts = opts.withDefaults()
+	headers, err := opts.validate()
+	if err != nil {
+		return opts, nil, nil, "", err
+	}
+	u, addr, err := parseHTTPURL(rawURL)
+	return opts, headers, u, addr, err
+}
+
 // parseHTTPURL checks that raw is an absolute http or https URL and returns it with the
 // address (host:port) to dial.
 func parseHTTPURL(raw string) (*url.URL, string, error) {
