@@ -33,21 +33,35 @@ const (
 	fError
 )
 
+// memberKey is a member name the scanner looks for, with its bit.
+type memberKey struct {
+	name string
+	bit  uint8
+}
+
+var (
+	envelopeKeys = [...]memberKey{{"jsonrpc", fJSONRPC}, {"id", fID}, {"method", fMethod}, {"params", fParams}, {"result", fResult}, {"error", fError}}
+	paramsKeys   = [...]memberKey{{"name", pName}, {"uri", pURI}, {"cursor", pCursor}, {"requestId", pRequestID}, {"_meta", pMeta}, {"progressToken", pProgressToken}}
+)
+
+// unescapedMember is the slow path of the member lookups, for a key sent with escapes:
+// it compares the decoded key with each name.
+func unescapedMember(key []byte, keys []memberKey) uint8 {
+	for _, k := range keys {
+		if equalUnescaped(key, k.name) {
+			return k.bit
+		}
+	}
+	return 0
+}
+
 // envelopeMember maps an envelope key (string contents as sent) to its bit, 0 for any
 // other key: the general path, for keys the one-word match in envelope did not settle.
 // Keys are matched by length, then bytes; an escaped key ("\u0069d") is decoded on the
 // fly, so that it cannot smuggle an "id" past the router.
 func envelopeMember(key []byte, escaped bool) uint8 {
 	if escaped {
-		for _, k := range [...]struct {
-			name string
-			bit  uint8
-		}{{"jsonrpc", fJSONRPC}, {"id", fID}, {"method", fMethod}, {"params", fParams}, {"result", fResult}, {"error", fError}} {
-			if equalUnescaped(key, k.name) {
-				return k.bit
-			}
-		}
-		return 0
+		return unescapedMember(key, envelopeKeys[:])
 	}
 	switch len(key) {
 	case 2:
@@ -88,15 +102,7 @@ const (
 // paramsMember is envelopeMember for the routing members of params.
 func paramsMember(key []byte, escaped bool) uint8 {
 	if escaped {
-		for _, k := range [...]struct {
-			name string
-			bit  uint8
-		}{{"name", pName}, {"uri", pURI}, {"cursor", pCursor}, {"requestId", pRequestID}, {"_meta", pMeta}, {"progressToken", pProgressToken}} {
-			if equalUnescaped(key, k.name) {
-				return k.bit
-			}
-		}
-		return 0
+		return unescapedMember(key, paramsKeys[:])
 	}
 	switch len(key) {
 	case 3:
