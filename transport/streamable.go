@@ -84,6 +84,9 @@ type EventLog interface {
 	Append(sessionID string, seq uint64, data []byte)
 	// Since returns the kept events of a session, oldest first.
 	Since(sessionID string) ([]LoggedEvent, error)
+	// Forget drops the kept events of a session that ended (synchronously: call it
+	// off the hot path).
+	Forget(sessionID string)
 }
 
 func (c *HTTPConfig) defaults() {

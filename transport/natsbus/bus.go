@@ -51,13 +51,25 @@ type Config struct {
 	// Name of this router instance (server name of the embedded server, instance id in
 	// leases). Default: random.
 	Name string `yaml:"name"`
-	// Credentials for an external cluster: a .creds file, or user and password, or a token.
+	// Credentials. With an external cluster (url): the router's own, a .creds file, or
+	// user and password, or a token. With an embedded server that listens (listen): the
+	// credentials it requires of every client (other router instances, NATS backends):
+	// user and password, or a token, or nkeys. A listening embedded server without
+	// credentials refuses to start: its subjects carry session records and backend
+	// traffic.
 	Creds    string `yaml:"creds"`
 	User     string `yaml:"user"`
 	Password string `yaml:"password"`
 	Token    string `yaml:"token"`
-	// TLS for an external cluster: CA to trust, and a client certificate.
+	// NKeys are the public user nkeys (U...) an embedded server that listens accepts;
+	// their clients sign the server's challenge with the seed.
+	NKeys []string `yaml:"nkeys"`
+	// TLS. With an external cluster: CA to trust, and a client certificate. With an
+	// embedded server that listens: its certificate and key, and ca, when set, the CA
+	// client certificates must chain to (mutual TLS).
 	TLS TLSConfig `yaml:"tls"`
+	// JetStream bounds what the router keeps in JetStream.
+	JetStream JetStreamConfig `yaml:"jetstream"`
 	// StoreDir holds the embedded server's JetStream data. Default: a temporary
 	// directory removed on Close.
 	StoreDir string `yaml:"store_dir"`
@@ -77,6 +89,44 @@ type ClusterConfig struct {
 	Name   string   `yaml:"name"`   // cluster name; default "mcprouter"
 	Listen string   `yaml:"listen"` // route listener, host:port
 	Routes []string `yaml:"routes"` // nats-route://host:port of the others
+	// User and Password are the route credentials, required with listen: every server
+	// of the cluster requires them of the others and presents them to its routes.
+	User     string `yaml:"user"`
+	Password string `yaml:"password"`
+	// TLS of the routes: this server's certificate and key, and the CA the other
+	// servers' certificates must chain to (set all three, or none).
+	TLS TLSConfig `yaml:"tls"`
+}
+
+// JetStreamConfig bounds JetStream: every stream and key-value bucket the router
+// creates, and the embedded server's stores. Zero values take the defaults.
+type JetStreamConfig struct {
+	// MaxMemory caps the embedded server's memory store (every bucket and stream the
+	// router creates lives there). Default 256 MiB.
+	MaxMemory int64 `yaml:"max_memory"`
+	// MaxStore caps the embedded server's file store. Default 1 GiB.
+	MaxStore int64 `yaml:"max_store"`
+	// MaxBytes caps each stream and bucket: a bucket refuses writes beyond it, the
+	// event log drops its oldest events. Default 64 MiB.
+	MaxBytes int64 `yaml:"max_bytes"`
+	// MaxMsgBytes caps one record or event; larger ones are not kept (a larger GET
+	// stream event still resumes on its own instance). Default 1 MiB.
+	MaxMsgBytes int32 `yaml:"max_msg_bytes"`
+}
+
+func (j *JetStreamConfig) defaults() {
+	if j.MaxMemory == 0 {
+		j.MaxMemory = 256 << 20
+	}
+	if j.MaxStore == 0 {
+		j.MaxStore = 1 << 30
+	}
+	if j.MaxBytes == 0 {
+		j.MaxBytes = 64 << 20
+	}
+	if j.MaxMsgBytes == 0 {
+		j.MaxMsgBytes = 1 << 20
+	}
 }
 
 // TLSConfig names PEM files.
@@ -118,6 +168,38 @@ func (c *Config) Validate() error {
 	if c.Prefix != "" && strings.ContainsAny(c.Prefix, ".*> \t") {
 		return fmt.Errorf("nats.prefix: %q must be one subject token", c.Prefix)
 	}
+	if err := c.validateAuth(); err != nil {
+		return err
+	}
+	j := c.JetStream
+	if j.MaxMemory < 0 || j.MaxStore < 0 || j.MaxBytes < 0 || j.MaxMsgBytes < 0 {
+		return errors.New("nats.jetstream: limits must not be negative")
+	}
+	return nil
+}
+
+// validateAuth refuses listeners without credentials, and credentials that exclude
+// each other.
+func (c *Config) validateAuth() error {
+	if c.Token != "" && (c.User != "" || len(c.NKeys) > 0) {
+		return errors.New("nats.token excludes nats.user and nats.nkeys: set one kind of credentials")
+	}
+	if (c.User == "") != (c.Password == "") {
+		return errors.New("nats.user and nats.password go together: set both")
+	}
+	if c.Listen != "" && c.User == "" && c.Token == "" && len(c.NKeys) == 0 {
+		return fmt.Errorf("nats.listen: the embedded NATS server accepts clients on %s only with credentials: set nats.user and nats.password, or nats.token, or nats.nkeys (and nats.tls.cert and nats.tls.key for TLS)", c.Listen)
+	}
+	if c.Listen != "" && (c.TLS.Cert == "") != (c.TLS.Key == "") {
+		return errors.New("nats.tls: cert and key go together: set both")
+	}
+	cl := c.Cluster
+	if cl.Listen != "" && (cl.User == "" || cl.Password == "") {
+		return fmt.Errorf("nats.cluster.listen: the embedded NATS server accepts routes on %s only with credentials: set nats.cluster.user and nats.cluster.password (the same on every server of the cluster)", cl.Listen)
+	}
+	if t := cl.TLS; (t.Cert != "" || t.Key != "" || t.CA != "") && (t.Cert == "" || t.Key == "" || t.CA == "") {
+		return errors.New("nats.cluster.tls: set cert, key and ca together (routes verify each other)")
+	}
 	return nil
 }
 
@@ -126,9 +208,7 @@ func (c *Config) defaults() {
 		c.Prefix = "mcpr"
 	}
 	if c.Name == "" {
-		var b [6]byte
-		rand.Read(b[:])
-		c.Name = "mcpr-" + hex.EncodeToString(b[:])
+		c.Name = "mcpr-" + randomHex(6)
 	}
 	if c.Lease <= 0 {
 		c.Lease = 15 * time.Second
@@ -136,6 +216,7 @@ func (c *Config) defaults() {
 	if c.Cluster.Name == "" {
 		c.Cluster.Name = "mcprouter"
 	}
+	c.JetStream.defaults()
 }
 
 // Start connects to NATS, starting the embedded server first when no URL is given.
@@ -173,10 +254,12 @@ func Start(cfg Config, log *slog.Logger) (*Bus, error) {
 	}
 	var err error
 	if cfg.URL == "" {
-		if err := b.startServer(); err != nil {
+		self, err := b.startServer()
+		if err != nil {
 			return nil, err
 		}
 		opts = append(opts, nats.InProcessServer(b.Server))
+		opts = append(opts, self...)
 		b.NC, err = nats.Connect("", opts...)
 	} else {
 		opts = append(opts, b.authOptions()...)
@@ -220,17 +303,22 @@ func (b *Bus) authOptions() []nats.Option {
 	return o
 }
 
-func (b *Bus) startServer() error {
+// startServer starts the embedded server and returns the options the router's own
+// in-process connection needs to pass its authentication.
+func (b *Bus) startServer() ([]nats.Option, error) {
 	c := b.cfg
 	o := &server.Options{
-		ServerName: c.Name,
-		DontListen: c.Listen == "",
-		NoSigs:     true,
-		NoLog:      true,
-		JetStream:  !c.NoJetStream,
-		StoreDir:   c.StoreDir,
-		MaxPayload: 8 << 20,
+		ServerName:         c.Name,
+		DontListen:         c.Listen == "",
+		NoSigs:             true,
+		NoLog:              true,
+		JetStream:          !c.NoJetStream,
+		JetStreamMaxMemory: c.JetStream.MaxMemory,
+		JetStreamMaxStore:  c.JetStream.MaxStore,
+		StoreDir:           c.StoreDir,
+		MaxPayload:         8 << 20,
 	}
+	var self []nats.Option
 	if c.Listen != "" {
 		host, port, _ := net.SplitHostPort(c.Listen)
 		o.Host = host
@@ -238,41 +326,110 @@ func (b *Bus) startServer() error {
 		if o.Port == 0 {
 			o.Port = server.RANDOM_PORT
 		}
+		var err error
+		if self, err = b.clientAuth(o); err != nil {
+			return nil, err
+		}
 	}
 	if c.Cluster.Listen != "" {
-		host, port, _ := net.SplitHostPort(c.Cluster.Listen)
-		o.Cluster.Name = c.Cluster.Name
-		o.Cluster.Host = host
-		o.Cluster.Port, _ = strconv.Atoi(port)
-		for _, r := range c.Cluster.Routes {
-			u, err := url.Parse(r)
-			if err != nil {
-				return fmt.Errorf("nats.cluster.routes: %q: %w", r, err)
-			}
-			o.Routes = append(o.Routes, u)
+		if err := b.clusterOptions(o); err != nil {
+			return nil, err
 		}
 	}
 	if o.JetStream && o.StoreDir == "" {
 		dir, err := os.MkdirTemp("", "mcprouter-nats-")
 		if err != nil {
-			return err
+			return nil, err
 		}
 		b.tmpDir, o.StoreDir = dir, dir
 	}
 	ns, err := server.NewServer(o)
 	if err != nil {
-		return fmt.Errorf("nats: embedded server: %w", err)
+		b.removeTmp()
+		return nil, fmt.Errorf("nats: embedded server: %w", err)
 	}
 	go ns.Start()
 	if !ns.ReadyForConnections(15 * time.Second) {
 		ns.Shutdown()
-		return errors.New("nats: embedded server did not start within 15s")
+		b.removeTmp()
+		return nil, errors.New("nats: embedded server did not start within 15s")
 	}
 	b.Server = ns
 	if c.Listen != "" {
-		b.log.Info("embedded NATS accepting clients", "url", ns.ClientURL())
+		b.log.Info("embedded NATS accepting clients", "url", ns.ClientURL(), "tls", o.TLSConfig != nil)
+	}
+	return self, nil
+}
+
+// clientAuth makes the client listener require the configured credentials (and TLS
+// when configured), and returns how the router's own connection authenticates: with
+// the token, or as a user of its own with a random password (nkeys users sign with a
+// seed the router does not have).
+func (b *Bus) clientAuth(o *server.Options) ([]nats.Option, error) {
+	c := b.cfg
+	if t := c.TLS; t.Cert != "" {
+		tc, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: t.Cert, KeyFile: t.Key, CaFile: t.CA, Verify: t.CA != ""})
+		if err != nil {
+			return nil, fmt.Errorf("nats.tls: %w", err)
+		}
+		o.TLSConfig, o.TLS, o.TLSVerify, o.TLSTimeout = tc, true, t.CA != "", 2
+	}
+	if c.Token != "" {
+		o.Authorization = c.Token
+		return []nats.Option{nats.Token(c.Token)}, nil
+	}
+	if c.User != "" {
+		o.Users = append(o.Users, &server.User{Username: c.User, Password: c.Password})
+	}
+	for _, k := range c.NKeys {
+		o.Nkeys = append(o.Nkeys, &server.NkeyUser{Nkey: k})
+	}
+	self, pass := "mcprouter-"+c.Name, randomHex(24)
+	o.Users = append(o.Users, &server.User{Username: self, Password: pass})
+	return []nats.Option{nats.UserInfo(self, pass)}, nil
+}
+
+// clusterOptions sets up the route listener: credentials required of and presented to
+// the other servers, and TLS.
+func (b *Bus) clusterOptions(o *server.Options) error {
+	c := b.cfg.Cluster
+	host, port, _ := net.SplitHostPort(c.Listen)
+	o.Cluster.Name = c.Name
+	o.Cluster.Host = host
+	o.Cluster.Port, _ = strconv.Atoi(port)
+	o.Cluster.Username, o.Cluster.Password = c.User, c.Password
+	for _, r := range c.Routes {
+		u, err := url.Parse(r)
+		if err != nil {
+			return fmt.Errorf("nats.cluster.routes: %q: %w", r, err)
+		}
+		if u.User == nil {
+			u.User = url.UserPassword(c.User, c.Password)
+		}
+		o.Routes = append(o.Routes, u)
+	}
+	if t := c.TLS; t.Cert != "" {
+		tc, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: t.Cert, KeyFile: t.Key, CaFile: t.CA, Verify: true})
+		if err != nil {
+			return fmt.Errorf("nats.cluster.tls: %w", err)
+		}
+		tc.RootCAs = tc.ClientCAs // routes are clients of each other too
+		o.Cluster.TLSConfig, o.Cluster.TLSTimeout = tc, 2
 	}
 	return nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func (b *Bus) removeTmp() {
+	if b.tmpDir != "" {
+		os.RemoveAll(b.tmpDir)
+		b.tmpDir = ""
+	}
 }
 
 // ClientURL is the URL other processes use to reach the embedded server ("" when it
@@ -302,14 +459,15 @@ func (b *Bus) Subject(tokens ...string) string {
 }
 
 // KeyValue opens (creating if needed) the bucket P_name whose entries expire after ttl
-// unless rewritten.
+// unless rewritten, within nats.jetstream.max_bytes (writes beyond are refused) and
+// max_msg_bytes.
 func (b *Bus) KeyValue(ctx context.Context, name string, ttl time.Duration) (jetstream.KeyValue, error) {
 	if b.JS == nil {
 		return nil, errors.New("nats: JetStream not available")
 	}
 	return b.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket: b.cfg.Prefix + "_" + name, TTL: ttl, History: 1, Storage: jetstream.MemoryStorage,
-		Replicas: b.replicas(),
+		Replicas: b.replicas(), MaxBytes: b.cfg.JetStream.MaxBytes, MaxValueSize: b.cfg.JetStream.MaxMsgBytes,
 	})
 }
 
@@ -334,7 +492,5 @@ func (b *Bus) Close() {
 		b.Server.Shutdown()
 		b.Server.WaitForShutdown()
 	}
-	if b.tmpDir != "" {
-		os.RemoveAll(b.tmpDir)
-	}
+	b.removeTmp()
 }

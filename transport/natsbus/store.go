@@ -87,7 +87,8 @@ func validKey(id string) bool {
 }
 
 // EventLog keeps each session's recent GET stream events in the P_events stream
-// (subject P.ev.<session>), bounded per session and in age.
+// (subject P.ev.<session>), bounded per session, in age and in bytes (the oldest events
+// of all sessions go first), and forgotten when their session ends.
 type EventLog struct {
 	b       *Bus
 	js      jetstream.JetStream
@@ -113,6 +114,8 @@ func (b *Bus) Events(perSession int64, maxAge time.Duration) (*EventLog, error) 
 		Storage:           jetstream.MemoryStorage,
 		MaxMsgsPerSubject: perSession,
 		MaxAge:            maxAge,
+		MaxBytes:          b.cfg.JetStream.MaxBytes,
+		MaxMsgSize:        b.cfg.JetStream.MaxMsgBytes,
 		Discard:           jetstream.DiscardOld,
 		Replicas:          b.replicas(),
 	})
@@ -173,4 +176,17 @@ func (l *EventLog) Since(sessionID string) ([]transport.LoggedEvent, error) {
 		}
 	}
 	return events, nil
+}
+
+// Forget implements transport.EventLog: it purges the events of a session that ended,
+// so that they do not hold memory until they age out.
+func (l *EventLog) Forget(sessionID string) {
+	if !validKey(sessionID) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
+	defer cancel()
+	if err := l.stream.Purge(ctx, jetstream.WithPurgeSubject(l.b.Subject("ev", sessionID))); err != nil {
+		l.Errors.Add(1)
+	}
 }
