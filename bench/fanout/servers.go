@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"runtime/pprof"
 	"sync"
@@ -70,6 +71,7 @@ type Servers struct {
 	Backend *backendsrv.Server
 	Routers [2]*app.App
 	floor   *floorServer
+	natsURL string // the shared NATS server's client URL, credentials included
 
 	profMu   sync.Mutex
 	profFile *os.File
@@ -99,8 +101,10 @@ func StartServers(cfg ServerConfig) (*Servers, error) {
 		return nil, err
 	}
 	s.Backend = b
+	// The first router's embedded NATS listens, and requires credentials.
+	user, password := "fanout", fmt.Sprintf("%x", time.Now().UnixNano())
 	for i := range s.Routers {
-		nc := natsbus.Config{Name: fmt.Sprintf("fanout-%c", 'a'+i)}
+		nc := natsbus.Config{Name: fmt.Sprintf("fanout-%c", 'a'+i), User: user, Password: password}
 		if i == 0 {
 			nc.Listen = "127.0.0.1:0"
 		} else {
@@ -132,10 +136,13 @@ func StartServers(cfg ServerConfig) (*Servers, error) {
 		s.Close()
 		return nil, err
 	}
-	if s.Routers[0].Bus.ClientURL() == "" {
+	u, err := url.Parse(s.Routers[0].Bus.ClientURL())
+	if err != nil || u.Host == "" {
 		s.Close()
 		return nil, errors.New("fanout: the embedded NATS server opened no client port")
 	}
+	u.User = url.UserPassword(user, password)
+	s.natsURL = u.String()
 	return s, nil
 }
 
@@ -143,7 +150,7 @@ func StartServers(cfg ServerConfig) (*Servers, error) {
 func (s *Servers) Endpoints() Endpoints {
 	return Endpoints{
 		Routers: []string{s.Routers[0].URL(), s.Routers[1].URL()},
-		NATS:    s.Routers[0].Bus.ClientURL(),
+		NATS:    s.natsURL,
 		Floor:   s.floor.addr(),
 	}
 }
