@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/mcprouter/mcprouter/router"
 	"github.com/mcprouter/mcprouter/transport"
@@ -28,6 +29,10 @@ type entry struct {
 	progress bool
 	// origToken is the client's progress token, raw (quotes included for strings).
 	origToken []byte
+
+	// clientID is the client's request id (x.Msg.ID, borrowed as a string), the key of
+	// the entry in its shard's byClient index; "" for the router's own requests.
+	clientID string
 
 	// strip is the length of the prefix to remove from params.name.
 	strip int
@@ -55,40 +60,92 @@ type entry struct {
 }
 
 // table holds the entries in flight, sharded to keep lock hold times short.
+//
+// A client's requests all live in the shard of their session (the shard is the low bits
+// of the id), so that each shard can also index its entries by (session, client id) under
+// the same lock: a cancellation finds its request at once, whatever is in flight.
+// Invariants, kept by add and remove alone: byClient[k] == e only while m[e.id] == e; an
+// entry leaves both under one lock hold.
 type table struct {
 	next   atomic.Uint64
-	shards [64]tableShard
+	shards [numShards]tableShard
 }
 
+const (
+	shardBits = 6
+	numShards = 1 << shardBits
+)
+
 type tableShard struct {
-	mu sync.Mutex
-	m  map[uint64]*entry
+	mu       sync.Mutex
+	m        map[uint64]*entry
+	byClient map[clientKey]*entry
+}
+
+// clientKey names a client's request: its session and its id as the client wrote it.
+type clientKey struct {
+	sess *router.Session
+	id   string
 }
 
 func newTable() *table {
 	t := &table{}
 	for i := range t.shards {
 		t.shards[i].m = make(map[uint64]*entry)
+		t.shards[i].byClient = make(map[clientKey]*entry)
 	}
 	return t
 }
 
-// add gives e a fresh id and records it.
+// sessionShard spreads sessions over the shards by their address (Go never moves heap
+// objects, so it is stable for the session's life).
+func sessionShard(s *router.Session) uint64 {
+	p := uint64(uintptr(unsafe.Pointer(s)))
+	return (p>>4 ^ p>>10 ^ p>>16) & (numShards - 1)
+}
+
+func (t *table) shard(id uint64) *tableShard { return &t.shards[id&(numShards-1)] }
+
+// add gives e a fresh id, in its session's shard for a client's request, and records it.
 func (t *table) add(e *entry) {
-	e.id = t.next.Add(1)
-	sh := &t.shards[e.id%uint64(len(t.shards))]
-	sh.mu.Lock()
-	sh.m[e.id] = e
-	sh.mu.Unlock()
+	n := t.next.Add(1)
+	sh := n & (numShards - 1)
+	if e.x != nil && e.sess != nil && len(e.x.Msg.ID) > 0 {
+		sh = sessionShard(e.sess)
+		// The id's bytes stay valid while the entry is in the table: the exchange is
+		// finished only by whoever took the entry out.
+		e.clientID = unsafe.String(&e.x.Msg.ID[0], len(e.x.Msg.ID))
+	}
+	e.id = n<<shardBits | sh
+	s := &t.shards[sh]
+	s.mu.Lock()
+	s.m[e.id] = e
+	if e.clientID != "" {
+		// A client reusing the id of a request still in flight breaks JSON-RPC; the
+		// newer request is the one a cancellation then reaches.
+		s.byClient[clientKey{e.sess, e.clientID}] = e
+	}
+	s.mu.Unlock()
+}
+
+// remove deletes e from the shard and its index; the caller holds sh.mu.
+func (sh *tableShard) remove(e *entry) {
+	delete(sh.m, e.id)
+	if e.clientID != "" {
+		k := clientKey{e.sess, e.clientID}
+		if sh.byClient[k] == e {
+			delete(sh.byClient, k)
+		}
+	}
 }
 
 // take removes and returns the entry with the given id; nil when someone else took it.
 func (t *table) take(id uint64) *entry {
-	sh := &t.shards[id%uint64(len(t.shards))]
+	sh := t.shard(id)
 	sh.mu.Lock()
 	e := sh.m[id]
 	if e != nil {
-		delete(sh.m, id)
+		sh.remove(e)
 	}
 	sh.mu.Unlock()
 	return e
@@ -96,7 +153,7 @@ func (t *table) take(id uint64) *entry {
 
 // peek returns the entry without removing it.
 func (t *table) peek(id uint64) *entry {
-	sh := &t.shards[id%uint64(len(t.shards))]
+	sh := t.shard(id)
 	sh.mu.Lock()
 	e := sh.m[id]
 	sh.mu.Unlock()
@@ -108,9 +165,9 @@ func (t *table) expired(now int64, out []*entry) []*entry {
 	for i := range t.shards {
 		sh := &t.shards[i]
 		sh.mu.Lock()
-		for id, e := range sh.m {
+		for _, e := range sh.m {
 			if e.deadline != 0 && e.deadline < now && (e.bound || e.x == nil) {
-				delete(sh.m, id)
+				sh.remove(e)
 				out = append(out, e)
 			}
 		}
@@ -124,9 +181,9 @@ func (t *table) takeConn(c *upConn, out []*entry) []*entry {
 	for i := range t.shards {
 		sh := &t.shards[i]
 		sh.mu.Lock()
-		for id, e := range sh.m {
+		for _, e := range sh.m {
 			if e.conn == c {
-				delete(sh.m, id)
+				sh.remove(e)
 				out = append(out, e)
 			}
 		}
@@ -136,27 +193,22 @@ func (t *table) takeConn(c *upConn, out []*entry) []*entry {
 }
 
 // takeClient removes and returns the session's request whose client id is clientID
-// (cancellation). A request not sent yet is only marked cancelled, for forward to finish
-// (see entry.bound), and nil is returned.
+// (cancellation), found through the shard's index. A request not sent yet is only
+// marked cancelled, for forward to finish (see entry.bound), and nil is returned.
 func (t *table) takeClient(sess *router.Session, clientID []byte) *entry {
-	for i := range t.shards {
-		sh := &t.shards[i]
-		sh.mu.Lock()
-		for id, e := range sh.m {
-			if e.sess == sess && e.x != nil && string(e.x.Msg.ID) == string(clientID) {
-				if !e.bound {
-					e.cancelled = true
-					sh.mu.Unlock()
-					return nil
-				}
-				delete(sh.m, id)
-				sh.mu.Unlock()
-				return e
-			}
-		}
-		sh.mu.Unlock()
+	sh := &t.shards[sessionShard(sess)]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	e := sh.byClient[clientKey{sess, string(clientID)}]
+	if e == nil {
+		return nil
 	}
-	return nil
+	if !e.bound {
+		e.cancelled = true
+		return nil
+	}
+	sh.remove(e)
+	return e
 }
 
 // bind moves e from routed to sent, under its shard's lock, unless it was cancelled or
@@ -165,14 +217,14 @@ func (t *table) takeClient(sess *router.Session, clientID []byte) *entry {
 // exchange, since nobody can take e while the lock is held. A cancelled entry is removed
 // and reported so: the caller finishes it.
 func (t *table) bind(e *entry, c *upConn, build func()) (bound, cancelled bool) {
-	sh := &t.shards[e.id%uint64(len(t.shards))]
+	sh := t.shard(e.id)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if sh.m[e.id] != e {
 		return false, false
 	}
 	if e.cancelled {
-		delete(sh.m, e.id)
+		sh.remove(e)
 		return false, true
 	}
 	e.conn, e.holdsSlot, e.counted, e.bound = c, true, true, true
@@ -184,7 +236,7 @@ func (t *table) bind(e *entry, c *upConn, build func()) (bound, cancelled bool) 
 // rebind moves a sent request from conn from to conn to (a failover to another replica);
 // false when the entry was completed meanwhile.
 func (t *table) rebind(id uint64, from, to *upConn) bool {
-	sh := &t.shards[id%uint64(len(t.shards))]
+	sh := t.shard(id)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	e := sh.m[id]
@@ -200,7 +252,7 @@ func (t *table) rebind(id uint64, from, to *upConn) bool {
 // with calls fn with the entry while it cannot be completed (its shard is locked), so
 // that fn may use the entry's exchange safely. fn must not block.
 func (t *table) with(id uint64, fn func(e *entry)) bool {
-	sh := &t.shards[id%uint64(len(t.shards))]
+	sh := t.shard(id)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	e := sh.m[id]
