@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -90,6 +91,25 @@ func sendAll(t *testing.T, c Conn, from, n int) []error {
 	return errs
 }
 
+// pipeConns returns the pipelined connections c holds now.
+func pipeConns(c *HTTPConn) []*pipeConn {
+	c.pipe.mu.Lock()
+	defer c.pipe.mu.Unlock()
+	return slices.Clone(c.pipe.conns)
+}
+
+// outstanding counts the requests queued or written on c's pipelined connections and
+// not yet answered: the calls waiting on the pipeline.
+func outstanding(c *HTTPConn) int {
+	n := 0
+	for _, pc := range pipeConns(c) {
+		pc.mu.Lock()
+		n += pc.outstanding
+		pc.mu.Unlock()
+	}
+	return n
+}
+
 // The official Go SDK server behind a pipelined client: lifecycle, concurrent calls
 // with SSE and JSON replies, Close without leaks.
 func TestPipelineGoSDK(t *testing.T) {
@@ -132,26 +152,31 @@ func TestPipelineSharesConnection(t *testing.T) {
 	var dup atomic.Int32
 	first := make(chan struct{}, 1)
 	first <- struct{}{}
+	release := make(chan struct{})
 	srv, cl := pipeServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := readID(r)
 		if _, loaded := seen.LoadOrStore(id, true); loaded {
 			dup.Add(1)
 		}
 		select {
-		case <-first: // hold the first request so that the others queue behind it
-			time.Sleep(30 * time.Millisecond)
+		case <-first: // hold the first request until the others are queued behind it
+			<-release
 		default:
 		}
 		writeEcho(w, id)
 	}))
 	s := newRecSink()
-	// A window longer than the hold lets every call queue behind the held one.
-	c, err := DialHTTP(testCtx(t), srv.URL, HTTPOptions{Pipeline: 1, PipelineWindow: time.Minute}, s)
+	// A window longer than the test lets every call queue behind the held one.
+	c, err := DialHTTP(testCtx(t), srv.URL, HTTPOptions{Pipeline: 1, PipelineWindow: time.Hour}, s)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	for i, err := range sendAll(t, c, 1, n) {
+	done := make(chan []error)
+	go func() { done <- sendAll(t, c, 1, n) }()
+	s.waitFor(t, "every call to wait on the pipelined connection", func() bool { return outstanding(c) == n })
+	close(release)
+	for i, err := range <-done {
 		if err != nil {
 			t.Fatalf("call %d: %v", i+1, err)
 		}
@@ -373,13 +398,15 @@ func TestPipelineCloseInterrupts(t *testing.T) {
 		}
 	}))
 	s := newRecSink()
-	c, err := DialHTTP(testCtx(t), srv.URL, HTTPOptions{Pipeline: 1}, s)
+	// The window keeps every call on the pipelined connection, whatever the delays.
+	c, err := DialHTTP(testCtx(t), srv.URL, HTTPOptions{Pipeline: 1, PipelineWindow: time.Hour}, s)
 	if err != nil {
 		t.Fatal(err)
 	}
 	errs := make(chan []error)
 	go func() { errs <- sendAll(t, c, 1, 4) }()
-	time.Sleep(50 * time.Millisecond)
+	// Close only once all four calls are waiting on the connection.
+	s.waitFor(t, "the calls to wait on the pipelined connection", func() bool { return outstanding(c) == 4 })
 	_ = c.Close()
 	select {
 	case got := <-errs:
@@ -397,6 +424,7 @@ func TestPipelineCloseInterrupts(t *testing.T) {
 // An SSE reply that streams for longer than IdleTimeout is not cut as idle while other
 // calls pick connections.
 func TestPipelineLongSSEReply(t *testing.T) {
+	finish := make(chan struct{})
 	srv, _ := pipeServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := readID(r)
 		if id != 1 {
@@ -404,27 +432,47 @@ func TestPipelineLongSSEReply(t *testing.T) {
 			return
 		}
 		sseHeaders(w)
-		for i := range 5 {
-			fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":1,\"progress\":%d}}\n\n", i)
-			w.(http.Flusher).Flush()
-			time.Sleep(40 * time.Millisecond)
-		}
+		io.WriteString(w, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":1,\"progress\":1}}\n\n")
+		w.(http.Flusher).Flush()
+		<-finish
 		fmt.Fprintf(w, "data: %s\n\n", echoReply(id))
 	}))
+	const idle = 30 * time.Millisecond
 	s := newRecSink()
-	c, err := DialHTTP(testCtx(t), srv.URL, HTTPOptions{Pipeline: 1, IdleTimeout: 30 * time.Millisecond}, s)
+	c, err := DialHTTP(testCtx(t), srv.URL, HTTPOptions{Pipeline: 1, IdleTimeout: idle}, s)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	long := make(chan error, 1)
 	go func() { long <- c.Send(testCtx(t), []byte(msgCall(1, "echo", "long"))) }()
+	s.waitFor(t, "the long call's progress", func() bool {
+		return s.count(func(m *codec.Message) bool { return isMethod(m, "notifications/progress") }) == 1
+	})
+	// The stream has now been silent for longer than IdleTimeout: an idle connection
+	// would be closed by the next pick.
+	conns := pipeConns(c)
+	if len(conns) != 1 {
+		t.Fatalf("%d pipelined connections, want the streaming one", len(conns))
+	}
+	streaming := conns[0]
+	s.waitFor(t, "the stream to be quiet for longer than IdleTimeout", func() bool {
+		streaming.mu.Lock()
+		defer streaming.mu.Unlock()
+		return streaming.streaming && time.Since(streaming.lastUsed) > idle
+	})
 	for i := range 10 {
-		time.Sleep(20 * time.Millisecond)
 		if err := c.Send(testCtx(t), []byte(msgCall(100+i, "echo", "short"))); err != nil {
 			t.Fatalf("short call %d: %v", i, err)
 		}
 	}
+	streaming.mu.Lock()
+	dead := streaming.dead
+	streaming.mu.Unlock()
+	if dead != nil {
+		t.Fatalf("the streaming connection was closed: %v", dead)
+	}
+	close(finish)
 	if err := <-long; err != nil {
 		t.Fatalf("long SSE call: %v", err)
 	}
@@ -437,22 +485,36 @@ func TestPipelineLongSSEReply(t *testing.T) {
 // later calls do not wait for it.
 func TestPipelineWindow(t *testing.T) {
 	release := make(chan struct{})
+	held := make(chan struct{})
 	srv, _ := pipeServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := readID(r)
 		if id == 1 {
+			close(held)
 			<-release
 		}
 		writeEcho(w, id)
 	}))
+	const window = 5 * time.Millisecond
 	s := newRecSink()
-	c, err := DialHTTP(testCtx(t), srv.URL, HTTPOptions{Pipeline: 1, PipelineWindow: 5 * time.Millisecond}, s)
+	c, err := DialHTTP(testCtx(t), srv.URL, HTTPOptions{Pipeline: 1, PipelineWindow: window}, s)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	slow := make(chan error, 1)
 	go func() { slow <- c.Send(testCtx(t), []byte(msgCall(1, "echo", "slow"))) }()
-	time.Sleep(50 * time.Millisecond) // the slow call is older than the window
+	// The slow call is on the connection and the server holds it...
+	select {
+	case <-held:
+	case <-time.After(waitLimit):
+		t.Fatal("the slow call never reached the server")
+	}
+	// ...and it is older than the window: the connection takes nothing behind it.
+	pc := pipeConns(c)[0]
+	s.waitFor(t, "the slow call to be older than the window", func() bool {
+		n, young := pc.load(time.Now())
+		return n == 1 && !young
+	})
 	for id := 2; id <= 6; id++ {
 		if err := c.Send(testCtx(t), []byte(msgCall(id, "echo", "later"))); err != nil {
 			t.Fatalf("call %d: %v", id, err)
