@@ -8,8 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -27,8 +25,10 @@ var suites = []struct {
 	{"0.2.0-alpha.12", "conformance-alpha", []string{"--suite", "active", "--spec-version", "2025-11-25"}},
 }
 
-// expectedFailures lists scenarios the backend fails when the suite runs against it
-// directly (none today; see README "Conformance").
+// expectedFailures names the scenarios allowed to fail through the router, each with the
+// reason it is expected: only scenarios the backend itself fails when the suite runs
+// against it directly belong here (none today; see README "Conformance"). Any other
+// failed scenario fails the test, and so does a listed one that passes.
 var expectedFailures = map[string]string{}
 
 func repoRoot(t *testing.T) string {
@@ -144,13 +144,8 @@ func waitTCP(t *testing.T, addr string, d time.Duration) {
 	t.Fatalf("%s not listening after %v", addr, d)
 }
 
-var (
-	resultLine = regexp.MustCompile(`(?m)^([✓✗]) ([a-z0-9-]+): (\d+) passed, (\d+) failed`)
-	totalLine  = regexp.MustCompile(`(?m)^Total: (\d+) passed, (\d+) failed`)
-)
-
-// runSuite runs one suite against url and fails the test for every failed scenario that
-// is not an expected failure.
+// runSuite runs one suite against url and fails the test for every problem Verdict finds
+// in its output and exit status.
 func runSuite(t *testing.T, node, url string, suite int) {
 	t.Helper()
 	s := suites[suite]
@@ -161,29 +156,21 @@ func runSuite(t *testing.T, node, url string, suite int) {
 	cmd.Dir = t.TempDir()
 	out, err := cmd.CombinedOutput()
 	text := string(out)
-	total := totalLine.FindStringSubmatch(text)
-	if total == nil {
-		t.Fatalf("suite %s: no total line (err %v):\n%s", s.name, err, tail(text, 4000))
+	problems := Verdict(text, err, expectedFailures)
+	for _, p := range problems {
+		t.Errorf("suite %s: %s", s.name, p)
 	}
-	passed, _ := strconv.Atoi(total[1])
-	if passed == 0 {
-		t.Fatalf("suite %s: nothing passed:\n%s", s.name, tail(text, 4000))
+	if len(problems) > 0 {
+		t.Logf("output:\n%s", tail(text, 8000))
+		return
 	}
-	failed := 0
-	for _, m := range resultLine.FindAllStringSubmatch(text, -1) {
-		if m[1] == "✗" || m[4] != "0" {
-			if why, ok := expectedFailures[m[2]]; ok {
-				t.Logf("suite %s: %s fails as expected: %s", s.name, m[2], why)
-				continue
-			}
-			failed++
-			t.Errorf("suite %s: scenario %s failed through the router", s.name, m[2])
+	sum, _ := ParseSummary(text)
+	for _, sc := range sum.Scenarios {
+		if why, ok := expectedFailures[sc.Name]; ok {
+			t.Logf("suite %s: %s fails as expected: %s", s.name, sc.Name, why)
 		}
 	}
-	if failed > 0 {
-		t.Logf("output:\n%s", tail(text, 8000))
-	}
-	t.Logf("suite %s: %s passed, %s failed", s.name, total[1], total[2])
+	t.Logf("suite %s: %d scenarios, %d checks passed, %d failed", s.name, len(sum.Scenarios), sum.Passed, sum.Failed)
 }
 
 func tail(s string, n int) string {
