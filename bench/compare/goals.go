@@ -3,6 +3,8 @@ package compare
 import (
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 )
 
 // Goal is one target of the issues, checked against the measurements.
@@ -17,7 +19,12 @@ type Goal struct {
 	// Measured is the median over rounds of the per-round values in PerRound.
 	Measured float64
 	PerRound []float64
-	Met      bool
+	// Met is true only when the measured value is within the limit, from at least one
+	// per-round value, and the goal has no Problems.
+	Met bool
+	// Problems say why the runs behind the goal cannot back it (failed calls, nothing
+	// measured, no CPU sample); any problem makes the goal missed whatever its value.
+	Problems []string
 	// CPURatio is, for throughput goals, the same ratio computed from the server CPU per
 	// call (the other side's µs per call divided by this side's): the throughput ratio
 	// the two would show if each had the server CPUs to itself and the load generator
@@ -27,8 +34,32 @@ type Goal struct {
 	Note string
 }
 
+// judge sets Met: the value within the limit, from at least one per-round value, and no
+// problem with the runs behind it.
+func (g *Goal) judge() {
+	if len(g.PerRound) == 0 && len(g.Problems) == 0 {
+		g.Problems = append(g.Problems, "no sample")
+	}
+	within := g.Measured <= g.Limit
+	if g.AtLeast {
+		within = g.Measured >= g.Limit
+	}
+	g.Met = within && len(g.Problems) == 0
+}
+
+// maxProblemsShown bounds the problems Margin lists.
+const maxProblemsShown = 3
+
 // Margin says by how much the goal was met or missed, in words.
 func (g Goal) Margin() string {
+	if len(g.Problems) > 0 {
+		shown := g.Problems[:min(len(g.Problems), maxProblemsShown)]
+		more := ""
+		if n := len(g.Problems) - len(shown); n > 0 {
+			more = fmt.Sprintf(" (and %d more)", n)
+		}
+		return "missed: " + strings.Join(shown, "; ") + more
+	}
 	switch {
 	case g.AtLeast && g.Limit > 0:
 		f := g.Measured / g.Limit
@@ -64,90 +95,88 @@ const (
 	goalLoadCPUPct     = 100.0 // ... using at most one core
 )
 
-// evaluate computes every goal whose targets were measured.
+// evaluate computes every goal whose targets were run. Throughputs count successful
+// calls only, and a goal is met only when every run behind it measured successful calls
+// and none failed (see Goal.judge): a target that fails fast cannot meet a goal.
 func evaluate(res *Result) []Goal {
 	closed := map[string]*TargetResult{}
 	for _, t := range res.Closed {
-		if t.Measured() {
+		if len(t.Runs) > 0 {
 			closed[t.Name] = t
 		}
 	}
 	rounds := res.Options.Rounds
 	var goals []Goal
 
-	// fastest returns, in round r, the best throughput of the targets of a family.
-	fastest := func(r int, family string) (float64, string) {
-		best, name := 0.0, ""
+	// family lists the targets of the families that were run.
+	family := func(families ...string) []*TargetResult {
+		var out []*TargetResult
 		for _, t := range res.Closed {
-			if t.Family != family {
-				continue
-			}
-			if run := t.inRound(r); run != nil && run.Report.ThroughputRPS > best {
-				best, name = run.Report.ThroughputRPS, t.Name
+			if slices.Contains(families, t.Family) && len(t.Runs) > 0 {
+				out = append(out, t)
 			}
 		}
-		return best, name
+		return out
 	}
-	fastestMedian := func(families ...string) string {
+	// fastest returns, in round r, the best throughput among ts.
+	fastest := func(r int, ts []*TargetResult) float64 {
+		best := 0.0
+		for _, t := range ts {
+			if run := t.inRound(r); run != nil {
+				best = max(best, run.CallsPerSecond())
+			}
+		}
+		return best
+	}
+	fastestMedian := func(ts []*TargetResult) string {
 		best, name := 0.0, ""
-		for _, t := range res.Closed {
-			for _, f := range families {
-				if t.Family == f && t.Measured() && t.Throughput() > best {
-					best, name = t.Throughput(), t.Name
-				}
+		for _, t := range ts {
+			if t.Measured() && t.Throughput() > best {
+				best, name = t.Throughput(), t.Name
 			}
 		}
 		return name
 	}
-	// ratioGoal builds a throughput-ratio goal from per-round values.
-	ratioGoal := func(name string, limit float64, note string, cpuRatio float64, perRound func(r int) (float64, bool)) {
+	// ratioGoal builds a throughput-ratio goal from per-round values; the runs of every
+	// target in from must back it.
+	ratioGoal := func(name string, limit float64, note string, cpuRatio float64, from []*TargetResult, perRound func(r int) (float64, bool)) {
 		g := Goal{Name: name, AtLeast: true, Limit: limit, Unit: "x", Note: note, CPURatio: cpuRatio}
 		for r := 1; r <= rounds; r++ {
 			if v, ok := perRound(r); ok {
 				g.PerRound = append(g.PerRound, v)
 			}
 		}
-		if len(g.PerRound) == 0 {
-			return
-		}
 		g.Measured = median(g.PerRound)
-		g.Met = g.Measured >= limit
+		for _, t := range from {
+			g.Problems = append(g.Problems, t.problems()...)
+		}
+		g.judge()
 		goals = append(goals, g)
 	}
 	tput := func(t *TargetResult, r int) (float64, bool) {
 		run := t.inRound(r)
-		if run == nil || run.Report.ThroughputRPS <= 0 {
+		if run == nil || run.CallsPerSecond() <= 0 {
 			return 0, false
 		}
-		return run.Report.ThroughputRPS, true
+		return run.CallsPerSecond(), true
 	}
-	peerFamilyRatio := func(t *TargetResult, families ...string) func(int) (float64, bool) {
+	peerRatio := func(t *TargetResult, peers []*TargetResult) func(int) (float64, bool) {
 		return func(r int) (float64, bool) {
 			v, ok := tput(t, r)
-			if !ok {
-				return 0, false
-			}
-			best := 0.0
-			for _, f := range families {
-				if b, _ := fastest(r, f); b > best {
-					best = b
-				}
-			}
-			if best == 0 {
+			best := fastest(r, peers)
+			if !ok || best == 0 {
 				return 0, false
 			}
 			return v / best, true
 		}
 	}
 
-	// cheapest is the lowest server CPU per call among a family's targets.
-	cheapest := func(families ...string) float64 {
+	// cheapest is the lowest server CPU per call among ts.
+	cheapest := func(ts []*TargetResult) float64 {
 		best := 0.0
-		for _, t := range res.Closed {
-			for _, f := range families {
-				if c := t.serverCPUPerCall(); t.Family == f && c > 0 && (best == 0 || c < best) {
-					best = c
-				}
+		for _, t := range ts {
+			if c := t.serverCPUPerCall(); c > 0 && (best == 0 || c < best) {
+				best = c
 			}
 		}
 		return best
@@ -158,10 +187,11 @@ func evaluate(res *Result) []Goal {
 		}
 		return other / this
 	}
-	if d := closed[TargetDirect]; d != nil {
+	goSDK, mcpGo, peers := family(familyGoSDK), family(familyMCPGo), family(familyGoSDK, familyMCPGo)
+	if d := closed[TargetDirect]; d != nil && len(peers) > 0 {
 		ratioGoal("mcpbackend alone vs the fastest peer server alone (throughput)", goalBackendVsPeer,
-			"fastest peer: "+fastestMedian(familyGoSDK, familyMCPGo), cpuRatio(cheapest(familyGoSDK, familyMCPGo), d.serverCPUPerCall()),
-			peerFamilyRatio(d, familyGoSDK, familyMCPGo))
+			"fastest peer: "+fastestMedian(peers), cpuRatio(cheapest(peers), d.serverCPUPerCall()),
+			append([]*TargetResult{d}, peers...), peerRatio(d, peers))
 	}
 	for _, rv := range []struct{ target, name string }{
 		{TargetRouter, "mcprouter -> mcpbackend"},
@@ -171,65 +201,96 @@ func evaluate(res *Result) []Goal {
 		if rt == nil {
 			continue
 		}
-		ratioGoal(rv.name+" vs mcp-go alone (throughput)", goalRouterVsMCPGo,
-			"against the faster mcp-go mode: "+fastestMedian(familyMCPGo), cpuRatio(cheapest(familyMCPGo), rt.serverCPUPerCall()),
-			peerFamilyRatio(rt, familyMCPGo))
-		ratioGoal(rv.name+" vs the official Go SDK alone (throughput)", goalRouterVsGoSDK,
-			"against the faster Go SDK mode: "+fastestMedian(familyGoSDK), cpuRatio(cheapest(familyGoSDK), rt.serverCPUPerCall()),
-			peerFamilyRatio(rt, familyGoSDK))
+		if len(mcpGo) > 0 {
+			ratioGoal(rv.name+" vs mcp-go alone (throughput)", goalRouterVsMCPGo,
+				"against the faster mcp-go mode: "+fastestMedian(mcpGo), cpuRatio(cheapest(mcpGo), rt.serverCPUPerCall()),
+				append([]*TargetResult{rt}, mcpGo...), peerRatio(rt, mcpGo))
+		}
+		if len(goSDK) > 0 {
+			ratioGoal(rv.name+" vs the official Go SDK alone (throughput)", goalRouterVsGoSDK,
+				"against the faster Go SDK mode: "+fastestMedian(goSDK), cpuRatio(cheapest(goSDK), rt.serverCPUPerCall()),
+				append([]*TargetResult{rt}, goSDK...), peerRatio(rt, goSDK))
+		}
 		if d := closed[TargetDirect]; d != nil {
 			ratioGoal(fmt.Sprintf("%s vs mcpbackend alone, %d sessions (throughput)", rv.name, res.Options.Sessions),
-				goalRouterVsDirect, "", cpuRatio(d.serverCPUPerCall(), rt.serverCPUPerCall()), func(r int) (float64, bool) {
-					a, ok1 := tput(rt, r)
-					b, ok2 := tput(d, r)
-					if !ok1 || !ok2 {
-						return 0, false
-					}
-					return a / b, true
-				})
+				goalRouterVsDirect, "", cpuRatio(d.serverCPUPerCall(), rt.serverCPUPerCall()), []*TargetResult{rt, d},
+				peerRatio(rt, []*TargetResult{d}))
 		}
 	}
-	if set := res.openSet(TargetDirect); set != nil && set.target(TargetDirect).Measured() && set.target(TargetRouter).Measured() {
-		od, orr := set.target(TargetDirect), set.target(TargetRouter)
-		g := Goal{Name: fmt.Sprintf("open loop at %.0f%% of the direct maximum: p99 through the router minus p99 direct", 100*res.Options.OpenLoadFraction),
-			Limit: goalOpenP99DeltaUS, Unit: "µs", Note: fmt.Sprintf("%s/s offered, %d sessions", formatRate(set.Rate), res.Options.OpenSessions)}
-		for r := 1; r <= rounds; r++ {
-			a, b := orr.inRound(r), od.inRound(r)
-			if a != nil && b != nil {
-				g.PerRound = append(g.PerRound, a.Report.Latency.P99-b.Report.Latency.P99)
-			}
-		}
-		if len(g.PerRound) > 0 {
-			g.Measured = median(g.PerRound)
-			g.Met = g.Measured <= g.Limit
-			goals = append(goals, g)
-		}
+	if set := res.openSet(TargetDirect); set != nil {
+		goals = append(goals, openP99Goal(res, set)...)
 	}
 	if st, rt := closed[TargetStub], closed[TargetRouter]; st != nil && rt != nil {
-		stub := st.Runs[0].Report
-		note := fmt.Sprintf("mcpload on the stub: %s/s; mcprouter's maximum (median): %s/s", formatRate(stub.ThroughputRPS), formatRate(rt.Throughput()))
-		if c := stub.Generator.CPUPerOpUS; c > 0 {
-			note += fmt.Sprintf("; mcpload's CPU per operation %.1f µs, i.e. %s/s on one core", c, formatRate(1e6/c))
+		goals = append(goals, loadGoals(res, st, rt)...)
+	}
+	return goals
+}
+
+// openP99Goal is the open-loop tail goal: p99 through the router minus p99 direct, round
+// by round; none when either side was not run.
+func openP99Goal(res *Result, set *OpenSet) []Goal {
+	od, orr := set.target(TargetDirect), set.target(TargetRouter)
+	if od == nil || orr == nil || len(od.Runs) == 0 || len(orr.Runs) == 0 {
+		return nil
+	}
+	g := Goal{Name: fmt.Sprintf("open loop at %.0f%% of the direct maximum: p99 through the router minus p99 direct", 100*res.Options.OpenLoadFraction),
+		Limit: goalOpenP99DeltaUS, Unit: "µs", Note: fmt.Sprintf("%s/s offered, %d sessions", formatRate(set.Rate), res.Options.OpenSessions)}
+	for r := 1; r <= res.Options.Rounds; r++ {
+		a, b := orr.inRound(r), od.inRound(r)
+		if a != nil && b != nil && a.sampled() && b.sampled() {
+			g.PerRound = append(g.PerRound, a.Report.Latency.P99-b.Report.Latency.P99)
 		}
-		goals = append(goals, Goal{Name: "mcpload's own ceiling (against mcpload stub) vs mcprouter's maximum rate",
-			AtLeast: true, Limit: goalLoadVsRouter, Unit: "x", Measured: stub.ThroughputRPS / rt.Throughput(),
-			PerRound: []float64{stub.ThroughputRPS / rt.Throughput()}, Met: stub.ThroughputRPS/rt.Throughput() >= goalLoadVsRouter, Note: note})
-		cpuNote := "mcpload not pinned: this is its own average over the run"
-		if res.LoadCPUs != "" {
-			cpuNote = "mcpload pinned to CPU " + res.LoadCPUs + " with taskset, so it could not use more"
+	}
+	g.Measured = median(g.PerRound)
+	g.Problems = append(od.problems(), orr.problems()...)
+	g.judge()
+	return []Goal{g}
+}
+
+// loadGoals are mcpload's own goals, from its run against the stub: its rate against the
+// router's maximum, the CPU it used doing so, and the one-core ceiling its CPU per call
+// implies. The CPU goal needs a real CPU sample: mcpload reports 0% when it took none.
+func loadGoals(res *Result, st, rt *TargetResult) []Goal {
+	run := &st.Runs[0]
+	stub := run.Report
+	base := append(st.problems(), rt.problems()...)
+	routerMax := rt.Throughput()
+	ratio := func(v float64) []float64 {
+		if v <= 0 || routerMax <= 0 {
+			return nil
 		}
-		goals = append(goals, Goal{Name: "mcpload's CPU while doing so (100% = one core)", Limit: goalLoadCPUPct, Unit: "%",
-			Measured: stub.Generator.CPUAvgPct, PerRound: []float64{stub.Generator.CPUAvgPct},
-			Met: stub.Generator.CPUAvgPct <= goalLoadCPUPct, Note: cpuNote})
-		if c := stub.Generator.CPUPerOpUS; c > 0 {
-			// On a shared machine the stub run's rate is bounded by whatever else runs on
-			// the generator's CPU; its CPU per call is not, so it also says what mcpload
-			// sustains with one core to itself.
-			v := 1e6 / c / rt.Throughput()
-			goals = append(goals, Goal{Name: "mcpload's one-core ceiling from its CPU per call (1e6 / µs per call) vs mcprouter's maximum rate",
-				AtLeast: true, Limit: goalLoadVsRouter, Unit: "x", Measured: v, PerRound: []float64{v}, Met: v >= goalLoadVsRouter,
-				Note: "derived: what the stub run would reach if no other process took mcpload's CPU"})
-		}
+		return []float64{v / routerMax}
+	}
+	note := fmt.Sprintf("mcpload on the stub: %s/s; mcprouter's maximum (median): %s/s", formatRate(run.CallsPerSecond()), formatRate(routerMax))
+	if c := stub.Generator.CPUPerOpUS; c > 0 {
+		note += fmt.Sprintf("; mcpload's CPU per operation %.1f µs, i.e. %s/s on one core", c, formatRate(1e6/c))
+	}
+	ceiling := Goal{Name: "mcpload's own ceiling (against mcpload stub) vs mcprouter's maximum rate",
+		AtLeast: true, Limit: goalLoadVsRouter, Unit: "x", PerRound: ratio(run.CallsPerSecond()), Note: note}
+
+	cpuNote := "mcpload not pinned: this is its own average over the run"
+	if res.LoadCPUs != "" {
+		cpuNote = "mcpload pinned to CPU " + res.LoadCPUs + " with taskset, so it could not use more"
+	}
+	cpu := Goal{Name: "mcpload's CPU while doing so (100% = one core)", Limit: goalLoadCPUPct, Unit: "%", Note: cpuNote}
+	if stub.Generator.CPUAvgPct > 0 {
+		cpu.PerRound = []float64{stub.Generator.CPUAvgPct}
+	} else {
+		cpu.Problems = append(cpu.Problems, "no CPU sample")
+	}
+	goals := []Goal{ceiling, cpu}
+	if c := stub.Generator.CPUPerOpUS; c > 0 {
+		// On a shared machine the stub run's rate is bounded by whatever else runs on
+		// the generator's CPU; its CPU per call is not, so it also says what mcpload
+		// sustains with one core to itself.
+		goals = append(goals, Goal{Name: "mcpload's one-core ceiling from its CPU per call (1e6 / µs per call) vs mcprouter's maximum rate",
+			AtLeast: true, Limit: goalLoadVsRouter, Unit: "x", PerRound: ratio(1e6 / c),
+			Note: "derived: what the stub run would reach if no other process took mcpload's CPU"})
+	}
+	for i := range goals {
+		goals[i].Measured = median(goals[i].PerRound)
+		goals[i].Problems = append(slices.Clone(base), goals[i].Problems...)
+		goals[i].judge()
 	}
 	return goals
 }

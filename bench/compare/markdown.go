@@ -113,12 +113,12 @@ func (r *Result) closedTable(b *strings.Builder, reportsLink string) {
 	var bound []string
 	for _, t := range r.Closed {
 		if !t.Measured() {
-			fmt.Fprintf(b, "| %s | %s | not measured | | | | | | | | | | |\n", t.Name, t.Label)
+			fmt.Fprintf(b, "| %s | %s | %s | | | | | | | | | | |\n", t.Name, t.Label, notMeasured(t))
 			continue
 		}
 		var rounds []string
 		for i := range t.Runs {
-			rounds = append(rounds, formatRate(t.Runs[i].Report.ThroughputRPS))
+			rounds = append(rounds, formatRate(t.Runs[i].CallsPerSecond()))
 		}
 		tput := formatRate(t.Throughput())
 		if t.GeneratorCPU() >= generatorBoundPct*float64(max(1, len(parseCPUList(r.LoadCPUs)))) {
@@ -308,7 +308,7 @@ func (r *Result) openTable(b *strings.Builder, reportsLink string) {
 		b.WriteString("|---|---:|---:|---:|---:|---|---:|---:|---|---:|---:|---:|---|\n")
 		for _, t := range set.Targets {
 			if !t.Measured() {
-				fmt.Fprintf(b, "| %s | not measured | | | | | | | | | | | |\n", t.Name)
+				fmt.Fprintf(b, "| %s | %s | | | | | | | | | | | |\n", t.Name, notMeasured(t))
 				continue
 			}
 			var p99s []string
@@ -472,7 +472,7 @@ func (r *Result) commands(b *strings.Builder, reportsLink string) {
 	users := map[string][]string{}
 	for _, e := range r.allRuns() {
 		t := e.t
-		if !t.Measured() {
+		if len(t.Runs) == 0 {
 			continue
 		}
 		line := loadPin + shellJoin(slicesReplaceURL(t.Runs[0].Argv)) + " --json F.json --html F.html --quiet"
@@ -578,6 +578,15 @@ func plural(cpuList string) string {
 		return "s"
 	}
 	return ""
+}
+
+// notMeasured fills the row of a target without a successful call: its runs failed, or
+// it had none.
+func notMeasured(t *TargetResult) string {
+	if n := t.Errors(); n > 0 {
+		return fmt.Sprintf("no successful call (%d failed calls)", n)
+	}
+	return "not measured"
 }
 
 // measuredClosed returns the closed-loop result of a target, nil if it was not

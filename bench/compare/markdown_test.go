@@ -62,7 +62,7 @@ func fakeRun(round int, rps, p50, p99 float64, serverCPU ...time.Duration) LoadR
 		Round: round,
 		Report: &report.Report{
 			ThroughputRPS: rps, Requests: ops - 1000, Excluded: 1000,
-			Latency:   report.Latency{P50: p50, P90: (p50 + p99) / 2, P99: p99, P999: 2 * p99},
+			Latency:   report.Latency{Count: ops - 1000, P50: p50, P90: (p50 + p99) / 2, P99: p99, P999: 2 * p99},
 			Generator: report.Generator{Trustworthy: round != 2, CPUAvgPct: 60, CPUMaxPct: 70, CPUPerOpUS: 12.5, RunqueueWaitPct: 5, LatePct: 0.5},
 			Config:    report.Config{Pacing: "closed"},
 		},

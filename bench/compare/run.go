@@ -101,9 +101,37 @@ type TargetResult struct {
 	ReportJSON, ReportHTML string
 }
 
-// Throughput is the median throughput over the runs (operations per second).
+// Throughput is the median over the runs of the successful calls per second.
 func (t *TargetResult) Throughput() float64 {
-	return t.median(func(r *LoadRun) float64 { return r.Report.ThroughputRPS })
+	return t.median((*LoadRun).CallsPerSecond)
+}
+
+// CallsPerSecond is the run's rate of successful calls. mcpload's throughput counts
+// failed calls too: a target that answers every call with a quick error must not look
+// fast.
+func (r *LoadRun) CallsPerSecond() float64 {
+	rep := r.Report
+	if rep == nil || rep.Requests <= 0 {
+		return 0
+	}
+	return rep.ThroughputRPS * float64(rep.Requests-rep.Errors) / float64(rep.Requests)
+}
+
+// sampled reports whether the run measured at least one successful call.
+func (r *LoadRun) sampled() bool {
+	return r.Report != nil && r.Report.Requests > r.Report.Errors && r.Report.Latency.Count > 0 && r.Report.ThroughputRPS > 0
+}
+
+// problem says why the run cannot back a goal (failed calls, nothing measured); "" when
+// it can.
+func (r *LoadRun) problem() string {
+	switch {
+	case r.Report != nil && r.Report.Errors > 0:
+		return fmt.Sprintf("%d failed calls", r.Report.Errors)
+	case !r.sampled():
+		return "no successful call measured"
+	}
+	return ""
 }
 
 // P50 and P99 are medians over the runs of the corrected latency percentiles (µs).
@@ -172,8 +200,31 @@ func (t *TargetResult) Untrusted() int {
 	return n
 }
 
-// Measured reports whether at least one run produced figures.
-func (t *TargetResult) Measured() bool { return t != nil && len(t.Runs) > 0 }
+// Measured reports whether at least one run measured successful calls. A target whose
+// runs all failed is not measured, however many runs it had.
+func (t *TargetResult) Measured() bool {
+	if t == nil {
+		return false
+	}
+	for i := range t.Runs {
+		if t.Runs[i].sampled() {
+			return true
+		}
+	}
+	return false
+}
+
+// problems lists, run by run, why the target's runs cannot back a goal; none when every
+// run measured successful calls and none failed.
+func (t *TargetResult) problems() []string {
+	var out []string
+	for i := range t.Runs {
+		if p := t.Runs[i].problem(); p != "" {
+			out = append(out, fmt.Sprintf("%s round %d: %s", t.Name, t.Runs[i].Round, p))
+		}
+	}
+	return out
+}
 
 func (t *TargetResult) median(f func(*LoadRun) float64) float64 {
 	var v []float64
@@ -812,7 +863,7 @@ func (h *harness) copyReports() error {
 		med := t.Throughput()
 		best := 0
 		for i := range t.Runs {
-			if math.Abs(t.Runs[i].Report.ThroughputRPS-med) < math.Abs(t.Runs[best].Report.ThroughputRPS-med) {
+			if math.Abs(t.Runs[i].CallsPerSecond()-med) < math.Abs(t.Runs[best].CallsPerSecond()-med) {
 				best = i
 			}
 		}
