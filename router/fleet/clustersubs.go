@@ -118,6 +118,10 @@ func (s *clusterSubs) handle(sess *router.Session, x *transport.Exchange, b *bac
 	s.mu.Lock()
 	cs := s.keys[key]
 	if sub {
+		if s.f.subLimitReached(s.bySess[sess], key) {
+			s.mu.Unlock()
+			return s.f.refuseSubscription(x)
+		}
 		if cs == nil {
 			cs = &clusterSub{key: key, hash: keyHash(key), sessions: map[*router.Session]struct{}{}}
 			s.keys[key] = cs

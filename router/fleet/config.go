@@ -62,6 +62,30 @@ type Config struct {
 	// Bus, when set, spreads subscriptions and catalog changes across every router
 	// instance on the same NATS.
 	Bus *natsbus.Bus
+
+	// Limits that keep one client from exhausting the router.
+
+	// ServerRequestTimeout bounds how long a backend's request to a client (sampling,
+	// roots, elicitation) waits for the answer; then the backend gets an error
+	// (CodeClientTimeout) and the client a notifications/cancelled. Default: the
+	// backend's Timeout.
+	ServerRequestTimeout time.Duration
+	// MaxServerRequests caps the backends' requests waiting for one client session's
+	// answer; beyond it the backend gets an error at once (CodeSessionLimit).
+	// Default 32.
+	MaxServerRequests int
+	// MaxSubscriptions caps the resources one client session may subscribe to (on
+	// shared upstream sessions); beyond it resources/subscribe gets CodeSessionLimit.
+	// Default 256.
+	MaxSubscriptions int
+	// MaxUpstreamSessions caps the per-client upstream sessions (PerClient backends)
+	// open at once, over every backend: for a stdio backend each is a child process.
+	// Default 64.
+	MaxUpstreamSessions int
+	// UpstreamSessionWait bounds how long a request waits for a per-client upstream
+	// session beyond MaxUpstreamSessions (within its own timeout) before it is refused
+	// as overloaded. Default 10s.
+	UpstreamSessionWait time.Duration
 }
 
 func (c *Config) defaults() {
@@ -82,6 +106,18 @@ func (c *Config) defaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.MaxServerRequests <= 0 {
+		c.MaxServerRequests = 32
+	}
+	if c.MaxSubscriptions <= 0 {
+		c.MaxSubscriptions = 256
+	}
+	if c.MaxUpstreamSessions <= 0 {
+		c.MaxUpstreamSessions = 64
+	}
+	if c.UpstreamSessionWait <= 0 {
+		c.UpstreamSessionWait = 10 * time.Second
 	}
 	for i := range c.Backends {
 		b := &c.Backends[i]

@@ -22,6 +22,9 @@ const (
 	CodeBackendUnavailable = -32010 // no instance reachable, or the connection failed
 	CodeBackendTimeout     = -32011 // no answer within the backend's timeout
 	CodeBackendBusy        = -32012 // the backend's concurrency limit is reached
+	CodeClientTimeout      = -32013 // to a backend: the client did not answer its request in time
+	CodeClientGone         = -32014 // to a backend: the client session ended before answering
+	CodeSessionLimit       = -32015 // a per-session limit (subscriptions, pending requests) is reached
 	CodeResourceNotFound   = -32002 // MCP's code for an unknown resource
 )
 
@@ -43,6 +46,8 @@ type Fleet struct {
 
 	sessMu   sync.Mutex
 	sessions map[*router.Session]*sessionState
+	// upSlots holds one token per per-client upstream session open (upslots.go).
+	upSlots chan struct{}
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -65,19 +70,31 @@ type Stats struct {
 	Failovers atomic.Uint64
 	// FanOut counts resource updates delivered to client sessions.
 	FanOut atomic.Uint64
+	// UpstreamQueued is the number of requests waiting for a per-client upstream
+	// session slot now; UpstreamRefused counts those that waited in vain.
+	UpstreamQueued  atomic.Int64
+	UpstreamRefused atomic.Uint64
+	// ServerRequestsExpired counts backends' requests to clients that got no answer in
+	// time; ServerRequestsDropped those whose client session ended first.
+	ServerRequestsExpired, ServerRequestsDropped atomic.Uint64
 }
 
 // sessionState is the fleet's state of one client session.
 type sessionState struct {
 	mu    sync.Mutex
 	conns map[*instance]*upConn // per-client upstream sessions
+	// closed is set when the session ended: an upstream session that finishes
+	// opening after that is closed at once instead of kept.
+	closed bool
 }
 
 // New builds a fleet; Start connects it.
 func New(cfg Config) *Fleet {
 	cfg.defaults()
-	f := &Fleet{cfg: cfg, log: cfg.Logger, table: newTable(), sessions: map[*router.Session]*sessionState{}}
+	f := &Fleet{cfg: cfg, log: cfg.Logger, table: newTable(), sessions: map[*router.Session]*sessionState{},
+		upSlots: make(chan struct{}, cfg.MaxUpstreamSessions)}
 	f.srv.m = map[uint64]*serverRequest{}
+	f.srv.bySess = map[*router.Session]map[uint64]*serverRequest{}
 	if cfg.Bus != nil && cfg.Bus.JS != nil {
 		cs, err := newClusterSubs(f, cfg.Bus)
 		if err != nil {
@@ -346,30 +363,30 @@ func (f *Fleet) SessionClosed(s *router.Session) {
 	delete(f.sessions, s)
 	f.sessMu.Unlock()
 	f.subs.dropSession(s)
+	f.dropServerRequests(s)
 	if st != nil {
 		st.closeAll()
 	}
 }
 
+// state returns the fleet's state of an open session (SessionOpened), nil once it ended:
+// nothing may be opened for a session that is gone.
 func (f *Fleet) state(s *router.Session) *sessionState {
 	f.sessMu.Lock()
-	st := f.sessions[s]
-	if st == nil {
-		st = &sessionState{}
-		f.sessions[s] = st
-	}
-	f.sessMu.Unlock()
-	return st
+	defer f.sessMu.Unlock()
+	return f.sessions[s]
 }
 
+// closeAll closes the session's upstream sessions (in the background: a child takes a
+// moment to stop), each giving its slot back once closed.
 func (st *sessionState) closeAll() {
 	st.mu.Lock()
 	conns := st.conns
-	st.conns = nil
+	st.conns, st.closed = nil, true
 	st.mu.Unlock()
 	for _, c := range conns {
 		c.killed.Store(true)
-		go c.conn.Close()
+		go c.closeUpstream()
 	}
 }
 
@@ -445,6 +462,9 @@ func (f *Fleet) SetLogLevel(s *router.Session, level string) {
 }
 
 func (st *sessionState) conn(in *instance) *upConn {
+	if st == nil {
+		return nil
+	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return st.conns[in]

@@ -14,6 +14,7 @@ import (
 	"github.com/mcprouter/mcprouter/router"
 	"github.com/mcprouter/mcprouter/transport"
 	"github.com/mcprouter/mcprouter/transport/upstream"
+	"github.com/mcprouter/mcprouter/workers"
 )
 
 // bufPool holds the buffers that forwarded messages are rewritten into.
@@ -126,6 +127,10 @@ func (f *Fleet) forward(e *entry) {
 	c, err := f.connFor(e)
 	if err != nil {
 		b.release()
+		if errors.Is(err, errUpstreamFull) {
+			f.completeErr(e, workers.CodeOverloaded, f.upstreamFullMessage(b))
+			return
+		}
 		f.completeErr(e, CodeBackendUnavailable, "backend "+b.cfg.Name+" unavailable: "+err.Error())
 		return
 	}
@@ -229,35 +234,38 @@ func (f *Fleet) connFor(e *entry) (*upConn, error) {
 		return nil, errors.New("instance " + in.dialer.Addr + " not connected")
 	}
 	st := f.state(e.sess)
+	if st == nil {
+		return nil, errSessionEnded
+	}
 	st.mu.Lock()
 	c := st.conns[in]
 	if c != nil && c.dead() {
 		delete(st.conns, in)
+		go c.closeUpstream()
 		c = nil
 	}
 	st.mu.Unlock()
 	if c != nil {
 		return c, nil
 	}
-	ctx, cancel := context.WithTimeout(f.ctx, b.cfg.Timeout)
+	ctx, cancel := context.WithDeadline(f.ctx, time.Unix(0, e.deadline))
 	defer cancel()
-	c = &upConn{f: f, b: b, inst: in, owner: e.sess}
-	conn, err := in.dialer.Dial(ctx, c)
+	c, err := f.openClientConn(ctx, in, e.sess)
 	if err != nil {
 		return nil, err
 	}
-	c.conn = conn
-	if err := c.handshake(ctx, e.sess); err != nil {
-		conn.Close()
-		return nil, err
-	}
 	st.mu.Lock()
+	if st.closed { // the client left while its session was opening
+		st.mu.Unlock()
+		go c.closeUpstream()
+		return nil, errSessionEnded
+	}
 	if st.conns == nil {
 		st.conns = map[*instance]*upConn{}
 	}
 	if old := st.conns[in]; old != nil && !old.dead() {
 		st.mu.Unlock()
-		conn.Close()
+		go c.closeUpstream()
 		return old, nil
 	}
 	st.conns[in] = c
@@ -499,6 +507,9 @@ func (f *Fleet) clientNotification(s *router.Session, x *transport.Exchange) boo
 // of s.
 func (f *Fleet) forEachSessionConn(s *router.Session, fn func(*upConn)) {
 	st := f.state(s)
+	if st == nil {
+		return
+	}
 	st.mu.Lock()
 	var list []*upConn
 	for _, c := range st.conns {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/router"
@@ -14,15 +15,87 @@ import (
 // waiting for the client's answer. The client sees id; the backend gets backendID back.
 type serverRequest struct {
 	id        uint64
+	method    string
 	conn      *upConn
 	backendID []byte
 	sess      *router.Session
+	timer     *time.Timer // the deadline; stopped by whoever removes the request
 }
 
+// serverRequests holds the requests waiting for a client's answer, by id and by
+// session: a session has at most Config.MaxServerRequests of them, each waits at most
+// its deadline, and those of a session that ends are answered at once.
 type serverRequests struct {
-	mu   sync.Mutex
-	next uint64
-	m    map[uint64]*serverRequest
+	mu     sync.Mutex
+	next   uint64
+	m      map[uint64]*serverRequest
+	bySess map[*router.Session]map[uint64]*serverRequest
+}
+
+// put records sr with a fresh id, unless its session has max requests pending.
+func (s *serverRequests) put(sr *serverRequest, max int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	set := s.bySess[sr.sess]
+	if len(set) >= max {
+		return false
+	}
+	if set == nil {
+		set = map[uint64]*serverRequest{}
+		s.bySess[sr.sess] = set
+	}
+	s.next++
+	sr.id = s.next
+	s.m[sr.id] = sr
+	set[sr.id] = sr
+	return true
+}
+
+// remove forgets sr and stops its deadline; the caller holds s.mu.
+func (s *serverRequests) remove(sr *serverRequest) {
+	delete(s.m, sr.id)
+	if set := s.bySess[sr.sess]; set != nil {
+		delete(set, sr.id)
+		if len(set) == 0 {
+			delete(s.bySess, sr.sess)
+		}
+	}
+	if sr.timer != nil {
+		sr.timer.Stop()
+	}
+}
+
+// take removes and returns the request with the given id, if sess (nil: any) sent it.
+func (s *serverRequests) take(id uint64, sess *router.Session) *serverRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sr := s.m[id]
+	if sr == nil || (sess != nil && sr.sess != sess) {
+		return nil
+	}
+	s.remove(sr)
+	return sr
+}
+
+// takeSession removes and returns the session's pending requests (it ended).
+func (s *serverRequests) takeSession(sess *router.Session) []*serverRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []*serverRequest
+	for _, sr := range s.bySess[sess] {
+		out = append(out, sr)
+	}
+	for _, sr := range out {
+		s.remove(sr)
+	}
+	return out
+}
+
+// pending counts the session's requests waiting for an answer.
+func (s *serverRequests) pending(sess *router.Session) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.bySess[sess])
 }
 
 // capabilityFor names the client capability a server-to-client method needs.
@@ -62,11 +135,16 @@ func (f *Fleet) backendRequest(c *upConn, msg []byte, m *codec.Message, reqID []
 		f.answer(c, codec.AppendError(nil, m.ID, codec.CodeMethodNotFound, "client does not support "+method+" (no "+capName+" capability)", nil))
 		return
 	}
-	sr := &serverRequest{conn: c, backendID: append([]byte(nil), m.ID...), sess: sess}
+	sr := &serverRequest{method: method, conn: c, backendID: append([]byte(nil), m.ID...), sess: sess}
+	if !f.srv.put(sr, f.cfg.MaxServerRequests) {
+		f.answer(c, codec.AppendError(nil, m.ID, CodeSessionLimit, "mcprouter: the client session already has "+strconv.Itoa(f.cfg.MaxServerRequests)+" requests from backends waiting for an answer; "+method+" refused", nil))
+		return
+	}
 	f.srv.mu.Lock()
-	f.srv.next++
-	sr.id = f.srv.next
-	f.srv.m[sr.id] = sr
+	if f.srv.m[sr.id] == sr { // not answered yet
+		id := sr.id
+		sr.timer = time.AfterFunc(f.serverRequestTimeout(c.b), func() { f.expireServerRequest(id) })
+	}
 	f.srv.mu.Unlock()
 
 	out := codec.AppendReplaceID(nil, msg, m, strconv.AppendUint(nil, sr.id, 10))
@@ -80,10 +158,7 @@ func (f *Fleet) backendRequest(c *upConn, msg []byte, m *codec.Message, reqID []
 		})
 	}
 	if !sent {
-		if err := sess.Transport().Send(out); err != nil {
-			f.srv.mu.Lock()
-			delete(f.srv.m, sr.id)
-			f.srv.mu.Unlock()
+		if err := sess.Transport().Send(out); err != nil && f.srv.take(sr.id, nil) != nil {
 			f.answer(c, codec.AppendError(nil, m.ID, codec.CodeInternalError, "mcprouter: cannot reach the client: "+err.Error(), nil))
 		}
 	}
@@ -109,14 +184,7 @@ func (f *Fleet) clientResponse(s *router.Session, x *transport.Exchange) bool {
 		x.Done()
 		return false
 	}
-	f.srv.mu.Lock()
-	sr := f.srv.m[id]
-	if sr != nil && sr.sess == s {
-		delete(f.srv.m, id)
-	} else {
-		sr = nil
-	}
-	f.srv.mu.Unlock()
+	sr := f.srv.take(id, s)
 	if sr == nil {
 		x.Done()
 		return false
@@ -141,10 +209,10 @@ func (f *Fleet) answerBackend(x *transport.Exchange, sr *serverRequest) {
 func (s *serverRequests) cancelled(f *Fleet, c *upConn, msg []byte, m *codec.Message) {
 	s.mu.Lock()
 	var sr *serverRequest
-	for id, r := range s.m {
+	for _, r := range s.m {
 		if r.conn == c && string(r.backendID) == string(m.RequestID) {
 			sr = r
-			delete(s.m, id)
+			s.remove(r)
 			break
 		}
 	}
@@ -154,4 +222,41 @@ func (s *serverRequests) cancelled(f *Fleet, c *upConn, msg []byte, m *codec.Mes
 	}
 	out := codec.AppendSplices(nil, msg, []codec.Splice{{Old: m.RequestID, New: strconv.AppendUint(nil, sr.id, 10)}})
 	sr.sess.Transport().Send(out)
+}
+
+// serverRequestTimeout is how long a request from backend b waits for a client's answer.
+func (f *Fleet) serverRequestTimeout(b *backend) time.Duration {
+	if f.cfg.ServerRequestTimeout > 0 {
+		return f.cfg.ServerRequestTimeout
+	}
+	return b.cfg.Timeout
+}
+
+// expireServerRequest answers the backend when its request outlived its deadline, and
+// tells the client to stop working on it.
+func (f *Fleet) expireServerRequest(id uint64) {
+	sr := f.srv.take(id, nil)
+	if sr == nil || f.ctx.Err() != nil {
+		return
+	}
+	f.Stats.ServerRequestsExpired.Add(1)
+	d := f.serverRequestTimeout(sr.conn.b)
+	f.answer(sr.conn, codec.AppendError(nil, sr.backendID, CodeClientTimeout, "mcprouter: the client did not answer "+sr.method+" within "+d.String(), nil))
+	if t := sr.sess.Transport(); t != nil {
+		params := append([]byte(`{"requestId":`), strconv.AppendUint(nil, sr.id, 10)...)
+		params = append(params, `,"reason":"timed out"}`...)
+		t.Send(codec.AppendNotification(nil, "notifications/cancelled", params))
+	}
+}
+
+// dropServerRequests answers the backends whose requests a closed session will never
+// answer.
+func (f *Fleet) dropServerRequests(s *router.Session) {
+	for _, sr := range f.srv.takeSession(s) {
+		f.Stats.ServerRequestsDropped.Add(1)
+		if f.ctx == nil || f.ctx.Err() != nil {
+			continue
+		}
+		f.answer(sr.conn, codec.AppendError(nil, sr.backendID, CodeClientGone, "mcprouter: the client session ended before answering "+sr.method, nil))
+	}
 }

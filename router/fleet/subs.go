@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync"
 	"time"
 
@@ -75,6 +76,10 @@ func (s *localSubs) handle(sess *router.Session, x *transport.Exchange, b *backe
 	s.mu.Lock()
 	set := s.byKey[key]
 	if string(x.Msg.Method) == "resources/subscribe" {
+		if f.subLimitReached(s.bySess[sess], key) {
+			s.mu.Unlock()
+			return f.refuseSubscription(x)
+		}
 		first := len(set) == 0
 		if set == nil {
 			set = map[*router.Session]struct{}{}
@@ -297,6 +302,18 @@ func (f *Fleet) upstreamSubscribe(key subKey, method string, c *upConn) error {
 		f.held.set(key, c)
 	}
 	return err
+}
+
+// subLimitReached reports whether a session holding the subscriptions in held may not
+// add key: one client must not make the router hold an unbounded set for it.
+func (f *Fleet) subLimitReached(held map[subKey]struct{}, key subKey) bool {
+	_, has := held[key]
+	return !has && len(held) >= f.cfg.MaxSubscriptions
+}
+
+// refuseSubscription answers a resources/subscribe beyond the session's limit.
+func (f *Fleet) refuseSubscription(x *transport.Exchange) bool {
+	return f.replyErr(x, CodeSessionLimit, "mcprouter: the session already holds "+strconv.Itoa(f.cfg.MaxSubscriptions)+" resource subscriptions, the most allowed; unsubscribe from one first")
 }
 
 func listOf(bySess map[*router.Session]map[subKey]struct{}, sess *router.Session) []subKey {

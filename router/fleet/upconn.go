@@ -25,6 +25,8 @@ type upConn struct {
 
 	version string // negotiated with the backend
 	killed  atomic.Bool
+	// slot is true while a per-client session holds one of Fleet.upSlots.
+	slot atomic.Bool
 }
 
 func (c *upConn) dead() bool {

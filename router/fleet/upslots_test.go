@@ -1,0 +1,159 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/router"
+	"github.com/mcprouter/mcprouter/transport/upstream"
+)
+
+// fakeBackend counts the upstream sessions open at once, like child processes.
+type fakeBackend struct {
+	open, peak atomic.Int64
+}
+
+func (fb *fakeBackend) dialer() Dialer {
+	return Dialer{Addr: "fake", Dial: func(ctx context.Context, sink upstream.Sink) (upstream.Conn, error) {
+		n := fb.open.Add(1)
+		for p := fb.peak.Load(); n > p && !fb.peak.CompareAndSwap(p, n); p = fb.peak.Load() {
+		}
+		return &fakeConn{fb: fb, sink: sink, done: make(chan struct{})}, nil
+	}}
+}
+
+// fakeConn answers every request at once, in Send (as an HTTP backend does).
+type fakeConn struct {
+	fb   *fakeBackend
+	sink upstream.Sink
+	once sync.Once
+	done chan struct{}
+}
+
+func (c *fakeConn) Send(ctx context.Context, msg []byte) error {
+	var m codec.Message
+	if err := codec.Scan(msg, &m); err != nil || m.Kind != codec.KindRequest {
+		return err
+	}
+	res := []byte(`{}`)
+	if string(m.Method) == "initialize" {
+		res = []byte(`{"protocolVersion":"2025-06-18","capabilities":{}}`)
+	}
+	c.sink.Message(codec.AppendResult(nil, m.ID, res))
+	return nil
+}
+
+func (c *fakeConn) SetProtocolVersion(string) {}
+func (c *fakeConn) Done() <-chan struct{}     { return c.done }
+func (c *fakeConn) Err() error                { return nil }
+func (c *fakeConn) Close() error {
+	c.once.Do(func() { c.fb.open.Add(-1); close(c.done) })
+	return nil
+}
+
+// perClientFleet is a fleet with one per-client backend on a fakeBackend, not started:
+// its instance is marked healthy by hand.
+func perClientFleet(t *testing.T, max int, wait time.Duration) (*Fleet, *fakeBackend) {
+	fb := &fakeBackend{}
+	f := New(Config{MaxUpstreamSessions: max, UpstreamSessionWait: wait, Backends: []BackendConfig{
+		{Name: "pc", PerClient: true, Timeout: time.Minute, Dialers: []Dialer{fb.dialer()}},
+	}})
+	f.ctx, f.cancel = context.WithCancel(context.Background())
+	t.Cleanup(f.cancel)
+	f.backends[0].instances[0].healthy.Store(true)
+	return f, fb
+}
+
+// openFor opens (or finds) sess's upstream session as a forwarded request would.
+func openFor(f *Fleet, sess *router.Session) (*upConn, error) {
+	return f.connFor(&entry{sess: sess, backend: f.backends[0], deadline: deadlineIn(time.Minute)})
+}
+
+// TestUpstreamSessionCap checks the cap on per-client upstream sessions: beyond it a
+// session waits, proceeds once another session ended and its upstream session was
+// closed, and is refused with errUpstreamFull when none ends in time; never are more
+// open than the cap.
+func TestUpstreamSessionCap(t *testing.T) {
+	f, fb := perClientFleet(t, 2, time.Minute)
+	sess := make([]*router.Session, 6)
+	for i := range sess {
+		sess[i] = new(router.Session)
+		f.SessionOpened(sess[i])
+	}
+	for i := 0; i < 2; i++ {
+		if _, err := openFor(f, sess[i]); err != nil {
+			t.Fatalf("session %d: %v", i, err)
+		}
+	}
+	if c, err := openFor(f, sess[0]); err != nil || c == nil {
+		t.Fatalf("a session's second request did not reuse its upstream session: %v", err)
+	}
+	// Four more wait their turn; each one that gets a session ends, freeing a slot.
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for i := 2; i < 6; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := openFor(f, sess[i]); err != nil {
+				errs <- err
+				return
+			}
+			f.SessionClosed(sess[i])
+		}()
+	}
+	eventually(t, "two requests queued", func() bool { return f.Stats.UpstreamQueued.Load() >= 2 || len(errs) > 0 })
+	f.SessionClosed(sess[0])
+	f.SessionClosed(sess[1])
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if p := fb.peak.Load(); p > 2 {
+		t.Errorf("%d upstream sessions open at once, want at most 2", p)
+	}
+	eventually(t, "every upstream session closed", func() bool { return fb.open.Load() == 0 && f.UpstreamSessions() == 0 })
+}
+
+// TestUpstreamSessionRefused: with every slot held and none freed within the wait, the
+// request is refused as overloaded; a session that ended gets nothing opened.
+func TestUpstreamSessionRefused(t *testing.T) {
+	f, fb := perClientFleet(t, 1, 20*time.Millisecond)
+	a, b := new(router.Session), new(router.Session)
+	f.SessionOpened(a)
+	f.SessionOpened(b)
+	if _, err := openFor(f, a); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := openFor(f, b); !errors.Is(err, errUpstreamFull) {
+		t.Fatalf("beyond the cap: err = %v, want errUpstreamFull", err)
+	}
+	if got := f.Stats.UpstreamRefused.Load(); got != 1 {
+		t.Errorf("UpstreamRefused = %d, want 1", got)
+	}
+	f.SessionClosed(b)
+	if _, err := openFor(f, b); !errors.Is(err, errSessionEnded) {
+		t.Fatalf("for an ended session: err = %v, want errSessionEnded", err)
+	}
+	f.SessionClosed(a)
+	eventually(t, "every upstream session closed", func() bool { return fb.open.Load() == 0 && f.UpstreamSessions() == 0 })
+}
+
+// eventually waits for cond, which an event in another goroutine makes true, failing
+// the test if it does not hold within a generous bound.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within 20s: %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
