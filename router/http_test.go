@@ -136,13 +136,16 @@ func TestHTTPLifecycle(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 
-	// The session limit: a clear error, and no session id.
-	h.initialize(V20250618)
+	// The session limit: the longest-idle session makes room for a new one.
+	oldest := h.initialize(V20250618)
 	h.initialize(V20250618)
 	h.initialize(V20250618)
 	resp, body = h.post("", "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
-	if resp.Header.Get(transport.HeaderSessionID) != "" || !strings.Contains(body, "too many sessions") {
-		t.Errorf("initialize past the session limit: %s", body)
+	if resp.Header.Get(transport.HeaderSessionID) == "" {
+		t.Errorf("initialize past the session limit, with idle sessions: %s, want the oldest evicted", body)
+	}
+	if resp, _ := h.post(oldest, V20250618, `{"jsonrpc":"2.0","id":6,"method":"ping"}`); resp.StatusCode != 404 {
+		t.Errorf("the longest-idle session after eviction: %d, want 404", resp.StatusCode)
 	}
 }
 

@@ -3,6 +3,7 @@ package router
 import (
 	"encoding/json"
 	"errors"
+	"strconv"
 
 	"github.com/bytedance/sonic"
 
@@ -89,6 +90,9 @@ func (r *Router) notification(j *job, method string) bool {
 	case "notifications/initialized":
 		if j.s != nil {
 			j.s.initialized.Store(true)
+			if t := j.s.Transport(); t != nil {
+				t.MarkReady() // no longer subject to the transport's handshake timeout
+			}
 		}
 		j.done()
 		return true
@@ -135,22 +139,22 @@ func (r *Router) initialize(j *job) {
 		j.replyError(codec.CodeInvalidParams, "Unsupported protocol version", data)
 		return
 	}
+	if msg := oversized(p.Capabilities, p.ClientInfo); msg != "" {
+		j.replyError(codec.CodeInvalidParams, msg, nil)
+		return
+	}
 	version := Negotiate(*p.ProtocolVersion)
 	s := &Session{version: version, r: r}
-	if len(p.Capabilities) > 0 {
-		s.clientCaps = append([]byte(nil), p.Capabilities...)
-	}
-	if len(p.ClientInfo) > 0 {
-		s.clientInfo = append([]byte(nil), p.ClientInfo...)
-	}
+	s.keepClient(p.Capabilities, p.ClientInfo)
 	s.logLevel.Store(1) // info
 	ts, err := x.Bind(version, s)
 	if err != nil {
-		msg := "cannot open session: " + err.Error()
-		if errors.Is(err, transport.ErrTooManySessions) {
-			msg = "cannot open session: too many sessions (the router is at its session limit); retry later"
-		}
-		j.replyError(codec.CodeInvalidRequest, msg, nil)
+		j.replyError(codec.CodeInvalidRequest, bindRefusal(err), nil)
+		return
+	}
+	if !ts.Account().TryReserve(s.recordBytes()) {
+		ts.Close()
+		j.replyError(codec.CodeInvalidRequest, "cannot open session: the router's memory budget for sessions is exhausted; retry later", nil)
 		return
 	}
 	s.t.Store(ts)
@@ -179,6 +183,37 @@ func (r *Router) initialize(j *job) {
 	// res lives in j.buf's storage; the reply is built in a fresh buffer.
 	j.buf = nil
 	j.reply(res)
+}
+
+// MaxClientField bounds the capabilities and the clientInfo of initialize, each: they
+// are kept for the session's life (and in its record), so their size is the client's
+// to choose only within reason.
+const MaxClientField = 64 << 10
+
+// oversized is the error message for capabilities or clientInfo beyond MaxClientField,
+// "" when both fit.
+func oversized(caps, info []byte) string {
+	for _, f := range []struct {
+		name string
+		v    []byte
+	}{{"capabilities", caps}, {"clientInfo", info}} {
+		if len(f.v) > MaxClientField {
+			return "Invalid params: " + f.name + " is " + strconv.Itoa(len(f.v)) + " bytes, at most " +
+				strconv.Itoa(MaxClientField) + " (64 KiB) allowed"
+		}
+	}
+	return ""
+}
+
+// bindRefusal is the message of a session the transport would not open.
+func bindRefusal(err error) string {
+	switch {
+	case errors.Is(err, transport.ErrClientQuota):
+		return "cannot open session: too many sessions from this address, all of them busy; end some (DELETE) or retry later"
+	case errors.Is(err, transport.ErrTooManySessions):
+		return "cannot open session: too many sessions (the router is at its session limit); retry later"
+	}
+	return "cannot open session: " + err.Error()
 }
 
 func (r *Router) setLevel(j *job) {

@@ -134,6 +134,32 @@ type Session struct {
 // Version is the negotiated revision.
 func (s *Session) Version() string { return s.version }
 
+// keepClient keeps the client's capabilities and clientInfo in one allocation: the
+// session's only copy (the decoded params are dropped after initialize).
+func (s *Session) keepClient(caps, info []byte) {
+	if len(caps)+len(info) == 0 {
+		return
+	}
+	buf := make([]byte, 0, len(caps)+len(info))
+	buf = append(buf, caps...)
+	buf = append(buf, info...)
+	if len(caps) > 0 {
+		s.clientCaps = buf[:len(caps):len(caps)]
+	}
+	if len(info) > 0 {
+		s.clientInfo = buf[len(caps):]
+	}
+}
+
+// sessionOverhead approximates what a session costs beyond its client fields: the
+// router's and the transport's session structures and their map entries.
+const sessionOverhead = 1 << 10
+
+// recordBytes is what the session's record costs the memory budget.
+func (s *Session) recordBytes() int64 {
+	return int64(sessionOverhead + len(s.clientCaps) + len(s.clientInfo))
+}
+
 // ClientCapabilities is the raw capabilities object the client sent at initialize.
 func (s *Session) ClientCapabilities() []byte { return s.clientCaps }
 

@@ -273,6 +273,7 @@ type req struct {
 	path    string
 	body    string
 	headers map[string]string // "" value deletes a default header
+	from    string            // the client's IP address; "" for the in-memory default (none)
 }
 
 // do sends r with the defaults of an MCP client (JSON content type, Accept of both) and
@@ -305,7 +306,11 @@ func (ts *testServer) do(r req) *http.Response {
 	if hr.Header.Get("Host") != "" {
 		hr.Host = hr.Header.Get("Host")
 	}
-	resp, err := ts.cl.Do(hr)
+	cl := ts.cl
+	if r.from != "" {
+		cl = ts.clientFrom(r.from)
+	}
+	resp, err := cl.Do(hr)
 	if err != nil {
 		cancel()
 		ts.t.Fatalf("%s %s: %v", r.method, r.path, err)
@@ -322,6 +327,16 @@ func (ts *testServer) do(r req) *http.Response {
 	}
 	resp.Body = io.NopCloser(bytes.NewReader(b))
 	return resp
+}
+
+// clientFrom is an HTTP client whose connections come from the IP address ip.
+func (ts *testServer) clientFrom(ip string) *http.Client {
+	local := &net.TCPAddr{IP: net.ParseIP(ip), Port: 40000}
+	cl := &http.Client{Transport: &http.Transport{
+		DialContext: func(context.Context, string, string) (net.Conn, error) { return ts.ln.DialWithLocalAddr(local) },
+	}}
+	ts.t.Cleanup(cl.CloseIdleConnections)
+	return cl
 }
 
 type cancelBody struct {

@@ -37,10 +37,21 @@ func (s *HTTPServer) ServeLegacyStream(ctx *fasthttp.RequestCtx) {
 	if s.shuttingDown(ctx) {
 		return
 	}
-	out := &legacyOut{stream: sse.NewStream(0, s.cfg.Stream)}
-	sess, err := s.reg.create(KindLegacySSE, LegacyVersion, nil, out)
+	// The session exists before initialize: it counts against its address's quota and
+	// rate, and ends if the handshake does not finish in time (RegistryConfig.InitTimeout).
+	client, ok := s.allowNewSession(ctx)
+	if !ok {
+		return
+	}
+	acct := s.reg.newAccount()
+	cfg := s.cfg.Stream
+	cfg.Account = acct
+	out := &legacyOut{stream: sse.NewStream(0, cfg)}
+	acct.SetReclaim(func(need int64) bool { return out.stream.Trim(int(need)) > 0 })
+	sess, err := s.reg.open(sessionSpec{kind: KindLegacySSE, version: LegacyVersion, out: out, acct: acct, client: client})
 	if err != nil {
-		s.rpcError(ctx, fasthttp.StatusServiceUnavailable, codec.CodeInvalidRequest, "too many sessions", nil)
+		acct.Close()
+		s.rpcError(ctx, fasthttp.StatusServiceUnavailable, codec.CodeInvalidRequest, sessionRefusal(err), nil)
 		return
 	}
 	// The endpoint event goes first; it is published like any other event so that it is
@@ -73,6 +84,14 @@ func (s *HTTPServer) ServeLegacyStream(ctx *fasthttp.RequestCtx) {
 		// A legacy session cannot be resumed: its stream is its life.
 		sess.Close()
 	})
+}
+
+// sessionRefusal is the message of a new session refused by the registry.
+func sessionRefusal(err error) string {
+	if err == ErrClientQuota {
+		return "too many sessions from this address: end some, or retry later"
+	}
+	return "too many sessions: retry later"
 }
 
 // ServeLegacyMessage is the fasthttp handler of the legacy POST endpoint (/message).

@@ -140,7 +140,7 @@ func (u *natsUnit) finish(c *call) {
 	u.once.Do(func() { u.req.Respond(body, micro.WithHeaders(micro.Headers{HeaderNATSDirect: {u.direct}})) })
 }
 
-func (u *natsUnit) released(*call) {}
+func (u *natsUnit) released(*call) { u.sess.endCall() }
 
 // natsOut publishes a NATS session's own messages to the client's reply subject.
 type natsOut struct {
@@ -161,17 +161,5 @@ func (o *natsOut) close(int) {}
 
 // createWithID registers a session whose id the client chose (NATS sessions).
 func (r *Registry) createWithID(id string, kind Kind, version string, state SessionState, out sessionOutput) (*Session, error) {
-	s := &Session{id: id, kind: kind, reg: r, out: out, done: make(chan struct{})}
-	s.info.Store(&sessionInfo{version: version, state: state})
-	s.touch()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if old, dup := r.sessions[id]; dup {
-		return old, nil
-	}
-	if len(r.sessions) >= r.cfg.MaxSessions {
-		return nil, ErrTooManySessions
-	}
-	r.sessions[id] = s
-	return s, nil
+	return r.open(sessionSpec{id: id, kind: kind, version: version, state: state, out: out})
 }

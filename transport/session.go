@@ -4,9 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/mcprouter/mcprouter/transport/budget"
 )
 
 // Session is the transport side of one client session: its id, its revision, its streams,
@@ -17,6 +20,12 @@ type Session struct {
 	info atomic.Pointer[sessionInfo]
 	reg  *Registry
 	out  sessionOutput
+
+	client   netip.Addr      // the client's address key (see clientKey); zero: none
+	acct     *budget.Account // the session's share of the memory budget; nil: no budget
+	born     int64           // unix nanoseconds
+	ready    atomic.Bool     // the client sent notifications/initialized
+	inflight atomic.Int32    // client calls not yet answered
 
 	lastActive atomic.Int64 // unix nanoseconds
 	closed     atomic.Bool
@@ -110,6 +119,7 @@ func (s *Session) closeWith(retryMs int) {
 		s.reg.remove(s)
 	}
 	s.out.close(retryMs)
+	s.acct.Close()
 	if s.reg != nil && s.reg.handler != nil {
 		s.reg.handler.SessionClosed(s)
 	}
@@ -117,21 +127,66 @@ func (s *Session) closeWith(retryMs int) {
 
 func (s *Session) touch() { s.lastActive.Store(time.Now().UnixNano()) }
 
+// MarkReady records that the client finished the handshake (notifications/initialized):
+// from now on the session is no longer subject to RegistryConfig.InitTimeout.
+func (s *Session) MarkReady() { s.ready.Store(true) }
+
+// Ready reports whether MarkReady was called.
+func (s *Session) Ready() bool { return s.ready.Load() }
+
+// Account is the session's share of the memory budget (nil when budgets are off): the
+// handler reserves what it keeps for the session (its record) from it.
+func (s *Session) Account() *budget.Account { return s.acct }
+
+// beginCall and endCall bracket a client call on the session: a session with calls in
+// flight is busy, and is not evicted to make room for another.
+func (s *Session) beginCall() { s.inflight.Add(1) }
+func (s *Session) endCall()   { s.inflight.Add(-1) }
+
 // RegistryConfig bounds the sessions a process keeps. Zero values take the defaults.
+//
+// Fairness between clients: no address may hold more than MaxPerClient sessions (a new
+// one past it replaces that address's own longest-idle session), and when the whole
+// table is full a new session replaces the longest-idle session of anyone. A session
+// that is busy (a call in flight, or the client holding a stream open) is never
+// replaced; when every candidate is busy, the new session is refused instead.
 type RegistryConfig struct {
-	// MaxSessions caps concurrent sessions; initialize beyond it is refused. Default 10000.
+	// MaxSessions caps concurrent sessions. Default 10000.
 	MaxSessions int
+	// MaxPerClient caps the sessions of one client address (an IPv4 address, or an IPv6
+	// /64 network). Default 1000; negative: no cap. stdio and NATS sessions have no
+	// address and no cap.
+	MaxPerClient int
 	// IdleTimeout ends a session with no client activity (no message, no open stream) for
 	// this long. Default 30 minutes; negative disables expiry.
 	IdleTimeout time.Duration
+	// InitTimeout ends a session whose client has not finished the handshake
+	// (notifications/initialized, see Session.MarkReady) this long after it was created,
+	// open stream or not. Default 30s; negative disables it.
+	InitTimeout time.Duration
+	// Budget, when set, is the memory budget every session draws its share from.
+	Budget *budget.Budget
 }
+
+// Defaults of RegistryConfig.
+const (
+	DefaultMaxSessions  = 10000
+	DefaultMaxPerClient = 1000
+	DefaultInitTimeout  = 30 * time.Second
+)
 
 func (c *RegistryConfig) defaults() {
 	if c.MaxSessions <= 0 {
-		c.MaxSessions = 10000
+		c.MaxSessions = DefaultMaxSessions
+	}
+	if c.MaxPerClient == 0 {
+		c.MaxPerClient = DefaultMaxPerClient
 	}
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = 30 * time.Minute
+	}
+	if c.InitTimeout == 0 {
+		c.InitTimeout = DefaultInitTimeout
 	}
 }
 
@@ -140,20 +195,26 @@ type Registry struct {
 	cfg     RegistryConfig
 	handler Handler
 
-	mu       sync.RWMutex
-	sessions map[string]*Session
+	mu        sync.RWMutex
+	sessions  map[string]*Session
+	perClient map[netip.Addr]int
 
 	stop chan struct{}
 	wg   sync.WaitGroup
 	// Expired counts sessions ended by idle expiry.
 	Expired atomic.Uint64
+	// Unready counts sessions ended because the handshake did not finish in InitTimeout.
+	Unready atomic.Uint64
+	// Evicted counts idle sessions ended to make room for a new one.
+	Evicted atomic.Uint64
 }
 
 // NewRegistry starts a registry; Close stops its expiry sweeper.
 func NewRegistry(cfg RegistryConfig, h Handler) *Registry {
 	cfg.defaults()
-	r := &Registry{cfg: cfg, handler: h, sessions: make(map[string]*Session), stop: make(chan struct{})}
-	if cfg.IdleTimeout > 0 {
+	r := &Registry{cfg: cfg, handler: h, sessions: make(map[string]*Session),
+		perClient: make(map[netip.Addr]int), stop: make(chan struct{})}
+	if cfg.IdleTimeout > 0 || cfg.InitTimeout > 0 {
 		r.wg.Add(1)
 		go r.sweep()
 	}
@@ -189,31 +250,140 @@ func (r *Registry) Each(fn func(*Session)) {
 	}
 }
 
+// newAccount is a new session's share of the budget (nil without one).
+func (r *Registry) newAccount() *budget.Account { return r.cfg.Budget.Account() }
+
+// sessionSpec is what opening a session needs.
+type sessionSpec struct {
+	id      string // "" for a fresh random id
+	kind    Kind
+	version string
+	state   SessionState
+	out     sessionOutput
+	acct    *budget.Account
+	client  netip.Addr // see clientKey; zero for none
+	ready   bool       // the handshake is known done (a session carried on from elsewhere)
+}
+
 func (r *Registry) create(kind Kind, version string, state SessionState, out sessionOutput) (*Session, error) {
-	s := &Session{kind: kind, reg: r, out: out, done: make(chan struct{})}
-	s.info.Store(&sessionInfo{version: version, state: state})
+	return r.open(sessionSpec{kind: kind, version: version, state: state, out: out})
+}
+
+// maxEvictions bounds the tries of open to make room: each evicts one session, and
+// another client may take the room first.
+const maxEvictions = 4
+
+// open registers a new session, making room by evicting an idle one when its client is
+// at its quota or the table is full (see RegistryConfig). With a spec id already taken,
+// it returns the session holding it.
+func (r *Registry) open(sp sessionSpec) (*Session, error) {
+	s := &Session{id: sp.id, kind: sp.kind, reg: r, out: sp.out, acct: sp.acct, client: sp.client, done: make(chan struct{})}
+	s.info.Store(&sessionInfo{version: sp.version, state: sp.state})
+	s.ready.Store(sp.ready)
 	s.touch()
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	s.born = s.lastActive.Load()
+	for try := 0; ; try++ {
+		r.mu.Lock()
+		if old, dup := r.sessions[sp.id]; dup && sp.id != "" {
+			r.mu.Unlock()
+			return old, nil
+		}
+		victim, err := r.roomLocked(sp.client)
+		if victim == nil && err == nil {
+			r.addLocked(s)
+			r.mu.Unlock()
+			return s, nil
+		}
+		r.mu.Unlock()
+		if err != nil || try == maxEvictions {
+			if err == nil {
+				err = ErrTooManySessions
+			}
+			return nil, err
+		}
+		r.Evicted.Add(1)
+		victim.Close() // outside the lock: closing takes it, and tells the handler
+	}
+}
+
+// roomLocked decides whether a session of client fits: (nil, nil) when it does, an idle
+// session to evict first, or the error to refuse with when every candidate is busy.
+func (r *Registry) roomLocked(client netip.Addr) (*Session, error) {
+	if client.IsValid() && r.cfg.MaxPerClient > 0 && r.perClient[client] >= r.cfg.MaxPerClient {
+		if v := r.longestIdleLocked(client, true); v != nil {
+			return v, nil
+		}
+		return nil, ErrClientQuota
+	}
 	if len(r.sessions) >= r.cfg.MaxSessions {
+		if v := r.longestIdleLocked(client, false); v != nil {
+			return v, nil
+		}
 		return nil, ErrTooManySessions
 	}
-	for {
+	return nil, nil
+}
+
+// longestIdleLocked is the session with the oldest activity that is not busy, among
+// client's sessions when sameClient is set, among all otherwise; nil when all are busy.
+// A linear scan: it runs only when the table or a quota is full.
+func (r *Registry) longestIdleLocked(client netip.Addr, sameClient bool) *Session {
+	var victim *Session
+	oldest := int64(0)
+	for _, s := range r.sessions {
+		if sameClient && s.client != client {
+			continue
+		}
+		if t := s.lastActive.Load(); (victim == nil || t < oldest) && !s.closed.Load() && !s.busy() {
+			victim, oldest = s, t
+		}
+	}
+	return victim
+}
+
+// addLocked registers s, giving it a fresh id when it has none.
+func (r *Registry) addLocked(s *Session) {
+	for s.id == "" {
 		s.id = newSessionID()
-		if _, dup := r.sessions[s.id]; !dup {
-			break
+		if _, dup := r.sessions[s.id]; dup {
+			s.id = ""
 		}
 	}
 	r.sessions[s.id] = s
-	return s, nil
+	if s.client.IsValid() {
+		r.perClient[s.client]++
+	}
 }
 
 func (r *Registry) remove(s *Session) {
 	r.mu.Lock()
 	if r.sessions[s.id] == s {
 		delete(r.sessions, s.id)
+		if s.client.IsValid() {
+			if n := r.perClient[s.client] - 1; n > 0 {
+				r.perClient[s.client] = n
+			} else {
+				delete(r.perClient, s.client)
+			}
+		}
 	}
 	r.mu.Unlock()
+}
+
+// clientKey is the address a client's sessions are counted under: its IPv4 address, or
+// the /64 network of its IPv6 address (one host commonly holds a whole /64). An invalid
+// or unspecified address gives the zero Addr: no quota.
+func clientKey(ip netip.Addr) netip.Addr {
+	ip = ip.Unmap()
+	if !ip.IsValid() || ip.IsUnspecified() {
+		return netip.Addr{}
+	}
+	if ip.Is6() {
+		if p, err := ip.Prefix(64); err == nil {
+			return p.Addr()
+		}
+	}
+	return ip
 }
 
 // CloseAll ends every session, asking clients to reconnect after retryMs (shutdown).
@@ -233,34 +403,54 @@ func (r *Registry) Close() {
 
 func (r *Registry) sweep() {
 	defer r.wg.Done()
-	period := r.cfg.IdleTimeout / 4
-	if period > time.Minute {
-		period = time.Minute
-	}
-	if period < 10*time.Millisecond {
-		period = 10 * time.Millisecond
-	}
-	t := time.NewTicker(period)
+	t := time.NewTicker(r.sweepPeriod())
 	defer t.Stop()
 	for {
 		select {
 		case <-r.stop:
 			return
 		case now := <-t.C:
-			cutoff := now.Add(-r.cfg.IdleTimeout).UnixNano()
-			r.Each(func(s *Session) {
-				if s.lastActive.Load() < cutoff && !s.busy() {
-					r.Expired.Add(1)
-					s.Close()
-				}
-			})
+			r.expire(now)
 		}
 	}
 }
 
-// busy reports whether the client holds a stream open on the session, which counts as
-// activity.
+// sweepPeriod is how often the sweeper looks: a quarter of the shortest timeout, within
+// 10ms..1m.
+func (r *Registry) sweepPeriod() time.Duration {
+	period := time.Minute
+	for _, d := range []time.Duration{r.cfg.IdleTimeout, r.cfg.InitTimeout} {
+		if d > 0 {
+			period = min(period, d/4)
+		}
+	}
+	return max(period, 10*time.Millisecond)
+}
+
+// expire ends the sessions idle past IdleTimeout (unless busy) and those whose handshake
+// did not finish within InitTimeout (busy or not: a legacy stream opened and never
+// used holds its stream open).
+func (r *Registry) expire(now time.Time) {
+	idleCutoff := now.Add(-r.cfg.IdleTimeout).UnixNano()
+	initCutoff := now.Add(-r.cfg.InitTimeout).UnixNano()
+	r.Each(func(s *Session) {
+		switch {
+		case r.cfg.InitTimeout > 0 && !s.ready.Load() && s.born < initCutoff:
+			r.Unready.Add(1)
+			s.Close()
+		case r.cfg.IdleTimeout > 0 && s.lastActive.Load() < idleCutoff && !s.busy():
+			r.Expired.Add(1)
+			s.Close()
+		}
+	})
+}
+
+// busy reports whether the client has calls in flight on the session or holds a stream
+// open on it, which counts as activity.
 func (s *Session) busy() bool {
+	if s.inflight.Load() > 0 {
+		return true
+	}
 	if b, ok := s.out.(interface{ attached() bool }); ok {
 		return b.attached()
 	}

@@ -7,13 +7,18 @@ import (
 	"time"
 )
 
-// TestMaxSessions: past MaxSessions, initialize is refused with a clear error (the
-// handler sees ErrTooManySessions from Bind) and so is a legacy stream (503); ending a
-// session makes room again.
+// TestMaxSessions: past MaxSessions with every session busy (its client holding a
+// stream open), initialize is refused with a clear error (the handler sees
+// ErrTooManySessions from Bind) and so is a legacy stream (503); ending a session makes
+// room again.
 func TestMaxSessions(t *testing.T) {
 	ts := newTestServer(t, serverOpts{reg: RegistryConfig{MaxSessions: 2}})
 	a := ts.initialize("2025-06-18")
-	ts.initialize("2025-06-18")
+	b := ts.initialize("2025-06-18")
+	for _, sid := range []string{a, b} {
+		get := ts.do(req{method: "GET", headers: sessionHeaders(sid, "2025-06-18")})
+		defer get.Body.Close()
+	}
 
 	resp := ts.do(req{body: `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`})
 	body := bodyOf(resp)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"net"
+	"net/netip"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -12,6 +13,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/transport/budget"
 	"github.com/mcprouter/mcprouter/transport/sse"
 )
 
@@ -49,8 +51,17 @@ type HTTPConfig struct {
 	// ReplyTimeout bounds how long a POST waits for its replies before it gives up with an
 	// error; the router's own per-request timeouts normally answer first. Default 10m.
 	ReplyTimeout time.Duration
-	// MaxPostStreams bounds the POST reply streams a session keeps for resumption. Default 64.
+	// MaxPostStreams bounds the finished POST reply streams a session keeps for
+	// resumption. Default 8. Together with the session's other streams they also stay
+	// within the session's share of the memory budget (RegistryConfig.Budget), the
+	// oldest finished stream forgotten first.
 	MaxPostStreams int
+	// InitRate and InitBurst bound the requests without a session (initialize) and
+	// legacy stream openings one client address may make: a token bucket of InitBurst
+	// tokens refilled at InitRate per second. Past it: 429 with Retry-After. Defaults
+	// 100/s and 200; a negative InitRate disables the limit.
+	InitRate  float64
+	InitBurst int
 	// LegacyEndpoint is the POST path announced to legacy HTTP+SSE clients. Default /message.
 	LegacyEndpoint string
 	// Resolver, when set, is asked about session ids this process does not know: a
@@ -89,6 +100,13 @@ type EventLog interface {
 	Forget(sessionID string)
 }
 
+// Defaults of HTTPConfig.
+const (
+	DefaultMaxPostStreams = 8
+	DefaultInitRate       = 100
+	DefaultInitBurst      = 200
+)
+
 func (c *HTTPConfig) defaults() {
 	if c.MaxBatch <= 0 {
 		c.MaxBatch = 256
@@ -109,7 +127,13 @@ func (c *HTTPConfig) defaults() {
 		c.ReplyTimeout = 10 * time.Minute
 	}
 	if c.MaxPostStreams <= 0 {
-		c.MaxPostStreams = 64
+		c.MaxPostStreams = DefaultMaxPostStreams
+	}
+	if c.InitRate == 0 {
+		c.InitRate = DefaultInitRate
+	}
+	if c.InitBurst <= 0 {
+		c.InitBurst = DefaultInitBurst
 	}
 	if c.LegacyEndpoint == "" {
 		c.LegacyEndpoint = "/message"
@@ -127,6 +151,8 @@ type HTTPStats struct {
 	Adopted atomic.Uint64
 	// ResumeGone counts GET resumptions that could not replay from the client's id.
 	ResumeGone atomic.Uint64
+	// RateLimited counts requests refused by the per-address initialize rate limit.
+	RateLimited atomic.Uint64
 	// ParseErrors and InvalidRequests count messages (batch elements included) that the
 	// codec rejected, by JSON-RPC class: -32700 and -32600 (see codecError).
 	ParseErrors     atomic.Uint64
@@ -142,13 +168,15 @@ type HTTPServer struct {
 	policy   SessionlessPolicy
 	closing  chan struct{}
 	stopOnce sync.Once
+	inits    *rateLimiter
 	Stats    HTTPStats
 }
 
 // NewHTTPServer returns the HTTP endpoints serving sessions of reg, handing messages to h.
 func NewHTTPServer(cfg HTTPConfig, reg *Registry, h Handler) *HTTPServer {
 	cfg.defaults()
-	s := &HTTPServer{cfg: cfg, reg: reg, handler: h, closing: make(chan struct{})}
+	s := &HTTPServer{cfg: cfg, reg: reg, handler: h, closing: make(chan struct{}),
+		inits: newRateLimiter(cfg.InitRate, cfg.InitBurst)}
 	s.policy, _ = h.(SessionlessPolicy)
 	return s
 }
@@ -257,16 +285,22 @@ func (s *HTTPServer) post(ctx *fasthttp.RequestCtx) {
 	if !ok {
 		return
 	}
+	var client netip.Addr
 	if sess != nil {
 		sess.touch()
 		if len(ctx.Request.Header.Peek(HeaderProtocolVersion)) == 0 {
 			version = sess.Version()
 		}
+	} else if client, ok = s.allowNewSession(ctx); !ok {
+		return
 	}
 	body := ctx.PostBody()
 
 	p := getPost()
-	p.srv, p.sess, p.accept, p.version = s, sess, accept, version
+	p.srv, p.sess, p.accept, p.version, p.client = s, sess, accept, version, client
+	if sess != nil {
+		sess.beginCall() // ended when the post is released
+	}
 	if codec.IsBatch(body) {
 		if sess != nil && sess.Version() > s.cfg.BatchMaxVersion {
 			putPost(p)
@@ -290,6 +324,21 @@ func (s *HTTPServer) post(ctx *fasthttp.RequestCtx) {
 	}
 	p.elems = append(p.elems[:0], body)
 	s.serveUnit(ctx, p, false)
+}
+
+// allowNewSession takes a token from the client address's initialize bucket, and
+// answers 429 with Retry-After when it is empty. It returns the client's address key.
+func (s *HTTPServer) allowNewSession(ctx *fasthttp.RequestCtx) (netip.Addr, bool) {
+	ip, _ := netip.AddrFromSlice(ctx.RemoteIP())
+	client := clientKey(ip)
+	if wait, ok := s.inits.allow(client, time.Now()); !ok {
+		s.Stats.RateLimited.Add(1)
+		ctx.Response.Header.Set("Retry-After", strconv.Itoa(int(wait/time.Second)+1))
+		s.rpcError(ctx, fasthttp.StatusTooManyRequests, codec.CodeInternalError,
+			"too many new sessions from this address: retry later (see Retry-After)", nil)
+		return client, false
+	}
+	return client, true
 }
 
 // batchTooLong is the message of a batch refused for its length.
@@ -705,6 +754,7 @@ func (s *HTTPServer) delete(ctx *fasthttp.RequestCtx) {
 // and recent POST reply streams, kept for resumption.
 type streamableOut struct {
 	cfg        *HTTPConfig
+	acct       *budget.Account
 	standalone *sse.Stream
 	sid        string // the session's id, for the event log
 
@@ -714,8 +764,41 @@ type streamableOut struct {
 	order   []uint32
 }
 
-func newStreamableOut(cfg *HTTPConfig) *streamableOut {
-	return &streamableOut{cfg: cfg, standalone: sse.NewStream(0, cfg.Stream), next: 1}
+func newStreamableOut(cfg *HTTPConfig, acct *budget.Account) *streamableOut {
+	o := &streamableOut{cfg: cfg, acct: acct, next: 1}
+	o.standalone = sse.NewStream(0, o.streamConfig())
+	acct.SetReclaim(o.reclaim)
+	return o
+}
+
+// streamConfig is the configuration of the session's streams: the server's, with the
+// session's budget account.
+func (o *streamableOut) streamConfig() sse.StreamConfig {
+	c := o.cfg.Stream
+	c.Account = o.acct
+	return c
+}
+
+// reclaim makes room in the session's budget share: its oldest finished reply streams
+// are forgotten first, then the GET stream's events the client has already read.
+func (o *streamableOut) reclaim(need int64) bool {
+	freed := 0
+	o.mu.Lock()
+	for i := 0; i < len(o.order) && int64(freed) < need; {
+		st := o.streams[o.order[i]]
+		if n := st.Drop(); n > 0 || st.Closed() && !st.Attached() {
+			freed += n
+			delete(o.streams, o.order[i])
+			o.order = append(o.order[:i], o.order[i+1:]...)
+			continue
+		}
+		i++
+	}
+	o.mu.Unlock()
+	if int64(freed) < need {
+		freed += o.standalone.Trim(int(need) - freed)
+	}
+	return freed > 0
 }
 
 func (o *streamableOut) send(msg []byte) error {
@@ -750,15 +833,18 @@ func (s *HTTPServer) adopt(id string, lastSeq uint64) (*Session, bool) {
 			}
 		}
 	}
-	out := newStreamableOut(&s.cfg)
-	out.standalone = sse.NewStreamAfter(0, s.cfg.Stream, lastSeq)
+	acct := s.reg.newAccount()
+	out := newStreamableOut(&s.cfg, acct)
+	out.standalone = sse.NewStreamAfter(0, out.streamConfig(), lastSeq)
 	for _, e := range missed {
 		out.standalone.Publish("", e)
 	}
 	out.sid = id
-	sess, err := s.reg.createWithID(id, KindStreamable, version, state, out)
-	if err != nil {
-		return nil, false
+	sess, err := s.reg.open(sessionSpec{id: id, kind: KindStreamable, version: version, state: state,
+		out: out, acct: acct, ready: true})
+	if err != nil || sess.out != out {
+		acct.Close()
+		return sess, err == nil
 	}
 	s.Stats.Adopted.Add(1)
 	s.cfg.Resolver.SessionAdopted(sess)
@@ -784,9 +870,11 @@ func (o *streamableOut) notice(msg []byte) error {
 }
 
 func (o *streamableOut) close(retryMs int) {
-	// A session's logged events are not purged when it ends: purging one subject scans
-	// the whole stream, which made ending many sessions quadratic; the stream's age and
-	// per-session limits drop them.
+	// A session that ended for its client has no use for its logged events; one handed
+	// over at shutdown carries on elsewhere with them.
+	if retryMs == 0 && o.cfg.Events != nil && o.sid != "" {
+		o.cfg.Events.Forget(o.sid)
+	}
 	o.standalone.Close(retryMs)
 	o.mu.Lock()
 	streams := o.streams
@@ -800,23 +888,25 @@ func (o *streamableOut) close(retryMs int) {
 func (o *streamableOut) attached() bool { return o.standalone.Attached() }
 
 // newPostStream opens a reply stream for one POST, remembered for resumption. Past
-// MaxPostStreams the oldest finished stream is forgotten; streams still open are kept
-// whatever their number (they are bounded by the requests in flight), so that closing
-// the session, at shutdown in particular, reaches every one of them.
+// MaxPostStreams the oldest finished stream no client is reading is forgotten (and its
+// budget given back); streams still open are kept whatever their number (they are
+// bounded by the requests in flight), so that closing the session, at shutdown in
+// particular, reaches every one of them.
 func (o *streamableOut) newPostStream() *sse.Stream {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	id := o.next
 	o.next++
-	st := sse.NewStream(id, o.cfg.Stream)
+	st := sse.NewStream(id, o.streamConfig())
 	if o.streams == nil {
 		o.streams = make(map[uint32]*sse.Stream)
 	}
 	if len(o.order) >= o.cfg.MaxPostStreams {
 		for i, old := range o.order {
-			if o.streams[old].Closed() {
-				delete(o.streams, old)
+			if old := o.streams[old]; old.Closed() && !old.Attached() {
+				old.Drop()
 				o.order = append(o.order[:i], o.order[i+1:]...)
+				delete(o.streams, old.ID())
 				break
 			}
 		}
@@ -844,6 +934,7 @@ type httpPost struct {
 	bound   *Session
 	accept  acceptMask
 	version string
+	client  netip.Addr // the client's address key, for a session this post opens
 	stream  *sse.Stream
 	elems   [][]byte
 	msgs    []codec.Message
@@ -865,7 +956,10 @@ func putPost(p *httpPost) {
 	case <-p.wake:
 	default:
 	}
-	p.srv, p.sess, p.bound, p.stream = nil, nil, nil, nil
+	if p.sess != nil {
+		p.sess.endCall()
+	}
+	p.srv, p.sess, p.bound, p.stream, p.client = nil, nil, nil, nil, netip.Addr{}
 	if cap(p.call.buf) > maxPooledBuf {
 		p.call.buf = nil
 	}
@@ -920,8 +1014,10 @@ func (p *httpPost) bind(c *call, version string, state SessionState) (*Session, 
 	if p.sess != nil || p.bound != nil {
 		return nil, ErrAlreadyBound
 	}
-	out := newStreamableOut(&p.srv.cfg)
-	s, err := p.srv.reg.create(KindStreamable, version, state, out)
+	reg := p.srv.reg
+	acct := reg.newAccount()
+	out := newStreamableOut(&p.srv.cfg, acct)
+	s, err := reg.open(sessionSpec{kind: KindStreamable, version: version, state: state, out: out, acct: acct, client: p.client})
 	if err != nil {
 		return nil, err
 	}

@@ -39,8 +39,12 @@ type SessionState interface{}
 
 // Errors that the transports report to handlers; compare with errors.Is.
 var (
-	// ErrTooManySessions: Bind refused because the max-sessions limit is reached.
+	// ErrTooManySessions: Bind refused because the max-sessions limit is reached and
+	// every session is busy.
 	ErrTooManySessions = errors.New("transport: too many sessions")
+	// ErrClientQuota: Bind refused because the client's address holds its quota of
+	// sessions (RegistryConfig.MaxPerClient) and every one of them is busy.
+	ErrClientQuota = errors.New("transport: too many sessions from this client address")
 	// ErrSessionClosed: the session ended; nothing more can be sent on it.
 	ErrSessionClosed = errors.New("transport: session closed")
 	// ErrAlreadyBound: Bind on an exchange that already belongs to a session.

@@ -47,6 +47,7 @@ func (u *unit) dispatch(h Handler, kind Kind, version string, batch bool) {
 func (u *unit) dispatchTo(out output, h Handler, kind Kind, version string, batch bool) {
 	c := &u.call
 	c.init(out, batch)
+	u.sess.beginCall() // ended when the unit is released
 	u.xs = u.xs[:0]
 	for range u.elems {
 		x := newExchange()
@@ -91,6 +92,7 @@ func (u *unit) bind(c *call, version string, state SessionState) (*Session, erro
 }
 
 func (u *unit) released(*call) {
+	u.sess.endCall()
 	if p := u.pending; p != nil {
 		u.pending = nil
 		putUnit(u)

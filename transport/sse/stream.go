@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/mcprouter/mcprouter/transport/budget"
 )
 
 // Errors of Stream and Consumer. They are sentinels returned unwrapped, so both == and
@@ -25,6 +27,9 @@ var (
 	ErrClosed = errors.New("sse: stream closed")
 	// ErrPumping: Pump was called twice on one Consumer.
 	ErrPumping = errors.New("sse: consumer already pumped")
+	// ErrOverBudget (budget.ErrOverBudget): Publish could not keep the event within the
+	// session's memory share, even after evicting the session's oldest retained events.
+	ErrOverBudget = budget.ErrOverBudget
 )
 
 // Defaults of StreamConfig and PumpOptions.
@@ -51,6 +56,11 @@ type StreamConfig struct {
 	// Stats receives the stream's counters; streams typically share one. Nil gives the
 	// stream a private Stats (see Stream.Stats).
 	Stats *Stats
+	// Account, when set, is the session's share of the memory budget: every event kept
+	// in the ring is reserved from it, the newest included (then an event larger than
+	// what the session may hold is refused with budget.ErrOverBudget instead of being
+	// kept whatever its size). Nil accounts nothing and keeps the newest event always.
+	Account *budget.Account
 }
 
 // Validate reports a configuration that cannot be what was meant.
@@ -155,8 +165,9 @@ func (r *ring) push(bp *[]byte, limit int) {
 	r.bytes += cap(*bp)
 }
 
-func (r *ring) pop() *[]byte {
+func (r *ring) pop(acct *budget.Account) *[]byte {
 	bp := r.slots[r.head]
+	acct.Release(int64(cap(*bp)))
 	r.slots[r.head] = nil
 	if r.head++; r.head == len(r.slots) {
 		r.head = 0
@@ -230,12 +241,20 @@ func (s *Stream) Stats() *Stats { return s.stats }
 func (s *Stream) Publish(event string, data []byte) (EventID, error) {
 	bp := getBuf(len(event) + len(data) + frameSlack)
 	f := appendBody(*bp, event, data) // the copy happens here, outside the lock
+	// The budget is reserved before the lock: making room may evict other streams of
+	// the session, whose locks must not nest in this one.
+	acct := s.cfg.Account
+	reserved := int64(cap(f))
+	overBudget := acct.Reserve(reserved) != nil
 
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		*bp = f
 		putBuf(bp)
+		if !overBudget {
+			acct.Release(reserved)
+		}
 		return EventID{}, ErrClosed
 	}
 	id := EventID{Stream: s.id, Seq: s.last + 1}
@@ -249,13 +268,29 @@ func (s *Stream) Publish(event string, data []byte) (EventID, error) {
 		cut = s.cutLocked()
 	}
 	evictions := 0
-	for s.ring.n > 0 && (s.ring.n >= s.cfg.RingEvents || s.ring.bytes+cap(f) > s.cfg.RingBytes) {
-		putBuf(s.ring.pop())
+	evict := func() {
+		putBuf(s.ring.pop(acct))
 		s.evicted++
 		evictions++
 		if s.cons != nil && s.evicted >= s.cons.next {
 			cut = s.cutLocked() // it would have missed that event
 		}
+	}
+	for overBudget && s.ring.n > 0 {
+		// The session is at its share: this stream's own oldest events go first.
+		evict()
+		overBudget = !acct.TryReserve(reserved)
+	}
+	if overBudget {
+		interrupt := cut.interruptLocked()
+		s.mu.Unlock()
+		putBuf(bp)
+		s.notifyCut(cut, interrupt, evictions)
+		return EventID{}, ErrOverBudget
+	}
+	acct.Add(int64(cap(f)) - reserved) // the id line may have grown the buffer
+	for s.ring.n > 0 && (s.ring.n >= s.cfg.RingEvents || s.ring.bytes+cap(f) > s.cfg.RingBytes) {
+		evict()
 	}
 	s.ring.push(bp, s.cfg.RingEvents)
 	s.last = id.Seq
@@ -264,15 +299,30 @@ func (s *Stream) Publish(event string, data []byte) (EventID, error) {
 		s.addPendingLocked(len(f))
 		wake = c.wake
 	}
-	var interrupt func()
-	if cut != nil {
-		interrupt = cut.interrupt
-	}
+	interrupt := cut.interruptLocked()
 	s.mu.Unlock()
 
 	if wake != nil {
 		notify(wake)
 	}
+	s.notifyCut(cut, interrupt, evictions)
+	s.stats.Events.Add(1)
+	s.stats.Bytes.Add(uint64(len(f)))
+	return id, nil
+}
+
+// interruptLocked is the Interrupt function of a consumer (nil for none). Called with
+// the stream's lock held.
+func (c *Consumer) interruptLocked() func() {
+	if c == nil {
+		return nil
+	}
+	return c.interrupt
+}
+
+// notifyCut counts what Publish evicted and interrupts the pump of the consumer it cut
+// off, if any. Called without the lock.
+func (s *Stream) notifyCut(cut *Consumer, interrupt func(), evictions int) {
 	if cut != nil {
 		s.stats.CutOffs.Add(1)
 		if interrupt != nil && cut.interrupted.CompareAndSwap(false, true) {
@@ -282,9 +332,48 @@ func (s *Stream) Publish(event string, data []byte) (EventID, error) {
 	if evictions > 0 {
 		s.stats.Evictions.Add(uint64(evictions))
 	}
-	s.stats.Events.Add(1)
-	s.stats.Bytes.Add(uint64(len(f)))
-	return id, nil
+}
+
+// Drop evicts every event of a closed stream that no consumer is reading, giving their
+// memory (and budget) back, and returns the bytes freed: how a session forgets a
+// finished reply stream (the oldest first when it needs room in its share). A client
+// resuming such a stream afterwards is told its events are gone.
+func (s *Stream) Drop() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed || s.cons != nil {
+		return 0
+	}
+	return s.evictLocked(s.last, 1<<62)
+}
+
+// Trim evicts the oldest events already flushed to a client until at least need bytes
+// are freed, and returns the bytes freed: room for a session's newer events, taken from
+// what its client has seen (a resumption from before them is told they are gone).
+func (s *Stream) Trim(need int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.evictLocked(s.written, need)
+}
+
+// evictLocked evicts the oldest events up to seq upTo until need bytes are freed; it
+// never evicts what the attached consumer has not taken. Called with s.mu held.
+func (s *Stream) evictLocked(upTo uint64, need int) int {
+	if s.cons != nil {
+		upTo = min(upTo, s.cons.next-1)
+	}
+	freed, n := 0, 0
+	for s.ring.n > 0 && s.evicted < upTo && freed < need {
+		bp := s.ring.pop(s.cfg.Account)
+		freed += cap(*bp)
+		putBuf(bp)
+		s.evicted++
+		n++
+	}
+	if n > 0 {
+		s.stats.Evictions.Add(uint64(n))
+	}
+	return freed
 }
 
 // cutLocked detaches the current consumer as too slow and returns it.
