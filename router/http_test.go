@@ -32,7 +32,12 @@ type httpHarness struct {
 
 func newHTTPHarness(t *testing.T, r *Router, maxSessions int) *httpHarness {
 	t.Helper()
-	reg := transport.NewRegistry(transport.RegistryConfig{MaxSessions: maxSessions}, r)
+	return newHTTPHarnessWith(t, r, transport.RegistryConfig{MaxSessions: maxSessions})
+}
+
+func newHTTPHarnessWith(t *testing.T, r *Router, rc transport.RegistryConfig) *httpHarness {
+	t.Helper()
+	reg := transport.NewRegistry(rc, r)
 	hs := transport.NewHTTPServer(transport.HTTPConfig{
 		Rules: transport.DefaultHTTPRules("127.0.0.1:0", HeaderVersions, V20250326),
 	}, reg, r)

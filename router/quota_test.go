@@ -1,0 +1,83 @@
+package router
+
+import (
+	"strings"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/mcprouter/mcprouter/transport"
+	"github.com/mcprouter/mcprouter/transport/budget"
+)
+
+func initializeWith(caps, info string) string {
+	return `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":` + caps + `,"clientInfo":` + info + `}}`
+}
+
+func (h *httpHarness) initializeBody(body string) string {
+	h.t.Helper()
+	resp, out := h.post("", "", body)
+	sid := resp.Header.Get(transport.HeaderSessionID)
+	if resp.StatusCode != 200 || sid == "" {
+		h.t.Fatalf("initialize: %d session %q: %.300s", resp.StatusCode, sid, out)
+	}
+	return sid
+}
+
+// bigObject is a JSON object of about n bytes.
+func bigObject(n int) string { return `{"x":"` + strings.Repeat("a", n-8) + `"}` }
+
+// TestClientFieldCaps: capabilities or clientInfo beyond 64 KiB are refused with
+// -32602 naming the field and the limit (HTTP 200 with the error, like every invalid
+// params), and no session opens; both at the limit are accepted and kept in one
+// allocation, charged to the session's budget share.
+func TestClientFieldCaps(t *testing.T) {
+	r := newTestRouter(t, nil)
+	b := budget.New(1<<30, 1<<20)
+	h := newHTTPHarnessWith(t, r, transport.RegistryConfig{Budget: b})
+	info := `{"name":"t","version":"1"}`
+	for _, c := range []struct{ name, body string }{
+		{"capabilities", initializeWith(bigObject(MaxClientField+1), info)},
+		{"clientInfo", initializeWith(`{}`, bigObject(2*MaxClientField))},
+	} {
+		resp, body := h.post("", "", c.body)
+		if resp.StatusCode != 200 || resp.Header.Get(transport.HeaderSessionID) != "" ||
+			!strings.Contains(body, `"code":-32602`) || !strings.Contains(body, c.name+" is ") || !strings.Contains(body, "64 KiB") {
+			t.Errorf("oversized %s: %d session %q %.200s", c.name, resp.StatusCode, resp.Header.Get(transport.HeaderSessionID), body)
+		}
+	}
+	if n := h.reg.Len(); n != 0 {
+		t.Fatalf("%d sessions opened by refused initializes", n)
+	}
+
+	sid := h.initializeBody(initializeWith(bigObject(MaxClientField), bigObject(MaxClientField)))
+	ts, _ := h.reg.Get([]byte(sid))
+	s := sessionOf(ts)
+	if len(s.clientCaps) != MaxClientField || len(s.clientInfo) != MaxClientField || cap(s.clientCaps) != len(s.clientCaps) ||
+		unsafe.Add(unsafe.Pointer(unsafe.SliceData(s.clientCaps)), len(s.clientCaps)) != unsafe.Pointer(unsafe.SliceData(s.clientInfo)) {
+		t.Errorf("capabilities and clientInfo not kept once, side by side: %d/%d bytes", len(s.clientCaps), len(s.clientInfo))
+	}
+	if used := ts.Account().Used(); used < 2*MaxClientField {
+		t.Errorf("session record charged %d bytes to the budget, want at least %d", used, 2*MaxClientField)
+	}
+}
+
+// TestInitializedMarksReady: notifications/initialized tells the transport the
+// handshake is done (the session leaves the handshake timeout's reach).
+func TestInitializedMarksReady(t *testing.T) {
+	r := newTestRouter(t, nil)
+	h := newHTTPHarness(t, r, 0)
+	sid := h.initialize(V20250618)
+	ts, _ := h.reg.Get([]byte(sid))
+	if ts.Ready() {
+		t.Fatal("ready before notifications/initialized")
+	}
+	h.post(sid, V20250618, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	deadline := time.Now().Add(waitLimit)
+	for !ts.Ready() {
+		if time.Now().After(deadline) {
+			t.Fatal("notifications/initialized did not mark the session ready")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
