@@ -15,7 +15,10 @@ import (
 // per replica URL or child process.
 func fleetConfig(cfg *Config, log *slog.Logger, bus *natsbus.Bus) (fleet.Config, error) {
 	fc := fleet.Config{ClientName: "mcprouter", ClientVersion: Version, Logger: log,
-		HealthInterval: cfg.Health.Interval, HealthTimeout: cfg.Health.Timeout}
+		HealthInterval: cfg.Health.Interval, HealthTimeout: cfg.Health.Timeout,
+		MaxSubscriptions: cfg.Limits.MaxSubscriptionsPerSession, MaxServerRequests: cfg.Limits.MaxPendingServerRequests,
+		ServerRequestTimeout: cfg.Limits.ServerRequestTimeout,
+		MaxUpstreamSessions:  cfg.Limits.MaxUpstreamSessions, UpstreamSessionWait: cfg.Limits.UpstreamSessionWait}
 	for _, b := range cfg.Backends {
 		bc := fleet.BackendConfig{
 			Name: b.Name, Prefix: *b.Prefix, Timeout: b.Timeout,

@@ -78,6 +78,23 @@ type LimitsConfig struct {
 	MaxBodyBytes   int `yaml:"max_body_bytes"`   // default 4 MiB: 413 beyond
 	MaxHeaderBytes int `yaml:"max_header_bytes"` // default 16 KiB: 431 beyond
 	MaxBatch       int `yaml:"max_batch"`        // default 256: -32600 beyond
+
+	// What one client session may make the router hold for it (router/fleet).
+
+	// MaxSubscriptionsPerSession caps resources/subscribe per session. Default 256.
+	MaxSubscriptionsPerSession int `yaml:"max_subscriptions_per_session"`
+	// MaxPendingServerRequests caps backends' requests (sampling, roots, elicitation)
+	// waiting for one session's answer; the backend gets an error beyond. Default 32.
+	MaxPendingServerRequests int `yaml:"max_pending_server_requests"`
+	// ServerRequestTimeout bounds how long such a request waits for the client's
+	// answer. Default 0: the backend's timeout.
+	ServerRequestTimeout time.Duration `yaml:"server_request_timeout"`
+	// MaxUpstreamSessions caps the upstream sessions of per-client backends over all
+	// backends (for a stdio backend, its child processes). Default 64.
+	MaxUpstreamSessions int `yaml:"max_upstream_sessions"`
+	// UpstreamSessionWait bounds how long a request waits for one beyond the cap
+	// before it is refused as overloaded. Default 10s.
+	UpstreamSessionWait time.Duration `yaml:"upstream_session_wait"`
 }
 
 // SecurityConfig lists accepted Host and Origin values; empty lists take the defaults
@@ -155,6 +172,12 @@ func (c *Config) Defaults() {
 	defInt(&c.Limits.MaxBodyBytes, 4<<20)
 	defInt(&c.Limits.MaxHeaderBytes, 16<<10)
 	defInt(&c.Limits.MaxBatch, 256)
+	defInt(&c.Limits.MaxSubscriptionsPerSession, 256)
+	defInt(&c.Limits.MaxPendingServerRequests, 32)
+	defInt(&c.Limits.MaxUpstreamSessions, 64)
+	if c.Limits.UpstreamSessionWait == 0 {
+		c.Limits.UpstreamSessionWait = 10 * time.Second
+	}
 	defInt(&c.Streams.RingBytes, 1<<20)
 	defInt(&c.Streams.QueueBytes, 512<<10)
 	if c.Streams.KeepAlive == 0 {
@@ -199,6 +222,11 @@ func (c *Config) Validate() error {
 	}{
 		{"sessions.max", c.Sessions.Max}, {"limits.max_body_bytes", c.Limits.MaxBodyBytes},
 		{"limits.max_header_bytes", c.Limits.MaxHeaderBytes}, {"limits.max_batch", c.Limits.MaxBatch},
+		{"limits.max_subscriptions_per_session", c.Limits.MaxSubscriptionsPerSession},
+		{"limits.max_pending_server_requests", c.Limits.MaxPendingServerRequests},
+		{"limits.max_upstream_sessions", c.Limits.MaxUpstreamSessions},
+		{"limits.server_request_timeout", int(c.Limits.ServerRequestTimeout)},
+		{"limits.upstream_session_wait", int(c.Limits.UpstreamSessionWait)},
 		{"streams.ring_bytes", c.Streams.RingBytes}, {"streams.queue_bytes", c.Streams.QueueBytes},
 		{"streams.retry_ms", c.Streams.RetryMs},
 	}
