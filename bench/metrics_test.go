@@ -7,6 +7,7 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"runtime"
@@ -19,8 +20,10 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/mcprouter/mcprouter/bench/internal/rpccheck"
 	"github.com/mcprouter/mcprouter/cmd/mcpbackend/server"
 	"github.com/mcprouter/mcprouter/cmd/mcprouter/app"
+	"github.com/mcprouter/mcprouter/codec"
 )
 
 const benchWait = 30 * time.Second
@@ -32,7 +35,7 @@ type routerUnderTest struct {
 	sessions []string
 }
 
-func startBackend(b *testing.B) string {
+func startBackend(b testing.TB) string {
 	be, err := server.New(server.Config{Tick: -1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		b.Fatal(err)
@@ -48,7 +51,7 @@ func startBackend(b *testing.B) string {
 	return be.URL()
 }
 
-func startRouter(b *testing.B, backendURL, admin string, clients int) *routerUnderTest {
+func startRouter(b testing.TB, backendURL, admin string, clients int) *routerUnderTest {
 	cfg := app.Config{
 		Listen:   "127.0.0.1:0",
 		Admin:    app.AdminConfig{Listen: admin},
@@ -92,7 +95,7 @@ func (r *routerUnderTest) do(sid string, body []byte, resp *fasthttp.Response) e
 	return r.client.DoTimeout(req, resp, benchWait)
 }
 
-func (r *routerUnderTest) initialize(b *testing.B) string {
+func (r *routerUnderTest) initialize(b testing.TB) string {
 	resp := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseResponse(resp)
 	if err := r.do("", []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`), resp); err != nil {
@@ -108,11 +111,27 @@ func (r *routerUnderTest) initialize(b *testing.B) string {
 	return sid
 }
 
+// call sends one request and checks that the answer is the JSON-RPC result of that call
+// (its id, "result", no "error"): a round of error answers must not pass for a round of
+// calls.
+func (r *routerUnderTest) call(sid string, body, id []byte, resp *fasthttp.Response, m *codec.Message) error {
+	if err := r.do(sid, body, resp); err != nil {
+		return err
+	}
+	if resp.StatusCode() != fasthttp.StatusOK {
+		return fmt.Errorf("status %d: %q", resp.StatusCode(), resp.Body())
+	}
+	return rpccheck.Result(m, resp.Body(), id)
+}
+
 // round sends n tools/call echo requests over the router's sessions, one client
 // goroutine per session, and returns how long they took.
-func (r *routerUnderTest) round(b *testing.B, n int) time.Duration {
+func (r *routerUnderTest) round(tb testing.TB, n int) time.Duration {
 	var next atomic.Int64
-	var failed atomic.Value
+	var (
+		failOnce sync.Once
+		failed   error
+	)
 	var wg sync.WaitGroup
 	start := time.Now()
 	for _, sid := range r.sessions {
@@ -121,25 +140,27 @@ func (r *routerUnderTest) round(b *testing.B, n int) time.Duration {
 			defer wg.Done()
 			resp := fasthttp.AcquireResponse()
 			defer fasthttp.ReleaseResponse(resp)
-			var body []byte
+			var body, id []byte
+			var m codec.Message
 			for {
 				i := next.Add(1)
 				if i > int64(n) {
 					return
 				}
+				id = strconv.AppendInt(id[:0], i, 10)
 				body = append(body[:0], `{"jsonrpc":"2.0","id":`...)
-				body = strconv.AppendInt(body, i, 10)
+				body = append(body, id...)
 				body = append(body, `,"method":"tools/call","params":{"name":"demo__echo","arguments":{"text":"benchmark payload"}}}`...)
-				if err := r.do(sid, body, resp); err != nil || resp.StatusCode() != 200 {
-					failed.Store(err)
+				if err := r.call(sid, body, id, resp, &m); err != nil {
+					failOnce.Do(func() { failed = err })
 					return
 				}
 			}
 		}()
 	}
 	wg.Wait()
-	if err := failed.Load(); err != nil {
-		b.Fatalf("request failed: %v", err)
+	if failed != nil {
+		tb.Fatalf("request failed: %v", failed)
 	}
 	return time.Since(start)
 }

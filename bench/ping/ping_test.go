@@ -28,7 +28,9 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/mcprouter/mcprouter/bench/internal/rpccheck"
 	"github.com/mcprouter/mcprouter/cmd/mcprouter/app"
+	"github.com/mcprouter/mcprouter/codec"
 )
 
 // Load shape: goroutines per GOMAXPROCS issuing requests, over at most maxConns
@@ -39,6 +41,9 @@ const (
 )
 
 var pingBody = []byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+
+// pingID is the id token of pingBody, which every answer must carry back.
+var pingID = []byte(`1`)
 
 // bareReply is what the bare server answers: the same bytes the router answers a ping
 // with (id 1).
@@ -101,9 +106,10 @@ func sideBySide(b *testing.B) {
 				}
 				resp := fasthttp.AcquireResponse()
 				defer fasthttp.ReleaseResponse(resp)
+				var m codec.Message
 				k := int64(0)
 				for time.Now().Before(end) {
-					if err := c.Do(req, resp); err != nil || resp.StatusCode() != 200 || len(resp.Body()) != len(bareReply) {
+					if pong(c, req, resp, &m) != nil {
 						failed.Add(1)
 					}
 					k++
@@ -167,7 +173,7 @@ func cpuTime() time.Duration {
 const phaseLength = 250 * time.Millisecond
 
 // startBare serves the fixed reply on loopback with the server settings the router uses.
-func startBare(b *testing.B) (string, func()) {
+func startBare(b testing.TB) (string, func()) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -189,7 +195,7 @@ func startBare(b *testing.B) (string, func()) {
 
 // startRouter runs a complete router (app.App, as cmd/mcprouter builds it) on loopback,
 // without backends, JetStream or the admin listener.
-func startRouter(b *testing.B) *app.App {
+func startRouter(b testing.TB) *app.App {
 	var cfg app.Config
 	cfg.Listen = "127.0.0.1:0"
 	cfg.Admin.Listen = "off"
@@ -211,7 +217,7 @@ func startRouter(b *testing.B) *app.App {
 }
 
 // initialize opens a 2025-06-18 session and returns its id.
-func initialize(b *testing.B, c *fasthttp.HostClient) string {
+func initialize(b testing.TB, c *fasthttp.HostClient) string {
 	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
@@ -235,6 +241,19 @@ func setup(req *fasthttp.Request, addr string) {
 	req.Header.SetMethod(fasthttp.MethodPost)
 	req.Header.SetContentType("application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
+}
+
+// pong sends one ping and checks that the answer is its JSON-RPC result (status 200,
+// the ping's id, "result", no "error"): a phase of error answers must not pass for a
+// phase of pings. m is the caller's scratch space: a correct answer allocates nothing.
+func pong(c *fasthttp.HostClient, req *fasthttp.Request, resp *fasthttp.Response, m *codec.Message) error {
+	if err := c.Do(req, resp); err != nil {
+		return err
+	}
+	if resp.StatusCode() != fasthttp.StatusOK {
+		return fmt.Errorf("status %d: %q", resp.StatusCode(), resp.Body())
+	}
+	return rpccheck.Result(m, resp.Body(), pingID)
 }
 
 // run sends pings from parallel goroutines; each opens its own session first when
@@ -262,10 +281,11 @@ func run(b *testing.B, addr string, session func(*fasthttp.HostClient) string) {
 			req.Header.Set("MCP-Protocol-Version", "2025-06-18")
 		}
 		req.SetBody(pingBody)
+		var m codec.Message
 		for pb.Next() {
-			if err := c.Do(req, resp); err != nil || resp.StatusCode() != 200 || len(resp.Body()) != len(bareReply) {
+			if err := pong(c, req, resp, &m); err != nil {
 				if failed.Add(1) == 1 {
-					firstErr.Store(fmt.Sprintf("%v status %d body %q", err, resp.StatusCode(), resp.Body()))
+					firstErr.Store(err.Error())
 				}
 			}
 		}
