@@ -3,6 +3,7 @@ package loadgen
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -151,7 +152,7 @@ func (t *Template) Append(dst []byte, env *TemplateEnv) []byte {
 		case tplSession:
 			dst = strconv.AppendInt(dst, int64(env.Session), 10)
 		case tplRand:
-			dst = strconv.AppendInt(dst, p.a+env.Rand.Int64N(p.b-p.a+1), 10)
+			dst = strconv.AppendInt(dst, randIn(env.Rand, p.a, p.b), 10)
 		case tplRandStr:
 			for range p.a {
 				dst = append(dst, alnum[env.Rand.IntN(len(alnum))])
@@ -163,6 +164,16 @@ func (t *Template) Append(dst []byte, env *TemplateEnv) []byte {
 		}
 	}
 	return dst
+}
+
+// randIn returns a uniformly random integer in [a, b] (a <= b). The width is taken as
+// unsigned: b-a+1 overflows int64 for ranges wider than half of it ({{rand 0 MAX}}).
+func randIn(r *rand.Rand, a, b int64) int64 {
+	span := uint64(b) - uint64(a)
+	if span == math.MaxUint64 {
+		return int64(r.Uint64())
+	}
+	return a + int64(r.Uint64N(span+1))
 }
 
 func appendUUID(dst []byte, r *rand.Rand) []byte {

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestTemplate(t *testing.T) {
@@ -91,26 +93,126 @@ func readLines(t testing.TB, name string) []string {
 	return out
 }
 
-// FuzzTemplate: parsing never panics, and a template whose literal text is JSON with
-// placeholders only inside strings stays JSON when filled in.
+// FuzzTemplate checks templates against a reference written simply here: a template
+// parses exactly when every "{{...}}" (up to the first "}}") is a known placeholder with
+// valid arguments and no "{{" is left open; filling it in yields the literal text with
+// each placeholder replaced by a value of its form (and range); a template that is JSON
+// with its placeholders inside strings stays JSON when filled in.
 func FuzzTemplate(f *testing.F) {
 	for _, l := range readLines(f, "testdata/templates.txt") {
 		f.Add(l)
 	}
+	f.Add("{{rand 0 9223372036854775807}}")
+	f.Add("{{rand -9223372036854775808 9223372036854775807}}")
 	f.Fuzz(func(t *testing.T, src string) {
+		want, checks, ok := refTemplate(src)
 		tpl, err := ParseTemplate(src)
+		if (err == nil) != ok {
+			t.Fatalf("ParseTemplate(%q) error %v; the reference accepts it: %v", src, err, ok)
+		}
 		if err != nil {
 			return
 		}
 		env := TemplateEnv{Seq: 3, Session: 1, Rand: newRand(1, 2)}
-		out := tpl.Append(nil, &env)
-		if tpl.Static() && string(out) != src {
+		out := string(tpl.Append(nil, &env))
+		if utf8.ValidString(src) { // regular expressions match text, not arbitrary bytes
+			m := want.FindStringSubmatch(out)
+			if m == nil {
+				t.Fatalf("%q filled in as %q, not of the form /%s/", src, out, want)
+			}
+			for i, check := range checks {
+				if !check(m[i+1]) {
+					t.Fatalf("%q: placeholder %d gave %q", src, i, m[i+1])
+				}
+			}
+		} else if tpl.Static() && out != src {
 			t.Fatalf("static template %q rendered as %q", src, out)
 		}
-		if q := quoteTemplate(src); !strings.Contains(src, "{{") && !json.Valid([]byte(q)) {
-			t.Fatalf("quoteTemplate(%q) = %s is not JSON", src, q)
+		if tpl.Static() != !refPlaceholder.MatchString(src) {
+			t.Fatalf("%q: Static() = %v", src, tpl.Static())
+		}
+		if json.Valid([]byte(refPlaceholder.ReplaceAllString(src, "x"))) && !json.Valid([]byte(out)) {
+			t.Fatalf("JSON template %q with placeholders in strings filled in as %q, not JSON", src, out)
+		}
+		if !strings.Contains(src, "{{") && utf8.ValidString(src) {
+			var back string
+			if q := quoteTemplate(src); json.Unmarshal([]byte(q), &back) != nil || back != src {
+				t.Fatalf("quoteTemplate(%q) = %s reads back as %q", src, q, back)
+			}
 		}
 	})
+}
+
+// refPlaceholder is a placeholder as the template syntax defines it: from "{{" to the
+// first "}}" after it.
+var refPlaceholder = regexp.MustCompile(`(?s)\{\{(.*?)\}\}`)
+
+// refTemplate is the reference reading of a template: a regular expression of what it
+// fills in to, with one group per {{rand}} and {{randstr}} and a check of each group's
+// value, and whether the template is valid at all.
+func refTemplate(src string) (*regexp.Regexp, []func(string) bool, bool) {
+	var re strings.Builder
+	var checks []func(string) bool
+	re.WriteString("^")
+	last := 0
+	for _, loc := range refPlaceholder.FindAllStringSubmatchIndex(src, -1) {
+		re.WriteString(regexp.QuoteMeta(src[last:loc[0]]))
+		last = loc[1]
+		f := strings.Fields(src[loc[2]:loc[3]])
+		ints := func(n int) []int64 {
+			if len(f) != n+1 {
+				return nil
+			}
+			var v []int64
+			for _, s := range f[1:] {
+				x, err := strconv.ParseInt(s, 10, 64)
+				if err != nil {
+					return nil
+				}
+				v = append(v, x)
+			}
+			return v
+		}
+		// A group's value is checked only where it cannot run into its neighbours' text
+		// ("{{rand 0 99}}{{rand 0 99}}" fills in as "1234"): elsewhere its form is.
+		alone := !strings.ContainsAny(src[max(loc[0]-1, 0):loc[0]], "0123456789abcdefghijklmnopqrstuvwxyz-}") &&
+			!strings.ContainsAny(src[loc[1]:min(loc[1]+1, len(src))], "0123456789abcdefghijklmnopqrstuvwxyz-{")
+		switch {
+		case len(f) == 1 && f[0] == "seq":
+			re.WriteString("3")
+		case len(f) == 1 && f[0] == "session":
+			re.WriteString("1")
+		case len(f) == 1 && f[0] == "now":
+			re.WriteString("[0-9]+")
+		case len(f) == 1 && f[0] == "uuid":
+			re.WriteString("[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
+		case len(f) > 0 && f[0] == "rand":
+			v := ints(2)
+			if v == nil || v[0] > v[1] {
+				return nil, nil, false
+			}
+			re.WriteString("(-?[0-9]+)")
+			checks = append(checks, func(s string) bool {
+				x, err := strconv.ParseInt(s, 10, 64)
+				return err == nil && x >= v[0] && x <= v[1] || !alone
+			})
+		case len(f) > 0 && f[0] == "randstr":
+			v := ints(1)
+			if v == nil || v[0] < 1 || v[0] > 1<<20 {
+				return nil, nil, false
+			}
+			re.WriteString("([a-z0-9]+)")
+			checks = append(checks, func(s string) bool { return int64(len(s)) == v[0] || !alone })
+		default:
+			return nil, nil, false
+		}
+	}
+	if strings.Contains(src[last:], "{{") {
+		return nil, nil, false
+	}
+	re.WriteString(regexp.QuoteMeta(src[last:]) + "$")
+	want, err := regexp.Compile(re.String())
+	return want, checks, err == nil || !utf8.ValidString(src)
 }
 
 func BenchmarkTemplate(b *testing.B) {
