@@ -237,6 +237,10 @@ func (r *Registry) Len() int {
 	return n
 }
 
+// BudgetUsed is the bytes sessions retain against the memory budget (0 without one):
+// a gauge for metrics.
+func (r *Registry) BudgetUsed() int64 { return r.cfg.Budget.Used() }
+
 // Each calls fn for every live session (a snapshot; fn may close sessions).
 func (r *Registry) Each(fn func(*Session)) {
 	r.mu.RLock()

@@ -35,6 +35,7 @@ type descs struct {
 	sessions        *prometheus.Desc
 	sessionsInit    *prometheus.Desc
 	sessionsExpired *prometheus.Desc
+	budgetUsed      *prometheus.Desc
 
 	httpRequests *prometheus.Desc
 	httpRejected *prometheus.Desc
@@ -107,6 +108,7 @@ func newDescs() descs {
 		sessions:        d("sessions", "Live client sessions, by transport (streamable, sse, stdio) and negotiated protocol revision (\"none\" before initialize).", "transport", "revision"),
 		sessionsInit:    d("sessions_initialized_total", "Sessions initialized (initialize answered)."),
 		sessionsExpired: d("sessions_expired_total", "Sessions ended by idle expiry."),
+		budgetUsed:      d("sessions_budget_used_bytes", "Bytes retained for clients (resumption rings, reply streams, queued events, session records) against the sessions' memory budget."),
 
 		httpRequests: d("http_requests_total", "HTTP requests on the MCP endpoints."),
 		httpRejected: d("http_rejected_total", "HTTP requests answered with an error status before reaching the router (headers, session, size, origin)."),
@@ -247,6 +249,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	if reg := src.Sessions; reg != nil {
 		counter(d.sessionsExpired, reg.Expired.Load())
+		gauge(d.budgetUsed, float64(reg.BudgetUsed()))
 		for k, n := range countSessions(reg) {
 			gauge(d.sessions, float64(n), k.transport, k.revision)
 		}

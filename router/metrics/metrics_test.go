@@ -161,6 +161,7 @@ func TestCollectSources(t *testing.T) {
 		"mcprouter_dispatcher_shards":                        float64(4 * runtime.GOMAXPROCS(0)),
 		"mcprouter_workers_capacity":                         4096,
 		"mcprouter_sessions_expired_total":                   0,
+		"mcprouter_sessions_budget_used_bytes":               0,
 		"mcprouter_overload_rejections_total":                0,
 		"mcprouter_sse_slow_consumer_cutoffs_total":          0,
 		"mcprouter_codec_errors_total,class=invalid_request": 0,

@@ -91,7 +91,7 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 		return nil, err
 	}
 	a.Router = r
-	a.Reg = transport.NewRegistry(transport.RegistryConfig{MaxSessions: cfg.Sessions.Max, IdleTimeout: cfg.Sessions.IdleTimeout}, r)
+	a.Reg = transport.NewRegistry(cfg.Sessions.registryConfig(), r)
 	rules := transport.DefaultHTTPRules(cfg.Listen, router.HeaderVersions, router.V20250326)
 	if len(cfg.Security.AllowedHosts) > 0 {
 		rules.AllowedHosts = cfg.Security.AllowedHosts
@@ -106,6 +106,9 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 		KeepAlive:      cfg.Streams.KeepAlive,
 		RetryMs:        cfg.Streams.RetryMs,
 		LegacyEndpoint: cfg.Paths.Message,
+		MaxPostStreams: cfg.Streams.MaxReplyStreams,
+		InitRate:       cfg.Sessions.InitRate,
+		InitBurst:      cfg.Sessions.InitBurst,
 		Events:         events,
 		Resolver:       resolver(r, rc.Store != nil),
 	}, a.Reg, r)

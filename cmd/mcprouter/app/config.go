@@ -71,6 +71,23 @@ type SessionsConfig struct {
 	// records and recent GET stream events live in NATS, so that a client whose router
 	// instance died carries on with another one.
 	NoPersist bool `yaml:"no_persist"`
+	// MaxPerClient caps the sessions of one client address (IPv4 address, IPv6 /64);
+	// past it a new session replaces that address's longest-idle one, or is refused if
+	// all are busy. Default 1000; -1: no cap.
+	MaxPerClient int `yaml:"max_per_client"`
+	// InitTimeout ends sessions that have not sent notifications/initialized this long
+	// after they opened (legacy GET /sse streams included). Default 30s; -1s: never.
+	InitTimeout time.Duration `yaml:"init_timeout"`
+	// InitRate and InitBurst limit new sessions per client address (token bucket, per
+	// second): 429 with Retry-After beyond. Defaults 100 and 200; init_rate -1: no limit.
+	InitRate  float64 `yaml:"init_rate"`
+	InitBurst int     `yaml:"init_burst"`
+	// BudgetBytes is the memory budget of everything kept for clients (resumption rings,
+	// retained reply streams, queued events, session records); ShareBytes is the most one
+	// session may hold of it. Past its share a session's oldest retained data goes first.
+	// Defaults 1 GiB and 16 MiB; budget_bytes -1: no budget.
+	BudgetBytes int64 `yaml:"budget_bytes"`
+	ShareBytes  int64 `yaml:"share_bytes"`
 }
 
 // LimitsConfig bounds requests.
@@ -110,6 +127,9 @@ type StreamsConfig struct {
 	QueueBytes int           `yaml:"queue_bytes"` // unwritten bytes before a slow consumer is cut; default 512 KiB
 	KeepAlive  time.Duration `yaml:"keepalive"`   // default 15s
 	RetryMs    int           `yaml:"retry_ms"`    // default 1000
+	// MaxReplyStreams bounds the finished POST reply streams a session keeps for
+	// resumption. Default 8.
+	MaxReplyStreams int `yaml:"max_reply_streams"`
 }
 
 // WorkersConfig sizes the dispatcher; zero values take the workers package defaults.
@@ -169,6 +189,7 @@ func (c *Config) Defaults() {
 	if c.Sessions.IdleTimeout == 0 {
 		c.Sessions.IdleTimeout = 30 * time.Minute
 	}
+	c.Sessions.defaults()
 	defInt(&c.Limits.MaxBodyBytes, 4<<20)
 	defInt(&c.Limits.MaxHeaderBytes, 16<<10)
 	defInt(&c.Limits.MaxBatch, 256)
@@ -228,12 +249,16 @@ func (c *Config) Validate() error {
 		{"limits.server_request_timeout", int(c.Limits.ServerRequestTimeout)},
 		{"limits.upstream_session_wait", int(c.Limits.UpstreamSessionWait)},
 		{"streams.ring_bytes", c.Streams.RingBytes}, {"streams.queue_bytes", c.Streams.QueueBytes},
-		{"streams.retry_ms", c.Streams.RetryMs},
+		{"streams.retry_ms", c.Streams.RetryMs}, {"streams.max_reply_streams", c.Streams.MaxReplyStreams},
+		{"sessions.init_burst", c.Sessions.InitBurst},
 	}
 	for _, p := range positive {
 		if p.v < 0 {
 			return fmt.Errorf("%s: must not be negative (got %d)", p.key, p.v)
 		}
+	}
+	if err := c.Sessions.validate(); err != nil {
+		return err
 	}
 	if c.Streams.RingBytes < c.Streams.QueueBytes {
 		return fmt.Errorf("streams.ring_bytes (%d) must be at least streams.queue_bytes (%d): events cut from a slow consumer must stay for resumption", c.Streams.RingBytes, c.Streams.QueueBytes)
