@@ -17,6 +17,7 @@ package assert
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -90,6 +91,10 @@ func Parse(src string) (*Expr, error) {
 		mult, ok := units[unit]
 		if !ok {
 			return nil, fmt.Errorf("assert %q: latency needs a unit (ns, us, ms, s), got %q", src, unit)
+		}
+		// A bound that overflows in microseconds would be +Inf: a gate nothing fails.
+		if math.IsInf(v*mult, 0) {
+			return nil, fmt.Errorf("assert %q: %s%s is out of range", src, num, unit)
 		}
 		e.Metric, e.Value = m, v*mult
 		return e, nil

@@ -2,6 +2,7 @@ package assert
 
 import (
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -67,7 +68,7 @@ func TestCheck(t *testing.T) {
 
 func TestParseErrors(t *testing.T) {
 	for _, expr := range []string{"", "p99", "p99<5", "p99<fast", "p42<5ms", "errors<5ms", "rps>5ms",
-		"late<1", "requests>5%", "uncorrected.errors<1%", "p99=>5ms", "tools/call:cpu<5%"} {
+		"late<1", "requests>5%", "uncorrected.errors<1%", "p99=>5ms", "tools/call:cpu<5%", "p99<1e306m"} {
 		if _, err := Parse(expr); err == nil {
 			t.Errorf("%q: no error", expr)
 		}
@@ -99,7 +100,28 @@ func TestCheckAll(t *testing.T) {
 	}
 }
 
-// FuzzParse: parsing never panics, and whatever parses can be checked.
+// format writes e back as an expression in canonical form: the scope, the metric's
+// canonical name, the operator and the value in the metric's base unit.
+func format(e *Expr) string {
+	var b strings.Builder
+	if e.Scope != "" {
+		b.WriteString(e.Scope + ":")
+	}
+	if e.Uncorrected {
+		b.WriteString("uncorrected.")
+	}
+	b.WriteString(e.Metric + e.Op + strconv.FormatFloat(e.Value, 'g', -1, 64))
+	switch {
+	case e.Metric == "late" || e.Metric == "cpu" || e.Percent:
+		b.WriteString("%")
+	case e.Metric != "errors" && e.Metric != "rps" && e.Metric != "requests":
+		b.WriteString("us")
+	}
+	return b.String()
+}
+
+// FuzzParse: whatever parses reads back the same from its canonical form (so no part
+// of an expression is lost or misread), and can be checked.
 func FuzzParse(f *testing.F) {
 	b, err := os.ReadFile("testdata/asserts.txt")
 	if err != nil {
@@ -108,10 +130,20 @@ func FuzzParse(f *testing.F) {
 	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
 		f.Add(l)
 	}
+	f.Add("p99<1e306m") // a bound that overflowed to +Inf in microseconds
 	f.Fuzz(func(t *testing.T, src string) {
 		e, err := Parse(src)
 		if err != nil {
 			return
+		}
+		canon := format(e)
+		back, err := Parse(canon)
+		if err != nil {
+			t.Fatalf("%q parsed as %+v, whose form %q does not parse: %v", src, e, canon, err)
+		}
+		back.Source = e.Source
+		if *back != *e {
+			t.Fatalf("%q parsed as %+v; its form %q as %+v", src, e, canon, back)
 		}
 		_ = e.Check(sample())
 		_ = e.Check(&report.Report{})
