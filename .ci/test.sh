@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, runnable on a fresh machine: formatting, vet, race-enabled tests,
-# a short fuzz pass over every fuzz target, and (when Node can be installed) the official
-# MCP conformance suite through the router.
+# then without the race detector every test that skips or checks less under it (the
+# allocation guards), a short fuzz pass over every fuzz target, and (when Node can be
+# installed) the official MCP conformance suite through the router.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,11 +22,36 @@ fi
 step "go vet"
 go vet ./...
 
+# testjson reads `go test -json` for the two test steps below. It lives in .ci, which
+# ./... does not reach, so it is vetted and tested here.
+step "test tools (.ci/testjson)"
+go vet ./.ci/testjson
+go test -count=1 ./.ci/testjson
+go build -o "$logs/testjson" ./.ci/testjson
+
 step "external tools for end-to-end tests"
 bash .ci/deps.sh || echo "warning: some optional test dependencies could not be installed; the tests that need them will skip"
 
+# Output as plain `go test` gives it, plus one line per skipped test with its reason; the
+# tests that skipped because of the race detector are listed for the next step.
 step "go test -race"
-go test -race -count=1 -timeout 20m ./... 2>&1 | tee "$logs/test.log"
+go test -race -count=1 -timeout 20m -json ./... 2>&1 | "$logs/testjson" filter -skips "$logs/race-skips.txt" | tee "$logs/test.log"
+
+# The race runtime allocates on its own, so the allocation guards skip (or check less)
+# under -race. Here they run without it: every test that skipped above for the race
+# detector, and every test that reads raceEnabled (directly or through a helper). One
+# that still skips for the race detector fails the step.
+step "tests that skip or check less under the race detector, run without it"
+{ cat "$logs/race-skips.txt"; go list -f '{{.ImportPath}} {{.Dir}}' ./... | "$logs/testjson" racetests; } | sort -u >"$logs/norace.txt"
+if [ -s "$logs/norace.txt" ]; then
+	names="$(cut -f2 "$logs/norace.txt" | sort -u | paste -sd'|' -)"
+	pkgs="$(cut -f1 "$logs/norace.txt" | sort -u)"
+	echo "$(wc -l <"$logs/norace.txt") tests in $(echo "$pkgs" | wc -l) packages"
+	# shellcheck disable=SC2086 # one package per word
+	go test -count=1 -timeout 10m -json -run "^(${names})\$" $pkgs 2>&1 | "$logs/testjson" filter -v -forbid-race-skips
+else
+	echo "no test depends on the race detector"
+fi
 
 step "fuzz (${FUZZTIME} per target)"
 for pkg in $(go list ./...); do
