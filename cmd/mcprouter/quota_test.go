@@ -1,0 +1,192 @@
+package main
+
+// Issue 19's attacks on sessions and memory, against the real router process on
+// loopback: a client filling the session table, oversized client capabilities, and many
+// large replies in one session.
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// clientFrom is an HTTP client whose connections come from the loopback address ip.
+func clientFrom(ip string) *http.Client {
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: testTimeout}
+	return &http.Client{Timeout: testTimeout, Transport: &http.Transport{
+		DialContext:         d.DialContext,
+		MaxIdleConnsPerHost: 4,
+	}}
+}
+
+// rawPost sends one JSON-RPC message and returns the session id header, the status and
+// the body.
+func rawPost(t testing.TB, cl *http.Client, url, sid, accept, body string) (string, int, string) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", accept)
+	if sid != "" {
+		req.Header.Set("Mcp-Session-Id", sid)
+		req.Header.Set("MCP-Protocol-Version", "2025-06-18")
+	}
+	resp, err := cl.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.Header.Get("Mcp-Session-Id"), resp.StatusCode, string(b)
+}
+
+const bothAccept = "application/json, text/event-stream"
+
+func initBody(caps string) string {
+	return `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":` + caps + `,"clientInfo":{"name":"attack","version":"1"}}}`
+}
+
+func writeConfig(t testing.TB, yaml string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "mcprouter.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestAttackTableFill: a client on 127.0.0.2 opening sessions as fast as it can (a
+// bounded loop) cannot stop a client on 127.0.0.1 from opening one: it is held to its
+// per-address quota (its own idle sessions are replaced) and to its initialize rate
+// (429 with Retry-After).
+func TestAttackTableFill(t *testing.T) {
+	p := startRouter(t, "--config", writeConfig(t, "sessions:\n  max: 40\n  max_per_client: 10\n  init_rate: 50\n  init_burst: 60\n"))
+	attacker := clientFrom("127.0.0.2")
+	opened, limited := 0, 0
+	for i := 0; i < 200; i++ {
+		sid, status, body := rawPost(t, attacker, p.url("/mcp"), "", bothAccept, initBody("{}"))
+		switch {
+		case sid != "":
+			opened++
+		case status == http.StatusTooManyRequests && strings.Contains(body, "retry later"):
+			limited++
+		default:
+			t.Fatalf("attacker's initialize %d: %d %s", i, status, body)
+		}
+	}
+	if opened < 10 || limited == 0 {
+		t.Errorf("attacker opened %d sessions and was rate-limited %d times; want at least its quota, then 429s", opened, limited)
+	}
+	sid, status, body := rawPost(t, clientFrom("127.0.0.1"), p.url("/mcp"), "", bothAccept, initBody("{}"))
+	if sid == "" {
+		t.Fatalf("the other client cannot open a session: %d %s\n%s", status, body, p.stderr)
+	}
+}
+
+// TestAttackBigCapabilities: 3.9 MB of capabilities are refused with -32602 naming the
+// 64 KiB limit, and no session opens.
+func TestAttackBigCapabilities(t *testing.T) {
+	p := startRouter(t)
+	caps := `{"x":"` + strings.Repeat("a", 3900000) + `"}`
+	sid, status, body := rawPost(t, http.DefaultClient, p.url("/mcp"), "", bothAccept, initBody(caps))
+	if sid != "" || status != 200 || !strings.Contains(body, `"code":-32602`) || !strings.Contains(body, "64 KiB") {
+		t.Errorf("3.9 MB capabilities: session %q, %d %.300s", sid, status, body)
+	}
+}
+
+// TestAttackLargeReplies: 20 replies of 4 MB in one session, each on a reply stream kept
+// for resumption (the client accepts only event streams), stay within the session's
+// share: the router's sessions_budget_used_bytes never exceeds it.
+func TestAttackLargeReplies(t *testing.T) {
+	const share = 12 << 20
+	p := startRouter(t, "--backend", "b=cmd:"+backendBin+" stdio",
+		"--config", writeConfig(t, fmt.Sprintf("sessions:\n  share_bytes: %d\n", share)))
+	metrics := adminURL(t, p) + "/metrics"
+	sid := largeReplies(t, p, 20, 4000000)
+	used := gaugeValue(t, metrics, "mcprouter_sessions_budget_used_bytes")
+	if used <= 0 || used > share {
+		t.Errorf("budget used %v after 20 replies of 4 MB, want within the share %d", used, share)
+	}
+	rawDelete(t, p, sid)
+	deadline := time.Now().Add(testTimeout)
+	for gaugeValue(t, metrics, "mcprouter_sessions_budget_used_bytes") != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("budget not given back after the session ended")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// largeReplies opens a session and reads n replies of size bytes, each on a reply
+// stream (Accept: text/event-stream only); it returns the session id.
+func largeReplies(t testing.TB, p *routerProc, n, size int) string {
+	t.Helper()
+	cl := &http.Client{Timeout: testTimeout}
+	sid, _, body := rawPost(t, cl, p.url("/mcp"), "", bothAccept, initBody("{}"))
+	if sid == "" {
+		t.Fatalf("initialize: %s", body)
+	}
+	rawPost(t, cl, p.url("/mcp"), sid, bothAccept, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	for i := 0; i < n; i++ {
+		_, status, body := rawPost(t, cl, p.url("/mcp"), sid, "text/event-stream",
+			`{"jsonrpc":"2.0","id":`+strconv.Itoa(i+2)+`,"method":"resources/read","params":{"uri":"bytes://`+strconv.Itoa(size)+`"}}`)
+		if status != 200 || len(body) < size {
+			t.Fatalf("reply %d: %d, %d bytes: %.300s", i, status, len(body), body)
+		}
+	}
+	return sid
+}
+
+func rawDelete(t testing.TB, p *routerProc, sid string) {
+	req, _ := http.NewRequest("DELETE", p.url("/mcp"), nil)
+	req.Header.Set("Mcp-Session-Id", sid)
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+	}
+}
+
+// adminURL is the base URL of the router's admin listener, from its log.
+func adminURL(t testing.TB, p *routerProc) string {
+	t.Helper()
+	deadline := time.Now().Add(testTimeout)
+	for {
+		for _, line := range strings.Split(p.stderr.String(), "\n") {
+			if strings.Contains(line, "admin listening") {
+				return "http://" + logValue(line, "addr")
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no admin address in the log\n%s", p.stderr)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// gaugeValue reads one unlabelled metric from a Prometheus text endpoint (-1 if absent).
+func gaugeValue(t testing.TB, url, name string) float64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+			f, _ := strconv.ParseFloat(v, 64)
+			return f
+		}
+	}
+	return -1
+}
