@@ -313,10 +313,14 @@ type rawSession struct {
 	hc  *http.Client
 }
 
-func newRawSession(t *testing.T, f *fleet) *rawSession {
+func newRawSession(t *testing.T, f *fleet) *rawSession { return newRawSessionWith(t, f, `{}`) }
+
+// newRawSessionWith opens a raw session that declares the client capabilities caps
+// (raw JSON).
+func newRawSessionWith(t *testing.T, f *fleet, caps string) *rawSession {
 	t.Helper()
 	rs := &rawSession{t: t, url: f.mcpURL(), hc: &http.Client{Timeout: wait}}
-	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"fleettest-raw","version":"1"}}}`
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":` + caps + `,"clientInfo":{"name":"fleettest-raw","version":"1"}}}`
 	if _, err := rs.post(init); err != nil {
 		t.Fatalf("initialize: %v", err)
 	}
@@ -326,15 +330,21 @@ func newRawSession(t *testing.T, f *fleet) *rawSession {
 	if _, err := rs.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`); err != nil {
 		t.Fatalf("initialized: %v", err)
 	}
-	t.Cleanup(func() {
-		req, _ := http.NewRequest(http.MethodDelete, rs.url, nil)
-		req.Header.Set("Mcp-Session-Id", rs.id)
-		req.Header.Set("MCP-Protocol-Version", "2025-06-18")
-		if resp, err := rs.hc.Do(req); err == nil {
-			resp.Body.Close()
-		}
-	})
+	t.Cleanup(func() { rs.close() })
 	return rs
+}
+
+// close ends the session (DELETE); it returns the HTTP status, 0 when the request failed.
+func (rs *rawSession) close() int {
+	req, _ := http.NewRequest(http.MethodDelete, rs.url, nil)
+	req.Header.Set("Mcp-Session-Id", rs.id)
+	req.Header.Set("MCP-Protocol-Version", "2025-06-18")
+	resp, err := rs.hc.Do(req)
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }
 
 // post sends one message and returns the JSON-RPC messages of the answer (a JSON body

@@ -123,26 +123,33 @@ backends:
 	if o.noJetStream {
 		cfg += "nats:\n  no_jetstream: true\n"
 	}
-	path := filepath.Join(f.dir, "mcprouter.yaml")
+	f.router = startRouter(t, f.dir, cfg)
+	f.waitReady(t)
+	return f
+}
+
+// startRouter writes cfg into dir and starts a router with it. At cleanup the router is
+// stopped gracefully (it stops its stdio children), and what it wrote is searched for
+// race reports.
+func startRouter(t *testing.T, dir, cfg string) *proc {
+	t.Helper()
+	path := filepath.Join(dir, "mcprouter.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	f.router = startProc(t, "mcprouter", routerBin, []string{"mcprouter listening", "admin listening"}, "--config", path)
+	p := startProc(t, "mcprouter", routerBin, []string{"mcprouter listening", "admin listening"}, "--config", path)
 	t.Cleanup(func() {
-		// Stop the router gracefully (it stops its stdio children), then look for race
-		// reports in what it wrote.
-		if !f.router.stop() {
+		if !p.stop() {
 			t.Errorf("mcprouter did not stop on SIGTERM within %v", wait)
 		}
-		if f.router.raced {
-			t.Errorf("the race detector reported a data race in mcprouter:\n%s", f.router.log)
+		if p.raced {
+			t.Errorf("the race detector reported a data race in mcprouter:\n%s", p.log)
 		}
 		if t.Failed() {
-			t.Logf("mcprouter log (last lines):\n%s", f.router.log)
+			t.Logf("mcprouter log (last lines):\n%s", p.log)
 		}
 	})
-	f.waitReady(t)
-	return f
+	return p
 }
 
 // backendReady is the log line an mcpbackend writes once it accepts connections.
