@@ -31,20 +31,9 @@ func SplitBatch(b []byte, elems [][]byte) ([][]byte, error) {
 	n0 := len(elems)
 	s := scanner{b: b}
 	i := ws(b, 0)
-	if i >= len(b) {
-		return elems, parseError(reasonEmpty, i)
-	}
-	if b[i] != '[' {
-		start := i
-		if i = s.value(i, 0); i >= 0 {
-			if i = ws(b, i); i != len(b) {
-				s.fail(reasonTrailing, i)
-			}
-		}
-		if s.perr {
-			return elems, s.err()
-		}
-		return elems, invalidError(reasonNotArray, start)
+	if i >= len(b) || b[i] != '[' {
+		s.notTop(reasonNotArray)
+		return elems, s.err()
 	}
 	open := i
 	i = ws(b, i+1)

@@ -139,11 +139,114 @@ func strRun(b []byte, j int) int {
 // its closing quote, and whether it contains a backslash escape.
 func (s *scanner) str(i int) (int, bool) {
 	b := s.b
-	if j := strRun(b, i+1); j < len(b) && b[j] == '"' {
+	j := strRun(b, i+1)
+	if j < len(b) && b[j] == '"' {
 		return j + 1, false
-	} else {
-		return s.strSlow(j, false)
 	}
+	return s.strSlow(j, false)
+}
+
+// notTop records why the input does not hold an object or array of the kind the
+// caller wants (its first non-space byte is not the opening bracket): a parse error
+// for empty input or invalid JSON, else an invalid request with reason (valid JSON of
+// another type).
+func (s *scanner) notTop(reason string) {
+	b := s.b
+	i := ws(b, 0)
+	if i >= len(b) {
+		s.fail(reasonEmpty, i)
+		return
+	}
+	start := i
+	if i = s.value(i, 0); i < 0 {
+		return
+	}
+	if i = ws(b, i); i != len(b) {
+		s.fail(reasonTrailing, i)
+		return
+	}
+	s.invalid(reason, start)
+}
+
+// open enters the object or array whose opening bracket is at b[i] and returns the
+// index of its first member or element (whitespace skipped, done false), or, when it is
+// empty, the index just past its closing bracket close (done true). With after and
+// member it walks an object or array without repeating the punctuation checks:
+//
+//	i, done := s.open(i, '}')
+//	for !done {
+//		key, esc, v := s.member(i)
+//		... scan the value at v into i ...
+//		i, done = s.after(i, '}')
+//	}
+//
+// i is -1 after a parse error, and done is then true.
+func (s *scanner) open(i int, close byte) (int, bool) {
+	b := s.b
+	i = ws(b, i+1)
+	if i >= len(b) {
+		return s.fail(reasonEOF, i), true
+	}
+	if b[i] == close {
+		return i + 1, true
+	}
+	return i, false
+}
+
+// member scans an object key at b[i] and the colon after it, and returns the key's raw
+// contents, whether it has escapes, and the index of the value (whitespace skipped).
+func (s *scanner) member(i int) (key []byte, esc bool, v int) {
+	b := s.b
+	if b[i] != '"' {
+		return nil, false, s.fail(reasonExpectKey, i)
+	}
+	ks := i
+	if i, esc = s.str(i); i < 0 {
+		return nil, false, -1
+	}
+	key = b[ks+1 : i-1]
+	i = ws(b, i)
+	if i >= len(b) {
+		return nil, false, s.fail(reasonEOF, i)
+	}
+	if b[i] != ':' {
+		return nil, false, s.fail(reasonExpectColon, i)
+	}
+	i = ws(b, i+1)
+	if i >= len(b) {
+		return nil, false, s.fail(reasonEOF, i)
+	}
+	return key, esc, i
+}
+
+// after skips whitespace after a member or element and returns the index of the next
+// one (after a comma, done false) or just past the closing bracket close (done true).
+func (s *scanner) after(i int, close byte) (int, bool) {
+	b := s.b
+	i = ws(b, i)
+	if i >= len(b) {
+		return s.fail(reasonEOF, i), true
+	}
+	switch b[i] {
+	case ',':
+		i = ws(b, i+1)
+		if i >= len(b) {
+			return s.fail(reasonEOF, i), true
+		}
+		return i, false
+	case close:
+		return i + 1, true
+	}
+	return s.fail(reasonExpectComma, i), true
+}
+
+// rawEqual reports whether the contents of a JSON string as sent (raw; esc: it has
+// backslash escapes) decode to name.
+func rawEqual(raw []byte, esc bool, name string) bool {
+	if !esc {
+		return string(raw) == name
+	}
+	return equalUnescaped(raw, name)
 }
 
 // strSlow continues validating a string from b[i] (inside it); esc says whether an
@@ -231,22 +334,15 @@ func (s *scanner) num(i int) (int, bool) {
 	case c == '0':
 		i++
 	case c-'1' < 9:
-		i++
-		for i < len(b) && b[i]-'0' < 10 {
-			i++
-		}
+		i = digits(b, i+1)
 	default:
 		return s.fail(reasonBadNumber, start), false
 	}
 	integer := true
 	if i < len(b) && b[i] == '.' {
 		integer = false
-		i++
-		d := i
-		for i < len(b) && b[i]-'0' < 10 {
-			i++
-		}
-		if i == d {
+		d := i + 1
+		if i = digits(b, d); i == d {
 			return s.fail(reasonBadNumber, start), false
 		}
 	}
@@ -257,14 +353,19 @@ func (s *scanner) num(i int) (int, bool) {
 			i++
 		}
 		d := i
-		for i < len(b) && b[i]-'0' < 10 {
-			i++
-		}
-		if i == d {
+		if i = digits(b, d); i == d {
 			return s.fail(reasonBadNumber, start), false
 		}
 	}
 	return i, integer
+}
+
+// digits returns the index after the run of decimal digits starting at b[i].
+func digits(b []byte, i int) int {
+	for i < len(b) && b[i]-'0' < 10 {
+		i++
+	}
+	return i
 }
 
 // literal validates true, false or null at b[i] and returns the index after it.
@@ -296,11 +397,7 @@ func (s *scanner) value(i, depth int) int {
 	}
 	switch c := b[i]; c {
 	case '"':
-		if j := strRun(b, i+1); j < len(b) && b[j] == '"' {
-			i = j + 1
-		} else {
-			i, _ = s.strSlow(j, false)
-		}
+		i, _ = s.str(i)
 		return i
 	case '{', '[':
 		return s.container(i, depth)
@@ -317,7 +414,9 @@ func (s *scanner) value(i, depth int) int {
 
 // container validates the object or array opening at b[i], inside depth open
 // containers. It is a loop over an explicit bit stack (1 = object), not a recursion,
-// so that deep input costs neither Go stack nor time beyond the MaxDepth check.
+// so that deep input costs neither Go stack nor time beyond the MaxDepth check. It
+// scans its strings inline rather than calling str: it is where large payloads spend
+// their time (BenchmarkEnvelope/codec/result2k6, the tool arguments in call199).
 func (s *scanner) container(i, depth int) int {
 	b := s.b
 	var stack [(MaxDepth + 63) / 64]uint64
@@ -457,7 +556,10 @@ func hasPrefixUnescaped(raw []byte, prefix string) (n int, ok bool) {
 	return i, true
 }
 
-// equalUnescaped reports whether the JSON string contents raw decode to exactly s.
+// equalUnescaped reports whether the JSON string contents raw decode to exactly s. It
+// is the slow path of rawEqual, kept out of line so that rawEqual inlines.
+//
+//go:noinline
 func equalUnescaped(raw []byte, s string) bool {
 	n, ok := hasPrefixUnescaped(raw, s)
 	return ok && n == len(raw)

@@ -107,170 +107,109 @@ func AppendStripListNames(dst, result []byte, list, field, prefix string) ([]byt
 	return rewriteList(dst, result, list, field, prefix, true)
 }
 
-// member scans an object key at b[i] and the colon after it, and returns the key's raw
-// contents, whether it has escapes, and the index of the value (whitespace skipped).
-func (s *scanner) member(i int) (key []byte, esc bool, v int) {
-	b := s.b
-	if b[i] != '"' {
-		return nil, false, s.fail(reasonExpectKey, i)
-	}
-	ks := i
-	if i, esc = s.str(i); i < 0 {
-		return nil, false, -1
-	}
-	key = b[ks+1 : i-1]
-	i = ws(b, i)
-	if i >= len(b) {
-		return nil, false, s.fail(reasonEOF, i)
-	}
-	if b[i] != ':' {
-		return nil, false, s.fail(reasonExpectColon, i)
-	}
-	i = ws(b, i+1)
-	if i >= len(b) {
-		return nil, false, s.fail(reasonEOF, i)
-	}
-	return key, esc, i
-}
-
-// after skips whitespace after a member or element and returns the index of the next
-// one (after a comma, done false) or just past the closing bracket close (done true).
-func (s *scanner) after(i int, close byte) (int, bool) {
-	b := s.b
-	i = ws(b, i)
-	if i >= len(b) {
-		return s.fail(reasonEOF, i), true
-	}
-	switch b[i] {
-	case ',':
-		i = ws(b, i+1)
-		if i >= len(b) {
-			return s.fail(reasonEOF, i), true
-		}
-		return i, false
-	case close:
-		return i + 1, true
-	}
-	return s.fail(reasonExpectComma, i), true
-}
-
-// isKey reports whether the raw key contents equal name.
-func isKey(key []byte, esc bool, name string) bool {
-	if esc {
-		return equalUnescaped(key, name)
-	}
-	return string(key) == name
+// listRewrite is the state of one rewriteList: the scanner over the result, what to
+// rewrite, and the output so far.
+type listRewrite struct {
+	s             scanner
+	field, prefix string
+	strip         bool
+	dst           []byte
+	last          int // result[:last] has been copied to dst
 }
 
 // rewriteList implements AppendPrefixListNames (strip false) and AppendStripListNames.
 func rewriteList(dst, result []byte, list, field, prefix string, strip bool) ([]byte, error) {
-	s := scanner{b: result}
-	b := result
-	dst0 := len(dst)
-	last := 0 // result[:last] has been copied to dst
+	r := listRewrite{s: scanner{b: result}, field: field, prefix: prefix, strip: strip, dst: dst}
+	s, b := &r.s, result
 	i := ws(b, 0)
-	if i >= len(b) {
-		return dst, parseError(reasonEmpty, i)
-	}
-	if b[i] != '{' {
-		start := i
-		if i = s.value(i, 0); i >= 0 {
-			if i = ws(b, i); i != len(b) {
-				s.fail(reasonTrailing, i)
-			}
-		}
-		s.invalid(reasonResultNotObject, start)
+	if i >= len(b) || b[i] != '{' {
+		s.notTop(reasonResultNotObject)
 		return dst, s.err()
 	}
-	i = ws(b, i+1)
-	if i >= len(b) {
-		return dst, parseError(reasonEOF, i)
+	i, done := s.open(i, '}')
+	for !done {
+		key, esc, v := s.member(i)
+		switch {
+		case v < 0:
+			i = -1
+		case !rawEqual(key, esc, list):
+			i = s.value(v, 1)
+		case b[v] != '[':
+			s.invalid(reasonListNotArray, v)
+			i = s.value(v, 1)
+		default:
+			i = r.list(v)
+		}
+		if i < 0 {
+			break
+		}
+		i, done = s.after(i, '}')
 	}
-	done := b[i] == '}'
-	if done {
-		i++
+	if i >= 0 {
+		if i = ws(b, i); i != len(b) {
+			s.fail(reasonTrailing, i)
+		}
 	}
+	if err := s.err(); err != nil {
+		return r.dst[:len(dst)], err
+	}
+	return append(r.dst, b[r.last:]...), nil
+}
+
+// list walks the list array at b[i] (depth 1) and rewrites the field of each element
+// that is an object; other elements are only validated.
+func (r *listRewrite) list(i int) int {
+	s := &r.s
+	i, done := s.open(i, ']')
+	for !done {
+		if s.b[i] == '{' {
+			i = r.element(i)
+		} else {
+			i = s.value(i, 2)
+		}
+		if i < 0 {
+			return -1
+		}
+		i, done = s.after(i, ']')
+	}
+	return i
+}
+
+// element walks one object of the list at b[i] and rewrites its field when it is a
+// string.
+func (r *listRewrite) element(i int) int {
+	s := &r.s
+	i, done := s.open(i, '}')
 	for !done {
 		key, esc, v := s.member(i)
 		if v < 0 {
-			return dst[:dst0], s.err()
+			return -1
 		}
-		i = v
-		switch {
-		case !isKey(key, esc, list):
-			i = s.value(i, 1)
-		case b[i] != '[':
-			s.invalid(reasonListNotArray, i)
-			i = s.value(i, 1)
-		default:
-			i = ws(b, i+1)
-			if i >= len(b) {
-				return dst[:dst0], parseError(reasonEOF, i)
-			}
-			elemsDone := b[i] == ']'
-			if elemsDone {
-				i++
-			}
-			for !elemsDone && i >= 0 {
-				if b[i] != '{' {
-					i = s.value(i, 2)
-				} else {
-					i = ws(b, i+1)
-					if i >= len(b) {
-						return dst[:dst0], parseError(reasonEOF, i)
-					}
-					objDone := b[i] == '}'
-					if objDone {
-						i++
-					}
-					for !objDone && i >= 0 {
-						fkey, fesc, fv := s.member(i)
-						if fv < 0 {
-							return dst[:dst0], s.err()
-						}
-						i = fv
-						if b[i] == '"' && isKey(fkey, fesc, field) {
-							vs := i
-							if i, _ = s.str(i); i < 0 {
-								break
-							}
-							contents := vs + 1
-							if strip {
-								if n, ok := hasPrefixUnescaped(b[contents:i-1], prefix); ok {
-									dst = append(dst, b[last:contents]...)
-									last = contents + n
-								}
-							} else {
-								dst = append(dst, b[last:contents]...)
-								dst = appendEscaped(dst, prefix)
-								last = contents
-							}
-						} else {
-							i = s.value(i, 3)
-						}
-						if i >= 0 {
-							i, objDone = s.after(i, '}')
-						}
-					}
-				}
-				if i >= 0 {
-					i, elemsDone = s.after(i, ']')
-				}
-			}
+		if s.b[v] != '"' || !rawEqual(key, esc, r.field) {
+			i = s.value(v, 3)
+		} else if i, _ = s.str(v); i >= 0 {
+			r.rewrite(v+1, i-1)
 		}
 		if i < 0 {
-			return dst[:dst0], s.err()
+			return -1
 		}
 		i, done = s.after(i, '}')
-		if i < 0 {
-			return dst[:dst0], s.err()
+	}
+	return i
+}
+
+// rewrite adds the prefix to the field's string, whose contents are b[from:to], or
+// strips it when the decoded string starts with it.
+func (r *listRewrite) rewrite(from, to int) {
+	b := r.s.b
+	if r.strip {
+		if n, ok := hasPrefixUnescaped(b[from:to], r.prefix); ok {
+			r.dst = append(r.dst, b[r.last:from]...)
+			r.last = from + n
 		}
+		return
 	}
-	if i = ws(b, i); i != len(b) {
-		s.fail(reasonTrailing, i)
-	}
-	if err := s.err(); err != nil {
-		return dst[:dst0], err
-	}
-	return append(dst, b[last:]...), nil
+	r.dst = append(r.dst, b[r.last:from]...)
+	r.dst = appendEscaped(r.dst, r.prefix)
+	r.last = from
 }
