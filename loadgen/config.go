@@ -13,6 +13,7 @@ package loadgen
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -236,8 +237,8 @@ func (c *Config) Validate() error {
 	if c.Ramp < 0 || c.Warmup < 0 {
 		return errors.New("ramp and warm-up cannot be negative")
 	}
-	if c.Rate < 0 {
-		return errors.New("rate cannot be negative")
+	if !(c.Rate >= 0) || math.IsInf(c.Rate, 1) { // NaN fails every comparison
+		return errors.New("rate must be a finite number, not negative")
 	}
 	if c.LateThreshold <= 0 {
 		c.LateThreshold = time.Millisecond
@@ -262,6 +263,9 @@ func (c *Config) Validate() error {
 		}
 		if err := c.Fanout.Trigger.normalize(); err != nil {
 			return fmt.Errorf("fan-out trigger: %w", err)
+		}
+		if math.IsNaN(c.Fanout.Rate) || math.IsInf(c.Fanout.Rate, 0) {
+			return errors.New("fan-out rate must be a finite number")
 		}
 		if c.Fanout.Rate <= 0 {
 			c.Fanout.Rate = 10

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -73,6 +74,11 @@ type Duration time.Duration
 // UnmarshalYAML implements yaml.Unmarshaler.
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	if v, err := strconv.ParseFloat(n.Value, 64); err == nil {
+		// Beyond ±292 years (or NaN) the conversion would wrap to a negative duration,
+		// which a run then replaces with its default: refuse it instead.
+		if !(math.Abs(v) < float64(math.MaxInt64)/float64(time.Second)) {
+			return fmt.Errorf("line %d: duration %q out of range", n.Line, n.Value)
+		}
 		*d = Duration(v * float64(time.Second))
 		return nil
 	}
@@ -83,6 +89,9 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	*d = Duration(v)
 	return nil
 }
+
+// MarshalYAML writes d as a Go duration ("1.5s"), which UnmarshalYAML reads back.
+func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
 
 // UnmarshalYAML lets args and params be written as YAML mappings (converted to JSON)
 // or as JSON template strings.

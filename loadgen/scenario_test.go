@@ -3,12 +3,15 @@ package loadgen
 import (
 	"encoding/json"
 	"flag"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"go.yaml.in/yaml/v3"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -62,6 +65,9 @@ func TestScenarioErrors(t *testing.T) {
 		"mix:\n  - tool: echo\n    wieght: 3\n",
 		"mix:\n  - just-a-string\n",
 		"sessions: many\n",
+		"duration: 1e300\n", // seconds beyond int64 nanoseconds wrapped to a negative duration
+		"warmup: 9.3e9\n",
+		"ramp: -9.3e9\n",
 	} {
 		if _, err := ParseScenario([]byte(doc)); err == nil {
 			t.Errorf("%q: no error", doc)
@@ -69,7 +75,9 @@ func TestScenarioErrors(t *testing.T) {
 	}
 }
 
-// FuzzScenario: the YAML front end never panics.
+// FuzzScenario: whatever the YAML front end accepts round-trips: the scenario written
+// back as YAML reads back as the same scenario, so no field is lost or misread on the
+// way (and the run configuration built from it validates or fails, without a panic).
 func FuzzScenario(f *testing.F) {
 	names, _ := filepath.Glob(filepath.Join("testdata", "scenarios", "*.yaml"))
 	for _, n := range names {
@@ -85,6 +93,24 @@ func FuzzScenario(f *testing.F) {
 			return
 		}
 		cfg := sc.Config("fuzz")
-		_ = cfg.Validate()
+		if cfg.Validate() == nil && (!validRate(cfg.Rate) || !validRate(cfg.Fanout.Rate) ||
+			cfg.Duration <= 0 || cfg.Timeout <= 0 || cfg.Ramp < 0 || cfg.Warmup < 0) {
+			t.Fatalf("%q validated with rate %v, fan-out rate %v, duration %v, timeout %v, ramp %v, warm-up %v",
+				data, cfg.Rate, cfg.Fanout.Rate, cfg.Duration, cfg.Timeout, cfg.Ramp, cfg.Warmup)
+		}
+		out, err := yaml.Marshal(sc)
+		if err != nil {
+			t.Fatalf("%q parsed but does not encode: %v", data, err)
+		}
+		back, err := ParseScenario(out)
+		if err != nil {
+			t.Fatalf("%q parsed, its encoding\n%s\ndoes not: %v", data, out, err)
+		}
+		if diff := cmp.Diff(sc, back, cmpopts.EquateEmpty(), cmpopts.EquateNaNs()); diff != "" {
+			t.Fatalf("%q does not round-trip through\n%s\n(-parsed +re-parsed):\n%s", data, out, diff)
+		}
 	})
 }
+
+// validRate is a rate a run can pace: finite, not negative.
+func validRate(r float64) bool { return r >= 0 && !math.IsInf(r, 0) }
