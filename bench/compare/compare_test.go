@@ -67,7 +67,7 @@ func TestQuick(t *testing.T) {
 	md := res.Markdown("reports")
 	for _, want := range []string{SectionHeading + "\n", "### Closed loop, 4 sessions", "| direct | mcpbackend alone |",
 		"### Open loop at 50% of the direct maximum", "### mcpload's own cost", "### Codec envelope micro-benchmarks",
-		"](reports/direct.html)", "mcpload stub --listen 127.0.0.1:0"} {
+		"`reports/direct.html`", "mcpload stub --listen 127.0.0.1:0"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("section lacks %q", want)
 		}

@@ -16,7 +16,7 @@ const SectionHeading = "## compare"
 
 // Markdown renders the "## compare" section of bench/RESULTS.md. reportsLink is the path
 // of Options.ReportsDir relative to the results file ("reports"); empty means the reports
-// were not kept and are not linked.
+// were not kept and are not named.
 func (r *Result) Markdown(reportsLink string) string {
 	o := r.Options
 	var b strings.Builder
@@ -128,7 +128,7 @@ func (r *Result) closedTable(b *strings.Builder, reportsLink string) {
 		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s | %.0f%% | %.0f%% | %s | %d | %s |\n",
 			t.Name, t.Label, tput, strings.Join(rounds, ", "),
 			report.FormatUS(t.P50()), report.FormatUS(t.P99()), cpuCell(t), r.busyCell(t), t.GeneratorCPU(), t.GeneratorWait(),
-			otherCell(t), t.Errors(), reportLinks(t, reportsLink))
+			otherCell(t), t.Errors(), reportFiles(t, reportsLink))
 	}
 	b.WriteString("\n")
 	if len(bound) > 0 {
@@ -229,11 +229,14 @@ func cpuCell(t *TargetResult) string {
 	return fmt.Sprintf("%.1f µs (%s)", total, strings.Join(parts, " + "))
 }
 
-func reportLinks(t *TargetResult, reportsLink string) string {
+// reportFiles names the target's report files. They are not links: the reports are
+// generated output, not kept in git, and a link would point at nothing in a fresh clone;
+// the section's last paragraph gives the command that writes them.
+func reportFiles(t *TargetResult, reportsLink string) string {
 	if reportsLink == "" || t.ReportHTML == "" {
 		return ""
 	}
-	return fmt.Sprintf("[html](%s) [json](%s)", path.Join(reportsLink, t.ReportHTML), path.Join(reportsLink, t.ReportJSON))
+	return fmt.Sprintf("`%s` `%s`", path.Join(reportsLink, t.ReportHTML), path.Join(reportsLink, t.ReportJSON))
 }
 
 func (r *Result) goalsTable(b *strings.Builder) {
@@ -320,7 +323,7 @@ func (r *Result) openTable(b *strings.Builder, reportsLink string) {
 			late := t.median(func(x *LoadRun) float64 { return x.Report.Generator.LatePct })
 			fmt.Fprintf(b, "| %s (%s) | %s | %s | %s | %s | %s | %s | %.2f%% | %s | %s | %s | %d | %s |\n", t.Name, t.Label, formatRate(t.Throughput()),
 				report.FormatUS(t.P50()), report.FormatUS(p90), report.FormatUS(t.P99()), strings.Join(p99s, ", "),
-				report.FormatUS(p999), late, cpuCell(t), r.busyCell(t), otherCell(t), t.Errors(), reportLinks(t, reportsLink))
+				report.FormatUS(p999), late, cpuCell(t), r.busyCell(t), otherCell(t), t.Errors(), reportFiles(t, reportsLink))
 		}
 		b.WriteString("\n")
 		if d, rt := set.target(TargetDirect), set.target(TargetRouter); d.Measured() && rt.Measured() {
@@ -337,9 +340,8 @@ func (r *Result) openGOMAXPROCSNote(set *OpenSet) string {
 			if len(t.Runs[i].Env) > 0 {
 				return " mcpload ran these with GOMAXPROCS=2 on its one CPU: its pacer sleeps in a blocking " +
 					"nanosleep system call, and with a single P the goroutines reading the replies wait until " +
-					"the Go runtime's sysmon takes the P back, up to 10 ms later, which added a uniform 0-11 ms " +
-					"to every latency (measured against mcpload stub: p50 5.5 ms at 11,000/s over 128 sessions " +
-					"with one P, 0.1 ms with two)."
+					"the Go runtime's sysmon takes the P back, a delay that would land in every latency (see " +
+					"\"compare notes\")."
 			}
 		}
 	}
@@ -496,9 +498,10 @@ func (r *Result) commands(b *strings.Builder, reportsLink string) {
 	}
 	b.WriteString("```\n\n")
 	if reportsLink != "" {
-		fmt.Fprintf(b, "The HTML and JSON reports of the run closest to each target's median are in `%s/`, "+
-			"small and committed with this file; re-running replaces them. Any two can be put side by side, "+
-			"for example `mcpload compare %s %s`.\n\n",
+		fmt.Fprintf(b, "The HTML and JSON reports of the run closest to each target's median (the \"report\" "+
+			"column) are written to `%s/` next to this file by the command at the top of this section; they are "+
+			"generated output, not kept in git, so run the command to get them. Any two can be put side by "+
+			"side, for example `mcpload compare %s %s`.\n\n",
 			reportsLink, path.Join("bench", reportsLink, "direct.json"), path.Join("bench", reportsLink, "router.json"))
 	}
 }

@@ -208,6 +208,20 @@ func TestMarkdownGolden(t *testing.T) {
 	golden(t, "section.golden", fakeResult().Markdown("reports"))
 }
 
+// TestMarkdownNoLinks: the reports are not kept in git, so the section names them and
+// the command that writes them, and links to nothing.
+func TestMarkdownNoLinks(t *testing.T) {
+	md := fakeResult().Markdown("reports")
+	if strings.Contains(md, "](") {
+		t.Errorf("the section links to files that are not in git:\n%s", md)
+	}
+	for _, want := range []string{"`reports/direct.html` `reports/direct.json`", "not kept in git, so run the command"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("section lacks %q", want)
+		}
+	}
+}
+
 func TestMarkdownNoReports(t *testing.T) {
 	md := fakeResult().Markdown("")
 	if strings.Contains(md, "](") {
