@@ -2,10 +2,12 @@ package router
 
 import (
 	"bytes"
+	"encoding/json"
 	"log/slog"
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/transport"
@@ -213,17 +215,71 @@ func (l *lockedBuf) String() string {
 	return l.b.String()
 }
 
-// FuzzTraceParent: any params, valid JSON or not, give a bounded string and no panic.
+// FuzzTraceParent: TraceParent agrees with a reference written with encoding/json on
+// every valid JSON object (the first "_meta", its first "traceparent", a string of at
+// most 512 bytes), and on anything else gives a bounded string without a panic.
 func FuzzTraceParent(f *testing.F) {
 	for _, seed := range []string{
 		`{"_meta":{"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}}`,
 		`{"_meta":{"traceparent":"\u0030\n"}}`, `{"_meta":{"traceparent":1}}`, `{"_meta":`, `{`, `[]`, ``,
+		`{"a":[{"_meta":1}],"_meta":{"x":{"traceparent":"no"},"traceparent":"yes"}}`,
+		`{"_meta":{"traceparent":"a"},"_meta":{"traceparent":"b"}}`,
+		`{"\u005fmeta":{"trace\u0070arent":"escaped keys"}}`,
+		`{"_meta":{"traceparent":"\ud800 lone surrogate"}}`,
+		`{"_meta":{"traceparent":"` + strings.Repeat("x", 513) + `"}}`,
 	} {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, params []byte) {
-		if tp := TraceParent(params); len(tp) > 512 {
+		tp := TraceParent(params)
+		if len(tp) > 512 {
 			t.Fatalf("%d bytes", len(tp))
 		}
+		if json.Valid(params) && utf8.Valid(params) {
+			if want := refTraceParent(params); tp != want {
+				t.Fatalf("TraceParent(%s) = %q, reference %q", params, tp, want)
+			}
+		}
 	})
+}
+
+// refTraceParent is TraceParent written simply: params as the codec hands them (from
+// their first byte) must be an object; its first "_meta" member must be an object
+// whose first "traceparent" member is a string of at most 512 bytes.
+func refTraceParent(params []byte) string {
+	if len(params) == 0 || params[0] != '{' {
+		return ""
+	}
+	meta, ok := firstMember(params, "_meta")
+	if !ok {
+		return ""
+	}
+	raw, ok := firstMember(meta, "traceparent")
+	var s string
+	if !ok || len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil || len(s) > 512 {
+		return ""
+	}
+	return s
+}
+
+// firstMember returns the value of the first member named key of a JSON object.
+func firstMember(obj []byte, key string) (json.RawMessage, bool) {
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, false
+	}
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return nil, false
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, false
+		}
+		if k == key {
+			return v, true
+		}
+	}
+	return nil, false
 }
