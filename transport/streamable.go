@@ -532,7 +532,7 @@ func (s *HTTPServer) replyAsStream(ctx *fasthttp.RequestCtx, p *httpPost) {
 		return
 	}
 	stream := sess.out.(*streamableOut).newPostStream()
-	c.replies(func(msg []byte) { stream.Publish("", msg) })
+	c.replies(func(msg []byte) { publishReply(stream, msg) })
 	stream.Close(0)
 	c.mu.Unlock()
 	s.serveStream(ctx, stream, false, 0, sess, func() { c.unref() })
@@ -925,6 +925,27 @@ func (o *streamableOut) stream(id uint32) *sse.Stream {
 	return o.streams[id]
 }
 
+// publishReply publishes a response on a reply stream. A response too large for the
+// session's memory share is replaced by an error response to the same request, so that
+// the client is told instead of waiting for an answer that will not come.
+func publishReply(st *sse.Stream, msg []byte) {
+	if _, err := st.Publish("", msg); err == budget.ErrOverBudget {
+		st.Publish("", overBudgetReply(msg))
+	}
+}
+
+// overBudgetReply is the error response that replaces a reply too large for the
+// session's memory share: same id (null for a batch), and why.
+func overBudgetReply(msg []byte) []byte {
+	var m codec.Message
+	var id []byte
+	if !codec.IsBatch(msg) && codec.Scan(msg, &m) == nil {
+		id = m.ID
+	}
+	return codec.AppendError(nil, id, codec.CodeInternalError,
+		"reply of "+strconv.Itoa(len(msg))+" bytes exceeds this session's memory share; ask for less", nil)
+}
+
 // httpPost is one POST in flight: the call gathering its replies and the request goroutine
 // waiting for them. Pooled.
 type httpPost struct {
@@ -1003,7 +1024,7 @@ func (p *httpPost) related(c *call, msg []byte) (bool, error) {
 
 func (p *httpPost) streamed(c *call, msg []byte, last bool) {
 	if msg != nil {
-		p.stream.Publish("", msg)
+		publishReply(p.stream, msg)
 	}
 	if last {
 		p.stream.Close(0)

@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/transport/budget"
 )
 
 // unit is one inbound message or batch on a transport whose replies travel on the
@@ -80,7 +81,9 @@ func (u *unit) finish(c *call) {
 		return
 	}
 	u.tmp = c.appendBody(u.tmp[:0])
-	u.sess.Send(u.tmp)
+	if u.sess.Send(u.tmp) == budget.ErrOverBudget {
+		u.sess.Send(overBudgetReply(u.tmp))
+	}
 }
 
 func (u *unit) related(c *call, msg []byte) (bool, error) { return false, u.sess.Send(msg) }

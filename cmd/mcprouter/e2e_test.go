@@ -71,10 +71,17 @@ func (p *routerProc) url(path string) string { return "http://" + p.addr + path 
 
 // startRouter starts mcprouter listening on an ephemeral loopback port and waits for its
 // "listening" log line. The process is stopped (SIGTERM, then SIGKILL) at cleanup.
-func startRouter(t *testing.T, args ...string) *routerProc {
+func startRouter(t testing.TB, args ...string) *routerProc {
+	t.Helper()
+	return startRouterBin(t, routerBin, args...)
+}
+
+// startRouterBin is startRouter with another mcprouter binary (an older build, to
+// compare with).
+func startRouterBin(t testing.TB, bin string, args ...string) *routerProc {
 	t.Helper()
 	args = append([]string{"--listen", "127.0.0.1:0"}, args...)
-	cmd := exec.Command(routerBin, args...)
+	cmd := exec.Command(bin, args...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +120,7 @@ func startRouter(t *testing.T, args ...string) *routerProc {
 }
 
 // stop ends the process if it is still running: SIGTERM, then SIGKILL after a timeout.
-func (p *routerProc) stop(t *testing.T) {
+func (p *routerProc) stop(t testing.TB) {
 	select {
 	case <-p.exited:
 		return

@@ -190,3 +190,66 @@ func gaugeValue(t testing.TB, url, name string) float64 {
 	}
 	return -1
 }
+
+// BenchmarkAttackRSS measures the router's resident memory under two of issue 19's
+// attacks: 20 replies of 4 MB in one session, and 20 sessions with 3.9 MB capabilities,
+// each on a fresh router with the default configuration. With MCPROUTER_BASELINE_BIN
+// naming another mcprouter binary (an older build), the same runs against it too, side
+// by side. Run with -benchtime=1x: one attack per router.
+func BenchmarkAttackRSS(b *testing.B) {
+	bins := map[string]string{"this": routerBin}
+	if old := os.Getenv("MCPROUTER_BASELINE_BIN"); old != "" {
+		bins["baseline"] = old
+	}
+	for _, name := range []string{"baseline", "this"} {
+		bin, ok := bins[name]
+		if !ok {
+			continue
+		}
+		b.Run(name+"/replies-20x4MB", func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				p := startRouterBin(b, bin, "--backend", "b=cmd:"+backendBin+" stdio")
+				measureRSS(b, p, func() { largeReplies(b, p, 20, 4000000) })
+				p.stop(b)
+			}
+		})
+		b.Run(name+"/capabilities-20x3.9MB", func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				p := startRouterBin(b, bin)
+				caps := initBody(`{"x":"` + strings.Repeat("a", 3900000) + `"}`)
+				measureRSS(b, p, func() {
+					for j := 0; j < 20; j++ {
+						rawPost(b, http.DefaultClient, p.url("/mcp"), "", bothAccept, caps)
+					}
+				})
+				p.stop(b)
+			}
+		})
+	}
+}
+
+// measureRSS reports the router's resident memory before and after attack, in MiB.
+func measureRSS(b *testing.B, p *routerProc, attack func()) {
+	before := rssMiB(b, p)
+	attack()
+	after := rssMiB(b, p)
+	b.ReportMetric(before, "rss-before-MiB")
+	b.ReportMetric(after, "rss-after-MiB")
+	b.ReportMetric(after-before, "rss-growth-MiB")
+}
+
+// rssMiB is the VmRSS of the process, in MiB.
+func rssMiB(b *testing.B, p *routerProc) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 64)
+			return kb / 1024
+		}
+	}
+	b.Fatal("no VmRSS")
+	return 0
+}

@@ -106,3 +106,22 @@ func pumpAllAfterClose(t *testing.T, s *Stream, c *Consumer) (string, error) {
 	s.Close(0)
 	return pumpAll(t, c, PumpOptions{})
 }
+
+// BenchmarkPublishBudget is Publish's cost with and without a budget account: a ring
+// that keeps evicting (every event reserved, every evicted one released).
+func BenchmarkPublishBudget(b *testing.B) {
+	ev := bytes.Repeat([]byte("x"), 512)
+	for _, c := range []struct {
+		name string
+		acct *budget.Account
+	}{{"off", nil}, {"on", budget.New(1<<30, 16<<20).Account()}} {
+		b.Run(c.name, func(b *testing.B) {
+			s := NewStream(1, StreamConfig{Account: c.acct, RingEvents: 64})
+			b.ReportAllocs()
+			b.SetBytes(int64(len(ev)))
+			for i := 0; i < b.N; i++ {
+				s.Publish("", ev)
+			}
+		})
+	}
+}
