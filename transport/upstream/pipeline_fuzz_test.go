@@ -3,13 +3,62 @@ package upstream
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"io"
 	"testing"
 )
 
-// FuzzPipelineReadResponse feeds arbitrary bytes to the pipelined connection's response
-// reader, as a broken or hostile backend could send them: it must return an error or a
-// response, never panic or loop, and an SSE body must read to an end.
+// fuzzMaxBody is the body limit the fuzz targets read responses with.
+const fuzzMaxBody = 1 << 16
+
+// fuzzStatuses are the final statuses a generated response takes (1xx, 204 and 304
+// carry no body, so they cannot round-trip one).
+var fuzzStatuses = []int{200, 201, 202, 400, 401, 404, 429, 500, 503}
+
+// encodeResponse is a reference HTTP/1.1 response encoder, written simply: the body
+// framed by Content-Length (chunk 0) or in chunks of at most chunk bytes.
+func encodeResponse(status int, contentType string, body []byte, chunk int) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "HTTP/1.1 %d Status\r\nContent-Type: %s\r\n", status, contentType)
+	if chunk == 0 {
+		fmt.Fprintf(&b, "Content-Length: %d\r\n\r\n", len(body))
+		b.Write(body)
+		return b.Bytes()
+	}
+	b.WriteString("Transfer-Encoding: chunked\r\n\r\n")
+	for rest := body; len(rest) > 0; {
+		n := min(chunk, len(rest))
+		fmt.Fprintf(&b, "%x\r\n", n)
+		b.Write(rest[:n])
+		b.WriteString("\r\n")
+		rest = rest[n:]
+	}
+	b.WriteString("0\r\n\r\n")
+	return b.Bytes()
+}
+
+// readOne reads the next response from pc with the pipelined connection's reader, and
+// its body (whole, or streamed to its end for an SSE reply).
+func readOne(pc *pipeConn) (status int, contentType string, body []byte, err error) {
+	c := &pipeCall{}
+	c.body.closed = make(chan bool, 1)
+	if err := pc.readResponse(c, fuzzMaxBody); err != nil {
+		return 0, "", nil, err
+	}
+	if c.body.r == nil {
+		body = append([]byte(nil), c.resp.Body()...)
+	} else { // resp.Body would take the stream over: read it as the caller does
+		body, err = io.ReadAll(io.LimitReader(&c.body, 1<<20))
+		_ = c.resp.CloseBodyStream()
+	}
+	return c.resp.StatusCode(), string(c.resp.Header.ContentType()), body, err
+}
+
+// FuzzPipelineReadResponse has two parts. Arbitrary bytes, as a broken or hostile
+// backend could send them, give an error or responses, never a panic or a loop.
+// And a response a reference encoder made from (status, body, framing, JSON or SSE),
+// followed by a second one, reads back as exactly that: re-encoded from what was read,
+// it gives the bytes it came from, and the next response starts where it ended.
 func FuzzPipelineReadResponse(f *testing.F) {
 	for _, s := range []string{
 		"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}",
@@ -20,22 +69,39 @@ func FuzzPipelineReadResponse(f *testing.F) {
 		"HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 9\r\n\r\nnot found",
 		"HTTP/1.1 200 OK\r\nContent-Length: 99999999\r\n\r\n{",
 	} {
-		f.Add([]byte(s))
+		f.Add([]byte(s), uint8(0), []byte(`{"jsonrpc":"2.0","id":1,"result":{}}`), uint8(0), false)
 	}
-	f.Fuzz(func(t *testing.T, data []byte) {
+	f.Add([]byte{}, uint8(0), []byte("data: {}\n\n"), uint8(3), true)
+	f.Add([]byte{}, uint8(7), []byte("\r\n0\r\n\r\n"), uint8(1), false)
+	f.Add([]byte{}, uint8(2), []byte{}, uint8(5), true)
+	f.Fuzz(func(t *testing.T, data []byte, statusPick uint8, body []byte, chunk uint8, sse bool) {
 		pc := &pipeConn{br: bufio.NewReader(bytes.NewReader(data))}
 		for range 4 {
-			c := &pipeCall{}
-			c.body.closed = make(chan bool, 1)
-			if err := pc.readResponse(c, 1<<16); err != nil {
-				return
+			if _, _, _, err := readOne(pc); err != nil {
+				break
 			}
-			if c.body.r != nil {
-				if _, err := io.Copy(io.Discard, io.LimitReader(&c.body, 1<<20)); err != nil {
-					return
-				}
-				_ = c.resp.CloseBodyStream()
-			}
+		}
+
+		if len(body) > fuzzMaxBody {
+			return
+		}
+		status := fuzzStatuses[int(statusPick)%len(fuzzStatuses)]
+		contentType := "application/json"
+		if sse && status/100 == 2 {
+			contentType = "text/event-stream"
+		}
+		first := encodeResponse(status, contentType, body, int(chunk))
+		next := encodeResponse(200, "application/json", []byte("{}"), 0)
+		pc = &pipeConn{br: bufio.NewReader(bytes.NewReader(append(append([]byte(nil), first...), next...)))}
+		gotStatus, gotType, gotBody, err := readOne(pc)
+		if err != nil {
+			t.Fatalf("response %q: %v", first, err)
+		}
+		if again := encodeResponse(gotStatus, gotType, gotBody, int(chunk)); !bytes.Equal(again, first) {
+			t.Fatalf("response %q read as %d %q %q, which encodes as %q", first, gotStatus, gotType, gotBody, again)
+		}
+		if s, _, b, err := readOne(pc); err != nil || s != 200 || string(b) != "{}" {
+			t.Fatalf("after %q the next response reads as %d %q %v", first, s, b, err)
 		}
 	})
 }
