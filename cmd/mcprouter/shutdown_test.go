@@ -239,40 +239,28 @@ func TestStdioSignal(t *testing.T) {
 }
 
 // TestConfiguredSessionLimits: sessions.max and sessions.idle_timeout from a
-// configuration file, with their errors as clients see them.
+// configuration file, with their errors as clients see them. A client holding a GET
+// stream open is active, so the sessions that fill the table are pinned by their
+// streams however slow the machine is: the refusal past sessions.max cannot be undone
+// by an expiry, and the expiry is shown on a session of its own.
 func TestConfiguredSessionLimits(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "mcprouter.yaml")
 	if err := os.WriteFile(cfg, []byte("sessions:\n  max: 2\n  idle_timeout: 300ms\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	p := startRouter(t, "--config", cfg)
-	init := func() (string, string) {
-		req, _ := http.NewRequest("POST", p.url("/mcp"), strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		return resp.Header.Get("Mcp-Session-Id"), string(b)
+	_, stopA := pinnedSession(t, p)
+	defer stopA()
+	// An idle session expires after idle_timeout: its id is then 404.
+	idle, body := rawInitialize(t, p)
+	if idle == "" {
+		t.Fatalf("initialize under the limit: %s", body)
 	}
-	a, _ := init()
-	b, _ := init()
-	if a == "" || b == "" {
-		t.Fatal("initialize under the limit failed")
-	}
-	// Past sessions.max the longest-idle session (a) makes room.
-	if sid, body := init(); sid == "" {
-		t.Errorf("past sessions.max with idle sessions: body %s, want the longest-idle evicted", body)
-	}
-	// The others expire after idle_timeout; then there is room again and the old ids are 404.
 	deadline := time.Now().Add(testTimeout)
 	for {
 		req, _ := http.NewRequest("POST", p.url("/mcp"), strings.NewReader(`{"jsonrpc":"2.0","id":2,"method":"ping"}`))
 		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Mcp-Session-Id", b)
+		req.Header.Set("Mcp-Session-Id", idle)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -287,7 +275,73 @@ func TestConfiguredSessionLimits(t *testing.T) {
 		// Each ping is activity: pause longer than idle_timeout before the next one.
 		time.Sleep(450 * time.Millisecond)
 	}
-	if sid, body := init(); sid == "" {
-		t.Errorf("no room after expiry: %s", body)
+	// Its place is free again; with both places held by active sessions, a third is
+	// refused.
+	_, stopB := pinnedSession(t, p)
+	defer stopB()
+	if sid, body := rawInitialize(t, p); sid != "" || !strings.Contains(body, "too many sessions") {
+		t.Errorf("past sessions.max: session %q body %s", sid, body)
 	}
+}
+
+// rawInitialize opens a 2025-06-18 session with plain HTTP: its id ("" when refused)
+// and the response body.
+func rawInitialize(t *testing.T, p *routerProc) (string, string) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", p.url("/mcp"), strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp.Header.Get("Mcp-Session-Id"), string(b)
+}
+
+// pinnedSession opens a session, completes its handshake and holds its GET stream
+// open; stop ends the stream. A session that expired before its stream opened (a
+// stalled machine) is replaced by a new one, until testTimeout.
+func pinnedSession(t *testing.T, p *routerProc) (sid string, stop func()) {
+	t.Helper()
+	deadline := time.Now().Add(testTimeout)
+	for time.Now().Before(deadline) {
+		sid, body := rawInitialize(t, p)
+		if sid == "" { // the table still holds a session that expired: it goes soon
+			if !strings.Contains(body, "too many sessions") {
+				t.Fatalf("initialize: %s", body)
+			}
+			time.Sleep(20 * time.Millisecond)
+			continue
+		}
+		req, _ := http.NewRequest("POST", p.url("/mcp"), strings.NewReader(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", sid)
+		req.Header.Set("MCP-Protocol-Version", "2025-06-18")
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		get, _ := http.NewRequestWithContext(ctx, "GET", p.url("/mcp"), nil)
+		get.Header.Set("Accept", "text/event-stream")
+		get.Header.Set("Mcp-Session-Id", sid)
+		get.Header.Set("MCP-Protocol-Version", "2025-06-18")
+		resp, err := http.DefaultClient.Do(get)
+		if err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		if resp.StatusCode == http.StatusOK {
+			return sid, func() { cancel(); resp.Body.Close() }
+		}
+		resp.Body.Close()
+		cancel()
+		if resp.StatusCode != http.StatusNotFound {
+			t.Fatalf("GET stream: %d", resp.StatusCode)
+		}
+	}
+	t.Fatal("no session lived long enough to open its stream")
+	return "", nil
 }
