@@ -45,7 +45,8 @@ const (
 type StreamConfig struct {
 	// RingBytes bounds the memory (buffer capacity, so a little more than the encoded
 	// bytes) of the recent events a stream keeps for resumption. The newest event is
-	// always kept, however large. Default 1 MiB.
+	// always kept, however large, unless it does not fit the session's budget share
+	// (Account). Default 1 MiB.
 	RingBytes int
 	// RingEvents bounds the number of events kept. Default 1024.
 	RingEvents int
