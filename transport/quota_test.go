@@ -77,6 +77,12 @@ func TestClientQuota(t *testing.T) {
 	if !errors.Is(bindErr, ErrClientQuota) {
 		t.Errorf("Bind error %v, want ErrClientQuota", bindErr)
 	}
+	// A legacy stream opens a session before initialize: the same quota holds.
+	legacy := ts.do(req{method: "GET", path: "/sse", from: "127.0.0.2"})
+	if legacy.StatusCode != http.StatusServiceUnavailable || !strings.Contains(bodyOf(legacy), "too many sessions from this address") {
+		t.Errorf("legacy stream past the quota: %d %s, want 503", legacy.StatusCode, bodyOf(legacy))
+	}
+	legacy.Body.Close()
 	if sid, resp := ts.initializeFrom("127.0.0.1"); sid == "" {
 		t.Fatalf("the other address cannot open a session: %d %s", resp.StatusCode, bodyOf(resp))
 	}
