@@ -129,15 +129,36 @@ func TestOpenLoopCorrection(t *testing.T) {
 		percentile(want, 90), percentile(want, 97), percentile(want, 99), mean(want),
 		ms(rep.LatencyUncorrected.P90), ms(rep.LatencyUncorrected.P99), ms(rep.LatencyUncorrected.Max))
 
-	// The stall is in the corrected tail, where the model puts it. The tolerances
-	// absorb scheduling noise, not a different arithmetic: without correction p97 and
-	// p99 would be about one service time. On a machine so contended that the
-	// generator itself could not get a CPU (it says so), real-time figures mean little:
-	// TestOpenLoopArithmetic checks the arithmetic exactly on a fake clock, and this
-	// test then keeps to the counts and the shape.
+	// Scheduling can only delay a call, never hurry it: every corrected latency is at
+	// least the model's with the nominal service time, whatever the machine does, so
+	// the stall must show in the corrected tail at least where that floor puts it.
+	floor := simulate(warmupN+measureN, warmupN, 1e3/rate, func(i int) float64 {
+		if (i+1)%100 == 0 {
+			return float64(stall) / 1e6
+		}
+		return float64(service) / 1e6
+	})
+	atLeast := func(name string, gotMS, floorMS float64) {
+		t.Helper()
+		// The histogram's 0.1% resolution, and the pacer's first sends, which may go
+		// out a few tens of microseconds early.
+		if gotMS < floorMS*0.999-0.1 {
+			t.Errorf("corrected %s = %.2fms, below the floor of %.2fms the queue arithmetic sets", name, gotMS, floorMS)
+		}
+	}
+	atLeast("p97", p97, percentile(floor, 97))
+	atLeast("p99", ms(got.P99), percentile(floor, 99))
+	atLeast("mean", ms(got.Mean), mean(floor))
+	// Every stall is at least 50ms from the actual send too.
+	if u := ms(rep.LatencyUncorrected.Max); u < float64(stall)/1e6*0.999 {
+		t.Errorf("uncorrected max %.2fms, want the 50ms stall", u)
+	}
+	// Upper bounds are wall-clock figures: they hold only on a machine that gave the
+	// generator its CPU, and a contended one says so (then TestOpenLoopArithmetic,
+	// on a fake clock, is the exact check of the arithmetic).
 	g := rep.Generator
 	if g.CPUSaturated || g.RunqueueWaitPct >= contended {
-		t.Logf("machine contended (generator CPU %.0f%%, waiting for a CPU %.0f%%): skipping the tolerance checks", g.CPUAvgPct, g.RunqueueWaitPct)
+		t.Logf("machine contended (generator CPU %.0f%%, waiting for a CPU %.0f%%): no upper bounds checked", g.CPUAvgPct, g.RunqueueWaitPct)
 	} else {
 		within := func(name string, gotMS, wantMS, tol float64) {
 			t.Helper()
@@ -148,16 +169,10 @@ func TestOpenLoopCorrection(t *testing.T) {
 		within("p97", p97, percentile(want, 97), 8)
 		within("p99", ms(got.P99), percentile(want, 99), 10)
 		within("mean", ms(got.Mean), mean(want), 2)
-	}
-	if ms(got.P99) < 25 {
-		t.Errorf("corrected p99 %.2fms does not show the 50ms stalls", ms(got.P99))
-	}
-	// Uncorrected: the stall hides behind the 99th percentile.
-	if u := ms(rep.LatencyUncorrected.P90); u > 10 {
-		t.Errorf("uncorrected p90 %.2fms, want about one service time", u)
-	}
-	if u := ms(rep.LatencyUncorrected.Max); u < 45 {
-		t.Errorf("uncorrected max %.2fms, want the 50ms stall", u)
+		// Uncorrected: the stall hides behind the 99th percentile.
+		if u := ms(rep.LatencyUncorrected.P90); u > 10 {
+			t.Errorf("uncorrected p90 %.2fms, want about one service time", u)
+		}
 	}
 	// The calls held up behind a stall started late: the generator says so.
 	if rep.Generator.StarvedSends < 20 || rep.Generator.Trustworthy {

@@ -36,6 +36,15 @@ func edgeServer(t *testing.T, reply func(ctx *fasthttp.RequestCtx)) string {
 	return "http://" + ln.Addr().String() + "/mcp"
 }
 
+// hold stalls a handler until done closes (the server shuts down at the end of the
+// test), a minute at most.
+func hold(done <-chan struct{}) {
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+	}
+}
+
 func TestHTTPEdgeCases(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -66,7 +75,7 @@ func TestHTTPEdgeCases(t *testing.T) {
 			ctx.SetContentType("text/event-stream")
 			ctx.SetBodyString("data: " + strings.Repeat("x", 2<<20) + "\n\n")
 		}, ClassProtocol, 0, 0},
-		{"stall", func(ctx *fasthttp.RequestCtx) { time.Sleep(time.Second) }, ClassTimeout, 0, 0},
+		{"stall", func(ctx *fasthttp.RequestCtx) { hold(ctx.Done()) }, ClassTimeout, 0, 0},
 		{"SSE ends without the reply", func(ctx *fasthttp.RequestCtx) {
 			ctx.SetContentType("text/event-stream")
 			ctx.SetBodyString("data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{}}\n\n")
@@ -76,7 +85,13 @@ func TestHTTPEdgeCases(t *testing.T) {
 			ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
 				w.WriteString("data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{}}\n\n")
 				w.Flush()
-				time.Sleep(time.Second)
+				// Until the client hangs up: a write to a closed connection fails.
+				for range 600 {
+					time.Sleep(100 * time.Millisecond)
+					if w.WriteString(":\n\n"); w.Flush() != nil {
+						return
+					}
+				}
 			})
 		}, ClassTimeout, 0, 0},
 	}
@@ -84,14 +99,13 @@ func TestHTTPEdgeCases(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := dialTest(t, Options{URL: edgeServer(t, tt.reply), MaxMessage: 1 << 20}, 0)
 			var rep Reply
-			start := time.Now()
+			// The stalling servers never answer while the test runs, so a timeout class
+			// shows that the call ended on its deadline: had it waited for the server, it
+			// would still be waiting, or (after a minute) see an empty reply.
 			err := s.Call(&Request{Method: "tools/call", Params: []byte(`{"name":"x"}`)}, time.Now().Add(300*time.Millisecond), &rep)
 			var e *Error
 			if !errors.As(err, &e) || e.Class != tt.class || e.Code != tt.code || e.Status != tt.status {
 				t.Fatalf("err = %#v, want class %v code %d status %d", err, tt.class, tt.code, tt.status)
-			}
-			if tt.class == ClassTimeout && time.Since(start) > 1500*time.Millisecond {
-				t.Errorf("timeout took %v", time.Since(start))
 			}
 			if tt.name == "session gone" && !errors.Is(err, ErrSessionExpired) {
 				t.Errorf("404 on a session is not ErrSessionExpired")
