@@ -112,10 +112,25 @@ func (a *Account) TryReserve(n int64) bool {
 	}
 	if a.b.used.Add(n) > a.b.limit {
 		a.b.used.Add(-n)
-		a.used.Add(-n) // the session's part only (a closed account stays negative)
+		a.undo(n)
 		return false
 	}
 	return true
+}
+
+// undo takes back n bytes the account counted but the global budget refused. If Close
+// came in between, it gave those n back to the global budget too: they are put back.
+func (a *Account) undo(n int64) {
+	for {
+		u := a.used.Load()
+		if u < 0 {
+			a.b.used.Add(n)
+			return
+		}
+		if a.used.CompareAndSwap(u, u-n) {
+			return
+		}
+	}
 }
 
 // Reserve takes n bytes, first asking the session to give back its oldest retained
