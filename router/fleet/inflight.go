@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"hash/maphash"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -30,9 +31,12 @@ type entry struct {
 	// origToken is the client's progress token, raw (quotes included for strings).
 	origToken []byte
 
-	// clientID is the client's request id (x.Msg.ID, borrowed as a string), the key of
-	// the entry in its shard's byClient index; "" for the router's own requests.
-	clientID string
+	// clientID is the client's request id (x.Msg.ID, borrowed as a string); "" for the
+	// router's own requests. clientHash (of the session and clientID) is the entry's key
+	// in its shard's byClient index, and sameHash the next entry under the same key.
+	clientID   string
+	clientHash uint64
+	sameHash   *entry
 
 	// strip is the length of the prefix to remove from params.name.
 	strip int
@@ -63,9 +67,11 @@ type entry struct {
 //
 // A client's requests all live in the shard of their session (the shard is the low bits
 // of the id), so that each shard can also index its entries by (session, client id) under
-// the same lock: a cancellation finds its request at once, whatever is in flight.
-// Invariants, kept by add and remove alone: byClient[k] == e only while m[e.id] == e; an
-// entry leaves both under one lock hold.
+// the same lock: a cancellation finds its request at once, whatever is in flight. The
+// index is keyed by a hash of both (a uint64 key is the map's fast path); entries whose
+// hashes collide are chained through sameHash, newest first. Invariants, kept by add and
+// remove alone: an entry is in the index's chains exactly while m[e.id] == e; it leaves
+// both under one lock hold.
 type table struct {
 	next   atomic.Uint64
 	shards [numShards]tableShard
@@ -79,20 +85,22 @@ const (
 type tableShard struct {
 	mu       sync.Mutex
 	m        map[uint64]*entry
-	byClient map[clientKey]*entry
+	byClient map[uint64]*entry
 }
 
-// clientKey names a client's request: its session and its id as the client wrote it.
-type clientKey struct {
-	sess *router.Session
-	id   string
+// clientSeed keys clientHash; it only needs to be fixed for the process's life.
+var clientSeed = maphash.MakeSeed()
+
+// clientHash hashes a client's request name: its session and its id as written.
+func clientHash(s *router.Session, id string) uint64 {
+	return maphash.String(clientSeed, id) ^ uint64(uintptr(unsafe.Pointer(s)))*0x9e3779b97f4a7c15
 }
 
 func newTable() *table {
 	t := &table{}
 	for i := range t.shards {
 		t.shards[i].m = make(map[uint64]*entry)
-		t.shards[i].byClient = make(map[clientKey]*entry)
+		t.shards[i].byClient = make(map[uint64]*entry)
 	}
 	return t
 }
@@ -115,15 +123,17 @@ func (t *table) add(e *entry) {
 		// The id's bytes stay valid while the entry is in the table: the exchange is
 		// finished only by whoever took the entry out.
 		e.clientID = unsafe.String(&e.x.Msg.ID[0], len(e.x.Msg.ID))
+		e.clientHash = clientHash(e.sess, e.clientID)
 	}
 	e.id = n<<shardBits | sh
 	s := &t.shards[sh]
 	s.mu.Lock()
 	s.m[e.id] = e
 	if e.clientID != "" {
-		// A client reusing the id of a request still in flight breaks JSON-RPC; the
-		// newer request is the one a cancellation then reaches.
-		s.byClient[clientKey{e.sess, e.clientID}] = e
+		// Newest first: a client reusing the id of a request still in flight (which
+		// breaks JSON-RPC) cancels the newer one.
+		e.sameHash = s.byClient[e.clientHash]
+		s.byClient[e.clientHash] = e
 	}
 	s.mu.Unlock()
 }
@@ -131,12 +141,34 @@ func (t *table) add(e *entry) {
 // remove deletes e from the shard and its index; the caller holds sh.mu.
 func (sh *tableShard) remove(e *entry) {
 	delete(sh.m, e.id)
-	if e.clientID != "" {
-		k := clientKey{e.sess, e.clientID}
-		if sh.byClient[k] == e {
-			delete(sh.byClient, k)
+	if e.clientID == "" {
+		return
+	}
+	head := sh.byClient[e.clientHash]
+	switch {
+	case head == e && e.sameHash == nil:
+		delete(sh.byClient, e.clientHash)
+	case head == e:
+		sh.byClient[e.clientHash] = e.sameHash
+	default:
+		for p := head; p != nil; p = p.sameHash {
+			if p.sameHash == e {
+				p.sameHash = e.sameHash
+				break
+			}
 		}
 	}
+	e.sameHash = nil
+}
+
+// byClientID finds the session's request with the client id; the caller holds sh.mu.
+func (sh *tableShard) byClientID(sess *router.Session, id []byte) *entry {
+	for e := sh.byClient[clientHash(sess, string(id))]; e != nil; e = e.sameHash {
+		if e.sess == sess && e.clientID == string(id) {
+			return e
+		}
+	}
+	return nil
 }
 
 // take removes and returns the entry with the given id; nil when someone else took it.
@@ -199,7 +231,7 @@ func (t *table) takeClient(sess *router.Session, clientID []byte) *entry {
 	sh := &t.shards[sessionShard(sess)]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	e := sh.byClient[clientKey{sess, string(clientID)}]
+	e := sh.byClientID(sess, clientID)
 	if e == nil {
 		return nil
 	}
