@@ -367,9 +367,9 @@ func TestInstanceLossAndNATSRestart(t *testing.T) {
 }
 
 // TestSessionMovesToAnotherInstance: a client whose instance goes away reconnects to
-// another instance with the same Mcp-Session-Id and Last-Event-ID: its stream resumes
-// with nothing lost and nothing duplicated, its subscription still delivers, and it can
-// go on calling tools.
+// another instance with the same Mcp-Session-Id and Last-Event-ID: the update it had not
+// acknowledged reaches it again (change notices are not logged: the new instance sends
+// them fresh), its subscription still delivers, and it can go on calling tools.
 func TestSessionMovesToAnotherInstance(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a NATS cluster")
@@ -390,8 +390,11 @@ func TestSessionMovesToAnotherInstance(t *testing.T) {
 	first := nextData(t, events)
 	t.Logf("first %+v", first)
 	h.post(a.URL(), sid, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"touch","arguments":{"uri":"`+uri+`"}}}`)
-	waitFor(t, "the second event to be logged", 10*time.Second, func() bool { return a.HTTP.Stats.Requests.Load() > 0 })
-	time.Sleep(200 * time.Millisecond)
+	// A has sent the second update when it is on the stream; the client leaves without
+	// acknowledging it (it resumes from the first), so B must deliver it again.
+	if missed := nextData(t, events); !strings.Contains(missed.data, "notifications/resources/updated") {
+		t.Fatalf("second event on A: %+v", missed)
+	}
 	stop()
 	if !strings.Contains(first.data, "notifications/resources/updated") {
 		t.Fatalf("first event: %+v", first)
@@ -629,6 +632,10 @@ func TestListChangedReachesEveryInstance(t *testing.T) {
 	}
 	schema := map[string]any{"type": "object"}
 	srv.AddTool(&mcp.Tool{Name: "first", InputSchema: schema}, echo)
+	greet := func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{}, nil
+	}
+	srv.AddPrompt(&mcp.Prompt{Name: "hello"}, greet)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -642,11 +649,12 @@ func TestListChangedReachesEveryInstance(t *testing.T) {
 		startRouter(t, "a", nodes[0].url(), backendURL),
 		startRouter(t, "b", nodes[1].url(), backendURL),
 	}
-	var counts [2]atomic.Int64
+	var counts, prompts [2]atomic.Int64
 	sessions := make([]*mcp.ClientSession, 2)
 	for i, r := range routers {
 		cl := mcp.NewClient(&mcp.Implementation{Name: "watcher", Version: "1"}, &mcp.ClientOptions{
-			ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { counts[i].Add(1) },
+			ToolListChangedHandler:   func(context.Context, *mcp.ToolListChangedRequest) { counts[i].Add(1) },
+			PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) { prompts[i].Add(1) },
 		})
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		cs, err := cl.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: r.URL()}, nil)
@@ -661,7 +669,13 @@ func TestListChangedReachesEveryInstance(t *testing.T) {
 	for i := range counts {
 		waitFor(t, fmt.Sprintf("client %d to hear of the change", i), 15*time.Second, func() bool { return counts[i].Load() >= 1 })
 	}
-	time.Sleep(500 * time.Millisecond) // a duplicate would arrive within this
+	// A later change travels the same way (backend, owner instance, NATS, each
+	// instance, its sessions) behind any duplicate of the first: once each client has
+	// heard of it, a duplicate would have arrived.
+	srv.AddPrompt(&mcp.Prompt{Name: "goodbye"}, greet)
+	for i := range prompts {
+		waitFor(t, fmt.Sprintf("client %d to hear of the later change", i), 15*time.Second, func() bool { return prompts[i].Load() >= 1 })
+	}
 	for i, cs := range sessions {
 		if n := counts[i].Load(); n != 1 {
 			t.Errorf("client %d heard of the change %d times, want once", i, n)
