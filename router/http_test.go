@@ -32,15 +32,14 @@ type httpHarness struct {
 
 func newHTTPHarness(t *testing.T, r *Router, maxSessions int) *httpHarness {
 	t.Helper()
-	return newHTTPHarnessWith(t, r, transport.RegistryConfig{MaxSessions: maxSessions})
+	return newHTTPHarnessWith(t, r, transport.RegistryConfig{MaxSessions: maxSessions}, transport.HTTPConfig{})
 }
 
-func newHTTPHarnessWith(t *testing.T, r *Router, rc transport.RegistryConfig) *httpHarness {
+func newHTTPHarnessWith(t *testing.T, r *Router, rc transport.RegistryConfig, hc transport.HTTPConfig) *httpHarness {
 	t.Helper()
 	reg := transport.NewRegistry(rc, r)
-	hs := transport.NewHTTPServer(transport.HTTPConfig{
-		Rules: transport.DefaultHTTPRules("127.0.0.1:0", HeaderVersions, V20250326),
-	}, reg, r)
+	hc.Rules = transport.DefaultHTTPRules("127.0.0.1:0", HeaderVersions, V20250326)
+	hs := transport.NewHTTPServer(hc, reg, r)
 	ln := fasthttputil.NewInmemoryListener()
 	fs := &fasthttp.Server{Handler: hs.ServeStreamable, NoDefaultContentType: true}
 	served := make(chan struct{})

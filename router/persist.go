@@ -82,6 +82,9 @@ func (r *Router) SessionAdopted(ts *transport.Session) {
 		return
 	}
 	s.t.Store(ts)
+	// Its record counts against its budget share as at initialize; adoption is not
+	// refused for it (the client's session exists already).
+	ts.Account().Add(s.recordBytes())
 	if r.fleet != nil {
 		r.fleet.SessionAdopted(s)
 	}

@@ -1,7 +1,9 @@
 package router
 
 import (
+	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unsafe"
@@ -34,7 +36,7 @@ func bigObject(n int) string { return `{"x":"` + strings.Repeat("a", n-8) + `"}`
 func TestClientFieldCaps(t *testing.T) {
 	r := newTestRouter(t, nil)
 	b := budget.New(1<<30, 1<<20)
-	h := newHTTPHarnessWith(t, r, transport.RegistryConfig{Budget: b})
+	h := newHTTPHarnessWith(t, r, transport.RegistryConfig{Budget: b}, transport.HTTPConfig{})
 	info := `{"name":"t","version":"1"}`
 	for _, c := range []struct{ name, body string }{
 		{"capabilities", initializeWith(bigObject(MaxClientField+1), info)},
@@ -79,5 +81,74 @@ func TestInitializedMarksReady(t *testing.T) {
 			t.Fatal("notifications/initialized did not mark the session ready")
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// memStore is a SessionStore in memory.
+type memStore struct {
+	mu sync.Mutex
+	m  map[string][]byte
+}
+
+func (s *memStore) Save(id string, rec []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.m[id] = rec
+	return nil
+}
+
+func (s *memStore) Load(id string) ([]byte, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, ok := s.m[id]
+	return b, ok
+}
+
+func (s *memStore) Delete(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.m, id)
+}
+
+func (s *memStore) has(id string) bool {
+	_, ok := s.Load(id)
+	return ok
+}
+
+// TestAdoptedRecordCharged: a session carried on from another instance's record is
+// charged to its budget share like one opened here, and its record is deleted when the
+// session ends for its client.
+func TestAdoptedRecordCharged(t *testing.T) {
+	store := &memStore{m: map[string][]byte{
+		"0123456789abcdef0123456789abcdef": []byte(`{"v":"2025-06-18","caps":` + bigObject(8<<10) + `,"info":{"name":"t","version":"1"}}`),
+	}}
+	r, err := New(Config{Name: "mcprouter", Version: "test", Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close(context.Background()) })
+	b := budget.New(1<<30, 1<<20)
+	h := newHTTPHarnessWith(t, r, transport.RegistryConfig{Budget: b}, transport.HTTPConfig{Resolver: r})
+	const sid = "0123456789abcdef0123456789abcdef"
+	if _, body := h.post(sid, V20250618, `{"jsonrpc":"2.0","id":1,"method":"ping"}`); !strings.Contains(body, `"result":{}`) {
+		t.Fatalf("ping on a session known to the store: %s", body)
+	}
+	ts, ok := h.reg.Get([]byte(sid))
+	if !ok {
+		t.Fatal("session not adopted")
+	}
+	if used := ts.Account().Used(); used < 8<<10 {
+		t.Errorf("adopted session's record charged %d bytes, want at least %d", used, 8<<10)
+	}
+	ts.Close()
+	deadline := time.Now().Add(waitLimit)
+	for store.has(sid) {
+		if time.Now().After(deadline) {
+			t.Fatal("record not deleted when the session ended")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if b.Used() != 0 {
+		t.Errorf("budget %d after the session ended, want 0", b.Used())
 	}
 }
