@@ -32,8 +32,9 @@ type serverRequests struct {
 	bySess map[*router.Session]map[uint64]*serverRequest
 }
 
-// put records sr with a fresh id, unless its session has max requests pending.
-func (s *serverRequests) put(sr *serverRequest, max int) bool {
+// put records sr with a fresh id and a deadline d away, when expire runs (with the id),
+// unless its session has max requests pending.
+func (s *serverRequests) put(sr *serverRequest, max int, d time.Duration, expire func(id uint64)) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	set := s.bySess[sr.sess]
@@ -45,9 +46,11 @@ func (s *serverRequests) put(sr *serverRequest, max int) bool {
 		s.bySess[sr.sess] = set
 	}
 	s.next++
-	sr.id = s.next
-	s.m[sr.id] = sr
-	set[sr.id] = sr
+	id := s.next
+	sr.id = id
+	s.m[id] = sr
+	set[id] = sr
+	sr.timer = time.AfterFunc(d, func() { expire(id) })
 	return true
 }
 
@@ -91,13 +94,6 @@ func (s *serverRequests) takeSession(sess *router.Session) []*serverRequest {
 	return out
 }
 
-// pending counts the session's requests waiting for an answer.
-func (s *serverRequests) pending(sess *router.Session) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.bySess[sess])
-}
-
 // capabilityFor names the client capability a server-to-client method needs.
 func capabilityFor(method string) string {
 	switch method {
@@ -136,16 +132,10 @@ func (f *Fleet) backendRequest(c *upConn, msg []byte, m *codec.Message, reqID []
 		return
 	}
 	sr := &serverRequest{method: method, conn: c, backendID: append([]byte(nil), m.ID...), sess: sess}
-	if !f.srv.put(sr, f.cfg.MaxServerRequests) {
+	if !f.srv.put(sr, f.cfg.MaxServerRequests, f.serverRequestTimeout(c.b), f.expireServerRequest) {
 		f.answer(c, codec.AppendError(nil, m.ID, CodeSessionLimit, "mcprouter: the client session already has "+strconv.Itoa(f.cfg.MaxServerRequests)+" requests from backends waiting for an answer; "+method+" refused", nil))
 		return
 	}
-	f.srv.mu.Lock()
-	if f.srv.m[sr.id] == sr { // not answered yet
-		id := sr.id
-		sr.timer = time.AfterFunc(f.serverRequestTimeout(c.b), func() { f.expireServerRequest(id) })
-	}
-	f.srv.mu.Unlock()
 
 	out := codec.AppendReplaceID(nil, msg, m, strconv.AppendUint(nil, sr.id, 10))
 	sent := false
