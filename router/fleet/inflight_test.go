@@ -135,26 +135,22 @@ func TestTakeClient(t *testing.T) {
 		t.Fatal("a request cancelled before it was sent stayed in the table")
 	}
 
-	// The same id twice in flight (a faulty client) share one index key, chained: the
-	// newer is found, and the older leaving does not unindex it.
-	older, newer := request(sess, "5"), request(sess, "5")
-	for _, e := range []*entry{older, newer} {
-		tb.add(e)
-		tb.bind(e, c, func() {})
-	}
-	tb.take(older.id)
-	if got := tb.takeClient(sess, []byte("5")); got != newer {
-		t.Fatalf("takeClient with a reused id = %p, want the newer %p", got, newer)
-	}
-	// The other way round: the newer leaves first, the older is found.
-	older, newer = request(sess, "6"), request(sess, "6")
-	for _, e := range []*entry{older, newer} {
-		tb.add(e)
-		tb.bind(e, c, func() {})
-	}
-	tb.take(newer.id)
-	if got := tb.takeClient(sess, []byte("6")); got != older {
-		t.Fatalf("takeClient after the newer left = %p, want the older %p", got, older)
+	// The same id twice in flight (a faulty client) share one index key, chained:
+	// whichever of the two leaves first, the other is still found by its id.
+	for _, newerLeaves := range []bool{false, true} {
+		older, newer := request(sess, "5"), request(sess, "5")
+		for _, e := range []*entry{older, newer} {
+			tb.add(e)
+			tb.bind(e, c, func() {})
+		}
+		left, stays := older, newer
+		if newerLeaves {
+			left, stays = newer, older
+		}
+		tb.take(left.id)
+		if got := tb.takeClient(sess, []byte("5")); got != stays {
+			t.Fatalf("reused id, newer left first %v: takeClient = %p, want %p", newerLeaves, got, stays)
+		}
 	}
 	if sh := &tb.shards[sessionShard(sess)]; len(sh.byClient) != 0 {
 		t.Fatalf("%d index keys left", len(sh.byClient))
