@@ -194,6 +194,9 @@ func (c *Config) validateAuth() error {
 		return errors.New("nats.tls: cert and key go together: set both")
 	}
 	cl := c.Cluster
+	if cl.Listen != "" && c.Listen == "" {
+		return errors.New("nats.cluster.listen needs nats.listen: the embedded server opens its route port only with its client port")
+	}
 	if cl.Listen != "" && (cl.User == "" || cl.Password == "") {
 		return fmt.Errorf("nats.cluster.listen: the embedded NATS server accepts routes on %s only with credentials: set nats.cluster.user and nats.cluster.password (the same on every server of the cluster)", cl.Listen)
 	}
@@ -397,6 +400,9 @@ func (b *Bus) clusterOptions(o *server.Options) error {
 	o.Cluster.Name = c.Name
 	o.Cluster.Host = host
 	o.Cluster.Port, _ = strconv.Atoi(port)
+	if o.Cluster.Port == 0 {
+		o.Cluster.Port = server.RANDOM_PORT
+	}
 	o.Cluster.Username, o.Cluster.Password = c.User, c.Password
 	for _, r := range c.Routes {
 		u, err := url.Parse(r)
