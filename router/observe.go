@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/transport"
+	"github.com/mcprouter/mcprouter/transport/logsafe"
 )
 
 // This file is the router's side of observability: the bounded labels a request is
@@ -271,7 +272,7 @@ func requestAttrs(x *transport.Exchange, extra ...any) []any {
 		attrs = append(attrs, slog.String("id", string(x.Msg.ID)))
 	}
 	if x.Session != nil {
-		attrs = append(attrs, slog.String("session", x.Session.ID()))
+		attrs = append(attrs, slog.String("session", logsafe.Session(x.Session.ID())))
 	}
 	if tp := TraceParent(x.Msg.Params); tp != "" {
 		attrs = append(attrs, slog.String("traceparent", tp))

@@ -7,6 +7,7 @@ import (
 	"github.com/bytedance/sonic"
 
 	"github.com/mcprouter/mcprouter/transport"
+	"github.com/mcprouter/mcprouter/transport/logsafe"
 )
 
 // record is a session as kept in the SessionStore: what another instance needs to carry
@@ -42,7 +43,7 @@ func (r *Router) save(s *Session) {
 			return
 		}
 	}
-	r.log.Warn("cannot save session record", "session", t.ID(), "err", err)
+	r.log.Warn("cannot save session record", "session", logsafe.Session(t.ID()), "err", err)
 }
 
 // ResolveSession implements transport.SessionResolver: a session whose instance went
@@ -69,7 +70,7 @@ func (r *Router) ResolveSession(id string) (string, transport.SessionState, bool
 			r.fleet.Resubscribe(s, rec.Subs)
 		}
 	}
-	r.log.Info("session carried on from another instance", "session", id, "protocol", rec.Version)
+	r.log.Info("session carried on from another instance", "session", logsafe.Session(id), "protocol", rec.Version)
 	return rec.Version, s, true
 }
 
