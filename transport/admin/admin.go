@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -49,6 +50,10 @@ type Config struct {
 	MaxViewers int
 	// Logger receives the listener's logs. Default slog.Default().
 	Logger *slog.Logger
+	// AllowedHosts are the Host names (without port) accepted besides the loopback
+	// names and Addr's own host; any other Host gets 421 (DNS rebinding: a browser
+	// page on another site must not read the metrics or the status page).
+	AllowedHosts []string
 }
 
 // DefaultAddr is the default admin listen address: loopback, next to the MCP default.
@@ -90,8 +95,37 @@ type Server struct {
 func New(cfg Config) *Server {
 	cfg.defaults()
 	s := &Server{cfg: cfg, viewers: make(chan struct{}, cfg.MaxViewers), closing: make(chan struct{})}
-	s.handler = s.routes()
+	s.handler = hostCheck(s.routes(), cfg.Addr, cfg.AllowedHosts)
 	return s
+}
+
+// hostCheck answers 421 Misdirected Request to a request whose Host is not one of the
+// names this listener is known by: the loopback names, its own listen host, and
+// allowed. 421 rather than 403: the client is not refused for who it is; the request
+// names a server this one is not (RFC 9110, 15.5.20), which is what a DNS rebinding
+// page does.
+func hostCheck(next http.Handler, addr string, allowed []string) http.Handler {
+	names := map[string]bool{"localhost": true, "127.0.0.1": true, "::1": true}
+	if host, _, err := net.SplitHostPort(addr); err == nil && host != "" {
+		if ip := net.ParseIP(host); ip == nil || !ip.IsUnspecified() {
+			names[strings.ToLower(host)] = true
+		}
+	}
+	for _, h := range allowed {
+		names[strings.ToLower(h)] = true
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host := r.Host
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
+		host = strings.ToLower(strings.Trim(host, "[]"))
+		if !names[host] {
+			plain(w, http.StatusMisdirectedRequest, "host not served here\n")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // Handler returns the admin endpoints (for tests, or to mount elsewhere).

@@ -213,3 +213,35 @@ func TestListenShutdown(t *testing.T) {
 		t.Error("still serving after Shutdown")
 	}
 }
+
+// TestHostCheck: the admin listener answers only the names it is known by; a foreign
+// Host (a DNS rebinding page) gets 421.
+func TestHostCheck(t *testing.T) {
+	h := New(Config{Addr: "10.1.2.3:8081", AllowedHosts: []string{"Admin.Example"}}).Handler()
+	for _, tc := range []struct {
+		host string
+		want int
+	}{
+		{"127.0.0.1:8081", http.StatusOK}, {"localhost", http.StatusOK}, {"[::1]:8081", http.StatusOK},
+		{"10.1.2.3:8081", http.StatusOK}, {"admin.example:9", http.StatusOK},
+		{"evil.example", http.StatusMisdirectedRequest}, {"127.0.0.1.evil.example:8081", http.StatusMisdirectedRequest},
+		{"", http.StatusMisdirectedRequest},
+	} {
+		req := httptest.NewRequest("GET", "/healthz", nil)
+		req.Host = tc.host
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != tc.want {
+			t.Errorf("Host %q: status %d, want %d", tc.host, rec.Code, tc.want)
+		}
+	}
+	// An unspecified listen address (0.0.0.0) is no name: only loopback and the list.
+	h = New(Config{Addr: "0.0.0.0:8081"}).Handler()
+	req := httptest.NewRequest("GET", "/healthz", nil)
+	req.Host = "0.0.0.0:8081"
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusMisdirectedRequest {
+		t.Errorf("Host 0.0.0.0: status %d, want 421", rec.Code)
+	}
+}
