@@ -175,20 +175,29 @@ func (r *listRewrite) list(i int) int {
 	return i
 }
 
-// element walks one object of the list at b[i] and rewrites its field when it is a
-// string.
+// element walks one object of the list at b[i] and, when its field is a string, adds
+// the prefix to it or strips the prefix from it (when the decoded string starts with
+// it).
 func (r *listRewrite) element(i int) int {
-	s := &r.s
+	s, b := &r.s, r.s.b
 	i, done := s.open(i, '}')
 	for !done {
 		key, esc, v := s.member(i)
 		if v < 0 {
 			return -1
 		}
-		if s.b[v] != '"' || !rawEqual(key, esc, r.field) {
+		if b[v] != '"' || !rawEqual(key, esc, r.field) {
 			i = s.value(v, 3)
 		} else if i, _ = s.str(v); i >= 0 {
-			r.rewrite(v+1, i-1)
+			from := v + 1 // the string's contents
+			if !r.strip {
+				r.dst = append(r.dst, b[r.last:from]...)
+				r.dst = appendEscaped(r.dst, r.prefix)
+				r.last = from
+			} else if n, ok := hasPrefixUnescaped(b[from:i-1], r.prefix); ok {
+				r.dst = append(r.dst, b[r.last:from]...)
+				r.last = from + n
+			}
 		}
 		if i < 0 {
 			return -1
@@ -196,20 +205,4 @@ func (r *listRewrite) element(i int) int {
 		i, done = s.after(i, '}')
 	}
 	return i
-}
-
-// rewrite adds the prefix to the field's string, whose contents are b[from:to], or
-// strips it when the decoded string starts with it.
-func (r *listRewrite) rewrite(from, to int) {
-	b := r.s.b
-	if r.strip {
-		if n, ok := hasPrefixUnescaped(b[from:to], r.prefix); ok {
-			r.dst = append(r.dst, b[r.last:from]...)
-			r.last = from + n
-		}
-		return
-	}
-	r.dst = append(r.dst, b[r.last:from]...)
-	r.dst = appendEscaped(r.dst, r.prefix)
-	r.last = from
 }
