@@ -74,6 +74,11 @@ type descs struct {
 	cancellations     *prometheus.Desc
 	refreshes         *prometheus.Desc
 	subscriptions     *prometheus.Desc
+	clientSessions    *prometheus.Desc
+	clientSessWaiting *prometheus.Desc
+	clientSessRefused *prometheus.Desc
+	srvReqExpired     *prometheus.Desc
+	srvReqDropped     *prometheus.Desc
 	fanOut            *prometheus.Desc
 	fanOutDuration    *prometheus.Desc
 
@@ -147,6 +152,11 @@ func newDescs() descs {
 		cancellations:     d("backend_cancellations_total", "Forwarded requests cancelled by their client."),
 		refreshes:         d("backend_catalog_refreshes_total", "Backend catalog (tools, prompts, resources) refreshes."),
 		subscriptions:     d("upstream_subscriptions", "Resource subscriptions held upstream, each serving every subscribed client session."),
+		clientSessions:    d("upstream_client_sessions", "Upstream sessions of per-client backends open (stdio: child processes), against limits.max_upstream_sessions."),
+		clientSessWaiting: d("upstream_client_sessions_waiting", "Requests waiting for a per-client upstream session beyond limits.max_upstream_sessions."),
+		clientSessRefused: d("upstream_client_sessions_refused_total", "Requests refused as overloaded after waiting limits.upstream_session_wait for a per-client upstream session."),
+		srvReqExpired:     d("server_requests_expired_total", "Backend requests to clients (sampling, roots, elicitation) the client did not answer within limits.server_request_timeout."),
+		srvReqDropped:     d("server_requests_dropped_total", "Backend requests to clients answered with an error because the client session ended first."),
 		fanOut:            d("fanout_deliveries_total", "Resource update notifications delivered to client sessions."),
 		fanOutDuration:    d("fanout_delivery_seconds", "Time from the router receiving a resource update from its backend to handing it to each subscribed session's stream, across instances (NATS) included."),
 
@@ -369,6 +379,11 @@ func (m *Metrics) collectFleet(ch chan<- prometheus.Metric, f *fleet.Fleet) {
 	buckets, count := fs.cumulative()
 	ch <- prometheus.MustNewConstHistogram(d.fanOutDuration, count, float64(fs.sum)/1e9, buckets)
 	gauge(d.subscriptions, float64(f.Subscriptions()))
+	gauge(d.clientSessions, float64(f.UpstreamSessions()))
+	gauge(d.clientSessWaiting, float64(f.Stats.UpstreamQueued.Load()))
+	counter(d.clientSessRefused, f.Stats.UpstreamRefused.Load())
+	counter(d.srvReqExpired, f.Stats.ServerRequestsExpired.Load())
+	counter(d.srvReqDropped, f.Stats.ServerRequestsDropped.Load())
 }
 
 // sessionKey groups sessions for the sessions gauge.

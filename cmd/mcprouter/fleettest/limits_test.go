@@ -133,6 +133,9 @@ func TestServerRequestLimits(t *testing.T) {
 	if text, _, err2 := toolResult(msgs); err != nil || err2 != nil || !strings.Contains(text, "did not answer") {
 		t.Errorf("after the limits: %v %v %q", err, err2, text)
 	}
+	if n := f.metric("mcprouter_server_requests_expired_total"); n != 3 {
+		t.Errorf("mcprouter_server_requests_expired_total = %v, want 3", n)
+	}
 }
 
 // TestServerRequestsEndWithSession: when a client session ends while a backend's
@@ -173,6 +176,13 @@ func TestServerRequestsEndWithSession(t *testing.T) {
 	var st backendStats
 	if !waitFor(wait, func() bool { st, err = stats.read(); return err == nil && st.InFlight == 0 }) {
 		t.Fatalf("the backend's sampling call still waits %v after its client left: %+v %v", wait, st, err)
+	}
+	m, err := f.metrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dropped, expired := m.get("mcprouter_server_requests_dropped_total"), m.get("mcprouter_server_requests_expired_total"); dropped != 1 || expired != 0 {
+		t.Errorf("server requests dropped %v, expired %v; want 1 and 0", dropped, expired)
 	}
 }
 
@@ -295,6 +305,13 @@ func TestUpstreamSessionCap(t *testing.T) {
 	var n int
 	if !waitFor(wait, func() bool { n, _ = children(pid); return n == 1 }) {
 		t.Errorf("%d children left after every session ended, want the shared one", n)
+	}
+	m, err := f.metrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if open, refused := m.get("mcprouter_upstream_client_sessions"), m.get("mcprouter_upstream_client_sessions_refused_total"); open != 0 || refused != 0 {
+		t.Errorf("after the sessions: %v per-client upstream sessions open, %v refused; want 0 and 0", open, refused)
 	}
 }
 
