@@ -81,11 +81,18 @@ type Stats struct {
 
 // sessionState is the fleet's state of one client session.
 type sessionState struct {
+	sess  *router.Session
 	mu    sync.Mutex
 	conns map[*instance]*upConn // per-client upstream sessions
-	// closed is set when the session ended: an upstream session that finishes
-	// opening after that is closed at once instead of kept.
+	// closed is set and done closed when the session ended: a request waiting for an
+	// upstream session gives up, and one that finishes opening is closed at once
+	// instead of kept.
 	closed bool
+	done   chan struct{}
+}
+
+func newSessionState(s *router.Session) *sessionState {
+	return &sessionState{sess: s, done: make(chan struct{})}
 }
 
 // New builds a fleet; Start connects it.
@@ -351,7 +358,7 @@ func (f *Fleet) connLost(c *upConn, cause error) {
 func (f *Fleet) SessionOpened(s *router.Session) {
 	f.sessMu.Lock()
 	if _, ok := f.sessions[s]; !ok {
-		f.sessions[s] = &sessionState{}
+		f.sessions[s] = newSessionState(s)
 	}
 	f.sessMu.Unlock()
 }
@@ -382,7 +389,11 @@ func (f *Fleet) state(s *router.Session) *sessionState {
 func (st *sessionState) closeAll() {
 	st.mu.Lock()
 	conns := st.conns
-	st.conns, st.closed = nil, true
+	st.conns = nil
+	if !st.closed {
+		st.closed = true
+		close(st.done)
+	}
 	st.mu.Unlock()
 	for _, c := range conns {
 		c.killed.Store(true)

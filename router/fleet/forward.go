@@ -120,18 +120,19 @@ func (f *Fleet) Run(s *router.Session, x *transport.Exchange) {
 
 func (f *Fleet) forward(e *entry) {
 	b := e.backend
-	if !b.acquire(time.Second) {
-		f.completeErr(e, CodeBackendBusy, "backend "+b.cfg.Name+" is at its concurrency limit ("+strconv.Itoa(b.cfg.MaxConcurrency)+")")
-		return
-	}
+	// The upstream session first: a request waiting for a per-client session (beyond
+	// the cap) must not hold one of the backend's concurrency slots meanwhile.
 	c, err := f.connFor(e)
 	if err != nil {
-		b.release()
 		if errors.Is(err, errUpstreamFull) {
 			f.completeErr(e, workers.CodeOverloaded, f.upstreamFullMessage(b))
 			return
 		}
 		f.completeErr(e, CodeBackendUnavailable, "backend "+b.cfg.Name+" unavailable: "+err.Error())
+		return
+	}
+	if !b.acquire(time.Second) {
+		f.completeErr(e, CodeBackendBusy, "backend "+b.cfg.Name+" is at its concurrency limit ("+strconv.Itoa(b.cfg.MaxConcurrency)+")")
 		return
 	}
 
@@ -250,7 +251,7 @@ func (f *Fleet) connFor(e *entry) (*upConn, error) {
 	}
 	ctx, cancel := context.WithDeadline(f.ctx, time.Unix(0, e.deadline))
 	defer cancel()
-	c, err := f.openClientConn(ctx, in, e.sess)
+	c, err := f.openClientConn(ctx, in, st)
 	if err != nil {
 		return nil, err
 	}

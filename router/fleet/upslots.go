@@ -5,8 +5,6 @@ import (
 	"errors"
 	"strconv"
 	"time"
-
-	"github.com/mcprouter/mcprouter/router"
 )
 
 // Per-client upstream sessions (BackendConfig.PerClient) cost the backend a session
@@ -24,8 +22,8 @@ var errUpstreamFull = errors.New("too many upstream sessions")
 var errSessionEnded = errors.New("the client session ended")
 
 // acquireUpstream takes a slot for one per-client upstream session, waiting at most
-// Config.UpstreamSessionWait (and until ctx ends).
-func (f *Fleet) acquireUpstream(ctx context.Context) error {
+// Config.UpstreamSessionWait, until ctx ends or the client session ends (gone).
+func (f *Fleet) acquireUpstream(ctx context.Context, gone <-chan struct{}) error {
 	select {
 	case f.upSlots <- struct{}{}:
 		return nil
@@ -43,6 +41,8 @@ func (f *Fleet) acquireUpstream(ctx context.Context) error {
 		return errUpstreamFull
 	case <-ctx.Done():
 		return ctx.Err()
+	case <-gone:
+		return errSessionEnded
 	}
 }
 
@@ -67,10 +67,11 @@ func (c *upConn) closeUpstream() {
 // openClientConn opens the client's own upstream session with instance in, within a
 // slot of the cap: it waits for one, dials and performs the handshake with the
 // client's capabilities.
-func (f *Fleet) openClientConn(ctx context.Context, in *instance, sess *router.Session) (*upConn, error) {
-	if err := f.acquireUpstream(ctx); err != nil {
+func (f *Fleet) openClientConn(ctx context.Context, in *instance, st *sessionState) (*upConn, error) {
+	if err := f.acquireUpstream(ctx, st.done); err != nil {
 		return nil, err
 	}
+	sess := st.sess
 	c := &upConn{f: f, b: in.b, inst: in, owner: sess}
 	conn, err := in.dialer.Dial(ctx, c)
 	if err != nil {

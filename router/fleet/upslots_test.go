@@ -157,3 +157,27 @@ func eventually(t *testing.T, what string, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestUpstreamWaitEndsWithSession: a request waiting for a slot gives up when its
+// client session ends, without opening anything.
+func TestUpstreamWaitEndsWithSession(t *testing.T) {
+	f, fb := perClientFleet(t, 1, time.Hour)
+	a, c := new(router.Session), new(router.Session)
+	f.SessionOpened(a)
+	f.SessionOpened(c)
+	if _, err := openFor(f, a); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := openFor(f, c); done <- err }()
+	eventually(t, "the request queued", func() bool { return f.Stats.UpstreamQueued.Load() == 1 })
+	f.SessionClosed(c)
+	if err := <-done; !errors.Is(err, errSessionEnded) {
+		t.Fatalf("queued request of an ended session: err = %v, want errSessionEnded", err)
+	}
+	if n := fb.open.Load(); n != 1 {
+		t.Errorf("%d upstream sessions open, want only the first session's", n)
+	}
+	f.SessionClosed(a)
+	eventually(t, "every upstream session closed", func() bool { return fb.open.Load() == 0 && f.UpstreamSessions() == 0 })
+}
