@@ -84,6 +84,9 @@ type sessionState struct {
 	sess  *router.Session
 	mu    sync.Mutex
 	conns map[*instance]*upConn // per-client upstream sessions
+	// opening is closed once the upstream session with an instance being opened by
+	// one of the session's requests is open, or failed.
+	opening map[*instance]chan struct{}
 	// closed is set and done closed when the session ended: a request waiting for an
 	// upstream session gives up, and one that finishes opening is closed at once
 	// instead of kept.

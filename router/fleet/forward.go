@@ -238,40 +238,65 @@ func (f *Fleet) connFor(e *entry) (*upConn, error) {
 	if st == nil {
 		return nil, errSessionEnded
 	}
-	st.mu.Lock()
-	c := st.conns[in]
-	if c != nil && c.dead() {
-		delete(st.conns, in)
-		go c.closeUpstream()
-		c = nil
-	}
-	st.mu.Unlock()
-	if c != nil {
-		return c, nil
-	}
 	ctx, cancel := context.WithDeadline(f.ctx, time.Unix(0, e.deadline))
 	defer cancel()
-	c, err := f.openClientConn(ctx, in, st)
-	if err != nil {
-		return nil, err
-	}
-	st.mu.Lock()
-	if st.closed { // the client left while its session was opening
+	return f.clientConn(ctx, st, in)
+}
+
+// clientConn returns the session's own upstream session with instance in, opening it
+// on first use. One request of the session opens it while the session's others wait
+// for it, so that a client never holds more than one slot of the cap per instance.
+func (f *Fleet) clientConn(ctx context.Context, st *sessionState, in *instance) (*upConn, error) {
+	for {
+		st.mu.Lock()
+		if st.closed {
+			st.mu.Unlock()
+			return nil, errSessionEnded
+		}
+		c := st.conns[in]
+		if c != nil && c.dead() {
+			delete(st.conns, in)
+			go c.closeUpstream()
+			c = nil
+		}
+		if c != nil {
+			st.mu.Unlock()
+			return c, nil
+		}
+		if opening := st.opening[in]; opening != nil {
+			st.mu.Unlock()
+			select {
+			case <-opening: // opened or failed: look again
+				continue
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		if st.opening == nil {
+			st.opening = map[*instance]chan struct{}{}
+		}
+		opening := make(chan struct{})
+		st.opening[in] = opening
 		st.mu.Unlock()
-		go c.closeUpstream()
-		return nil, errSessionEnded
-	}
-	if st.conns == nil {
-		st.conns = map[*instance]*upConn{}
-	}
-	if old := st.conns[in]; old != nil && !old.dead() {
+
+		c, err := f.openClientConn(ctx, in, st)
+		st.mu.Lock()
+		delete(st.opening, in)
+		close(opening)
+		switch {
+		case err != nil:
+		case st.closed: // the client left while its session was opening
+			go c.closeUpstream()
+			c, err = nil, errSessionEnded
+		default:
+			if st.conns == nil {
+				st.conns = map[*instance]*upConn{}
+			}
+			st.conns[in] = c
+		}
 		st.mu.Unlock()
-		go c.closeUpstream()
-		return old, nil
+		return c, err
 	}
-	st.conns[in] = c
-	st.mu.Unlock()
-	return c, nil
 }
 
 // fromBackend handles one message from a backend. reqID, when known, is the id of the

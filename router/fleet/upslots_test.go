@@ -181,3 +181,38 @@ func TestUpstreamWaitEndsWithSession(t *testing.T) {
 	f.SessionClosed(a)
 	eventually(t, "every upstream session closed", func() bool { return fb.open.Load() == 0 && f.UpstreamSessions() == 0 })
 }
+
+// TestUpstreamOpenedOnce: a session's concurrent first requests open one upstream
+// session between them, taking one slot, not one each.
+func TestUpstreamOpenedOnce(t *testing.T) {
+	f, fb := perClientFleet(t, 4, time.Hour)
+	sess := new(router.Session)
+	f.SessionOpened(sess)
+	const n = 8
+	conns := make(chan *upConn, n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := openFor(f, sess)
+			if err != nil {
+				t.Error(err)
+			}
+			conns <- c
+		}()
+	}
+	wg.Wait()
+	close(conns)
+	first := <-conns
+	for c := range conns {
+		if c != first {
+			t.Fatal("concurrent requests of one session got different upstream sessions")
+		}
+	}
+	if p, u := fb.peak.Load(), f.UpstreamSessions(); p != 1 || u != 1 {
+		t.Errorf("%d upstream sessions opened at once, %d slots held; want 1 and 1", p, u)
+	}
+	f.SessionClosed(sess)
+	eventually(t, "every upstream session closed", func() bool { return fb.open.Load() == 0 && f.UpstreamSessions() == 0 })
+}
