@@ -115,9 +115,10 @@ func StartServers(cfg ServerConfig) (*Servers, error) {
 			Listen:   "127.0.0.1:0",
 			Backends: []app.BackendConfig{{Name: "ref", URL: b.URL(), Prefix: &prefix}},
 			NATS:     nc,
-			// One load generator on loopback opens every session: no per-address quota
-			// or initialize rate limit.
-			Sessions: app.SessionsConfig{Max: cfg.Sessions + 64, NoPersist: cfg.NoPersist, MaxPerClient: -1, InitRate: -1},
+			// One load generator on loopback opens every session: no per-address quota,
+			// initialize rate limit or connection cap.
+			Sessions:    app.SessionsConfig{Max: cfg.Sessions + 64, NoPersist: cfg.NoPersist, MaxPerClient: -1, InitRate: -1},
+			Connections: app.ConnectionsConfig{MaxPerAddress: -1},
 			// A quick shutdown: the streams are closed by the clients first.
 			ShutdownGrace: 5 * time.Second,
 		}

@@ -95,6 +95,10 @@ func run(args []string) int {
 		log.Error("invalid configuration", "err", err)
 		return 2
 	}
+	if err := app.ApplyMemoryLimit(cfg, log); err != nil {
+		log.Error("invalid configuration", "err", err)
+		return 2
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	a.Start(10 * time.Second)

@@ -10,12 +10,14 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/transport/logsafe"
 )
 
 // Command is how to start a backend's child process.
@@ -24,9 +26,14 @@ type Command struct {
 	Path string
 	// Args are the arguments, without the program name.
 	Args []string
-	// Env holds extra "KEY=value" entries added to the router's environment (servers
-	// launched through npx or uvx need PATH and HOME).
+	// Env holds "KEY=value" entries for the child, on top of what EnvAllow passes of
+	// the router's environment.
 	Env []string
+	// EnvAllow names the router's environment variables the child sees: names, or
+	// prefixes ending in "*". Nil means DefaultEnvAllow (servers launched through npx
+	// or uvx need PATH and HOME); the rest of the router's environment, its secrets
+	// included, stays with the router.
+	EnvAllow []string
 	// Dir is the working directory; empty means the router's.
 	Dir string
 }
@@ -74,6 +81,8 @@ const (
 	defaultStopTimeout = 2 * time.Second
 	// maxStderrLine bounds one logged stderr line; the rest of a longer line is dropped.
 	maxStderrLine = 4 << 10
+	// stderrLinesPerSec and stderrBurst rate-limit the logged stderr lines of a child.
+	stderrLinesPerSec, stderrBurst = 20, 100
 	// readerGrace is how long the pipe readers may take to reach EOF after the child
 	// exited (a grandchild may hold the pipes) before their ends are closed.
 	readerGrace = time.Second
@@ -140,6 +149,9 @@ func StartPool(cmd Command, n int, opts StdioOptions, sinkFor func(instance int)
 			sink:  sinkFor(i),
 			log:   opts.Logger.With("backend", opts.Name, "instance", i),
 		}
+		// A child can write to stderr as fast as it likes; the log takes a few lines a
+		// second of it (with a burst for start-up messages), and says how many it dropped.
+		in.stderrLog = logsafe.Logger(in.log, stderrLinesPerSec, stderrBurst)
 		in.lifecycle.init()
 		if in.sink == nil {
 			in.sink = SinkFuncs{}
@@ -187,20 +199,22 @@ func (p *Pool) Close() error {
 // the child prints on stdout is delivered to the Sink; stderr lines are logged.
 type Instance struct {
 	lifecycle
-	cmd      Command
-	opts     StdioOptions
-	index    int
-	sink     Sink
-	log      *slog.Logger
-	hs       handshake
-	wait     waiters
-	cur      atomic.Pointer[process] // the running, initialized child; nil while down
-	downMu   sync.Mutex
-	downErr  error
-	restarts atomic.Int64
-	wg       sync.WaitGroup // the supervisor
-	closeMu  sync.Mutex
-	closed   bool
+	cmd   Command
+	opts  StdioOptions
+	index int
+	sink  Sink
+	log   *slog.Logger
+	// stderrLog is log, rate-limited for the child's stderr lines (shared by restarts).
+	stderrLog *slog.Logger
+	hs        handshake
+	wait      waiters
+	cur       atomic.Pointer[process] // the running, initialized child; nil while down
+	downMu    sync.Mutex
+	downErr   error
+	restarts  atomic.Int64
+	wg        sync.WaitGroup // the supervisor
+	closeMu   sync.Mutex
+	closed    bool
 }
 
 // Send implements Conn. It returns once msg is queued for the child's stdin (or ctx
@@ -407,7 +421,7 @@ type process struct {
 // start launches the child and its goroutines.
 func (in *Instance) start() (*process, error) {
 	cmd := exec.Command(in.cmd.Path, in.cmd.Args...)
-	cmd.Env = append(os.Environ(), in.cmd.Env...)
+	cmd.Env = allowedEnv(os.Environ(), in.cmd.EnvAllow, in.cmd.Env)
 	cmd.Dir = in.cmd.Dir
 	setProcGroup(cmd)
 	// Our own pipes, not cmd's: exec's would be closed by Wait before the readers have
@@ -576,16 +590,18 @@ func readLines(r io.Reader, max int, msg func([]byte), bad func(reason string, l
 	}
 }
 
-// readStderr logs each line of the child's stderr.
+// readStderr logs each line of the child's stderr, cut at maxStderrLine and
+// rate-limited.
 func (p *process) readStderr() {
 	defer p.readers.Done()
+	log := p.in.stderrLog.With("pid", p.pid)
 	br := bufio.NewReaderSize(p.stderr, maxStderrLine)
 	skipping := false
 	for {
 		line, err := br.ReadSlice('\n')
 		if err == bufio.ErrBufferFull {
 			if !skipping {
-				p.log.Log(context.Background(), p.in.opts.StderrLevel, "backend stderr",
+				log.Log(context.Background(), p.in.opts.StderrLevel, "backend stderr",
 					"line", string(bytes.TrimSpace(line)), "truncated", true)
 			}
 			skipping = true
@@ -593,7 +609,7 @@ func (p *process) readStderr() {
 		}
 		if !skipping {
 			if l := bytes.TrimRight(line, "\r\n"); len(l) > 0 {
-				p.log.Log(context.Background(), p.in.opts.StderrLevel, "backend stderr", "line", string(l))
+				log.Log(context.Background(), p.in.opts.StderrLevel, "backend stderr", "line", string(l))
 			}
 		}
 		skipping = false
@@ -672,4 +688,34 @@ func waitFor(ch <-chan struct{}, d time.Duration) bool {
 	case <-t.C:
 		return false
 	}
+}
+
+// DefaultEnvAllow is what a child sees of the router's environment unless told
+// otherwise: what programs need to run (find commands, a home, a locale, a temporary
+// directory), nothing that could be a secret.
+var DefaultEnvAllow = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "LC_*", "TZ", "TMPDIR", "TERM"}
+
+// allowedEnv is a child's environment: the entries of environ that allow names (nil:
+// DefaultEnvAllow), then extra (which wins over them, being later).
+func allowedEnv(environ, allow, extra []string) []string {
+	if allow == nil {
+		allow = DefaultEnvAllow
+	}
+	env := make([]string, 0, len(allow)+len(extra))
+	for _, kv := range environ {
+		if name, _, ok := strings.Cut(kv, "="); ok && envAllowed(name, allow) {
+			env = append(env, kv)
+		}
+	}
+	return append(env, extra...)
+}
+
+// envAllowed matches a variable name against names and "PREFIX*" patterns.
+func envAllowed(name string, allow []string) bool {
+	for _, a := range allow {
+		if prefix, ok := strings.CutSuffix(a, "*"); ok && strings.HasPrefix(name, prefix) || a == name {
+			return true
+		}
+	}
+	return false
 }

@@ -319,3 +319,74 @@ func TestBackoffBounds(t *testing.T) {
 		t.Fatalf("after reset: %v", d)
 	}
 }
+
+// TestStdioChildEnvironment: a child sees the allowed part of the router's environment
+// and its own entries, never the router's other variables (its secrets).
+func TestStdioChildEnvironment(t *testing.T) {
+	t.Setenv("MCPR_TEST_SECRET", "hunter2")
+	t.Setenv("LC_MCPR_TEST", "kept")
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	script := `echo "secret=[$MCPR_TEST_SECRET] lc=[$LC_MCPR_TEST] extra=[$EXTRA] home=[${HOME:+set}]" >&2; cat >/dev/null`
+	for _, tc := range []struct {
+		name  string
+		allow []string
+		want  string
+	}{
+		{"default allowlist", nil, "secret=[] lc=[kept] extra=[x] home=[set]"},
+		{"configured allowlist", []string{"MCPR_TEST_*"}, "secret=[hunter2] lc=[] extra=[x] home=[]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			log, logs := newLogCapture()
+			cmd := Command{Path: sh, Args: []string{"-c", script}, Env: []string{"EXTRA=x"}, EnvAllow: tc.allow}
+			_, sinks := startPool(t, cmd, 1, StdioOptions{Name: "env", Logger: log})
+			var line string
+			sinks[0].waitFor(t, "the child's environment on stderr", func() bool {
+				c, ok := logs.find(func(c capturedRecord) bool { return c.msg == "backend stderr" })
+				line = c.attrs["line"]
+				return ok
+			})
+			if line != tc.want {
+				t.Errorf("the child saw %q, want %q", line, tc.want)
+			}
+		})
+	}
+}
+
+// TestStdioStderrRateLimited: a child flooding stderr gets a bounded number of log
+// lines, and the log says how many were dropped.
+func TestStdioStderrRateLimited(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	const lines = 2000
+	log, logs := newLogCapture()
+	script := `i=0; while [ $i -lt ` + strconv.Itoa(lines) + ` ]; do echo "line $i" >&2; i=$((i+1)); done`
+	start := time.Now()
+	p, _ := startPool(t, Command{Path: sh, Args: []string{"-c", script}}, 1, StdioOptions{Name: "loud", Logger: log, NoRestart: true})
+	select {
+	case <-p.Conn(0).Done(): // the child wrote everything and exited
+	case <-time.After(time.Minute):
+		t.Fatal("the child did not exit")
+	}
+	if err := p.Close(); err != nil { // waits for the stderr reader
+		t.Fatal(err)
+	}
+	elapsed := time.Since(start)
+	logged := 0
+	logs.find(func(c capturedRecord) bool {
+		if c.msg == "backend stderr" {
+			logged++
+		}
+		return false
+	})
+	if logged < stderrBurst {
+		t.Errorf("only %d stderr lines logged: the burst of %d should pass", logged, stderrBurst)
+	}
+	if bound := stderrBurst + int(elapsed.Seconds()*stderrLinesPerSec) + 1; logged > bound || logged >= lines {
+		t.Errorf("%d of %d stderr lines logged in %s; the rate limit allows %d", logged, lines, elapsed, bound)
+	}
+}

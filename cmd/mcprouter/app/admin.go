@@ -127,7 +127,8 @@ func (a *App) watchMetrics() error {
 		Status: func() func([]byte) []byte {
 			return a.Metrics.NewStatusFeed().AppendJSON
 		},
-		Logger: a.log,
+		Logger:       a.log,
+		AllowedHosts: a.cfg.Security.AllowedHosts,
 	})
 	return nil
 }

@@ -159,19 +159,7 @@ func (a *App) Listen() error {
 // in-memory listener. Call it at most once.
 func (a *App) Serve(ln net.Listener) {
 	a.ln = ln
-	a.srv = &fasthttp.Server{
-		Handler:                       a.Handler(),
-		ErrorHandler:                  a.rejectRequest,
-		Name:                          "mcprouter",
-		MaxRequestBodySize:            a.cfg.Limits.MaxBodyBytes,
-		ReadBufferSize:                a.cfg.Limits.MaxHeaderBytes,
-		IdleTimeout:                   2 * time.Minute,
-		ReadTimeout:                   2 * time.Minute,
-		CloseOnShutdown:               true,
-		NoDefaultContentType:          true,
-		DisableHeaderNamesNormalizing: false,
-		Logger:                        slogPrinter{a.log},
-	}
+	a.srv = a.newServer()
 	a.served = make(chan error, 1)
 	go func() { a.served <- a.srv.Serve(ln) }()
 }
@@ -260,7 +248,8 @@ func (a *App) Shutdown(ctx context.Context) error {
 	return err
 }
 
-// slogPrinter adapts fasthttp's logger to slog.
+// slogPrinter adapts fasthttp's logger to slog. The server's SecureErrorLogMessage
+// keeps request bytes out of what it prints.
 type slogPrinter struct{ l *slog.Logger }
 
 func (p slogPrinter) Printf(format string, args ...any) {

@@ -73,7 +73,7 @@ func urlDialer(u string, opts upstream.HTTPOptions) fleet.Dialer {
 // supervised (restarted with backoff) by the upstream package; the fleet dials again only
 // when an instance is lost for good.
 func stdioDialers(b BackendConfig, log *slog.Logger) ([]fleet.Dialer, error) {
-	cmd := upstream.Command{Path: b.Command[0], Args: b.Command[1:]}
+	cmd := upstream.Command{Path: b.Command[0], Args: b.Command[1:], Env: b.Env, EnvAllow: b.EnvAllow}
 	opts := upstream.StdioOptions{Name: b.Name, Logger: log}
 	var ds []fleet.Dialer
 	for i := 0; i < b.Instances; i++ {

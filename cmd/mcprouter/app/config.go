@@ -48,6 +48,13 @@ type Config struct {
 	NATS natsbus.Config `yaml:"nats"`
 	// Admin is the operator's listener: metrics, health, status page (admin.go).
 	Admin AdminConfig `yaml:"admin"`
+	// Connections bounds the MCP listener's connections: timeouts, per-address cap,
+	// concurrency (edge.go).
+	Connections ConnectionsConfig `yaml:"connections"`
+	// MemoryLimit is the Go runtime's soft memory limit (GOMEMLIMIT), in bytes or with a
+	// unit ("1536MiB", "2GiB"). Default: 90% of the cgroup's memory limit when there is
+	// one; a GOMEMLIMIT environment variable wins over both (memlimit.go).
+	MemoryLimit string `yaml:"memory_limit"`
 }
 
 // HealthConfig times the backends' health checks.
@@ -119,6 +126,10 @@ type LimitsConfig struct {
 type SecurityConfig struct {
 	AllowedHosts   []string `yaml:"allowed_hosts"`
 	AllowedOrigins []string `yaml:"allowed_origins"`
+	// AllowUnauthenticated lets the MCP listener listen on a non-loopback address
+	// although MCP clients are not authenticated yet; allowed_hosts and allowed_origins
+	// must be set too. Default false: the router refuses to start (edge.go).
+	AllowUnauthenticated bool `yaml:"allow_unauthenticated"`
 }
 
 // StreamsConfig bounds SSE streams.
@@ -167,6 +178,13 @@ type BackendConfig struct {
 	// Sessions: "shared" (default) multiplexes clients over upstream sessions;
 	// "per-client" opens one upstream session per client session.
 	Sessions string `yaml:"sessions"`
+	// Env holds "KEY=value" entries for the child processes of command.
+	Env []string `yaml:"env"`
+	// EnvAllow names the router's environment variables a child process sees (a name,
+	// or a prefix ending in *), besides env. Default: PATH, HOME, USER, LOGNAME, SHELL,
+	// LANG, LANGUAGE, LC_*, TZ, TMPDIR, TERM (upstream.DefaultEnvAllow): never the
+	// router's secrets.
+	EnvAllow []string `yaml:"env_allow"`
 }
 
 // Defaults fills every zero field with its default.
@@ -209,6 +227,7 @@ func (c *Config) Defaults() {
 		c.ShutdownGrace = 10 * time.Second
 	}
 	c.Admin.defaults(c.Listen)
+	c.Connections.defaults()
 	for i := range c.Backends {
 		b := &c.Backends[i]
 		defInt(&b.Instances, 1)
@@ -267,6 +286,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.Admin.validate(c.Listen); err != nil {
+		return err
+	}
+	if err := c.validateEdge(); err != nil {
 		return err
 	}
 	seen := map[string]bool{}

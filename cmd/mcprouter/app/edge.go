@@ -1,0 +1,164 @@
+package app
+
+import (
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/mcprouter/mcprouter/transport/logsafe"
+)
+
+// ConnectionsConfig bounds the MCP listener's connections, so that slow or greedy
+// clients cannot hold the router's memory or sockets. Zero values take the defaults;
+// a negative value (-1, -1s) turns a cap or timeout off.
+type ConnectionsConfig struct {
+	// HeaderTimeout is the time a new request's headers have to arrive, from its first
+	// byte (from the connection's opening for the first request). Default 10s.
+	HeaderTimeout time.Duration `yaml:"header_timeout"`
+	// ReadTimeout is the time the body has to arrive once the headers are in.
+	// Default 60s; off (-1s), the header deadline covers the body too.
+	ReadTimeout time.Duration `yaml:"read_timeout"`
+	// WriteTimeout is the time a reply that is not a stream has to be written: a
+	// client that does not read its reply is cut off after it. SSE streams are not
+	// bound by it (their slow consumers are cut by streams.queue_bytes). Default 30s.
+	WriteTimeout time.Duration `yaml:"write_timeout"`
+	// IdleTimeout closes keep-alive connections idle this long. Default 2m.
+	IdleTimeout time.Duration `yaml:"idle_timeout"`
+	// MaxPerAddress caps the open connections of one client IP address; more are
+	// refused with 429. Default 512.
+	MaxPerAddress int `yaml:"max_per_address"`
+	// Concurrency caps the connections served at once, all clients together; more are
+	// refused. Default 32768.
+	Concurrency int `yaml:"concurrency"`
+	// ReduceMemory releases the read and write buffers of idle keep-alive connections
+	// (fasthttp's ReduceMemoryUsage): less memory per idle connection, a little more
+	// CPU per request. Default false.
+	ReduceMemory bool `yaml:"reduce_memory"`
+}
+
+func (c *ConnectionsConfig) defaults() {
+	defDur := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	defDur(&c.HeaderTimeout, 10*time.Second)
+	defDur(&c.ReadTimeout, 60*time.Second)
+	defDur(&c.WriteTimeout, 30*time.Second)
+	defDur(&c.IdleTimeout, 2*time.Minute)
+	if c.MaxPerAddress == 0 {
+		c.MaxPerAddress = 512
+	}
+	if c.Concurrency == 0 {
+		c.Concurrency = 32768
+	}
+}
+
+// off maps the "-1 means off" convention to fasthttp's zero.
+func off[T int | time.Duration](v T) T { return max(v, 0) }
+
+// validateEdge checks what faces the network: connection limits, a listener exposed
+// beyond loopback, the memory limit, the children's environment.
+func (c *Config) validateEdge() error {
+	if c.Connections.Concurrency < 0 {
+		return fmt.Errorf("connections.concurrency: must be positive (got %d)", c.Connections.Concurrency)
+	}
+	if err := c.validateExposure(); err != nil {
+		return err
+	}
+	if _, err := parseBytes(c.MemoryLimit); err != nil {
+		return fmt.Errorf("memory_limit: %w", err)
+	}
+	for i, b := range c.Backends {
+		for _, e := range b.Env {
+			if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
+				return fmt.Errorf("backends[%d].env: %q is not KEY=value", i, e)
+			}
+		}
+	}
+	return nil
+}
+
+// validateExposure refuses an MCP listener reachable from other machines unless the
+// configuration says, knowingly, who may reach it: MCP clients are not authenticated
+// yet, so the Host and Origin allowlists are all that stands between a browser page
+// (DNS rebinding) or the network and the backends.
+func (c *Config) validateExposure() error {
+	if isLoopback(c.Listen) {
+		return nil
+	}
+	s := c.Security
+	if !s.AllowUnauthenticated || len(s.AllowedHosts) == 0 || len(s.AllowedOrigins) == 0 {
+		return fmt.Errorf("listen: %s is reachable beyond this machine and MCP clients are not authenticated: "+
+			"listen on 127.0.0.1, or set security.allowed_hosts (the names clients use for the router), "+
+			"security.allowed_origins (the web origins allowed, or [\"null\"] for none) and "+
+			"security.allow_unauthenticated: true", c.Listen)
+	}
+	return nil
+}
+
+// isLoopback reports whether a host:port listens on loopback only.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// newServer is the MCP listener's HTTP server, with the connection limits of the
+// configuration.
+func (a *App) newServer() *fasthttp.Server {
+	cc := a.cfg.Connections
+	bodyTimeout := off(cc.ReadTimeout)
+	s := &fasthttp.Server{
+		Handler:              a.streamsUnbounded(a.Handler()),
+		ErrorHandler:         a.rejectRequest,
+		Name:                 "mcprouter",
+		MaxRequestBodySize:   a.cfg.Limits.MaxBodyBytes,
+		ReadBufferSize:       a.cfg.Limits.MaxHeaderBytes,
+		ReadTimeout:          off(cc.HeaderTimeout),
+		WriteTimeout:         off(cc.WriteTimeout),
+		IdleTimeout:          off(cc.IdleTimeout),
+		MaxConnsPerIP:        off(cc.MaxPerAddress),
+		Concurrency:          cc.Concurrency,
+		ReduceMemoryUsage:    cc.ReduceMemory,
+		CloseOnShutdown:      true,
+		NoDefaultContentType: true,
+		// Malformed requests are logged without their bytes: they may carry tokens.
+		SecureErrorLogMessage: true,
+		// A client can provoke these lines at will: a few a second at most.
+		Logger: slogPrinter{logsafe.Logger(a.log, 5, 20)},
+	}
+	// ReadTimeout covers a request's headers; once they are in, the body gets its own
+	// deadline.
+	s.HeaderReceived = func(*fasthttp.RequestHeader) fasthttp.RequestConfig {
+		return fasthttp.RequestConfig{ReadTimeout: bodyTimeout}
+	}
+	if bodyTimeout == 0 {
+		s.HeaderReceived = nil
+	}
+	return s
+}
+
+// streamsUnbounded lifts the write timeout from SSE replies: fasthttp applies it to the
+// whole response, and a stream lives as long as its client wants it. A deadline the
+// handler sets itself (here: none) takes precedence over the server's.
+func (a *App) streamsUnbounded(h fasthttp.RequestHandler) fasthttp.RequestHandler {
+	if a.cfg.Connections.WriteTimeout <= 0 {
+		return h
+	}
+	return func(ctx *fasthttp.RequestCtx) {
+		h(ctx)
+		if ctx.Response.IsBodyStream() || ctx.Hijacked() {
+			ctx.SetWriteDeadline(time.Time{})
+		}
+	}
+}

@@ -1,0 +1,63 @@
+package app
+
+import (
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestEdgeConfig(t *testing.T) {
+	for _, c := range []struct {
+		name, yaml string
+		err        string // "" when valid
+	}{
+		{"loopback", "listen: 127.0.0.1:0\n", ""},
+		{"localhost", "listen: localhost:0\n", ""},
+		{"ipv6 loopback", "listen: '[::1]:0'\n", ""},
+		{"all interfaces", "listen: 0.0.0.0:8080\n", "security.allow_unauthenticated: true"},
+		{"empty host", "listen: ':8080'\n", "set security.allowed_hosts"},
+		{"lists without consent", "listen: 0.0.0.0:8080\nsecurity: {allowed_hosts: [mcp.example], allowed_origins: ['https://app.example']}\n", "allow_unauthenticated"},
+		{"consent without lists", "listen: 0.0.0.0:8080\nsecurity: {allow_unauthenticated: true}\n", "security.allowed_hosts"},
+		{"exposed knowingly", "listen: 0.0.0.0:8080\nsecurity: {allow_unauthenticated: true, allowed_hosts: [mcp.example], allowed_origins: ['https://app.example']}\n", ""},
+		{"nats listen without credentials", "nats: {listen: 127.0.0.1:4222}\n", "set nats.user and nats.password"},
+		{"nats listen with a token", "nats: {listen: 127.0.0.1:4222, token: t0k}\n", ""},
+		{"memory limit", "memory_limit: 2GiB\n", ""},
+		{"bad memory limit", "memory_limit: lots\n", "memory_limit"},
+		{"child env", "backends:\n  - {name: a, command: [x], env: [A=1], env_allow: [PATH, 'LC_*']}\n", ""},
+		{"bad child env", "backends:\n  - {name: a, command: [x], env: [A]}\n", "backends[0].env"},
+		{"connections off", "connections: {write_timeout: -1s, max_per_address: -1}\n", ""},
+		{"negative concurrency", "connections: {concurrency: -5}\n", "connections.concurrency"},
+	} {
+		_, err := ParseConfig([]byte(c.yaml))
+		switch {
+		case c.err == "" && err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.err)
+		}
+	}
+}
+
+func TestConnectionDefaults(t *testing.T) {
+	cfg, err := ParseConfig(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ConnectionsConfig{HeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, WriteTimeout: 30 * time.Second,
+		IdleTimeout: 2 * time.Minute, MaxPerAddress: 512, Concurrency: 32768}
+	if cfg.Connections != want {
+		t.Errorf("defaults %+v, want %+v", cfg.Connections, want)
+	}
+	a := &App{cfg: cfg, log: slog.Default()}
+	s := a.newServer()
+	if s.ReadTimeout != 10*time.Second || s.WriteTimeout != 30*time.Second || s.MaxConnsPerIP != 512 ||
+		!s.SecureErrorLogMessage || s.HeaderReceived == nil || s.HeaderReceived(nil).ReadTimeout != time.Minute {
+		t.Errorf("server limits not applied: read %s write %s per-IP %d secure logs %v",
+			s.ReadTimeout, s.WriteTimeout, s.MaxConnsPerIP, s.SecureErrorLogMessage)
+	}
+	a.cfg.Connections = ConnectionsConfig{HeaderTimeout: -1, ReadTimeout: -1, WriteTimeout: -1, MaxPerAddress: -1}
+	if s := a.newServer(); s.ReadTimeout != 0 || s.WriteTimeout != 0 || s.MaxConnsPerIP != 0 || s.HeaderReceived != nil {
+		t.Errorf("-1 should turn limits off: %+v", s)
+	}
+}
