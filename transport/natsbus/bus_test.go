@@ -116,7 +116,7 @@ func TestStartErrors(t *testing.T) {
 		}
 		t.Fatalf("Start against a closed port: %v, want a connect error", err)
 	}
-	cfg := Config{Cluster: ClusterConfig{Listen: "127.0.0.1:0", User: "r", Password: "p", Routes: []string{"nats-route://[::1"}}, NoJetStream: true}
+	cfg := withUser(Config{Listen: "127.0.0.1:0", Cluster: ClusterConfig{Listen: "127.0.0.1:0", User: "r", Password: "p", Routes: []string{"nats-route://[::1"}}, NoJetStream: true})
 	if _, err := Start(cfg, nil); err == nil || !strings.Contains(err.Error(), "nats.cluster.routes") {
 		t.Fatalf("Start with a malformed route: %v", err)
 	}
