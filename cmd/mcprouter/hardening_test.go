@@ -1,0 +1,226 @@
+package main
+
+// Issue 19's attacks on connections and logs, against the real router process on
+// loopback: replies never read, headers never finished, many connections from one
+// address, secrets in malformed requests, and the safe-default refusals at start-up.
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// dialFrom opens a raw TCP connection from the loopback address ip to the router.
+func dialFrom(t *testing.T, p *routerProc, ip string) *net.TCPConn {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: testTimeout}
+	c, err := d.Dial("tcp", p.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c.(*net.TCPConn)
+}
+
+// statusLine reads the first line of an HTTP response on c ("" when the connection
+// closed first).
+func statusLine(t *testing.T, c net.Conn) string {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(testTimeout))
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil && line == "" {
+		if ne, ok := err.(net.Error); ok && ne.Timeout() {
+			t.Fatal("no answer and no close within the test timeout")
+		}
+	}
+	return strings.TrimSpace(line)
+}
+
+// serverSideState is the TCP state (hex, as in /proc/net/tcp) of the router's end of
+// the connection whose client end is local, or "" when it is gone.
+func serverSideState(t *testing.T, server, local net.Addr) string {
+	t.Helper()
+	data, err := os.ReadFile("/proc/net/tcp")
+	if err != nil {
+		t.Skip("no /proc/net/tcp:", err)
+	}
+	hexAddr := func(a net.Addr) string {
+		ta := a.(*net.TCPAddr)
+		ip := ta.IP.To4()
+		return fmt.Sprintf("%02X%02X%02X%02X:%04X", ip[3], ip[2], ip[1], ip[0], ta.Port)
+	}
+	want := hexAddr(server) + " " + hexAddr(local)
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 3 && f[1]+" "+f[2] == want {
+			return f[3]
+		}
+	}
+	return ""
+}
+
+// TestWriteTimeoutCutsUnreadReply: a client that asks for a large JSON reply and never
+// reads it is cut off after connections.write_timeout, instead of holding the reply's
+// memory for as long as it likes.
+func TestWriteTimeoutCutsUnreadReply(t *testing.T) {
+	// More than the kernel buffers (net.ipv4.tcp_wmem allows 4 MiB by default), so that
+	// the router's own write blocks; less than the 8 MiB a backend message may carry.
+	const size = 7000000
+	p := startRouter(t, "--backend", "b=cmd:"+backendBin+" stdio",
+		"--config", writeConfig(t, "connections:\n  write_timeout: 1s\n"))
+	cl := &http.Client{Timeout: testTimeout}
+	sid, _, body := rawPost(t, cl, p.url("/mcp"), "", bothAccept, initBody("{}"))
+	if sid == "" {
+		t.Fatalf("initialize: %s", body)
+	}
+	rawPost(t, cl, p.url("/mcp"), sid, bothAccept, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+
+	c := dialFrom(t, p, "127.0.0.1")
+	c.SetReadBuffer(4096) // the kernel buffers little of the reply for us
+	msg := `{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"bytes://` + strconv.Itoa(size) + `"}}`
+	fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json\r\n"+
+		"Mcp-Session-Id: %s\r\nMCP-Protocol-Version: 2025-06-18\r\nContent-Length: %d\r\n\r\n%s", p.addr, sid, len(msg), msg)
+	// The router's end leaves ESTABLISHED (01) when it gives up on the write.
+	start, deadline := time.Now(), time.Now().Add(testTimeout)
+	for serverSideState(t, c.RemoteAddr(), c.LocalAddr()) == "01" {
+		if time.Now().After(deadline) {
+			t.Fatal("the router still holds the connection of a reply nobody reads")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("the router let go of the connection after %s", time.Since(start).Round(time.Millisecond))
+	// What was written before the cut is still on its way; the rest never comes (a
+	// closed socket's queued bytes may stall on a zero window: read for a while only).
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	got, _ := io.Copy(io.Discard, c)
+	if got >= size {
+		t.Errorf("read %d bytes: the whole reply arrived, it should have been cut", got)
+	}
+}
+
+// TestWriteTimeoutSparesStreams: SSE streams outlive connections.write_timeout; each
+// keep-alive arrives on a stream older than it.
+func TestWriteTimeoutSparesStreams(t *testing.T) {
+	p := startRouter(t, "--config", writeConfig(t, "connections:\n  write_timeout: 300ms\nstreams:\n  keepalive: 200ms\n"))
+	stream := openRawStream(t, p)
+	start := time.Now()
+	sc := bufio.NewScanner(stream)
+	comments := 0
+	for sc.Scan() && time.Since(start) < 5*300*time.Millisecond {
+		if strings.HasPrefix(sc.Text(), ":") {
+			comments++
+		}
+	}
+	if time.Since(start) < 5*300*time.Millisecond {
+		t.Fatalf("the GET stream ended after %s (%d keep-alives, err %v): the write timeout cut it", time.Since(start), comments, sc.Err())
+	}
+}
+
+// TestHeaderDeadline: a connection that never finishes its headers is closed after
+// connections.header_timeout, although the body's deadline is long.
+func TestHeaderDeadline(t *testing.T) {
+	p := startRouter(t, "--config", writeConfig(t, "connections:\n  header_timeout: 500ms\n  read_timeout: 10m\n"))
+	c := dialFrom(t, p, "127.0.0.1")
+	fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: appl", p.addr)
+	line := statusLine(t, c) // an error answer, or the close itself
+	if line != "" && !strings.Contains(line, "408") {
+		t.Errorf("slow headers answered %q, want 408 or a close", line)
+	}
+}
+
+// TestPerAddressConnectionCap: past connections.max_per_address, connections from
+// 127.0.0.2 are refused with 429, while 127.0.0.1 is still served.
+func TestPerAddressConnectionCap(t *testing.T) {
+	const limit = 3
+	p := startRouter(t, "--config", writeConfig(t, "connections:\n  max_per_address: "+strconv.Itoa(limit)+"\n"))
+	probe := fmt.Sprintf("GET /nothing HTTP/1.1\r\nHost: %s\r\n\r\n", p.addr)
+	for i := 0; i < limit; i++ {
+		c := dialFrom(t, p, "127.0.0.2")
+		io.WriteString(c, probe)
+		if line := statusLine(t, c); !strings.Contains(line, "404") {
+			t.Fatalf("connection %d from 127.0.0.2: %q, want the router's 404", i, line)
+		}
+	}
+	extra := dialFrom(t, p, "127.0.0.2")
+	io.WriteString(extra, probe)
+	if line := statusLine(t, extra); line != "" && !strings.Contains(line, "429") {
+		t.Errorf("connection %d from 127.0.0.2: %q, want 429 or a close", limit+1, line)
+	}
+	other := dialFrom(t, p, "127.0.0.1")
+	io.WriteString(other, probe)
+	if line := statusLine(t, other); !strings.Contains(line, "404") {
+		t.Errorf("127.0.0.1 while 127.0.0.2 is at its cap: %q, want the router's 404", line)
+	}
+}
+
+// TestNoSecretsInLogs: malformed requests carrying an Authorization header leave no
+// trace of the token in the router's log, at debug level.
+func TestNoSecretsInLogs(t *testing.T) {
+	const token = "SECRET-7f3a9c-token"
+	p := startRouter(t, "--log-level", "debug")
+	auth := "Authorization: Bearer " + token + "\r\n"
+	for i, req := range []string{
+		"POST /mcp HTTP/1.1\r\nHost: " + p.addr + "\r\n" + auth + "Broken header line\r\n\r\n",
+		"P@ST /mcp HTTP/1.1\r\nHost: " + p.addr + "\r\n" + auth + "\r\n",
+		"POST /mcp HTTP/1.1\r\nHost: " + p.addr + "\r\n" + auth + "X-Pad: " + strings.Repeat("a", 20<<10) + "\r\n\r\n",
+		"POST /mcp HTTP/1.1\r\nHost: " + p.addr + "\r\n" + auth + "Content-Length: zz\r\n\r\n",
+		"POST /mcp HTTP/1.1\r\nHost: " + p.addr + "\r\n" + auth + "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 30\r\n\r\n{\"jsonrpc\":\"2.0\",\"id\":" + token[:7] + "}",
+	} {
+		c := dialFrom(t, p, "127.0.0.1")
+		io.WriteString(c, req)
+		if line := statusLine(t, c); !strings.Contains(line, " 4") && line != "" {
+			t.Errorf("malformed request %d answered %q, want a 4xx", i, line)
+		}
+	}
+	p.stop(t)
+	if p.stderr.contains(token) || p.stderr.contains("Bearer") {
+		t.Errorf("the token reached the log:\n%s", p.stderr)
+	}
+}
+
+// TestRefusesExposedListener: the router does not start on all interfaces without
+// allowlists and an explicit allow_unauthenticated, and says what to set; nor with an
+// embedded NATS listener without credentials.
+func TestRefusesExposedListener(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"mcp on all interfaces", []string{"--listen", "0.0.0.0:0"}, "security.allow_unauthenticated"},
+		{"nats without credentials", []string{"--listen", "127.0.0.1:0", "--config", writeConfig(t, "nats:\n  listen: 127.0.0.1:0\n")}, "set nats.user and nats.password"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			cmd := exec.Command(routerBin, tc.args...)
+			cmd.Stderr = &stderr
+			done := make(chan error, 1)
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			go func() { done <- cmd.Wait() }()
+			select {
+			case err := <-done:
+				if err == nil {
+					t.Fatal("mcprouter exited 0")
+				}
+			case <-time.After(testTimeout):
+				cmd.Process.Kill()
+				<-done
+				t.Fatalf("mcprouter started:\n%s", stderr.String())
+			}
+			if !strings.Contains(stderr.String(), tc.want) {
+				t.Errorf("the refusal does not say what to set (%q):\n%s", tc.want, stderr.String())
+			}
+		})
+	}
+}
