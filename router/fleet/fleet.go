@@ -105,6 +105,7 @@ func New(cfg Config) *Fleet {
 		upSlots: make(chan struct{}, cfg.MaxUpstreamSessions)}
 	f.srv.m = map[uint64]*serverRequest{}
 	f.srv.bySess = map[*router.Session]map[uint64]*serverRequest{}
+	f.srv.byBackend = map[backendKey]*serverRequest{}
 	if cfg.Bus != nil && cfg.Bus.JS != nil {
 		cs, err := newClusterSubs(f, cfg.Bus)
 		if err != nil {

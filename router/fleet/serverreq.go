@@ -30,6 +30,19 @@ type serverRequests struct {
 	next   uint64
 	m      map[uint64]*serverRequest
 	bySess map[*router.Session]map[uint64]*serverRequest
+	// byBackend finds a request by the id its backend gave it, for the backend's
+	// cancellation. A backend reusing an id still pending keeps only the newer here.
+	byBackend map[backendKey]*serverRequest
+}
+
+// backendKey names a request as its backend knows it: the upstream session and the id.
+type backendKey struct {
+	conn *upConn
+	id   string
+}
+
+func (sr *serverRequest) backendKey() backendKey {
+	return backendKey{sr.conn, string(sr.backendID)}
 }
 
 // put records sr with a fresh id and a deadline d away, when expire runs (with the id),
@@ -50,6 +63,7 @@ func (s *serverRequests) put(sr *serverRequest, max int, d time.Duration, expire
 	sr.id = id
 	s.m[id] = sr
 	set[id] = sr
+	s.byBackend[sr.backendKey()] = sr
 	sr.timer = time.AfterFunc(d, func() { expire(id) })
 	return true
 }
@@ -57,6 +71,9 @@ func (s *serverRequests) put(sr *serverRequest, max int, d time.Duration, expire
 // remove forgets sr and stops its deadline; the caller holds s.mu.
 func (s *serverRequests) remove(sr *serverRequest) {
 	delete(s.m, sr.id)
+	if k := sr.backendKey(); s.byBackend[k] == sr {
+		delete(s.byBackend, k)
+	}
 	if set := s.bySess[sr.sess]; set != nil {
 		delete(set, sr.id)
 		if len(set) == 0 {
@@ -198,13 +215,9 @@ func (f *Fleet) answerBackend(x *transport.Exchange, sr *serverRequest) {
 // cancelled forwards a backend's cancellation of one of its server-to-client requests.
 func (s *serverRequests) cancelled(f *Fleet, c *upConn, msg []byte, m *codec.Message) {
 	s.mu.Lock()
-	var sr *serverRequest
-	for _, r := range s.m {
-		if r.conn == c && string(r.backendID) == string(m.RequestID) {
-			sr = r
-			s.remove(r)
-			break
-		}
+	sr := s.byBackend[backendKey{c, string(m.RequestID)}]
+	if sr != nil {
+		s.remove(sr)
 	}
 	s.mu.Unlock()
 	if sr == nil || sr.sess.Transport() == nil {

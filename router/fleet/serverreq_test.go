@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -8,7 +9,8 @@ import (
 )
 
 func newServerRequests() *serverRequests {
-	return &serverRequests{m: map[uint64]*serverRequest{}, bySess: map[*router.Session]map[uint64]*serverRequest{}}
+	return &serverRequests{m: map[uint64]*serverRequest{}, bySess: map[*router.Session]map[uint64]*serverRequest{},
+		byBackend: map[backendKey]*serverRequest{}}
 }
 
 // TestServerRequestsBook checks the book of backends' requests waiting for clients: the
@@ -23,8 +25,10 @@ func TestServerRequestsBook(t *testing.T) {
 			expired <- id
 		}
 	}
+	conn, n := new(upConn), 0
 	put := func(sess *router.Session, d time.Duration) (*serverRequest, bool) {
-		sr := &serverRequest{sess: sess}
+		n++
+		sr := &serverRequest{sess: sess, conn: conn, backendID: []byte(strconv.Itoa(n))}
 		return sr, s.put(sr, 2, d, expire)
 	}
 	a1, ok1 := put(a, time.Hour)
@@ -50,7 +54,10 @@ func TestServerRequestsBook(t *testing.T) {
 	if got := s.takeSession(a); len(got) != 1 || got[0] != a2 {
 		t.Fatalf("takeSession = %v, want the one pending request of the session", got)
 	}
-	if s.take(b1.id, b) != b1 || len(s.m) != 0 || len(s.bySess) != 0 {
-		t.Fatalf("left behind: %d requests, %d sessions", len(s.m), len(s.bySess))
+	if got := s.byBackend[b1.backendKey()]; got != b1 {
+		t.Fatalf("by its backend id: %p, want %p", got, b1)
+	}
+	if s.take(b1.id, b) != b1 || len(s.m) != 0 || len(s.bySess) != 0 || len(s.byBackend) != 0 {
+		t.Fatalf("left behind: %d requests, %d sessions, %d backend ids", len(s.m), len(s.bySess), len(s.byBackend))
 	}
 }

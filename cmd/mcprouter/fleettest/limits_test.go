@@ -339,3 +339,22 @@ func children(pid int) (int, error) {
 	}
 	return n, nil
 }
+
+// TestServerRequestCancelledByBackend: a backend that gives up its request to a client
+// (its own sampling timeout, then notifications/cancelled) takes it off the session's
+// count: with room for one pending request, the session samples again and again.
+func TestServerRequestCancelledByBackend(t *testing.T) {
+	big := startBackend(t, "127.0.0.1:0", "--name", bigName, "--sample-timeout", "1s")
+	f := startLimited(t, httpBackend(bigName, big), "  max_pending_server_requests: 1\n", bigName, 1)
+	rs := newRawSessionWith(t, f, `{"sampling":{}}`)
+	for i := 0; i < 3; i++ {
+		msgs, err := rs.post(sampleCall(30+i, "given up by the backend"))
+		text, isError, err2 := toolResult(msgs)
+		if err != nil || err2 != nil || !isError || !strings.Contains(text, "did not answer the sampling request within 1s") {
+			t.Fatalf("call %d: %v %v isError %v %q; want the backend's own timeout", i, err, err2, isError, text)
+		}
+	}
+	if n := f.metric("mcprouter_server_requests_expired_total"); n != 0 {
+		t.Errorf("mcprouter_server_requests_expired_total = %v, want 0 (the backend gave up first)", n)
+	}
+}
