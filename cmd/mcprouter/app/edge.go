@@ -33,10 +33,12 @@ type ConnectionsConfig struct {
 	// Concurrency caps the connections served at once, all clients together; more are
 	// refused. Default 32768.
 	Concurrency int `yaml:"concurrency"`
-	// ReduceMemory releases the read and write buffers of idle keep-alive connections
-	// (fasthttp's ReduceMemoryUsage): less memory per idle connection, a little more
-	// CPU per request. Default false.
-	ReduceMemory bool `yaml:"reduce_memory"`
+	// KeepIdleBuffers keeps the read and write buffers of idle keep-alive connections
+	// instead of releasing them to pools (fasthttp's ReduceMemoryUsage, on by default):
+	// measured, an idle connection holds about 27 KB with its buffers and 4.7 KB
+	// without, while a request costs the same within noise (BenchmarkReduceMemory).
+	// Default false.
+	KeepIdleBuffers bool `yaml:"keep_idle_buffers"`
 }
 
 func (c *ConnectionsConfig) defaults() {
@@ -129,7 +131,7 @@ func (a *App) newServer() *fasthttp.Server {
 		IdleTimeout:          off(cc.IdleTimeout),
 		MaxConnsPerIP:        off(cc.MaxPerAddress),
 		Concurrency:          cc.Concurrency,
-		ReduceMemoryUsage:    cc.ReduceMemory,
+		ReduceMemoryUsage:    !cc.KeepIdleBuffers,
 		CloseOnShutdown:      true,
 		NoDefaultContentType: true,
 		// Malformed requests are logged without their bytes: they may carry tokens.

@@ -52,7 +52,7 @@ func TestConnectionDefaults(t *testing.T) {
 	a := &App{cfg: cfg, log: slog.Default()}
 	s := a.newServer()
 	if s.ReadTimeout != 10*time.Second || s.WriteTimeout != 30*time.Second || s.MaxConnsPerIP != 512 ||
-		!s.SecureErrorLogMessage || s.HeaderReceived == nil || s.HeaderReceived(nil).ReadTimeout != time.Minute {
+		!s.SecureErrorLogMessage || !s.ReduceMemoryUsage || s.HeaderReceived == nil || s.HeaderReceived(nil).ReadTimeout != time.Minute {
 		t.Errorf("server limits not applied: read %s write %s per-IP %d secure logs %v",
 			s.ReadTimeout, s.WriteTimeout, s.MaxConnsPerIP, s.SecureErrorLogMessage)
 	}
