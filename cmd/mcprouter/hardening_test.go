@@ -107,21 +107,34 @@ func TestWriteTimeoutCutsUnreadReply(t *testing.T) {
 	}
 }
 
-// TestWriteTimeoutSparesStreams: SSE streams outlive connections.write_timeout; each
-// keep-alive arrives on a stream older than it.
+// TestWriteTimeoutSparesStreams: SSE streams outlive connections.write_timeout, both
+// the Streamable HTTP GET stream (which takes the connection over) and the legacy
+// /sse stream (a streamed response body); keep-alives keep arriving long after it.
 func TestWriteTimeoutSparesStreams(t *testing.T) {
-	p := startRouter(t, "--config", writeConfig(t, "connections:\n  write_timeout: 300ms\nstreams:\n  keepalive: 200ms\n"))
-	stream := openRawStream(t, p)
-	start := time.Now()
-	sc := bufio.NewScanner(stream)
-	comments := 0
-	for sc.Scan() && time.Since(start) < 5*300*time.Millisecond {
-		if strings.HasPrefix(sc.Text(), ":") {
-			comments++
+	const writeTimeout = 300 * time.Millisecond
+	p := startRouter(t, "--config", writeConfig(t, "connections:\n  write_timeout: 300ms\nstreams:\n  keepalive: 100ms\n"))
+	legacy := func(t *testing.T) io.ReadCloser {
+		resp, err := http.Get(p.url("/sse"))
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("GET /sse: %v %v", err, resp)
 		}
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp.Body
 	}
-	if time.Since(start) < 5*300*time.Millisecond {
-		t.Fatalf("the GET stream ended after %s (%d keep-alives, err %v): the write timeout cut it", time.Since(start), comments, sc.Err())
+	for name, open := range map[string]func(*testing.T) io.ReadCloser{
+		"streamable": func(t *testing.T) io.ReadCloser { return openRawStream(t, p) },
+		"legacy":     legacy,
+	} {
+		t.Run(name, func(t *testing.T) {
+			stream := open(t)
+			start := time.Now()
+			sc := bufio.NewScanner(stream)
+			for sc.Scan() && time.Since(start) < 5*writeTimeout {
+			}
+			if time.Since(start) < 5*writeTimeout {
+				t.Fatalf("the stream ended after %s (err %v): the write timeout cut it", time.Since(start), sc.Err())
+			}
+		})
 	}
 }
 
