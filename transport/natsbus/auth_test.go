@@ -25,17 +25,6 @@ import (
 	"github.com/nats-io/nkeys"
 )
 
-// startAuthBus starts an embedded server from cfg and closes it at cleanup.
-func startAuthBus(t *testing.T, cfg Config) *Bus {
-	t.Helper()
-	b, err := Start(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
-	return b
-}
-
 // dialAuth connects to the bus's client port with opts, and closes the connection at
 // cleanup when it opened.
 func dialAuth(t *testing.T, b *Bus, opts ...nats.Option) error {
@@ -78,13 +67,13 @@ func TestListenersRequireCredentials(t *testing.T) {
 			}
 		})
 	}
-	if _, err := Start(Config{Listen: "127.0.0.1:0"}, nil); err == nil {
+	if _, err := Start(Config{Listen: "127.0.0.1:0"}, quietLog); err == nil {
 		t.Fatal("Start with an open listener and no credentials succeeded")
 	}
 }
 
 func TestEmbeddedServerRefusesUnauthenticated(t *testing.T) {
-	b := startAuthBus(t, Config{Listen: "127.0.0.1:0", User: "peer", Password: "s3cret", NoJetStream: true})
+	b := startBus(t, Config{Listen: "127.0.0.1:0", User: "peer", Password: "s3cret", NoJetStream: true})
 	if err := dialAuth(t, b); !errors.Is(err, nats.ErrAuthorization) {
 		t.Fatalf("connect without credentials: %v, want an authorization error", err)
 	}
@@ -104,7 +93,7 @@ func TestEmbeddedServerRefusesUnauthenticated(t *testing.T) {
 }
 
 func TestEmbeddedServerToken(t *testing.T) {
-	b := startAuthBus(t, Config{Listen: "127.0.0.1:0", Token: "tok-123", NoJetStream: true})
+	b := startBus(t, Config{Listen: "127.0.0.1:0", Token: "tok-123", NoJetStream: true})
 	if err := dialAuth(t, b); !errors.Is(err, nats.ErrAuthorization) {
 		t.Fatalf("connect without the token: %v, want an authorization error", err)
 	}
@@ -127,7 +116,7 @@ func TestEmbeddedServerNKeys(t *testing.T) {
 	if err := os.WriteFile(seedFile, seed, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	b := startAuthBus(t, Config{Listen: "127.0.0.1:0", NKeys: []string{pub}, NoJetStream: true})
+	b := startBus(t, Config{Listen: "127.0.0.1:0", NKeys: []string{pub}, NoJetStream: true})
 	if err := dialAuth(t, b); !errors.Is(err, nats.ErrAuthorization) {
 		t.Fatalf("connect without the nkey: %v, want an authorization error", err)
 	}
@@ -194,7 +183,7 @@ func testPKI(t *testing.T, dir string) (ca, cert, key string) {
 func TestEmbeddedServerTLS(t *testing.T) {
 	ca, cert, key := testPKI(t, t.TempDir())
 	t.Run("server", func(t *testing.T) {
-		b := startAuthBus(t, Config{Listen: "127.0.0.1:0", Token: "tok", NoJetStream: true, TLS: TLSConfig{Cert: cert, Key: key}})
+		b := startBus(t, Config{Listen: "127.0.0.1:0", Token: "tok", NoJetStream: true, TLS: TLSConfig{Cert: cert, Key: key}})
 		if err := dialAuth(t, b, nats.Token("tok")); err == nil {
 			t.Fatal("a plain-text client connected to a TLS listener")
 		}
@@ -206,7 +195,7 @@ func TestEmbeddedServerTLS(t *testing.T) {
 		}
 	})
 	t.Run("mutual", func(t *testing.T) {
-		b := startAuthBus(t, Config{Listen: "127.0.0.1:0", Token: "tok", NoJetStream: true, TLS: TLSConfig{Cert: cert, Key: key, CA: ca}})
+		b := startBus(t, Config{Listen: "127.0.0.1:0", Token: "tok", NoJetStream: true, TLS: TLSConfig{Cert: cert, Key: key, CA: ca}})
 		if err := dialAuth(t, b, nats.Token("tok"), nats.RootCAs(ca)); err == nil {
 			t.Fatal("a client without a certificate connected to a mutual-TLS listener")
 		}
@@ -221,16 +210,16 @@ func TestEmbeddedServerTLS(t *testing.T) {
 func TestClusterRoutesAuthenticate(t *testing.T) {
 	ca, cert, key := testPKI(t, t.TempDir())
 	tls := TLSConfig{Cert: cert, Key: key, CA: ca}
-	first := startAuthBus(t, Config{Name: "a", Listen: "127.0.0.1:0", Token: "t", NoJetStream: true, Cluster: ClusterConfig{Listen: "127.0.0.1:0", User: "route", Password: "rp", TLS: tls}})
+	first := startBus(t, Config{Name: "a", Listen: "127.0.0.1:0", Token: "t", NoJetStream: true, Cluster: ClusterConfig{Listen: "127.0.0.1:0", User: "route", Password: "rp", TLS: tls}})
 	routeURL := fmt.Sprintf("nats-route://127.0.0.1:%d", first.Server.ClusterAddr().Port)
-	second := startAuthBus(t, Config{Name: "b", Listen: "127.0.0.1:0", Token: "t", NoJetStream: true, Cluster: ClusterConfig{Listen: "127.0.0.1:0", User: "route", Password: "rp", TLS: tls, Routes: []string{routeURL}}})
+	second := startBus(t, Config{Name: "b", Listen: "127.0.0.1:0", Token: "t", NoJetStream: true, Cluster: ClusterConfig{Listen: "127.0.0.1:0", User: "route", Password: "rp", TLS: tls, Routes: []string{routeURL}}})
 	sub, err := first.NC.SubscribeSync(first.Subject("x"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	first.NC.Flush()
 	// Interest propagates over the route once it is up: publish until it arrives.
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(waitLimit)
 	for time.Now().Before(deadline) {
 		second.NC.Publish(second.Subject("x"), []byte("hi"))
 		if m, err := sub.NextMsg(100 * time.Millisecond); err == nil && string(m.Data) == "hi" {
@@ -242,11 +231,11 @@ func TestClusterRoutesAuthenticate(t *testing.T) {
 
 func TestJetStreamLimits(t *testing.T) {
 	const maxBytes, maxMsg = 64 << 10, 8 << 10
-	b := startAuthBus(t, Config{JetStream: JetStreamConfig{MaxMemory: 32 << 20, MaxBytes: maxBytes, MaxMsgBytes: maxMsg}})
+	b := startBus(t, Config{JetStream: JetStreamConfig{MaxMemory: 32 << 20, MaxBytes: maxBytes, MaxMsgBytes: maxMsg}})
 	if got := b.Server.JetStreamConfig().MaxMemory; got != 32<<20 {
 		t.Errorf("embedded server JetStream memory cap = %d, want %d", got, 32<<20)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
 
 	t.Run("bucket", func(t *testing.T) {
@@ -309,7 +298,7 @@ func TestJetStreamLimits(t *testing.T) {
 }
 
 func TestEventLogForget(t *testing.T) {
-	b := startAuthBus(t, Config{})
+	b := startBus(t, Config{})
 	el, err := b.Events(100, time.Hour)
 	if err != nil {
 		t.Fatal(err)
@@ -337,7 +326,7 @@ func waitPublished(t *testing.T, b *Bus) {
 	t.Helper()
 	select {
 	case <-b.JS.PublishAsyncComplete():
-	case <-time.After(30 * time.Second):
+	case <-time.After(waitLimit):
 		t.Fatal("asynchronous publishes not acknowledged in time")
 	}
 }
