@@ -7,6 +7,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -17,6 +18,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
 )
 
 // dialFrom opens a raw TCP connection from the loopback address ip to the router.
@@ -235,5 +238,75 @@ func TestRefusesExposedListener(t *testing.T) {
 				t.Errorf("the refusal does not say what to set (%q):\n%s", tc.want, stderr.String())
 			}
 		})
+	}
+}
+
+// logLineValue is key=value of the first log line of p containing marker ("" if none).
+func logLineValue(p *routerProc, marker, key string) string {
+	for _, line := range strings.Split(p.stderr.String(), "\n") {
+		if strings.Contains(line, marker) {
+			return logValue(line, key)
+		}
+	}
+	return ""
+}
+
+// TestEmbeddedNATSRequiresCredentials: with nats.listen, the router's embedded NATS
+// server refuses a client without the token and accepts one with it.
+func TestEmbeddedNATSRequiresCredentials(t *testing.T) {
+	p := startRouter(t, "--config", writeConfig(t, "nats:\n  listen: 127.0.0.1:0\n  token: e2e-token\n"))
+	url := logLineValue(p, "embedded NATS accepting clients", "url")
+	if url == "" {
+		t.Fatalf("no NATS client URL in the log:\n%s", p.stderr)
+	}
+	if nc, err := nats.Connect(url, nats.MaxReconnects(0)); err == nil {
+		nc.Close()
+		t.Fatal("a client without credentials connected to the embedded NATS server")
+	} else if !errors.Is(err, nats.ErrAuthorization) {
+		t.Errorf("without credentials: %v, want an authorization error", err)
+	}
+	nc, err := nats.Connect(url, nats.Token("e2e-token"), nats.MaxReconnects(0))
+	if err != nil {
+		t.Fatalf("with the token: %v", err)
+	}
+	defer nc.Close()
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestAdminChecksHost: the admin listener answers its own names and refuses a foreign
+// Host (a DNS rebinding page) with 421.
+func TestAdminChecksHost(t *testing.T) {
+	p := startRouter(t)
+	base := adminURL(t, p)
+	for host, want := range map[string]int{"": http.StatusOK, "evil.example": http.StatusMisdirectedRequest} {
+		req, _ := http.NewRequest("GET", base+"/healthz", nil)
+		if host != "" {
+			req.Host = host
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("Host %q: %d, want %d", host, resp.StatusCode, want)
+		}
+	}
+}
+
+// TestMemoryLimitFromConfig: memory_limit becomes the runtime's soft limit, and the
+// log says where it came from; GOMEMLIMIT in the environment wins.
+func TestMemoryLimitFromConfig(t *testing.T) {
+	cfg := writeConfig(t, "memory_limit: 512MiB\n")
+	p := startRouter(t, "--config", cfg)
+	if got, from := logLineValue(p, "memory limit", "bytes"), logLineValue(p, "memory limit", "from"); got != "536870912" || from != "memory_limit" {
+		t.Errorf("memory limit %q from %q, want 536870912 from memory_limit\n%s", got, from, p.stderr)
+	}
+	t.Setenv("GOMEMLIMIT", "300MiB")
+	p = startRouter(t, "--config", cfg)
+	if got, from := logLineValue(p, "memory limit", "bytes"), logLineValue(p, "memory limit", "from"); got != "314572800" || from != "GOMEMLIMIT" {
+		t.Errorf("with GOMEMLIMIT: %q from %q, want 314572800 from GOMEMLIMIT", got, from)
 	}
 }

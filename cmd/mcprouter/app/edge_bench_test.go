@@ -69,4 +69,3 @@ func inUse() int64 {
 	runtime.ReadMemStats(&ms)
 	return int64(ms.HeapInuse + ms.StackInuse)
 }
-
