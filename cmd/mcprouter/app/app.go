@@ -60,6 +60,7 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 		return nil, err
 	}
 	a.Bus = bus
+	warnClearNATS(cfg.NATS, log)
 	if len(cfg.Backends) > 0 {
 		fc, err := fleetConfig(&cfg, log, bus)
 		if err != nil {

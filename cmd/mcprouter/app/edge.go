@@ -2,6 +2,7 @@ package app
 
 import (
 	"fmt"
+	"log/slog"
 	"net"
 	"strings"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/mcprouter/mcprouter/transport/logsafe"
+	"github.com/mcprouter/mcprouter/transport/natsbus"
 )
 
 // ConnectionsConfig bounds the MCP listener's connections, so that slow or greedy
@@ -113,6 +115,17 @@ func isLoopback(addr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// warnClearNATS warns of an embedded NATS server reachable beyond this machine without
+// TLS: its credentials and the session records it carries cross the network in clear.
+func warnClearNATS(c natsbus.Config, log *slog.Logger) {
+	for _, l := range []struct{ key, addr, cert string }{{"nats", c.Listen, c.TLS.Cert}, {"nats.cluster", c.Cluster.Listen, c.Cluster.TLS.Cert}} {
+		if l.addr != "" && l.cert == "" && !isLoopback(l.addr) {
+			log.Warn("embedded NATS listens beyond loopback without TLS: credentials and session records cross the network in clear; set "+l.key+".tls",
+				"listen", l.addr)
+		}
+	}
 }
 
 // newServer is the MCP listener's HTTP server, with the connection limits of the

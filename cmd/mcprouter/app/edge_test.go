@@ -1,10 +1,13 @@
 package app
 
 import (
+	"bytes"
 	"log/slog"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcprouter/mcprouter/transport/natsbus"
 )
 
 func TestEdgeConfig(t *testing.T) {
@@ -59,5 +62,24 @@ func TestConnectionDefaults(t *testing.T) {
 	a.cfg.Connections = ConnectionsConfig{HeaderTimeout: -1, ReadTimeout: -1, WriteTimeout: -1, MaxPerAddress: -1}
 	if s := a.newServer(); s.ReadTimeout != 0 || s.WriteTimeout != 0 || s.MaxConnsPerIP != 0 || s.HeaderReceived != nil {
 		t.Errorf("-1 should turn limits off: %+v", s)
+	}
+}
+
+func TestWarnClearNATS(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  natsbus.Config
+		warn bool
+	}{
+		{natsbus.Config{}, false},
+		{natsbus.Config{Listen: "127.0.0.1:4222"}, false},
+		{natsbus.Config{Listen: "0.0.0.0:4222"}, true},
+		{natsbus.Config{Listen: "0.0.0.0:4222", TLS: natsbus.TLSConfig{Cert: "c", Key: "k"}}, false},
+		{natsbus.Config{Listen: "127.0.0.1:4222", Cluster: natsbus.ClusterConfig{Listen: "10.0.0.1:6222"}}, true},
+	} {
+		var buf bytes.Buffer
+		warnClearNATS(tc.cfg, slog.New(slog.NewTextHandler(&buf, nil)))
+		if got := strings.Contains(buf.String(), "without TLS"); got != tc.warn {
+			t.Errorf("%+v: warned %v, want %v", tc.cfg, got, tc.warn)
+		}
 	}
 }
