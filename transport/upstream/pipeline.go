@@ -511,12 +511,17 @@ func (pc *pipeConn) writeLoop() {
 					continue
 				}
 				pc.fifo = append(pc.fifo, c)
+				// The writer's own reference while it reads c.wbuf: the reader may fail
+				// the connection meanwhile and hand c back to its caller, who may
+				// release it to the pool for another request.
+				c.refs.Add(1)
 				batch[n] = c
 				n++
 			}
 			pc.mu.Unlock()
 			for _, c := range batch[:n] {
 				_, _ = pc.bw.Write(c.wbuf.Bytes())
+				c.unref()
 			}
 			clear(batch)
 			pc.spare = batch[:0]
@@ -534,10 +539,22 @@ func (pc *pipeConn) writeLoop() {
 			}
 		}
 		if err := pc.bw.Flush(); err != nil {
-			pc.fail(fmt.Errorf("upstream: %s: %w", pc.p.o.Name, err))
+			pc.writeFailed()
 			return
 		}
 	}
+}
+
+// writeFailed stops the writer after a failed write, and the connection takes nothing
+// new. The backend may have answered what was written before it closed the connection
+// (a response with Connection: close, then a reset for the requests behind it): the
+// reader still delivers those, and fails the rest when the connection ends (as stale
+// after Connection: close, so that they are retried). Failing them here instead would
+// report calls the backend ran as failed.
+func (pc *pipeConn) writeFailed() {
+	pc.mu.Lock()
+	pc.noNew = true
+	pc.mu.Unlock()
 }
 
 // readLoop reads the responses in order and hands each to its request.
