@@ -108,25 +108,22 @@ func TestSignalShutdownInFlight(t *testing.T) {
 // stream.
 func openRawStream(t *testing.T, p *routerProc) io.ReadCloser {
 	t.Helper()
-	req, _ := http.NewRequest("POST", p.url("/mcp"), strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	sid := resp.Header.Get("Mcp-Session-Id")
-	get, _ := http.NewRequest("GET", p.url("/mcp"), nil)
-	get.Header.Set("Accept", "text/event-stream")
-	get.Header.Set("Mcp-Session-Id", sid)
-	get.Header.Set("MCP-Protocol-Version", "2025-06-18")
-	stream, err := http.DefaultClient.Do(get)
+	sid, _ := rawInitialize(t, p)
+	stream, err := getStream(context.Background(), p, sid)
 	if err != nil || stream.StatusCode != 200 {
 		t.Fatalf("GET stream: %v %v", err, stream)
 	}
 	t.Cleanup(func() { stream.Body.Close() })
 	return stream.Body
+}
+
+// getStream opens the GET stream of a 2025-06-18 session, for as long as ctx lasts.
+func getStream(ctx context.Context, p *routerProc, sid string) (*http.Response, error) {
+	get, _ := http.NewRequestWithContext(ctx, "GET", p.url("/mcp"), nil)
+	get.Header.Set("Accept", "text/event-stream")
+	get.Header.Set("Mcp-Session-Id", sid)
+	get.Header.Set("MCP-Protocol-Version", "2025-06-18")
+	return http.DefaultClient.Do(get)
 }
 
 // stdioProc is `mcprouter stdio` with its three standard streams in the test's hands.
@@ -324,11 +321,7 @@ func pinnedSession(t *testing.T, p *routerProc) (sid string, stop func()) {
 			resp.Body.Close()
 		}
 		ctx, cancel := context.WithCancel(context.Background())
-		get, _ := http.NewRequestWithContext(ctx, "GET", p.url("/mcp"), nil)
-		get.Header.Set("Accept", "text/event-stream")
-		get.Header.Set("Mcp-Session-Id", sid)
-		get.Header.Set("MCP-Protocol-Version", "2025-06-18")
-		resp, err := http.DefaultClient.Do(get)
+		resp, err := getStream(ctx, p, sid)
 		if err != nil {
 			cancel()
 			t.Fatal(err)
