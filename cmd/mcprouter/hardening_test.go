@@ -310,3 +310,26 @@ func TestMemoryLimitFromConfig(t *testing.T) {
 		t.Errorf("with GOMEMLIMIT: %q from %q, want 314572800 from GOMEMLIMIT", got, from)
 	}
 }
+
+// TestChildEnvironmentAllowlist: a stdio backend's child process does not see a secret
+// variable of the router's environment, and does see what it needs to run.
+func TestChildEnvironmentAllowlist(t *testing.T) {
+	const secret = "s3cr3t-e2e-value"
+	t.Setenv("MCPR_E2E_SECRET", secret)
+	script := `echo "envprobe secret=[$MCPR_E2E_SECRET] path=[${PATH:+set}] own=[$OWN]" >&2; exec "$0" stdio`
+	cfg := fmt.Sprintf("backends:\n  - name: probe\n    command: [sh, -c, %q, %q]\n    env: [OWN=yes]\n", script, backendBin)
+	p := startRouter(t, "--config", writeConfig(t, cfg))
+	deadline := time.Now().Add(testTimeout)
+	for !p.stderr.contains("envprobe") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the child's stderr line never reached the log:\n%s", p.stderr)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if p.stderr.contains(secret) {
+		t.Errorf("the child saw the router's secret:\n%s", p.stderr)
+	}
+	if !p.stderr.contains("secret=[] path=[set] own=[yes]") {
+		t.Errorf("the child's environment is not the allowlist plus its own:\n%s", p.stderr)
+	}
+}
