@@ -31,6 +31,7 @@ func Session(id string) string {
 type Limited struct {
 	h      slog.Handler
 	bucket *bucket
+	floor  slog.Level // records below pass without spending tokens
 }
 
 // NewLimited wraps h. perSecond <= 0 means 10, burst <= 0 means 20.
@@ -41,12 +42,21 @@ func NewLimited(h slog.Handler, perSecond float64, burst int) *Limited {
 	if burst <= 0 {
 		burst = 20
 	}
-	return &Limited{h: h, bucket: &bucket{rate: perSecond, burst: float64(burst), tokens: float64(burst), now: time.Now}}
+	return &Limited{h: h, bucket: &bucket{rate: perSecond, burst: float64(burst), tokens: float64(burst), now: time.Now}, floor: slog.Level(-1 << 20)}
 }
 
 // Logger is a logger writing through a Limited wrapper of l's handler.
 func Logger(l *slog.Logger, perSecond float64, burst int) *slog.Logger {
 	return slog.New(NewLimited(l.Handler(), perSecond, burst))
+}
+
+// LimitWarnings is a logger that rate-limits l's warnings and errors only: the lines a
+// client can provoke by failing requests on purpose. Debug and info lines (a request
+// log asked for by the operator) pass unlimited.
+func LimitWarnings(l *slog.Logger, perSecond float64, burst int) *slog.Logger {
+	h := NewLimited(l.Handler(), perSecond, burst)
+	h.floor = slog.LevelWarn
+	return slog.New(h)
 }
 
 // Enabled implements slog.Handler.
@@ -56,6 +66,9 @@ func (l *Limited) Enabled(ctx context.Context, level slog.Level) bool {
 
 // Handle implements slog.Handler.
 func (l *Limited) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level < l.floor {
+		return l.h.Handle(ctx, r)
+	}
 	ok, suppressed := l.bucket.take()
 	if !ok {
 		return nil
@@ -69,12 +82,12 @@ func (l *Limited) Handle(ctx context.Context, r slog.Record) error {
 
 // WithAttrs implements slog.Handler.
 func (l *Limited) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return &Limited{h: l.h.WithAttrs(attrs), bucket: l.bucket}
+	return &Limited{h: l.h.WithAttrs(attrs), bucket: l.bucket, floor: l.floor}
 }
 
 // WithGroup implements slog.Handler.
 func (l *Limited) WithGroup(name string) slog.Handler {
-	return &Limited{h: l.h.WithGroup(name), bucket: l.bucket}
+	return &Limited{h: l.h.WithGroup(name), bucket: l.bucket, floor: l.floor}
 }
 
 // Suppressed is the number of records dropped and not yet reported.

@@ -44,3 +44,18 @@ func TestLimited(t *testing.T) {
 		t.Errorf("after a second: want 2 lines, the first reporting 7 suppressed:\n%s", buf.String())
 	}
 }
+
+func TestLimitWarnings(t *testing.T) {
+	var buf bytes.Buffer
+	log := LimitWarnings(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})), 1, 2)
+	for i := 0; i < 10; i++ {
+		log.Debug("request received")
+		log.Warn("cannot save")
+	}
+	if n := strings.Count(buf.String(), "request received"); n != 10 {
+		t.Errorf("%d debug lines of 10 passed: below warnings nothing is limited", n)
+	}
+	if n := strings.Count(buf.String(), "cannot save"); n != 2 {
+		t.Errorf("%d warnings passed a burst of 2", n)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/mcprouter/mcprouter/router"
 	"github.com/mcprouter/mcprouter/router/fleet"
 	"github.com/mcprouter/mcprouter/transport"
+	"github.com/mcprouter/mcprouter/transport/logsafe"
 	"github.com/mcprouter/mcprouter/transport/natsbus"
 	"github.com/mcprouter/mcprouter/transport/sse"
 	"github.com/mcprouter/mcprouter/workers"
@@ -51,8 +52,11 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 		log = slog.Default()
 	}
 	a := &App{cfg: cfg, log: log}
+	// The router and the fleet log per-request warnings a client can provoke at will:
+	// a few a second at most, with the count of those dropped.
+	reqLog := logsafe.LimitWarnings(log, 10, 50)
 	rc := router.Config{
-		Name: "mcprouter", Version: Version, Logger: log,
+		Name: "mcprouter", Version: Version, Logger: reqLog,
 		Workers: workers.Config{Shards: cfg.Workers.Shards, QueueDepth: cfg.Workers.QueueDepth, PoolSize: cfg.Workers.PoolSize},
 	}
 	bus, err := natsbus.Start(cfg.NATS, log)
@@ -62,7 +66,7 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 	a.Bus = bus
 	warnClearNATS(cfg.NATS, log)
 	if len(cfg.Backends) > 0 {
-		fc, err := fleetConfig(&cfg, log, bus)
+		fc, err := fleetConfig(&cfg, reqLog, bus)
 		if err != nil {
 			bus.Close()
 			return nil, err
