@@ -275,12 +275,12 @@ func TestEmbeddedNATSRequiresCredentials(t *testing.T) {
 	}
 }
 
-// TestAdminChecksHost: the admin listener answers its own names and refuses a foreign
-// Host (a DNS rebinding page) with 421.
+// TestAdminChecksHost: the admin listener answers its own names and those of
+// admin.allowed_hosts, and refuses a foreign Host (a DNS rebinding page) with 421.
 func TestAdminChecksHost(t *testing.T) {
-	p := startRouter(t)
+	p := startRouter(t, "--config", writeConfig(t, "admin:\n  allowed_hosts: [prom.example]\n"))
 	base := adminURL(t, p)
-	for host, want := range map[string]int{"": http.StatusOK, "evil.example": http.StatusMisdirectedRequest} {
+	for host, want := range map[string]int{"": http.StatusOK, "prom.example:8081": http.StatusOK, "evil.example": http.StatusMisdirectedRequest} {
 		req, _ := http.NewRequest("GET", base+"/healthz", nil)
 		if host != "" {
 			req.Host = host

@@ -30,6 +30,10 @@ type AdminConfig struct {
 	Listen string `yaml:"listen"`
 	// Pprof serves /debug/pprof/ on the admin listener. Default false.
 	Pprof bool `yaml:"pprof"`
+	// AllowedHosts are the Host names (without port) the admin listener answers besides
+	// the loopback names and its own listen host, e.g. the name Prometheus scrapes it
+	// by; any other Host gets 421. Default: security.allowed_hosts.
+	AllowedHosts []string `yaml:"allowed_hosts"`
 
 	// defaulted is the value defaults chose; Listen still equal to it is implicit (a
 	// flag applied after the defaults replaces it).
@@ -128,9 +132,17 @@ func (a *App) watchMetrics() error {
 			return a.Metrics.NewStatusFeed().AppendJSON
 		},
 		Logger:       a.log,
-		AllowedHosts: a.cfg.Security.AllowedHosts,
+		AllowedHosts: a.adminHosts(),
 	})
 	return nil
+}
+
+// adminHosts are the Host names the admin listener answers besides its own.
+func (a *App) adminHosts() []string {
+	if len(a.cfg.Admin.AllowedHosts) > 0 {
+		return a.cfg.Admin.AllowedHosts
+	}
+	return a.cfg.Security.AllowedHosts
 }
 
 // ready says whether the router should receive traffic (the admin /readyz): not while
