@@ -423,7 +423,9 @@ func checkSplitBatch(t *testing.T, in []byte) {
 	}
 	valid := json.Valid(in) && utf8.Valid(in)
 	var want []json.RawMessage
-	isArray := valid && json.Unmarshal(in, &want) == nil
+	// json.Unmarshal reads null into a slice as well: an array starts with '['.
+	trimmed := bytes.TrimLeft(in, " \t\r\n")
+	isArray := valid && len(trimmed) > 0 && trimmed[0] == '[' && json.Unmarshal(in, &want) == nil
 	switch {
 	case isArray && len(want) == 0:
 		if e == nil || e.Code != CodeInvalidRequest || e.Reason != reasonEmptyBatch {
