@@ -5,15 +5,29 @@ import (
 	"strconv"
 )
 
-// JSON-RPC 2.0 error codes. The codec itself only ever produces CodeParseError and
-// CodeInvalidRequest; the others are here so that every layer maps errors to the same
-// numbers.
+// The JSON-RPC error codes mcprouter answers with: the one table for every layer (the
+// README's table of error codes is checked against it by a test). The codec itself only
+// ever produces CodeParseError and CodeInvalidRequest; the others live here so that every
+// layer maps errors to the same numbers without importing each other.
 const (
+	// JSON-RPC 2.0's own codes.
 	CodeParseError     = -32700 // the bytes are not valid JSON (or not valid UTF-8)
 	CodeInvalidRequest = -32600 // valid JSON, but not a valid JSON-RPC 2.0 message
-	CodeMethodNotFound = -32601
-	CodeInvalidParams  = -32602
-	CodeInternalError  = -32603
+	CodeMethodNotFound = -32601 // unknown method
+	CodeInvalidParams  = -32602 // unknown tool or prompt, invalid cursor, invalid params
+	CodeInternalError  = -32603 // a handler panic, or an error the router cannot name better
+
+	// The implementation-defined server range (-32000..-32099). MCP itself uses -32002
+	// for an unknown resource; the router's own codes start at -32010 so that they do not
+	// collide with MCP's.
+	CodeOverloaded         = -32000 // refused by backpressure or shutdown; data.retryAfterMs says when to retry
+	CodeResourceNotFound   = -32002 // MCP's code for a resource URI nobody serves
+	CodeBackendUnavailable = -32010 // no instance reachable, or the connection failed
+	CodeBackendTimeout     = -32011 // no answer within the backend's timeout
+	CodeBackendBusy        = -32012 // the backend's concurrency limit is reached
+	CodeClientTimeout      = -32013 // to a backend: the client did not answer its request in time
+	CodeClientGone         = -32014 // to a backend: the client session ended before answering
+	CodeSessionLimit       = -32015 // a per-session limit (subscriptions, pending requests) is reached
 )
 
 // Sentinel errors, to be matched with errors.Is against any error this package returns.

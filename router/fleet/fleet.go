@@ -17,15 +17,17 @@ import (
 	"github.com/mcprouter/mcprouter/router"
 )
 
-// Error codes of errors the router makes about backends (JSON-RPC's server range).
+// Error codes of errors the router makes about backends: names for the entries of the
+// one table in codec (codec/errors.go), kept here because the fleet's code reads better
+// with them.
 const (
-	CodeBackendUnavailable = -32010 // no instance reachable, or the connection failed
-	CodeBackendTimeout     = -32011 // no answer within the backend's timeout
-	CodeBackendBusy        = -32012 // the backend's concurrency limit is reached
-	CodeClientTimeout      = -32013 // to a backend: the client did not answer its request in time
-	CodeClientGone         = -32014 // to a backend: the client session ended before answering
-	CodeSessionLimit       = -32015 // a per-session limit (subscriptions, pending requests) is reached
-	CodeResourceNotFound   = -32002 // MCP's code for an unknown resource
+	CodeBackendUnavailable = codec.CodeBackendUnavailable
+	CodeBackendTimeout     = codec.CodeBackendTimeout
+	CodeBackendBusy        = codec.CodeBackendBusy
+	CodeClientTimeout      = codec.CodeClientTimeout
+	CodeClientGone         = codec.CodeClientGone
+	CodeSessionLimit       = codec.CodeSessionLimit
+	CodeResourceNotFound   = codec.CodeResourceNotFound
 )
 
 // Fleet implements router.Fleet over the configured backends.

@@ -9,7 +9,7 @@ import (
 )
 
 // CodeResourceNotFound is the MCP error for a resource URI the server does not know.
-const CodeResourceNotFound = -32002
+const CodeResourceNotFound = codec.CodeResourceNotFound
 
 // changed gives res a new version and tells its subscribers; it returns the version.
 func (s *Server) changed(res *resource) uint64 {
