@@ -17,7 +17,9 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -310,6 +312,7 @@ func TestEventLogForget(t *testing.T) {
 	waitPublished(t, b)
 	el.Forget("gone")
 	el.Forget("not.a-valid key") // ignored, no panic
+	el.waitForgotten()
 	if events, err := el.Since("gone"); err != nil || len(events) != 0 {
 		t.Errorf("after Forget: %d events, err %v; want none", len(events), err)
 	}
@@ -328,5 +331,35 @@ func waitPublished(t *testing.T, b *Bus) {
 	case <-b.JS.PublishAsyncComplete():
 	case <-time.After(waitLimit):
 		t.Fatal("asynchronous publishes not acknowledged in time")
+	}
+}
+
+// Forget is called from many closing sessions at once: every purge runs, none is lost,
+// whichever goroutine happens to be draining the queue.
+func TestEventLogForgetConcurrent(t *testing.T) {
+	b := startBus(t, Config{})
+	el, err := b.Events(100, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const sessions = 40
+	for i := range sessions {
+		el.Append("s"+strconv.Itoa(i), 1, []byte("event"))
+	}
+	waitPublished(t, b)
+	var wg sync.WaitGroup
+	for i := range sessions {
+		wg.Add(1)
+		go func() { defer wg.Done(); el.Forget("s" + strconv.Itoa(i)) }()
+	}
+	wg.Wait()
+	el.waitForgotten()
+	for i := range sessions {
+		if events, err := el.Since("s" + strconv.Itoa(i)); err != nil || len(events) != 0 {
+			t.Fatalf("session %d after Forget: %d events, err %v", i, len(events), err)
+		}
+	}
+	if n := el.Errors.Load(); n != 0 {
+		t.Errorf("%d event log errors", n)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -95,7 +96,14 @@ type EventLog struct {
 	stream  jetstream.Stream
 	Errors  atomic.Uint64
 	timeout time.Duration
+
+	forget  chan string    // sessions whose events are to be purged (Forget)
+	purger  atomic.Bool    // a goroutine is draining forget
+	purging sync.WaitGroup // queued purges not yet done
 }
+
+// forgetQueue bounds the purges waiting to run; beyond it they are skipped.
+const forgetQueue = 4096
 
 // seqHeader carries an event's sequence number within its SSE stream.
 const seqHeader = "Mcp-Event-Seq"
@@ -122,7 +130,7 @@ func (b *Bus) Events(perSession int64, maxAge time.Duration) (*EventLog, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &EventLog{b: b, js: b.JS, stream: st, timeout: 5 * time.Second}, nil
+	return &EventLog{b: b, js: b.JS, stream: st, timeout: 5 * time.Second, forget: make(chan string, forgetQueue)}, nil
 }
 
 // Append implements transport.EventLog: an asynchronous publish.
@@ -179,14 +187,56 @@ func (l *EventLog) Since(sessionID string) ([]transport.LoggedEvent, error) {
 }
 
 // Forget implements transport.EventLog: it purges the events of a session that ended,
-// so that they do not hold memory until they age out.
+// so that they do not hold memory until they age out. The purge is a JetStream round
+// trip, and Forget is called where a session closes (DELETE, expiry, eviction), so it
+// only queues the id: one short-lived goroutine purges the queued sessions in turn. When
+// the queue is full the purge is skipped and counted in Errors; the stream's age and
+// byte limits still bound what is left behind. Session ids are never reused, so a late
+// purge cannot touch another session's events.
 func (l *EventLog) Forget(sessionID string) {
 	if !validKey(sessionID) {
 		return
 	}
+	l.purging.Add(1)
+	select {
+	case l.forget <- sessionID:
+	default:
+		l.purging.Done()
+		l.Errors.Add(1)
+		return
+	}
+	if l.purger.CompareAndSwap(false, true) {
+		go l.purgeQueued()
+	}
+}
+
+// purgeQueued purges queued sessions until the queue is empty, then ends: no goroutine
+// stays behind for an idle log.
+func (l *EventLog) purgeQueued() {
+	for {
+		select {
+		case id := <-l.forget:
+			l.purge(id)
+			l.purging.Done()
+			continue
+		default:
+		}
+		l.purger.Store(false)
+		// An id queued between the empty check and the store above would have found
+		// the flag still set: take the work back if nobody else has.
+		if len(l.forget) == 0 || !l.purger.CompareAndSwap(false, true) {
+			return
+		}
+	}
+}
+
+func (l *EventLog) purge(sessionID string) {
 	ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
 	defer cancel()
 	if err := l.stream.Purge(ctx, jetstream.WithPurgeSubject(l.b.Subject("ev", sessionID))); err != nil {
 		l.Errors.Add(1)
 	}
 }
+
+// waitForgotten waits until every queued purge has run (tests).
+func (l *EventLog) waitForgotten() { l.purging.Wait() }
