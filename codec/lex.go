@@ -397,7 +397,13 @@ func (s *scanner) value(i, depth int) int {
 	}
 	switch c := b[i]; c {
 	case '"':
-		i, _ = s.str(i)
+		// Inline rather than str: the strings of members nobody reads (tool
+		// descriptions in a list) come this way (BenchmarkRewrite/StripListNames50).
+		j := strRun(b, i+1)
+		if j < len(b) && b[j] == '"' {
+			return j + 1
+		}
+		i, _ = s.strSlow(j, false)
 		return i
 	case '{', '[':
 		return s.container(i, depth)
