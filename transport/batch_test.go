@@ -34,7 +34,7 @@ func TestBatches(t *testing.T) {
 		{name: "invalid only", body: `[1,2]`, status: 200, ids: []string{"null", "null"}, codes: []int{-32600, -32600}},
 		{name: "empty", body: `[]`, status: 400, err: "-32600"},
 		{name: "broken array", body: `[{"jsonrpc":"2.0","id":1,"method":"ping"}`, status: 400, err: "-32700"},
-		{name: "too long", body: "[" + strings.Repeat(`{"jsonrpc":"2.0","method":"n"},`, 5) + `{"jsonrpc":"2.0","method":"n"}]`, status: 400, err: "6 elements, at most 5"},
+		{name: "too long", body: "[" + strings.Repeat(`{"jsonrpc":"2.0","method":"n"},`, 5) + `{"jsonrpc":"2.0","method":"n"}]`, status: 400, err: "batch too long: at most 5 elements"},
 	}
 	check := func(t *testing.T, status int, body string, rw int) {
 		r := rows[rw]

@@ -120,33 +120,14 @@ func (s *HTTPServer) ServeLegacyMessage(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	sess.touch()
-	body := ctx.PostBody()
 	u := getUnit()
-	u.sess = sess
-	batch := codec.IsBatch(body)
-	if batch {
-		var err error
-		if u.elems, err = codec.SplitBatch(body, u.elems[:0]); err != nil {
-			putUnit(u)
-			s.scanError(ctx, err)
-			return
-		}
-		if len(u.elems) > s.cfg.MaxBatch {
-			n := len(u.elems)
-			putUnit(u)
-			s.rpcError(ctx, fasthttp.StatusBadRequest, codec.CodeInvalidRequest, batchTooLong(n, s.cfg.MaxBatch), nil)
-			return
-		}
-	} else {
-		var m codec.Message
-		if err := codec.Scan(body, &m); err != nil {
-			putUnit(u)
-			s.scanError(ctx, err)
-			return
-		}
-		u.elems = append(u.elems[:0], body)
+	batch, _, _, ok := s.splitPost(ctx, &u.in, ctx.PostBody())
+	if !ok {
+		putUnit(u)
+		return
 	}
-	u.dispatch(s.handler, KindLegacySSE, sess.Version(), batch)
+	u.sess = sess
+	u.dispatch(u, s.handler, arrival{sess: sess, version: sess.Version(), carrier: KindLegacySSE, batch: batch})
 	ctx.SetStatusCode(fasthttp.StatusAccepted)
 }
 

@@ -107,24 +107,16 @@ func (s *NATSServer) handle(req micro.Request, cfg NATSServeConfig, reg *Registr
 		}
 	}
 	sess.touch()
-	body := req.Data()
 	u := &natsUnit{req: req, direct: s.direct}
-	u.sess = sess
-	batch := codec.IsBatch(body)
-	if batch {
-		var err error
-		if u.elems, err = codec.SplitBatch(body, u.elems[:0]); err != nil || len(u.elems) > cfg.MaxBatch {
-			if err == nil {
-				err = codec.ErrInvalidRequest
-			}
-			code, msg, data := ErrorParts(err, nil)
-			req.Respond(codec.AppendError(nil, nil, code, msg, data))
-			return
-		}
-	} else {
-		u.elems = append(u.elems[:0], body)
+	batch, err := u.in.split(req.Data(), cfg.MaxBatch)
+	if err != nil {
+		code, msg, data := errorParts(err, nil)
+		req.Respond(codec.AppendError(nil, nil, code, msg, data))
+		return
 	}
-	u.dispatchTo(u, h, KindNATS, sess.Version(), batch)
+	u.in.scan()
+	u.sess = sess
+	u.dispatch(u, h, arrival{sess: sess, version: sess.Version(), carrier: KindNATS, batch: batch})
 }
 
 // natsUnit is one NATS request: its replies go back as the request's reply.

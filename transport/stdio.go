@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"strconv"
 	"sync"
 	"time"
 
@@ -123,20 +122,18 @@ func readStdio(cfg StdioConfig, sess *Session, out *stdioOut, h Handler, r io.Re
 		}
 		switch {
 		case f.Err != nil:
-			code, msg, data := ErrorParts(f.Err, dataBuf[:0])
-			dataBuf = data
-			errBuf = codec.AppendError(errBuf[:0], nil, code, msg, data)
 			if u != nil && (f.InBatch || f.BatchEnd) {
 				// An invalid element of a batch, or the batch broken off: the error joins
 				// the batch's replies, and a broken batch ends here.
-				x := newExchange()
-				u.call.add(x)
-				x.Reply(errBuf)
+				u.handOne(h, f.Data, f.Err)
 				if f.BatchEnd {
 					flush()
 				}
 				continue
 			}
+			code, msg, data := errorParts(f.Err, dataBuf[:0])
+			dataBuf = data
+			errBuf = codec.AppendError(errBuf[:0], nil, code, msg, data)
 			sess.Send(errBuf)
 		case f.BatchEnd:
 			flush()
@@ -145,42 +142,24 @@ func readStdio(cfg StdioConfig, sess *Session, out *stdioOut, h Handler, r io.Re
 				u = getUnit()
 				u.sess, u.pending = sess, &out.pending
 				out.pending.add()
-				u.call.init(u, true)
-			}
-			if inBatch++; inBatch > cfg.MaxBatch {
-				errBuf = codec.AppendError(errBuf[:0], nil, codec.CodeInvalidRequest, "batch too long: more than "+strconv.Itoa(cfg.MaxBatch)+" elements", nil)
-				x := newExchange()
-				u.call.add(x)
-				x.Reply(errBuf)
-				continue
+				u.begin(u, true)
 			}
 			// Elements are handed over as they come: a batch element runs before the
 			// closing bracket arrives.
-			u.dispatchOne(h, KindStdio, f.Data)
+			if inBatch++; inBatch > cfg.MaxBatch {
+				u.handOne(h, nil, &batchLimitError{max: cfg.MaxBatch})
+			} else {
+				u.handOne(h, f.Data, nil)
+			}
 		default:
 			one := getUnit()
 			one.sess, one.pending = sess, &out.pending
 			out.pending.add()
-			one.elems = append(one.elems[:0], f.Data)
-			one.dispatch(h, KindStdio, sess.Version(), false)
+			one.in.elems = append(one.in.elems[:0], f.Data)
+			one.in.scan()
+			one.dispatch(one, h, arrival{sess: sess, version: sess.Version(), carrier: KindStdio})
 		}
 	}
-}
-
-// dispatchOne hands one element of a batch that is still arriving to h.
-func (u *unit) dispatchOne(h Handler, kind Kind, e []byte) {
-	x := newExchange()
-	u.call.add(x)
-	x.own = append(x.own[:0], e...)
-	x.Raw = x.own
-	if err := codec.Scan(x.Raw, &x.Msg); err != nil {
-		code, msg, data := ErrorParts(err, nil)
-		u.tmp = codec.AppendError(u.tmp[:0], nil, code, msg, data)
-		x.Reply(u.tmp)
-		return
-	}
-	x.Session, x.Version, x.Transport, x.Batch = u.sess, u.sess.Version(), kind, true
-	h.HandleMessage(x)
 }
 
 // stdioGrace is the default of StdioConfig.Grace.

@@ -103,7 +103,7 @@ func TestStdio(t *testing.T) {
 		{`[{"jsonrpc":"2.0","id":4,"method":"ping"},1]`, `-32600`},
 		{`{"jsonrpc":"2.0",]`, `-32700`},
 		{`{"jsonrpc":"2.0","id":5,"method":"echo","params":{"x":"` + strings.Repeat("a", 2000) + `"}}`, `-326`},
-		{`[{"jsonrpc":"2.0","method":"n"},{"jsonrpc":"2.0","method":"n"},{"jsonrpc":"2.0","method":"n"},{"jsonrpc":"2.0","id":6,"method":"ping"}]`, `more than 3 elements`},
+		{`[{"jsonrpc":"2.0","method":"n"},{"jsonrpc":"2.0","method":"n"},{"jsonrpc":"2.0","method":"n"},{"jsonrpc":"2.0","id":6,"method":"ping"}]`, `batch too long: at most 3 elements`},
 		{`{"jsonrpc":"2.0","id":7,"method":"progress","params":{"count":1}}`, `"progress":0`},
 		{``, `{"jsonrpc":"2.0","id":7,"result":{"sent":1}}`},
 		{`  {"jsonrpc":"2.0","id":8,"method":"ping"}  `, `{"jsonrpc":"2.0","id":8,"result":{}}`},

@@ -301,29 +301,17 @@ func (s *HTTPServer) post(ctx *fasthttp.RequestCtx) {
 	if sess != nil {
 		sess.beginCall() // ended when the post is released
 	}
-	if codec.IsBatch(body) {
-		if sess != nil && sess.Version() > s.cfg.BatchMaxVersion {
-			putPost(p)
-			s.rpcError(ctx, fasthttp.StatusBadRequest, codec.CodeInvalidRequest, "JSON-RPC batches are not supported in protocol revision "+sess.Version(), nil)
-			return
-		}
-		var err error
-		if p.elems, err = codec.SplitBatch(body, p.elems[:0]); err != nil {
-			putPost(p) // clears p: the error must be taken before
-			s.scanError(ctx, err)
-			return
-		}
-		if len(p.elems) > s.cfg.MaxBatch {
-			n := len(p.elems)
-			putPost(p)
-			s.rpcError(ctx, fasthttp.StatusBadRequest, codec.CodeInvalidRequest, batchTooLong(n, s.cfg.MaxBatch), nil)
-			return
-		}
-		s.serveUnit(ctx, p, true)
+	if codec.IsBatch(body) && sess != nil && sess.Version() > s.cfg.BatchMaxVersion {
+		putPost(p)
+		s.rpcError(ctx, fasthttp.StatusBadRequest, codec.CodeInvalidRequest, "JSON-RPC batches are not supported in protocol revision "+sess.Version(), nil)
 		return
 	}
-	p.elems = append(p.elems[:0], body)
-	s.serveUnit(ctx, p, false)
+	batch, requests, invalid, ok := s.splitPost(ctx, &p.in, body)
+	if !ok {
+		putPost(p)
+		return
+	}
+	s.serveUnit(ctx, p, batch, requests+invalid > 0)
 }
 
 // allowNewSession takes a token from the client address's initialize bucket, and
@@ -341,81 +329,39 @@ func (s *HTTPServer) allowNewSession(ctx *fasthttp.RequestCtx) (netip.Addr, bool
 	return client, true
 }
 
-// batchTooLong is the message of a batch refused for its length.
-func batchTooLong(n, max int) string {
-	return "batch too long: " + strconv.Itoa(n) + " elements, at most " + strconv.Itoa(max) + " allowed"
-}
-
-// scanError answers a message the codec rejected: 400 with the JSON-RPC error.
-func (s *HTTPServer) scanError(ctx *fasthttp.RequestCtx, err error) {
-	s.Stats.codecError(err)
-	code, msg, data := ErrorParts(err, nil)
-	s.rpcError(ctx, fasthttp.StatusBadRequest, code, msg, data)
-}
-
-// ErrorParts maps a codec error to the JSON-RPC code, message and data to answer with.
-// data is appended to buf.
-func ErrorParts(err error, buf []byte) (code int, msg string, data []byte) {
-	if ce, ok := err.(*codec.Error); ok {
-		data = append(buf, `{"offset":`...)
-		data = appendInt(data, ce.Offset)
-		data = append(data, `,"reason":`...)
-		data = codec.AppendString(data, ce.Reason)
-		data = append(data, '}')
-		if ce.Code == codec.CodeParseError {
-			return ce.Code, "Parse error", data
+// splitPost splits and scans a POST body (the inbound path, see inbound) and counts
+// the invalid elements. It answers 400 itself, and ok is false, when the body is refused
+// as a whole: a broken batch, a batch too long, a single message that is invalid.
+func (s *HTTPServer) splitPost(ctx *fasthttp.RequestCtx, in *inbound, body []byte) (batch bool, requests, invalid int, ok bool) {
+	batch, err := in.split(body, s.cfg.MaxBatch)
+	if err == nil {
+		requests, invalid = in.scan()
+		if invalid > 0 && !batch {
+			err = in.firstError()
 		}
-		return ce.Code, "Invalid Request", data
-	}
-	return codec.CodeInvalidRequest, "Invalid Request", nil
-}
-
-func appendInt(dst []byte, n int) []byte {
-	if n < 0 {
-		dst = append(dst, '-')
-		n = -n
-	}
-	var b [20]byte
-	i := len(b)
-	for {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-		if n == 0 {
-			break
-		}
-	}
-	return append(dst, b[i:]...)
-}
-
-// serveUnit scans each message of a POST, hands the valid ones to the handler and waits
-// for the replies.
-func (s *HTTPServer) serveUnit(ctx *fasthttp.RequestCtx, p *httpPost, batch bool) {
-	// First pass: scan and decide. A unit with no request needs no reply: its bytes are
-	// copied and 202 goes back at once.
-	requests, invalid := 0, 0
-	p.msgs = p.msgs[:0]
-	for i, e := range p.elems {
-		p.msgs = append(p.msgs, codec.Message{})
-		if err := codec.Scan(e, &p.msgs[i]); err != nil {
-			p.msgs[i].Kind = codec.KindInvalid
-			invalid++
-			if !batch {
-				putPost(p)
-				s.scanError(ctx, err)
-				return
+		for _, e := range in.errs {
+			if e != nil {
+				s.Stats.codecError(e)
 			}
-			continue
 		}
-		switch p.msgs[i].Kind {
-		case codec.KindRequest:
-			requests++
-		}
+	} else if _, isCodec := err.(*codec.Error); isCodec {
+		s.Stats.codecError(err)
 	}
+	if err != nil {
+		code, msg, data := errorParts(err, nil)
+		s.rpcError(ctx, fasthttp.StatusBadRequest, code, msg, data)
+		return batch, 0, 0, false
+	}
+	return batch, requests, invalid, true
+}
+
+// serveUnit hands the scanned messages of a POST to the handler and waits for the
+// replies; a unit that needs none (notifications and responses only) gets 202 at once.
+func (s *HTTPServer) serveUnit(ctx *fasthttp.RequestCtx, p *httpPost, batch, needsReply bool) {
 	if p.sess == nil {
 		// Without a session only what the handler accepts may pass (initialize).
-		for i := range p.msgs {
-			m := &p.msgs[i]
+		for i := range p.in.msgs {
+			m := &p.in.msgs[i]
 			if m.Kind == codec.KindInvalid {
 				continue
 			}
@@ -428,32 +374,8 @@ func (s *HTTPServer) serveUnit(ctx *fasthttp.RequestCtx, p *httpPost, batch bool
 	}
 	c := &p.call
 	c.init(p, batch)
-	for i, e := range p.elems {
-		m := &p.msgs[i]
-		x := newExchange()
-		c.add(x)
-		if m.Kind == codec.KindInvalid {
-			var err error
-			if err = codec.Scan(e, m); err == nil {
-				err = codec.ErrInvalidRequest
-			}
-			s.Stats.codecError(err)
-			code, msg, data := ErrorParts(err, x.own[:0])
-			x.own = data
-			p.tmp = codec.AppendError(p.tmp[:0], nil, code, msg, data)
-			x.Reply(p.tmp)
-			continue
-		}
-		// The exchange gets its own copy of the bytes: the handler may still hold them
-		// after this request has been answered (a timeout), when fasthttp reuses the body.
-		x.own = append(x.own[:0], e...)
-		x.Raw = x.own
-		x.Msg, x.Session, x.Version, x.Transport, x.Batch = *m, p.sess, p.version, KindStreamable, batch
-		rebase(&x.Msg, e, x.Raw)
-		s.handler.HandleMessage(x)
-	}
-	c.seal()
-	if requests == 0 && invalid == 0 {
+	p.in.handOff(c, s.handler, arrival{sess: p.sess, version: p.version, carrier: KindStreamable, batch: batch}, &p.tmp)
+	if !needsReply {
 		c.unref()
 		ctx.SetStatusCode(fasthttp.StatusAccepted)
 		return
@@ -957,8 +879,7 @@ type httpPost struct {
 	version string
 	client  netip.Addr // the client's address key, for a session this post opens
 	stream  *sse.Stream
-	elems   [][]byte
-	msgs    []codec.Message
+	in      inbound
 	tmp     []byte
 	wake    chan struct{}
 	timer   *time.Timer
@@ -987,8 +908,7 @@ func putPost(p *httpPost) {
 	if cap(p.tmp) > maxPooledBuf {
 		p.tmp = nil
 	}
-	clear(p.msgs)
-	clear(p.elems)
+	p.in.reset()
 	postPool.Put(p)
 }
 

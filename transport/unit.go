@@ -14,8 +14,7 @@ type unit struct {
 	call    call
 	sess    *Session
 	pending *counter // told when the unit is released (stdio waits for it at EOF)
-	elems   [][]byte
-	xs      []*Exchange // the exchanges of elems, while dispatch hands them over
+	in      inbound
 	tmp     []byte
 }
 
@@ -25,55 +24,43 @@ func getUnit() *unit { return unitPool.Get().(*unit) }
 
 func putUnit(u *unit) {
 	u.sess = nil
-	clear(u.elems)
-	u.elems = u.elems[:0]
+	u.in.reset()
 	if cap(u.call.buf) > maxPooledBuf {
 		u.call.buf = nil
 	}
 	unitPool.Put(u)
 }
 
-// dispatch hands every element to h; invalid elements are answered with their error.
-//
-// Every exchange is registered and the call sealed before the first is handed over, so
-// the replies go out as soon as the last exchange is answered, synchronously inside its
-// x.Reply: a handler that answers and then ends the session (a shutdown request) does
-// not lose its answer to the session's closing.
-func (u *unit) dispatch(h Handler, kind Kind, version string, batch bool) {
-	u.dispatchTo(u, h, kind, version, batch)
+// begin starts the unit's call, whose replies go to out (the unit itself, or a transport
+// whose replies travel otherwise, as NATS request replies do). The session counts the
+// call as in flight until the unit is released.
+func (u *unit) begin(out output, batch bool) {
+	u.call.init(out, batch)
+	u.sess.beginCall()
 }
 
-// dispatchTo is dispatch with the call's replies going to out (a transport whose
-// replies travel otherwise, as NATS request replies do).
-func (u *unit) dispatchTo(out output, h Handler, kind Kind, version string, batch bool) {
-	c := &u.call
-	c.init(out, batch)
-	u.sess.beginCall() // ended when the unit is released
-	u.xs = u.xs[:0]
-	for range u.elems {
-		x := newExchange()
-		c.add(x)
-		u.xs = append(u.xs, x)
+// dispatch hands the unit's scanned elements over (inbound.handOff) and lets go of the
+// unit: it is released once every exchange is.
+func (u *unit) dispatch(out output, h Handler, to arrival) {
+	u.begin(out, to.batch)
+	u.in.handOff(&u.call, h, to, &u.tmp)
+	u.call.unref()
+}
+
+// handOne hands one element of a batch that is still arriving to h (stdio), or answers
+// it with err, the error the element got before it could be scanned.
+func (u *unit) handOne(h Handler, e []byte, err error) {
+	x := newExchange()
+	u.call.add(x)
+	if cap(u.in.msgs) == 0 {
+		u.in.msgs = make([]codec.Message, 1)
 	}
-	c.seal()
-	for i, e := range u.elems {
-		x := u.xs[i]
-		x.own = append(x.own[:0], e...)
-		x.Raw = x.own
-		if err := codec.Scan(x.Raw, &x.Msg); err != nil {
-			code, msg, data := ErrorParts(err, nil)
-			u.tmp = codec.AppendError(u.tmp[:0], nil, code, msg, data)
-			x.Reply(u.tmp)
-			continue
-		}
-		x.Session, x.Version, x.Transport, x.Batch = u.sess, version, kind, batch
-		if v := u.sess.Version(); v != "" {
-			x.Version = v
-		}
-		h.HandleMessage(x)
+	u.in.msgs = u.in.msgs[:1] // so that putUnit clears it
+	m := &u.in.msgs[0]
+	if err == nil {
+		err = scanElement(e, m)
 	}
-	clear(u.xs) // handed over: the unit must not keep them
-	c.unref()
+	handOver(h, x, e, m, err, arrival{sess: u.sess, version: u.sess.Version(), carrier: KindStdio, batch: true}, &u.tmp)
 }
 
 func (u *unit) finish(c *call) {
