@@ -3,6 +3,7 @@ package codec
 import (
 	"errors"
 	"strconv"
+	"time"
 )
 
 // The JSON-RPC error codes mcprouter answers with: the one table for every layer (the
@@ -29,6 +30,19 @@ const (
 	CodeClientGone         = -32014 // to a backend: the client session ended before answering
 	CodeSessionLimit       = -32015 // a per-session limit (subscriptions, pending requests) is reached
 )
+
+// AppendRetryData appends the data of a CodeOverloaded error, {"retryAfterMs":N}, N being
+// d in whole milliseconds rounded up and at least 1 (a hint of 0 would invite an
+// immediate retry storm).
+func AppendRetryData(dst []byte, d time.Duration) []byte {
+	ms := (d + time.Millisecond - 1) / time.Millisecond
+	if ms < 1 {
+		ms = 1
+	}
+	dst = append(dst, `{"retryAfterMs":`...)
+	dst = strconv.AppendInt(dst, int64(ms), 10)
+	return append(dst, '}')
+}
 
 // Sentinel errors, to be matched with errors.Is against any error this package returns.
 // A *Error matches ErrParse or ErrInvalidRequest according to its Code; an oversized

@@ -66,7 +66,7 @@ func (j *job) fail(err error) {
 		return
 	}
 	if x.Msg.Kind == codec.KindRequest {
-		code, msg, data := errOf(err)
+		code, msg, data := j.r.errs.errorOf(err)
 		j.buf = codec.AppendError(j.buf[:0], x.Msg.ID, code, msg, data)
 		if errors.Is(err, workers.ErrOverloaded) || errors.Is(err, workers.ErrClosed) {
 			j.observe(OutcomeOverloaded)

@@ -6,7 +6,6 @@ package router
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -50,6 +49,7 @@ type Router struct {
 	disp  *workers.Dispatcher
 	fleet Fleet
 	rr    atomic.Uint64 // spreads sessionless messages over shards
+	errs  errorMapper   // dispatcher and fleet errors to JSON-RPC errors
 
 	saving sync.WaitGroup // session records being written
 	tap    *tap           // request log and Config.Observer; nil when neither wants anything
@@ -241,24 +241,3 @@ func (r *Router) SessionClosed(ts *transport.Session) {
 		go r.cfg.Store.Delete(ts.ID())
 	}
 }
-
-// errOf maps an error from the dispatcher or a fleet to a JSON-RPC error.
-func errOf(err error) (code int, msg string, data []byte) {
-	if code, msg, data, ok := workers.RPCError(err); ok {
-		return code, msg, data
-	}
-	var re *Error
-	if errors.As(err, &re) {
-		return re.Code, re.Message, re.Data
-	}
-	return codec.CodeInternalError, err.Error(), nil
-}
-
-// Error is a JSON-RPC error made by the router or a fleet.
-type Error struct {
-	Code    int
-	Message string
-	Data    []byte // raw JSON, optional
-}
-
-func (e *Error) Error() string { return e.Message }

@@ -157,7 +157,7 @@ func TestInitTimeout(t *testing.T) {
 }
 
 // TestInitRateLimit: past its burst, an address's initialize gets 429 with Retry-After
-// and a JSON-RPC error saying to retry later, and so does its legacy stream; other
+// and the overloaded JSON-RPC error (-32000) with its retryAfterMs, and so does its legacy stream; other
 // addresses are not affected.
 func TestInitRateLimit(t *testing.T) {
 	ts := newTestServer(t, serverOpts{cfg: HTTPConfig{InitRate: 0.001, InitBurst: 2}})
@@ -169,7 +169,7 @@ func TestInitRateLimit(t *testing.T) {
 	sid, resp := ts.initializeFrom("127.0.0.2")
 	body := bodyOf(resp)
 	if sid != "" || resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" ||
-		!strings.Contains(body, `"error":{"code":-32603`) || !strings.Contains(body, "retry later") {
+		!strings.Contains(body, `"error":{"code":-32000`) || !strings.Contains(body, `"data":{"retryAfterMs":`) {
 		t.Errorf("initialize past the rate: %d Retry-After %q %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
 	}
 	legacy := ts.do(req{method: "GET", path: "/sse", from: "127.0.0.2"})

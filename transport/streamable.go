@@ -322,8 +322,8 @@ func (s *HTTPServer) allowNewSession(ctx *fasthttp.RequestCtx) (netip.Addr, bool
 	if wait, ok := s.inits.allow(client, time.Now()); !ok {
 		s.Stats.RateLimited.Add(1)
 		ctx.Response.Header.Set("Retry-After", strconv.Itoa(int(wait/time.Second)+1))
-		s.rpcError(ctx, fasthttp.StatusTooManyRequests, codec.CodeInternalError,
-			"too many new sessions from this address: retry later (see Retry-After)", nil)
+		s.rpcError(ctx, fasthttp.StatusTooManyRequests, codec.CodeOverloaded,
+			"too many new sessions from this address: retry later (see Retry-After)", codec.AppendRetryData(nil, wait))
 		return client, false
 	}
 	return client, true

@@ -59,7 +59,7 @@ type Config struct {
 	// Default: DefaultIdleTimeout.
 	IdleTimeout time.Duration
 
-	// RetryAfter is the retry hint carried by overload errors and RPCError data.
+	// RetryAfter is the retry hint carried by overload errors (OverloadError.RetryAfter).
 	// Default: DefaultRetryAfter.
 	RetryAfter time.Duration
 

@@ -54,13 +54,12 @@
 // particular — keep flowing while every worker is busy. When the ready list is full
 // the shard stops taking from its queue, the queue (Config.QueueDepth) fills up, and
 // Dispatch fails fast with an *OverloadError (errors.Is(err, ErrOverloaded)) carrying a
-// retry hint. RPCError maps it to a JSON-RPC error in the server range.
+// retry hint. The package knows nothing of JSON-RPC: the router maps its errors.
 //
 // # Failure
 //
 // A panic in Prepare or Run is recovered by the dispatcher: the job gets Fail with a
-// *PanicError (errors.Is(err, ErrPanic)), which RPCError maps to -32603, and the process
-// keeps going. A panic in Fail is recovered and counted; Config.PanicHook sees them
-// all. On the fast path all of that happens on the caller's goroutine before Dispatch
+// *PanicError (errors.Is(err, ErrPanic)), and the process keeps going. A panic in Fail
+// is recovered and counted; Config.PanicHook sees them all. On the fast path all of that happens on the caller's goroutine before Dispatch
 // returns (nil: the job was accepted, and has had its final call).
 package workers

@@ -26,21 +26,6 @@ var (
 	ErrPanic = errors.New("workers: job panicked")
 )
 
-// JSON-RPC error codes and messages RPCError produces. The overload code sits in the
-// implementation-defined server range (-32000..-32099) of JSON-RPC 2.0; MCP's own
-// server codes start at -32001, so -32000 is free for it.
-const (
-	// CodeOverloaded answers a request refused by backpressure or shutdown. Clients
-	// may retry after the hint in the error data.
-	CodeOverloaded = -32000
-	// CodeInternalError is JSON-RPC's "Internal error", used for handler panics.
-	CodeInternalError = -32603
-
-	MessageOverloaded = "overloaded"
-	MessageClosed     = "shutting down"
-	MessageInternal   = "internal error"
-)
-
 // OverloadError is what Dispatch returns when a shard's queue is full. It matches
 // ErrOverloaded under errors.Is. Dispatch returns a shared, preallocated value (one
 // per shard) so that refusing work costs no allocation exactly when the process is
@@ -51,8 +36,7 @@ type OverloadError struct {
 	// RetryAfter is the hint given to clients (Config.RetryAfter).
 	RetryAfter time.Duration
 
-	msg  string
-	data []byte
+	msg string
 }
 
 func newOverloadError(shard int, retryAfter time.Duration) *OverloadError {
@@ -60,7 +44,6 @@ func newOverloadError(shard int, retryAfter time.Duration) *OverloadError {
 		Shard:      shard,
 		RetryAfter: retryAfter,
 		msg:        "workers: overloaded (shard " + strconv.Itoa(shard) + " queue full), retry after " + retryAfter.String(),
-		data:       appendRetryData(nil, retryAfter),
 	}
 }
 
@@ -97,58 +80,4 @@ func (e *PanicError) Is(target error) bool { return target == ErrPanic }
 func (e *PanicError) Unwrap() error {
 	err, _ := e.Value.(error)
 	return err
-}
-
-// defaultRetryData is the hint used for a bare ErrOverloaded that carries none.
-var defaultRetryData = appendRetryData(nil, DefaultRetryAfter)
-
-// RPCError maps a dispatcher error to the JSON-RPC error a router should answer with,
-// so the mapping lives in one place:
-//
-//	ErrOverloaded (*OverloadError) -> CodeOverloaded, "overloaded", {"retryAfterMs":N}
-//	ErrClosed                      -> CodeOverloaded, "shutting down", no data
-//	ErrPanic (*PanicError)         -> CodeInternalError, "internal error", no data
-//
-// The panic value is deliberately not echoed to the client. ok is false for any other
-// error (including nil), which the caller maps itself. data, when not nil, is a
-// complete JSON value shared between calls: do not modify it.
-func RPCError(err error) (code int, message string, data []byte, ok bool) {
-	if err == nil {
-		return 0, "", nil, false
-	}
-	// Fast path for the value Dispatch actually returns, avoiding errors.As.
-	if oe, isOE := err.(*OverloadError); isOE {
-		return CodeOverloaded, MessageOverloaded, oe.retryData(), true
-	}
-	var oe *OverloadError
-	switch {
-	case errors.As(err, &oe):
-		return CodeOverloaded, MessageOverloaded, oe.retryData(), true
-	case errors.Is(err, ErrOverloaded):
-		return CodeOverloaded, MessageOverloaded, defaultRetryData, true
-	case errors.Is(err, ErrClosed):
-		return CodeOverloaded, MessageClosed, nil, true
-	case errors.Is(err, ErrPanic):
-		return CodeInternalError, MessageInternal, nil, true
-	}
-	return 0, "", nil, false
-}
-
-func (e *OverloadError) retryData() []byte {
-	if e.data == nil { // built by hand rather than by the dispatcher
-		return appendRetryData(nil, e.RetryAfter)
-	}
-	return e.data
-}
-
-// appendRetryData appends {"retryAfterMs":N}, N being d in whole milliseconds rounded
-// up (a hint of 0 would invite an immediate retry storm).
-func appendRetryData(dst []byte, d time.Duration) []byte {
-	ms := (d + time.Millisecond - 1) / time.Millisecond
-	if ms < 1 {
-		ms = 1
-	}
-	dst = append(dst, `{"retryAfterMs":`...)
-	dst = strconv.AppendInt(dst, int64(ms), 10)
-	return append(dst, '}')
 }

@@ -38,8 +38,7 @@ func (c *call) Run() {
 }
 
 func (c *call) Fail(err error) {
-	code, msg, _, _ := workers.RPCError(err)
-	c.out <- fmt.Sprintf("request %d failed: %d %s", c.id, code, msg)
+	c.out <- fmt.Sprintf("request %d failed: %v", c.id, err) // the router maps err to a JSON-RPC error
 	c.finish()
 }
 
@@ -63,9 +62,9 @@ func Example() {
 	c := callPool.Get().(*call)
 	c.sess, c.id, c.out = s, 1, out
 	if err := d.Dispatch(key, c); err != nil {
-		// Refused: we still own c. Answer with the mapped JSON-RPC error.
-		code, msg, data, _ := workers.RPCError(err)
-		fmt.Println(code, msg, string(data))
+		// Refused: we still own c. Answer with an error (the router maps an
+		// *OverloadError to JSON-RPC's overloaded error with its RetryAfter).
+		fmt.Println("refused:", err)
 		callPool.Put(c)
 	}
 	select {

@@ -14,7 +14,6 @@ import (
 	"github.com/mcprouter/mcprouter/router"
 	"github.com/mcprouter/mcprouter/transport"
 	"github.com/mcprouter/mcprouter/transport/upstream"
-	"github.com/mcprouter/mcprouter/workers"
 )
 
 // bufPool holds the buffers that forwarded messages are rewritten into.
@@ -125,7 +124,7 @@ func (f *Fleet) forward(e *entry) {
 	c, err := f.connFor(e)
 	if err != nil {
 		if errors.Is(err, errUpstreamFull) {
-			f.completeErr(e, workers.CodeOverloaded, f.upstreamFullMessage(b))
+			f.completeErr(e, codec.CodeOverloaded, f.upstreamFullMessage(b))
 			return
 		}
 		f.completeErr(e, CodeBackendUnavailable, "backend "+b.cfg.Name+" unavailable: "+err.Error())

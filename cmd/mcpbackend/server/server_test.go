@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/mcprouter/mcprouter/codec"
-	"github.com/mcprouter/mcprouter/workers"
 )
 
 // TestGolden pins the exact replies of every method the server answers inline, for each
@@ -500,7 +499,7 @@ func TestOverload(t *testing.T) {
 		t.Fatalf("duplicate id: code %d", code)
 	}
 	rs = append(rs, long(1))
-	if code := errorCode(t, long(2).reply(t)); code != workers.CodeOverloaded {
+	if code := errorCode(t, long(2).reply(t)); code != codec.CodeOverloaded {
 		t.Fatalf("third call: code %d, want overload", code)
 	}
 	if rs[0].isEnded() || rs[1].isEnded() || s.Stats.Overload.Load() != 1 {

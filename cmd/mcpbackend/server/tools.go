@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/mcprouter/mcprouter/codec"
-	"github.com/mcprouter/mcprouter/workers"
 )
 
 // callTool answers tools/call. Unknown tools are a protocol error (-32602); bad
@@ -212,5 +211,5 @@ func (s *Server) touch(m *codec.Message, sess *Session, r Responder, args []byte
 
 // overloaded answers a call refused by MaxInFlight.
 func overloaded(r Responder, id []byte) {
-	replyError(r, id, workers.CodeOverloaded, workers.MessageOverloaded, []byte(`{"reason":"too many calls in flight"}`))
+	replyError(r, id, codec.CodeOverloaded, "overloaded", []byte(`{"reason":"too many calls in flight"}`))
 }
