@@ -129,20 +129,3 @@ func TestResourceOwnerLongestTemplatePrefix(t *testing.T) {
 		}
 	}
 }
-
-func TestTableTakeOnce(t *testing.T) {
-	tb := newTable()
-	e := &entry{}
-	tb.add(e)
-	if tb.take(e.id) != e || tb.take(e.id) != nil {
-		t.Fatal("an entry must be taken exactly once")
-	}
-	for _, raw := range []string{"12", `"12"`} {
-		if id, ok := parseID([]byte(raw)); !ok || id != 12 {
-			t.Errorf("parseID(%s) = %d %v", raw, id, ok)
-		}
-	}
-	if _, ok := parseID([]byte(`"x"`)); ok {
-		t.Error("a foreign id parsed as ours")
-	}
-}

@@ -182,9 +182,10 @@ func (f *Fleet) Close() {
 	for _, st := range states {
 		st.closeAll()
 	}
-	// Whatever is still in flight gets an answer.
-	for _, e := range f.table.expired(1<<62, nil) {
-		f.completeErr(e, CodeBackendUnavailable, "router shutting down")
+	// Whatever was sent and is still in flight gets an answer (a routed request's
+	// forward fails its send on the closed context and answers it).
+	for _, e := range f.table.takeAll(nil) {
+		f.completeErrTaken(e, CodeBackendUnavailable, "router shutting down")
 	}
 }
 
@@ -233,7 +234,7 @@ func (f *Fleet) sweep() {
 			buf = f.table.expired(now.UnixNano(), buf[:0])
 			for _, e := range buf {
 				f.Stats.TimedOut.Add(1)
-				f.completeErr(e, CodeBackendTimeout, "backend "+e.backend.cfg.Name+" did not answer within "+e.backend.cfg.Timeout.String())
+				f.completeErrTaken(e, CodeBackendTimeout, timeoutMessage(e.backend))
 			}
 		}
 	}
@@ -242,7 +243,7 @@ func (f *Fleet) sweep() {
 // call sends one of the router's own requests on c and waits for its result (raw). A
 // JSON-RPC error from the backend comes back as a *router.Error.
 func (f *Fleet) call(ctx context.Context, c *upConn, method string, params []byte) ([]byte, error) {
-	e := &entry{backend: c.b, conn: c, wait: make(chan []byte, 1)}
+	e := &entry{kind: ownRequest, backend: c.b, conn: c, wait: make(chan []byte, 1)}
 	if dl, ok := ctx.Deadline(); ok {
 		e.deadline = dl.UnixNano()
 	}
@@ -250,7 +251,7 @@ func (f *Fleet) call(ctx context.Context, c *upConn, method string, params []byt
 	id := strconv.AppendUint(nil, e.id, 10)
 	msg := codec.AppendRequest(nil, id, method, params)
 	if err := c.conn.Send(ctx, msg); err != nil {
-		f.table.take(e.id)
+		f.table.take(e.id, stateFailed)
 		return nil, err
 	}
 	select {
@@ -267,7 +268,7 @@ func (f *Fleet) call(ctx context.Context, c *upConn, method string, params []byt
 		}
 		return m.Result, nil
 	case <-ctx.Done():
-		f.table.take(e.id)
+		f.table.take(e.id, stateExpired)
 		return nil, ctx.Err()
 	}
 }

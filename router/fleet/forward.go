@@ -89,10 +89,7 @@ func (f *Fleet) Prepare(s *router.Session, x *transport.Exchange) bool {
 // track records a request about to be forwarded to b.
 func (f *Fleet) track(s *router.Session, x *transport.Exchange, b *backend, strip int) *entry {
 	e := entryPool.Get().(*entry)
-	*e = entry{sess: s, x: x, backend: b, deadline: deadlineIn(b.cfg.Timeout)}
-	if strip > 0 {
-		e.strip = strip
-	}
+	*e = entry{kind: clientRequest, sess: s, x: x, backend: b, deadline: deadlineIn(b.cfg.Timeout), strip: strip}
 	if tok := x.Msg.ProgressToken; tok != nil {
 		e.progress = true
 		e.origToken = tok
@@ -117,6 +114,11 @@ func (f *Fleet) Run(s *router.Session, x *transport.Exchange) {
 	}
 }
 
+// forward sends a routed request: it finds the upstream session and a concurrency slot,
+// builds the bytes while it still owns the exchange (the entry is routed: nobody else
+// may complete it), then binds the entry (routed → sent) and sends. From the bind on, e
+// and its exchange belong to whoever settles it: only id, deadline and the buffer are
+// used after.
 func (f *Fleet) forward(e *entry) {
 	b := e.backend
 	// The upstream session first: a request waiting for a per-client session (beyond
@@ -124,62 +126,26 @@ func (f *Fleet) forward(e *entry) {
 	c, err := f.connFor(e)
 	if err != nil {
 		if errors.Is(err, errUpstreamFull) {
-			f.completeErr(e, codec.CodeOverloaded, f.upstreamFullMessage(b))
+			f.abandon(e, codec.CodeOverloaded, f.upstreamFullMessage(b))
 			return
 		}
-		f.completeErr(e, CodeBackendUnavailable, "backend "+b.cfg.Name+" unavailable: "+err.Error())
+		f.abandon(e, CodeBackendUnavailable, "backend "+b.cfg.Name+" unavailable: "+err.Error())
 		return
 	}
 	if !b.acquire(time.Second) {
-		f.completeErr(e, CodeBackendBusy, "backend "+b.cfg.Name+" is at its concurrency limit ("+strconv.Itoa(b.cfg.MaxConcurrency)+")")
+		f.abandon(e, CodeBackendBusy, "backend "+b.cfg.Name+" is at its concurrency limit ("+strconv.Itoa(b.cfg.MaxConcurrency)+")")
 		return
 	}
-
-	// Until bound, this Run owns the exchange (see entry.bound); the bytes to send are
-	// built under the entry's lock, and from then on e and x belong to whoever takes e:
-	// only id, deadline and the buffer are used after.
-	x := e.x
 	id, deadline := e.id, e.deadline
 	bp := getBuf()
-	bound, cancelled := f.table.bind(e, c, func() {
-		var idb [20]byte
-		wireID := strconv.AppendUint(idb[:0], id, 10)
-		var sp [3]codec.Splice
-		n := 0
-		sp[n] = codec.Splice{Old: x.Msg.ID, New: wireID}
-		n++
-		if e.strip > 0 && x.Msg.Flags&codec.NameEscaped != 0 {
-			// The raw prefix length differs from the decoded one: write the whole name anew.
-			name, _ := codec.Unquote(nil, x.Msg.Name)
-			if len(name) >= e.strip {
-				enc := codec.AppendQuote(nil, name[e.strip:])
-				sp[n] = codec.Splice{Old: x.Msg.Name, New: enc[1 : len(enc)-1]}
-				n++
-			}
-		} else if e.strip > 0 && len(x.Msg.Name) >= e.strip {
-			sp[n] = codec.Splice{Old: x.Msg.Name[:e.strip]}
-			n++
-		}
-		if e.progress {
-			sp[n] = codec.Splice{Old: x.Msg.ProgressToken, New: wireID}
-			n++
-		}
-		*bp = codec.AppendSplices((*bp)[:0], x.Raw, sp[:n])
-		if f.obs != nil {
-			e.sent.Store(router.Now())
-		}
-	})
-	if !bound {
+	*bp = appendWire((*bp)[:0], e)
+	if f.obs != nil {
+		e.sent = router.Now()
+	}
+	if !f.table.bind(e, c) { // cancelled before it left: nothing to tell the backend
 		b.release()
 		putBuf(bp)
-		if cancelled { // before it left: nothing to tell the backend
-			f.Stats.Cancelled.Add(1)
-			f.observe(e, router.OutcomeCancelled)
-			e.x = nil
-			x.Tag = nil
-			x.Done()
-			f.release(e)
-		}
+		f.finishCancelled(e)
 		return
 	}
 	f.Stats.Forwarded.Add(1)
@@ -200,23 +166,86 @@ func (f *Fleet) forward(e *entry) {
 	cancel()
 	putBuf(bp)
 	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
-			// The backend held the exchange past the deadline (HTTP answers within Send):
-			// a timeout, counted like the sweeper's, once, by whoever takes the entry.
-			if te := f.table.take(id); te != nil {
-				f.Stats.TimedOut.Add(1)
-				f.completeErrTaken(te, CodeBackendTimeout, "backend "+b.cfg.Name+" did not answer within "+b.cfg.Timeout.String())
-			}
-			return
-		}
-		f.Stats.Failed.Add(1)
-		if errors.Is(err, upstream.ErrBackendDown) || errors.Is(err, upstream.ErrClosed) {
-			c.inst.healthy.Store(false)
-		}
-		if te := f.table.take(id); te != nil {
-			f.completeErrTaken(te, CodeBackendUnavailable, "backend "+b.cfg.Name+": "+err.Error())
-		}
+		f.sendFailed(b, c, id, err)
 	}
+}
+
+// appendWire appends the bytes the backend sees for routed e: the client's request with
+// the id (and progress token) replaced by e.id and the name's prefix removed.
+func appendWire(dst []byte, e *entry) []byte {
+	x := e.x
+	var idb [20]byte
+	wireID := strconv.AppendUint(idb[:0], e.id, 10)
+	var sp [3]codec.Splice
+	n := 0
+	sp[n] = codec.Splice{Old: x.Msg.ID, New: wireID}
+	n++
+	if e.strip > 0 && x.Msg.Flags&codec.NameEscaped != 0 {
+		// The raw prefix length differs from the decoded one: write the whole name anew.
+		name, _ := codec.Unquote(nil, x.Msg.Name)
+		if len(name) >= e.strip {
+			enc := codec.AppendQuote(nil, name[e.strip:])
+			sp[n] = codec.Splice{Old: x.Msg.Name, New: enc[1 : len(enc)-1]}
+			n++
+		}
+	} else if e.strip > 0 && len(x.Msg.Name) >= e.strip {
+		sp[n] = codec.Splice{Old: x.Msg.Name[:e.strip]}
+		n++
+	}
+	if e.progress {
+		sp[n] = codec.Splice{Old: x.Msg.ProgressToken, New: wireID}
+		n++
+	}
+	return codec.AppendSplices(dst, x.Raw, sp[:n])
+}
+
+// sendFailed settles sent request id after its send failed, unless someone settled it
+// first: a passed deadline is a timeout, counted like the sweeper's; anything else
+// makes it unavailable.
+func (f *Fleet) sendFailed(b *backend, c *upConn, id uint64, err error) {
+	if errors.Is(err, context.DeadlineExceeded) {
+		// The backend held the exchange past the deadline (HTTP answers within Send).
+		if te := f.table.take(id, stateExpired); te != nil {
+			f.Stats.TimedOut.Add(1)
+			f.completeErrTaken(te, CodeBackendTimeout, timeoutMessage(b))
+		}
+		return
+	}
+	f.Stats.Failed.Add(1)
+	if errors.Is(err, upstream.ErrBackendDown) || errors.Is(err, upstream.ErrClosed) {
+		c.inst.healthy.Store(false)
+	}
+	if te := f.table.take(id, stateFailed); te != nil {
+		f.completeErrTaken(te, CodeBackendUnavailable, "backend "+b.cfg.Name+": "+err.Error())
+	}
+}
+
+// timeoutMessage is the error message of a request b did not answer in time.
+func timeoutMessage(b *backend) string {
+	return "backend " + b.cfg.Name + " did not answer within " + b.cfg.Timeout.String()
+}
+
+// abandon answers routed e with a router-made error: forward could not send it. A
+// request cancelled meanwhile gets no answer, as cancellation asks.
+func (f *Fleet) abandon(e *entry, code int, msg string) {
+	if !f.table.abandon(e) {
+		f.finishCancelled(e)
+		return
+	}
+	f.completeErrTaken(e, code, msg)
+}
+
+// finishCancelled ends the exchange of a request settled as cancelled, without a
+// response, and releases the entry.
+func (f *Fleet) finishCancelled(e *entry) {
+	f.Stats.Cancelled.Add(1)
+	f.observe(e, router.OutcomeCancelled)
+	if x := e.x; x != nil {
+		e.x = nil
+		x.Tag = nil
+		x.Done()
+	}
+	f.release(e)
 }
 
 // connFor returns the upstream session to send e on: a healthy instance's shared
@@ -321,11 +350,11 @@ func (f *Fleet) backendResponse(c *upConn, msg []byte, m *codec.Message) {
 	if !ok {
 		return
 	}
-	e := f.table.take(id)
+	e := f.table.take(id, stateAnswered)
 	if e == nil {
-		return // answered already: timed out or cancelled
+		return // settled already: timed out or cancelled
 	}
-	if e.wait != nil {
+	if e.kind == ownRequest {
 		e.wait <- append([]byte(nil), msg...)
 		return
 	}
@@ -354,34 +383,26 @@ func (f *Fleet) finish(e *entry, reply []byte, outcome router.Outcome) {
 	f.release(e)
 }
 
+// release gives back what a settled client request held (a request that was sent
+// holds a backend concurrency slot and counts as outstanding on its instance) and
+// recycles it. The router's own requests hold neither and are not pooled.
 func (f *Fleet) release(e *entry) {
-	if e.holdsSlot {
-		e.backend.release()
+	if e.kind != clientRequest {
+		return
 	}
-	if e.counted {
+	if e.conn != nil {
+		e.backend.release()
 		e.conn.inst.outstanding.Add(-1)
 	}
-	if e.wait == nil {
-		*e = entry{}
-		entryPool.Put(e)
-	}
+	*e = entry{}
+	entryPool.Put(e)
 }
 
-// completeErr answers e with a router-made error, unless someone answered it first.
-func (f *Fleet) completeErr(e *entry, code int, msg string) {
-	if f.table.take(e.id) == nil {
-		return
-	}
-	f.completeErrTaken(e, code, msg)
-}
-
+// completeErrTaken answers settled e with a router-made error: the client's request
+// gets the error response, the router's own request learns that no answer will come.
 func (f *Fleet) completeErrTaken(e *entry, code int, msg string) {
-	if e.wait != nil {
+	if e.kind == ownRequest {
 		close(e.wait)
-		return
-	}
-	if e.x == nil {
-		f.release(e)
 		return
 	}
 	bp := getBuf()
@@ -495,29 +516,10 @@ func (f *Fleet) clientNotification(s *router.Session, x *transport.Exchange) boo
 	switch string(x.Msg.Method) {
 	case "notifications/cancelled":
 		if e := f.table.takeClient(s, x.Msg.RequestID); e != nil {
-			f.Stats.Cancelled.Add(1)
-			// Tell the backend (if the request reached it), then end the client's
-			// exchange without a response, as cancellation asks.
-			if e.conn != nil {
-				params := append([]byte(`{"requestId":`), strconv.AppendUint(nil, e.id, 10)...)
-				params = append(params, '}')
-				note := codec.AppendNotification(nil, "notifications/cancelled", params)
-				conn := e.conn.conn
-				f.wg.Add(1)
-				go func() {
-					defer f.wg.Done()
-					ctx, cancel := context.WithTimeout(f.ctx, 5*time.Second)
-					defer cancel()
-					conn.Send(ctx, note)
-				}()
-			}
-			f.observe(e, router.OutcomeCancelled)
-			if cx := e.x; cx != nil {
-				e.x = nil
-				cx.Tag = nil
-				cx.Done()
-			}
-			f.release(e)
+			// The request reached the backend: tell it, then end the client's exchange
+			// without a response, as cancellation asks.
+			f.tellCancelled(e.conn, e.id)
+			f.finishCancelled(e)
 		}
 	case "notifications/roots/list_changed":
 		f.forEachSessionConn(s, func(c *upConn) {
@@ -526,6 +528,21 @@ func (f *Fleet) clientNotification(s *router.Session, x *transport.Exchange) boo
 	}
 	x.Done()
 	return false
+}
+
+// tellCancelled sends a backend notifications/cancelled for request id on c, in the
+// background: the client does not wait for it.
+func (f *Fleet) tellCancelled(c *upConn, id uint64) {
+	params := append([]byte(`{"requestId":`), strconv.AppendUint(nil, id, 10)...)
+	params = append(params, '}')
+	note := codec.AppendNotification(nil, "notifications/cancelled", params)
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		ctx, cancel := context.WithTimeout(f.ctx, 5*time.Second)
+		defer cancel()
+		c.conn.Send(ctx, note)
+	}()
 }
 
 // forEachSessionConn calls fn (in the background) for each per-client upstream session

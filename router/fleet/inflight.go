@@ -12,18 +12,64 @@ import (
 	"github.com/mcprouter/mcprouter/transport"
 )
 
-// entry is one request forwarded to a backend and not yet answered: either a client's
-// request (x set) or one of the router's own (catalog fetches, handshakes, pings: wait set).
+// The in-flight table: every request sent to a backend and not yet settled, keyed by
+// the id the backend sees, with the cancellation index of client requests.
 //
-// Whoever removes an entry from the table completes it, exactly once: the backend's
-// response, a timeout, a cancellation, or the loss of the connection.
+// Design. An entry moves through named states, each transition made under its shard's
+// lock by one method of table, so that exactly one party settles it:
+//
+//	routed ──bind──▶ sent ──take──────▶ answered
+//	  │                │ ──takeClient─▶ cancelled
+//	  │                │ ──expired────▶ expired
+//	  │                └ ──takeConn───▶ failed (or take with that state)
+//	  ├──takeClient──▶ cancelled (left the table; forward finishes it)
+//	  └──abandon─────▶ failed
+//
+// While an entry is routed, the request's Run (forward) owns its exchange and builds the
+// bytes to send from it, outside the lock; nobody else may complete it. Once sent,
+// whoever moves it to a terminal state (and only they) completes it: answers the client,
+// releases the slot, recycles the entry. The router's own requests (catalog fetches,
+// handshakes, pings) enter as sent. The table is called by forwarding (track, forward,
+// backend responses), by cancellation, by the sweeper goroutine and by connection
+// events; it never blocks and does no I/O.
+
+// entryKind says whose request an entry is.
+type entryKind uint8
+
+const (
+	// clientRequest is a client's request forwarded to a backend: x is its exchange.
+	clientRequest entryKind = iota + 1
+	// ownRequest is one of the router's own requests: wait receives the raw answer.
+	ownRequest
+)
+
+// entryState is where an entry is in its life; see the table's design above.
+type entryState uint8
+
+const (
+	stateFree      entryState = iota // not in a table (pooled or being built)
+	stateRouted                      // in the table, not sent: forward owns the exchange
+	stateSent                        // in the table, handed to an upstream session
+	stateAnswered                    // left: the backend answered
+	stateCancelled                   // left: the client cancelled
+	stateExpired                     // left: its deadline passed
+	stateFailed                      // left: not sent, send failed or connection lost
+)
+
+var stateNames = [...]string{"free", "routed", "sent", "answered", "cancelled", "expired", "failed"}
+
+func (s entryState) String() string { return stateNames[s] }
+
+// entry is one request forwarded to a backend and not yet settled.
 type entry struct {
 	id       uint64 // the id the backend sees; also the progress token it sees
+	kind     entryKind
+	state    entryState // read and written under the shard lock while in the table
 	sess     *router.Session
-	x        *transport.Exchange
+	x        *transport.Exchange // clientRequest: the client's exchange
 	backend  *backend
-	conn     *upConn
-	deadline int64 // unix nanoseconds
+	conn     *upConn // set when sent
+	deadline int64   // unix nanoseconds
 
 	// progress is true when the client asked for progress: the request's progressToken
 	// was rewritten to id, and progress notifications go back to x.
@@ -40,27 +86,14 @@ type entry struct {
 
 	// strip is the length of the prefix to remove from params.name.
 	strip int
-	// holdsSlot and counted say what release must give back.
-	holdsSlot, counted bool
 
-	// bound is set (under the shard lock, by table.bind) once forward has built the
-	// bytes it sends. Until then the request's Run owns the exchange, which the
-	// transport recycles once finished: a cancellation only sets cancelled and forward
-	// finishes the exchange, and the sweeper leaves the entry to forward, whose send
-	// fails on the passed deadline. Entries of the router's own requests (wait) are
-	// never bound and never wait for forward.
-	bound, cancelled bool
-
-	// wait receives the raw response for the router's own requests.
+	// wait receives the raw response of an ownRequest; closed when none will come.
 	wait chan []byte
 
 	// Timings for the Observer (router.Now clock), taken only when there is one: when
-	// the router received the request, when it was sent to the backend (atomic: a
-	// timeout may complete the entry while forward is still writing), and when the
-	// backend's answer was taken.
-	start int64
-	sent  atomic.Int64
-	recv  int64
+	// the router received the request, when forward handed it to the upstream session,
+	// and when the backend's answer was taken.
+	start, sent, recv int64
 }
 
 // table holds the entries in flight, sharded to keep lock hold times short.
@@ -114,16 +147,21 @@ func sessionShard(s *router.Session) uint64 {
 
 func (t *table) shard(id uint64) *tableShard { return &t.shards[id&(numShards-1)] }
 
-// add gives e a fresh id, in its session's shard for a client's request, and records it.
+// add gives e a fresh id, in its session's shard for a client's request, and records
+// it: a clientRequest as routed, an ownRequest (whose conn the caller set) as sent.
 func (t *table) add(e *entry) {
 	n := t.next.Add(1)
 	sh := n & (numShards - 1)
-	if e.x != nil && e.sess != nil && len(e.x.Msg.ID) > 0 {
-		sh = sessionShard(e.sess)
-		// The id's bytes stay valid while the entry is in the table: the exchange is
-		// finished only by whoever took the entry out.
-		e.clientID = unsafe.String(&e.x.Msg.ID[0], len(e.x.Msg.ID))
-		e.clientHash = clientHash(e.sess, e.clientID)
+	e.state = stateSent
+	if e.kind == clientRequest {
+		e.state = stateRouted
+		if e.sess != nil && len(e.x.Msg.ID) > 0 {
+			sh = sessionShard(e.sess)
+			// The id's bytes stay valid while the entry is in the table: the exchange
+			// is finished only by whoever took the entry out.
+			e.clientID = unsafe.String(&e.x.Msg.ID[0], len(e.x.Msg.ID))
+			e.clientHash = clientHash(e.sess, e.clientID)
+		}
 	}
 	e.id = n<<shardBits | sh
 	s := &t.shards[sh]
@@ -138,8 +176,10 @@ func (t *table) add(e *entry) {
 	s.mu.Unlock()
 }
 
-// remove deletes e from the shard and its index; the caller holds sh.mu.
-func (sh *tableShard) remove(e *entry) {
+// settle takes e out of the shard and its index into the terminal state to; the caller
+// holds sh.mu. It is the only way out of the table.
+func (sh *tableShard) settle(e *entry, to entryState) {
+	e.state = to
 	delete(sh.m, e.id)
 	if e.clientID == "" {
 		return
@@ -171,51 +211,46 @@ func (sh *tableShard) byClientID(sess *router.Session, id []byte) *entry {
 	return nil
 }
 
-// take removes and returns the entry with the given id; nil when someone else took it.
-func (t *table) take(id uint64) *entry {
+// take settles the sent entry with the given id into state to (answered for a backend's
+// response; expired or failed for a send that failed) and returns it; nil when it is
+// not in flight or not sent yet (a routed entry belongs to forward).
+func (t *table) take(id uint64, to entryState) *entry {
 	sh := t.shard(id)
 	sh.mu.Lock()
 	e := sh.m[id]
-	if e != nil {
-		sh.remove(e)
+	if e != nil && e.state == stateSent {
+		sh.settle(e, to)
+	} else {
+		e = nil
 	}
 	sh.mu.Unlock()
 	return e
 }
 
-// peek returns the entry without removing it.
-func (t *table) peek(id uint64) *entry {
-	sh := t.shard(id)
-	sh.mu.Lock()
-	e := sh.m[id]
-	sh.mu.Unlock()
-	return e
-}
-
-// expired removes and returns the entries whose deadline is before now.
+// expired settles and returns the sent entries whose deadline is before now. Routed ones
+// are left to forward, whose send fails on the passed deadline.
 func (t *table) expired(now int64, out []*entry) []*entry {
-	for i := range t.shards {
-		sh := &t.shards[i]
-		sh.mu.Lock()
-		for _, e := range sh.m {
-			if e.deadline != 0 && e.deadline < now && (e.bound || e.x == nil) {
-				sh.remove(e)
-				out = append(out, e)
-			}
-		}
-		sh.mu.Unlock()
-	}
-	return out
+	return t.sweep(out, stateExpired, func(e *entry) bool { return e.deadline != 0 && e.deadline < now })
 }
 
-// takeConn removes and returns every entry sent on conn (it died).
+// takeAll settles as failed and returns every sent entry (shutdown).
+func (t *table) takeAll(out []*entry) []*entry {
+	return t.sweep(out, stateFailed, func(*entry) bool { return true })
+}
+
+// takeConn settles as failed and returns every entry sent on c (it died).
 func (t *table) takeConn(c *upConn, out []*entry) []*entry {
+	return t.sweep(out, stateFailed, func(e *entry) bool { return e.conn == c })
+}
+
+// sweep settles into state to, and appends to out, every sent entry that match selects.
+func (t *table) sweep(out []*entry, to entryState, match func(*entry) bool) []*entry {
 	for i := range t.shards {
 		sh := &t.shards[i]
 		sh.mu.Lock()
 		for _, e := range sh.m {
-			if e.conn == c {
-				sh.remove(e)
+			if e.state == stateSent && match(e) {
+				sh.settle(e, to)
 				out = append(out, e)
 			}
 		}
@@ -224,9 +259,10 @@ func (t *table) takeConn(c *upConn, out []*entry) []*entry {
 	return out
 }
 
-// takeClient removes and returns the session's request whose client id is clientID
-// (cancellation), found through the shard's index. A request not sent yet is only
-// marked cancelled, for forward to finish (see entry.bound), and nil is returned.
+// takeClient cancels the session's request whose client id is clientID, found through
+// the shard's index. A sent request is settled and returned for the caller to finish; a
+// routed one leaves the table too, but nil is returned: forward owns it and finishes it
+// when bind or abandon reports the cancellation.
 func (t *table) takeClient(sess *router.Session, clientID []byte) *entry {
 	sh := &t.shards[sessionShard(sess)]
 	sh.mu.Lock()
@@ -235,44 +271,50 @@ func (t *table) takeClient(sess *router.Session, clientID []byte) *entry {
 	if e == nil {
 		return nil
 	}
-	if !e.bound {
-		e.cancelled = true
+	routed := e.state == stateRouted
+	sh.settle(e, stateCancelled)
+	if routed {
 		return nil
 	}
-	sh.remove(e)
 	return e
 }
 
-// bind moves e from routed to sent, under its shard's lock, unless it was cancelled or
-// taken meanwhile: it records the upstream session and the slot e holds (read by the
-// table's scans and by whoever takes e) and calls build, which may still read e and its
-// exchange, since nobody can take e while the lock is held. A cancelled entry is removed
-// and reported so: the caller finishes it.
-func (t *table) bind(e *entry, c *upConn, build func()) (bound, cancelled bool) {
+// bind moves routed e to sent on c, recording the backend slot and the instance's
+// outstanding count that e now holds. false when e was cancelled meanwhile: the caller,
+// which still owns it, finishes it. From true on, e belongs to whoever settles it.
+func (t *table) bind(e *entry, c *upConn) bool {
 	sh := t.shard(e.id)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if sh.m[e.id] != e {
-		return false, false
+	if e.state != stateRouted {
+		return false
 	}
-	if e.cancelled {
-		sh.remove(e)
-		return false, true
-	}
-	e.conn, e.holdsSlot, e.counted, e.bound = c, true, true, true
+	e.conn, e.state = c, stateSent
 	c.inst.outstanding.Add(1)
-	build()
-	return true, false
+	return true
+}
+
+// abandon settles routed e as failed: forward could not send it. false when it was
+// cancelled meanwhile (the caller finishes it as cancelled).
+func (t *table) abandon(e *entry) bool {
+	sh := t.shard(e.id)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if e.state != stateRouted {
+		return false
+	}
+	sh.settle(e, stateFailed)
+	return true
 }
 
 // rebind moves a sent request from conn from to conn to (a failover to another replica);
-// false when the entry was completed meanwhile.
+// false when the entry was settled meanwhile.
 func (t *table) rebind(id uint64, from, to *upConn) bool {
 	sh := t.shard(id)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	e := sh.m[id]
-	if e == nil || e.conn != from {
+	if e == nil || e.state != stateSent || e.conn != from {
 		return false
 	}
 	e.conn = to
@@ -281,21 +323,21 @@ func (t *table) rebind(id uint64, from, to *upConn) bool {
 	return true
 }
 
-// with calls fn with the entry while it cannot be completed (its shard is locked), so
-// that fn may use the entry's exchange safely. fn must not block.
+// with calls fn with the sent client request id while it cannot be settled (its shard is
+// locked), so that fn may use the entry's exchange safely. fn must not block.
 func (t *table) with(id uint64, fn func(e *entry)) bool {
 	sh := t.shard(id)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	e := sh.m[id]
-	if e == nil {
+	if e == nil || e.state != stateSent || e.kind != clientRequest {
 		return false
 	}
 	fn(e)
 	return true
 }
 
-// onConn returns the only client request in flight on c, or nil if there are none or
+// onConn returns the id of the only client request sent on c, or 0 if there are none or
 // several.
 func (t *table) onConn(c *upConn) uint64 {
 	var found uint64
@@ -303,7 +345,7 @@ func (t *table) onConn(c *upConn) uint64 {
 		sh := &t.shards[i]
 		sh.mu.Lock()
 		for id, e := range sh.m {
-			if e.conn == c && e.x != nil {
+			if e.conn == c && e.kind == clientRequest && e.state == stateSent {
 				if found != 0 {
 					sh.mu.Unlock()
 					return 0

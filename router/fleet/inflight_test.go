@@ -14,7 +14,7 @@ import (
 func request(sess *router.Session, id string) *entry {
 	x := &transport.Exchange{}
 	x.Msg.ID = []byte(id)
-	return &entry{sess: sess, x: x}
+	return &entry{kind: clientRequest, sess: sess, x: x}
 }
 
 // fill puts perSession requests of each of sessions in flight (added and bound) and
@@ -27,7 +27,7 @@ func fill(t *table, c *upConn, sessions, perSession int) ([]*router.Session, [][
 		for k := 0; k < perSession; k++ {
 			e := request(ss[i], strconv.Itoa(k))
 			t.add(e)
-			t.bind(e, c, func() {})
+			t.bind(e, c)
 			es[i] = append(es[i], e)
 		}
 	}
@@ -52,7 +52,7 @@ func BenchmarkTakeClient(b *testing.B) {
 					b.Fatalf("takeClient found %p, want %p", got, e)
 				}
 				t.add(e)
-				t.bind(e, c, func() {})
+				t.bind(e, c)
 			}
 		})
 	}
@@ -76,8 +76,8 @@ func BenchmarkTableRoundTrip(b *testing.B) {
 		e := request(sess, "7")
 		for pb.Next() {
 			t.add(e)
-			t.bind(e, c, func() {})
-			if t.take(e.id) != e {
+			t.bind(e, c)
+			if t.take(e.id, stateAnswered) != e {
 				b.Fatal("take lost the entry")
 			}
 		}
@@ -105,7 +105,7 @@ func TestTakeClient(t *testing.T) {
 	}
 
 	// Taken by its response, expired, or lost with its connection: gone from the index.
-	if tb.take(es[0][1].id) != es[0][1] || tb.takeClient(ss[0], []byte("1")) != nil {
+	if tb.take(es[0][1].id, stateAnswered) != es[0][1] || tb.takeClient(ss[0], []byte("1")) != nil {
 		t.Fatal("a request answered by the backend is still found by its client id")
 	}
 	es[2][0].deadline = 1
@@ -121,15 +121,16 @@ func TestTakeClient(t *testing.T) {
 		}
 	}
 
-	// Routed, not sent yet: marked cancelled, and bind removes it (from the index too).
+	// Routed, not sent yet: settled as cancelled (out of the index too) but left to
+	// forward, whose bind reports it.
 	sess := new(router.Session)
 	e := request(sess, `"a"`)
 	tb.add(e)
-	if tb.takeClient(sess, []byte(`"a"`)) != nil || !e.cancelled {
-		t.Fatal("an unsent request was taken instead of marked cancelled")
+	if tb.takeClient(sess, []byte(`"a"`)) != nil || e.state != stateCancelled {
+		t.Fatalf("an unsent request was returned or not cancelled (state %v)", e.state)
 	}
-	if bound, cancelled := tb.bind(e, c, func() {}); bound || !cancelled {
-		t.Fatalf("bind of a cancelled request = %v, %v; want false, true", bound, cancelled)
+	if tb.bind(e, c) {
+		t.Fatal("bind of a cancelled request succeeded")
 	}
 	if tb.len() != 0 || len(tb.shards[sessionShard(sess)].byClient) != 0 {
 		t.Fatal("a request cancelled before it was sent stayed in the table")
@@ -141,13 +142,13 @@ func TestTakeClient(t *testing.T) {
 		older, newer := request(sess, "5"), request(sess, "5")
 		for _, e := range []*entry{older, newer} {
 			tb.add(e)
-			tb.bind(e, c, func() {})
+			tb.bind(e, c)
 		}
 		left, stays := older, newer
 		if newerLeaves {
 			left, stays = newer, older
 		}
-		tb.take(left.id)
+		tb.take(left.id, stateAnswered)
 		if got := tb.takeClient(sess, []byte("5")); got != stays {
 			t.Fatalf("reused id, newer left first %v: takeClient = %p, want %p", newerLeaves, got, stays)
 		}
@@ -157,9 +158,9 @@ func TestTakeClient(t *testing.T) {
 	}
 
 	// The router's own requests are not indexed.
-	own := &entry{wait: make(chan []byte, 1)}
+	own := &entry{kind: ownRequest, wait: make(chan []byte, 1)}
 	tb.add(own)
-	if own.clientID != "" || tb.take(own.id) != own {
+	if own.clientID != "" || tb.take(own.id, stateAnswered) != own {
 		t.Fatal("a router request was indexed or lost")
 	}
 }
@@ -180,5 +181,209 @@ func TestTableShards(t *testing.T) {
 			}
 			seen[e.id] = true
 		}
+	}
+}
+
+// TestTableTakeOnce checks that a sent entry is taken exactly once, and how backends'
+// ids are read.
+func TestTableTakeOnce(t *testing.T) {
+	tb := newTable()
+	e := &entry{kind: ownRequest}
+	tb.add(e)
+	if tb.take(e.id, stateAnswered) != e || tb.take(e.id, stateAnswered) != nil {
+		t.Fatal("an entry must be taken exactly once")
+	}
+	for _, raw := range []string{"12", `"12"`} {
+		if id, ok := parseID([]byte(raw)); !ok || id != 12 {
+			t.Errorf("parseID(%s) = %d %v", raw, id, ok)
+		}
+	}
+	if _, ok := parseID([]byte(`"x"`)); ok {
+		t.Error("a foreign id parsed as ours")
+	}
+}
+
+// settled reports whether e left tb for good: in no shard's map nor index, in state want.
+func settled(t *testing.T, tb *table, e *entry, want entryState) {
+	t.Helper()
+	if e.state != want {
+		t.Fatalf("state %v, want %v", e.state, want)
+	}
+	for i := range tb.shards {
+		sh := &tb.shards[i]
+		if sh.m[e.id] == e {
+			t.Fatalf("a %v entry is still in the table", e.state)
+		}
+		for _, head := range sh.byClient {
+			for p := head; p != nil; p = p.sameHash {
+				if p == e {
+					t.Fatalf("a %v entry is still in the cancellation index", e.state)
+				}
+			}
+		}
+	}
+}
+
+// TestTransitions drives every transition of the in-flight state machine, and checks
+// that each method leaves entries in the states it does not handle alone.
+func TestTransitions(t *testing.T) {
+	past := int64(1) // a deadline already passed at now=2
+	type step struct {
+		name string
+		from entryState // routed or sent
+		// do makes the transition; it returns whether the method reported the entry
+		// (returned it, or true).
+		do   func(tb *table, e *entry, c *upConn) bool
+		want entryState // the state after; routed or sent means "stayed"
+		got  bool       // what do should report
+	}
+	sess := new(router.Session)
+	cancel := func(tb *table, e *entry, c *upConn) bool { return tb.takeClient(sess, e.x.Msg.ID) == e }
+	take := func(to entryState) func(tb *table, e *entry, c *upConn) bool {
+		return func(tb *table, e *entry, c *upConn) bool { return tb.take(e.id, to) == e }
+	}
+	expire := func(tb *table, e *entry, c *upConn) bool { return len(tb.expired(2, nil)) == 1 }
+	lose := func(tb *table, e *entry, c *upConn) bool { return len(tb.takeConn(c, nil)) == 1 }
+	all := func(tb *table, e *entry, c *upConn) bool { return len(tb.takeAll(nil)) == 1 }
+	bind := func(tb *table, e *entry, c *upConn) bool { return tb.bind(e, c) }
+	abandon := func(tb *table, e *entry, c *upConn) bool { return tb.abandon(e) }
+	with := func(tb *table, e *entry, c *upConn) bool { return tb.with(e.id, func(*entry) {}) }
+	for _, s := range []step{
+		{"bind", stateRouted, bind, stateSent, true},
+		{"cancel routed", stateRouted, cancel, stateCancelled, false},
+		{"abandon", stateRouted, abandon, stateFailed, true},
+		{"answer routed", stateRouted, take(stateAnswered), stateRouted, false},
+		{"expire routed", stateRouted, expire, stateRouted, false},
+		{"lose routed", stateRouted, lose, stateRouted, false},
+		{"with routed", stateRouted, with, stateRouted, false},
+		{"answer", stateSent, take(stateAnswered), stateAnswered, true},
+		{"send timed out", stateSent, take(stateExpired), stateExpired, true},
+		{"cancel sent", stateSent, cancel, stateCancelled, true},
+		{"expire", stateSent, expire, stateExpired, true},
+		{"lose connection", stateSent, lose, stateFailed, true},
+		{"shut down", stateSent, all, stateFailed, true},
+		{"bind sent", stateSent, bind, stateSent, false},
+		{"abandon sent", stateSent, abandon, stateSent, false},
+		{"with sent", stateSent, with, stateSent, true},
+	} {
+		t.Run(s.name, func(t *testing.T) {
+			tb, c := newTable(), testConn()
+			e := request(sess, "1")
+			e.deadline = past
+			tb.add(e)
+			if e.state != stateRouted {
+				t.Fatalf("added as %v", e.state)
+			}
+			if s.from == stateSent && !tb.bind(e, c) {
+				t.Fatal("bind failed")
+			}
+			if got := s.do(tb, e, c); got != s.got {
+				t.Fatalf("reported %v, want %v", got, s.got)
+			}
+			if s.want == stateRouted || s.want == stateSent {
+				if e.state != s.want || tb.len() != 1 {
+					t.Fatalf("state %v, %d in flight; want %v, still in flight", e.state, tb.len(), s.want)
+				}
+				return
+			}
+			settled(t, tb, e, s.want)
+			// A settled entry is out of reach of every method.
+			for _, other := range []func(tb *table, e *entry, c *upConn) bool{bind, cancel, abandon, take(stateAnswered), expire, lose, all, with} {
+				if other(tb, e, c) || e.state != s.want {
+					t.Fatalf("a %v entry was reported again or changed to %v", s.want, e.state)
+				}
+			}
+		})
+	}
+}
+
+// TestSettleRaces races the ways out of the table many times (bounded): for a sent
+// request, its answer, its cancellation, its expiry and the loss of its connection;
+// for a routed one, its cancellation against forward's bind (followed by the answer)
+// or abandon. Exactly one party must win, the entry must end in the winner's state and
+// leave the table exactly once.
+func TestSettleRaces(t *testing.T) {
+	const rounds = 300
+	type racer struct {
+		state entryState // the state a win leaves
+		run   func(tb *table, sess *router.Session, e *entry, c *upConn) bool
+	}
+	answer := racer{stateAnswered, func(tb *table, _ *router.Session, e *entry, _ *upConn) bool {
+		return tb.take(e.id, stateAnswered) == e
+	}}
+	cancel := racer{stateCancelled, func(tb *table, sess *router.Session, e *entry, _ *upConn) bool {
+		return tb.takeClient(sess, e.x.Msg.ID) == e
+	}}
+	expire := racer{stateExpired, func(tb *table, _ *router.Session, e *entry, _ *upConn) bool {
+		return len(tb.expired(2, nil)) == 1
+	}}
+	lose := racer{stateFailed, func(tb *table, _ *router.Session, e *entry, c *upConn) bool {
+		return len(tb.takeConn(c, nil)) == 1
+	}}
+	// forward's part on a routed entry: a cancellation that wins against bind leaves
+	// it to forward, which then finishes it as cancelled (a win for the cancellation).
+	bindAnswer := racer{stateAnswered, func(tb *table, _ *router.Session, e *entry, c *upConn) bool {
+		return tb.bind(e, c) && tb.take(e.id, stateAnswered) == e
+	}}
+	abandon := racer{stateFailed, func(tb *table, _ *router.Session, e *entry, _ *upConn) bool {
+		return tb.abandon(e)
+	}}
+	for _, tc := range []struct {
+		name   string
+		sent   bool
+		racers []racer
+	}{
+		{"answer-cancel-expire-lose", true, []racer{answer, cancel, expire, lose}},
+		{"answer-cancel", true, []racer{answer, cancel}},
+		{"cancel-expire", true, []racer{cancel, expire}},
+		{"answer-expire", true, []racer{answer, expire}},
+		{"cancel-bind-answer", false, []racer{cancel, bindAnswer}},
+		{"cancel-abandon", false, []racer{cancel, abandon}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tb, c := newTable(), testConn()
+			sess := new(router.Session)
+			for r := 0; r < rounds; r++ {
+				e := request(sess, strconv.Itoa(r))
+				e.deadline = 1
+				tb.add(e)
+				if tc.sent {
+					tb.bind(e, c)
+				}
+				start := make(chan struct{})
+				wins := make([]bool, len(tc.racers))
+				var wg sync.WaitGroup
+				for i, rc := range tc.racers {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						<-start
+						wins[i] = rc.run(tb, sess, e, c)
+					}()
+				}
+				close(start)
+				wg.Wait()
+				winners := 0
+				var want entryState
+				for i, w := range wins {
+					if w {
+						winners++
+						want = tc.racers[i].state
+					}
+				}
+				if !tc.sent && winners == 0 && e.state == stateCancelled {
+					// The cancellation came first while routed: it returns nil and
+					// forward (bind or abandon) loses; forward finishes it.
+					winners, want = 1, stateCancelled
+				}
+				if winners != 1 {
+					t.Fatalf("round %d: %d winners (%v), state %v", r, winners, wins, e.state)
+				}
+				settled(t, tb, e, want)
+				if tb.len() != 0 {
+					t.Fatalf("round %d: %d entries left", r, tb.len())
+				}
+			}
+		})
 	}
 }

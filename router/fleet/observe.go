@@ -22,12 +22,12 @@ func (f *Fleet) observe(e *entry, o router.Outcome) {
 		return
 	}
 	var backendNs int64
-	if sent := e.sent.Load(); sent != 0 {
+	if e.sent != 0 {
 		end := e.recv
 		if end == 0 {
 			end = router.Now()
 		}
-		backendNs = max(end-sent, 0)
+		backendNs = max(end-e.sent, 0)
 	}
 	f.obs.RequestDone(e.x, e.backend.index, o, e.start, backendNs)
 }

@@ -1,0 +1,256 @@
+package fleet
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/router"
+	"github.com/mcprouter/mcprouter/transport"
+	"github.com/mcprouter/mcprouter/transport/upstream"
+)
+
+// scriptedConn is an in-memory upstream.Conn that answers the router's own requests
+// (initialize, tools/list, ping) at once and hands every other message to the test,
+// which answers through sink when it wants to.
+type scriptedConn struct {
+	sink upstream.Sink
+	got  chan []byte // client traffic the router forwarded (copies)
+	once sync.Once
+	done chan struct{}
+}
+
+func (c *scriptedConn) Send(ctx context.Context, msg []byte) error {
+	var m codec.Message
+	if err := codec.Scan(msg, &m); err != nil {
+		return err
+	}
+	var res string
+	switch string(m.Method) {
+	case "initialize":
+		res = `{"protocolVersion":"2025-06-18","capabilities":{"tools":{}}}`
+	case "tools/list":
+		res = `{"tools":[{"name":"echo","inputSchema":{"type":"object"}}]}`
+	case "ping", "logging/setLevel":
+		res = `{}`
+	case "notifications/initialized":
+		return nil
+	default:
+		select {
+		case c.got <- append([]byte(nil), msg...):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		return nil
+	}
+	c.sink.Message(codec.AppendResult(nil, m.ID, []byte(res)))
+	return nil
+}
+
+func (c *scriptedConn) SetProtocolVersion(string) {}
+func (c *scriptedConn) Done() <-chan struct{}     { return c.done }
+func (c *scriptedConn) Err() error                { return nil }
+func (c *scriptedConn) Close() error              { c.once.Do(func() { close(c.done) }); return nil }
+
+// fleetClient is a started fleet with one backend ("a", prefix "a") on a scriptedConn,
+// and one client session talking to it over an in-memory stdio transport: the client
+// writes lines and reads the lines the router writes back.
+type fleetClient struct {
+	t    *testing.T
+	f    *Fleet
+	up   *scriptedConn
+	in   io.Writer
+	out  *bufio.Scanner
+	sess *router.Session
+}
+
+// fleetHandler hands a client's messages to the fleet as the router does: Prepare in
+// order, Run on a goroutine of its own.
+type fleetHandler struct {
+	f    *Fleet
+	sess *router.Session
+}
+
+func (h fleetHandler) HandleMessage(x *transport.Exchange) {
+	if h.f.Prepare(h.sess, x) {
+		go h.f.Run(h.sess, x)
+	}
+}
+
+func (h fleetHandler) SessionClosed(*transport.Session) {}
+
+func newFleetClient(t *testing.T, timeout time.Duration) *fleetClient {
+	up := &scriptedConn{got: make(chan []byte, 16), done: make(chan struct{})}
+	f := New(Config{HealthInterval: time.Hour, Backends: []BackendConfig{{
+		Name: "a", Prefix: "a", Timeout: timeout,
+		Dialers: []Dialer{{Addr: "scripted", Dial: func(ctx context.Context, sink upstream.Sink) (upstream.Conn, error) {
+			up.sink = sink
+			return up, nil
+		}}},
+	}}})
+	// Start returns once the backend's first catalog landed (or after the wait).
+	f.Start(time.Minute)
+	if _, ok := f.cat.Load().tools["a"+Separator+"echo"]; !ok {
+		t.Fatal("Start returned before the backend's catalog landed")
+	}
+	sess := new(router.Session)
+	f.SessionOpened(sess)
+	h := fleetHandler{f: f, sess: sess}
+	reg := transport.NewRegistry(transport.RegistryConfig{InitTimeout: -1, IdleTimeout: -1}, h)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		transport.ServeStdio(ctx, transport.StdioConfig{Grace: time.Second}, reg, h, inR, outW)
+		outW.Close()
+	}()
+	t.Cleanup(func() {
+		cancel()
+		inW.Close()
+		go io.Copy(io.Discard, outR)
+		<-served
+		f.SessionClosed(sess)
+		f.Close()
+	})
+	return &fleetClient{t: t, f: f, up: up, in: inW, out: bufio.NewScanner(outR), sess: sess}
+}
+
+func (fc *fleetClient) send(line string) {
+	fc.t.Helper()
+	if _, err := io.WriteString(fc.in, line+"\n"); err != nil {
+		fc.t.Fatal(err)
+	}
+}
+
+// read returns the next line the router wrote to the client, scanned.
+func (fc *fleetClient) read() codec.Message {
+	fc.t.Helper()
+	if !fc.out.Scan() {
+		fc.t.Fatalf("client output ended: %v", fc.out.Err())
+	}
+	raw := append([]byte(nil), fc.out.Bytes()...)
+	var m codec.Message
+	if err := codec.Scan(raw, &m); err != nil {
+		fc.t.Fatalf("router wrote %s: %v", raw, err)
+	}
+	return m
+}
+
+// upstream returns the next client message the backend received, scanned.
+func (fc *fleetClient) upstream() codec.Message {
+	fc.t.Helper()
+	var m codec.Message
+	if err := codec.Scan(<-fc.up.got, &m); err != nil {
+		fc.t.Fatal(err)
+	}
+	return m
+}
+
+// answer sends the backend's result for wire id to the router.
+func (fc *fleetClient) answer(id []byte, result string) {
+	fc.up.sink.Message(codec.AppendResult(nil, id, []byte(result)))
+}
+
+// TestForwardRoundTrip follows one tools/call through the fleet: the backend sees the
+// router's id, the name without its prefix and the progress token replaced by the id;
+// its progress goes back with the client's token, and its answer with the client's id.
+func TestForwardRoundTrip(t *testing.T) {
+	fc := newFleetClient(t, time.Minute)
+	fc.send(`{"jsonrpc":"2.0","id":"c1","method":"tools/call","params":{"name":"a__echo","_meta":{"progressToken":"p1"}}}`)
+	m := fc.upstream()
+	if string(m.Method) != "tools/call" || string(m.Name) != "echo" {
+		t.Fatalf("backend got %s %s, want tools/call echo", m.Method, m.Name)
+	}
+	wire, ok := parseID(m.ID)
+	if !ok || string(m.ProgressToken) != string(m.ID) {
+		t.Fatalf("backend got id %s and progress token %s, want one numeric id for both", m.ID, m.ProgressToken)
+	}
+	fc.up.sink.Message([]byte(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":` + strconv.FormatUint(wire, 10) + `,"progress":1}}`))
+	if p := fc.read(); string(p.Method) != "notifications/progress" || string(p.ProgressToken) != `"p1"` {
+		t.Fatalf("client got %s with token %s, want progress with \"p1\"", p.Method, p.ProgressToken)
+	}
+	fc.answer(m.ID, `{"content":[]}`)
+	if r := fc.read(); r.Kind != codec.KindResult || string(r.ID) != `"c1"` {
+		t.Fatalf("client got kind %v id %s, want the result of \"c1\"", r.Kind, r.ID)
+	}
+	if n := fc.f.InFlight(); n != 0 {
+		t.Fatalf("%d requests still in flight", n)
+	}
+	if got := fc.f.Stats.Forwarded.Load(); got != 1 {
+		t.Fatalf("Forwarded = %d, want 1", got)
+	}
+}
+
+// TestForwardCancel cancels a request the backend holds: the backend hears of it under
+// its own id, the client gets no response, and a late answer goes nowhere.
+func TestForwardCancel(t *testing.T) {
+	fc := newFleetClient(t, time.Minute)
+	fc.send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"a__echo"}}`)
+	m := fc.upstream()
+	fc.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}`)
+	note := fc.upstream()
+	if string(note.Method) != "notifications/cancelled" || string(note.RequestID) != string(m.ID) {
+		t.Fatalf("backend got %s for %s, want notifications/cancelled for %s", note.Method, note.RequestID, m.ID)
+	}
+	if n := fc.f.InFlight(); n != 0 {
+		t.Fatalf("%d requests still in flight", n)
+	}
+	fc.answer(m.ID, `{}`) // too late: dropped
+	// The next line the client reads answers its next request.
+	fc.send(`{"jsonrpc":"2.0","id":8,"method":"tools/list"}`)
+	if r := fc.read(); string(r.ID) != "8" {
+		t.Fatalf("client got a message for id %s, want only the answer to 8", r.ID)
+	}
+	if got := fc.f.Stats.Cancelled.Load(); got != 1 {
+		t.Fatalf("Cancelled = %d, want 1", got)
+	}
+}
+
+// TestForwardTimeout leaves a request unanswered by a backend whose Send returns at
+// once (as on stdio): the sweeper settles it as expired and the client gets the
+// timeout error.
+func TestForwardTimeout(t *testing.T) {
+	fc := newFleetClient(t, 200*time.Millisecond)
+	fc.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"a__echo"}}`)
+	m := fc.upstream()
+	r := fc.read()
+	if r.Kind != codec.KindError || string(r.ID) != "3" {
+		t.Fatalf("client got kind %v for id %s, want an error for 3", r.Kind, r.ID)
+	}
+	if err := rpcErrorOf(r.Error).(*router.Error); err.Code != codec.CodeBackendTimeout {
+		t.Fatalf("code %d (%s), want %d", err.Code, err.Message, codec.CodeBackendTimeout)
+	}
+	fc.answer(m.ID, `{}`) // too late: dropped
+	if got := fc.f.Stats.TimedOut.Load(); got != 1 {
+		t.Fatalf("TimedOut = %d, want 1", got)
+	}
+}
+
+// TestAppendWire checks the bytes a backend sees for routed requests: id, prefix and
+// progress token rewritten, the rest untouched, and an escaped name written anew.
+func TestAppendWire(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"a__echo"}}`,
+			`{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"echo"}}`},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a__echo","_meta":{"progressToken":"t"}}}`,
+			`{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"echo","_meta":{"progressToken":42}}}`},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a__\u0065cho"}}`,
+			`{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"echo"}}`},
+	} {
+		x := &transport.Exchange{Raw: []byte(tc.in)}
+		if err := codec.Scan(x.Raw, &x.Msg); err != nil {
+			t.Fatal(err)
+		}
+		e := &entry{kind: clientRequest, id: 42, x: x, strip: len("a__"), progress: x.Msg.ProgressToken != nil}
+		if got := string(appendWire(nil, e)); got != tc.want {
+			t.Errorf("%s:\n got %s\nwant %s", tc.in, got, tc.want)
+		}
+	}
+}
