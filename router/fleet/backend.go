@@ -25,8 +25,21 @@ type backend struct {
 	mu   sync.Mutex
 	caps []byte
 
-	// lists is the backend's last fetched catalog.
-	lists atomic.Pointer[[numKinds][]item]
+	// lists is the backend's last fetched catalog; listed is closed when the first one
+	// lands (Start waits on it).
+	lists    atomic.Pointer[[numKinds][]item]
+	listed   chan struct{}
+	listOnce sync.Once
+}
+
+// setLists swaps in the backend's newly fetched lists and returns the previous ones
+// (nil the first time, when listed is closed).
+func (b *backend) setLists(lists *[numKinds][]item) *[numKinds][]item {
+	old := b.lists.Swap(lists)
+	if old == nil {
+		b.listOnce.Do(func() { close(b.listed) })
+	}
+	return old
 }
 
 // instance is one replica or child process of a backend.

@@ -120,7 +120,7 @@ func New(cfg Config) *Fleet {
 		f.subs = newLocalSubs(f)
 	}
 	for i, bc := range cfg.Backends {
-		b := &backend{f: f, cfg: bc, index: i, sem: make(chan struct{}, bc.MaxConcurrency)}
+		b := &backend{f: f, cfg: bc, index: i, sem: make(chan struct{}, bc.MaxConcurrency), listed: make(chan struct{})}
 		for n, d := range bc.Dialers {
 			b.instances = append(b.instances, &instance{b: b, n: n, dialer: d})
 		}
@@ -144,18 +144,14 @@ func (f *Fleet) Start(wait time.Duration) {
 	f.wg.Add(1)
 	go func() { defer f.wg.Done(); f.sweep() }()
 	f.listenChanges()
-	deadline := time.Now().Add(wait)
-	for time.Now().Before(deadline) {
-		ready := true
-		for _, b := range f.backends {
-			if b.lists.Load() == nil {
-				ready = false
-			}
-		}
-		if ready {
+	timeout := time.NewTimer(wait)
+	defer timeout.Stop()
+	for _, b := range f.backends {
+		select {
+		case <-b.listed:
+		case <-timeout.C:
 			return
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -308,7 +304,7 @@ func (f *Fleet) refresh(b *backend, c *upConn) {
 		}
 	}
 	f.Stats.Refreshes.Add(1)
-	old := b.lists.Swap(&lists)
+	old := b.setLists(&lists)
 	f.buildM.Lock()
 	f.cat.Store(f.build(f.gen.Add(1)))
 	f.buildM.Unlock()
