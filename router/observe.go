@@ -216,12 +216,17 @@ type tap struct {
 	backends []string // names for log lines, when the fleet tells them
 }
 
+// backendNamer is a Fleet that can name its backends for log lines.
+type backendNamer interface {
+	BackendNames() []string
+}
+
 func newTap(log *slog.Logger, next Observer, f Fleet) *tap {
 	if next == nil && !log.Enabled(context.Background(), slog.LevelDebug) {
 		return nil
 	}
 	t := &tap{log: log, next: next}
-	if n, ok := f.(interface{ BackendNames() []string }); ok {
+	if n, ok := f.(backendNamer); ok {
 		t.backends = n.BackendNames()
 	}
 	return t
@@ -259,7 +264,7 @@ func (r *Router) logReceived(x *transport.Exchange) {
 	if x.Msg.Kind != codec.KindRequest {
 		what = "message received"
 	}
-	r.log.Debug(what, requestAttrs(x, slog.String("transport", x.Transport.String()))...)
+	r.log.Debug(what, requestAttrs(x, slog.String("transport", x.Carrier.String()))...)
 }
 
 // requestAttrs are the attributes every log line about one request carries: method,

@@ -125,10 +125,6 @@ type Session struct {
 
 	initialized atomic.Bool
 	logLevel    atomic.Int32
-
-	// ext is the fleet's per-session state (upstream sessions, subscriptions).
-	extMu sync.Mutex
-	ext   any
 }
 
 // Version is the negotiated revision.
@@ -175,16 +171,6 @@ func (s *Session) Persist() {
 			s.r.save(s)
 		}()
 	}
-}
-
-// Ext returns the fleet's state for this session, creating it with mk on first use.
-func (s *Session) Ext(mk func() any) any {
-	s.extMu.Lock()
-	defer s.extMu.Unlock()
-	if s.ext == nil && mk != nil {
-		s.ext = mk()
-	}
-	return s.ext
 }
 
 func sessionOf(ts *transport.Session) *Session {

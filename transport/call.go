@@ -53,7 +53,7 @@ func (c *call) init(out output, batch bool) {
 // the exchange to the handler.
 func (c *call) add(x *Exchange) {
 	c.mu.Lock()
-	x.call, x.index = c, c.pending
+	x.call = c
 	c.pending++
 	c.refs++
 	c.mu.Unlock()
@@ -68,7 +68,9 @@ func (c *call) seal() {
 	c.mu.Unlock()
 }
 
-func (c *call) reply(_ int, msg []byte) {
+// reply collects one exchange's reply (nil for none) and finishes the call when it was
+// the last.
+func (c *call) reply(msg []byte) {
 	c.mu.Lock()
 	c.pending--
 	if msg != nil {

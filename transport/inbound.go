@@ -39,7 +39,7 @@ type inbound struct {
 type arrival struct {
 	sess    *Session
 	version string
-	carrier Kind
+	carrier Carrier
 	batch   bool
 }
 
@@ -73,6 +73,8 @@ func (in *inbound) scan() (requests, invalid int) {
 	n := len(in.elems)
 	if cap(in.msgs) < n {
 		in.msgs = make([]codec.Message, n)
+	}
+	if cap(in.errs) < n {
 		in.errs = make([]error, n)
 	}
 	in.msgs, in.errs = in.msgs[:n], in.errs[:n]
@@ -143,7 +145,7 @@ func handOver(h Handler, x *Exchange, e []byte, m *codec.Message, err error, to 
 	x.Raw = x.own
 	x.Msg = *m
 	rebase(&x.Msg, e, x.Raw)
-	x.Session, x.Version, x.Transport, x.Batch = to.sess, to.version, to.carrier, to.batch
+	x.Session, x.Version, x.Carrier, x.Batch = to.sess, to.version, to.carrier, to.batch
 	h.HandleMessage(x)
 }
 

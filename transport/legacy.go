@@ -48,7 +48,7 @@ func (s *HTTPServer) ServeLegacyStream(ctx *fasthttp.RequestCtx) {
 	cfg.Account = acct
 	out := &legacyOut{stream: sse.NewStream(0, cfg)}
 	acct.SetReclaim(func(need int64) bool { return out.stream.Trim(int(need)) > 0 })
-	sess, err := s.reg.open(sessionSpec{kind: KindLegacySSE, version: LegacyVersion, out: out, acct: acct, client: client})
+	sess, err := s.reg.open(sessionSpec{carrier: CarrierLegacySSE, version: LegacyVersion, out: out, acct: acct, client: client})
 	if err != nil {
 		acct.Close()
 		s.rpcError(ctx, fasthttp.StatusServiceUnavailable, codec.CodeInvalidRequest, sessionRefusal(err), nil)
@@ -115,7 +115,7 @@ func (s *HTTPServer) ServeLegacyMessage(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	sess, ok := s.reg.Get(id)
-	if !ok || sess.Closed() || sess.kind != KindLegacySSE {
+	if !ok || sess.Closed() || sess.carrier != CarrierLegacySSE {
 		s.rpcError(ctx, fasthttp.StatusNotFound, codec.CodeInvalidRequest, "session not found", nil)
 		return
 	}
@@ -127,7 +127,7 @@ func (s *HTTPServer) ServeLegacyMessage(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	u.sess = sess
-	u.dispatch(u, s.handler, arrival{sess: sess, version: sess.Version(), carrier: KindLegacySSE, batch: batch})
+	u.dispatch(u, s.handler, arrival{sess: sess, version: sess.Version(), carrier: CarrierLegacySSE, batch: batch})
 	ctx.SetStatusCode(fasthttp.StatusAccepted)
 }
 

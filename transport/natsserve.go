@@ -32,9 +32,6 @@ const (
 	HeaderNATSDirect       = "Mcp-Direct"
 )
 
-// KindNATS is a session carried over NATS request/reply.
-const KindNATS Kind = KindStdio + 1
-
 // NATSServeConfig configures ServeNATS.
 type NATSServeConfig struct {
 	// Service is the micro service name; the queue subject is mcp.<Service>.
@@ -100,7 +97,7 @@ func (s *NATSServer) handle(req micro.Request, cfg NATSServeConfig, reg *Registr
 	sess, ok := reg.Get([]byte(sid))
 	if !ok {
 		var err error
-		sess, err = reg.createWithID(sid, KindNATS, "", nil, &natsOut{nc: s.nc, subject: reply, direct: s.direct})
+		sess, err = reg.createWithID(sid, CarrierNATS, "", nil, &natsOut{nc: s.nc, subject: reply, direct: s.direct})
 		if err != nil {
 			req.Respond(codec.AppendError(nil, nil, codec.CodeInvalidRequest, "cannot open session: "+err.Error(), nil))
 			return
@@ -116,7 +113,7 @@ func (s *NATSServer) handle(req micro.Request, cfg NATSServeConfig, reg *Registr
 	}
 	u.in.scan()
 	u.sess = sess
-	u.dispatch(u, h, arrival{sess: sess, version: sess.Version(), carrier: KindNATS, batch: batch})
+	u.dispatch(u, h, arrival{sess: sess, version: sess.Version(), carrier: CarrierNATS, batch: batch})
 }
 
 // natsUnit is one NATS request: its replies go back as the request's reply.
@@ -139,7 +136,6 @@ type natsOut struct {
 	nc      *nats.Conn
 	subject string
 	direct  string
-	closed  bool
 }
 
 func (o *natsOut) send(msg []byte) error {
@@ -152,6 +148,6 @@ func (o *natsOut) send(msg []byte) error {
 func (o *natsOut) close(int) {}
 
 // createWithID registers a session whose id the client chose (NATS sessions).
-func (r *Registry) createWithID(id string, kind Kind, version string, state SessionState, out sessionOutput) (*Session, error) {
-	return r.open(sessionSpec{id: id, kind: kind, version: version, state: state, out: out})
+func (r *Registry) createWithID(id string, carrier Carrier, version string, state SessionState, out sessionOutput) (*Session, error) {
+	return r.open(sessionSpec{id: id, carrier: carrier, version: version, state: state, out: out})
 }

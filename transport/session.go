@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"net/netip"
@@ -15,11 +14,11 @@ import (
 // Session is the transport side of one client session: its id, its revision, its streams,
 // its last activity. The handler's MCP state rides along in State.
 type Session struct {
-	id   string
-	kind Kind
-	info atomic.Pointer[sessionInfo]
-	reg  *Registry
-	out  sessionOutput
+	id      string
+	carrier Carrier
+	info    atomic.Pointer[sessionInfo]
+	reg     *Registry
+	out     sessionOutput
 
 	client   netip.Addr      // the client's address key (see clientKey); zero: none
 	acct     *budget.Account // the session's share of the memory budget; nil: no budget
@@ -47,11 +46,24 @@ type sessionOutput interface {
 	close(retryMs int)
 }
 
+// noticeOutput is a sessionOutput that delivers notices apart from its other messages,
+// outside the session's event log (Streamable HTTP); others send them like any message.
+type noticeOutput interface {
+	notice(msg []byte) error
+}
+
+// streamHolder is a sessionOutput that can tell whether its client holds a stream open
+// (legacy SSE, Streamable HTTP's GET stream; stdio always does). A session whose output
+// cannot tell (NATS) counts as holding none.
+type streamHolder interface {
+	attached() bool
+}
+
 // ID is the session id (the Mcp-Session-Id header value on Streamable HTTP).
 func (s *Session) ID() string { return s.id }
 
-// Transport is the client transport the session lives on.
-func (s *Session) Transport() Kind { return s.kind }
+// Carrier is the client transport the session lives on.
+func (s *Session) Carrier() Carrier { return s.carrier }
 
 // Version is the protocol revision negotiated at initialize.
 func (s *Session) Version() string { return s.info.Load().version }
@@ -99,7 +111,7 @@ func (s *Session) SendNotice(msg []byte) error {
 	if s.closed.Load() {
 		return ErrSessionClosed
 	}
-	if n, ok := s.out.(interface{ notice([]byte) error }); ok {
+	if n, ok := s.out.(noticeOutput); ok {
 		return n.notice(msg)
 	}
 	return s.out.send(msg)
@@ -260,7 +272,7 @@ func (r *Registry) newAccount() *budget.Account { return r.cfg.Budget.Account() 
 // sessionSpec is what opening a session needs.
 type sessionSpec struct {
 	id      string // "" for a fresh random id
-	kind    Kind
+	carrier Carrier
 	version string
 	state   SessionState
 	out     sessionOutput
@@ -269,8 +281,8 @@ type sessionSpec struct {
 	ready   bool       // the handshake is known done (a session carried on from elsewhere)
 }
 
-func (r *Registry) create(kind Kind, version string, state SessionState, out sessionOutput) (*Session, error) {
-	return r.open(sessionSpec{kind: kind, version: version, state: state, out: out})
+func (r *Registry) create(carrier Carrier, version string, state SessionState, out sessionOutput) (*Session, error) {
+	return r.open(sessionSpec{carrier: carrier, version: version, state: state, out: out})
 }
 
 // maxEvictions bounds the tries of open to make room: each evicts one session, and
@@ -281,7 +293,7 @@ const maxEvictions = 4
 // at its quota or the table is full (see RegistryConfig). With a spec id already taken,
 // it returns the session holding it.
 func (r *Registry) open(sp sessionSpec) (*Session, error) {
-	s := &Session{id: sp.id, kind: sp.kind, reg: r, out: sp.out, acct: sp.acct, client: sp.client, done: make(chan struct{})}
+	s := &Session{id: sp.id, carrier: sp.carrier, reg: r, out: sp.out, acct: sp.acct, client: sp.client, done: make(chan struct{})}
 	s.info.Store(&sessionInfo{version: sp.version, state: sp.state})
 	s.ready.Store(sp.ready)
 	s.touch()
@@ -455,7 +467,7 @@ func (s *Session) busy() bool {
 	if s.inflight.Load() > 0 {
 		return true
 	}
-	if b, ok := s.out.(interface{ attached() bool }); ok {
+	if b, ok := s.out.(streamHolder); ok {
 		return b.attached()
 	}
 	return false
@@ -469,14 +481,4 @@ func newSessionID() string {
 		panic("transport: crypto/rand failed: " + err.Error())
 	}
 	return hex.EncodeToString(b[:])
-}
-
-// waitCtx waits for ch or ctx, whichever comes first.
-func waitCtx(ctx context.Context, ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

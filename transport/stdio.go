@@ -56,7 +56,7 @@ var ErrStdioOverflow = errors.New("transport: stdio client is not reading; outpu
 func ServeStdio(ctx context.Context, cfg StdioConfig, reg *Registry, h Handler, r io.Reader, w io.Writer) error {
 	cfg.defaults()
 	out := &stdioOut{w: w, max: cfg.MaxQueue, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
-	sess, err := reg.create(KindStdio, "", nil, out)
+	sess, err := reg.create(CarrierStdio, "", nil, out)
 	if err != nil {
 		return err
 	}
@@ -157,7 +157,7 @@ func readStdio(cfg StdioConfig, sess *Session, out *stdioOut, h Handler, r io.Re
 			out.pending.add()
 			one.in.elems = append(one.in.elems[:0], f.Data)
 			one.in.scan()
-			one.dispatch(one, h, arrival{sess: sess, version: sess.Version(), carrier: KindStdio})
+			one.dispatch(one, h, arrival{sess: sess, version: sess.Version(), carrier: CarrierStdio})
 		}
 	}
 }

@@ -259,7 +259,7 @@ func (s *HTTPServer) sessionFor(ctx *fasthttp.RequestCtx) (*Session, bool) {
 	if !ok && s.cfg.Resolver != nil {
 		sess, ok = s.adopt(string(id), standaloneSeq(ctx.Request.Header.Peek(HeaderLastEventID)))
 	}
-	if !ok || sess.Closed() || sess.kind != KindStreamable {
+	if !ok || sess.Closed() || sess.carrier != CarrierStreamable {
 		s.rpcError(ctx, fasthttp.StatusNotFound, codec.CodeInvalidRequest, "session not found: it ended or never existed; initialize a new one", nil)
 		return nil, false
 	}
@@ -374,7 +374,7 @@ func (s *HTTPServer) serveUnit(ctx *fasthttp.RequestCtx, p *httpPost, batch, nee
 	}
 	c := &p.call
 	c.init(p, batch)
-	p.in.handOff(c, s.handler, arrival{sess: p.sess, version: p.version, carrier: KindStreamable, batch: batch}, &p.tmp)
+	p.in.handOff(c, s.handler, arrival{sess: p.sess, version: p.version, carrier: CarrierStreamable, batch: batch}, &p.tmp)
 	if !needsReply {
 		c.unref()
 		ctx.SetStatusCode(fasthttp.StatusAccepted)
@@ -762,7 +762,7 @@ func (s *HTTPServer) adopt(id string, lastSeq uint64) (*Session, bool) {
 		out.standalone.Publish("", e)
 	}
 	out.sid = id
-	sess, err := s.reg.open(sessionSpec{id: id, kind: KindStreamable, version: version, state: state,
+	sess, err := s.reg.open(sessionSpec{id: id, carrier: CarrierStreamable, version: version, state: state,
 		out: out, acct: acct, ready: true})
 	if err != nil || sess.out != out {
 		acct.Close()
@@ -958,7 +958,7 @@ func (p *httpPost) bind(c *call, version string, state SessionState) (*Session, 
 	reg := p.srv.reg
 	acct := reg.newAccount()
 	out := newStreamableOut(&p.srv.cfg, acct)
-	s, err := reg.open(sessionSpec{kind: KindStreamable, version: version, state: state, out: out, acct: acct, client: p.client})
+	s, err := reg.open(sessionSpec{carrier: CarrierStreamable, version: version, state: state, out: out, acct: acct, client: p.client})
 	if err != nil {
 		return nil, err
 	}

@@ -69,8 +69,8 @@ type Exchange struct {
 	// MCP-Protocol-Version header when present (already checked as supported), the
 	// session's negotiated revision otherwise, or "" when neither is known.
 	Version string
-	// Transport says which client transport carried the message.
-	Transport Kind
+	// Carrier says which client transport carried the message.
+	Carrier Carrier
 	// Batch is true when the message came as an element of a JSON-RPC batch.
 	Batch bool
 
@@ -78,16 +78,15 @@ type Exchange struct {
 	// transport clears it when the exchange is recycled.
 	Tag any
 
-	call  *call
-	index int    // position in call.replies
-	own   []byte // pooled copy of the bytes when the transport could not lend them
+	call *call
+	own  []byte // the exchange's own copy of the message's bytes (or of its error's data), pooled
 }
 
 // Reply sends the response to a request and ends the exchange. msg is copied.
-func (x *Exchange) Reply(msg []byte) { x.call.reply(x.index, msg); x.release() }
+func (x *Exchange) Reply(msg []byte) { x.call.reply(msg); x.release() }
 
 // Done ends an exchange that needs no response (notification or response from the client).
-func (x *Exchange) Done() { x.call.reply(x.index, nil); x.release() }
+func (x *Exchange) Done() { x.call.reply(nil); x.release() }
 
 // Send delivers a message that belongs to this request and precedes its response
 // (progress, logging, a server-to-client request). On Streamable HTTP it turns the reply
@@ -126,24 +125,25 @@ var exchangePool = sync.Pool{New: func() any { return new(Exchange) }}
 
 func newExchange() *Exchange { return exchangePool.Get().(*Exchange) }
 
-// Kind names a client transport.
-type Kind uint8
+// Carrier names the client transport that carries a session's messages.
+type Carrier uint8
 
 const (
-	KindStreamable Kind = iota + 1 // Streamable HTTP (2025-03-26 and later)
-	KindLegacySSE                  // HTTP+SSE (2024-11-05)
-	KindStdio                      // newline-delimited JSON on stdin/stdout
+	CarrierStreamable Carrier = iota + 1 // Streamable HTTP (2025-03-26 and later)
+	CarrierLegacySSE                     // HTTP+SSE (2024-11-05)
+	CarrierStdio                         // newline-delimited JSON on stdin/stdout
+	CarrierNATS                          // NATS request/reply (see ServeNATS)
 )
 
-func (k Kind) String() string {
+func (k Carrier) String() string {
 	switch k {
-	case KindStreamable:
+	case CarrierStreamable:
 		return "streamable"
-	case KindLegacySSE:
+	case CarrierLegacySSE:
 		return "sse"
-	case KindStdio:
+	case CarrierStdio:
 		return "stdio"
-	case KindNATS:
+	case CarrierNATS:
 		return "nats"
 	}
 	return "unknown"

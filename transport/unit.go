@@ -60,7 +60,7 @@ func (u *unit) handOne(h Handler, e []byte, err error) {
 	if err == nil {
 		err = scanElement(e, m)
 	}
-	handOver(h, x, e, m, err, arrival{sess: u.sess, version: u.sess.Version(), carrier: KindStdio, batch: true}, &u.tmp)
+	handOver(h, x, e, m, err, arrival{sess: u.sess, version: u.sess.Version(), carrier: CarrierStdio, batch: true}, &u.tmp)
 }
 
 func (u *unit) finish(c *call) {

@@ -398,7 +398,7 @@ func countSessions(reg *transport.Registry) map[sessionKey]int {
 		if v == "" {
 			v = "none"
 		}
-		out[sessionKey{s.Transport().String(), v}]++
+		out[sessionKey{s.Carrier().String(), v}]++
 	})
 	return out
 }
