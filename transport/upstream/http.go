@@ -122,7 +122,7 @@ var errSessionGone = fmt.Errorf("%w: HTTP 404 on the session", ErrSessionExpired
 // Send implements Conn.
 func (c *HTTPConn) Send(ctx context.Context, msg []byte) error {
 	if c.ctx.Err() != nil {
-		return c.deadErr()
+		return deadErr(c.Err())
 	}
 	var m codec.Message
 	mp := &m
@@ -154,7 +154,7 @@ func (c *HTTPConn) Send(ctx context.Context, msg []byte) error {
 		case attempt == 0 && mp != nil && isStaleConn(err) && c.opts.retrySafe(&m):
 			continue
 		case c.ctx.Err() != nil:
-			return c.deadErr()
+			return deadErr(c.Err())
 		}
 		return err
 	}
@@ -290,7 +290,7 @@ func (c *HTTPConn) do(ctx context.Context, req *fasthttp.Request, resp *fasthttp
 func (c *HTTPConn) exchangeErr(ctx context.Context, err error) error {
 	switch {
 	case c.ctx.Err() != nil:
-		return c.deadErr()
+		return deadErr(c.Err())
 	case ctx.Err() != nil:
 		return ctx.Err()
 	case errors.Is(err, fasthttp.ErrTimeout):
@@ -394,7 +394,7 @@ func (c *HTTPConn) readReply(ctx context.Context, body io.Reader, m *codec.Messa
 	case ctx.Err() != nil:
 		return ctx.Err()
 	case c.ctx.Err() != nil:
-		return c.deadErr()
+		return deadErr(c.Err())
 	}
 	return c.resume(ctx, sess, &st, err)
 }
@@ -489,7 +489,7 @@ func (c *HTTPConn) resume(ctx context.Context, sess *session, st *streamState, c
 		case ctx.Err() != nil:
 			return ctx.Err()
 		case c.ctx.Err() != nil:
-			return c.deadErr()
+			return deadErr(c.Err())
 		case status == fasthttp.StatusNotFound, status == fasthttp.StatusMethodNotAllowed,
 			status == fasthttp.StatusBadRequest:
 			return fmt.Errorf("%w: %s: resuming: %w", ErrStreamLost, c.opts.Name, err)
@@ -540,14 +540,14 @@ func (c *HTTPConn) renew(waitCtx context.Context, stale *session) error {
 	case <-waitCtx.Done():
 		return waitCtx.Err()
 	case <-c.done:
-		return c.deadErr()
+		return deadErr(c.Err())
 	}
 	defer func() { <-c.renewing }()
 	if c.session.Load() != stale {
 		return nil // renewed meanwhile, or the router initialized again
 	}
 	if c.ctx.Err() != nil {
-		return c.deadErr()
+		return deadErr(c.Err())
 	}
 	if c.opts.NoRenew {
 		return c.expire(errSessionGone)
@@ -601,14 +601,6 @@ func (c *HTTPConn) expire(err error) error {
 		c.sink.Event(EventExpired, err)
 	}
 	return err
-}
-
-// deadErr is what operations on a dead Conn return.
-func (c *HTTPConn) deadErr() error {
-	if err := c.Err(); err != nil {
-		return err
-	}
-	return ErrClosed
 }
 
 // SetProtocolVersion implements Conn.

@@ -236,7 +236,7 @@ func (c *SSEConn) run(st *liveStream) {
 			err = st.err
 			st.release()
 			if c.ctx.Err() != nil {
-				c.setCurrent(nil, c.deadErr())
+				c.setCurrent(nil, deadErr(c.Err()))
 				return
 			}
 			lost := fmt.Errorf("%w: %s: event stream lost: %w", ErrBackendDown, c.opts.Name, err)
@@ -257,7 +257,7 @@ func (c *SSEConn) run(st *liveStream) {
 		renewing = true
 		for st = nil; st == nil; {
 			if c.ctx.Err() != nil {
-				c.setCurrent(nil, c.deadErr())
+				c.setCurrent(nil, deadErr(c.Err()))
 				return
 			}
 			if failures >= c.opts.ReconnectAttempts {
@@ -340,7 +340,7 @@ func (c *SSEConn) renew(ctx context.Context, st *liveStream) (fatal bool, err er
 // Send implements Conn. The reply, if any, arrives later on the event stream.
 func (c *SSEConn) Send(ctx context.Context, msg []byte) error {
 	if c.ctx.Err() != nil {
-		return c.deadErr()
+		return deadErr(c.Err())
 	}
 	var m codec.Message
 	mp := &m
@@ -362,7 +362,7 @@ func (c *SSEConn) Send(ctx context.Context, msg []byte) error {
 		case err == nil:
 			return nil
 		case c.ctx.Err() != nil:
-			return c.deadErr()
+			return deadErr(c.Err())
 		case errors.Is(err, errSessionGone) && attempt == 0:
 			// The backend forgot the session: drop the stream so that run renews it,
 			// wait for that, and send again (the backend did not process msg).
@@ -389,7 +389,7 @@ func (c *SSEConn) awaitChange(ctx context.Context, changed <-chan struct{}, old 
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-c.done:
-			return c.deadErr()
+			return deadErr(c.Err())
 		}
 		var st *liveStream
 		st, changed, _ = c.current()
@@ -425,7 +425,7 @@ func (c *SSEConn) postTo(ctx context.Context, ep *fasthttp.URI, msg []byte) erro
 	if err := c.hc.Do(req, resp); err != nil {
 		switch {
 		case c.ctx.Err() != nil:
-			return c.deadErr()
+			return deadErr(c.Err())
 		case ctx.Err() != nil:
 			return ctx.Err()
 		case errors.Is(err, fasthttp.ErrTimeout):
@@ -475,13 +475,6 @@ func (c *SSEConn) expire(err error) {
 		c.sink.Event(EventExpired, err)
 	}
 	c.setCurrent(nil, err)
-}
-
-func (c *SSEConn) deadErr() error {
-	if err := c.Err(); err != nil {
-		return err
-	}
-	return ErrClosed
 }
 
 // Close implements Conn: it drops the event stream, which ends the session on a legacy

@@ -291,3 +291,12 @@ func (l *lifecycle) Err() error {
 	defer l.mu.Unlock()
 	return l.err
 }
+
+// deadErr is what operations on a dead connection or instance return: err, the error
+// that ended it, or ErrClosed when it was closed without one.
+func deadErr(err error) error {
+	if err != nil {
+		return err
+	}
+	return ErrClosed
+}

@@ -222,7 +222,7 @@ type Instance struct {
 // down or being restarted.
 func (in *Instance) Send(ctx context.Context, msg []byte) error {
 	if in.ctx.Err() != nil {
-		return in.deadErr()
+		return deadErr(in.Err())
 	}
 	p := in.cur.Load()
 	if p == nil {
@@ -277,13 +277,6 @@ func (in *Instance) Close() error {
 	}
 }
 
-func (in *Instance) deadErr() error {
-	if err := in.Err(); err != nil {
-		return err
-	}
-	return ErrClosed
-}
-
 func (in *Instance) downError() error {
 	in.downMu.Lock()
 	defer in.downMu.Unlock()
@@ -310,7 +303,7 @@ func (in *Instance) supervise(p *process) {
 			select {
 			case <-p.exited:
 			case <-in.ctx.Done():
-				in.setDown(in.deadErr())
+				in.setDown(deadErr(in.Err()))
 				p.stop(in.opts.StopTimeout)
 				return
 			}
