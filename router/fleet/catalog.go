@@ -10,9 +10,54 @@ import (
 	"strings"
 
 	"github.com/bytedance/sonic"
-
 	"github.com/mcprouter/mcprouter/codec"
 )
+
+// The catalog: every backend's lists, merged into an immutable snapshot with the routes
+// (tool and prompt names, resource URIs and templates) and the pages of the merged lists.
+// refresh, run on a background goroutine per instance event or change notice, fetches a
+// backend's lists and swaps in a new snapshot under buildM; readers (routing, on the
+// dispatcher's workers) load the snapshot without a lock.
+
+// refresh re-reads a backend's lists and swaps in a new catalog; clients hear of it
+// when the exposed lists changed.
+func (f *Fleet) refresh(b *backend, c *upConn) {
+	ctx, cancel := context.WithTimeout(f.ctx, b.cfg.Timeout)
+	defer cancel()
+	lists, err := f.fetchLists(ctx, c)
+	if err != nil {
+		f.log.Warn("cannot read backend catalog", "backend", b.cfg.Name, "err", err)
+		if b.lists.Load() != nil {
+			return
+		}
+	}
+	f.Stats.Refreshes.Add(1)
+	old := b.lists.Swap(&lists)
+	f.buildM.Lock()
+	f.cat.Store(f.build(f.gen.Add(1)))
+	f.buildM.Unlock()
+	b.markListed()
+	if old == nil {
+		return
+	}
+	for k := kind(0); k < numKinds; k++ {
+		if !sameItems(old[k], lists[k]) {
+			f.broadcast(kindInfo[k].changed)
+		}
+	}
+}
+
+func sameItems(a, b []item) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].key != b[i].key || string(a[i].raw) != string(b[i].raw) {
+			return false
+		}
+	}
+	return true
+}
 
 // kind is one of the four lists a backend may offer.
 type kind int

@@ -1,7 +1,3 @@
-// Package fleet is the backend side of mcprouter: it connects to every configured MCP
-// server (Streamable HTTP, legacy SSE, stdio child processes), keeps their merged catalog
-// of tools, prompts, resources and templates, and forwards client requests to the backend
-// that owns them, rewriting ids, names and progress tokens in the bytes.
 package fleet
 
 import (

@@ -2,20 +2,21 @@ package fleet
 
 import (
 	"context"
-	"encoding/hex"
-	"errors"
 	"log/slog"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/router"
+	"github.com/mcprouter/mcprouter/transport"
 )
+
+// The facade: Fleet implements router.Fleet, builds the parts, starts the goroutines that
+// keep them running (one maintainer per instance, the sweeper, the bus listener) and stops
+// them. It owns no state of its own beyond the parts; the router calls it from its
+// dispatcher's workers (Prepare in a session's order, Run on any worker), backends'
+// events reach it on their connections' goroutines.
 
 // Error codes of errors the router makes about backends: names for the entries of the
 // one table in codec (codec/errors.go), kept here because the fleet's code reads better
@@ -38,7 +39,7 @@ type Fleet struct {
 	table    *table
 	srv      serverRequests
 	subs     subscriber
-	held     holders // where each upstream subscription lives (subs.go)
+	held     holders // where each upstream subscription lives (subscriptions.go)
 
 	cat    atomic.Pointer[catalog]
 	gen    atomic.Uint64
@@ -48,7 +49,7 @@ type Fleet struct {
 
 	sessMu   sync.Mutex
 	sessions map[*router.Session]*sessionState
-	// upSlots holds one token per per-client upstream session open (upslots.go).
+	// upSlots holds one token per per-client upstream session open (upsessions.go).
 	upSlots chan struct{}
 
 	ctx    context.Context
@@ -79,25 +80,6 @@ type Stats struct {
 	// ServerRequestsExpired counts backends' requests to clients that got no answer in
 	// time; ServerRequestsDropped those whose client session ended first.
 	ServerRequestsExpired, ServerRequestsDropped atomic.Uint64
-}
-
-// sessionState is the fleet's state of one client session.
-type sessionState struct {
-	sess  *router.Session
-	mu    sync.Mutex
-	conns map[*instance]*upConn // per-client upstream sessions
-	// opening is closed once the upstream session with an instance being opened by
-	// one of the session's requests is open, or failed.
-	opening map[*instance]chan struct{}
-	// closed is set and done closed when the session ended: a request waiting for an
-	// upstream session gives up, and one that finishes opening is closed at once
-	// instead of kept.
-	closed bool
-	done   chan struct{}
-}
-
-func newSessionState(s *router.Session) *sessionState {
-	return &sessionState{sess: s, done: make(chan struct{})}
 }
 
 // New builds a fleet; Start connects it.
@@ -217,58 +199,6 @@ func (f *Fleet) BackendHealth(fn func(name string, healthy, total int)) {
 // InFlight is the number of requests waiting for a backend.
 func (f *Fleet) InFlight() int { return f.table.len() }
 
-// sweep fails requests whose backend did not answer in time.
-func (f *Fleet) sweep() {
-	t := time.NewTicker(50 * time.Millisecond)
-	defer t.Stop()
-	var buf []*entry
-	for {
-		select {
-		case <-f.ctx.Done():
-			return
-		case now := <-t.C:
-			buf = f.table.expired(now.UnixNano(), buf[:0])
-			for _, e := range buf {
-				f.Stats.TimedOut.Add(1)
-				f.completeErrTaken(e, CodeBackendTimeout, timeoutMessage(e.backend))
-			}
-		}
-	}
-}
-
-// call sends one of the router's own requests on c and waits for its result (raw). A
-// JSON-RPC error from the backend comes back as a *router.Error.
-func (f *Fleet) call(ctx context.Context, c *upConn, method string, params []byte) ([]byte, error) {
-	e := &entry{kind: ownRequest, backend: c.b, conn: c, wait: make(chan []byte, 1)}
-	if dl, ok := ctx.Deadline(); ok {
-		e.deadline = dl.UnixNano()
-	}
-	f.table.add(e)
-	id := strconv.AppendUint(nil, e.id, 10)
-	msg := codec.AppendRequest(nil, id, method, params)
-	if err := c.conn.Send(ctx, msg); err != nil {
-		f.table.take(e.id, stateFailed)
-		return nil, err
-	}
-	select {
-	case resp := <-e.wait:
-		if resp == nil {
-			return nil, errors.New("connection lost")
-		}
-		var m codec.Message
-		if err := codec.Scan(resp, &m); err != nil {
-			return nil, err
-		}
-		if m.Kind == codec.KindError {
-			return nil, rpcErrorOf(m.Error)
-		}
-		return m.Result, nil
-	case <-ctx.Done():
-		f.table.take(e.id, stateExpired)
-		return nil, ctx.Err()
-	}
-}
-
 // instanceUp is called when an instance's shared session is (re)established: the
 // backend's lists are fetched (again) and subscriptions restored.
 func (f *Fleet) instanceUp(in *instance, c *upConn) {
@@ -291,298 +221,14 @@ func (f *Fleet) sessionRenewed(c *upConn) {
 	}()
 }
 
-// refresh re-reads a backend's lists and swaps in a new catalog; clients hear of it
-// when the exposed lists changed.
-func (f *Fleet) refresh(b *backend, c *upConn) {
-	ctx, cancel := context.WithTimeout(f.ctx, b.cfg.Timeout)
-	defer cancel()
-	lists, err := f.fetchLists(ctx, c)
-	if err != nil {
-		f.log.Warn("cannot read backend catalog", "backend", b.cfg.Name, "err", err)
-		if b.lists.Load() != nil {
-			return
-		}
-	}
-	f.Stats.Refreshes.Add(1)
-	old := b.setLists(&lists)
-	f.buildM.Lock()
-	f.cat.Store(f.build(f.gen.Add(1)))
-	f.buildM.Unlock()
-	if old == nil {
-		return
-	}
-	for k := kind(0); k < numKinds; k++ {
-		if !sameItems(old[k], lists[k]) {
-			f.broadcast(kindInfo[k].changed)
-		}
-	}
-}
-
-func sameItems(a, b []item) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i].key != b[i].key || string(a[i].raw) != string(b[i].raw) {
-			return false
-		}
-	}
-	return true
-}
-
-// broadcast sends a notification to every client session.
-func (f *Fleet) broadcast(method string) {
-	msg := codec.AppendNotification(nil, method, nil)
-	f.sessMu.Lock()
-	list := make([]*router.Session, 0, len(f.sessions))
-	for s := range f.sessions {
-		list = append(list, s)
-	}
-	f.sessMu.Unlock()
-	for _, s := range list {
-		if t := s.Transport(); t != nil {
-			t.SendNotice(msg)
-		}
-	}
-}
-
-// connLost fails every request in flight on c: their answers will not come.
-func (f *Fleet) connLost(c *upConn, cause error) {
-	msg := "backend " + c.b.cfg.Name + " connection lost"
-	if cause != nil {
-		msg += ": " + cause.Error()
-	}
-	for _, e := range f.table.takeConn(c, nil) {
-		f.completeErrTaken(e, CodeBackendUnavailable, msg)
-	}
-}
-
-// SessionOpened implements router.Fleet.
-func (f *Fleet) SessionOpened(s *router.Session) {
-	f.sessMu.Lock()
-	if _, ok := f.sessions[s]; !ok {
-		f.sessions[s] = newSessionState(s)
-	}
-	f.sessMu.Unlock()
-}
-
-// SessionClosed implements router.Fleet.
-func (f *Fleet) SessionClosed(s *router.Session) {
-	f.sessMu.Lock()
-	st := f.sessions[s]
-	delete(f.sessions, s)
-	f.sessMu.Unlock()
-	f.subs.dropSession(s)
-	f.dropServerRequests(s)
-	if st != nil {
-		st.closeAll()
-	}
-}
-
-// state returns the fleet's state of an open session (SessionOpened), nil once it ended:
-// nothing may be opened for a session that is gone.
-func (f *Fleet) state(s *router.Session) *sessionState {
-	f.sessMu.Lock()
-	defer f.sessMu.Unlock()
-	return f.sessions[s]
-}
-
-// closeAll closes the session's upstream sessions (in the background: a child takes a
-// moment to stop), each giving its slot back once closed.
-func (st *sessionState) closeAll() {
-	st.mu.Lock()
-	conns := st.conns
-	st.conns = nil
-	if !st.closed {
-		st.closed = true
-		close(st.done)
-	}
-	st.mu.Unlock()
-	for _, c := range conns {
-		c.killed.Store(true)
-		go c.closeUpstream()
-	}
-}
-
-// AppendCapabilities implements router.Fleet: the union of what the backends offer.
-func (f *Fleet) AppendCapabilities(dst []byte, version string) []byte {
-	var tools, prompts, resources, subscribe, completions bool
-	for _, b := range f.backends {
-		b.mu.Lock()
-		caps := b.caps
-		b.mu.Unlock()
-		tools = tools || hasMember(caps, "tools")
-		prompts = prompts || hasMember(caps, "prompts")
-		resources = resources || hasMember(caps, "resources")
-		completions = completions || hasMember(caps, "completions")
-		if hasMember(caps, "resources") {
-			if n, err := sonicGetBool(caps, "resources", "subscribe"); err == nil && n {
-				subscribe = true
-			}
-		}
-	}
-	if tools {
-		dst = append(dst, `,"tools":{"listChanged":true}`...)
-	}
-	if prompts {
-		dst = append(dst, `,"prompts":{"listChanged":true}`...)
-	}
-	if resources {
-		dst = append(dst, `,"resources":{"listChanged":true`...)
-		if subscribe {
-			dst = append(dst, `,"subscribe":true`...)
-		}
-		dst = append(dst, '}')
-	}
-	if completions {
-		dst = append(dst, `,"completions":{}`...)
-	}
-	return dst
-}
-
-// SetLogLevel implements router.Fleet: the level goes to every backend the session uses.
-// On shared upstream sessions it applies to every client of that session: the last
-// setLevel wins, which is what a shared session can offer.
-func (f *Fleet) SetLogLevel(s *router.Session, level string) {
-	params := append([]byte(`{"level":`), '"')
-	params = append(params, level...)
-	params = append(params, `"}`...)
-	for _, b := range f.backends {
-		b.mu.Lock()
-		logging := hasMember(b.caps, "logging")
-		b.mu.Unlock()
-		if !logging {
-			continue
-		}
-		for _, in := range b.instances {
-			c := in.conn.Load()
-			if b.cfg.PerClient {
-				c = f.state(s).conn(in)
-			}
-			if c == nil || c.dead() {
-				continue
-			}
-			f.wg.Add(1)
-			go func() {
-				defer f.wg.Done()
-				ctx, cancel := context.WithTimeout(f.ctx, b.cfg.Timeout)
-				defer cancel()
-				if _, err := f.call(ctx, c, "logging/setLevel", params); err != nil {
-					f.log.Debug("logging/setLevel not accepted", "backend", b.cfg.Name, "err", err)
-				}
-			}()
-		}
-	}
-}
-
-func (st *sessionState) conn(in *instance) *upConn {
-	if st == nil {
-		return nil
-	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	return st.conns[in]
-}
-
-// announceChange tells the other router instances that a backend's lists changed, so
-// that instances without their own session to it (or that missed the notification)
-// refresh too. Each instance tells its clients once: a refresh that finds nothing new
-// says nothing.
-func (f *Fleet) announceChange(b *backend) {
-	if bus := f.cfg.Bus; bus != nil {
-		bus.NC.Publish(bus.Subject("changed", backendToken(b.cfg.Name)), nil)
-	}
-}
-
-// listenChanges refreshes a backend's catalog when another instance announces a change.
-func (f *Fleet) listenChanges() {
-	bus := f.cfg.Bus
-	if bus == nil {
-		return
-	}
-	byToken := map[string]*backend{}
-	for _, b := range f.backends {
-		byToken[backendToken(b.cfg.Name)] = b
-	}
-	sub, err := bus.NC.Subscribe(bus.Subject("changed", "*"), func(m *nats.Msg) {
-		tok := m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]
-		b := byToken[tok]
-		if b == nil {
-			return
-		}
-		in := b.pick()
-		if in == nil {
-			return
-		}
-		c := in.conn.Load()
-		if c == nil {
-			return
-		}
-		f.wg.Add(1)
-		go func() { defer f.wg.Done(); f.refresh(b, c) }()
-	})
-	if err != nil {
-		f.log.Warn("cannot listen for catalog changes on NATS", "err", err)
-		return
-	}
-	go func() { <-f.ctx.Done(); sub.Unsubscribe() }()
-}
-
-// backendToken is a backend name as one subject token.
-func backendToken(name string) string { return hex.EncodeToString([]byte(name)) }
-
-// SessionSubscriptions implements router.Fleet.
-func (f *Fleet) SessionSubscriptions(s *router.Session) [][2]string {
-	keys := f.subs.list(s)
-	out := make([][2]string, 0, len(keys))
-	for _, k := range keys {
-		out = append(out, [2]string{k.b.cfg.Name, k.uri})
-	}
-	return out
-}
-
-// Resubscribe implements router.Fleet.
-func (f *Fleet) Resubscribe(s *router.Session, subs [][2]string) {
-	var keys []subKey
-	for _, sub := range subs {
-		for _, b := range f.backends {
-			if b.cfg.Name == sub[0] {
-				keys = append(keys, subKey{b: b, uri: sub[1]})
-			}
-		}
-	}
-	f.subs.resubscribe(s, keys)
-}
-
-// fanOut hands a resource update to each subscribed session's stream and records the
-// delivery latency from received (when the router got it from the backend, unix ns).
-func (f *Fleet) fanOut(list []*router.Session, msg []byte, received int64) {
-	var obs interface{ FanOutDelivered(ns int64) }
-	if o, ok := f.obs.(interface{ FanOutDelivered(ns int64) }); ok && received > 0 {
-		obs = o
-	}
-	for _, sess := range list {
-		if t := sess.Transport(); t != nil {
-			t.SendNotice(msg)
-			if obs != nil {
-				obs.FanOutDelivered(time.Now().UnixNano() - received)
-			}
-		}
-	}
-	f.Stats.FanOut.Add(uint64(len(list)))
-}
-
-// SessionAdopted implements router.Fleet: a session that moved here gets a fresh
-// notifications/resources/updated for each of its subscriptions, since an update may
-// have been emitted while no instance held it.
-func (f *Fleet) SessionAdopted(s *router.Session) {
-	t := s.Transport()
-	if t == nil {
-		return
-	}
-	for _, k := range f.subs.list(s) {
-		params := append([]byte(`{"uri":`), codec.AppendString(nil, k.uri)...)
-		params = append(params, '}')
-		t.SendNotice(codec.AppendNotification(nil, "notifications/resources/updated", params))
+// Run implements router.Fleet: it sends the request to an instance of its backend.
+func (f *Fleet) Run(s *router.Session, x *transport.Exchange) {
+	switch t := x.Tag.(type) {
+	case *entry:
+		f.forward(t)
+	case *serverRequest:
+		f.answerBackend(x, t)
+	case *subTask:
+		f.subs.run(x, t)
 	}
 }

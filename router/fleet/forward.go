@@ -2,19 +2,52 @@ package fleet
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"strconv"
 	"sync"
 	"time"
-
-	"github.com/bytedance/sonic"
 
 	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/router"
 	"github.com/mcprouter/mcprouter/transport"
 	"github.com/mcprouter/mcprouter/transport/upstream"
 )
+
+// Forwarding: Run's send of a routed request (forward, on a dispatcher worker), the
+// backend's answers (backendResponse, on the connection's reader goroutine), and every
+// way a forwarded request ends: its answer, a router-made error, a cancellation, the
+// sweeper goroutine's expiry, the loss of its connection. Whoever settles an entry in the
+// in-flight table completes it here, exactly once.
+
+// sweep fails requests whose backend did not answer in time.
+func (f *Fleet) sweep() {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	var buf []*entry
+	for {
+		select {
+		case <-f.ctx.Done():
+			return
+		case now := <-t.C:
+			buf = f.table.expired(now.UnixNano(), buf[:0])
+			for _, e := range buf {
+				f.Stats.TimedOut.Add(1)
+				f.completeErrTaken(e, CodeBackendTimeout, timeoutMessage(e.backend))
+			}
+		}
+	}
+}
+
+// connLost fails every request in flight on c: their answers will not come.
+func (f *Fleet) connLost(c *upConn, cause error) {
+	msg := "backend " + c.b.cfg.Name + " connection lost"
+	if cause != nil {
+		msg += ": " + cause.Error()
+	}
+	for _, e := range f.table.takeConn(c, nil) {
+		f.completeErrTaken(e, CodeBackendUnavailable, msg)
+	}
+}
 
 // bufPool holds the buffers that forwarded messages are rewritten into.
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
@@ -31,61 +64,6 @@ func putBuf(b *[]byte) {
 
 var entryPool = sync.Pool{New: func() any { return new(entry) }}
 
-// Prepare implements router.Fleet. It runs in the session's order: requests are routed
-// and recorded in the in-flight table here, so that a cancellation that follows always
-// finds them; the I/O happens in Run.
-func (f *Fleet) Prepare(s *router.Session, x *transport.Exchange) bool {
-	m := &x.Msg
-	switch m.Kind {
-	case codec.KindNotification:
-		return f.clientNotification(s, x)
-	case codec.KindResult, codec.KindError:
-		return f.clientResponse(s, x)
-	}
-	cat := f.cat.Load()
-	var b *backend
-	strip := 0
-	switch string(m.Method) {
-	case "tools/list":
-		return f.list(x, cat, kTools)
-	case "prompts/list":
-		return f.list(x, cat, kPrompts)
-	case "resources/list":
-		return f.list(x, cat, kResources)
-	case "resources/templates/list":
-		return f.list(x, cat, kTemplates)
-	case "tools/call", "prompts/get":
-		table, what := cat.tools, "tool"
-		if string(m.Method) == "prompts/get" {
-			table, what = cat.prompts, "prompt"
-		}
-		name := m.Name
-		if m.Flags&codec.NameEscaped != 0 {
-			// Rare: a name written with escapes. Decode it for the lookup; forward
-			// rewrites the whole name then.
-			name, _ = codec.Unquote(nil, m.Name)
-		}
-		r, ok := table[string(name)]
-		if !ok {
-			return f.replyErr(x, codec.CodeInvalidParams, "Unknown "+what+": "+string(name))
-		}
-		b, strip = r.b, r.strip
-	case "resources/read", "resources/subscribe", "resources/unsubscribe":
-		if b = cat.resourceOwner(string(m.URI)); b == nil {
-			return f.replyErr(x, CodeResourceNotFound, "Resource not found: "+string(m.URI))
-		}
-		if string(m.Method) != "resources/read" && !b.cfg.PerClient {
-			return f.subs.handle(s, x, b)
-		}
-	case "completion/complete":
-		return f.complete(s, x, cat)
-	default:
-		return f.replyErr(x, codec.CodeMethodNotFound, "Method not found: "+string(m.Method))
-	}
-	f.track(s, x, b, strip)
-	return true
-}
-
 // track records a request about to be forwarded to b.
 func (f *Fleet) track(s *router.Session, x *transport.Exchange, b *backend, strip int) *entry {
 	e := entryPool.Get().(*entry)
@@ -100,18 +78,6 @@ func (f *Fleet) track(s *router.Session, x *transport.Exchange, b *backend, stri
 	f.table.add(e)
 	x.Tag = e
 	return e
-}
-
-// Run implements router.Fleet: it sends the request to an instance of its backend.
-func (f *Fleet) Run(s *router.Session, x *transport.Exchange) {
-	switch t := x.Tag.(type) {
-	case *entry:
-		f.forward(t)
-	case *serverRequest:
-		f.answerBackend(x, t)
-	case *subTask:
-		f.subs.run(x, t)
-	}
 }
 
 // forward sends a routed request: it finds the upstream session and a concurrency slot,
@@ -248,103 +214,6 @@ func (f *Fleet) finishCancelled(e *entry) {
 	f.release(e)
 }
 
-// connFor returns the upstream session to send e on: a healthy instance's shared
-// session, or the client's own session with that instance (opened on first use).
-func (f *Fleet) connFor(e *entry) (*upConn, error) {
-	b := e.backend
-	in := b.pick()
-	if in == nil {
-		return nil, errors.New("no healthy instance")
-	}
-	if !b.cfg.PerClient {
-		if c := in.conn.Load(); c != nil {
-			return c, nil
-		}
-		return nil, errors.New("instance " + in.dialer.Addr + " not connected")
-	}
-	st := f.state(e.sess)
-	if st == nil {
-		return nil, errSessionEnded
-	}
-	ctx, cancel := context.WithDeadline(f.ctx, time.Unix(0, e.deadline))
-	defer cancel()
-	return f.clientConn(ctx, st, in)
-}
-
-// clientConn returns the session's own upstream session with instance in, opening it
-// on first use. One request of the session opens it while the session's others wait
-// for it, so that a client never holds more than one slot of the cap per instance.
-func (f *Fleet) clientConn(ctx context.Context, st *sessionState, in *instance) (*upConn, error) {
-	for {
-		st.mu.Lock()
-		if st.closed {
-			st.mu.Unlock()
-			return nil, errSessionEnded
-		}
-		c := st.conns[in]
-		if c != nil && c.dead() {
-			delete(st.conns, in)
-			go c.closeUpstream()
-			c = nil
-		}
-		if c != nil {
-			st.mu.Unlock()
-			return c, nil
-		}
-		if opening := st.opening[in]; opening != nil {
-			st.mu.Unlock()
-			select {
-			case <-opening: // opened or failed: look again
-				continue
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-		}
-		if st.opening == nil {
-			st.opening = map[*instance]chan struct{}{}
-		}
-		opening := make(chan struct{})
-		st.opening[in] = opening
-		st.mu.Unlock()
-
-		c, err := f.openClientConn(ctx, in, st)
-		st.mu.Lock()
-		delete(st.opening, in)
-		close(opening)
-		switch {
-		case err != nil:
-		case st.closed: // the client left while its session was opening
-			go c.closeUpstream()
-			c, err = nil, errSessionEnded
-		default:
-			if st.conns == nil {
-				st.conns = map[*instance]*upConn{}
-			}
-			st.conns[in] = c
-		}
-		st.mu.Unlock()
-		return c, err
-	}
-}
-
-// fromBackend handles one message from a backend. reqID, when known, is the id of the
-// request on whose reply stream the message came.
-func (f *Fleet) fromBackend(c *upConn, msg, reqID []byte) {
-	var m codec.Message
-	if err := codec.Scan(msg, &m); err != nil {
-		f.log.Warn("backend sent an invalid message", "backend", c.b.cfg.Name, "err", err)
-		return
-	}
-	switch m.Kind {
-	case codec.KindResult, codec.KindError:
-		f.backendResponse(c, msg, &m)
-	case codec.KindNotification:
-		f.backendNotification(c, msg, &m, reqID)
-	case codec.KindRequest:
-		f.backendRequest(c, msg, &m, reqID)
-	}
-}
-
 func (f *Fleet) backendResponse(c *upConn, msg []byte, m *codec.Message) {
 	id, ok := parseID(m.ID)
 	if !ok {
@@ -411,91 +280,6 @@ func (f *Fleet) completeErrTaken(e *entry, code int, msg string) {
 	putBuf(bp)
 }
 
-func (f *Fleet) replyErr(x *transport.Exchange, code int, msg string) bool {
-	bp := getBuf()
-	*bp = codec.AppendError((*bp)[:0], x.Msg.ID, code, msg, nil)
-	f.observeLocal(x, router.OutcomeError)
-	x.Reply(*bp)
-	putBuf(bp)
-	return false
-}
-
-func (f *Fleet) reply(x *transport.Exchange, result []byte) bool {
-	bp := getBuf()
-	*bp = codec.AppendResult((*bp)[:0], x.Msg.ID, result)
-	f.observeLocal(x, router.OutcomeOK)
-	x.Reply(*bp)
-	putBuf(bp)
-	return false
-}
-
-// list answers a */list request from the merged catalog.
-func (f *Fleet) list(x *transport.Exchange, cat *catalog, k kind) bool {
-	cursor := x.Msg.Cursor
-	if x.Msg.Flags&codec.CursorEscaped != 0 {
-		cursor, _ = codec.Unquote(nil, cursor)
-	}
-	bp := getBuf()
-	res, err := cat.page((*bp)[:0], k, cursor, f.cfg.PageSize)
-	if err != nil {
-		putBuf(bp)
-		return f.replyErr(x, codec.CodeInvalidParams, "Invalid params: invalid cursor")
-	}
-	*bp = res
-	f.reply(x, res)
-	putBuf(bp)
-	return false
-}
-
-func (f *Fleet) backendNotification(c *upConn, msg []byte, m *codec.Message, reqID []byte) {
-	switch string(m.Method) {
-	case "notifications/progress":
-		tok := progressToken(m)
-		id, ok := parseID(tok)
-		if !ok {
-			return
-		}
-		bp := getBuf()
-		f.table.with(id, func(e *entry) {
-			if e.progress && e.x != nil {
-				*bp = codec.AppendSplices((*bp)[:0], msg, []codec.Splice{{Old: tok, New: e.origToken}})
-				e.x.Send(*bp)
-			}
-		})
-		putBuf(bp)
-	case "notifications/resources/updated":
-		uri := string(m.URI)
-		if m.Flags&codec.URIEscaped != 0 {
-			if u, err := codec.Unquote(nil, m.URI); err == nil {
-				uri = string(u)
-			}
-		}
-		f.subs.updated(c.b, uri, msg)
-	case "notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed":
-		f.wg.Add(1)
-		go func() { defer f.wg.Done(); f.refresh(c.b, c) }()
-		f.announceChange(c.b)
-	case "notifications/cancelled":
-		// The backend gave up one of its requests to a client.
-		f.srv.cancelled(f, c, msg, m)
-	default:
-		// notifications/message (logging) and the rest go to the client the message
-		// belongs to: the requester when known, the session owner in per-client mode.
-		sent := false
-		if id := f.relatedID(c, reqID); id != 0 {
-			f.table.with(id, func(e *entry) {
-				if e.x != nil {
-					e.x.Send(msg)
-					sent = true
-				}
-			})
-		}
-		if !sent && c.owner != nil && c.owner.Transport() != nil {
-			c.owner.Transport().Send(msg)
-		}
-	}
-}
-
 // relatedID finds the in-flight request a backend message belongs to: the request on
 // whose reply stream it came, else the only request in flight on the connection.
 func (f *Fleet) relatedID(c *upConn, reqID []byte) uint64 {
@@ -505,130 +289,4 @@ func (f *Fleet) relatedID(c *upConn, reqID []byte) uint64 {
 		}
 	}
 	return f.table.onConn(c)
-}
-
-// progressToken finds the token of a notifications/progress: the codec peeks
-// params.progressToken for it.
-func progressToken(m *codec.Message) []byte { return m.ProgressToken }
-
-// clientNotification handles a notification from a client that concerns backends.
-func (f *Fleet) clientNotification(s *router.Session, x *transport.Exchange) bool {
-	switch string(x.Msg.Method) {
-	case "notifications/cancelled":
-		if e := f.table.takeClient(s, x.Msg.RequestID); e != nil {
-			// The request reached the backend: tell it, then end the client's exchange
-			// without a response, as cancellation asks.
-			f.tellCancelled(e.conn, e.id)
-			f.finishCancelled(e)
-		}
-	case "notifications/roots/list_changed":
-		f.forEachSessionConn(s, func(c *upConn) {
-			c.conn.Send(f.ctx, codec.AppendNotification(nil, "notifications/roots/list_changed", nil))
-		})
-	}
-	x.Done()
-	return false
-}
-
-// tellCancelled sends a backend notifications/cancelled for request id on c, in the
-// background: the client does not wait for it.
-func (f *Fleet) tellCancelled(c *upConn, id uint64) {
-	params := append([]byte(`{"requestId":`), strconv.AppendUint(nil, id, 10)...)
-	params = append(params, '}')
-	note := codec.AppendNotification(nil, "notifications/cancelled", params)
-	f.wg.Add(1)
-	go func() {
-		defer f.wg.Done()
-		ctx, cancel := context.WithTimeout(f.ctx, 5*time.Second)
-		defer cancel()
-		c.conn.Send(ctx, note)
-	}()
-}
-
-// forEachSessionConn calls fn (in the background) for each per-client upstream session
-// of s.
-func (f *Fleet) forEachSessionConn(s *router.Session, fn func(*upConn)) {
-	st := f.state(s)
-	if st == nil {
-		return
-	}
-	st.mu.Lock()
-	var list []*upConn
-	for _, c := range st.conns {
-		list = append(list, c)
-	}
-	st.mu.Unlock()
-	for _, c := range list {
-		f.wg.Add(1)
-		go func() { defer f.wg.Done(); fn(c) }()
-	}
-}
-
-// complete routes completion/complete by its ref: a prompt by (exposed) name, a
-// resource template by URI. The ref is rewritten with a real parse: completion is not a
-// hot path, and the name sits two levels deep.
-func (f *Fleet) complete(s *router.Session, x *transport.Exchange, cat *catalog) bool {
-	var p map[string]json.RawMessage
-	if err := sonic.Unmarshal(x.Msg.Params, &p); err != nil {
-		return f.replyErr(x, codec.CodeInvalidParams, "Invalid params: completion/complete needs a ref")
-	}
-	var ref map[string]json.RawMessage
-	if err := sonic.Unmarshal(p["ref"], &ref); err != nil {
-		return f.replyErr(x, codec.CodeInvalidParams, "Invalid params: completion/complete needs a ref")
-	}
-	var typ, name, uri string
-	sonic.Unmarshal(ref["type"], &typ)
-	sonic.Unmarshal(ref["name"], &name)
-	sonic.Unmarshal(ref["uri"], &uri)
-	var b *backend
-	switch typ {
-	case "ref/prompt":
-		r, ok := cat.prompts[name]
-		if !ok {
-			return f.replyErr(x, codec.CodeInvalidParams, "Unknown prompt: "+name)
-		}
-		b = r.b
-		if r.strip > 0 {
-			ref["name"], _ = sonic.Marshal(name[r.strip:])
-		}
-	case "ref/resource":
-		if b = cat.resourceOwner(uri); b == nil {
-			return f.replyErr(x, CodeResourceNotFound, "Resource not found: "+uri)
-		}
-	default:
-		return f.replyErr(x, codec.CodeInvalidParams, "Invalid params: unknown ref type "+typ)
-	}
-	p["ref"], _ = sonic.Marshal(ref)
-	params, _ := sonic.Marshal(p)
-	// The rewritten request replaces the exchange's bytes: x.Raw is the exchange's own
-	// copy, so it can be swapped for a new one.
-	raw := codec.AppendRequest(nil, x.Msg.ID, "completion/complete", params)
-	var m codec.Message
-	if err := codec.Scan(raw, &m); err != nil {
-		return f.replyErr(x, codec.CodeInternalError, "cannot rewrite completion request")
-	}
-	x.Raw, x.Msg = raw, m
-	f.track(s, x, b, 0)
-	return true
-}
-
-// rpcErrorOf turns a raw JSON-RPC error object into a *router.Error.
-func rpcErrorOf(raw []byte) error {
-	var e struct {
-		Code    int             `json:"code"`
-		Message string          `json:"message"`
-		Data    json.RawMessage `json:"data"`
-	}
-	if err := sonic.Unmarshal(raw, &e); err != nil {
-		return &router.Error{Code: codec.CodeInternalError, Message: "malformed error from backend"}
-	}
-	return &router.Error{Code: e.Code, Message: e.Message, Data: e.Data}
-}
-
-func sonicGetBool(obj []byte, path ...any) (bool, error) {
-	n, err := sonic.Get(obj, path...)
-	if err != nil {
-		return false, err
-	}
-	return n.Bool()
 }

@@ -11,6 +11,12 @@ import (
 	"github.com/mcprouter/mcprouter/transport"
 )
 
+// Server-to-client requests: a backend's request (sampling, roots, elicitation) goes to
+// the client whose request caused it under a router-made id; the client's answer (Prepare
+// then Run) goes back to the backend under the backend's own id. The book of pending ones
+// (serverRequests) has its own lock, a cap per session, and a timer per request that
+// expires it.
+
 // serverRequest is a request a backend sent to a client (sampling, roots, elicitation),
 // waiting for the client's answer. The client sees id; the backend gets backendID back.
 type serverRequest struct {
@@ -158,11 +164,7 @@ func (f *Fleet) backendRequest(c *upConn, msg []byte, m *codec.Message, reqID []
 	sent := false
 	if relID != 0 {
 		// On the stream of the request that caused it, where the client expects it.
-		f.table.with(relID, func(e *entry) {
-			if e.x != nil {
-				sent = e.x.Send(out) == nil
-			}
-		})
+		f.table.with(relID, func(e *entry) { sent = e.x.Send(out) == nil })
 	}
 	if !sent {
 		if err := sess.Transport().Send(out); err != nil && f.srv.take(sr.id, nil) != nil {

@@ -8,8 +8,15 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/bytedance/sonic"
+	"github.com/mcprouter/mcprouter/router"
 	"github.com/mcprouter/mcprouter/transport/upstream"
 )
+
+// Backends and their instances. A backend owns its instances, its concurrency slots
+// (acquire/release, taken by forward) and its capabilities; an instance owns its shared
+// upstream session, kept up and health-checked by its maintainer goroutine (maintain,
+// started by Start, ended by Close). Forwarding calls pick and acquire from any worker.
 
 // backend is one configured backend: its instances, its share of the catalog, and the
 // limit on its requests in flight.
@@ -25,22 +32,15 @@ type backend struct {
 	mu   sync.Mutex
 	caps []byte
 
-	// lists is the backend's last fetched catalog; listed is closed when the first one
-	// lands (Start waits on it).
+	// lists is the backend's last fetched catalog; listed is closed once the fleet's
+	// catalog includes the first one (Start waits on it).
 	lists    atomic.Pointer[[numKinds][]item]
 	listed   chan struct{}
 	listOnce sync.Once
 }
 
-// setLists swaps in the backend's newly fetched lists and returns the previous ones
-// (nil the first time, when listed is closed).
-func (b *backend) setLists(lists *[numKinds][]item) *[numKinds][]item {
-	old := b.lists.Swap(lists)
-	if old == nil {
-		b.listOnce.Do(func() { close(b.listed) })
-	}
-	return old
-}
+// markListed closes listed, once: the catalog now includes the backend's lists.
+func (b *backend) markListed() { b.listOnce.Do(func() { close(b.listed) }) }
 
 // instance is one replica or child process of a backend.
 type instance struct {
@@ -230,4 +230,83 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	case <-ctx.Done():
 		return false
 	}
+}
+
+// AppendCapabilities implements router.Fleet: the union of what the backends offer.
+func (f *Fleet) AppendCapabilities(dst []byte, version string) []byte {
+	var tools, prompts, resources, subscribe, completions bool
+	for _, b := range f.backends {
+		b.mu.Lock()
+		caps := b.caps
+		b.mu.Unlock()
+		tools = tools || hasMember(caps, "tools")
+		prompts = prompts || hasMember(caps, "prompts")
+		resources = resources || hasMember(caps, "resources")
+		completions = completions || hasMember(caps, "completions")
+		if hasMember(caps, "resources") {
+			if n, err := sonicGetBool(caps, "resources", "subscribe"); err == nil && n {
+				subscribe = true
+			}
+		}
+	}
+	if tools {
+		dst = append(dst, `,"tools":{"listChanged":true}`...)
+	}
+	if prompts {
+		dst = append(dst, `,"prompts":{"listChanged":true}`...)
+	}
+	if resources {
+		dst = append(dst, `,"resources":{"listChanged":true`...)
+		if subscribe {
+			dst = append(dst, `,"subscribe":true`...)
+		}
+		dst = append(dst, '}')
+	}
+	if completions {
+		dst = append(dst, `,"completions":{}`...)
+	}
+	return dst
+}
+
+// SetLogLevel implements router.Fleet: the level goes to every backend the session uses.
+// On shared upstream sessions it applies to every client of that session: the last
+// setLevel wins, which is what a shared session can offer.
+func (f *Fleet) SetLogLevel(s *router.Session, level string) {
+	params := append([]byte(`{"level":`), '"')
+	params = append(params, level...)
+	params = append(params, `"}`...)
+	for _, b := range f.backends {
+		b.mu.Lock()
+		logging := hasMember(b.caps, "logging")
+		b.mu.Unlock()
+		if !logging {
+			continue
+		}
+		for _, in := range b.instances {
+			c := in.conn.Load()
+			if b.cfg.PerClient {
+				c = f.state(s).conn(in)
+			}
+			if c == nil || c.dead() {
+				continue
+			}
+			f.wg.Add(1)
+			go func() {
+				defer f.wg.Done()
+				ctx, cancel := context.WithTimeout(f.ctx, b.cfg.Timeout)
+				defer cancel()
+				if _, err := f.call(ctx, c, "logging/setLevel", params); err != nil {
+					f.log.Debug("logging/setLevel not accepted", "backend", b.cfg.Name, "err", err)
+				}
+			}()
+		}
+	}
+}
+
+func sonicGetBool(obj []byte, path ...any) (bool, error) {
+	n, err := sonic.Get(obj, path...)
+	if err != nil {
+		return false, err
+	}
+	return n.Bool()
 }

@@ -3,15 +3,55 @@ package fleet
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strconv"
 	"sync/atomic"
 
 	"github.com/bytedance/sonic"
-
 	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/router"
 	"github.com/mcprouter/mcprouter/transport/upstream"
 )
+
+// One upstream session (upConn): the handshake, the router's own requests on it (call:
+// initialize, lists, ping, setLevel, subscribe), and the Sink through which the
+// backend's messages and connection events enter the fleet. Its methods run on the
+// goroutine of whoever calls (call) or on the connection's reader goroutines (Message,
+// Related, Event), which must not block: they dispatch and return.
+
+// call sends one of the router's own requests on c and waits for its result (raw). A
+// JSON-RPC error from the backend comes back as a *router.Error.
+func (f *Fleet) call(ctx context.Context, c *upConn, method string, params []byte) ([]byte, error) {
+	e := &entry{kind: ownRequest, backend: c.b, conn: c, wait: make(chan []byte, 1)}
+	if dl, ok := ctx.Deadline(); ok {
+		e.deadline = dl.UnixNano()
+	}
+	f.table.add(e)
+	id := strconv.AppendUint(nil, e.id, 10)
+	msg := codec.AppendRequest(nil, id, method, params)
+	if err := c.conn.Send(ctx, msg); err != nil {
+		f.table.take(e.id, stateFailed)
+		return nil, err
+	}
+	select {
+	case resp := <-e.wait:
+		if resp == nil {
+			return nil, errors.New("connection lost")
+		}
+		var m codec.Message
+		if err := codec.Scan(resp, &m); err != nil {
+			return nil, err
+		}
+		if m.Kind == codec.KindError {
+			return nil, rpcErrorOf(m.Error)
+		}
+		return m.Result, nil
+	case <-ctx.Done():
+		f.table.take(e.id, stateExpired)
+		return nil, ctx.Err()
+	}
+}
 
 // upConn is one upstream session: a connection to one backend instance, initialized by the
 // router. In shared mode it carries every client's requests to that instance; in
@@ -128,4 +168,35 @@ func (c *upConn) Event(e upstream.Event, err error) {
 		f.connLost(c, err)
 		c.kill()
 	}
+}
+
+// fromBackend handles one message from a backend. reqID, when known, is the id of the
+// request on whose reply stream the message came.
+func (f *Fleet) fromBackend(c *upConn, msg, reqID []byte) {
+	var m codec.Message
+	if err := codec.Scan(msg, &m); err != nil {
+		f.log.Warn("backend sent an invalid message", "backend", c.b.cfg.Name, "err", err)
+		return
+	}
+	switch m.Kind {
+	case codec.KindResult, codec.KindError:
+		f.backendResponse(c, msg, &m)
+	case codec.KindNotification:
+		f.backendNotification(c, msg, &m, reqID)
+	case codec.KindRequest:
+		f.backendRequest(c, msg, &m, reqID)
+	}
+}
+
+// rpcErrorOf turns a raw JSON-RPC error object into a *router.Error.
+func rpcErrorOf(raw []byte) error {
+	var e struct {
+		Code    int             `json:"code"`
+		Message string          `json:"message"`
+		Data    json.RawMessage `json:"data"`
+	}
+	if err := sonic.Unmarshal(raw, &e); err != nil {
+		return &router.Error{Code: codec.CodeInternalError, Message: "malformed error from backend"}
+	}
+	return &router.Error{Code: e.Code, Message: e.Message, Data: e.Data}
 }

@@ -12,11 +12,39 @@ import (
 	"github.com/mcprouter/mcprouter/transport"
 )
 
+// Subscriptions on one router instance: resources/subscribe counted per (backend, URI),
+// one upstream subscription serving every subscriber, restored when a session is renewed
+// and moved when its instance fails (failover). handle runs in Prepare; the upstream
+// subscribe runs in Run (subTask); updated runs on the connection's reader goroutine.
+
+// SessionSubscriptions implements router.Fleet.
+func (f *Fleet) SessionSubscriptions(s *router.Session) [][2]string {
+	keys := f.subs.list(s)
+	out := make([][2]string, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, [2]string{k.b.cfg.Name, k.uri})
+	}
+	return out
+}
+
+// Resubscribe implements router.Fleet.
+func (f *Fleet) Resubscribe(s *router.Session, subs [][2]string) {
+	var keys []subKey
+	for _, sub := range subs {
+		for _, b := range f.backends {
+			if b.cfg.Name == sub[0] {
+				keys = append(keys, subKey{b: b, uri: sub[1]})
+			}
+		}
+	}
+	f.subs.resubscribe(s, keys)
+}
+
 // subscriber is how resources/subscribe is kept: per process (localSubs) or across a
 // cluster of router instances over NATS (clusterSubs).
 type subscriber interface {
 	// handle takes resources/subscribe or unsubscribe in Prepare; true sends the exchange
-	// to Run (runSub).
+	// to Run (subscriber.run).
 	handle(sess *router.Session, x *transport.Exchange, b *backend) bool
 	// run does the blocking part of handle.
 	run(x *transport.Exchange, t *subTask)

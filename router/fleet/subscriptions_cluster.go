@@ -10,12 +10,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/mcprouter/mcprouter/router"
 	"github.com/mcprouter/mcprouter/transport"
 	"github.com/mcprouter/mcprouter/transport/natsbus"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // clusterSubs keeps resources/subscribe across every router instance on one NATS:
@@ -107,7 +106,8 @@ func keyHash(k subKey) string {
 	return hex.EncodeToString(h[:12])
 }
 
-func (s *clusterSubs) ownerKey(cs *clusterSub) string  { return "s." + cs.hash + ".owner" }
+func (s *clusterSubs) ownerKey(cs *clusterSub) string { return "s." + cs.hash + ".owner" }
+
 func (s *clusterSubs) memberKey(cs *clusterSub) string { return "s." + cs.hash + ".m." + s.bus.Name() }
 
 // handle records the change locally in order (Prepare) and leaves the NATS and backend
