@@ -15,6 +15,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/internal/ctxtime"
 )
 
 // HTTPConn is a Streamable HTTP (MCP 2025-03-26 and later) connection to one backend:
@@ -478,7 +479,7 @@ func (c *HTTPConn) resume(ctx context.Context, sess *session, st *streamState, c
 		if delay <= 0 || failures > 0 {
 			delay = max(delay, bo.next())
 		}
-		if !sleep(ctx, delay) {
+		if !ctxtime.Sleep(ctx, delay) {
 			return ctx.Err()
 		}
 		before := st.events
@@ -670,7 +671,7 @@ func (c *HTTPConn) streamLoop() {
 			delay = st.retry
 		}
 		c.log.Debug("GET stream ended; reconnecting", "err", err, "in", delay)
-		if !sleep(c.ctx, delay) {
+		if !ctxtime.Sleep(c.ctx, delay) {
 			return
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/internal/ctxtime"
 )
 
 // SSEConn is a connection to a backend that speaks the legacy HTTP+SSE transport of MCP
@@ -265,7 +266,7 @@ func (c *SSEConn) run(st *liveStream) {
 					ErrSessionExpired, c.opts.Name, err))
 				return
 			}
-			if !sleep(c.ctx, bo.next()) {
+			if !ctxtime.Sleep(c.ctx, bo.next()) {
 				continue // the loop's first check returns
 			}
 			ctx, cancel := context.WithTimeout(c.ctx, c.opts.InitTimeout)

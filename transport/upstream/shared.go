@@ -216,18 +216,6 @@ func (b *backoff) next() time.Duration {
 
 func (b *backoff) reset() { b.cur = 0 }
 
-// sleep waits d or until ctx is done; it reports whether the full delay passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
 // excerpt bounds b for an error message.
 func excerpt(b []byte) string {
 	if len(b) > maxExcerpt {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/internal/ctxtime"
 	"github.com/mcprouter/mcprouter/transport/logsafe"
 )
 
@@ -322,7 +323,7 @@ func (in *Instance) supervise(p *process) {
 				bo.reset()
 			}
 		}
-		if !sleep(in.ctx, bo.next()) {
+		if !ctxtime.Sleep(in.ctx, bo.next()) {
 			return
 		}
 		np, err := in.start()
