@@ -4,11 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"fmt"
 	"io"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -17,32 +14,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcprouter/mcprouter/cmd/mcpbackend/mcpbackendtest"
+	"github.com/mcprouter/mcprouter/internal/testbin"
 )
 
-// binary is the mcpbackend command built once for the process tests.
-var binary string
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "mcpbackend-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binary = filepath.Join(dir, "mcpbackend")
-	build := exec.Command("go", "build", "-race", "-o", binary, ".")
-	if !raceEnabled {
-		build = exec.Command("go", "build", "-o", binary, ".")
-	}
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building mcpbackend:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m) }
 
 var checkOpts = mcpbackendtest.CheckOptions{ExtraTools: 60, PageSize: 25}
 
@@ -55,7 +30,7 @@ func backendArgs(extra ...string) []string {
 func TestProcessStdio(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*mcpbackendtest.Wait)
 	defer cancel()
-	cmd := exec.Command(binary, backendArgs("stdio")...)
+	cmd := exec.Command(testbin.Build(t, testbin.Backend), backendArgs("stdio")...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	c := mcpbackendtest.Connect(t, ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 5 * time.Second}, "")
@@ -72,7 +47,7 @@ func TestProcessStdio(t *testing.T) {
 // TestProcessStdioSignal checks that SIGTERM ends a stdio backend whose client keeps
 // stdin open and silent (a read of stdin cannot be interrupted).
 func TestProcessStdioSignal(t *testing.T) {
-	cmd := exec.Command(binary, "stdio", "--tick", "0")
+	cmd := exec.Command(testbin.Build(t, testbin.Backend), "stdio", "--tick", "0")
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -125,54 +100,9 @@ func TestProcessStdioSignal(t *testing.T) {
 // TestProcessHTTP runs the command listening on a free loopback port and drives it over
 // Streamable HTTP and legacy SSE, then stops it with SIGTERM.
 func TestProcessHTTP(t *testing.T) {
-	cmd := exec.Command(binary, backendArgs("--listen", "127.0.0.1:0", "--name", "proc-test")...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	lines := make(chan string, 64)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			select {
-			case lines <- sc.Text():
-			default:
-			}
-		}
-		io.Copy(io.Discard, stderr)
-		close(lines)
-	}()
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill() // by PID: only the process this test started
-			<-exited
-		}
-	})
-
-	addr := ""
-	timeout := time.After(mcpbackendtest.Wait)
-	for addr == "" {
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				t.Fatal("the backend exited before listening")
-			}
-			if strings.Contains(l, "mcpbackend listening") {
-				for _, f := range strings.Fields(l) {
-					if a, ok := strings.CutPrefix(f, "addr="); ok {
-						addr = a
-					}
-				}
-			}
-		case <-timeout:
-			t.Fatal("no listening line from the backend")
-		}
-	}
+	p := testbin.Start(t, testbin.Spec{Bin: testbin.Build(t, testbin.Backend), Args: backendArgs("--listen", "127.0.0.1:0", "--name", "proc-test"),
+		Ready: []string{"mcpbackend listening"}, Wait: mcpbackendtest.Wait})
+	addr := p.Addr()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*mcpbackendtest.Wait)
 	defer cancel()
@@ -193,16 +123,11 @@ func TestProcessHTTP(t *testing.T) {
 		})
 	}
 
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Fatalf("exit after SIGTERM: %v", err)
-		}
-	case <-time.After(mcpbackendtest.Wait):
+	if !p.Stop(mcpbackendtest.Wait) {
 		t.Fatal("the backend did not exit after SIGTERM")
+	}
+	if err := p.Err(); err != nil {
+		t.Fatalf("exit after SIGTERM: %v", err)
 	}
 }
 

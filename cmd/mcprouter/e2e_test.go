@@ -5,17 +5,10 @@ package main
 // legacy HTTP+SSE and stdio, initialize at each revision, ping, and end the session.
 
 import (
-	"bufio"
 	"context"
 	"errors"
-	"fmt"
-	"io"
 	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -23,130 +16,48 @@ import (
 	mcpgotransport "github.com/mark3labs/mcp-go/client/transport"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcprouter/mcprouter/internal/testbin"
 )
 
-// routerBin is the mcprouter binary built by TestMain; backendBin the reference
-// backend (cmd/mcpbackend), for tests that need requests that take time.
-var routerBin, backendBin string
+func TestMain(m *testing.M) { testbin.Main(m) }
 
-func TestMain(m *testing.M) {
-	os.Exit(runTests(m))
-}
-
-func runTests(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "mcprouter-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e: temp dir:", err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	routerBin = filepath.Join(dir, "mcprouter")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	backendBin = filepath.Join(dir, "mcpbackend")
-	for bin, pkg := range map[string]string{routerBin: ".", backendBin: "../mcpbackend"} {
-		build := exec.CommandContext(ctx, "go", "build", "-o", bin, pkg)
-		build.Stdout, build.Stderr = os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
-			fmt.Fprintln(os.Stderr, "e2e: go build", pkg+":", err)
-			return 1
-		}
-	}
-	return m.Run()
-}
+// routerBin is the mcprouter under test, with the race detector when the tests have it;
+// backendBin the reference backend (cmd/mcpbackend), a fixture for requests that take
+// time.
+func routerBin(tb testing.TB) string  { return testbin.Build(tb, testbin.Router) }
+func backendBin(tb testing.TB) string { return testbin.BuildFixture(tb, testbin.Backend) }
 
 // testTimeout bounds every client operation of these tests.
 const testTimeout = 30 * time.Second
 
 // routerProc is a running mcprouter process.
-type routerProc struct {
-	cmd    *exec.Cmd
-	addr   string // host:port of the MCP listener
-	stderr *lockedBuffer
-	exited chan struct{}
-	err    error // Wait's result, set before exited closes
-}
+type routerProc struct{ *testbin.Proc }
 
-func (p *routerProc) url(path string) string { return "http://" + p.addr + path }
+func (p *routerProc) url(path string) string { return "http://" + p.Addr() + path }
 
 // startRouter starts mcprouter listening on an ephemeral loopback port and waits for its
 // "listening" log line. The process is stopped (SIGTERM, then SIGKILL) at cleanup.
 func startRouter(t testing.TB, args ...string) *routerProc {
 	t.Helper()
-	return startRouterBin(t, routerBin, args...)
+	return startRouterBin(t, routerBin(t), args...)
 }
 
 // startRouterBin is startRouter with another mcprouter binary (an older build, to
 // compare with).
 func startRouterBin(t testing.TB, bin string, args ...string) *routerProc {
 	t.Helper()
-	args = append([]string{"--listen", "127.0.0.1:0"}, args...)
-	cmd := exec.Command(bin, args...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &routerProc{cmd: cmd, stderr: new(lockedBuffer), exited: make(chan struct{})}
-	addrCh := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		sent := false
-		for sc.Scan() {
-			line := sc.Text()
-			p.stderr.WriteLine(line)
-			if !sent && strings.Contains(line, "mcprouter listening") {
-				if a := logValue(line, "addr"); a != "" {
-					addrCh <- a
-					sent = true
-				}
-			}
-		}
-		io.Copy(io.Discard, stderr)
-		p.err = cmd.Wait()
-		close(p.exited)
-	}()
+	p := &routerProc{testbin.Start(t, testbin.Spec{Name: "mcprouter", Bin: bin, Args: append([]string{"--listen", "127.0.0.1:0"}, args...),
+		Ready: []string{"mcprouter listening"}, Wait: testTimeout})}
 	t.Cleanup(func() { p.stop(t) })
-	select {
-	case p.addr = <-addrCh:
-	case <-p.exited:
-		t.Fatalf("mcprouter exited before listening: %v\n%s", p.err, p.stderr)
-	case <-time.After(testTimeout):
-		t.Fatalf("mcprouter did not log its address in time\n%s", p.stderr)
-	}
 	return p
 }
 
 // stop ends the process if it is still running: SIGTERM, then SIGKILL after a timeout.
 func (p *routerProc) stop(t testing.TB) {
-	select {
-	case <-p.exited:
-		return
-	default:
+	if !p.Stop(testTimeout) {
+		t.Errorf("mcprouter did not stop on SIGTERM\n%s", p.Log)
 	}
-	p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-	case <-time.After(testTimeout):
-		p.cmd.Process.Kill()
-		<-p.exited
-		t.Errorf("mcprouter did not stop on SIGTERM\n%s", p.stderr)
-	}
-}
-
-// logValue extracts key=value from a slog text line.
-func logValue(line, key string) string {
-	i := strings.Index(line, " "+key+"=")
-	if i < 0 {
-		return ""
-	}
-	v := line[i+len(key)+2:]
-	if j := strings.IndexByte(v, ' '); j >= 0 {
-		v = v[:j]
-	}
-	return strings.Trim(v, `"`)
 }
 
 // sessionRevisions are the revisions negotiated through initialize.
@@ -207,8 +118,8 @@ func TestGoSDKLegacySSE(t *testing.T) {
 func TestGoSDKStdio(t *testing.T) {
 	for _, v := range sessionRevisions {
 		t.Run(v, func(t *testing.T) {
-			cmd := exec.Command(routerBin, "stdio")
-			stderr := new(lockedBuffer)
+			cmd := exec.Command(routerBin(t), "stdio")
+			stderr := new(testbin.Log)
 			cmd.Stderr = stderr
 			goSDKSession(t, &mcp.CommandTransport{Command: cmd, TerminateDuration: testTimeout}, v, v)
 			// Close closed stdin: the process must have ended on its own, cleanly.
@@ -281,7 +192,7 @@ func TestMCPGoLegacySSE(t *testing.T) {
 func TestMCPGoStdio(t *testing.T) {
 	for _, v := range sessionRevisions {
 		t.Run(v, func(t *testing.T) {
-			c, err := mcpgoclient.NewStdioMCPClient(routerBin, nil, "stdio")
+			c, err := mcpgoclient.NewStdioMCPClient(routerBin(t), nil, "stdio")
 			if err != nil {
 				t.Fatal(err)
 			}

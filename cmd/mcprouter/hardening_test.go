@@ -26,7 +26,7 @@ import (
 func dialFrom(t *testing.T, p *routerProc, ip string) *net.TCPConn {
 	t.Helper()
 	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: testTimeout}
-	c, err := d.Dial("tcp", p.addr)
+	c, err := d.Dial("tcp", p.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestWriteTimeoutCutsUnreadReply(t *testing.T) {
 	// More than the kernel buffers (net.ipv4.tcp_wmem allows 4 MiB by default), so that
 	// the router's own write blocks; less than the 8 MiB a backend message may carry.
 	const size = 7000000
-	p := startRouter(t, "--backend", "b=cmd:"+backendBin+" stdio",
+	p := startRouter(t, "--backend", "b=cmd:"+backendBin(t)+" stdio",
 		"--config", writeConfig(t, "connections:\n  write_timeout: 1s\n"))
 	cl := &http.Client{Timeout: testTimeout}
 	sid, _, body := rawPost(t, cl, p.url("/mcp"), "", bothAccept, initBody("{}"))
@@ -91,7 +91,7 @@ func TestWriteTimeoutCutsUnreadReply(t *testing.T) {
 	c.SetReadBuffer(4096) // the kernel buffers little of the reply for us
 	msg := `{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"bytes://` + strconv.Itoa(size) + `"}}`
 	fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json\r\n"+
-		"Mcp-Session-Id: %s\r\nMCP-Protocol-Version: 2025-06-18\r\nContent-Length: %d\r\n\r\n%s", p.addr, sid, len(msg), msg)
+		"Mcp-Session-Id: %s\r\nMCP-Protocol-Version: 2025-06-18\r\nContent-Length: %d\r\n\r\n%s", p.Addr(), sid, len(msg), msg)
 	// The router's end leaves ESTABLISHED (01) when it gives up on the write.
 	start, deadline := time.Now(), time.Now().Add(testTimeout)
 	for serverSideState(t, c.RemoteAddr(), c.LocalAddr()) == "01" {
@@ -146,7 +146,7 @@ func TestWriteTimeoutSparesStreams(t *testing.T) {
 func TestHeaderDeadline(t *testing.T) {
 	p := startRouter(t, "--config", writeConfig(t, "connections:\n  header_timeout: 500ms\n  read_timeout: 10m\n"))
 	c := dialFrom(t, p, "127.0.0.1")
-	fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: appl", p.addr)
+	fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: appl", p.Addr())
 	line := statusLine(t, c) // an error answer, or the close itself
 	if line != "" && !strings.Contains(line, "408") {
 		t.Errorf("slow headers answered %q, want 408 or a close", line)
@@ -158,7 +158,7 @@ func TestHeaderDeadline(t *testing.T) {
 func TestPerAddressConnectionCap(t *testing.T) {
 	const limit = 3
 	p := startRouter(t, "--config", writeConfig(t, "connections:\n  max_per_address: "+strconv.Itoa(limit)+"\n"))
-	probe := fmt.Sprintf("GET /nothing HTTP/1.1\r\nHost: %s\r\n\r\n", p.addr)
+	probe := fmt.Sprintf("GET /nothing HTTP/1.1\r\nHost: %s\r\n\r\n", p.Addr())
 	for i := 0; i < limit; i++ {
 		c := dialFrom(t, p, "127.0.0.2")
 		io.WriteString(c, probe)
@@ -185,11 +185,11 @@ func TestNoSecretsInLogs(t *testing.T) {
 	p := startRouter(t, "--log-level", "debug")
 	auth := "Authorization: Bearer " + token + "\r\n"
 	for i, req := range []string{
-		"POST /mcp HTTP/1.1\r\nHost: " + p.addr + "\r\n" + auth + "Broken header line\r\n\r\n",
-		"P@ST /mcp HTTP/1.1\r\nHost: " + p.addr + "\r\n" + auth + "\r\n",
-		"POST /mcp HTTP/1.1\r\nHost: " + p.addr + "\r\n" + auth + "X-Pad: " + strings.Repeat("a", 20<<10) + "\r\n\r\n",
-		"POST /mcp HTTP/1.1\r\nHost: " + p.addr + "\r\n" + auth + "Content-Length: zz\r\n\r\n",
-		"POST /mcp HTTP/1.1\r\nHost: " + p.addr + "\r\n" + auth + "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 30\r\n\r\n{\"jsonrpc\":\"2.0\",\"id\":" + token[:7] + "}",
+		"POST /mcp HTTP/1.1\r\nHost: " + p.Addr() + "\r\n" + auth + "Broken header line\r\n\r\n",
+		"P@ST /mcp HTTP/1.1\r\nHost: " + p.Addr() + "\r\n" + auth + "\r\n",
+		"POST /mcp HTTP/1.1\r\nHost: " + p.Addr() + "\r\n" + auth + "X-Pad: " + strings.Repeat("a", 20<<10) + "\r\n\r\n",
+		"POST /mcp HTTP/1.1\r\nHost: " + p.Addr() + "\r\n" + auth + "Content-Length: zz\r\n\r\n",
+		"POST /mcp HTTP/1.1\r\nHost: " + p.Addr() + "\r\n" + auth + "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 30\r\n\r\n{\"jsonrpc\":\"2.0\",\"id\":" + token[:7] + "}",
 	} {
 		c := dialFrom(t, p, "127.0.0.1")
 		io.WriteString(c, req)
@@ -198,8 +198,8 @@ func TestNoSecretsInLogs(t *testing.T) {
 		}
 	}
 	p.stop(t)
-	if p.stderr.contains(token) || p.stderr.contains("Bearer") {
-		t.Errorf("the token reached the log:\n%s", p.stderr)
+	if p.Log.Contains(token) || p.Log.Contains("Bearer") {
+		t.Errorf("the token reached the log:\n%s", p.Log)
 	}
 }
 
@@ -217,7 +217,7 @@ func TestRefusesExposedListener(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stderr bytes.Buffer
-			cmd := exec.Command(routerBin, tc.args...)
+			cmd := exec.Command(routerBin(t), tc.args...)
 			cmd.Stderr = &stderr
 			done := make(chan error, 1)
 			if err := cmd.Start(); err != nil {
@@ -241,23 +241,13 @@ func TestRefusesExposedListener(t *testing.T) {
 	}
 }
 
-// logLineValue is key=value of the first log line of p containing marker ("" if none).
-func logLineValue(p *routerProc, marker, key string) string {
-	for _, line := range strings.Split(p.stderr.String(), "\n") {
-		if strings.Contains(line, marker) {
-			return logValue(line, key)
-		}
-	}
-	return ""
-}
-
 // TestEmbeddedNATSRequiresCredentials: with nats.listen, the router's embedded NATS
 // server refuses a client without the token and accepts one with it.
 func TestEmbeddedNATSRequiresCredentials(t *testing.T) {
 	p := startRouter(t, "--config", writeConfig(t, "nats:\n  listen: 127.0.0.1:0\n  token: e2e-token\n"))
-	url := logLineValue(p, "embedded NATS accepting clients", "url")
+	url := p.Log.Value("embedded NATS accepting clients", "url")
 	if url == "" {
-		t.Fatalf("no NATS client URL in the log:\n%s", p.stderr)
+		t.Fatalf("no NATS client URL in the log:\n%s", p.Log)
 	}
 	if nc, err := nats.Connect(url, nats.MaxReconnects(0)); err == nil {
 		nc.Close()
@@ -301,12 +291,12 @@ func TestAdminChecksHost(t *testing.T) {
 func TestMemoryLimitFromConfig(t *testing.T) {
 	cfg := writeConfig(t, "memory_limit: 512MiB\n")
 	p := startRouter(t, "--config", cfg)
-	if got, from := logLineValue(p, "memory limit", "bytes"), logLineValue(p, "memory limit", "from"); got != "536870912" || from != "memory_limit" {
-		t.Errorf("memory limit %q from %q, want 536870912 from memory_limit\n%s", got, from, p.stderr)
+	if got, from := p.Log.Value("memory limit", "bytes"), p.Log.Value("memory limit", "from"); got != "536870912" || from != "memory_limit" {
+		t.Errorf("memory limit %q from %q, want 536870912 from memory_limit\n%s", got, from, p.Log)
 	}
 	t.Setenv("GOMEMLIMIT", "300MiB")
 	p = startRouter(t, "--config", cfg)
-	if got, from := logLineValue(p, "memory limit", "bytes"), logLineValue(p, "memory limit", "from"); got != "314572800" || from != "GOMEMLIMIT" {
+	if got, from := p.Log.Value("memory limit", "bytes"), p.Log.Value("memory limit", "from"); got != "314572800" || from != "GOMEMLIMIT" {
 		t.Errorf("with GOMEMLIMIT: %q from %q, want 314572800 from GOMEMLIMIT", got, from)
 	}
 }
@@ -317,19 +307,19 @@ func TestChildEnvironmentAllowlist(t *testing.T) {
 	const secret = "s3cr3t-e2e-value"
 	t.Setenv("MCPR_E2E_SECRET", secret)
 	script := `echo "envprobe secret=[$MCPR_E2E_SECRET] path=[${PATH:+set}] own=[$OWN]" >&2; exec "$0" stdio`
-	cfg := fmt.Sprintf("backends:\n  - name: probe\n    command: [sh, -c, %q, %q]\n    env: [OWN=yes]\n", script, backendBin)
+	cfg := fmt.Sprintf("backends:\n  - name: probe\n    command: [sh, -c, %q, %q]\n    env: [OWN=yes]\n", script, backendBin(t))
 	p := startRouter(t, "--config", writeConfig(t, cfg))
 	deadline := time.Now().Add(testTimeout)
-	for !p.stderr.contains("envprobe") {
+	for !p.Log.Contains("envprobe") {
 		if time.Now().After(deadline) {
-			t.Fatalf("the child's stderr line never reached the log:\n%s", p.stderr)
+			t.Fatalf("the child's stderr line never reached the log:\n%s", p.Log)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if p.stderr.contains(secret) {
-		t.Errorf("the child saw the router's secret:\n%s", p.stderr)
+	if p.Log.Contains(secret) {
+		t.Errorf("the child saw the router's secret:\n%s", p.Log)
 	}
-	if !p.stderr.contains("secret=[] path=[set] own=[yes]") {
-		t.Errorf("the child's environment is not the allowlist plus its own:\n%s", p.stderr)
+	if !p.Log.Contains("secret=[] path=[set] own=[yes]") {
+		t.Errorf("the child's environment is not the allowlist plus its own:\n%s", p.Log)
 	}
 }

@@ -87,7 +87,7 @@ func TestAttackTableFill(t *testing.T) {
 	}
 	sid, status, body := rawPost(t, clientFrom("127.0.0.1"), p.url("/mcp"), "", bothAccept, initBody("{}"))
 	if sid == "" {
-		t.Fatalf("the other client cannot open a session: %d %s\n%s", status, body, p.stderr)
+		t.Fatalf("the other client cannot open a session: %d %s\n%s", status, body, p.Log)
 	}
 }
 
@@ -107,7 +107,7 @@ func TestAttackBigCapabilities(t *testing.T) {
 // share: the router's sessions_budget_used_bytes never exceeds it.
 func TestAttackLargeReplies(t *testing.T) {
 	const share = 12 << 20
-	p := startRouter(t, "--backend", "b=cmd:"+backendBin+" stdio",
+	p := startRouter(t, "--backend", "b=cmd:"+backendBin(t)+" stdio",
 		"--config", writeConfig(t, fmt.Sprintf("sessions:\n  share_bytes: %d\n", share)))
 	metrics := adminURL(t, p) + "/metrics"
 	sid := largeReplies(t, p, 20, 4000000)
@@ -158,13 +158,11 @@ func adminURL(t testing.TB, p *routerProc) string {
 	t.Helper()
 	deadline := time.Now().Add(testTimeout)
 	for {
-		for _, line := range strings.Split(p.stderr.String(), "\n") {
-			if strings.Contains(line, "admin listening") {
-				return "http://" + logValue(line, "addr")
-			}
+		if addr := p.Log.Value("admin listening", "addr"); addr != "" {
+			return "http://" + addr
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no admin address in the log\n%s", p.stderr)
+			t.Fatalf("no admin address in the log\n%s", p.Log)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -197,7 +195,7 @@ func gaugeValue(t testing.TB, url, name string) float64 {
 // naming another mcprouter binary (an older build), the same runs against it too, side
 // by side. Run with -benchtime=1x: one attack per router.
 func BenchmarkAttackRSS(b *testing.B) {
-	bins := map[string]string{"this": routerBin}
+	bins := map[string]string{"this": routerBin(b)}
 	if old := os.Getenv("MCPROUTER_BASELINE_BIN"); old != "" {
 		bins["baseline"] = old
 	}
@@ -208,7 +206,7 @@ func BenchmarkAttackRSS(b *testing.B) {
 		}
 		b.Run(name+"/replies-20x4MB", func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				p := startRouterBin(b, bin, "--backend", "b=cmd:"+backendBin+" stdio")
+				p := startRouterBin(b, bin, "--backend", "b=cmd:"+backendBin(b)+" stdio")
 				measureRSS(b, p, func() { largeReplies(b, p, 20, 4000000) })
 				p.stop(b)
 			}
@@ -240,7 +238,7 @@ func measureRSS(b *testing.B, p *routerProc, attack func()) {
 
 // rssMiB is the VmRSS of the process, in MiB.
 func rssMiB(b *testing.B, p *routerProc) float64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Cmd.Process.Pid))
 	if err != nil {
 		b.Fatal(err)
 	}

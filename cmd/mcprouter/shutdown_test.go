@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcprouter/mcprouter/internal/testbin"
 )
 
 // TestSignalShutdownInFlight: SIGTERM while a tool call is in flight (forwarded to a
@@ -23,7 +25,7 @@ import (
 // still completes, the client's GET stream ends with a retry hint, and the process
 // exits 0.
 func TestSignalShutdownInFlight(t *testing.T) {
-	p := startRouter(t, "--backend", "b=cmd:"+backendBin+" stdio")
+	p := startRouter(t, "--backend", "b=cmd:"+backendBin(t)+" stdio")
 	progress := make(chan struct{}, 64)
 	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, &mcp.ClientOptions{
 		ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) {
@@ -37,7 +39,7 @@ func TestSignalShutdownInFlight(t *testing.T) {
 	defer cancel()
 	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: p.url("/mcp"), MaxRetries: -1, DisableStandaloneSSE: true}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
-		t.Fatalf("connect: %v\n%s", err, p.stderr)
+		t.Fatalf("connect: %v\n%s", err, p.Log)
 	}
 	defer cs.Close()
 
@@ -58,18 +60,18 @@ func TestSignalShutdownInFlight(t *testing.T) {
 	select {
 	case <-progress:
 	case o := <-done:
-		t.Fatalf("the call ended before any progress: %+v %v\n%s", o.res, o.err, p.stderr)
+		t.Fatalf("the call ended before any progress: %+v %v\n%s", o.res, o.err, p.Log)
 	case <-time.After(testTimeout):
-		t.Fatalf("no progress from the backend\n%s", p.stderr)
+		t.Fatalf("no progress from the backend\n%s", p.Log)
 	}
 
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	// New connections are refused soon after the signal.
 	deadline := time.Now().Add(testTimeout)
 	for {
-		c, err := net.DialTimeout("tcp", p.addr, time.Second)
+		c, err := net.DialTimeout("tcp", p.Addr(), time.Second)
 		if err != nil {
 			break
 		}
@@ -82,7 +84,7 @@ func TestSignalShutdownInFlight(t *testing.T) {
 
 	o := <-done
 	if o.err != nil {
-		t.Fatalf("in-flight call failed at shutdown: %v\n%s", o.err, p.stderr)
+		t.Fatalf("in-flight call failed at shutdown: %v\n%s", o.err, p.Log)
 	}
 	if o.res.IsError {
 		t.Fatalf("in-flight call returned an error result: %+v", o.res)
@@ -92,15 +94,15 @@ func TestSignalShutdownInFlight(t *testing.T) {
 		t.Errorf("the GET stream did not end with a retry hint: %q", raw)
 	}
 	select {
-	case <-p.exited:
+	case <-p.Exited():
 	case <-time.After(testTimeout):
-		t.Fatalf("mcprouter did not exit after SIGTERM\n%s", p.stderr)
+		t.Fatalf("mcprouter did not exit after SIGTERM\n%s", p.Log)
 	}
-	if !p.cmd.ProcessState.Success() {
-		t.Errorf("exit status %v\n%s", p.cmd.ProcessState, p.stderr)
+	if !p.Cmd.ProcessState.Success() {
+		t.Errorf("exit status %v\n%s", p.Cmd.ProcessState, p.Log)
 	}
-	if !p.stderr.contains("stopped") {
-		t.Errorf("no \"stopped\" log line\n%s", p.stderr)
+	if !p.Log.Contains("stopped") {
+		t.Errorf("no \"stopped\" log line\n%s", p.Log)
 	}
 }
 
@@ -128,16 +130,19 @@ func getStream(ctx context.Context, p *routerProc, sid string) (*http.Response, 
 
 // stdioProc is `mcprouter stdio` with its three standard streams in the test's hands.
 type stdioProc struct {
-	cmd    *exec.Cmd
+	Cmd    *exec.Cmd
 	in     io.WriteCloser
 	out    *bufio.Scanner
-	stderr *lockedBuffer
+	Log    *testbin.Log // stderr
 	exited chan struct{}
 }
 
+// Exited is closed once the process has exited.
+func (p *stdioProc) Exited() <-chan struct{} { return p.exited }
+
 func startStdio(t *testing.T, args ...string) *stdioProc {
 	t.Helper()
-	cmd := exec.Command(routerBin, append([]string{"stdio"}, args...)...)
+	cmd := exec.Command(routerBin(t), append([]string{"stdio"}, args...)...)
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -146,8 +151,8 @@ func startStdio(t *testing.T, args ...string) *stdioProc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &stdioProc{cmd: cmd, in: in, out: bufio.NewScanner(out), stderr: new(lockedBuffer), exited: make(chan struct{})}
-	cmd.Stderr = p.stderr
+	p := &stdioProc{Cmd: cmd, in: in, out: bufio.NewScanner(out), Log: new(testbin.Log), exited: make(chan struct{})}
+	cmd.Stderr = p.Log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -155,10 +160,10 @@ func startStdio(t *testing.T, args ...string) *stdioProc {
 	t.Cleanup(func() {
 		in.Close()
 		select {
-		case <-p.exited:
+		case <-p.Exited():
 		case <-time.After(testTimeout):
 			cmd.Process.Kill()
-			<-p.exited
+			<-p.Exited()
 		}
 	})
 	return p
@@ -179,7 +184,7 @@ func (p *stdioProc) lines(t *testing.T, n int) []string {
 	case ls := <-ch:
 		return ls
 	case <-time.After(testTimeout):
-		t.Fatalf("timed out reading stdout\n%s", p.stderr)
+		t.Fatalf("timed out reading stdout\n%s", p.Log)
 		return nil
 	}
 }
@@ -187,12 +192,12 @@ func (p *stdioProc) lines(t *testing.T, n int) []string {
 func (p *stdioProc) waitExit(t *testing.T) {
 	t.Helper()
 	select {
-	case <-p.exited:
+	case <-p.Exited():
 	case <-time.After(testTimeout):
-		t.Fatalf("mcprouter stdio did not exit\n%s", p.stderr)
+		t.Fatalf("mcprouter stdio did not exit\n%s", p.Log)
 	}
-	if !p.cmd.ProcessState.Success() {
-		t.Errorf("exit status %v\n%s", p.cmd.ProcessState, p.stderr)
+	if !p.Cmd.ProcessState.Success() {
+		t.Errorf("exit status %v\n%s", p.Cmd.ProcessState, p.Log)
 	}
 }
 
@@ -211,7 +216,7 @@ func TestStdioOnlyJSONOnStdout(t *testing.T) {
 	lines := p.lines(t, -1)
 	want := []string{`"id":1,"result":{"protocolVersion":"2025-06-18"`, `{"jsonrpc":"2.0","id":2,"result":{}}`, `{"jsonrpc":"2.0","id":3,"result":{}}`}
 	if len(lines) != len(want) {
-		t.Fatalf("stdout lines %q, want %d\n%s", lines, len(want), p.stderr)
+		t.Fatalf("stdout lines %q, want %d\n%s", lines, len(want), p.Log)
 	}
 	for i, l := range lines {
 		if !json.Valid([]byte(l)) || !strings.Contains(l, want[i]) {
@@ -219,7 +224,7 @@ func TestStdioOnlyJSONOnStdout(t *testing.T) {
 		}
 	}
 	p.waitExit(t)
-	if p.stderr.String() == "" {
+	if p.Log.String() == "" {
 		t.Errorf("no logs on stderr at debug level")
 	}
 }
@@ -231,7 +236,7 @@ func TestStdioSignal(t *testing.T) {
 	if got := p.lines(t, 1); len(got) != 1 || got[0] != `{"jsonrpc":"2.0","id":1,"result":{}}` {
 		t.Fatalf("ping: %q", got)
 	}
-	p.cmd.Process.Signal(syscall.SIGTERM)
+	p.Cmd.Process.Signal(syscall.SIGTERM)
 	p.waitExit(t)
 }
 

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcprouter/mcprouter/internal/testbin"
 )
 
 // fastRestart keeps the tests' restarts quick; the backoff itself is tested on its own.
@@ -281,11 +283,7 @@ func TestStdioEverythingServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the Go SDK's everything-server")
 	}
-	bin := filepath.Join(t.TempDir(), "everything-server")
-	build := exec.Command("go", "build", "-o", bin, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Skipf("cannot build everything-server: %v\n%s", err, out)
-	}
+	bin := testbin.BuildFixture(t, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server")
 	log, _ := newLogCapture()
 	p, sinks := startPool(t, Command{Path: bin}, 1, StdioOptions{Name: "everything", Logger: log})
 	c, s := p.Conn(0), sinks[0]

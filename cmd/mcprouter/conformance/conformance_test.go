@@ -1,16 +1,16 @@
 package conformance
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcprouter/mcprouter/internal/testbin"
 )
 
 // suites are the conformance suite versions the issue names: 0.1.16 with its default
@@ -55,17 +55,6 @@ func nodeDir(t *testing.T) string {
 	return dir
 }
 
-func build(t *testing.T, dir, out, pkg string) string {
-	t.Helper()
-	bin := filepath.Join(dir, out)
-	cmd := exec.Command("go", "build", "-o", bin, pkg)
-	cmd.Dir = repoRoot(t)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
-	}
-	return bin
-}
-
 func freePort(t *testing.T) string {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -75,62 +64,8 @@ func freePort(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// proc is a process started by the test, with its stderr lines.
-type proc struct {
-	cmd   *exec.Cmd
-	lines chan string
-}
-
-// start runs a process until the test ends, killing it (by its PID) then.
-func start(t *testing.T, name string, args ...string) *proc {
-	t.Helper()
-	cmd := exec.Command(name, args...)
-	cmd.Stdout = os.Stderr
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := make(chan string, 64)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			select {
-			case lines <- sc.Text():
-			default:
-			}
-		}
-		close(lines)
-	}()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	return &proc{cmd: cmd, lines: lines}
-}
-
-// waitFor waits until the process logs a line containing want.
-func waitFor(t *testing.T, p *proc, want string, d time.Duration) {
-	t.Helper()
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	for {
-		select {
-		case l, ok := <-p.lines:
-			if !ok {
-				t.Fatalf("process exited before logging %q", want)
-			}
-			if strings.Contains(l, want) {
-				return
-			}
-		case <-timer.C:
-			t.Fatalf("no %q within %v", want, d)
-		}
-	}
-}
-
+// waitTCP waits until addr accepts connections: the everything-server logs its address
+// before it listens, so its log line is no ready event.
 func waitTCP(t *testing.T, addr string, d time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(d)
@@ -185,29 +120,26 @@ func TestConformance(t *testing.T) {
 		t.Skip("starts processes and Node")
 	}
 	node := nodeDir(t)
-	bin := t.TempDir()
-	router := build(t, bin, "mcprouter", "./cmd/mcprouter")
-	everything := build(t, bin, "everything-server", "github.com/modelcontextprotocol/go-sdk/conformance/everything-server")
+	router := testbin.Build(t, testbin.Router)
+	everything := testbin.BuildFixture(t, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server")
 
 	for _, mode := range []string{"http", "stdio"} {
 		t.Run(mode, func(t *testing.T) {
 			var backend string
 			if mode == "http" {
 				addr := freePort(t)
-				start(t, everything, "-http", addr, "-stateless=false")
+				testbin.Start(t, testbin.Spec{Bin: everything, Args: []string{"-http", addr, "-stateless=false"}})
 				waitTCP(t, addr, 20*time.Second)
 				backend = fmt.Sprintf("    url: http://%s/mcp\n", addr)
 			} else {
 				backend = fmt.Sprintf("    command: [%q]\n", everything)
 			}
-			listen := freePort(t)
 			cfg := filepath.Join(t.TempDir(), "mcprouter.yaml")
-			yaml := "listen: " + listen + "\nbackends:\n  - name: everything\n    prefix: \"\"\n" + backend
+			yaml := "listen: 127.0.0.1:0\nbackends:\n  - name: everything\n    prefix: \"\"\n" + backend
 			if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			r := start(t, router, "--config", cfg)
-			waitFor(t, r, "mcprouter listening", 30*time.Second)
+			listen := testbin.Start(t, testbin.Spec{Bin: router, Args: []string{"--config", cfg}, Ready: []string{"mcprouter listening"}}).Addr()
 			for i := range suites {
 				t.Run(suites[i].name, func(t *testing.T) { runSuite(t, node, "http://"+listen+"/mcp", i) })
 			}

@@ -324,7 +324,7 @@ func readStatsOf(t testing.TB, p *proc) *statsReader {
 	client := mcp.NewClient(&mcp.Implementation{Name: "fleettest-stats", Version: "1"}, nil)
 	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: backendURL(p), MaxRetries: -1}, nil)
 	if err != nil {
-		t.Fatalf("connect to %s directly: %v", p.addr, err)
+		t.Fatalf("connect to %s directly: %v", p.Addr(), err)
 	}
 	t.Cleanup(func() { cs.Close() })
 	return &statsReader{cs: cs}

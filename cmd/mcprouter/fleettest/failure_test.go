@@ -150,7 +150,7 @@ func TestBackendKilledMidLoad(t *testing.T) {
 
 	killed := time.Now()
 	for _, p := range victims {
-		p.kill()
+		p.Kill()
 	}
 
 	for i := 0; i < cap(held); i++ {
@@ -213,7 +213,7 @@ func TestBackendRestarted(t *testing.T) {
 		t.Fatalf("no update of %s before the restart", uri)
 	}
 
-	f.big.kill()
+	f.big.Kill()
 	if _, err := c.call(bigName+"__echo", map[string]any{"text": "x"}); rpcCode(err) != codeBackendUnavailable {
 		t.Errorf("a call to the killed backend ended with %v, want code %d", err, codeBackendUnavailable)
 	}
@@ -252,7 +252,7 @@ func TestLegacyBackendRestarted(t *testing.T) {
 	f := startFleet(t)
 	c := connectSDK(t, f, clientOptions{})
 	c.mustText(t, oldName+"__echo", map[string]any{"text": "before"})
-	f.old.kill()
+	f.old.Kill()
 	f.old = f.restart(t, f.old)
 	restarted := time.Now()
 	if !waitFor(wait, func() bool {
@@ -347,7 +347,7 @@ func testReplicaDown(t *testing.T, f *fleet) {
 	l.mu.Lock()
 	l.errs = nil
 	l.mu.Unlock()
-	f.pair[holder].kill()
+	f.pair[holder].Kill()
 
 	// Traffic moves: within the bound, calls succeed again, all on the survivor.
 	if !waitFor(wait, func() bool { return l.ok.Load() >= okAtKill+60 }) {

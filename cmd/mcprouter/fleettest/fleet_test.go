@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcprouter/mcprouter/internal/testbin"
 )
 
 // The fleet's backends, by their configured names (also their tool prefixes and, given
@@ -108,13 +110,13 @@ backends:
       - http://%[10]s/mcp
       - http://%[11]s/mcp
     timeout: %[8]s
-`, bigName, f.big.addr, kidsName, backendBin, oldName, f.old.addr, pairName, backendTimeout,
-		kidsItems, f.pair[0].addr, f.pair[1].addr)
+`, bigName, f.big.Addr(), kidsName, testbin.BuildFixture(t, testbin.Backend), oldName, f.old.Addr(), pairName, backendTimeout,
+		kidsItems, f.pair[0].Addr(), f.pair[1].Addr())
 	if o.perClientKids {
 		cfg = strings.Replace(cfg, "    instances: 2\n", "    instances: 2\n    sessions: per-client\n", 1)
 	}
 	if o.pipeline {
-		cfg = strings.Replace(cfg, "    url: http://"+f.big.addr+"/mcp\n", "    url: http://"+f.big.addr+"/mcp\n    pipeline: 2\n", 1)
+		cfg = strings.Replace(cfg, "    url: http://"+f.big.Addr()+"/mcp\n", "    url: http://"+f.big.Addr()+"/mcp\n    pipeline: 2\n", 1)
 		cfg = strings.Replace(cfg, "    urls:\n", "    pipeline: 2\n    urls:\n", 1)
 		if n := strings.Count(cfg, "pipeline: 2"); n != 2 {
 			t.Fatalf("pipelining set on %d backends, want 2 (big and pair)", n)
@@ -137,38 +139,38 @@ func startRouter(t *testing.T, dir, cfg string) *proc {
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := startProc(t, "mcprouter", routerBin, []string{"mcprouter listening", "admin listening"}, "--config", path)
+	// The router under test carries the race detector when the tests do (a race under
+	// real load fails the test at cleanup); the backends are fixtures and stay fast.
+	p := testbin.Start(t, testbin.Spec{Bin: testbin.Build(t, testbin.Router), Args: []string{"--config", path},
+		Ready: []string{"mcprouter listening", "admin listening"}, Wait: wait})
 	t.Cleanup(func() {
-		if !p.stop() {
+		if !p.Stop(wait) {
 			t.Errorf("mcprouter did not stop on SIGTERM within %v", wait)
-		}
-		if p.raced {
-			t.Errorf("the race detector reported a data race in mcprouter:\n%s", p.log)
-		}
-		if t.Failed() {
-			t.Logf("mcprouter log (last lines):\n%s", p.log)
 		}
 	})
 	return p
 }
 
-// backendReady is the log line an mcpbackend writes once it accepts connections.
-var backendReady = []string{"mcpbackend listening"}
+// backendSpec is an mcpbackend with args, ready once it logged that it accepts
+// connections.
+func backendSpec(t *testing.T, args []string) testbin.Spec {
+	return testbin.Spec{Bin: testbin.BuildFixture(t, testbin.Backend), Args: args, Ready: []string{"mcpbackend listening"}, Wait: wait}
+}
 
 // startBackend starts one mcpbackend listening on addr (port 0: a free one).
 func startBackend(t *testing.T, addr string, args ...string) *proc {
 	t.Helper()
 	args = append([]string{"--listen", addr, "--tick", "0"}, args...)
-	return startProc(t, "mcpbackend", backendBin, backendReady, args...)
+	return testbin.Start(t, backendSpec(t, args))
 }
 
 // restart starts p again on the same address with the same flags (p must be down).
 func (f *fleet) restart(t *testing.T, p *proc) *proc {
 	t.Helper()
-	args := append([]string(nil), p.args...)
+	args := append([]string(nil), p.Args...)
 	for i := range args {
 		if args[i] == "--listen" && i+1 < len(args) {
-			args[i+1] = p.addr
+			args[i+1] = p.Addr()
 		}
 	}
 	var np *proc
@@ -176,25 +178,25 @@ func (f *fleet) restart(t *testing.T, p *proc) *proc {
 	// The port was just released; on a busy machine binding it again may take a moment.
 	ok := waitFor(wait, func() bool {
 		var q *proc
-		q, err = spawn(p.name, backendBin, backendReady, args...)
+		q, err = testbin.Spawn(backendSpec(t, args))
 		if q != nil {
-			t.Cleanup(func() { q.kill() })
+			t.Cleanup(q.Kill)
 		}
 		np = q
 		return err == nil
 	})
 	if !ok {
-		t.Fatalf("cannot restart %s on %s: %v", p.name, p.addr, err)
+		t.Fatalf("cannot restart %s on %s: %v", p.Name, p.Addr(), err)
 	}
 	return np
 }
 
-func (f *fleet) mcpURL() string { return "http://" + f.router.addr + "/mcp" }
-func (f *fleet) sseURL() string { return "http://" + f.router.addr + "/sse" }
+func (f *fleet) mcpURL() string { return "http://" + f.router.Addr() + "/mcp" }
+func (f *fleet) sseURL() string { return "http://" + f.router.Addr() + "/sse" }
 
 // backendURL is the Streamable HTTP endpoint of one backend process, for direct reads
 // of its statistics (never through the router).
-func backendURL(p *proc) string { return "http://" + p.addr + "/mcp" }
+func backendURL(p *proc) string { return "http://" + p.Addr() + "/mcp" }
 
 // waitReady waits until the router reports every backend instance up (its /readyz, then
 // the per-instance gauge), so that tests start from a complete fleet.
@@ -227,11 +229,11 @@ type metricSet []string
 
 // metrics scrapes the router's admin /metrics.
 func (f *fleet) metrics() (metricSet, error) {
-	if f.router.admin == "" {
+	if f.router.Addrs[1] == "" {
 		return nil, fmt.Errorf("the router logged no admin address")
 	}
 	c := http.Client{Timeout: 5 * time.Second}
-	resp, err := c.Get("http://" + f.router.admin + "/metrics")
+	resp, err := c.Get("http://" + f.router.Addrs[1] + "/metrics")
 	if err != nil {
 		return nil, err
 	}

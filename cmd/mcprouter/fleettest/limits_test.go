@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/mcprouter/mcprouter/internal/testbin"
 )
 
 // The limits that keep one client from exhausting the router's backend side
@@ -37,7 +39,7 @@ func startLimited(t *testing.T, backends, limits, name string, instances int) *f
 
 // httpBackend is the backends section for one Streamable HTTP backend named name.
 func httpBackend(name string, p *proc) string {
-	return fmt.Sprintf("  - name: %s\n    url: http://%s/mcp\n    timeout: %s\n", name, p.addr, backendTimeout)
+	return fmt.Sprintf("  - name: %s\n    url: http://%s/mcp\n    timeout: %s\n", name, p.Addr(), backendTimeout)
 }
 
 // toolResult reads the response to a tools/call among a raw session's messages: its
@@ -241,9 +243,9 @@ func TestSubscriptionLimit(t *testing.T) {
 func TestUpstreamSessionCap(t *testing.T) {
 	const sessions, limit = 40, 4
 	backends := fmt.Sprintf("  - name: %[1]s\n    command: [%[2]q, stdio, --name, %[1]s, --tick, \"0\"]\n    sessions: per-client\n    timeout: %[3]s\n",
-		kidsName, backendBin, backendTimeout)
+		kidsName, testbin.BuildFixture(t, testbin.Backend), backendTimeout)
 	f := startLimited(t, backends, fmt.Sprintf("  max_upstream_sessions: %d\n  upstream_session_wait: 60s\n", limit), kidsName, 1)
-	pid := f.router.cmd.Process.Pid
+	pid := f.router.Cmd.Process.Pid
 	if n, err := children(pid); err != nil || n != 1 {
 		t.Fatalf("before any session: %d children (%v), want the shared one", n, err)
 	}

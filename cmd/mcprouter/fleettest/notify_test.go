@@ -118,7 +118,7 @@ func TestCancel(t *testing.T) {
 		for _, p := range replicas[b] {
 			s, err := readers[p].read()
 			if err != nil {
-				t.Fatalf("stats of %s: %v", p.addr, err)
+				t.Fatalf("stats of %s: %v", p.Addr(), err)
 			}
 			n += field(s)
 		}

@@ -1,16 +1,15 @@
 package tsclient
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcprouter/mcprouter/internal/testbin"
 )
 
 func repoRoot(t *testing.T) string {
@@ -41,15 +40,6 @@ func node(t *testing.T) (bin, sdk string) {
 	return bin, sdk
 }
 
-func freeAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 type result struct {
 	Negotiated string `json:"negotiated"`
 	Server     string `json:"server"`
@@ -62,37 +52,9 @@ func TestTypeScriptClient(t *testing.T) {
 		t.Skip("starts processes and Node")
 	}
 	nodeBin, sdk := node(t)
-	bin := filepath.Join(t.TempDir(), "mcprouter")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/mcprouter")
-	build.Dir = repoRoot(t)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	addr := freeAddr(t)
+	bin := testbin.Build(t, testbin.Router)
 	// No configuration: the router runs its two reference backends in-process.
-	router := exec.Command(bin, "--listen", addr)
-	stderr, _ := router.StderrPipe()
-	if err := router.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { router.Process.Kill(); router.Wait() })
-	ready := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), "mcprouter listening") {
-				close(ready)
-				break
-			}
-		}
-		for sc.Scan() {
-		}
-	}()
-	select {
-	case <-ready:
-	case <-time.After(30 * time.Second):
-		t.Fatal("router did not start")
-	}
+	addr := testbin.Start(t, testbin.Spec{Bin: bin, Args: []string{"--listen", "127.0.0.1:0"}, Ready: []string{"mcprouter listening"}}).Addr()
 
 	script := filepath.Join(repoRoot(t), "cmd", "mcprouter", "tsclient", "testdata", "client.mjs")
 	// The TypeScript client always offers its latest revision; the other revisions are
