@@ -206,14 +206,14 @@ func (f *Fleet) abandon(e *entry, code int, msg string) {
 func (f *Fleet) finishCancelled(e *entry) {
 	f.Stats.Cancelled.Add(1)
 	f.observe(e, router.OutcomeCancelled)
-	if x := e.x; x != nil {
-		e.x = nil
-		x.Tag = nil
-		x.Done()
-	}
+	x := e.x
+	e.x, x.Tag = nil, nil
+	x.Done()
 	f.release(e)
 }
 
+// backendResponse settles the request a backend answered and hands the answer over:
+// to the client under its own id, or to the router's own call.
 func (f *Fleet) backendResponse(c *upConn, msg []byte, m *codec.Message) {
 	id, ok := parseID(m.ID)
 	if !ok {
@@ -240,15 +240,12 @@ func (f *Fleet) backendResponse(c *upConn, msg []byte, m *codec.Message) {
 	putBuf(bp)
 }
 
-// finish answers a taken entry's client and releases it.
+// finish answers a settled client request with reply and releases it.
 func (f *Fleet) finish(e *entry, reply []byte, outcome router.Outcome) {
 	f.observe(e, outcome)
 	x := e.x
-	e.x = nil
-	if x != nil {
-		x.Tag = nil
-		x.Reply(reply)
-	}
+	e.x, x.Tag = nil, nil
+	x.Reply(reply)
 	f.release(e)
 }
 

@@ -18,7 +18,7 @@ func (f *Fleet) SetObserver(o router.Observer) { f.obs = o }
 // Backend time runs from the send to the backend's answer, or to now when none came
 // (timeouts, lost connections, cancellations).
 func (f *Fleet) observe(e *entry, o router.Outcome) {
-	if f.obs == nil || e.x == nil || e.x.Msg.Kind != codec.KindRequest {
+	if f.obs == nil || e.kind != clientRequest || e.x.Msg.Kind != codec.KindRequest {
 		return
 	}
 	var backendNs int64
