@@ -65,10 +65,7 @@ func (s *HTTPServer) ServeLegacyStream(ctx *fasthttp.RequestCtx) {
 		s.httpError(ctx, fasthttp.StatusInternalServerError, "cannot open stream")
 		return
 	}
-	ctx.SetStatusCode(fasthttp.StatusOK)
-	ctx.SetContentType("text/event-stream")
-	ctx.Response.Header.Set("Cache-Control", "no-cache")
-	ctx.Response.Header.Set("X-Accel-Buffering", "no")
+	startEventStream(ctx)
 	conn := ctx.Conn()
 	// No Done channel: at shutdown the session's stream is closed with the retry hint.
 	opts := sse.PumpOptions{KeepAlive: s.cfg.KeepAlive,

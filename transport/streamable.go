@@ -329,6 +329,15 @@ func (s *HTTPServer) allowNewSession(ctx *fasthttp.RequestCtx) (netip.Addr, bool
 	return client, true
 }
 
+// startEventStream makes the response an SSE stream: 200, text/event-stream, and no
+// caching or proxy buffering of its events.
+func startEventStream(ctx *fasthttp.RequestCtx) {
+	ctx.SetStatusCode(fasthttp.StatusOK)
+	ctx.SetContentType("text/event-stream")
+	ctx.Response.Header.Set("Cache-Control", "no-cache")
+	ctx.Response.Header.Set("X-Accel-Buffering", "no")
+}
+
 // splitPost splits and scans a POST body (the inbound path, see inbound) and counts
 // the invalid elements. It answers 400 itself, and ok is false, when the body is refused
 // as a whole: a broken batch, a batch too long, a single message that is invalid.
@@ -444,10 +453,7 @@ func (s *HTTPServer) replyAsStream(ctx *fasthttp.RequestCtx, p *httpPost) {
 	if sess == nil {
 		body := c.appendBody(p.tmp[:0])
 		p.tmp = body
-		ctx.SetStatusCode(fasthttp.StatusOK)
-		ctx.SetContentType("text/event-stream")
-		ctx.Response.Header.Set("Cache-Control", "no-cache")
-		ctx.Response.Header.Set("X-Accel-Buffering", "no")
+		startEventStream(ctx)
 		ctx.SetBody(sse.AppendEvent(ctx.Response.Body()[:0], nil, "", body))
 		c.mu.Unlock()
 		c.unref()
@@ -485,10 +491,7 @@ func (s *HTTPServer) serveStream(ctx *fasthttp.RequestCtx, stream *sse.Stream, r
 		s.httpError(ctx, fasthttp.StatusBadRequest, "cannot resume stream: "+err.Error())
 		return
 	}
-	ctx.SetStatusCode(fasthttp.StatusOK)
-	ctx.SetContentType("text/event-stream")
-	ctx.Response.Header.Set("Cache-Control", "no-cache")
-	ctx.Response.Header.Set("X-Accel-Buffering", "no")
+	startEventStream(ctx)
 	conn := ctx.Conn()
 	// No Done channel: at shutdown every stream is closed with the retry hint (Registry.
 	// CloseAll), and a closed stream's pump writes what is left, then the hint. A Done
