@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"log/slog"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -36,7 +37,11 @@ func (c *scriptedConn) Send(ctx context.Context, msg []byte) error {
 	var res string
 	switch string(m.Method) {
 	case "initialize":
-		res = `{"protocolVersion":"2025-06-18","capabilities":{"tools":{}}}`
+		res = `{"protocolVersion":"2025-06-18","capabilities":{"tools":{},"resources":{"subscribe":true}}}`
+	case "resources/list":
+		res = `{"resources":[{"uri":"file:///r","name":"r"}]}`
+	case "resources/templates/list":
+		res = `{"resourceTemplates":[]}`
 	case "tools/list":
 		res = `{"tools":[{"name":"echo","inputSchema":{"type":"object"}}]}`
 		if t := c.tools.Load(); t != nil {
@@ -92,7 +97,7 @@ func (h fleetHandler) SessionClosed(*transport.Session) {}
 
 func newFleetClient(t *testing.T, timeout time.Duration) *fleetClient {
 	up := &scriptedConn{got: make(chan []byte, 16), done: make(chan struct{})}
-	f := New(Config{HealthInterval: time.Hour, Backends: []BackendConfig{{
+	f := New(Config{HealthInterval: time.Hour, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Backends: []BackendConfig{{
 		Name: "a", Prefix: "a", Timeout: timeout,
 		Dialers: []Dialer{{Addr: "scripted", Dial: func(ctx context.Context, sink upstream.Sink) (upstream.Conn, error) {
 			up.sink = sink
