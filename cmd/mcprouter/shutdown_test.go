@@ -93,14 +93,7 @@ func TestSignalShutdownInFlight(t *testing.T) {
 	if !strings.HasSuffix(string(raw), "retry: 1000\n\n") {
 		t.Errorf("the GET stream did not end with a retry hint: %q", raw)
 	}
-	select {
-	case <-p.Exited():
-	case <-time.After(testTimeout):
-		t.Fatalf("mcprouter did not exit after SIGTERM\n%s", p.Log)
-	}
-	if !p.Cmd.ProcessState.Success() {
-		t.Errorf("exit status %v\n%s", p.Cmd.ProcessState, p.Log)
-	}
+	waitCleanExit(t, p.Exited(), p.Cmd, p.Log)
 	if !p.Log.Contains("stopped") {
 		t.Errorf("no \"stopped\" log line\n%s", p.Log)
 	}
@@ -191,13 +184,20 @@ func (p *stdioProc) lines(t *testing.T, n int) []string {
 
 func (p *stdioProc) waitExit(t *testing.T) {
 	t.Helper()
+	waitCleanExit(t, p.Exited(), p.Cmd, p.Log)
+}
+
+// waitCleanExit waits for a process that must end on its own, and checks that it
+// exited 0.
+func waitCleanExit(t *testing.T, exited <-chan struct{}, cmd *exec.Cmd, log *testbin.Log) {
+	t.Helper()
 	select {
-	case <-p.Exited():
+	case <-exited:
 	case <-time.After(testTimeout):
-		t.Fatalf("mcprouter stdio did not exit\n%s", p.Log)
+		t.Fatalf("mcprouter did not exit\n%s", log)
 	}
-	if !p.Cmd.ProcessState.Success() {
-		t.Errorf("exit status %v\n%s", p.Cmd.ProcessState, p.Log)
+	if !cmd.ProcessState.Success() {
+		t.Errorf("exit status %v\n%s", cmd.ProcessState, log)
 	}
 }
 
