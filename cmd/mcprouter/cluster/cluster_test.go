@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -11,7 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -27,6 +25,7 @@ import (
 
 	backendsrv "github.com/mcprouter/mcprouter/cmd/mcpbackend/server"
 	"github.com/mcprouter/mcprouter/cmd/mcprouter/app"
+	"github.com/mcprouter/mcprouter/internal/testbin"
 	"github.com/mcprouter/mcprouter/transport"
 	"github.com/mcprouter/mcprouter/transport/natsbus"
 )
@@ -67,9 +66,20 @@ func (n *natsNode) stop() {
 	n.srv.WaitForShutdown()
 }
 
-// startNATS starts a cluster of n NATS servers with JetStream, routed to each other.
+// startCluster starts the three-node NATS cluster and the reference backend most tests
+// share.
+func startCluster(t *testing.T) ([]*natsNode, *backendsrv.Server) {
+	t.Helper()
+	return startNATS(t, 3), startBackend(t)
+}
+
+// startNATS starts a cluster of n NATS servers with JetStream, routed to each other
+// (skipped in -short mode).
 func startNATS(t *testing.T, n int) []*natsNode {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a NATS cluster")
+	}
 	routes := make([]int, n)
 	for i := range routes {
 		routes[i] = freePort(t)
@@ -150,31 +160,13 @@ func quiet(t *testing.T) *slog.Logger {
 	if os.Getenv("MCPROUTER_TEST_LOG") != "" {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	buf := &lockedBuffer{}
+	buf := new(testbin.Log)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("warnings and errors logged during the test:\n%s", buf.String())
 		}
 	})
 	return slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelWarn}))
-}
-
-// lockedBuffer is a bytes.Buffer safe for concurrent writers.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // startRouter runs one router instance on the NATS server at natsURL.
@@ -247,6 +239,15 @@ func (c *client) waitUpdate(t *testing.T, uri string, d time.Duration) {
 	}
 }
 
+func subscribe(t *testing.T, c *client, uri string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+		t.Fatalf("subscribe %s: %v", uri, err)
+	}
+}
+
 func touch(t *testing.T, c *client, uri string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -284,11 +285,7 @@ func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
 // client, whichever instance holds the upstream subscription; releasing the last
 // subscriber releases it.
 func TestFanOutAcrossInstances(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a NATS cluster")
-	}
-	nodes := startNATS(t, 3)
-	backend := startBackend(t)
+	nodes, backend := startCluster(t)
 	routers := make([]*app.App, 3)
 	for i := range routers {
 		routers[i] = startRouter(t, fmt.Sprintf("r%d", i), nodes[i].url(), backend.URL())
@@ -298,11 +295,7 @@ func TestFanOutAcrossInstances(t *testing.T) {
 	clients := make([]*client, 3)
 	for _, i := range []int{2, 0, 1} {
 		clients[i] = connect(t, routers[i].URL())
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		if err := clients[i].cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
-			t.Fatalf("subscribe on router %d: %v", i, err)
-		}
-		cancel()
+		subscribe(t, clients[i], uri)
 	}
 	if n := upstreamSubscriptions(routers...); n != 1 {
 		t.Fatalf("upstream subscriptions in the cluster = %d, want 1", n)
@@ -331,23 +324,14 @@ func TestFanOutAcrossInstances(t *testing.T) {
 // expires and another instance with subscribers takes the upstream subscription over, so
 // updates keep flowing; a NATS node restart does not lose delivery on the other nodes.
 func TestInstanceLossAndNATSRestart(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a NATS cluster")
-	}
-	nodes := startNATS(t, 3)
-	backend := startBackend(t)
+	nodes, backend := startCluster(t)
 	a := startRouter(t, "a", nodes[0].url(), backend.URL())
 	b := startRouter(t, "b", nodes[1].url(), backend.URL())
 	const uri = "memo://board"
 	ca := connect(t, a.URL())
 	cb := connect(t, b.URL())
-	for _, c := range []*client{ca, cb} {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		if err := c.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
-			t.Fatal(err)
-		}
-		cancel()
-	}
+	subscribe(t, ca, uri)
+	subscribe(t, cb, uri)
 	if a.Fleet.Subscriptions() != 1 || b.Fleet.Subscriptions() != 0 {
 		t.Fatalf("a should own the upstream subscription (a=%d b=%d)", a.Fleet.Subscriptions(), b.Fleet.Subscriptions())
 	}
@@ -370,12 +354,14 @@ func TestInstanceLossAndNATSRestart(t *testing.T) {
 // another instance with the same Mcp-Session-Id and Last-Event-ID: the update it had not
 // acknowledged reaches it again (change notices are not logged: the new instance sends
 // them fresh), its subscription still delivers, and it can go on calling tools.
+//
+// Each step waits for the event the next one depends on: the upstream subscription
+// before a touch (an update emitted before it exists reaches nobody), the session's
+// record with its subscription in the store before the move, and one GET at a time on
+// the new instance (a GET takes the session's stream over from the one before: an
+// abandoned probe still being served would cut the test's stream off).
 func TestSessionMovesToAnotherInstance(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a NATS cluster")
-	}
-	nodes := startNATS(t, 3)
-	backend := startBackend(t)
+	nodes, backend := startCluster(t)
 	a := startRouter(t, "a", nodes[0].url(), backend.URL())
 	b := startRouter(t, "b", nodes[1].url(), backend.URL())
 	const uri = "memo://board"
@@ -384,6 +370,7 @@ func TestSessionMovesToAnotherInstance(t *testing.T) {
 	sid := h.initialize(a.URL())
 	h.post(a.URL(), sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	h.post(a.URL(), sid, `{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":"`+uri+`"}}`)
+	waitFor(t, "a to hold the upstream subscription", 20*time.Second, func() bool { return a.Fleet.Subscriptions() == 1 })
 	events, stop := h.stream(a.URL(), sid, "")
 	// Two updates arrive on A's stream; the client reads the first one only.
 	h.post(a.URL(), sid, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"touch","arguments":{"uri":"`+uri+`"}}}`)
@@ -400,25 +387,37 @@ func TestSessionMovesToAnotherInstance(t *testing.T) {
 		t.Fatalf("first event: %+v", first)
 	}
 	a.Shutdown(context.Background())
+	// A wrote the session's record before it stopped; B reads it from its own NATS
+	// node, where it must have arrived with the subscription for B to carry it on.
+	var rec string
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the session record last read on b's node: %s", rec)
+		}
+	})
+	waitFor(t, "the session record with its subscription on b's node", 20*time.Second, func() bool {
+		rec = storedRecord(t, nodes[1].url(), "mcpr_sessions", sid)
+		return strings.Contains(rec, uri)
+	})
 
 	// The client comes back on B with the id of the last event it read.
-	// Like a real client whose instance vanished, retry for a few seconds: under heavy
-	// load (the race detector, shared CPUs) the lease store can be slow to answer.
-	events, stop = h.streamRetry(b.URL(), sid, first.id, 15*time.Second)
+	events, stop = h.resume(b.URL(), sid, first.id)
 	defer stop()
 	second := nextData(t, events)
 	t.Logf("second %+v", second)
 	if !strings.Contains(second.data, "notifications/resources/updated") || second.id == first.id {
 		t.Fatalf("resumed event: %+v (first %+v)", second, first)
 	}
-	// The session goes on: calls work and the subscription still delivers.
+	// The session goes on: calls work and the subscription still delivers once B holds
+	// it upstream (at once when A gave it up in time, else at B's next heartbeat).
+	waitFor(t, "b to hold the upstream subscription", 20*time.Second, func() bool { return b.Fleet.Subscriptions() == 1 })
 	h.post(b.URL(), sid, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"touch","arguments":{"uri":"`+uri+`"}}}`)
 	third := nextData(t, events)
 	if !strings.Contains(third.data, uri) {
 		t.Fatalf("update after the move: %+v", third)
 	}
-	if b.HTTP.Stats.Adopted.Load() != 1 {
-		t.Fatalf("b adopted %d sessions, want 1", b.HTTP.Stats.Adopted.Load())
+	if b.HTTP.Stats.Adopted.Load() != 1 || b.Router.Stats.Adopted.Load() != 1 {
+		t.Fatalf("b adopted %d sessions and carried %d on, want 1 and 1", b.HTTP.Stats.Adopted.Load(), b.Router.Stats.Adopted.Load())
 	}
 }
 
@@ -465,33 +464,39 @@ func (h *rawClient) post(endpoint, sid, body string) string {
 
 type sseEvent struct{ id, data string }
 
-// streamRetry is stream, retried on 404 until d has passed.
-func (h *rawClient) streamRetry(endpoint, sid, lastID string, d time.Duration) (<-chan sseEvent, func()) {
-	deadline := time.Now().Add(d)
-	for {
-		req, _ := http.NewRequest("GET", endpoint, nil)
-		req.Header.Set("Accept", "text/event-stream")
-		req.Header.Set("Mcp-Session-Id", sid)
-		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
-		req.Header.Set("Last-Event-ID", lastID)
-		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-		resp, err := http.DefaultClient.Do(req.WithContext(ctx))
-		status := 0
-		if err == nil {
-			status = resp.StatusCode
-			resp.Body.Close()
+// resume opens the session's GET stream on another instance from lastID. The instance
+// answers 404 when its store did not answer in time (a loaded JetStream): like a real
+// client, it tries again, a few times. Only one GET is in flight at a time, and each is
+// read to its answer: a GET takes the session's stream over, so one the client gave up
+// on but the instance still serves would cut off the next.
+func (h *rawClient) resume(endpoint, sid, lastID string) (<-chan sseEvent, func()) {
+	const attempts = 3
+	for i := 1; ; i++ {
+		events, stop, status := h.openStream(endpoint, sid, lastID)
+		if status == http.StatusOK || i == attempts {
+			if status != http.StatusOK {
+				h.t.Fatalf("GET stream on the new instance: %d after %d attempts", status, attempts)
+			}
+			return events, stop
 		}
-		cancel()
-		if status != http.StatusNotFound || time.Now().After(deadline) {
-			break
+		if status != http.StatusNotFound {
+			h.t.Fatalf("GET stream on the new instance: %d", status)
 		}
-		time.Sleep(250 * time.Millisecond)
 	}
-	return h.stream(endpoint, sid, lastID)
 }
 
 // stream opens the session's GET stream and yields its events with data.
 func (h *rawClient) stream(endpoint, sid, lastID string) (<-chan sseEvent, func()) {
+	events, stop, status := h.openStream(endpoint, sid, lastID)
+	if status != http.StatusOK {
+		h.t.Fatalf("GET stream: %d", status)
+	}
+	return events, stop
+}
+
+// openStream is stream that returns the status of an answer other than 200 instead of
+// failing.
+func (h *rawClient) openStream(endpoint, sid, lastID string) (<-chan sseEvent, func(), int) {
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, "GET", endpoint, nil)
 	req.Header.Set("Accept", "text/event-stream")
@@ -505,10 +510,12 @@ func (h *rawClient) stream(endpoint, sid, lastID string) (<-chan sseEvent, func(
 		cancel()
 		h.t.Fatal(err)
 	}
-	if resp.StatusCode != 200 {
+	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
 		cancel()
-		h.t.Fatalf("GET stream: %d %s", resp.StatusCode, b)
+		h.t.Logf("GET stream: %d %s", resp.StatusCode, b)
+		return nil, nil, resp.StatusCode
 	}
 	out := make(chan sseEvent, 64)
 	go func() {
@@ -531,7 +538,7 @@ func (h *rawClient) stream(endpoint, sid, lastID string) (<-chan sseEvent, func(
 			}
 		}
 	}()
-	return out, cancel
+	return out, cancel, http.StatusOK
 }
 
 func nextData(t *testing.T, events <-chan sseEvent) sseEvent {
@@ -552,9 +559,6 @@ func nextData(t *testing.T, events <-chan sseEvent) sseEvent {
 // nodes A and B reach them over NATS request/reply (no URL), their sessions spread over
 // the processes by the queue group, and an update one of them emits reaches a client on A.
 func TestNATSServiceBackend(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a NATS cluster")
-	}
 	nodes := startNATS(t, 3)
 	for i := 0; i < 2; i++ {
 		b, err := backendsrv.New(backendsrv.Config{Name: fmt.Sprintf("svc%d", i), Tick: -1, Logger: quiet(t)})
@@ -622,9 +626,6 @@ func TestNATSServiceBackend(t *testing.T) {
 // TestListChangedReachesEveryInstance: a backend's tool list changes; every router
 // instance refreshes its catalog and each client hears of it exactly once.
 func TestListChangedReachesEveryInstance(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a NATS cluster")
-	}
 	nodes := startNATS(t, 3)
 	srv := mcp.NewServer(&mcp.Implementation{Name: "changing", Version: "1"}, nil)
 	echo := func(_ context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -700,72 +701,36 @@ func TestListChangedReachesEveryInstance(t *testing.T) {
 // an instance that still has subscribers takes the upstream subscription over, so
 // updates keep flowing to the survivors' clients.
 func TestInstanceKilled(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a NATS cluster and a router process")
-	}
-	nodes := startNATS(t, 3)
-	backend := startBackend(t)
-	bin := filepath.Join(t.TempDir(), "mcprouter")
-	build := exec.Command("go", "build", "-o", bin, "../../../cmd/mcprouter")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	listen := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	nodes, backend := startCluster(t)
 	cfgFile := filepath.Join(t.TempDir(), "a.yaml")
-	cfg := fmt.Sprintf("listen: %s\nadmin: {listen: \"off\"}\nbackends:\n  - {name: ref, url: %q, prefix: \"\"}\nnats: {url: %q, name: doomed, replicas: 3, lease: 5s}\n",
-		listen, backend.URL(), nodes[0].url())
+	cfg := fmt.Sprintf("listen: 127.0.0.1:0\nadmin: {listen: \"off\"}\nbackends:\n  - {name: ref, url: %q, prefix: \"\"}\nnats: {url: %q, name: doomed, replicas: 3, lease: 5s}\n",
+		backend.URL(), nodes[0].url())
 	if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	proc := exec.Command(bin, "--config", cfgFile)
-	stderr, _ := proc.StderrPipe()
-	if err := proc.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { proc.Process.Kill(); proc.Wait() })
-	ready := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), "mcprouter listening") {
-				close(ready)
-			}
-		}
-	}()
-	select {
-	case <-ready:
-	case <-time.After(30 * time.Second):
-		t.Fatal("router process did not start")
-	}
+	doomed := testbin.Start(t, testbin.Spec{Bin: testbin.Build(t, testbin.Router), Args: []string{"--config", cfgFile}, Ready: []string{"mcprouter listening"}})
 	b := startRouter(t, "b", nodes[1].url(), backend.URL())
 	const uri = "memo://board"
-	ca := connect(t, "http://"+listen+"/mcp")
+	ca := connect(t, "http://"+doomed.Addr()+"/mcp")
 	cb := connect(t, b.URL())
-	for _, c := range []*client{ca, cb} { // the doomed instance subscribes first: it owns
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		if err := c.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
-			t.Fatal(err)
-		}
-		cancel()
-	}
+	subscribe(t, ca, uri) // the doomed instance subscribes first: it owns
+	subscribe(t, cb, uri)
 	// The doomed instance subscribed first; under load its lease may land a heartbeat
 	// later, so wait for the lease store to name it before killing it.
-	waitFor(t, "the doomed instance to hold the owner lease", 20*time.Second, func() bool { return ownerOf(t, nodes[1].url()) == "doomed" })
+	waitFor(t, "the doomed instance to hold the owner lease", 20*time.Second, func() bool { return storedRecord(t, nodes[1].url(), "mcpr_subs", "s.*.owner") == "doomed" })
 	if b.Fleet.Subscriptions() != 0 {
 		t.Fatal("b should not hold the upstream subscription while the first instance lives")
 	}
-	if err := proc.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	proc.Wait()
+	doomed.Kill()
 	waitFor(t, "b to take over after the lease expired", 20*time.Second, func() bool { return b.Fleet.Subscriptions() == 1 })
 	touch(t, cb, uri)
 	cb.waitUpdate(t, uri, 10*time.Second)
 }
 
-// ownerOf reads, from the lease bucket, the instance holding the (only) upstream
-// subscription lease; "" when none does.
-func ownerOf(t *testing.T, natsURL string) string {
+// storedRecord reads, through the NATS server at natsURL, the value of the first key of
+// bucket that matches filter: "" when none, the error in parentheses when the store did
+// not answer.
+func storedRecord(t *testing.T, natsURL, bucket, filter string) string {
 	t.Helper()
 	nc, err := nats.Connect(natsURL)
 	if err != nil {
@@ -778,19 +743,21 @@ func ownerOf(t *testing.T, natsURL string) string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	kv, err := js.KeyValue(ctx, "mcpr_subs")
+	kv, err := js.KeyValue(ctx, bucket)
 	if err != nil {
-		return ""
+		return "(" + err.Error() + ")"
 	}
-	keys, err := kv.ListKeysFiltered(ctx, "s.*.owner")
+	keys, err := kv.ListKeysFiltered(ctx, filter)
 	if err != nil {
-		return ""
+		return "(" + err.Error() + ")"
 	}
 	defer keys.Stop()
 	for k := range keys.Keys() {
-		if e, err := kv.Get(ctx, k); err == nil {
-			return string(e.Value())
+		e, err := kv.Get(ctx, k)
+		if err != nil {
+			return "(" + err.Error() + ")"
 		}
+		return string(e.Value())
 	}
 	return ""
 }
