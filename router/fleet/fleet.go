@@ -157,9 +157,13 @@ func (f *Fleet) Close() {
 		states = append(states, st)
 	}
 	f.sessMu.Unlock()
+	// Per-client upstream sessions close together; Close returns once they are closed
+	// (their children stopped), each within the upstream's own bounded timeouts.
+	var closing sync.WaitGroup
 	for _, st := range states {
-		st.closeAll()
+		st.closeAll(&closing)
 	}
+	closing.Wait()
 	// Whatever was sent and is still in flight gets an answer (a routed request's
 	// forward fails its send on the closed context and answers it).
 	for _, e := range f.table.takeAll(nil) {

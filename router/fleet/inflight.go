@@ -18,11 +18,11 @@ import (
 // Design. An entry moves through named states, each transition made under its shard's
 // lock by one method of table, so that exactly one party settles it:
 //
-//	routed ──bind──▶ sent ──take──────▶ answered
-//	  │                │ ──takeClient─▶ cancelled
-//	  │                │ ──expired────▶ expired
-//	  │                └ ──takeConn───▶ failed (or take with that state)
-//	  ├──takeClient──▶ cancelled (left the table; forward finishes it)
+//	routed ──bind──▶ sent ──take (an answer)──────────▶ answered
+//	  │                ├──takeClient─────────────────▶ cancelled
+//	  │                ├──expired, take (send timeout)─▶ expired
+//	  │                └──takeConn, takeAll, take─────▶ failed
+//	  ├──takeClient──▶ cancelled (out of the table; forward finishes it)
 //	  └──abandon─────▶ failed
 //
 // While an entry is routed, the request's Run (forward) owns its exchange and builds the

@@ -6,9 +6,10 @@ import (
 	"github.com/mcprouter/mcprouter/transport"
 )
 
-// This file is the fleet's side of observability: reporting finished requests to the
-// router's Observer, and read-only views of the backends for metrics collectors, which
-// read them at scrape time so the forwarding path pays nothing for them.
+// Observability: finished requests reported to the router's Observer (by whoever
+// settles them, on that party's goroutine, while the exchange is still valid), and
+// read-only views of the backends for metrics collectors, which read them at scrape time
+// on their own goroutine so the forwarding path pays nothing for them.
 
 // SetObserver sets what finished client requests are reported to: normally
 // Router.Observer(). Call it before Start; nil (the default) takes no timestamps.

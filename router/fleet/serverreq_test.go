@@ -5,7 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/router"
+	"github.com/mcprouter/mcprouter/transport/upstream"
 )
 
 func newServerRequests() *serverRequests {
@@ -59,5 +61,44 @@ func TestServerRequestsBook(t *testing.T) {
 	}
 	if s.take(b1.id, b) != b1 || len(s.m) != 0 || len(s.bySess) != 0 || len(s.byBackend) != 0 {
 		t.Fatalf("left behind: %d requests, %d sessions, %d backend ids", len(s.m), len(s.bySess), len(s.byBackend))
+	}
+}
+
+// TestServerRequestAnsweredByRouter covers what the router answers itself of a
+// backend's requests: a ping, and a request it has no client to route to (the test
+// session has no transport; the routing to a client is covered end to end).
+func TestServerRequestAnsweredByRouter(t *testing.T) {
+	fc := newFleetClient(t, time.Minute)
+	fc.send(`{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"a__echo"}}`)
+	call := fc.upstream()
+	related := fc.up.sink.(upstream.RelatedSink)
+	for _, tc := range []struct {
+		req  string
+		kind codec.Kind
+		code int
+	}{
+		{`{"jsonrpc":"2.0","id":"b1","method":"ping"}`, codec.KindResult, 0},
+		{`{"jsonrpc":"2.0","id":"b1","method":"sampling/createMessage","params":{}}`, codec.KindError, codec.CodeInternalError},
+	} {
+		related.Related(call.ID, []byte(tc.req))
+		back := fc.upstream()
+		if back.Kind != tc.kind || string(back.ID) != `"b1"` {
+			t.Fatalf("%s: backend got kind %v id %s, want kind %v for \"b1\"", tc.req, back.Kind, back.ID, tc.kind)
+		}
+		if tc.code != 0 {
+			if err := rpcErrorOf(back.Error).(*router.Error); err.Code != tc.code {
+				t.Fatalf("%s: code %d, want %d", tc.req, err.Code, tc.code)
+			}
+		}
+	}
+	fc.f.srv.mu.Lock()
+	n := len(fc.f.srv.m)
+	fc.f.srv.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d backend requests pending, want none", n)
+	}
+	fc.answer(call.ID, `{}`)
+	if r := fc.read(); string(r.ID) != `"c"` {
+		t.Fatalf("client got %s, want the answer to \"c\"", r.ID)
 	}
 }

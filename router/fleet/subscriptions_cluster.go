@@ -17,6 +17,11 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
+// Subscriptions across router instances, used instead of localSubs when the fleet has a
+// NATS bus with JetStream. Same callers as localSubs (Prepare, Run, the backend's reader
+// goroutine, SessionClosed); its own goroutines are the heartbeat that renews leases and
+// the NATS handlers of updates and freed ownerships.
+
 // clusterSubs keeps resources/subscribe across every router instance on one NATS:
 //
 //   - each instance indexes its own subscribed sessions per (backend, URI) and, while it

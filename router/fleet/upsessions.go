@@ -61,7 +61,7 @@ func (f *Fleet) SessionClosed(s *router.Session) {
 	f.subs.dropSession(s)
 	f.dropServerRequests(s)
 	if st != nil {
-		st.closeAll()
+		st.closeAll(nil)
 	}
 }
 
@@ -74,8 +74,9 @@ func (f *Fleet) state(s *router.Session) *sessionState {
 }
 
 // closeAll closes the session's upstream sessions (in the background: a child takes a
-// moment to stop), each giving its slot back once closed.
-func (st *sessionState) closeAll() {
+// moment to stop), each giving its slot back once closed; closing, when not nil,
+// counts them until they are.
+func (st *sessionState) closeAll(closing *sync.WaitGroup) {
 	st.mu.Lock()
 	conns := st.conns
 	st.conns = nil
@@ -86,7 +87,15 @@ func (st *sessionState) closeAll() {
 	st.mu.Unlock()
 	for _, c := range conns {
 		c.killed.Store(true)
-		go c.closeUpstream()
+		if closing != nil {
+			closing.Add(1)
+		}
+		go func() {
+			c.closeUpstream()
+			if closing != nil {
+				closing.Done()
+			}
+		}()
 	}
 }
 

@@ -216,3 +216,26 @@ func TestUpstreamOpenedOnce(t *testing.T) {
 	f.SessionClosed(sess)
 	eventually(t, "every upstream session closed", func() bool { return fb.open.Load() == 0 && f.UpstreamSessions() == 0 })
 }
+
+// TestCloseWaitsForUpstreamSessions checks that Close returns only once every
+// per-client upstream session is closed (for a stdio backend: its child stopped).
+func TestCloseWaitsForUpstreamSessions(t *testing.T) {
+	f, fb := perClientFleet(t, 8, time.Minute)
+	for i := 0; i < 3; i++ {
+		sess := new(router.Session)
+		f.SessionOpened(sess)
+		if _, err := openFor(f, sess); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := fb.open.Load(); n != 3 {
+		t.Fatalf("%d upstream sessions open, want 3", n)
+	}
+	f.Close()
+	if n := fb.open.Load(); n != 0 {
+		t.Fatalf("%d upstream sessions still open after Close", n)
+	}
+	if n := f.UpstreamSessions(); n != 0 {
+		t.Fatalf("%d upstream session slots still held after Close", n)
+	}
+}
