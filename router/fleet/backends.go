@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/bytedance/sonic"
+
+	"github.com/mcprouter/mcprouter/internal/ctxtime"
 	"github.com/mcprouter/mcprouter/router"
 	"github.com/mcprouter/mcprouter/transport/upstream"
 )
@@ -164,7 +166,7 @@ func (in *instance) maintain(ctx context.Context) {
 				cancel()
 				if err != nil {
 					f.log.Warn("backend instance unreachable", "backend", in.b.cfg.Name, "instance", in.dialer.Addr, "err", err, "retry_in", backoff)
-					if !sleepCtx(ctx, backoff) {
+					if !ctxtime.Sleep(ctx, backoff) {
 						return
 					}
 					backoff = min(backoff*2, 10*time.Second)
@@ -179,7 +181,7 @@ func (in *instance) maintain(ctx context.Context) {
 				f.instanceUp(in, nc)
 			}
 		}
-		if !sleepCtx(ctx, f.cfg.HealthInterval) {
+		if !ctxtime.Sleep(ctx, f.cfg.HealthInterval) {
 			return
 		}
 		in.check(ctx)
@@ -218,17 +220,6 @@ func (in *instance) check(ctx context.Context) {
 	}
 	if errors.Is(err, upstream.ErrClosed) || errors.Is(err, upstream.ErrSessionExpired) {
 		c.kill()
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }
 

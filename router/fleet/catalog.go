@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/bytedance/sonic"
+
 	"github.com/mcprouter/mcprouter/codec"
 )
 

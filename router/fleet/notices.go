@@ -7,10 +7,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/router"
 	"github.com/mcprouter/mcprouter/transport"
-	"github.com/nats-io/nats.go"
 )
 
 // Notices: notifications in both directions. From backends (on the connection's reader

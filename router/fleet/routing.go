@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/bytedance/sonic"
+
 	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/router"
 	"github.com/mcprouter/mcprouter/transport"

@@ -10,11 +10,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/mcprouter/mcprouter/router"
 	"github.com/mcprouter/mcprouter/transport"
 	"github.com/mcprouter/mcprouter/transport/natsbus"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Subscriptions across router instances, used instead of localSubs when the fleet has a
@@ -127,15 +128,7 @@ func (s *clusterSubs) handle(sess *router.Session, x *transport.Exchange, b *bac
 			s.mu.Unlock()
 			return s.f.refuseSubscription(x)
 		}
-		if cs == nil {
-			cs = &clusterSub{key: key, hash: keyHash(key), sessions: map[*router.Session]struct{}{}}
-			s.keys[key] = cs
-		}
-		cs.sessions[sess] = struct{}{}
-		if s.bySess[sess] == nil {
-			s.bySess[sess] = map[subKey]struct{}{}
-		}
-		s.bySess[sess][key] = struct{}{}
+		cs = s.addLocked(sess, key)
 	} else if cs != nil {
 		delete(cs.sessions, sess)
 		delete(s.bySess[sess], key)
@@ -537,19 +530,26 @@ func (s *clusterSubs) list(sess *router.Session) []subKey {
 	return listOf(s.bySess, sess)
 }
 
+// addLocked records sess as a subscriber of key and returns key's entry; the caller
+// holds s.mu.
+func (s *clusterSubs) addLocked(sess *router.Session, key subKey) *clusterSub {
+	cs := s.keys[key]
+	if cs == nil {
+		cs = &clusterSub{key: key, hash: keyHash(key), sessions: map[*router.Session]struct{}{}}
+		s.keys[key] = cs
+	}
+	cs.sessions[sess] = struct{}{}
+	if s.bySess[sess] == nil {
+		s.bySess[sess] = map[subKey]struct{}{}
+	}
+	s.bySess[sess][key] = struct{}{}
+	return cs
+}
+
 func (s *clusterSubs) resubscribe(sess *router.Session, keys []subKey) {
 	s.mu.Lock()
 	for _, key := range keys {
-		cs := s.keys[key]
-		if cs == nil {
-			cs = &clusterSub{key: key, hash: keyHash(key), sessions: map[*router.Session]struct{}{}}
-			s.keys[key] = cs
-		}
-		cs.sessions[sess] = struct{}{}
-		if s.bySess[sess] == nil {
-			s.bySess[sess] = map[subKey]struct{}{}
-		}
-		s.bySess[sess][key] = struct{}{}
+		s.addLocked(sess, key)
 	}
 	s.mu.Unlock()
 	// Synchronously: the session's first request on this instance must find its

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/bytedance/sonic"
+
 	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/router"
 	"github.com/mcprouter/mcprouter/transport/upstream"
