@@ -151,12 +151,7 @@ func (f *Fleet) Close() {
 			}
 		}
 	}
-	f.sessMu.Lock()
-	var states []*sessionState
-	for _, st := range f.sessions {
-		states = append(states, st)
-	}
-	f.sessMu.Unlock()
+	states := f.sessionStates()
 	// Per-client upstream sessions close together; Close returns once they are closed
 	// (their children stopped), each within the upstream's own bounded timeouts.
 	var closing sync.WaitGroup

@@ -310,17 +310,16 @@ func (t *table) abandon(e *entry) bool {
 // rebind moves a sent request from conn from to conn to (a failover to another replica);
 // false when the entry was settled meanwhile.
 func (t *table) rebind(id uint64, from, to *upConn) bool {
-	sh := t.shard(id)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	e := sh.m[id]
-	if e == nil || e.state != stateSent || e.conn != from {
-		return false
-	}
-	e.conn = to
-	from.inst.outstanding.Add(-1)
-	to.inst.outstanding.Add(1)
-	return true
+	moved := false
+	t.with(id, func(e *entry) {
+		if e.conn == from {
+			e.conn = to
+			from.inst.outstanding.Add(-1)
+			to.inst.outstanding.Add(1)
+			moved = true
+		}
+	})
+	return moved
 }
 
 // with calls fn with the sent client request id while it cannot be settled (its shard is

@@ -387,3 +387,25 @@ func TestSettleRaces(t *testing.T) {
 		})
 	}
 }
+
+// TestRebind checks a failover's move of a sent request to another replica: only from
+// the connection it is on, only while in flight, with the outstanding counts moved.
+func TestRebind(t *testing.T) {
+	tb, from, to := newTable(), testConn(), testConn()
+	e := request(new(router.Session), "1")
+	tb.add(e)
+	if tb.rebind(e.id, from, to) {
+		t.Fatal("a routed request was rebound")
+	}
+	tb.bind(e, from)
+	if tb.rebind(e.id, to, from) {
+		t.Fatal("a request was rebound from a connection it is not on")
+	}
+	if !tb.rebind(e.id, from, to) || e.conn != to || from.inst.outstanding.Load() != 0 || to.inst.outstanding.Load() != 1 {
+		t.Fatalf("rebind: conn moved %v, outstanding %d -> %d", e.conn == to, from.inst.outstanding.Load(), to.inst.outstanding.Load())
+	}
+	tb.take(e.id, stateAnswered)
+	if tb.rebind(e.id, to, from) {
+		t.Fatal("a settled request was rebound")
+	}
+}

@@ -24,14 +24,8 @@ import (
 // broadcast sends a notification to every client session.
 func (f *Fleet) broadcast(method string) {
 	msg := codec.AppendNotification(nil, method, nil)
-	f.sessMu.Lock()
-	list := make([]*router.Session, 0, len(f.sessions))
-	for s := range f.sessions {
-		list = append(list, s)
-	}
-	f.sessMu.Unlock()
-	for _, s := range list {
-		if t := s.Transport(); t != nil {
+	for _, st := range f.sessionStates() {
+		if t := st.sess.Transport(); t != nil {
 			t.SendNotice(msg)
 		}
 	}

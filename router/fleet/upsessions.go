@@ -73,6 +73,18 @@ func (f *Fleet) state(s *router.Session) *sessionState {
 	return f.sessions[s]
 }
 
+// sessionStates returns the states of the open client sessions, for work done on each
+// outside sessMu.
+func (f *Fleet) sessionStates() []*sessionState {
+	f.sessMu.Lock()
+	defer f.sessMu.Unlock()
+	list := make([]*sessionState, 0, len(f.sessions))
+	for _, st := range f.sessions {
+		list = append(list, st)
+	}
+	return list
+}
+
 // closeAll closes the session's upstream sessions (in the background: a child takes a
 // moment to stop), each giving its slot back once closed; closing, when not nil,
 // counts them until they are.
