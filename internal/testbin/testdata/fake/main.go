@@ -17,11 +17,12 @@ func main() {
 	if *exit >= 0 {
 		os.Exit(*exit)
 	}
+	// Like a real server, it handles SIGTERM before it says it is ready.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM)
 	fmt.Fprintln(os.Stderr, `level=INFO msg="admin listening" addr=127.0.0.1:2`)
 	fmt.Fprintln(os.Stderr, `level=INFO msg="fake listening" addr=127.0.0.1:1 other=x`)
 	fmt.Println("to stdout")
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGTERM)
 	<-sig
 	fmt.Fprintln(os.Stderr, "level=INFO msg=stopped")
 }
