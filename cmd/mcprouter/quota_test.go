@@ -195,25 +195,17 @@ func gaugeValue(t testing.TB, url, name string) float64 {
 // naming another mcprouter binary (an older build), the same runs against it too, side
 // by side. Run with -benchtime=1x: one attack per router.
 func BenchmarkAttackRSS(b *testing.B) {
-	bins := map[string]string{"this": routerBin(b)}
-	if old := os.Getenv("MCPROUTER_BASELINE_BIN"); old != "" {
-		bins["baseline"] = old
-	}
-	for _, name := range []string{"baseline", "this"} {
-		bin, ok := bins[name]
-		if !ok {
-			continue
-		}
-		b.Run(name+"/replies-20x4MB", func(b *testing.B) {
+	for _, bin := range attackBinaries(b) {
+		b.Run(bin.name+"/replies-20x4MB", func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				p := startRouterBin(b, bin, "--backend", "b=cmd:"+backendBin(b)+" stdio")
+				p := startRouterBin(b, bin.path, "--backend", "b=cmd:"+backendBin(b)+" stdio")
 				measureRSS(b, p, func() { largeReplies(b, p, 20, 4000000) })
 				p.stop(b)
 			}
 		})
-		b.Run(name+"/capabilities-20x3.9MB", func(b *testing.B) {
+		b.Run(bin.name+"/capabilities-20x3.9MB", func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				p := startRouterBin(b, bin)
+				p := startRouterBin(b, bin.path)
 				caps := initBody(`{"x":"` + strings.Repeat("a", 3900000) + `"}`)
 				measureRSS(b, p, func() {
 					for j := 0; j < 20; j++ {
@@ -225,6 +217,10 @@ func BenchmarkAttackRSS(b *testing.B) {
 		})
 	}
 }
+
+// baselineBin is the older mcprouter build the attack benchmarks also measure, side by
+// side, when MCPROUTER_BASELINE_BIN names one.
+func baselineBin() string { return os.Getenv("MCPROUTER_BASELINE_BIN") }
 
 // measureRSS reports the router's resident memory before and after attack, in MiB.
 func measureRSS(b *testing.B, p *routerProc, attack func()) {
