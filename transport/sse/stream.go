@@ -283,10 +283,9 @@ func (s *Stream) Publish(event string, data []byte) (EventID, error) {
 		overBudget = !acct.TryReserve(reserved)
 	}
 	if overBudget {
-		interrupt := cut.interruptLocked()
 		s.mu.Unlock()
 		putBuf(bp)
-		s.notifyCut(cut, interrupt, evictions)
+		s.notifyCut(cut, evictions)
 		return EventID{}, ErrOverBudget
 	}
 	acct.Add(int64(cap(f)) - reserved) // the id line may have grown the buffer
@@ -300,35 +299,23 @@ func (s *Stream) Publish(event string, data []byte) (EventID, error) {
 		s.addPendingLocked(len(f))
 		wake = c.wake
 	}
-	interrupt := cut.interruptLocked()
 	s.mu.Unlock()
 
 	if wake != nil {
 		notify(wake)
 	}
-	s.notifyCut(cut, interrupt, evictions)
+	s.notifyCut(cut, evictions)
 	s.stats.Events.Add(1)
 	s.stats.Bytes.Add(uint64(len(f)))
 	return id, nil
 }
 
-// interruptLocked is the Interrupt function of a consumer (nil for none). Called with
-// the stream's lock held.
-func (c *Consumer) interruptLocked() func() {
-	if c == nil {
-		return nil
-	}
-	return c.interrupt
-}
-
 // notifyCut counts what Publish evicted and interrupts the pump of the consumer it cut
 // off, if any. Called without the lock.
-func (s *Stream) notifyCut(cut *Consumer, interrupt func(), evictions int) {
+func (s *Stream) notifyCut(cut *Consumer, evictions int) {
 	if cut != nil {
 		s.stats.CutOffs.Add(1)
-		if interrupt != nil && cut.interrupted.CompareAndSwap(false, true) {
-			interrupt()
-		}
+		cut.interruptPump()
 	}
 	if evictions > 0 {
 		s.stats.Evictions.Add(uint64(evictions))
@@ -442,10 +429,8 @@ func (s *Stream) attach(after uint64, exact bool) (*Consumer, error) {
 	}
 	c := &Consumer{s: s, start: after, next: after + 1, replayEnd: s.last, wake: make(chan struct{}, 1)}
 	old := s.cons
-	var interrupt func()
 	if old != nil {
 		old.state = consDetached
-		interrupt = old.interrupt
 		notify(old.wake)
 	}
 	s.cons = c
@@ -455,8 +440,8 @@ func (s *Stream) attach(after uint64, exact bool) (*Consumer, error) {
 	if exact {
 		s.stats.Resumes.Add(1)
 	}
-	if interrupt != nil && old.interrupted.CompareAndSwap(false, true) {
-		interrupt()
+	if old != nil {
+		old.interruptPump()
 	}
 	return c, nil
 }
@@ -510,17 +495,21 @@ const (
 // Consumer is one attachment to a Stream: the events after its starting position,
 // written to one client by Pump.
 type Consumer struct {
-	s           *Stream
-	start       uint64 // the position it starts after: the id of its priming event
-	wake        chan struct{}
-	pumping     atomic.Bool
-	interrupted atomic.Bool
+	s       *Stream
+	start   uint64 // the position it starts after: the id of its priming event
+	wake    chan struct{}
+	pumping atomic.Bool
+
+	// imu orders the pump's Interrupt with the end of Pump: the function acts on what
+	// Pump's caller owns (its connection), which the caller may give back as soon as
+	// Pump returns (fasthttp recycles a hijacked connection when its handler returns).
+	imu       sync.Mutex
+	interrupt func() // the pump's Interrupt; nil before Pump, once called, and after Pump
 
 	// guarded by s.mu
 	next      uint64 // next seq to take
 	replayEnd uint64 // events up to this one existed at attach: a replay, not a queue
 	state     consState
-	interrupt func()
 }
 
 // Start returns the id of the position the consumer starts after: the id of its priming
@@ -566,9 +555,11 @@ type PumpOptions struct {
 	// Default DefaultMaxBatch.
 	MaxBatch int
 	// Interrupt, if set, is called at most once, from another goroutine and without
-	// locks held, when the consumer is cut off or replaced while its pump may be blocked
-	// in a write: it should make that write fail (e.g. set a past write deadline on the
-	// connection). It must not block. Without it a blocked pump returns only when its
+	// the stream's locks held, when the consumer is cut off or replaced while its pump
+	// may be blocked in a write: it should make that write fail (e.g. set a past write
+	// deadline on the connection). It is never called once Pump has returned (Pump's
+	// return waits for a call in progress), so it may act on what the caller releases
+	// after Pump. It must not block. Without it a blocked pump returns only when its
 	// write does.
 	Interrupt func()
 }
@@ -631,9 +622,7 @@ func (c *Consumer) Pump(w *bufio.Writer, opts PumpOptions) error {
 	} else if wait < 0 {
 		wait = idleWait
 	}
-	s.mu.Lock()
-	c.interrupt = opts.Interrupt
-	s.mu.Unlock()
+	c.setInterrupt(opts.Interrupt)
 
 	pb := pumpBuf{size: min(opts.MaxBatch, maxPooled)}
 	var buf []byte
@@ -641,6 +630,7 @@ func (c *Consumer) Pump(w *bufio.Writer, opts PumpOptions) error {
 	defer func() {
 		pb.put(buf)
 		c.finish(flushed)
+		c.setInterrupt(nil) // after this, an interrupt is a no-op
 	}()
 
 	if opts.Prime || opts.RetryMs > 0 {
@@ -810,6 +800,26 @@ func (c *Consumer) cause(err error) error {
 		return ErrDetached
 	}
 	return err
+}
+
+// setInterrupt sets the function interruptPump calls; nil makes it a no-op. Setting it
+// waits for an interrupt in progress to finish.
+func (c *Consumer) setInterrupt(f func()) {
+	c.imu.Lock()
+	c.interrupt = f
+	c.imu.Unlock()
+}
+
+// interruptPump calls the pump's Interrupt, at most once, and only while Pump runs:
+// the lock makes Pump's return wait for an interrupt already in progress. Called
+// without the stream's lock, once the consumer is cut off or detached.
+func (c *Consumer) interruptPump() {
+	c.imu.Lock()
+	defer c.imu.Unlock()
+	if f := c.interrupt; f != nil {
+		c.interrupt = nil
+		f()
+	}
 }
 
 // finish detaches a consumer whose pump returned.

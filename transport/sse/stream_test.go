@@ -851,3 +851,53 @@ func TestPublishAllocs(t *testing.T) {
 		t.Errorf("Publish allocates %v times", n)
 	}
 }
+
+// TestStreamInterruptNotAfterPump: Interrupt acts on what the pump's caller owns (a
+// hijacked connection that its server recycles once the caller returns), so it must
+// never run after Pump has returned. Replacing a pumping consumer while its pump
+// returns, over and over: the caller's release of its connection after Pump and the
+// interrupt must be ordered (the race detector reports them otherwise) and the
+// interrupt must not see a released connection.
+func TestStreamInterruptNotAfterPump(t *testing.T) {
+	s := NewStream(9, StreamConfig{})
+	c, err := s.Attach(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 200; i++ {
+		conn := new(int) // what the caller owns while its pump runs; nil once released
+		late := false
+		started := make(chan struct{}, 1)
+		done := make(chan error, 1)
+		go func(c *Consumer) {
+			opts := PumpOptions{KeepAlive: -1, RetryMs: 1, Interrupt: func() {
+				if conn == nil {
+					late = true
+				}
+			}}
+			w := bufio.NewWriter(notifyWriter{started})
+			err := c.Pump(w, opts)
+			conn = nil // the caller gives its connection back
+			done <- err
+		}(c)
+		within(t, started, fmt.Sprintf("the first write of pump %d", i))
+		if c, err = s.Attach(0); err != nil {
+			t.Fatal(err)
+		}
+		if err := within(t, done, "Pump"); err != ErrDetached {
+			t.Fatalf("replaced Pump: %v", err)
+		}
+		if late {
+			t.Fatal("Interrupt ran after Pump returned")
+		}
+	}
+	c.Close()
+}
+
+// notifyWriter discards what it is given and signals each write.
+type notifyWriter struct{ wrote chan struct{} }
+
+func (w notifyWriter) Write(p []byte) (int, error) {
+	notify(w.wrote)
+	return len(p), nil
+}
