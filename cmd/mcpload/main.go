@@ -76,46 +76,41 @@ type listFlag []string
 func (l *listFlag) String() string     { return strings.Join(*l, ", ") }
 func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
+// loadFlags holds the parsed command line. The flags that map one to one onto a
+// config field are bound to cfg directly, so that applying them to a scenario's
+// config is one re-parse (withGivenFlags) instead of a field-by-field copy.
 type loadFlags struct {
-	scenario                      string
-	url, transport, protocol, cmd string
-	headers                       listFlag
-	sessions                      int
-	ramp, warmup, duration        time.Duration
-	timeout, late                 time.Duration
-	rate                          float64
-	mode                          string
-	tool, args, method, uri       string
-	prompt, params                string
-	pages                         int
-	stream                        bool
-	churnCalls                    int
-	fanURI, fanTool, fanArgs      string
-	fanRate                       float64
-	seed                          uint64
-	jsonOut, htmlOut              string
-	asserts                       listFlag
-	quiet, strict                 bool
-	cpuProfile                    string
+	cfg                      loadgen.Config
+	scenario                 string
+	cmd                      string
+	headers                  listFlag
+	tool, args, method, uri  string
+	prompt, params           string
+	pages                    int
+	fanURI, fanTool, fanArgs string
+	jsonOut, htmlOut         string
+	asserts                  listFlag
+	quiet, strict            bool
+	cpuProfile               string
 }
 
 func newLoadFlagSet(f *loadFlags, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("mcpload", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&f.scenario, "scenario", "", "YAML scenario file (flags given explicitly override it)")
-	fs.StringVar(&f.url, "url", "", "MCP endpoint (http) or SSE stream URL (sse)")
-	fs.StringVar(&f.transport, "transport", "http", "http (Streamable HTTP), sse (legacy HTTP+SSE) or stdio")
-	fs.StringVar(&f.protocol, "protocol", "", "protocol revision to request (default 2025-11-25; 2024-11-05 for sse; 2026-07-28 is stateless)")
+	fs.StringVar(&f.cfg.Target.URL, "url", "", "MCP endpoint (http) or SSE stream URL (sse)")
+	fs.StringVar(&f.cfg.Target.Transport, "transport", "http", "http (Streamable HTTP), sse (legacy HTTP+SSE) or stdio")
+	fs.StringVar(&f.cfg.Target.Protocol, "protocol", "", "protocol revision to request (default 2025-11-25; 2024-11-05 for sse; 2026-07-28 is stateless)")
 	fs.StringVar(&f.cmd, "command", "", "stdio server command line (or give it after --)")
 	fs.Var(&f.headers, "header", "extra HTTP header 'Name: value' (repeatable)")
-	fs.IntVar(&f.sessions, "sessions", 16, "concurrent sessions")
-	fs.DurationVar(&f.ramp, "ramp", 0, "spread session openings over this long (never measured)")
-	fs.DurationVar(&f.warmup, "warmup", time.Second, "full load before measuring, excluded from the figures")
-	fs.DurationVar(&f.duration, "duration", 10*time.Second, "measured duration")
-	fs.Float64Var(&f.rate, "rate", 0, "open loop: operations per second (latency from intended send times); 0 = closed loop")
-	fs.DurationVar(&f.timeout, "timeout", 10*time.Second, "per-call timeout")
-	fs.DurationVar(&f.late, "late-threshold", time.Millisecond, "an open-loop send starting later than this is late")
-	fs.StringVar(&f.mode, "mode", "steady", "steady, churn (connect, call, close) or fanout (subscribe, trigger, measure delivery)")
+	fs.IntVar(&f.cfg.Sessions, "sessions", 16, "concurrent sessions")
+	fs.DurationVar(&f.cfg.Ramp, "ramp", 0, "spread session openings over this long (never measured)")
+	fs.DurationVar(&f.cfg.Warmup, "warmup", time.Second, "full load before measuring, excluded from the figures")
+	fs.DurationVar(&f.cfg.Duration, "duration", 10*time.Second, "measured duration")
+	fs.Float64Var(&f.cfg.Rate, "rate", 0, "open loop: operations per second (latency from intended send times); 0 = closed loop")
+	fs.DurationVar(&f.cfg.Timeout, "timeout", 10*time.Second, "per-call timeout")
+	fs.DurationVar(&f.cfg.LateThreshold, "late-threshold", time.Millisecond, "an open-loop send starting later than this is late")
+	fs.StringVar((*string)(&f.cfg.Mode), "mode", "steady", "steady, churn (connect, call, close) or fanout (subscribe, trigger, measure delivery)")
 	fs.StringVar(&f.tool, "tool", "", "tool to call (tools/call)")
 	fs.StringVar(&f.args, "args", "", "tool or prompt arguments, JSON template ({{seq}}, {{session}}, {{rand A B}}, {{randstr N}}, {{uuid}}, {{now}})")
 	fs.StringVar(&f.method, "method", "", "method to call when not a tool: ping, tools/list, resources/list, ...")
@@ -123,13 +118,13 @@ func newLoadFlagSet(f *loadFlags, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&f.prompt, "prompt", "", "prompt to get (prompts/get)")
 	fs.StringVar(&f.params, "params", "", "raw params for --method, JSON template")
 	fs.IntVar(&f.pages, "pages", 1, "pages per */list operation (-1: follow nextCursor to the end)")
-	fs.BoolVar(&f.stream, "get-stream", false, "hold each session's GET stream open")
-	fs.IntVar(&f.churnCalls, "churn-calls", 1, "calls per session in churn mode")
+	fs.BoolVar(&f.cfg.Target.Stream, "get-stream", false, "hold each session's GET stream open")
+	fs.IntVar(&f.cfg.ChurnCalls, "churn-calls", 1, "calls per session in churn mode")
 	fs.StringVar(&f.fanURI, "fanout-uri", "", "fanout: resource every session subscribes to")
 	fs.StringVar(&f.fanTool, "fanout-tool", "", "fanout: tool that updates the resource")
 	fs.StringVar(&f.fanArgs, "fanout-args", "", "fanout: arguments of the trigger tool")
-	fs.Float64Var(&f.fanRate, "fanout-rate", 10, "fanout: triggers per second")
-	fs.Uint64Var(&f.seed, "seed", 1, "random seed (mix choices, template values)")
+	fs.Float64Var(&f.cfg.Fanout.Rate, "fanout-rate", 10, "fanout: triggers per second")
+	fs.Uint64Var(&f.cfg.Seed, "seed", 1, "random seed (mix choices, template values)")
 	fs.StringVar(&f.jsonOut, "json", "", "write the report as JSON to this file")
 	fs.StringVar(&f.htmlOut, "html", "", "write a self-contained HTML report to this file")
 	fs.Var(&f.asserts, "assert", "pass/fail expression, e.g. 'p99<5ms', 'errors<0.1%', 'rps>=1000' (repeatable)")
@@ -152,9 +147,7 @@ func loadCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return exitError
 	}
-	set := map[string]bool{}
-	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
-	cfg, asserts, err := buildConfig(&f, set, fs.Args())
+	cfg, asserts, err := buildConfig(&f, fs)
 	if err != nil {
 		fmt.Fprintln(stderr, "mcpload:", err)
 		return exitError
@@ -224,39 +217,29 @@ func loadCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// buildConfig merges the scenario file (if any) with the flags that were given.
-func buildConfig(f *loadFlags, set map[string]bool, rest []string) (loadgen.Config, []string, error) {
-	var cfg loadgen.Config
+// buildConfig merges the scenario file (if any) with the flags that were given:
+// without a scenario every flag (given or default) makes the config; with one, only
+// the flags given on the command line override it.
+func buildConfig(f *loadFlags, fs *flag.FlagSet) (loadgen.Config, []string, error) {
+	cfg := f.cfg
 	var asserts []string
 	if f.scenario != "" {
 		sc, err := loadgen.LoadScenario(f.scenario)
 		if err != nil {
 			return cfg, nil, err
 		}
-		cfg = sc.Config(f.scenario)
+		if cfg, err = withGivenFlags(sc.Config(f.scenario), fs); err != nil {
+			return cfg, nil, err
+		}
 		asserts = sc.Assert
 	}
-	fromFlags := f.scenario == ""
-	use := func(name string) bool { return fromFlags || set[name] }
 	t := &cfg.Target
-	if use("url") {
-		t.URL = f.url
-	}
-	if use("transport") {
-		t.Transport = f.transport
-	}
-	if use("protocol") {
-		t.Protocol = f.protocol
-	}
-	if use("get-stream") {
-		t.Stream = f.stream
-	}
-	if len(rest) > 0 {
+	if rest := fs.Args(); len(rest) > 0 {
 		t.Command = rest
-		if !set["transport"] && f.scenario == "" {
+		if f.scenario == "" && !given(fs, "transport") {
 			t.Transport = client.Stdio
 		}
-	} else if use("command") && f.cmd != "" {
+	} else if (f.scenario == "" || given(fs, "command")) && f.cmd != "" {
 		t.Command = strings.Fields(f.cmd)
 	}
 	for _, h := range f.headers {
@@ -269,36 +252,6 @@ func buildConfig(f *loadFlags, set map[string]bool, rest []string) (loadgen.Conf
 		}
 		t.Headers[strings.TrimSpace(k)] = strings.TrimSpace(v)
 	}
-	if use("sessions") {
-		cfg.Sessions = f.sessions
-	}
-	if use("ramp") {
-		cfg.Ramp = f.ramp
-	}
-	if use("warmup") {
-		cfg.Warmup = f.warmup
-	}
-	if use("duration") {
-		cfg.Duration = f.duration
-	}
-	if use("rate") {
-		cfg.Rate = f.rate
-	}
-	if use("timeout") {
-		cfg.Timeout = f.timeout
-	}
-	if use("late-threshold") {
-		cfg.LateThreshold = f.late
-	}
-	if use("mode") {
-		cfg.Mode = loadgen.Mode(f.mode)
-	}
-	if use("churn-calls") {
-		cfg.ChurnCalls = f.churnCalls
-	}
-	if use("seed") {
-		cfg.Seed = f.seed
-	}
 	// A call given on the command line replaces the scenario's mix.
 	if f.tool != "" || f.method != "" || f.uri != "" || f.prompt != "" {
 		cfg.Mix = []loadgen.OpSpec{{Tool: f.tool, Method: f.method, URI: f.uri, Prompt: f.prompt,
@@ -306,19 +259,40 @@ func buildConfig(f *loadFlags, set map[string]bool, rest []string) (loadgen.Conf
 	} else if f.args != "" || f.params != "" {
 		return cfg, nil, errors.New("--args and --params need --tool, --prompt or --method")
 	}
-	if use("fanout-uri") && f.fanURI != "" {
+	if (f.scenario == "" || given(fs, "fanout-uri")) && f.fanURI != "" {
 		cfg.Fanout.URI = f.fanURI
 	}
 	if f.fanTool != "" {
 		cfg.Fanout.Trigger = loadgen.OpSpec{Tool: f.fanTool, Args: f.fanArgs}
 	}
-	if use("fanout-rate") {
-		cfg.Fanout.Rate = f.fanRate
-	}
 	if t.Transport != client.Stdio && t.URL == "" {
 		return cfg, nil, errors.New("--url is required (or --scenario, or --transport stdio with a command)")
 	}
 	return cfg, append(asserts, f.asserts...), nil
+}
+
+// withGivenFlags applies the flags given on the command line (fs) to a scenario's
+// config: a second flag set is bound to a copy of that config, and every given
+// flag is set on it again from its parsed value, so the scenario keeps every field
+// the command line left alone.
+func withGivenFlags(sc loadgen.Config, fs *flag.FlagSet) (loadgen.Config, error) {
+	var g loadFlags
+	again := newLoadFlagSet(&g, io.Discard)
+	g.cfg = sc // after the definitions, which wrote their defaults into g.cfg
+	var err error
+	fs.Visit(func(fl *flag.Flag) {
+		if err == nil {
+			err = again.Set(fl.Name, fl.Value.String())
+		}
+	})
+	return g.cfg, err
+}
+
+// given reports whether the flag name was given on the command line.
+func given(fs *flag.FlagSet, name string) bool {
+	found := false
+	fs.Visit(func(fl *flag.Flag) { found = found || fl.Name == name })
+	return found
 }
 
 func compareCmd(args []string, stdout, stderr io.Writer) int {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -281,9 +280,7 @@ func TestBuildConfigFanoutFlags(t *testing.T) {
 		"--fanout-tool", "touch", "--fanout-args", `{"uri":"test://r/0"}`, "--fanout-rate", "5", "--header", "Authorization: Bearer x"}); err != nil {
 		t.Fatal(err)
 	}
-	set := map[string]bool{}
-	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
-	cfg, _, err := buildConfig(&f, set, fs.Args())
+	cfg, _, err := buildConfig(&f, fs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,5 +290,30 @@ func TestBuildConfigFanoutFlags(t *testing.T) {
 	if cfg.Mode != "fanout" || cfg.Fanout.URI != "test://r/0" || cfg.Fanout.Rate != 5 || cfg.Fanout.Trigger.Tool != "touch" ||
 		cfg.Fanout.Trigger.Method != "tools/call" || !cfg.Target.Stream || cfg.Target.Headers["Authorization"] != "Bearer x" {
 		t.Errorf("config %+v", cfg)
+	}
+}
+
+// A scenario keeps every field the command line left alone; a given flag wins, even
+// one given with its default value.
+func TestBuildConfigScenarioOverride(t *testing.T) {
+	sc := filepath.Join(t.TempDir(), "s.yaml")
+	body := "target:\n  url: http://127.0.0.1:1/mcp\nsessions: 7\nduration: 3s\nrate: 50\nmode: churn\nchurn_calls: 4\n"
+	if err := os.WriteFile(sc, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var f loadFlags
+	fs := newLoadFlagSet(&f, &bytes.Buffer{})
+	if err := fs.Parse([]string{"--scenario", sc, "--sessions", "3", "--duration", "10s", "--seed", "9"}); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _, err := buildConfig(&f, fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Target.URL != "http://127.0.0.1:1/mcp" || cfg.Rate != 50 || cfg.Mode != "churn" || cfg.ChurnCalls != 4 {
+		t.Errorf("scenario fields lost: %+v", cfg)
+	}
+	if cfg.Sessions != 3 || cfg.Duration != 10*time.Second || cfg.Seed != 9 {
+		t.Errorf("given flags not applied: %+v", cfg)
 	}
 }
