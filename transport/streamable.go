@@ -149,6 +149,9 @@ type HTTPStats struct {
 	Resumes       atomic.Uint64
 	// Adopted counts sessions taken over from another router instance.
 	Adopted atomic.Uint64
+	// AdoptionWaits counts requests that waited for another request's adoption of the
+	// same session instead of adopting it a second time.
+	AdoptionWaits atomic.Uint64
 	// ResumeGone counts GET resumptions that could not replay from the client's id.
 	ResumeGone atomic.Uint64
 	// RateLimited counts requests refused by the per-address initialize rate limit.
@@ -169,6 +172,7 @@ type HTTPServer struct {
 	closing  chan struct{}
 	stopOnce sync.Once
 	inits    *rateLimiter
+	adopting adoptions
 	Stats    HTTPStats
 }
 
@@ -257,7 +261,7 @@ func (s *HTTPServer) sessionFor(ctx *fasthttp.RequestCtx) (*Session, bool) {
 	}
 	sess, ok := s.reg.Get(id)
 	if !ok && s.cfg.Resolver != nil {
-		sess, ok = s.adopt(string(id), standaloneSeq(ctx.Request.Header.Peek(HeaderLastEventID)))
+		sess, ok = s.adoptOnce(string(id), standaloneSeq(ctx.Request.Header.Peek(HeaderLastEventID)))
 	}
 	if !ok || sess.Closed() || sess.carrier != CarrierStreamable {
 		s.rpcError(ctx, fasthttp.StatusNotFound, codec.CodeInvalidRequest, "session not found: it ended or never existed; initialize a new one", nil)
@@ -734,6 +738,65 @@ func (o *streamableOut) send(msg []byte) error {
 	return err
 }
 
+// adoptions single-flights adoptions by session id.
+type adoptions struct {
+	mu      sync.Mutex
+	pending map[string]*adoption
+}
+
+// adoption is one adoption in progress; its result is set before done is closed.
+type adoption struct {
+	done chan struct{}
+	sess *Session
+	ok   bool
+}
+
+// adoptOnce adopts session id once however many requests name it at the same time
+// (a client's POST and GET after its instance went away): the first runs adopt, the
+// others wait for its result. Each ResolveSession builds the handler's state of the
+// session, upstream sessions and subscriptions included, so a second one would build
+// a copy that nothing ever closes. The wait is bounded by the first request's adopt
+// (the resolver's and the event log's store calls have their own timeouts).
+func (s *HTTPServer) adoptOnce(id string, lastSeq uint64) (*Session, bool) {
+	a, first := s.adopting.join(id)
+	if !first {
+		s.Stats.AdoptionWaits.Add(1)
+		<-a.done
+		return a.sess, a.ok
+	}
+	defer s.adopting.finish(id, a)
+	// An adoption that finished between this request's registry lookup and join left
+	// the session registered.
+	if a.sess, a.ok = s.reg.Get([]byte(id)); !a.ok {
+		a.sess, a.ok = s.adopt(id, lastSeq)
+	}
+	return a.sess, a.ok
+}
+
+// join returns the adoption in progress for id, or a new one with first set: the
+// caller runs it and must finish it.
+func (as *adoptions) join(id string) (a *adoption, first bool) {
+	as.mu.Lock()
+	defer as.mu.Unlock()
+	if a := as.pending[id]; a != nil {
+		return a, false
+	}
+	if as.pending == nil {
+		as.pending = make(map[string]*adoption)
+	}
+	a = &adoption{done: make(chan struct{})}
+	as.pending[id] = a
+	return a, true
+}
+
+// finish ends the adoption a of id, waking the requests waiting for its result.
+func (as *adoptions) finish(id string, a *adoption) {
+	as.mu.Lock()
+	delete(as.pending, id)
+	as.mu.Unlock()
+	close(a.done)
+}
+
 // adopt takes over a session another instance held: its state from the resolver, its
 // GET stream carried on from the client's Last-Event-ID (lastSeq; 0 without one) with
 // the logged events the client has not seen, then whatever the handler sends on
@@ -768,12 +831,26 @@ func (s *HTTPServer) adopt(id string, lastSeq uint64) (*Session, bool) {
 	sess, err := s.reg.open(sessionSpec{id: id, carrier: CarrierStreamable, version: version, state: state,
 		out: out, acct: acct, ready: true})
 	if err != nil || sess.out != out {
+		// Refused (no room), or the id taken meanwhile (which adoptOnce prevents): the
+		// state ResolveSession built is not the session's.
 		acct.Close()
+		s.release(id, version, state)
 		return sess, err == nil
 	}
 	s.Stats.Adopted.Add(1)
 	s.cfg.Resolver.SessionAdopted(sess)
 	return sess, true
+}
+
+// release gives back the handler's state of a session that was resolved but not
+// registered. The handler closes it as a session handed over, which keeps its record
+// for the client's next try, here or on another instance.
+func (s *HTTPServer) release(id, version string, state SessionState) {
+	discarded := &Session{id: id, carrier: CarrierStreamable, reg: s.reg, done: make(chan struct{})}
+	discarded.info.Store(&sessionInfo{version: version, state: state})
+	discarded.handedOver.Store(true)
+	discarded.closed.Store(true)
+	s.handler.SessionClosed(discarded)
 }
 
 // standaloneSeq is the sequence number a Last-Event-ID names on the GET stream (0 when
