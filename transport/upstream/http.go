@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -34,27 +33,17 @@ import (
 // initialized notification, retries the message that got the 404 (the backend did not
 // process it), and reports EventRenewed.
 type HTTPConn struct {
-	lifecycle
-	opts    HTTPOptions
-	headers []header
-	sink    Sink
-	log     *slog.Logger
-	hc      *fasthttp.HostClient
-	pipe    *pipeline // nil unless opts.Pipeline > 0
-	conns   connSet
-	uri     *fasthttp.URI
+	httpBase
+	pipe *pipeline // nil unless opts.Pipeline > 0
+	uri  *fasthttp.URI
 
 	session atomic.Pointer[session] // nil: no session (before initialize, or stateless)
 	version atomic.Pointer[string]
-	hs      handshake
-	wait    waiters
 	// renewing is a one-slot semaphore: one renewal at a time, the others wait (within
 	// their ctx) and retry on its session.
 	renewing chan struct{}
 
-	closeMu  sync.Mutex
-	closed   bool
-	streamOn bool
+	streamOn bool           // under closeMu
 	wg       sync.WaitGroup // the GET stream goroutine
 }
 
@@ -68,22 +57,14 @@ func DialHTTP(ctx context.Context, rawURL string, opts HTTPOptions, sink Sink) (
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	opts, headers, u, addr, err := setupHTTP("DialHTTP", rawURL, opts, sink)
+	c := &HTTPConn{renewing: make(chan struct{}, 1)}
+	u, addr, err := c.setup("DialHTTP", rawURL, opts, sink)
 	if err != nil {
 		return nil, err
 	}
-	c := &HTTPConn{
-		opts:    opts,
-		headers: headers,
-		sink:    sink,
-		log:     opts.Logger.With("backend", opts.Name),
-		uri:     fasthttp.AcquireURI(),
-
-		renewing: make(chan struct{}, 1),
-	}
-	c.lifecycle.init()
-	if err := c.uri.Parse(nil, []byte(u.String())); err != nil {
-		return nil, errors.New("upstream: bad backend URL: " + err.Error())
+	c.uri = fasthttp.AcquireURI()
+	if err := parseURI(c.uri, u); err != nil {
+		return nil, err
 	}
 	c.hc = newHostClient(addr, u.Scheme == "https", &c.opts, &c.conns)
 	if c.opts.Pipeline > 0 {
@@ -268,7 +249,7 @@ func (c *HTTPConn) prepare(req *fasthttp.Request, method string, sess *session, 
 // do runs one exchange with ctx's deadline as its timeout. fasthttp takes no context:
 // cancellation without a deadline is observed once the response headers are in (the
 // body readers watch ctx), and Close interrupts everything by closing the connections.
-func (c *HTTPConn) do(ctx context.Context, req *fasthttp.Request, resp *fasthttp.Response) error {
+func (c *httpBase) do(ctx context.Context, req *fasthttp.Request, resp *fasthttp.Response) error {
 	if dl, ok := ctx.Deadline(); ok {
 		d := time.Until(dl)
 		if d <= 0 {
@@ -288,7 +269,7 @@ func (c *HTTPConn) do(ctx context.Context, req *fasthttp.Request, resp *fasthttp
 
 // exchangeErr is the error of a failed exchange: the Conn's own end, the caller's, a
 // timeout, or err itself, named after the backend.
-func (c *HTTPConn) exchangeErr(ctx context.Context, err error) error {
+func (c *httpBase) exchangeErr(ctx context.Context, err error) error {
 	switch {
 	case c.ctx.Err() != nil:
 		return deadErr(c.Err())
@@ -684,13 +665,9 @@ const closeWait = 5 * time.Second
 // answers 405 does not allow that, which is fine), stops the GET stream and closes every
 // connection.
 func (c *HTTPConn) Close() error {
-	c.closeMu.Lock()
-	if c.closed {
-		c.closeMu.Unlock()
+	if !c.beginClose() {
 		return nil
 	}
-	c.closed = true
-	c.closeMu.Unlock()
 	sess := c.session.Load()
 	alive := c.kill(ErrClosed)
 	var err error

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/url"
 	"sync"
 	"time"
@@ -27,28 +26,18 @@ import (
 // new session (EventRenewed; EventUp if there was nothing to replay) and carries on; after
 // ReconnectAttempts failures in a row it gives up with EventExpired.
 type SSEConn struct {
-	lifecycle
-	opts     HTTPOptions
-	headers  []header
-	sink     Sink
-	log      *slog.Logger
+	httpBase
 	base     *url.URL
 	baseURI  *fasthttp.URI
-	hc       *fasthttp.HostClient // POSTs
-	conns    connSet
 	streamHC *fasthttp.HostClient // the event stream, apart so that it never waits for a POST slot
 	sconns   connSet
-	hs       handshake
-	wait     waiters
 
 	mu      sync.Mutex
 	cur     *liveStream   // the stream whose endpoint Send uses; nil while down
 	changed chan struct{} // closed and replaced whenever cur changes
 	downErr error         // why cur is nil
 
-	closeMu sync.Mutex
-	closed  bool
-	wg      sync.WaitGroup
+	wg sync.WaitGroup
 }
 
 // liveStream is one established event stream and the endpoint it announced.
@@ -82,23 +71,16 @@ func (s *liveStream) release() {
 // DialSSE connects to a legacy HTTP+SSE backend: it opens the event stream at rawURL and
 // waits, within ctx, for the endpoint event.
 func DialSSE(ctx context.Context, rawURL string, opts HTTPOptions, sink Sink) (*SSEConn, error) {
-	opts, headers, u, addr, err := setupHTTP("DialSSE", rawURL, opts, sink)
+	c := &SSEConn{baseURI: &fasthttp.URI{}, changed: make(chan struct{})}
+	u, addr, err := c.setup("DialSSE", rawURL, opts, sink)
 	if err != nil {
 		return nil, err
 	}
-	c := &SSEConn{
-		opts:    opts,
-		headers: headers,
-		sink:    sink,
-		log:     opts.Logger.With("backend", opts.Name),
-		base:    u,
-		baseURI: &fasthttp.URI{},
-		changed: make(chan struct{}),
+	c.base = u
+	if err := parseURI(c.baseURI, u); err != nil {
+		return nil, err
 	}
-	c.lifecycle.init()
-	if err := c.baseURI.Parse(nil, []byte(u.String())); err != nil {
-		return nil, errors.New("upstream: bad backend URL: " + err.Error())
-	}
+	opts = c.opts
 	c.hc = newHostClient(addr, u.Scheme == "https", &opts, &c.conns)
 	sopts := opts
 	sopts.MaxConns = 2 // the live stream, and its successor while the old one winds down
@@ -415,24 +397,8 @@ func (c *SSEConn) postTo(ctx context.Context, ep *fasthttp.URI, msg []byte) erro
 	}
 	req.Header.SetContentType("application/json")
 	req.SetBodyRaw(msg)
-	if dl, ok := ctx.Deadline(); ok {
-		d := time.Until(dl)
-		if d <= 0 {
-			return ctx.Err()
-		}
-		req.SetTimeout(d)
-	}
-	resp.StreamBody = true
-	if err := c.hc.Do(req, resp); err != nil {
-		switch {
-		case c.ctx.Err() != nil:
-			return deadErr(c.Err())
-		case ctx.Err() != nil:
-			return ctx.Err()
-		case errors.Is(err, fasthttp.ErrTimeout):
-			return fmt.Errorf("upstream: %s: %w", c.opts.Name, context.DeadlineExceeded)
-		}
-		return fmt.Errorf("upstream: %s: %w", c.opts.Name, err)
+	if err := c.do(ctx, req, resp); err != nil {
+		return err
 	}
 	defer resp.CloseBodyStream() //nolint:errcheck // nothing to do about it
 	switch s := resp.StatusCode(); {
@@ -481,13 +447,9 @@ func (c *SSEConn) expire(err error) {
 // Close implements Conn: it drops the event stream, which ends the session on a legacy
 // server, and waits for the reader.
 func (c *SSEConn) Close() error {
-	c.closeMu.Lock()
-	if c.closed {
-		c.closeMu.Unlock()
+	if !c.beginClose() {
 		return nil
 	}
-	c.closed = true
-	c.closeMu.Unlock()
 	c.kill(ErrClosed)
 	if st, _, _ := c.current(); st != nil {
 		st.interrupt(ErrClosed)

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/valyala/fasthttp"
+
 	"github.com/mcprouter/mcprouter/codec"
 )
 
@@ -187,20 +189,52 @@ func lowerASCII(s string) string {
 	return string(b)
 }
 
-// setupHTTP checks what both HTTP transports need (a Sink, valid options, an http or
-// https URL) and returns the defaulted options, the configured headers, the URL and the
-// address to dial. dial names the caller in errors.
-func setupHTTP(dial, rawURL string, opts HTTPOptions, sink Sink) (HTTPOptions, []header, *url.URL, string, error) {
+// setup checks what both HTTP transports need (a Sink, valid options, an http or
+// https URL), fills b in with the defaulted options, the configured headers, the Sink
+// and the logger, and returns the URL and the address to dial. dial names the caller
+// in errors.
+func (b *httpBase) setup(dial, rawURL string, opts HTTPOptions, sink Sink) (*url.URL, string, error) {
 	if sink == nil {
-		return opts, nil, nil, "", errors.New("upstream: " + dial + " needs a Sink")
+		return nil, "", errors.New("upstream: " + dial + " needs a Sink")
 	}
 	opts = opts.withDefaults()
 	headers, err := opts.validate()
 	if err != nil {
-		return opts, nil, nil, "", err
+		return nil, "", err
 	}
 	u, addr, err := parseHTTPURL(rawURL)
-	return opts, headers, u, addr, err
+	if err != nil {
+		return nil, "", err
+	}
+	b.opts, b.headers, b.sink = opts, headers, sink
+	b.log = opts.Logger.With("backend", opts.Name)
+	b.lifecycle.init()
+	return u, addr, nil
+}
+
+// httpBase is what both HTTP transports (HTTPConn, SSEConn) are built on: the
+// defaulted options and their checked headers, the Sink, the logger, the recorded
+// handshake, the waiters for replies, and the life and Close state. setup fills it
+// in the Dial functions; it is read-only after that but for what its parts guard.
+type httpBase struct {
+	lifecycle
+	closer
+	opts    HTTPOptions
+	headers []header
+	sink    Sink
+	log     *slog.Logger
+	hs      handshake
+	wait    waiters
+	hc      *fasthttp.HostClient // the requests (POSTs; GET and DELETE too for HTTPConn)
+	conns   connSet              // hc's connections
+}
+
+// parseURI parses the backend URL u into dst, the form fasthttp requests are built from.
+func parseURI(dst *fasthttp.URI, u *url.URL) error {
+	if err := dst.Parse(nil, []byte(u.String())); err != nil {
+		return errors.New("upstream: bad backend URL: " + err.Error())
+	}
+	return nil
 }
 
 // parseHTTPURL checks that raw is an absolute http or https URL and returns it with the

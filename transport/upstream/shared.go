@@ -280,6 +280,25 @@ func (l *lifecycle) Err() error {
 	return l.err
 }
 
+// closer makes Close idempotent: the first call does the work, the later ones return
+// at once. closeMu also guards whatever a Conn must not start once closed (the GET
+// stream of HTTPConn).
+type closer struct {
+	closeMu sync.Mutex
+	closed  bool
+}
+
+// beginClose marks the Conn closed; it reports false when an earlier Close did.
+func (c *closer) beginClose() bool {
+	c.closeMu.Lock()
+	defer c.closeMu.Unlock()
+	if c.closed {
+		return false
+	}
+	c.closed = true
+	return true
+}
+
 // deadErr is what operations on a dead connection or instance return: err, the error
 // that ended it, or ErrClosed when it was closed without one.
 func deadErr(err error) error {

@@ -214,8 +214,7 @@ type Instance struct {
 	downErr   error
 	restarts  atomic.Int64
 	wg        sync.WaitGroup // the supervisor
-	closeMu   sync.Mutex
-	closed    bool
+	closer
 }
 
 // Send implements Conn. It returns once msg is queued for the child's stdin (or ctx
@@ -258,13 +257,9 @@ func (in *Instance) Restarts() int64 { return in.restarts.Load() }
 // Close implements Conn: it stops the child (stdin closed, then SIGTERM, then SIGKILL to
 // its process group, StopTimeout apart) and waits for the supervisor.
 func (in *Instance) Close() error {
-	in.closeMu.Lock()
-	if in.closed {
-		in.closeMu.Unlock()
+	if !in.beginClose() {
 		return nil
 	}
-	in.closed = true
-	in.closeMu.Unlock()
 	in.kill(ErrClosed)
 	waited := make(chan struct{})
 	go func() { in.wg.Wait(); close(waited) }()
