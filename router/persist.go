@@ -2,6 +2,7 @@ package router
 
 import (
 	"encoding/json"
+	"sync"
 	"time"
 
 	"github.com/bytedance/sonic"
@@ -19,10 +20,67 @@ type record struct {
 	Subs         [][2]string     `json:"subs,omitempty"` // (backend, URI) subscriptions
 }
 
-// save writes s's record.
+// saver keeps the writes of one session's record in order. Each change starts a save,
+// and saves of one session used to run at once, each writing the snapshot it took: an
+// older snapshot (initialize's, without subscriptions) could land after a newer one
+// (resources/subscribe's). Now one writer runs at a time and takes its snapshot just
+// before each write; a change during a write marks the record dirty and the writer
+// writes again, so the last write holds the latest state.
+type saver struct {
+	mu      sync.Mutex
+	running bool // a writer owns the record
+	dirty   bool // changed since the running writer took its snapshot
+}
+
+// begin reports whether the caller must start the writer; false when one is running,
+// which then writes once more.
+func (v *saver) begin() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.running {
+		v.dirty = true
+		return false
+	}
+	v.running = true
+	return true
+}
+
+// again reports whether the record changed during the writer's last write, and ends
+// the writer's run when not.
+func (v *saver) again() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.dirty {
+		v.dirty = false
+		return true
+	}
+	v.running = false
+	return false
+}
+
+// saveLoop is a session's writer: it writes the record until no change is left unwritten.
+func (r *Router) saveLoop(s *Session) {
+	defer r.saving.Done()
+	for {
+		r.save(s)
+		if !s.saves.again() {
+			return
+		}
+	}
+}
+
+// save writes s's record as it is now, or deletes it once the session has ended for
+// its client (a session handed over by a shutdown keeps it, to carry on elsewhere).
+// Only the session's writer calls it, so that a delete cannot be overtaken by a write.
 func (r *Router) save(s *Session) {
 	t := s.Transport()
-	if t == nil || t.Closed() {
+	if t == nil {
+		return
+	}
+	if t.Closed() {
+		if !t.HandedOver() {
+			r.cfg.Store.Delete(t.ID())
+		}
 		return
 	}
 	rec := record{Version: s.version, Capabilities: s.clientCaps, ClientInfo: s.clientInfo}

@@ -125,6 +125,7 @@ type Session struct {
 
 	initialized atomic.Bool
 	logLevel    atomic.Int32
+	saves       saver // the writes of its record, one at a time
 }
 
 // Version is the negotiated revision.
@@ -162,15 +163,15 @@ func (s *Session) ClientCapabilities() []byte { return s.clientCaps }
 // Transport is the transport side of the session.
 func (s *Session) Transport() *transport.Session { return s.t.Load() }
 
-// Persist saves the session's record again (its subscriptions changed).
+// Persist saves the session's record again (its subscriptions changed, or it ended).
+// The write happens later, on the session's one writer (see saver); Router.Close waits
+// for it.
 func (s *Session) Persist() {
-	if s.r != nil && s.r.cfg.Store != nil {
-		s.r.saving.Add(1)
-		go func() {
-			defer s.r.saving.Done()
-			s.r.save(s)
-		}()
+	if s.r == nil || s.r.cfg.Store == nil || !s.saves.begin() {
+		return
 	}
+	s.r.saving.Add(1)
+	go s.r.saveLoop(s)
 }
 
 func sessionOf(ts *transport.Session) *Session {
@@ -223,7 +224,5 @@ func (r *Router) SessionClosed(ts *transport.Session) {
 	if r.fleet != nil {
 		r.fleet.SessionClosed(s)
 	}
-	if r.cfg.Store != nil && !ts.HandedOver() {
-		go r.cfg.Store.Delete(ts.ID())
-	}
+	s.Persist() // the record goes, after any write still running
 }
