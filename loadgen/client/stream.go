@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/mcprouter/mcprouter/internal/ctxtime"
 	"github.com/mcprouter/mcprouter/transport/sse"
 )
 
@@ -119,7 +120,7 @@ func (g *getStream) run(c conn) {
 			return
 		}
 		for {
-			if !sleepCtx(g.ctx, g.retry) {
+			if !ctxtime.Sleep(g.ctx, g.retry) {
 				return
 			}
 			c, err = g.connect(time.Now().Add(30 * time.Second))
@@ -178,17 +179,5 @@ func (g *getStream) close() {
 	select {
 	case <-g.done:
 	case <-time.After(5 * time.Second):
-	}
-}
-
-// sleepCtx sleeps for d unless ctx ends first; it reports whether it slept fully.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }
