@@ -339,19 +339,20 @@ func (s *httpSession) Notify(method string, params []byte, deadline time.Time) e
 
 // post sends a notification or an answer to a server request (see postMessage).
 func (s *httpSession) post(msg []byte, deadline time.Time) error {
-	if s.closed.Load() {
-		return transportErr("post on closed session", ErrClosed)
-	}
-	return postMessage(s.hc, msg, deadline, s.prepare, s.statusErr)
+	return postMessage(&s.closed, s.hc, msg, deadline, s.prepare, s.statusErr)
 }
 
 // postMessage POSTs msg, a message that expects no reply in the HTTP response (a
 // notification, an answer to a server request, or any message of the legacy transport,
 // whose replies travel on the stream), and expects a 2xx status: 202 is what the
 // specifications prescribe, 200 and 204 come from older servers. prepare sets the
-// request's method, URI, headers and body; statusErr classifies any other status.
-func postMessage(hc *fasthttp.HostClient, msg []byte, deadline time.Time,
+// request's method, URI, headers and body; statusErr classifies any other status. A
+// session already closed (closed set) sends nothing.
+func postMessage(closed *atomic.Bool, hc *fasthttp.HostClient, msg []byte, deadline time.Time,
 	prepare func(req *fasthttp.Request, body []byte), statusErr func(status int, body []byte) error) error {
+	if closed.Load() {
+		return transportErr("post on closed session", ErrClosed)
+	}
 	req := fasthttp.AcquireRequest()
 	resp := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)

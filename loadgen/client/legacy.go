@@ -129,10 +129,7 @@ func (s *sseSession) Notify(method string, params []byte, deadline time.Time) er
 
 // post sends a message to the endpoint; a reply to it, if any, arrives on the stream.
 func (s *sseSession) post(msg []byte, deadline time.Time) error {
-	if s.closed.Load() {
-		return transportErr("post on closed session", ErrClosed)
-	}
-	return postMessage(s.hc, msg, deadline, s.prepare, s.statusErr)
+	return postMessage(&s.closed, s.hc, msg, deadline, s.prepare, s.statusErr)
 }
 
 func (s *sseSession) prepare(req *fasthttp.Request, body []byte) {
