@@ -68,22 +68,27 @@ func (v *saver) pending() bool {
 	return v.dirty
 }
 
-// TestRecordKeepsLatestState: the record written at initialize (no subscriptions) is
-// slow to land; a subscription made meanwhile is in the record once every write is
-// done, whatever order the writes ran in (Router.Close waits for them).
-func TestRecordKeepsLatestState(t *testing.T) {
-	store := &gateStore{memStore: memStore{m: map[string][]byte{}}, entered: make(chan struct{}), release: make(chan struct{})}
-	f := &subsFleet{}
+// slowRecord starts a router on store whose first record write (initialize's) blocks
+// until finish, and opens a session: it returns the session, with that write blocked.
+// finish lets the write through and closes the router, which waits for every write.
+func slowRecord(t *testing.T, store *gateStore, f Fleet) (ts *transport.Session, finish func()) {
+	t.Helper()
 	r, err := New(Config{Name: "mcprouter", Version: "test", Store: store, Fleet: f})
 	if err != nil {
 		t.Fatal(err)
 	}
-	closed := false
-	t.Cleanup(func() {
-		if !closed {
-			r.Close(context.Background())
-		}
-	})
+	var once sync.Once
+	finish = func() {
+		once.Do(func() {
+			close(store.release)
+			ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+			defer cancel()
+			if err := r.Close(ctx); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	t.Cleanup(finish)
 	h := newHTTPHarnessWith(t, r, transport.RegistryConfig{}, transport.HTTPConfig{})
 	sid := h.initialize(V20250618)
 	select {
@@ -91,11 +96,23 @@ func TestRecordKeepsLatestState(t *testing.T) {
 	case <-time.After(waitLimit):
 		t.Fatal("initialize did not write the record")
 	}
-
 	ts, ok := h.reg.Get([]byte(sid))
 	if !ok {
 		t.Fatal("no session")
 	}
+	return ts, finish
+}
+
+func newGateStore() *gateStore {
+	return &gateStore{memStore: memStore{m: map[string][]byte{}}, entered: make(chan struct{}), release: make(chan struct{})}
+}
+
+// TestRecordKeepsLatestState: the record written at initialize (no subscriptions) is
+// slow to land; subscriptions made meanwhile are in the record once every write is
+// done, whatever order the writes ran in (Router.Close waits for them).
+func TestRecordKeepsLatestState(t *testing.T) {
+	store, f := newGateStore(), &subsFleet{}
+	ts, finish := slowRecord(t, store, f)
 	s := sessionOf(ts)
 	f.subscribe("files", "file:///watched")
 	s.Persist() // what the fleet does on resources/subscribe
@@ -110,15 +127,8 @@ func TestRecordKeepsLatestState(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	close(store.release)
-
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-	defer cancel()
-	closed = true
-	if err := r.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
-	rec, ok := store.Load(sid)
+	finish()
+	rec, ok := store.Load(ts.ID())
 	if !ok {
 		t.Fatal("no record")
 	}
@@ -134,30 +144,11 @@ func TestRecordKeepsLatestState(t *testing.T) {
 // is still being written has no record once every write is done (the delete is not
 // overtaken by the write in flight).
 func TestRecordDeletedAfterSlowWrite(t *testing.T) {
-	store := &gateStore{memStore: memStore{m: map[string][]byte{}}, entered: make(chan struct{}), release: make(chan struct{})}
-	r, err := New(Config{Name: "mcprouter", Version: "test", Store: store, Fleet: &subsFleet{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := newHTTPHarnessWith(t, r, transport.RegistryConfig{}, transport.HTTPConfig{})
-	sid := h.initialize(V20250618)
-	select {
-	case <-store.entered:
-	case <-time.After(waitLimit):
-		t.Fatal("initialize did not write the record")
-	}
-	ts, ok := h.reg.Get([]byte(sid))
-	if !ok {
-		t.Fatal("no session")
-	}
+	store := newGateStore()
+	ts, finish := slowRecord(t, store, &subsFleet{})
 	ts.Close() // as DELETE does
-	close(store.release)
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-	defer cancel()
-	if err := r.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if store.has(sid) {
+	finish()
+	if store.has(ts.ID()) {
 		t.Fatal("the record of an ended session outlived it")
 	}
 }

@@ -71,12 +71,7 @@ func TestConcurrentAdoptionOnce(t *testing.T) {
 	if n := ts.Reg.Len(); n != 0 {
 		t.Errorf("%d sessions left after DELETE", n)
 	}
-	ts.h.mu.Lock()
-	closed := append([]string(nil), ts.h.closed...)
-	ts.h.mu.Unlock()
-	if len(closed) != 1 || closed[0] != sid {
-		t.Errorf("sessions closed: %q, want [%s]", closed, sid)
-	}
+	ts.h.checkClosedOnly(t, sid)
 }
 
 // TestRefusedAdoptionReleased: a moved session that finds no room here (the table is
@@ -97,10 +92,5 @@ func TestRefusedAdoptionReleased(t *testing.T) {
 	if n := res.adopted.Load(); n != 0 {
 		t.Errorf("SessionAdopted called %d times for a refused adoption", n)
 	}
-	ts.h.mu.Lock()
-	closed := append([]string(nil), ts.h.closed...)
-	ts.h.mu.Unlock()
-	if len(closed) != 1 || closed[0] != sid {
-		t.Errorf("sessions closed: %q, want [%s]", closed, sid)
-	}
+	ts.h.checkClosedOnly(t, sid)
 }

@@ -74,6 +74,17 @@ func (h *testHandler) SessionClosed(s *Session) {
 	h.mu.Unlock()
 }
 
+// checkClosedOnly checks that SessionClosed was called once, for session sid only.
+func (h *testHandler) checkClosedOnly(t testing.TB, sid string) {
+	t.Helper()
+	h.mu.Lock()
+	closed := append([]string(nil), h.closed...)
+	h.mu.Unlock()
+	if len(closed) != 1 || closed[0] != sid {
+		t.Errorf("SessionClosed calls %q, want [%s]", closed, sid)
+	}
+}
+
 type testParams struct {
 	ProtocolVersion string `json:"protocolVersion"`
 	Count           int    `json:"count"`

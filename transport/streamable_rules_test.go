@@ -211,12 +211,7 @@ func TestDeleteEndsSession(t *testing.T) {
 			t.Errorf("%s after DELETE: %d, want 404", r.method, resp.StatusCode)
 		}
 	}
-	ts.h.mu.Lock()
-	closed := append([]string(nil), ts.h.closed...)
-	ts.h.mu.Unlock()
-	if len(closed) != 1 || closed[0] != sid {
-		t.Errorf("SessionClosed calls %v, want [%s]", closed, sid)
-	}
+	ts.h.checkClosedOnly(t, sid)
 }
 
 // TestStandaloneStreamHeaders: the GET stream of each revision sends its headers at
