@@ -10,6 +10,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/mcprouter/mcprouter/internal/mcphttp"
 	"github.com/mcprouter/mcprouter/router"
 	"github.com/mcprouter/mcprouter/transport"
 )
@@ -45,18 +46,8 @@ func (s *Server) httpRules() transport.HTTPRules {
 
 // Handler is the fasthttp handler of the three HTTP endpoints.
 func (s *Server) Handler() fasthttp.RequestHandler {
-	return func(ctx *fasthttp.RequestCtx) {
-		switch string(ctx.Path()) {
-		case PathMCP:
-			s.http.ServeStreamable(ctx)
-		case PathSSE:
-			s.http.ServeLegacyStream(ctx)
-		case PathMessage:
-			s.http.ServeLegacyMessage(ctx)
-		default:
-			ctx.Error("not found: the MCP endpoint is "+PathMCP+" (legacy SSE: "+PathSSE+")", fasthttp.StatusNotFound)
-		}
-	}
+	return mcphttp.Handler(s.http, mcphttp.Paths{MCP: PathMCP, SSE: PathSSE, Message: PathMessage},
+		"not found: the MCP endpoint is "+PathMCP+" (legacy SSE: "+PathSSE+")")
 }
 
 // Listen opens a TCP listener on addr ("127.0.0.1:0" picks a port) and serves the HTTP

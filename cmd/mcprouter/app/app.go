@@ -13,6 +13,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/internal/mcphttp"
 	"github.com/mcprouter/mcprouter/router"
 	"github.com/mcprouter/mcprouter/router/fleet"
 	"github.com/mcprouter/mcprouter/transport"
@@ -126,19 +127,9 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 
 // Handler is the fasthttp handler of every MCP endpoint.
 func (a *App) Handler() fasthttp.RequestHandler {
-	mcp, sseP, msg := a.cfg.Paths.MCP, a.cfg.Paths.SSE, a.cfg.Paths.Message
-	return func(ctx *fasthttp.RequestCtx) {
-		switch string(ctx.Path()) {
-		case mcp:
-			a.HTTP.ServeStreamable(ctx)
-		case sseP:
-			a.HTTP.ServeLegacyStream(ctx)
-		case msg:
-			a.HTTP.ServeLegacyMessage(ctx)
-		default:
-			ctx.Error("not found: the MCP endpoint is "+mcp, fasthttp.StatusNotFound)
-		}
-	}
+	p := a.cfg.Paths
+	return mcphttp.Handler(a.HTTP, mcphttp.Paths{MCP: p.MCP, SSE: p.SSE, Message: p.Message},
+		"not found: the MCP endpoint is "+p.MCP)
 }
 
 // Start connects the backends, waiting up to wait for their catalogs.
