@@ -3,16 +3,15 @@ package codec
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+	"github.com/mcprouter/mcprouter/internal/golden"
+)
 
 // corpusFiles lists the scan corpus: every file of testdata/scan and testdata/bench.
 func corpusFiles(tb testing.TB) []string {
@@ -107,32 +106,7 @@ func TestScanGolden(t *testing.T) {
 			}
 		}
 	}
-	golden := filepath.Join("testdata", "scan.golden")
-	if *update {
-		if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run go test -run TestScanGolden -update to create it)", err)
-	}
-	if got := out.String(); got != string(want) {
-		gl, wl := strings.Split(got, "\n"), strings.Split(string(want), "\n")
-		for i := range max(len(gl), len(wl)) {
-			var g, w string
-			if i < len(gl) {
-				g = gl[i]
-			}
-			if i < len(wl) {
-				w = wl[i]
-			}
-			if g != w {
-				t.Fatalf("golden mismatch at line %d:\n got: %s\nwant: %s", i+1, g, w)
-			}
-		}
-	}
+	golden.Check(t, filepath.Join("testdata", "scan.golden"), out.Bytes())
 }
 
 // TestCorpusPrefixes checks the corpus against its naming convention, so that a

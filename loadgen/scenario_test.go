@@ -2,7 +2,6 @@ package loadgen
 
 import (
 	"encoding/json"
-	"flag"
 	"math"
 	"os"
 	"path/filepath"
@@ -12,9 +11,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"go.yaml.in/yaml/v3"
-)
 
-var update = flag.Bool("update", false, "rewrite golden files")
+	"github.com/mcprouter/mcprouter/internal/golden"
+)
 
 // TestScenarioGolden parses every valid scenario, validates the resulting
 // configuration and compares it with its golden JSON.
@@ -37,20 +36,7 @@ func TestScenarioGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden := strings.TrimSuffix(path, ".yaml") + ".golden.json"
-			if *update {
-				if err := os.WriteFile(golden, append(got, '\n'), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(strings.TrimSpace(string(want)), string(got)); diff != "" {
-				t.Errorf("config (-golden +got):\n%s", diff)
-			}
+			golden.Check(t, strings.TrimSuffix(path, ".yaml")+".golden.json", append(got, '\n'))
 		})
 	}
 }

@@ -100,7 +100,7 @@ func TestEnvelopeRowsGolden(t *testing.T) {
 	r := &Result{Codec: EnvelopeRows(Summarize(lines)), CodecCommand: "go test -bench BenchmarkEnvelope ./codec"}
 	var b strings.Builder
 	r.codecTable(&b)
-	golden(t, "envelope.golden", b.String())
+	checkGolden(t, "envelope.golden", b.String())
 }
 
 func TestEnvelopeRowsCodecFirst(t *testing.T) {

@@ -1,37 +1,19 @@
 package compare
 
 import (
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
+	"github.com/mcprouter/mcprouter/internal/golden"
 	"github.com/mcprouter/mcprouter/loadgen/report"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
-
-// golden compares got with testdata/name, or rewrites it with -update.
-func golden(t *testing.T, name, got string) {
+// checkGolden compares got with testdata/name, or rewrites it with -update.
+func checkGolden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s mismatch (-want +got; -update rewrites it):\n%s", name, diff)
-	}
+	golden.Check(t, filepath.Join("testdata", name), []byte(got))
 }
 
 func TestFormatRate(t *testing.T) {
@@ -205,7 +187,7 @@ func TestGoalMargin(t *testing.T) {
 }
 
 func TestMarkdownGolden(t *testing.T) {
-	golden(t, "section.golden", fakeResult().Markdown("reports"))
+	checkGolden(t, "section.golden", fakeResult().Markdown("reports"))
 }
 
 // TestMarkdownNoLinks: the reports are not kept in git, so the section names them and

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -13,9 +12,9 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+	"github.com/mcprouter/mcprouter/internal/golden"
+)
 
 // parseStream reads a whole GET response the way a session does: head, then chunked or
 // plain body, then SSE events. bufSize is the size of both bufio layers (the production
@@ -84,19 +83,7 @@ func TestStreamGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := render(parseStream(bytes.NewReader(in), 2048, 1024))
-			golden := strings.TrimSuffix(f, ".http") + ".golden"
-			if *update {
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got != string(want) {
-				t.Errorf("got:\n%s\nwant:\n%s", got, want)
-			}
+			golden.Check(t, strings.TrimSuffix(f, ".http")+".golden", []byte(got))
 			if small := render(parseStream(iotest.OneByteReader(bytes.NewReader(in)), 16, 16)); small != got {
 				t.Errorf("one byte per read, 16-byte buffers:\n%s\nwant:\n%s", small, got)
 			}

@@ -2,7 +2,6 @@ package report
 
 import (
 	"bytes"
-	"flag"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,26 +10,14 @@ import (
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/mcprouter/mcprouter/internal/golden"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files")
-
-func golden(t *testing.T, name string, got []byte) {
+// checkGolden compares got with testdata/name, or rewrites it with -update.
+func checkGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("%s (-want +got):\n%s", name, diff)
-	}
+	golden.Check(t, filepath.Join("testdata", name), got)
 }
 
 func load(t *testing.T, name string) *Report {
@@ -48,7 +35,7 @@ func TestTableGolden(t *testing.T) {
 		if err := load(t, name+".json").WriteTable(&b); err != nil {
 			t.Fatal(err)
 		}
-		golden(t, name+".table.golden", b.Bytes())
+		checkGolden(t, name+".table.golden", b.Bytes())
 	}
 }
 
@@ -57,7 +44,7 @@ func TestCompareGolden(t *testing.T) {
 	if err := Compare(&b, load(t, "closed.json"), load(t, "open.json"), "closed.json", "open.json"); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "compare.golden", b.Bytes())
+	checkGolden(t, "compare.golden", b.Bytes())
 }
 
 func TestJSONRoundTrip(t *testing.T) {

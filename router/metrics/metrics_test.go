@@ -2,9 +2,7 @@ package metrics
 
 import (
 	"bytes"
-	"flag"
 	"math"
-	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -16,12 +14,11 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/internal/golden"
 	"github.com/mcprouter/mcprouter/router"
 	"github.com/mcprouter/mcprouter/transport"
 	"github.com/mcprouter/mcprouter/transport/sse"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/*.golden")
 
 // exchange returns an exchange carrying a request for method, as RequestDone sees it.
 func exchange(method string) *transport.Exchange {
@@ -85,21 +82,10 @@ func gather(t *testing.T, m *Metrics) string {
 	return strings.ReplaceAll(buf.String(), runtime.Version(), "GOVERSION")
 }
 
-func golden(t *testing.T, name, got string) {
+// checkGolden compares got with testdata/name, or rewrites it with -update.
+func checkGolden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs (run with -update to accept):\n--- got\n%s", path, got)
-	}
+	golden.Check(t, filepath.Join("testdata", name), []byte(got))
 }
 
 // TestCollectRequests checks the per-request metrics against a golden exposition: one
@@ -108,7 +94,7 @@ func golden(t *testing.T, name, got string) {
 func TestCollectRequests(t *testing.T) {
 	m := New(Options{Backends: []string{"files", "search"}, Version: "test"})
 	feed(m)
-	golden(t, "requests.golden", gather(t, m))
+	checkGolden(t, "requests.golden", gather(t, m))
 }
 
 // TestCollectSources reads every component a router has (no fleet) through a pedantic

@@ -3,7 +3,6 @@ package upstream
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -11,9 +10,9 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+	"github.com/mcprouter/mcprouter/internal/golden"
+)
 
 // chunked reads from b in pieces of at most n bytes, to show that results do not depend
 // on how the network splits a stream.
@@ -68,19 +67,7 @@ func TestSSEReaderGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := renderSSE(bytes.NewReader(in), 1<<20)
-			golden := strings.TrimSuffix(f, ".sse") + ".golden"
-			if *update {
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if got != string(want) {
-				t.Fatalf("got\n%s\nwant\n%s", got, want)
-			}
+			golden.Check(t, strings.TrimSuffix(f, ".sse")+".golden", []byte(got))
 			for _, n := range []int{1, 2, 3, 7, 64} {
 				if c := renderSSE(&chunked{in, n}, 1<<20); c != got {
 					t.Fatalf("read in %d-byte chunks:\n%s\nwhole:\n%s", n, c, got)
@@ -138,20 +125,7 @@ func TestReadLinesGolden(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := renderLines(bytes.NewReader(in), 1<<20)
-		golden := strings.TrimSuffix(f, ".txt") + ".golden"
-		if *update {
-			if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		want, err := os.ReadFile(golden)
-		if err != nil {
-			t.Fatalf("%v (run with -update to create it)", err)
-		}
-		if got != string(want) {
-			t.Fatalf("%s: got\n%s\nwant\n%s", f, got, want)
-		}
+		golden.Check(t, strings.TrimSuffix(f, ".txt")+".golden", []byte(renderLines(bytes.NewReader(in), 1<<20)))
 	}
 }
 

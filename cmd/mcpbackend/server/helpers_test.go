@@ -3,17 +3,14 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"flag"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
 
 // waitLimit bounds every wait in the tests: generous, because the machine is shared, and
 // never an assertion about speed.
@@ -189,9 +186,9 @@ func do(t testing.TB, s *Server, sess *Session, msg string) *recorder {
 	return r
 }
 
-// golden compares got with testdata/golden/name, or rewrites it with -update. JSON is
+// checkGolden compares got with testdata/golden/name, or rewrites it with -update. JSON is
 // compared after indentation so the files are readable.
-func golden(t *testing.T, name string, got []byte) {
+func checkGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
 	var v any
 	if err := json.Unmarshal(got, &v); err != nil {
@@ -201,22 +198,5 @@ func golden(t *testing.T, name string, got []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pretty = append(pretty, '\n')
-	file := filepath.Join("testdata", "golden", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(file, pretty, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if string(want) != string(pretty) {
-		t.Errorf("%s differs from the golden file (run with -update after checking):\n got: %s\nwant: %s", name, pretty, want)
-	}
+	golden.Check(t, filepath.Join("testdata", "golden", name), append(pretty, '\n'))
 }

@@ -45,7 +45,7 @@ func TestGolden(t *testing.T) {
 			t.Run(v+"/"+c.name, func(t *testing.T) {
 				s := newTestServer(t, Config{PageSize: 4})
 				sess, _ := openSession(t, s, v, `{}`)
-				golden(t, v+"/"+c.name+".json", do(t, s, sess, c.msg).reply(t))
+				checkGolden(t, v+"/"+c.name+".json", do(t, s, sess, c.msg).reply(t))
 			})
 		}
 	}

@@ -1,0 +1,39 @@
+// Package golden compares what a test produced with a golden file under its package's
+// testdata folder, or rewrites that file when the test binary runs with -update. It is
+// the one golden-file helper of the project's tests (and the one -update flag: a test
+// package that imports it must not define its own).
+package golden
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata instead of comparing with them")
+
+// Check compares got with the golden file at path. With -update it writes got there
+// (creating the folder) and passes: check the rewritten files in the diff before
+// committing them.
+func Check(t testing.TB, path string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Errorf("%s differs from the golden file (-want +got; run with -update after checking):\n%s", path, diff)
+	}
+}
