@@ -323,3 +323,15 @@ func mustContain(t testing.TB, b []byte, sub string) {
 		t.Fatalf("%s does not contain %q", b, sub)
 	}
 }
+
+// dialHTTP dials url with opts and a fresh recSink, failing the test on an error. The
+// caller closes the Conn (before the test server, which waits for its connections).
+func dialHTTP(t *testing.T, url string, opts HTTPOptions) (*HTTPConn, *recSink) {
+	t.Helper()
+	s := newRecSink()
+	c, err := DialHTTP(testCtx(t), url, opts, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, s
+}

@@ -102,11 +102,7 @@ func TestHTTPLifecycleGoSDK(t *testing.T) {
 			sw.set(sdkHandler("g1", tc.json))
 			srv := httptest.NewServer(sw)
 			defer srv.Close()
-			s := newRecSink()
-			c, err := DialHTTP(testCtx(t), srv.URL, HTTPOptions{Name: "sdk"}, s)
-			if err != nil {
-				t.Fatal(err)
-			}
+			c, s := dialHTTP(t, srv.URL, HTTPOptions{Name: "sdk"})
 			doHandshake(t, c, s)
 			if c.SessionID() == "" {
 				t.Fatal("no session id captured from the initialize reply")
@@ -145,11 +141,7 @@ func TestHTTPLifecycleGoSDK(t *testing.T) {
 func TestHTTPConcurrentSends(t *testing.T) {
 	srv := httptest.NewServer(sdkHandler("g1", false))
 	defer srv.Close()
-	s := newRecSink()
-	c, err := DialHTTP(testCtx(t), srv.URL, HTTPOptions{MaxConns: 4}, s)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, s := dialHTTP(t, srv.URL, HTTPOptions{MaxConns: 4})
 	defer c.Close()
 	doHandshake(t, c, s)
 	const workers, each = 6, 10
@@ -185,11 +177,7 @@ func TestHTTPGetStreamDeliversServerNotifications(t *testing.T) {
 	sw.set(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	ts := httptest.NewServer(sw)
 	defer ts.Close()
-	s := newRecSink()
-	c, err := DialHTTP(testCtx(t), ts.URL, HTTPOptions{}, s)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, s := dialHTTP(t, ts.URL, HTTPOptions{})
 	doHandshake(t, c, s)
 	c.StartStream()
 	c.StartStream() // idempotent
@@ -217,11 +205,7 @@ func TestHTTPSessionRenewalAfterRestart(t *testing.T) {
 	sw.set(sdkHandler("g1", false))
 	srv := httptest.NewServer(sw)
 	defer srv.Close()
-	s := newRecSink()
-	c, err := DialHTTP(testCtx(t), srv.URL, HTTPOptions{}, s)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, s := dialHTTP(t, srv.URL, HTTPOptions{})
 	defer c.Close()
 	doHandshake(t, c, s)
 	old := c.SessionID()
@@ -271,15 +255,11 @@ func TestHTTPSessionExpiredWithoutRenewal(t *testing.T) {
 	sw.set(sdkHandler("g1", true))
 	srv := httptest.NewServer(sw)
 	defer srv.Close()
-	s := newRecSink()
-	c, err := DialHTTP(testCtx(t), srv.URL, HTTPOptions{NoRenew: true}, s)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, s := dialHTTP(t, srv.URL, HTTPOptions{NoRenew: true})
 	defer c.Close()
 	doHandshake(t, c, s)
 	sw.set(sdkHandler("g2", true))
-	err = c.Send(testCtx(t), []byte(msgList))
+	err := c.Send(testCtx(t), []byte(msgList))
 	if !errors.Is(err, ErrSessionExpired) {
 		t.Fatalf("Send: %v, want ErrSessionExpired", err)
 	}
@@ -304,11 +284,7 @@ func TestHTTPRealRestart(t *testing.T) {
 	addr := ln.Addr().String()
 	srv1 := &httptest.Server{Listener: ln, Config: &http.Server{Handler: sdkHandler("g1", false)}}
 	srv1.Start()
-	s := newRecSink()
-	c, err := DialHTTP(testCtx(t), srv1.URL, HTTPOptions{}, s)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, s := dialHTTP(t, srv1.URL, HTTPOptions{})
 	defer c.Close()
 	doHandshake(t, c, s)
 	if err := c.Send(testCtx(t), []byte(msgCall(3, "echo", "one"))); err != nil {
@@ -426,11 +402,7 @@ func TestHTTPResumesSSEReply(t *testing.T) {
 			io.WriteString(w, `id: s1-2`+"\n"+`data: {"jsonrpc":"2.0","id":9,"result":{"ok":true}}`+"\n\n")
 		}
 	})
-	s := newRecSink()
-	c, err := DialHTTP(testCtx(t), srv.URL, HTTPOptions{}, s)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, s := dialHTTP(t, srv.URL, HTTPOptions{})
 	defer c.Close()
 	if err := c.Send(testCtx(t), []byte(`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"x"}}`)); err != nil {
 		t.Fatal(err)
@@ -475,11 +447,7 @@ func TestHTTPLingerCutsOpenStream(t *testing.T) {
 		case <-r.Context().Done():
 		}
 	})
-	s := newRecSink()
-	c, err := DialHTTP(testCtx(t), srv.URL, HTTPOptions{}, s)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, s := dialHTTP(t, srv.URL, HTTPOptions{})
 	defer c.Close()
 	if err := c.Send(testCtx(t), []byte(msgList)); err != nil {
 		t.Fatal(err)
@@ -508,11 +476,7 @@ func TestHTTPSendsHeaders(t *testing.T) {
 		}
 		w.WriteHeader(http.StatusAccepted)
 	})
-	s := newRecSink()
-	c, err := DialHTTP(testCtx(t), srv.URL, HTTPOptions{Headers: map[string]string{"Authorization": "Bearer t"}}, s)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, s := dialHTTP(t, srv.URL, HTTPOptions{Headers: map[string]string{"Authorization": "Bearer t"}})
 	doHandshake(t, c, s)
 	c.Close()
 	mu.Lock()

@@ -91,6 +91,16 @@ func sendAll(t *testing.T, c Conn, from, n int) []error {
 	return errs
 }
 
+// sendAllOK is sendAll for calls that must all succeed.
+func sendAllOK(t *testing.T, c Conn, from, n int) {
+	t.Helper()
+	for i, err := range sendAll(t, c, from, n) {
+		if err != nil {
+			t.Fatalf("call %d: %v", from+i, err)
+		}
+	}
+}
+
 // pipeConns returns the pipelined connections c holds now.
 func pipeConns(c *HTTPConn) []*pipeConn {
 	c.pipe.mu.Lock()
@@ -120,11 +130,7 @@ func TestPipelineGoSDK(t *testing.T) {
 	}{{"sse-replies", false, 1}, {"json-replies", true, 1}, {"json-replies-2conns", true, 2}} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv, _ := pipeServer(t, sdkHandler("g1", tc.json))
-			s := newRecSink()
-			c, err := DialHTTP(testCtx(t), srv.URL, HTTPOptions{Name: "sdk", Pipeline: tc.conns}, s)
-			if err != nil {
-				t.Fatal(err)
-			}
+			c, s := dialHTTP(t, srv.URL, HTTPOptions{Name: "sdk", Pipeline: tc.conns})
 			doHandshake(t, c, s)
 			for i, err := range sendAll(t, c, 100, 40) {
 				if err != nil {
@@ -208,19 +214,11 @@ func TestPipelineSSEReply(t *testing.T) {
 		w.(http.Flusher).Flush()
 		fmt.Fprintf(w, "data: %s\n\n", echoReply(id))
 	}))
-	s := newRecSink()
-	c, err := DialHTTP(testCtx(t), srv.URL, HTTPOptions{Pipeline: 1}, s)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, s := dialHTTP(t, srv.URL, HTTPOptions{Pipeline: 1})
 	defer c.Close()
 	for round := range 3 {
 		from := 10 + round*20
-		for i, err := range sendAll(t, c, from, 12) {
-			if err != nil {
-				t.Fatalf("call %d: %v", from+i, err)
-			}
-		}
+		sendAllOK(t, c, from, 12)
 		for id := from; id < from+12; id++ {
 			if got := resultText(t, s.response(strconv.Itoa(id))); got != fmt.Sprintf("r%d", id) {
 				t.Fatalf("id %d: result %q", id, got)
@@ -249,21 +247,13 @@ func TestPipelineAbandonedCall(t *testing.T) {
 		}
 		writeEcho(w, id)
 	}))
-	s := newRecSink()
-	c, err := DialHTTP(testCtx(t), srv.URL, HTTPOptions{Pipeline: 1}, s)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, s := dialHTTP(t, srv.URL, HTTPOptions{Pipeline: 1})
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	if err := c.Send(ctx, []byte(msgCall(1, "echo", "slow"))); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("abandoned call: %v, want DeadlineExceeded", err)
 	}
-	for i, err := range sendAll(t, c, 2, 8) {
-		if err != nil {
-			t.Fatalf("call %d after an abandoned one: %v", i+2, err)
-		}
-	}
+	sendAllOK(t, c, 2, 8) // after an abandoned call
 	for id := 2; id < 10; id++ {
 		if s.response(strconv.Itoa(id)) == nil {
 			t.Fatalf("id %d not answered", id)
@@ -294,17 +284,9 @@ func TestPipelineConnectionClose(t *testing.T) {
 		time.Sleep(time.Millisecond)
 		writeEcho(w, id)
 	}))
-	s := newRecSink()
-	c, err := DialHTTP(testCtx(t), srv.URL, HTTPOptions{Pipeline: 1}, s)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, s := dialHTTP(t, srv.URL, HTTPOptions{Pipeline: 1})
 	defer c.Close()
-	for i, err := range sendAll(t, c, 1, 30) {
-		if err != nil {
-			t.Fatalf("call %d: %v", i+1, err)
-		}
-	}
+	sendAllOK(t, c, 1, 30)
 	for id := 1; id <= 30; id++ {
 		if s.response(strconv.Itoa(id)) == nil {
 			t.Fatalf("id %d not answered", id)
@@ -338,11 +320,7 @@ func TestPipelineBackendDrops(t *testing.T) {
 			}()
 		}
 	}()
-	s := newRecSink()
-	c, err := DialHTTP(testCtx(t), "http://"+ln.Addr().String()+"/mcp", HTTPOptions{Pipeline: 1}, s)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, _ := dialHTTP(t, "http://"+ln.Addr().String()+"/mcp", HTTPOptions{Pipeline: 1})
 	for i, err := range sendAll(t, c, 1, 8) {
 		if err == nil {
 			t.Fatalf("call %d succeeded against a backend that answers nothing", i+1)
@@ -365,11 +343,7 @@ func TestPipelineFullUsesPool(t *testing.T) {
 		}
 		writeEcho(w, id)
 	}))
-	s := newRecSink()
-	c, err := DialHTTP(testCtx(t), srv.URL, HTTPOptions{Pipeline: 1, PipelineDepth: 2}, s)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, s := dialHTTP(t, srv.URL, HTTPOptions{Pipeline: 1, PipelineDepth: 2})
 	defer c.Close()
 	done := make(chan []error)
 	go func() { done <- sendAll(t, c, 1, 6) }()
@@ -438,11 +412,7 @@ func TestPipelineLongSSEReply(t *testing.T) {
 		fmt.Fprintf(w, "data: %s\n\n", echoReply(id))
 	}))
 	const idle = 30 * time.Millisecond
-	s := newRecSink()
-	c, err := DialHTTP(testCtx(t), srv.URL, HTTPOptions{Pipeline: 1, IdleTimeout: idle}, s)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, s := dialHTTP(t, srv.URL, HTTPOptions{Pipeline: 1, IdleTimeout: idle})
 	defer c.Close()
 	long := make(chan error, 1)
 	go func() { long <- c.Send(testCtx(t), []byte(msgCall(1, "echo", "long"))) }()
@@ -495,11 +465,7 @@ func TestPipelineWindow(t *testing.T) {
 		writeEcho(w, id)
 	}))
 	const window = 5 * time.Millisecond
-	s := newRecSink()
-	c, err := DialHTTP(testCtx(t), srv.URL, HTTPOptions{Pipeline: 1, PipelineWindow: window}, s)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, s := dialHTTP(t, srv.URL, HTTPOptions{Pipeline: 1, PipelineWindow: window})
 	defer c.Close()
 	slow := make(chan error, 1)
 	go func() { slow <- c.Send(testCtx(t), []byte(msgCall(1, "echo", "slow"))) }()
@@ -540,17 +506,9 @@ func TestPipelineTLS(t *testing.T) {
 	t.Cleanup(srv.Close)
 	roots := x509.NewCertPool()
 	roots.AddCert(srv.Certificate())
-	s := newRecSink()
-	c, err := DialHTTP(testCtx(t), srv.URL, HTTPOptions{Pipeline: 1, TLSConfig: &tls.Config{RootCAs: roots}}, s)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, s := dialHTTP(t, srv.URL, HTTPOptions{Pipeline: 1, TLSConfig: &tls.Config{RootCAs: roots}})
 	defer c.Close()
-	for i, err := range sendAll(t, c, 1, 12) {
-		if err != nil {
-			t.Fatalf("call %d: %v", i+1, err)
-		}
-	}
+	sendAllOK(t, c, 1, 12)
 	for id := 1; id <= 12; id++ {
 		if got := resultText(t, s.response(strconv.Itoa(id))); got != fmt.Sprintf("r%d", id) {
 			t.Fatalf("id %d: result %q", id, got)
@@ -569,18 +527,10 @@ func TestPipelineNoKeepAlive(t *testing.T) {
 		w.Header().Set("Connection", "close")
 		writeEcho(w, id)
 	}))
-	s := newRecSink()
-	c, err := DialHTTP(testCtx(t), srv.URL, HTTPOptions{Pipeline: 1}, s)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, _ := dialHTTP(t, srv.URL, HTTPOptions{Pipeline: 1})
 	defer c.Close()
 	for round := range 3 {
-		for i, err := range sendAll(t, c, 1+round*10, 10) {
-			if err != nil {
-				t.Fatalf("call %d: %v", 1+round*10+i, err)
-			}
-		}
+		sendAllOK(t, c, 1+round*10, 10)
 	}
 	for id := 1; id <= 30; id++ {
 		v, _ := count.Load(id)
