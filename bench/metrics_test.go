@@ -23,6 +23,7 @@ import (
 	"github.com/mcprouter/mcprouter/bench/internal/rpccheck"
 	"github.com/mcprouter/mcprouter/cmd/mcpbackend/server"
 	"github.com/mcprouter/mcprouter/cmd/mcprouter/app"
+	"github.com/mcprouter/mcprouter/cmd/mcprouter/app/apptest"
 	"github.com/mcprouter/mcprouter/codec"
 )
 
@@ -57,19 +58,7 @@ func startRouter(b testing.TB, backendURL, admin string, clients int) *routerUnd
 		Admin:    app.AdminConfig{Listen: admin},
 		Backends: []app.BackendConfig{{Name: "demo", URL: backendURL}},
 	}
-	a, err := app.New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		b.Fatal(err)
-	}
-	a.Start(benchWait)
-	if err := a.Listen(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), benchWait)
-		defer cancel()
-		a.Shutdown(ctx)
-	})
+	a := apptest.Start(b, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), benchWait)
 	if (admin == app.AdminOff) != (a.Metrics == nil) {
 		b.Fatalf("admin %q: metrics %v", admin, a.Metrics != nil)
 	}

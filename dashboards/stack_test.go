@@ -21,6 +21,7 @@ import (
 
 	"github.com/mcprouter/mcprouter/cmd/mcpbackend/server"
 	"github.com/mcprouter/mcprouter/cmd/mcprouter/app"
+	"github.com/mcprouter/mcprouter/cmd/mcprouter/app/apptest"
 )
 
 // waitLimit bounds every wait of these tests: a deadlock guard, not a timing assertion.
@@ -77,19 +78,7 @@ func startStackWith(t *testing.T, level slog.Level, via func(backendURL string) 
 	if edit != nil {
 		edit(&cfg)
 	}
-	a, err := app.New(cfg, log.With("side", "router"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.Start(waitLimit)
-	if err := a.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-		defer cancel()
-		a.Shutdown(ctx)
-	})
+	a := apptest.Start(t, cfg, log.With("side", "router"), waitLimit)
 	if a.AdminURL() == "" {
 		t.Fatal("no admin listener")
 	}
@@ -99,7 +88,15 @@ func startStackWith(t *testing.T, level slog.Level, via func(backendURL string) 
 // get fetches an admin URL path and returns its body.
 func (s *stack) get(path string) (int, string) {
 	s.t.Helper()
-	resp, err := s.cl.Get(s.app.AdminURL() + path)
+	req, _ := http.NewRequest("GET", s.app.AdminURL()+path, nil)
+	resp, body := s.do(req)
+	return resp.StatusCode, body
+}
+
+// do sends req and reads the whole body.
+func (s *stack) do(req *http.Request) (*http.Response, string) {
+	s.t.Helper()
+	resp, err := s.cl.Do(req)
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -108,7 +105,7 @@ func (s *stack) get(path string) (int, string) {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	return resp.StatusCode, string(b)
+	return resp, string(b)
 }
 
 // metric returns the sum of the samples of the exposition whose name and labels start
@@ -163,16 +160,8 @@ func (s *stack) post(sid, body string) (int, http.Header, string) {
 	if sid != "" {
 		req.Header.Set("Mcp-Session-Id", sid)
 	}
-	resp, err := s.cl.Do(req)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	return resp.StatusCode, resp.Header, string(b)
+	resp, body := s.do(req)
+	return resp.StatusCode, resp.Header, body
 }
 
 func (s *stack) open() *session {

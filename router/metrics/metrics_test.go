@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"bytes"
+	"context"
 	"math"
 	"path/filepath"
 	"runtime"
@@ -100,14 +101,7 @@ func TestCollectRequests(t *testing.T) {
 // TestCollectSources reads every component a router has (no fleet) through a pedantic
 // registry, which checks names, help, label consistency and descriptions.
 func TestCollectSources(t *testing.T) {
-	r, err := router.New(router.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close(t.Context())
-	reg := transport.NewRegistry(transport.RegistryConfig{}, r)
-	defer reg.Close()
-	streams := new(sse.Stats)
+	r, reg, streams := newSources(t)
 	hs := transport.NewHTTPServer(transport.HTTPConfig{Stream: sse.StreamConfig{Stats: streams}}, reg, r)
 	m := New(Options{})
 	m.Watch(Sources{Router: r, HTTP: hs, Sessions: reg, Streams: streams, Ready: func() bool { return false }})
@@ -181,11 +175,7 @@ func TestRequestDoneAllocs(t *testing.T) {
 }
 
 func TestInFlightNeverNegative(t *testing.T) {
-	r, err := router.New(router.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close(t.Context())
+	r := newRouter(t)
 	m := New(Options{})
 	m.RequestDone(exchange("ping"), router.NoBackend, router.OutcomeOK, 1, 0)
 	if n := m.inFlight(r); n != 0 {
@@ -280,14 +270,7 @@ func BenchmarkCollect(b *testing.B) {
 func TestLint(t *testing.T) {
 	m := New(Options{Backends: []string{"files"}})
 	feed(m)
-	r, err := router.New(router.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close(t.Context())
-	reg := transport.NewRegistry(transport.RegistryConfig{}, r)
-	defer reg.Close()
-	streams := new(sse.Stats)
+	r, reg, streams := newSources(t)
 	m.Watch(Sources{Router: r, HTTP: transport.NewHTTPServer(transport.HTTPConfig{}, reg, r), Sessions: reg, Streams: streams})
 	preg := prometheus.NewPedanticRegistry()
 	preg.MustRegister(m)
@@ -302,4 +285,25 @@ func TestLint(t *testing.T) {
 	for _, p := range problems {
 		t.Errorf("%s: %s", p.Metric, p.Text)
 	}
+}
+
+// newRouter makes a router with no fleet, closed when the test ends.
+func newRouter(t *testing.T) *router.Router {
+	t.Helper()
+	r, err := router.New(router.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close(context.Background()) })
+	return r
+}
+
+// newSources makes what a fleet-less router's metrics watch: the router, its session
+// registry and stream stats; closed when the test ends.
+func newSources(t *testing.T) (*router.Router, *transport.Registry, *sse.Stats) {
+	t.Helper()
+	r := newRouter(t)
+	reg := transport.NewRegistry(transport.RegistryConfig{}, r)
+	t.Cleanup(reg.Close)
+	return r, reg, new(sse.Stats)
 }

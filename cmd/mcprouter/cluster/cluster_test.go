@@ -25,6 +25,7 @@ import (
 
 	backendsrv "github.com/mcprouter/mcprouter/cmd/mcpbackend/server"
 	"github.com/mcprouter/mcprouter/cmd/mcprouter/app"
+	"github.com/mcprouter/mcprouter/cmd/mcprouter/app/apptest"
 	"github.com/mcprouter/mcprouter/internal/testbin"
 	"github.com/mcprouter/mcprouter/transport"
 	"github.com/mcprouter/mcprouter/transport/natsbus"
@@ -178,16 +179,7 @@ func startRouter(t *testing.T, name, natsURL, backendURL string) *app.App {
 		Backends: []app.BackendConfig{{Name: "ref", URL: backendURL, Prefix: &prefix}},
 		NATS:     natsbus.Config{URL: natsURL, Name: name, Replicas: 3, Lease: 5 * time.Second},
 	}
-	a, err := app.New(cfg, quiet(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.Start(10 * time.Second)
-	if err := a.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.Shutdown(context.Background()) })
-	return a
+	return apptest.Start(t, cfg, quiet(t), 10*time.Second)
 }
 
 // client is a Go SDK client session that records the resource updates it receives.
@@ -583,16 +575,7 @@ func TestNATSServiceBackend(t *testing.T) {
 			Backends: []app.BackendConfig{{Name: "svc", NATS: "refsvc", Instances: 1, Prefix: &prefix}},
 			NATS:     natsbus.Config{URL: nodes[i].url(), Name: fmt.Sprintf("r%d", i), Replicas: 3, Lease: 5 * time.Second},
 		}
-		a, err := app.New(cfg, quiet(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		a.Start(10 * time.Second)
-		if err := a.Listen(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { a.Shutdown(context.Background()) })
-		routers[i] = a
+		routers[i] = apptest.Start(t, cfg, quiet(t), 10*time.Second)
 	}
 	ca, cb := connect(t, routers[0].URL()), connect(t, routers[1].URL())
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

@@ -1,0 +1,34 @@
+// Package apptest runs a router (app.App) inside a test process: the one copy of
+// "build it, connect the backends, listen, shut it down at the end" that the
+// end-to-end test packages (cluster, dashboards, bench) share. Only tests import it.
+package apptest
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/mcprouter/mcprouter/cmd/mcprouter/app"
+)
+
+// Start builds a router from cfg, waits up to wait for its backends' catalogs, and
+// listens; the router is shut down (within wait) when the test ends. A failure to
+// build or listen fails the test.
+func Start(tb testing.TB, cfg app.Config, log *slog.Logger, wait time.Duration) *app.App {
+	tb.Helper()
+	a, err := app.New(cfg, log)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	a.Start(wait)
+	if err := a.Listen(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
+		a.Shutdown(ctx)
+	})
+	return a
+}
