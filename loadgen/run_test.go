@@ -21,10 +21,7 @@ import (
 	"github.com/mcprouter/mcprouter/loadgen/sdktest"
 )
 
-func TestMain(m *testing.M) {
-	sdktest.RunStdioIfChild()
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { sdktest.Main(m) }
 
 func startLoadtest(t *testing.T, o loadtest.Options) *loadtest.Server {
 	t.Helper()

@@ -189,11 +189,7 @@ func TestOverloadFailFast(t *testing.T) {
 				return &funcJob{
 					run: func() {
 						if block {
-							select {
-							case <-gate:
-							case <-time.After(patience):
-								t.Error("blocker never released")
-							}
+							gateWait(t, "blocker", gate)
 						}
 						ran.Add(1)
 					},
@@ -390,11 +386,7 @@ func TestCloseDrains(t *testing.T) {
 			job := func() *funcJob {
 				return &funcJob{
 					run: func() {
-						select {
-						case <-gate:
-						case <-time.After(patience):
-							t.Error("gate never opened")
-						}
+						gateWait(t, "job", gate)
 						ran.Add(1)
 					},
 					fail: func(err error) { failed.Add(1); t.Errorf("Fail(%v) during a graceful close", err) },
@@ -448,11 +440,7 @@ func TestCloseGivesUp(t *testing.T) {
 				return &funcJob{
 					run: func() {
 						if block {
-							select {
-							case <-gate:
-							case <-time.After(patience):
-								t.Error("gate never opened")
-							}
+							gateWait(t, "job", gate)
 						}
 						finals[i].Add(1)
 					},

@@ -16,10 +16,7 @@ import (
 	"github.com/mcprouter/mcprouter/loadgen/sdktest"
 )
 
-func TestMain(m *testing.M) {
-	sdktest.RunStdioIfChild()
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { sdktest.Main(m) }
 
 func sdkURL(t *testing.T, mode sdktest.Mode) string {
 	t.Helper()

@@ -12,10 +12,7 @@ import (
 	"github.com/mcprouter/mcprouter/loadgen/sdktest"
 )
 
-func TestMain(m *testing.M) {
-	sdktest.RunStdioIfChild()
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { sdktest.Main(m) }
 
 // target is one way to reach the SDK test server.
 type target struct {

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -123,9 +124,16 @@ func StartHTTP(srv *mcp.Server, mode Mode) *httptest.Server {
 // StdioEnv is the environment variable that makes RunStdioIfChild serve stdio.
 const StdioEnv = "MCPLOAD_SDKTEST_STDIO"
 
+// Main is the whole TestMain of a package whose tests start the stdio test server:
+// func TestMain(m *testing.M) { sdktest.Main(m) }.
+func Main(m *testing.M) {
+	RunStdioIfChild()
+	os.Exit(m.Run())
+}
+
 // RunStdioIfChild serves the test server over stdio and exits when the process was
 // started with StdioEnv=1 (tests re-execute their own binary as the stdio server).
-// Call it first in TestMain.
+// Call it first in TestMain (Main does).
 func RunStdioIfChild() {
 	if os.Getenv(StdioEnv) != "1" {
 		return
