@@ -3,7 +3,6 @@ package loadgen
 import (
 	"encoding/json"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -65,13 +64,8 @@ func TestScenarioErrors(t *testing.T) {
 // back as YAML reads back as the same scenario, so no field is lost or misread on the
 // way (and the run configuration built from it validates or fails, without a panic).
 func FuzzScenario(f *testing.F) {
-	names, _ := filepath.Glob(filepath.Join("testdata", "scenarios", "*.yaml"))
-	for _, n := range names {
-		b, err := os.ReadFile(n)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
+	for _, file := range golden.Inputs(f, filepath.Join("testdata", "scenarios", "*.yaml")) {
+		f.Add(file.Data)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		sc, err := ParseScenario(data)

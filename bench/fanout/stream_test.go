@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -72,18 +71,11 @@ func render(events []string, end error) string {
 // sizes, with the smallest buffers, and one byte per read, and compares with its
 // .golden file.
 func TestStreamGolden(t *testing.T) {
-	files, err := filepath.Glob("testdata/streams/*.http")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no testdata: %v", err)
-	}
-	for _, f := range files {
-		t.Run(filepath.Base(f), func(t *testing.T) {
-			in, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
+	for _, file := range golden.Inputs(t, filepath.Join("testdata", "streams", "*.http")) {
+		t.Run(filepath.Base(file.Path), func(t *testing.T) {
+			in := file.Data
 			got := render(parseStream(bytes.NewReader(in), 2048, 1024))
-			golden.Check(t, strings.TrimSuffix(f, ".http")+".golden", []byte(got))
+			golden.Check(t, strings.TrimSuffix(file.Path, ".http")+".golden", []byte(got))
 			if small := render(parseStream(iotest.OneByteReader(bytes.NewReader(in)), 16, 16)); small != got {
 				t.Errorf("one byte per read, 16-byte buffers:\n%s\nwant:\n%s", small, got)
 			}
@@ -160,13 +152,8 @@ func TestChunkedReader(t *testing.T) {
 // FuzzStream: any input parses without panic or endless loop, and the outcome does not
 // depend on how the bytes arrive or on the buffer sizes.
 func FuzzStream(f *testing.F) {
-	files, _ := filepath.Glob("testdata/streams/*.http")
-	for _, file := range files {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
+	for _, file := range golden.Inputs(f, filepath.Join("testdata", "streams", "*.http")) {
+		f.Add(file.Data)
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		ev1, end1 := parseStream(bytes.NewReader(in), 2048, 1024)

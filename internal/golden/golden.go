@@ -37,3 +37,29 @@ func Check(t testing.TB, path string, got []byte) {
 		t.Errorf("%s differs from the golden file (-want +got; run with -update after checking):\n%s", path, diff)
 	}
 }
+
+// Input is one test input file: where it is and what it holds.
+type Input struct {
+	Path string
+	Data []byte
+}
+
+// Inputs reads every file that matches pattern (as filepath.Glob), in name order: the
+// inputs of golden tests and the seeds of fuzz targets. No file at all fails the test,
+// which would otherwise pass having tested nothing.
+func Inputs(tb testing.TB, pattern string) []Input {
+	tb.Helper()
+	paths, err := filepath.Glob(pattern)
+	if err != nil || len(paths) == 0 {
+		tb.Fatalf("no test input matches %s (%v)", pattern, err)
+	}
+	ins := make([]Input, len(paths))
+	for i, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		ins[i] = Input{Path: p, Data: b}
+	}
+	return ins
+}

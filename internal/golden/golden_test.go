@@ -36,3 +36,23 @@ type fakeTB struct {
 func (f *fakeTB) Helper()               {}
 func (f *fakeTB) Errorf(string, ...any) { f.failed = true }
 func (f *fakeTB) Fatalf(string, ...any) { f.failed = true }
+
+func TestInputs(t *testing.T) {
+	dir := t.TempDir()
+	*update = true
+	Check(t, filepath.Join(dir, "b.txt"), []byte("b"))
+	Check(t, filepath.Join(dir, "a.txt"), []byte("a"))
+	*update = false
+	ins := Inputs(t, filepath.Join(dir, "*.txt"))
+	if len(ins) != 2 || string(ins[0].Data) != "a" || filepath.Base(ins[1].Path) != "b.txt" {
+		t.Errorf("inputs %+v", ins)
+	}
+	var f fakeTB
+	func() {
+		defer func() { _ = recover() }()
+		Inputs(&f, filepath.Join(dir, "*.none"))
+	}()
+	if !f.failed {
+		t.Error("no input passed")
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -56,18 +55,11 @@ func renderSSE(r io.Reader, max int) string {
 }
 
 func TestSSEReaderGolden(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join("testdata", "sse", "*.sse"))
-	if len(files) == 0 {
-		t.Fatal("no testdata/sse/*.sse")
-	}
-	for _, f := range files {
-		t.Run(filepath.Base(f), func(t *testing.T) {
-			in, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
+	for _, file := range golden.Inputs(t, filepath.Join("testdata", "sse", "*.sse")) {
+		t.Run(filepath.Base(file.Path), func(t *testing.T) {
+			in := file.Data
 			got := renderSSE(bytes.NewReader(in), 1<<20)
-			golden.Check(t, strings.TrimSuffix(f, ".sse")+".golden", []byte(got))
+			golden.Check(t, strings.TrimSuffix(file.Path, ".sse")+".golden", []byte(got))
 			for _, n := range []int{1, 2, 3, 7, 64} {
 				if c := renderSSE(&chunked{in, n}, 1<<20); c != got {
 					t.Fatalf("read in %d-byte chunks:\n%s\nwhole:\n%s", n, c, got)
@@ -85,13 +77,8 @@ func TestSSEReaderTooLarge(t *testing.T) {
 }
 
 func FuzzSSEReader(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join("testdata", "sse", "*.sse"))
-	for _, file := range files {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b, uint8(3))
+	for _, file := range golden.Inputs(f, filepath.Join("testdata", "sse", "*.sse")) {
+		f.Add(file.Data, uint8(3))
 	}
 	f.Fuzz(func(t *testing.T, in []byte, split uint8) {
 		whole := renderSSE(bytes.NewReader(in), 256)
@@ -116,16 +103,9 @@ func renderLines(r io.Reader, max int) string {
 }
 
 func TestReadLinesGolden(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join("testdata", "stdout", "*.txt"))
-	if len(files) == 0 {
-		t.Fatal("no testdata/stdout/*.txt")
-	}
-	for _, f := range files {
-		in, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		golden.Check(t, strings.TrimSuffix(f, ".txt")+".golden", []byte(renderLines(bytes.NewReader(in), 1<<20)))
+	for _, file := range golden.Inputs(t, filepath.Join("testdata", "stdout", "*.txt")) {
+		got := renderLines(bytes.NewReader(file.Data), 1<<20)
+		golden.Check(t, strings.TrimSuffix(file.Path, ".txt")+".golden", []byte(got))
 	}
 }
 
@@ -148,13 +128,8 @@ func TestReadLinesLongLines(t *testing.T) {
 }
 
 func FuzzReadLines(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join("testdata", "stdout", "*.txt"))
-	for _, file := range files {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
+	for _, file := range golden.Inputs(f, filepath.Join("testdata", "stdout", "*.txt")) {
+		f.Add(file.Data)
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		const max = 64

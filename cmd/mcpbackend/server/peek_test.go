@@ -2,10 +2,11 @@ package server
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mcprouter/mcprouter/internal/golden"
 )
 
 func TestMember(t *testing.T) {
@@ -125,16 +126,8 @@ func TestPeekNoAlloc(t *testing.T) {
 }
 
 func seedsFrom(f *testing.F, dir string) {
-	files, err := filepath.Glob(filepath.Join("testdata", dir, "*.json"))
-	if err != nil || len(files) == 0 {
-		f.Fatalf("no seeds in testdata/%s: %v", dir, err)
-	}
-	for _, file := range files {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
+	for _, file := range golden.Inputs(f, filepath.Join("testdata", dir, "*.json")) {
+		f.Add(file.Data)
 	}
 }
 
