@@ -7,6 +7,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/mcprouter/mcprouter/internal/ctxtime"
 )
 
 // The floor is the least any server can spend to deliver one event to N clients that
@@ -127,7 +129,7 @@ func (f *floorServer) close() {
 	}
 	f.mu.Unlock()
 	f.ln.Close()
-	waitGroupTimeout(&f.wg, 10*time.Second)
+	ctxtime.WaitGroup(&f.wg, 10*time.Second)
 }
 
 // floorClient is one subscriber of the floor.

@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/internal/ctxtime"
 )
 
 // Options say what to measure. The zero value of each field takes its default.
@@ -597,19 +598,5 @@ func (h *harness) close() {
 	for _, e := range h.eps {
 		e.hc.CloseIdleConnections()
 	}
-	waitGroupTimeout(&h.readers, 10*time.Second)
-}
-
-// waitGroupTimeout waits for wg at most d.
-func waitGroupTimeout(wg *sync.WaitGroup, d time.Duration) bool {
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-done:
-		return true
-	case <-t.C:
-		return false
-	}
+	ctxtime.WaitGroup(&h.readers, 10*time.Second)
 }

@@ -678,13 +678,7 @@ func (c *HTTPConn) Close() error {
 		c.pipe.close()
 	}
 	c.conns.closeAll()
-	waited := make(chan struct{})
-	go func() { c.wg.Wait(); close(waited) }()
-	t := time.NewTimer(closeWait)
-	defer t.Stop()
-	select {
-	case <-waited:
-	case <-t.C:
+	if !ctxtime.WaitGroup(&c.wg, closeWait) {
 		err = errors.Join(err, errors.New("upstream: GET stream did not stop in time"))
 	}
 	c.hc.CloseIdleConnections()

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/url"
 	"sync"
-	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -456,14 +455,8 @@ func (c *SSEConn) Close() error {
 	}
 	c.sconns.closeAll()
 	c.conns.closeAll()
-	waited := make(chan struct{})
-	go func() { c.wg.Wait(); close(waited) }()
-	t := time.NewTimer(closeWait)
-	defer t.Stop()
 	var err error
-	select {
-	case <-waited:
-	case <-t.C:
+	if !ctxtime.WaitGroup(&c.wg, closeWait) {
 		err = errors.New("upstream: event stream reader did not stop in time")
 	}
 	c.hc.CloseIdleConnections()

@@ -261,16 +261,10 @@ func (in *Instance) Close() error {
 		return nil
 	}
 	in.kill(ErrClosed)
-	waited := make(chan struct{})
-	go func() { in.wg.Wait(); close(waited) }()
-	t := time.NewTimer(4*in.opts.StopTimeout + readerGrace + time.Second)
-	defer t.Stop()
-	select {
-	case <-waited:
-		return nil
-	case <-t.C:
+	if !ctxtime.WaitGroup(&in.wg, 4*in.opts.StopTimeout+readerGrace+time.Second) {
 		return fmt.Errorf("upstream: %s instance %d: child did not stop in time", in.opts.Name, in.index)
 	}
+	return nil
 }
 
 func (in *Instance) downError() error {
@@ -636,16 +630,16 @@ func (p *process) wait() {
 // given timeout to work. It returns when the process is finished or after the last step.
 func (p *process) stop(timeout time.Duration) {
 	p.closeOnce.Do(func() { close(p.closeIn) })
-	if waitFor(p.exited, timeout) {
+	if ctxtime.Wait(p.exited, timeout) {
 		return
 	}
 	p.signal(syscall.SIGTERM)
-	if waitFor(p.exited, timeout) {
+	if ctxtime.Wait(p.exited, timeout) {
 		return
 	}
 	p.log.Warn("backend process ignored SIGTERM; killing it")
 	p.signal(syscall.SIGKILL)
-	waitFor(p.exited, timeout+readerGrace)
+	ctxtime.Wait(p.exited, timeout+readerGrace)
 }
 
 // signal sends sig to the child's process group.
@@ -666,17 +660,6 @@ func (p *process) exitDesc() string {
 		return "exit status 0"
 	}
 	return p.exitErr.Error()
-}
-
-func waitFor(ch <-chan struct{}, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ch:
-		return true
-	case <-t.C:
-		return false
-	}
 }
 
 // DefaultEnvAllow is what a child sees of the router's environment unless told
