@@ -6,7 +6,6 @@ package bench
 // clients, so that both see the same machine noise. See RESULTS.md ("metrics").
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -21,6 +20,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/mcprouter/mcprouter/bench/internal/rpccheck"
+	"github.com/mcprouter/mcprouter/cmd/mcpbackend/mcpbackendtest"
 	"github.com/mcprouter/mcprouter/cmd/mcpbackend/server"
 	"github.com/mcprouter/mcprouter/cmd/mcprouter/app"
 	"github.com/mcprouter/mcprouter/cmd/mcprouter/app/apptest"
@@ -37,19 +37,7 @@ type routerUnderTest struct {
 }
 
 func startBackend(b testing.TB) string {
-	be, err := server.New(server.Config{Tick: -1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := be.Listen("127.0.0.1:0"); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), benchWait)
-		defer cancel()
-		be.Close(ctx)
-	})
-	return be.URL()
+	return mcpbackendtest.Start(b, server.Config{Tick: -1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}).URL()
 }
 
 func startRouter(b testing.TB, backendURL, admin string, clients int) *routerUnderTest {

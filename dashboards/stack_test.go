@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcprouter/mcprouter/cmd/mcpbackend/mcpbackendtest"
 	"github.com/mcprouter/mcprouter/cmd/mcpbackend/server"
 	"github.com/mcprouter/mcprouter/cmd/mcprouter/app"
 	"github.com/mcprouter/mcprouter/cmd/mcprouter/app/apptest"
@@ -55,18 +56,7 @@ func startStackWith(t *testing.T, level slog.Level, via func(backendURL string) 
 	t.Helper()
 	logs := &logBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: level}))
-	be, err := server.New(server.Config{Tick: 50 * time.Millisecond, Logger: log.With("side", "backend")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := be.Listen("127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-		defer cancel()
-		be.Close(ctx)
-	})
+	be := mcpbackendtest.Start(t, server.Config{Tick: 50 * time.Millisecond, Logger: log.With("side", "backend")})
 	url := be.URL()
 	if via != nil {
 		url = via(url)

@@ -14,7 +14,6 @@
 package ping
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -30,6 +29,7 @@ import (
 
 	"github.com/mcprouter/mcprouter/bench/internal/rpccheck"
 	"github.com/mcprouter/mcprouter/cmd/mcprouter/app"
+	"github.com/mcprouter/mcprouter/cmd/mcprouter/app/apptest"
 	"github.com/mcprouter/mcprouter/codec"
 )
 
@@ -201,19 +201,7 @@ func startRouter(b testing.TB) *app.App {
 	cfg.Admin.Listen = "off"
 	cfg.NATS.NoJetStream = true
 	cfg.Sessions.NoPersist = true
-	a, err := app.New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := a.Listen(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		a.Shutdown(ctx)
-	})
-	return a
+	return apptest.Start(b, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), 10*time.Second)
 }
 
 // initialize opens a 2025-06-18 session and returns its id.

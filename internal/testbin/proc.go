@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcprouter/mcprouter/internal/ctxtime"
 )
 
 // DefaultReadyWait bounds the wait for a process's ready lines when Spec.Wait is zero:
@@ -158,16 +160,7 @@ func (p *Proc) Raced() bool {
 }
 
 // WaitExit waits up to d for the process to exit on its own; it reports whether it did.
-func (p *Proc) WaitExit(d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-p.exited:
-		return true
-	case <-t.C:
-		return false
-	}
-}
+func (p *Proc) WaitExit(d time.Duration) bool { return ctxtime.Wait(p.exited, d) }
 
 // Kill ends the process at once (SIGKILL to its PID) and waits for it (bounded: a
 // grandchild holding its stderr open would keep the reader waiting).

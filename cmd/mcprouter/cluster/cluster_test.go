@@ -23,6 +23,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/mcprouter/mcprouter/cmd/mcpbackend/mcpbackendtest"
 	backendsrv "github.com/mcprouter/mcprouter/cmd/mcpbackend/server"
 	"github.com/mcprouter/mcprouter/cmd/mcprouter/app"
 	"github.com/mcprouter/mcprouter/cmd/mcprouter/app/apptest"
@@ -139,19 +140,7 @@ func metaLeaderKnown(nodes []*natsNode) bool {
 // startBackend runs the reference backend in-process on loopback.
 func startBackend(t *testing.T) *backendsrv.Server {
 	t.Helper()
-	b, err := backendsrv.New(backendsrv.Config{Name: "ref", Tick: -1, Logger: quiet(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Listen("127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		b.Close(ctx)
-	})
-	return b
+	return mcpbackendtest.Start(t, backendsrv.Config{Name: "ref", Tick: -1, Logger: quiet(t)})
 }
 
 // quiet is the logger of the routers and backends a test starts: their warnings and
