@@ -3,6 +3,8 @@ package codec
 import (
 	"bytes"
 	"testing"
+
+	"github.com/mcprouter/mcprouter/internal/testio"
 )
 
 // The hot path must not allocate: these guards fail the build of any change that
@@ -80,7 +82,7 @@ func TestAllocsDecoder(t *testing.T) {
 	skipUnderRace(t)
 	msg := readTestdata(t, "bench/call199.json")
 	stream := bytes.Repeat(append(msg, '\n'), 2000)
-	r := &chunkReader{b: stream, n: 4096}
+	r := testio.NewChunkReader(stream, 4096)
 	d := NewDecoder(r, 1<<16)
 	if _, err := d.Next(); err != nil { // warm up: the buffer is allocated once
 		t.Fatal(err)

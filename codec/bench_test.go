@@ -3,7 +3,6 @@ package codec
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -12,6 +11,8 @@ import (
 	"github.com/bytedance/sonic"
 	gojson "github.com/goccy/go-json"
 	"github.com/valyala/fastjson"
+
+	"github.com/mcprouter/mcprouter/internal/testio"
 )
 
 // benchMessages are the inputs of BenchmarkEnvelope, in testdata/bench.
@@ -357,22 +358,6 @@ func BenchmarkEncode(b *testing.B) {
 	})
 }
 
-// chunkReader returns at most n bytes per Read.
-type chunkReader struct {
-	b []byte
-	n int
-}
-
-func (r *chunkReader) Read(p []byte) (int, error) {
-	if len(r.b) == 0 {
-		return 0, io.EOF
-	}
-	k := min(len(p), r.n, len(r.b))
-	copy(p, r.b[:k])
-	r.b = r.b[k:]
-	return k, nil
-}
-
 // BenchmarkDecoder measures the streaming decoder (framing only) over a stream of
 // newline-delimited messages, read in 4 KB chunks.
 func BenchmarkDecoder(b *testing.B) {
@@ -387,9 +372,9 @@ func BenchmarkDecoder(b *testing.B) {
 			b.SetBytes(int64(len(stream)))
 			b.ReportAllocs()
 			defer reportCPU(b)()
-			r := &chunkReader{}
+			r := &testio.ChunkReader{}
 			for b.Loop() {
-				r.b, r.n = stream, 4096
+				r.Reset(stream, 4096)
 				d := NewDecoder(r, 1<<20)
 				for {
 					if _, err := d.Next(); err != nil {

@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/mcprouter/mcprouter/internal/testio"
 )
 
 func data(s string) frameRec { return frameRec{Data: s} }
@@ -90,7 +92,7 @@ func TestDecoderFrames(t *testing.T) {
 				t.Fatalf("\n got %+v\nwant %+v", got, tt.want)
 			}
 			// Same frames one byte at a time.
-			if got1 := decodeAll(t, &chunkReader{b: []byte(tt.in), n: 1}, max); !reflect.DeepEqual(got1, tt.want) {
+			if got1 := decodeAll(t, testio.NewChunkReader([]byte(tt.in), 1), max); !reflect.DeepEqual(got1, tt.want) {
 				t.Fatalf("byte by byte:\n got %+v\nwant %+v", got1, tt.want)
 			}
 		})
@@ -147,7 +149,7 @@ func TestDecoderSplitEveryByte(t *testing.T) {
 			t.Fatalf("split at %d:\n got %+v\nwant %+v", k, got, want)
 		}
 	}
-	if got := decodeAll(t, &chunkReader{b: in, n: 1}, max); !reflect.DeepEqual(got, want) {
+	if got := decodeAll(t, testio.NewChunkReader(in, 1), max); !reflect.DeepEqual(got, want) {
 		t.Fatal("byte-by-byte reads changed the frames")
 	}
 }
@@ -174,7 +176,7 @@ func TestDecoderFramesScan(t *testing.T) {
 		stream.WriteByte('\n')
 		want = append(want, trimmed)
 	}
-	d := NewDecoder(&chunkReader{b: stream.Bytes(), n: 100}, 1<<20)
+	d := NewDecoder(testio.NewChunkReader(stream.Bytes(), 100), 1<<20)
 	for k := range want {
 		f, err := d.Next()
 		if err != nil || f.Err != nil {

@@ -11,24 +11,8 @@ import (
 	"testing/iotest"
 
 	"github.com/mcprouter/mcprouter/internal/golden"
+	"github.com/mcprouter/mcprouter/internal/testio"
 )
-
-// chunked reads from b in pieces of at most n bytes, to show that results do not depend
-// on how the network splits a stream.
-type chunked struct {
-	b []byte
-	n int
-}
-
-func (c *chunked) Read(p []byte) (int, error) {
-	if len(c.b) == 0 {
-		return 0, io.EOF
-	}
-	n := min(len(p), c.n, len(c.b))
-	copy(p, c.b[:n])
-	c.b = c.b[n:]
-	return n, nil
-}
 
 // renderSSE reads every event of r and renders them, with the final last-event-id and
 // retry and the error that ended the stream, as text.
@@ -61,7 +45,7 @@ func TestSSEReaderGolden(t *testing.T) {
 			got := renderSSE(bytes.NewReader(in), 1<<20)
 			golden.Check(t, strings.TrimSuffix(file.Path, ".sse")+".golden", []byte(got))
 			for _, n := range []int{1, 2, 3, 7, 64} {
-				if c := renderSSE(&chunked{in, n}, 1<<20); c != got {
+				if c := renderSSE(testio.NewChunkReader(in, n), 1<<20); c != got {
 					t.Fatalf("read in %d-byte chunks:\n%s\nwhole:\n%s", n, c, got)
 				}
 			}
@@ -85,7 +69,7 @@ func FuzzSSEReader(f *testing.F) {
 		if one := renderSSE(iotest.OneByteReader(bytes.NewReader(in)), 256); one != whole {
 			t.Fatalf("one byte at a time:\n%s\nwhole:\n%s", one, whole)
 		}
-		if c := renderSSE(&chunked{in, int(split%32) + 1}, 256); c != whole {
+		if c := renderSSE(testio.NewChunkReader(in, int(split%32)+1), 256); c != whole {
 			t.Fatalf("chunks of %d:\n%s\nwhole:\n%s", split%32+1, c, whole)
 		}
 	})

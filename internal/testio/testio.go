@@ -1,0 +1,28 @@
+// Package testio holds the reader that tests use to show that a parser's result does
+// not depend on how the network splits a stream. Only tests import it.
+package testio
+
+import "io"
+
+// ChunkReader hands out B at most N bytes per Read, then io.EOF. Reset lets a
+// benchmark reuse one without allocating.
+type ChunkReader struct {
+	B []byte
+	N int
+}
+
+// NewChunkReader reads b in pieces of at most n bytes.
+func NewChunkReader(b []byte, n int) *ChunkReader { return &ChunkReader{B: b, N: n} }
+
+// Reset makes r read b in pieces of at most n bytes.
+func (r *ChunkReader) Reset(b []byte, n int) { r.B, r.N = b, n }
+
+func (r *ChunkReader) Read(p []byte) (int, error) {
+	if len(r.B) == 0 {
+		return 0, io.EOF
+	}
+	n := min(len(p), r.N, len(r.B))
+	copy(p, r.B[:n])
+	r.B = r.B[n:]
+	return n, nil
+}
