@@ -143,15 +143,27 @@ const version = "2025-06-18"
 // its end).
 func (s *stack) post(sid, body string) (int, http.Header, string) {
 	s.t.Helper()
-	req, _ := http.NewRequest("POST", s.app.URL(), strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, body := s.do(s.request(context.Background(), sid, body))
+	return resp.StatusCode, resp.Header, body
+}
+
+// request builds a Streamable HTTP request to the router within ctx: a POST of body,
+// or with no body the GET that opens the session's stream; sid "" is no session.
+func (s *stack) request(ctx context.Context, sid, body string) *http.Request {
+	var req *http.Request
+	if body == "" {
+		req, _ = http.NewRequestWithContext(ctx, "GET", s.app.URL(), nil)
+		req.Header.Set("Accept", "text/event-stream")
+	} else {
+		req, _ = http.NewRequestWithContext(ctx, "POST", s.app.URL(), strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+	}
 	req.Header.Set("MCP-Protocol-Version", version)
 	if sid != "" {
 		req.Header.Set("Mcp-Session-Id", sid)
 	}
-	resp, body := s.do(req)
-	return resp.StatusCode, resp.Header, body
+	return req
 }
 
 func (s *stack) open() *session {
@@ -184,11 +196,7 @@ func (c *session) call(method, params string) string {
 
 // listen opens the session's GET stream and counts the events on it until ctx ends.
 func (c *session) listen(ctx context.Context, events *atomic.Int64) {
-	req, _ := http.NewRequestWithContext(ctx, "GET", c.s.app.URL(), nil)
-	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set("Mcp-Session-Id", c.id)
-	req.Header.Set("MCP-Protocol-Version", version)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := http.DefaultClient.Do(c.s.request(ctx, c.id, ""))
 	if err != nil {
 		return
 	}
@@ -284,12 +292,7 @@ func (s *stack) load(ctx context.Context, n, max int) int64 {
 			for ctx.Err() == nil && calls.Add(1) <= int64(max) {
 				id := c.nextID.Add(1)
 				body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"demo__echo","arguments":{"text":"x"}}}`, id)
-				req, _ := http.NewRequestWithContext(ctx, "POST", s.app.URL(), strings.NewReader(body))
-				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("Accept", "application/json, text/event-stream")
-				req.Header.Set("Mcp-Session-Id", c.id)
-				req.Header.Set("MCP-Protocol-Version", version)
-				resp, err := s.cl.Do(req)
+				resp, err := s.cl.Do(s.request(ctx, c.id, body))
 				if err != nil {
 					return
 				}

@@ -347,12 +347,9 @@ func TestHTTPStatusErrors(t *testing.T) {
 					w.WriteHeader(tc.status)
 					io.WriteString(w, tc.body)
 				})
-				c, err := DialHTTP(testCtx(t), srv.URL, HTTPOptions{Pipeline: pipeline}, newRecSink())
-				if err != nil {
-					t.Fatal(err)
-				}
+				c, _ := dialHTTP(t, srv.URL, HTTPOptions{Pipeline: pipeline})
 				defer c.Close()
-				err = c.Send(testCtx(t), []byte(msgList))
+				err := c.Send(testCtx(t), []byte(msgList))
 				var se *StatusError
 				if !errors.As(err, &se) || se.Status != tc.status || se.Method != "POST" {
 					t.Fatalf("err %v, want StatusError %d", err, tc.status)
@@ -375,10 +372,7 @@ func TestHTTPConnectionRefused(t *testing.T) {
 	}
 	url := "http://" + ln.Addr().String() + "/mcp"
 	ln.Close()
-	c, err := DialHTTP(testCtx(t), url, HTTPOptions{}, newRecSink())
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, _ := dialHTTP(t, url, HTTPOptions{})
 	defer c.Close()
 	if err := c.Send(testCtx(t), []byte(msgInit)); !errors.Is(err, ErrBackendDown) {
 		t.Fatalf("Send: %v, want ErrBackendDown", err)
@@ -423,10 +417,7 @@ func TestHTTPStreamLostWithoutEventIDs(t *testing.T) {
 		sseHeaders(w)
 		io.WriteString(w, `data: {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}`+"\n\n")
 	})
-	c, err := DialHTTP(testCtx(t), srv.URL, HTTPOptions{}, newRecSink())
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, _ := dialHTTP(t, srv.URL, HTTPOptions{})
 	defer c.Close()
 	if err := c.Send(testCtx(t), []byte(msgList)); !errors.Is(err, ErrStreamLost) {
 		t.Fatalf("Send: %v, want ErrStreamLost", err)
