@@ -66,7 +66,7 @@ func (r *Router) handle(j *job) bool {
 	switch string(method) {
 	case "shutdown":
 		// From the seed documents: answer {} and end the session once the answer is out.
-		t := j.s.Transport()
+		t := j.s.TransportSession()
 		j.reply(emptyObject)
 		if t != nil {
 			go t.Close()
@@ -90,7 +90,7 @@ func (r *Router) notification(j *job, method string) bool {
 	case "notifications/initialized":
 		if j.s != nil {
 			j.s.initialized.Store(true)
-			if t := j.s.Transport(); t != nil {
+			if t := j.s.TransportSession(); t != nil {
 				t.MarkReady() // no longer subject to the transport's handshake timeout
 			}
 		}

@@ -73,7 +73,7 @@ func (r *Router) saveLoop(s *Session) {
 // its client (a session handed over by a shutdown keeps it, to carry on elsewhere).
 // Only the session's writer calls it, so that a delete cannot be overtaken by a write.
 func (r *Router) save(s *Session) {
-	t := s.Transport()
+	t := s.TransportSession()
 	if t == nil {
 		return
 	}

@@ -160,8 +160,9 @@ func (s *Session) recordBytes() int64 {
 // ClientCapabilities is the raw capabilities object the client sent at initialize.
 func (s *Session) ClientCapabilities() []byte { return s.clientCaps }
 
-// Transport is the transport side of the session.
-func (s *Session) Transport() *transport.Session { return s.t.Load() }
+// TransportSession is the transport's side of the session (its streams and outputs); nil
+// until the transport has attached one.
+func (s *Session) TransportSession() *transport.Session { return s.t.Load() }
 
 // Persist saves the session's record again (its subscriptions changed, or it ended).
 // The write happens later, on the session's one writer (see saver); Router.Close waits

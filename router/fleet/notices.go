@@ -25,7 +25,7 @@ import (
 func (f *Fleet) broadcast(method string) {
 	msg := codec.AppendNotification(nil, method, nil)
 	for _, st := range f.sessionStates() {
-		if t := st.sess.Transport(); t != nil {
+		if t := st.sess.TransportSession(); t != nil {
 			t.SendNotice(msg)
 		}
 	}
@@ -86,7 +86,7 @@ func (f *Fleet) fanOut(list []*router.Session, msg []byte, received int64) {
 		obs = o
 	}
 	for _, sess := range list {
-		if t := sess.Transport(); t != nil {
+		if t := sess.TransportSession(); t != nil {
 			t.SendNotice(msg)
 			if obs != nil {
 				obs.FanOutDelivered(time.Now().UnixNano() - received)
@@ -100,7 +100,7 @@ func (f *Fleet) fanOut(list []*router.Session, msg []byte, received int64) {
 // notifications/resources/updated for each of its subscriptions, since an update may
 // have been emitted while no instance held it.
 func (f *Fleet) SessionAdopted(s *router.Session) {
-	t := s.Transport()
+	t := s.TransportSession()
 	if t == nil {
 		return
 	}
@@ -151,8 +151,8 @@ func (f *Fleet) backendNotification(c *upConn, msg []byte, m *codec.Message, req
 		if id := f.relatedID(c, reqID); id != 0 {
 			sent = f.table.with(id, func(e *entry) { e.x.Send(msg) })
 		}
-		if !sent && c.owner != nil && c.owner.Transport() != nil {
-			c.owner.Transport().Send(msg)
+		if !sent && c.owner != nil && c.owner.TransportSession() != nil {
+			c.owner.TransportSession().Send(msg)
 		}
 	}
 }

@@ -146,7 +146,7 @@ func (f *Fleet) backendRequest(c *upConn, msg []byte, m *codec.Message, reqID []
 	if sess == nil {
 		sess = c.owner
 	}
-	if sess == nil || sess.Transport() == nil {
+	if sess == nil || sess.TransportSession() == nil {
 		f.answer(c, codec.AppendError(nil, m.ID, codec.CodeInternalError, "mcprouter: no client session to route "+method+" to (send it while handling that client's request)", nil))
 		return
 	}
@@ -167,7 +167,7 @@ func (f *Fleet) backendRequest(c *upConn, msg []byte, m *codec.Message, reqID []
 		f.table.with(relID, func(e *entry) { sent = e.x.Send(out) == nil })
 	}
 	if !sent {
-		if err := sess.Transport().Send(out); err != nil && f.srv.take(sr.id, nil) != nil {
+		if err := sess.TransportSession().Send(out); err != nil && f.srv.take(sr.id, nil) != nil {
 			f.answer(c, codec.AppendError(nil, m.ID, codec.CodeInternalError, "mcprouter: cannot reach the client: "+err.Error(), nil))
 		}
 	}
@@ -222,11 +222,11 @@ func (s *serverRequests) cancelled(f *Fleet, c *upConn, msg []byte, m *codec.Mes
 		s.remove(sr)
 	}
 	s.mu.Unlock()
-	if sr == nil || sr.sess.Transport() == nil {
+	if sr == nil || sr.sess.TransportSession() == nil {
 		return
 	}
 	out := codec.AppendSplices(nil, msg, []codec.Splice{{Old: m.RequestID, New: strconv.AppendUint(nil, sr.id, 10)}})
-	sr.sess.Transport().Send(out)
+	sr.sess.TransportSession().Send(out)
 }
 
 // serverRequestTimeout is how long a request from backend b waits for a client's answer.
@@ -247,7 +247,7 @@ func (f *Fleet) expireServerRequest(id uint64) {
 	f.Stats.ServerRequestsExpired.Add(1)
 	d := f.serverRequestTimeout(sr.conn.b)
 	f.answer(sr.conn, codec.AppendError(nil, sr.backendID, CodeClientTimeout, "mcprouter: the client did not answer "+sr.method+" within "+d.String(), nil))
-	if t := sr.sess.Transport(); t != nil {
+	if t := sr.sess.TransportSession(); t != nil {
 		params := append([]byte(`{"requestId":`), strconv.AppendUint(nil, sr.id, 10)...)
 		params = append(params, `,"reason":"timed out"}`...)
 		t.Send(codec.AppendNotification(nil, "notifications/cancelled", params))
