@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"runtime"
-	"runtime/pprof"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -249,7 +247,7 @@ type harness struct {
 	subs     []*nats.Subscription
 	subject  string
 	callID   int
-	profFile *os.File // the clients' CPU profile while it runs
+	prof     cpuProfile // the clients' CPU profile
 
 	floorT    *tracker
 	floorAddr string
@@ -449,15 +447,7 @@ func (h *harness) startProfiles(target Target) error {
 		}
 	}
 	if h.opts.ClientCPUProfile != "" {
-		f, err := os.Create(h.opts.ClientCPUProfile)
-		if err != nil {
-			return err
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			f.Close()
-			return err
-		}
-		h.profFile = f
+		return h.prof.start(h.opts.ClientCPUProfile)
 	}
 	return nil
 }
@@ -467,12 +457,8 @@ func (h *harness) stopProfiles(target Target) error {
 	if h.opts.CPUProfile != "" {
 		err = target.StopCPUProfile()
 	}
-	if h.profFile != nil {
-		pprof.StopCPUProfile()
-		if cerr := h.profFile.Close(); err == nil {
-			err = cerr
-		}
-		h.profFile = nil
+	if perr := h.prof.stop(); err == nil {
+		err = perr
 	}
 	return err
 }
@@ -575,10 +561,7 @@ func (h *harness) touchAt(t0 int64) (time.Duration, error) {
 
 // close ends every GET stream and subscription and waits (bounded) for the readers.
 func (h *harness) close() {
-	if h.profFile != nil {
-		pprof.StopCPUProfile()
-		h.profFile.Close()
-	}
+	h.prof.stop()
 	h.closing.Store(true)
 	h.closeStreams()
 	for _, fc := range h.floor {

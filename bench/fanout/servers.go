@@ -7,8 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net/url"
-	"os"
-	"runtime/pprof"
 	"sync"
 	"time"
 
@@ -73,8 +71,8 @@ type Servers struct {
 	floor   *floorServer
 	natsURL string // the shared NATS server's client URL, credentials included
 
-	profMu   sync.Mutex
-	profFile *os.File
+	profMu sync.Mutex
+	prof   cpuProfile // under profMu
 }
 
 // StartServers starts the backend, then the two router instances, each with the backend
@@ -185,32 +183,14 @@ func (s *Servers) InProcess() bool { return true }
 func (s *Servers) StartCPUProfile(path string) error {
 	s.profMu.Lock()
 	defer s.profMu.Unlock()
-	if s.profFile != nil {
-		return errors.New("fanout: a CPU profile is running already")
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return err
-	}
-	s.profFile = f
-	return nil
+	return s.prof.start(path)
 }
 
 // StopCPUProfile implements Target.
 func (s *Servers) StopCPUProfile() error {
 	s.profMu.Lock()
 	defer s.profMu.Unlock()
-	if s.profFile == nil {
-		return nil
-	}
-	pprof.StopCPUProfile()
-	err := s.profFile.Close()
-	s.profFile = nil
-	return err
+	return s.prof.stop()
 }
 
 // Close stops the routers (the second first: it depends on the first one's NATS
