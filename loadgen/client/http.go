@@ -12,6 +12,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/internal/bytesio"
 	"github.com/mcprouter/mcprouter/loadgen/internal/wire"
 	"github.com/mcprouter/mcprouter/transport/sse"
 )
@@ -172,7 +173,7 @@ func (s *httpSession) Call(r *Request, deadline time.Time, rep *Reply) error {
 	}
 	sc := s.scratch()
 	defer s.scratches.Put(sc)
-	b, err := readAll(resp.BodyStream(), sc.body[:0], s.d.o.MaxMessage)
+	b, err := bytesio.AppendAtMost(sc.body[:0], resp.BodyStream(), s.d.o.MaxMessage, errTooLarge)
 	sc.body = b
 	if err != nil {
 		return bodyErr(err)
@@ -189,26 +190,6 @@ func (s *httpSession) readBody(resp *fasthttp.Response) []byte {
 	buf := make([]byte, 4096)
 	n, _ := io.ReadFull(r, buf)
 	return buf[:n]
-}
-
-// readAll appends everything r yields to dst, up to max bytes.
-func readAll(r io.Reader, dst []byte, max int) ([]byte, error) {
-	for {
-		if len(dst) == cap(dst) {
-			dst = append(dst, 0)[:len(dst)]
-		}
-		n, err := r.Read(dst[len(dst):cap(dst)])
-		dst = dst[:len(dst)+n]
-		if len(dst) > max {
-			return dst, errTooLarge
-		}
-		if err == io.EOF {
-			return dst, nil
-		}
-		if err != nil {
-			return dst, err
-		}
-	}
 }
 
 var errTooLarge = errors.New("reply larger than the message limit")

@@ -14,6 +14,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/internal/bytesio"
 	"github.com/mcprouter/mcprouter/internal/ctxtime"
 )
 
@@ -291,7 +292,7 @@ func (c *HTTPConn) readJSON(resp *fasthttp.Response, body io.Reader) error {
 		bp := getBuf()
 		defer putBuf(bp)
 		var err error
-		b, err = readAtMost(*bp, body, c.opts.MaxMessage)
+		b, err = bytesio.AppendAtMost(*bp, body, c.opts.MaxMessage, ErrTooLarge)
 		*bp = b
 		if err != nil {
 			return fmt.Errorf("upstream: %s: reading the reply: %w", c.opts.Name, err)
@@ -313,26 +314,6 @@ func (c *HTTPConn) readJSON(resp *fasthttp.Response, body io.Reader) error {
 	}
 	deliver(c.sink, &c.wait, b)
 	return nil
-}
-
-// readAtMost appends r's contents to dst, failing with ErrTooLarge past limit bytes.
-func readAtMost(dst []byte, r io.Reader, limit int) ([]byte, error) {
-	for {
-		if len(dst) == cap(dst) {
-			dst = append(dst, 0)[:len(dst)]
-		}
-		n, err := r.Read(dst[len(dst):cap(dst)])
-		dst = dst[:len(dst)+n]
-		if len(dst) > limit {
-			return dst, ErrTooLarge
-		}
-		if err == io.EOF {
-			return dst, nil
-		}
-		if err != nil {
-			return dst, err
-		}
-	}
 }
 
 // statusError builds the error for an unexpected status, with a body excerpt. body is

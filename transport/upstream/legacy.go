@@ -12,6 +12,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/internal/bytesio"
 	"github.com/mcprouter/mcprouter/internal/ctxtime"
 )
 
@@ -419,7 +420,7 @@ func (c *SSEConn) readJSONBody(resp *fasthttp.Response) error {
 	}
 	bp := getBuf()
 	defer putBuf(bp)
-	b, err := readAtMost(*bp, body, c.opts.MaxMessage)
+	b, err := bytesio.AppendAtMost(*bp, body, c.opts.MaxMessage, ErrTooLarge)
 	*bp = b
 	if err != nil {
 		return fmt.Errorf("upstream: %s: reading the reply: %w", c.opts.Name, err)
