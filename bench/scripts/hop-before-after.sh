@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Two mcprouter builds side by side in front of the same mcpbackend, driven by mcpload
+# (32 sessions, tools/call echo), alternating the order every round. Prints, per run,
+# calls/s, errors, p99 and the router's CPU per call (utime+stime from /proc, over the
+# warm-up and measured window, divided by every call made in it).
+#
+#   bash bench/scripts/hop-before-after.sh OLD_ROUTER_BIN NEW_ROUTER_BIN
+#   ROUNDS=10 DUR=4s RATE=12000 bash bench/scripts/hop-before-after.sh ...   # RATE: open loop
+#
+# Build the old router from a worktree of the older commit (go build -o ... ./cmd/mcprouter).
+set -euo pipefail
+OLD=$1 NEW=$2
+ROUNDS=${ROUNDS:-6} DUR=${DUR:-5s} RATE=${RATE:-0}
+cd "$(dirname "$0")/../.."
+work=$(mktemp -d)
+trap 'kill "$bepid" 2>/dev/null; rm -rf "$work"' EXIT
+go build -o "$work/mcpbackend" ./cmd/mcpbackend
+go build -o "$work/mcpload" ./cmd/mcpload
+printf 'admin: {listen: "off"}\n' >"$work/router.yaml"
+"$work/mcpbackend" -listen 127.0.0.1:18190 >"$work/backend.log" 2>&1 &
+bepid=$!
+tck=$(getconf CLK_TCK)
+
+run() { # name bin port
+	local name=$1 bin=$2 port=$3 pid c0 c1
+	"$bin" --listen "127.0.0.1:$port" --backend b=http://127.0.0.1:18190/mcp --config "$work/router.yaml" >"$work/$name.log" 2>&1 &
+	pid=$!
+	for _ in $(seq 1 100); do grep -q "mcprouter listening" "$work/$name.log" && break; sleep 0.05; done
+	c0=$(awk '{print $14+$15}' "/proc/$pid/stat")
+	"$work/mcpload" --url "http://127.0.0.1:$port/mcp" --sessions 32 --rate "$RATE" --duration "$DUR" --warmup 1s \
+		--tool b__echo --args '{"text":"hello"}' --quiet --json "$work/$name.json" >/dev/null 2>&1
+	c1=$(awk '{print $14+$15}' "/proc/$pid/stat")
+	kill "$pid"; wait "$pid" 2>/dev/null || true
+	python3 - "$name" "$work/$name.json" $((c1 - c0)) "$tck" <<'PY'
+import json, sys
+name, f, ticks, tck = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+r = json.load(open(f))
+calls = r["requests"] + r["excluded_requests"]
+print("%s rps=%.0f errors=%d p99_ms=%.2f router_cpu_us_per_call=%.1f"
+      % (name, r["throughput_rps"], r["errors"], r["latency_us"]["p99"] / 1000, ticks / tck / calls * 1e6))
+PY
+}
+
+for r in $(seq 1 "$ROUNDS"); do
+	if [ $((r % 2)) = 1 ]; then run old "$OLD" 18191; run new "$NEW" 18192
+	else run new "$NEW" 18192; run old "$OLD" 18191; fi
+done
