@@ -7,7 +7,6 @@ package router
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 
 	"github.com/mcprouter/mcprouter/codec"
@@ -51,8 +50,8 @@ type Router struct {
 	rr    atomic.Uint64 // spreads sessionless messages over shards
 	errs  errorMapper   // dispatcher and fleet errors to JSON-RPC errors
 
-	saving sync.WaitGroup // session records being written
-	tap    *tap           // request log and Config.Observer; nil when neither wants anything
+	saving writers // session records being written
+	tap    *tap    // request log and Config.Observer; nil when neither wants anything
 
 	// Stats are cheap counters read by metrics.
 	Stats Stats
@@ -103,12 +102,7 @@ func (r *Router) Close(ctx context.Context) error {
 	err := r.disp.Close(ctx)
 	// Session records being written must land before the process goes: they are what
 	// lets the sessions carry on elsewhere.
-	done := make(chan struct{})
-	go func() { r.saving.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
-	}
+	r.saving.wait(ctx)
 	return err
 }
 
@@ -171,7 +165,7 @@ func (s *Session) Persist() {
 	if s.r == nil || s.r.cfg.Store == nil || !s.saves.begin() {
 		return
 	}
-	s.r.saving.Add(1)
+	s.r.saving.add()
 	go s.r.saveLoop(s)
 }
 
