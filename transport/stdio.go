@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/internal/ctxtime"
 )
 
 // StdioConfig configures the stdio server. Zero values take the defaults.
@@ -199,14 +200,7 @@ func (c *counter) wait(d time.Duration) bool {
 	}
 	ch := c.zero
 	c.mu.Unlock()
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ch:
-		return true
-	case <-t.C:
-		return false
-	}
+	return ctxtime.Wait(ch, d)
 }
 
 // stdioOut writes a stdio session's messages, one per line, from its own goroutine so

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/mcprouter/mcprouter/internal/ctxtime"
 	"github.com/mcprouter/mcprouter/router"
 	"github.com/mcprouter/mcprouter/transport"
 	"github.com/mcprouter/mcprouter/transport/natsbus"
@@ -461,7 +462,7 @@ func (s *clusterSubs) close() {
 	s.mu.Lock()
 	s.closing = true
 	s.mu.Unlock()
-	waitGroupTimeout(&s.leaving, 10*time.Second)
+	ctxtime.WaitGroup(&s.leaving, 10*time.Second)
 	s.mu.Lock()
 	var owned, member []*clusterSub
 	for _, cs := range s.keys {
@@ -511,17 +512,6 @@ func (s *clusterSubs) onFree(m *nats.Msg) {
 			s.f.log.Warn("cannot take over an upstream subscription", "backend", cs.key.b.cfg.Name, "uri", cs.key.uri, "err", err)
 		}
 	}()
-}
-
-func waitGroupTimeout(wg *sync.WaitGroup, d time.Duration) {
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C:
-	}
 }
 
 func (s *clusterSubs) list(sess *router.Session) []subKey {
