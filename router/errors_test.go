@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/mcprouter/mcprouter/internal/golden"
 	"github.com/mcprouter/mcprouter/workers"
 )
 
@@ -41,19 +41,7 @@ func TestErrorOfGolden(t *testing.T) {
 		code, msg, data := m.errorOf(tc.err)
 		fmt.Fprintf(&out, "%s\n\tcode=%d message=%s data=%s\n", tc.name, code, strconv.Quote(msg), data)
 	}
-	golden := filepath.Join("testdata", "errors.golden")
-	if *update {
-		if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if !bytes.Equal(out.Bytes(), want) {
-		t.Errorf("errorOf mapping changed; got:\n%s\nwant:\n%s", out.Bytes(), want)
-	}
+	golden.Check(t, filepath.Join("testdata", "errors.golden"), out.Bytes())
 }
 
 // TestErrorOfOverloadZeroAlloc: refusing work allocates nothing once the hint for the

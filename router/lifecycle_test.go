@@ -9,7 +9,6 @@ package router
 import (
 	"bufio"
 	"context"
-	"flag"
 	"io"
 	"os"
 	"path/filepath"
@@ -17,10 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcprouter/mcprouter/internal/golden"
 	"github.com/mcprouter/mcprouter/transport"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden scripts under testdata/")
 
 // waitLimit bounds every wait of these tests.
 const waitLimit = 20 * time.Second
@@ -124,9 +122,9 @@ func runScript(t *testing.T, file string) {
 	}
 	r := newTestRouter(t, nil)
 	var s *stdioSession
-	var out []string // the script as the router answered it (for -update)
+	var out []string // the script as the router answered it
 	lines := strings.Split(strings.TrimRight(string(raw), "\n"), "\n")
-	for i, line := range lines {
+	for _, line := range lines {
 		switch {
 		case strings.HasPrefix(line, "=== ") || s == nil && strings.HasPrefix(line, "> "):
 			if s != nil {
@@ -143,11 +141,7 @@ func runScript(t *testing.T, file string) {
 			s.send(line[2:])
 			out = append(out, line)
 		case strings.HasPrefix(line, "< "):
-			got := s.recv()
-			out = append(out, "< "+got)
-			if !*update && got != line[2:] {
-				t.Errorf("%s:%d:\n got %s\nwant %s", file, i+1, got, line[2:])
-			}
+			out = append(out, "< "+s.recv())
 		default:
 			out = append(out, line)
 		}
@@ -155,11 +149,7 @@ func runScript(t *testing.T, file string) {
 	if s != nil {
 		s.close()
 	}
-	if *update {
-		if err := os.WriteFile(file, []byte(strings.Join(out, "\n")+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	golden.Check(t, file, []byte(strings.Join(out, "\n")+"\n"))
 }
 
 // TestNegotiate is the version negotiation table: the requested revision back when
