@@ -87,6 +87,15 @@ func (a *Account) SetReclaim(fn func(need int64) bool) {
 	}
 }
 
+// Share is the most the account may hold (0 for a nil account): a reservation larger
+// than it is refused whatever the session gives back.
+func (a *Account) Share() int64 {
+	if a == nil {
+		return 0
+	}
+	return a.b.share
+}
+
 // Used is the bytes the account holds.
 func (a *Account) Used() int64 {
 	if a == nil {
@@ -137,7 +146,7 @@ func (a *Account) undo(n int64) {
 // data (the reclaim function) while they do not fit. It fails with ErrOverBudget when
 // they still do not: the caller then frees what it holds itself, or refuses.
 func (a *Account) Reserve(n int64) error {
-	if a != nil && n > a.b.share {
+	if a != nil && n > a.Share() {
 		a.b.Refused.Add(1)
 		return ErrOverBudget // nothing the session gives back makes it fit
 	}

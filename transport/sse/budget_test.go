@@ -125,3 +125,39 @@ func BenchmarkPublishBudget(b *testing.B) {
 		})
 	}
 }
+
+// TestBudgetOversizedKeepsRing: an event larger than the whole share is refused without
+// evicting the stream's events first (nothing evicted would make it fit): they stay for
+// resumption, and a consumer that has not read them is not cut off.
+func TestBudgetOversizedKeepsRing(t *testing.T) {
+	b := budget.New(1<<30, 64<<10)
+	acct := b.Account()
+	s := NewStream(3, StreamConfig{Account: acct, RingBytes: 1 << 20})
+	c, err := s.Attach(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ev := bytes.Repeat([]byte("k"), 4<<10)
+	for i := 0; i < 3; i++ {
+		if _, err := s.Publish("", ev); err != nil {
+			t.Fatalf("event %d: %v", i, err)
+		}
+	}
+	used := acct.Used()
+	if _, err := s.Publish("", bytes.Repeat([]byte("x"), 100<<10)); !errors.Is(err, ErrOverBudget) {
+		t.Fatalf("event over the share: %v, want ErrOverBudget", err)
+	}
+	if n := s.Stats().Evictions.Load(); n != 0 {
+		t.Errorf("%d events evicted for an event that could never fit", n)
+	}
+	if n := s.Stats().CutOffs.Load(); n != 0 {
+		t.Errorf("consumer cut off %d times for an event that could never fit", n)
+	}
+	if acct.Used() != used || s.Last().Seq != 3 {
+		t.Errorf("used %d (was %d), last %d: want the three events kept", acct.Used(), used, s.Last().Seq)
+	}
+	if _, err := s.Resume(0); err != nil {
+		t.Errorf("resuming from the start: %v", err)
+	}
+}

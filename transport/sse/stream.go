@@ -277,8 +277,10 @@ func (s *Stream) Publish(event string, data []byte) (EventID, error) {
 			cut = s.cutLocked() // it would have missed that event
 		}
 	}
-	for overBudget && s.ring.n > 0 {
-		// The session is at its share: this stream's own oldest events go first.
+	// The session is at its share: this stream's own oldest events go first, unless the
+	// event is larger than the whole share (evicting them would lose them for nothing,
+	// and cut off a consumer that had not read them yet).
+	for overBudget && s.ring.n > 0 && reserved <= acct.Share() {
 		evict()
 		overBudget = !acct.TryReserve(reserved)
 	}
