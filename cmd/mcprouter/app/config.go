@@ -265,8 +265,6 @@ func (c *Config) Validate() error {
 		{"limits.max_subscriptions_per_session", c.Limits.MaxSubscriptionsPerSession},
 		{"limits.max_pending_server_requests", c.Limits.MaxPendingServerRequests},
 		{"limits.max_upstream_sessions", c.Limits.MaxUpstreamSessions},
-		{"limits.server_request_timeout", int(c.Limits.ServerRequestTimeout)},
-		{"limits.upstream_session_wait", int(c.Limits.UpstreamSessionWait)},
 		{"streams.ring_bytes", c.Streams.RingBytes}, {"streams.queue_bytes", c.Streams.QueueBytes},
 		{"streams.retry_ms", c.Streams.RetryMs}, {"streams.max_reply_streams", c.Streams.MaxReplyStreams},
 		{"sessions.init_burst", c.Sessions.InitBurst},
@@ -274,6 +272,14 @@ func (c *Config) Validate() error {
 	for _, p := range positive {
 		if p.v < 0 {
 			return fmt.Errorf("%s: must not be negative (got %d)", p.key, p.v)
+		}
+	}
+	for key, d := range map[string]time.Duration{
+		"limits.server_request_timeout": c.Limits.ServerRequestTimeout,
+		"limits.upstream_session_wait":  c.Limits.UpstreamSessionWait,
+	} {
+		if d < 0 {
+			return fmt.Errorf("%s: must not be negative (got %v)", key, d)
 		}
 	}
 	if err := c.Sessions.validate(); err != nil {

@@ -5,6 +5,19 @@ import (
 	"testing"
 )
 
+// TestNegativeLimitDurations: a negative duration limit is refused, and the error says
+// it as a duration.
+func TestNegativeLimitDurations(t *testing.T) {
+	for yaml, want := range map[string]string{
+		"limits: {upstream_session_wait: -2s}":  "limits.upstream_session_wait: must not be negative (got -2s)",
+		"limits: {server_request_timeout: -1s}": "limits.server_request_timeout: must not be negative (got -1s)",
+	} {
+		if _, err := ParseConfig([]byte(yaml + "\n")); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want an error containing %q", yaml, err, want)
+		}
+	}
+}
+
 func TestPipelineConfig(t *testing.T) {
 	for _, c := range []struct {
 		yaml string
