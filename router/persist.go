@@ -1,7 +1,6 @@
 package router
 
 import (
-	"context"
 	"encoding/json"
 	"sync"
 	"time"
@@ -61,7 +60,7 @@ func (v *saver) again() bool {
 
 // saveLoop is a session's writer: it writes the record until no change is left unwritten.
 func (r *Router) saveLoop(s *Session) {
-	defer r.saving.done()
+	defer r.saving.Done()
 	for {
 		r.save(s)
 		if !s.saves.again() {
@@ -147,48 +146,5 @@ func (r *Router) SessionAdopted(ts *transport.Session) {
 	ts.Account().Add(s.recordBytes())
 	if r.fleet != nil {
 		r.fleet.SessionAdopted(s)
-	}
-}
-
-// writers counts the session writers running, for Router.Close to wait on. Unlike a
-// sync.WaitGroup it may gain a writer while Close is already waiting: sessions closing
-// during a shutdown start writers of their own, and Close waits for those too.
-type writers struct {
-	mu   sync.Mutex
-	n    int
-	idle chan struct{} // closed when n drops to 0; nil while nobody waits
-}
-
-func (w *writers) add() {
-	w.mu.Lock()
-	w.n++
-	w.mu.Unlock()
-}
-
-func (w *writers) done() {
-	w.mu.Lock()
-	w.n--
-	if w.n == 0 && w.idle != nil {
-		close(w.idle)
-		w.idle = nil
-	}
-	w.mu.Unlock()
-}
-
-// wait returns when no writer is running, or when ctx ends.
-func (w *writers) wait(ctx context.Context) {
-	w.mu.Lock()
-	if w.n == 0 {
-		w.mu.Unlock()
-		return
-	}
-	if w.idle == nil {
-		w.idle = make(chan struct{})
-	}
-	idle := w.idle
-	w.mu.Unlock()
-	select {
-	case <-idle:
-	case <-ctx.Done():
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/internal/ctxtime"
 	"github.com/mcprouter/mcprouter/transport"
 	"github.com/mcprouter/mcprouter/workers"
 )
@@ -50,8 +51,8 @@ type Router struct {
 	rr    atomic.Uint64 // spreads sessionless messages over shards
 	errs  errorMapper   // dispatcher and fleet errors to JSON-RPC errors
 
-	saving writers // session records being written
-	tap    *tap    // request log and Config.Observer; nil when neither wants anything
+	saving ctxtime.Counter // session writers running (Close waits for them)
+	tap    *tap            // request log and Config.Observer; nil when neither wants anything
 
 	// Stats are cheap counters read by metrics.
 	Stats Stats
@@ -102,7 +103,10 @@ func (r *Router) Close(ctx context.Context) error {
 	err := r.disp.Close(ctx)
 	// Session records being written must land before the process goes: they are what
 	// lets the sessions carry on elsewhere.
-	r.saving.wait(ctx)
+	select {
+	case <-r.saving.Zero():
+	case <-ctx.Done():
+	}
 	return err
 }
 
@@ -165,7 +169,7 @@ func (s *Session) Persist() {
 	if s.r == nil || s.r.cfg.Store == nil || !s.saves.begin() {
 		return
 	}
-	s.r.saving.add()
+	s.r.saving.Add()
 	go s.r.saveLoop(s)
 }
 

@@ -74,14 +74,14 @@ func ServeStdio(ctx context.Context, cfg StdioConfig, reg *Registry, h Handler, 
 	case err := <-read:
 		// Nothing accepted is lost: replies to what was read are written before the
 		// session ends, within the grace period.
-		out.pending.wait(cfg.Grace)
+		ctxtime.Wait(out.pending.Zero(), cfg.Grace)
 		if err == nil || errors.Is(err, io.EOF) {
 			return out.failure()
 		}
 		return err
 	case <-ctx.Done():
 		close(stop)
-		out.pending.wait(cfg.Grace)
+		ctxtime.Wait(out.pending.Zero(), cfg.Grace)
 		return ctx.Err()
 	case <-sess.Done():
 		close(stop)
@@ -142,7 +142,7 @@ func readStdio(cfg StdioConfig, sess *Session, out *stdioOut, h Handler, r io.Re
 			if u == nil {
 				u = getUnit()
 				u.sess, u.pending = sess, &out.pending
-				out.pending.add()
+				out.pending.Add()
 				u.begin(u, true)
 			}
 			// Elements are handed over as they come: a batch element runs before the
@@ -155,7 +155,7 @@ func readStdio(cfg StdioConfig, sess *Session, out *stdioOut, h Handler, r io.Re
 		default:
 			one := getUnit()
 			one.sess, one.pending = sess, &out.pending
-			out.pending.add()
+			out.pending.Add()
 			one.in.elems = append(one.in.elems[:0], f.Data)
 			one.in.scan()
 			one.dispatch(one, h, arrival{sess: sess, version: sess.Version(), carrier: CarrierStdio})
@@ -166,47 +166,10 @@ func readStdio(cfg StdioConfig, sess *Session, out *stdioOut, h Handler, r io.Re
 // stdioGrace is the default of StdioConfig.Grace.
 const stdioGrace = 30 * time.Second
 
-// counter counts work in flight and lets one goroutine wait, with a timeout, for none.
-type counter struct {
-	mu   sync.Mutex
-	n    int
-	zero chan struct{}
-}
-
-func (c *counter) add() {
-	c.mu.Lock()
-	c.n++
-	c.mu.Unlock()
-}
-
-func (c *counter) done() {
-	c.mu.Lock()
-	c.n--
-	if c.n == 0 && c.zero != nil {
-		close(c.zero)
-		c.zero = nil
-	}
-	c.mu.Unlock()
-}
-
-func (c *counter) wait(d time.Duration) bool {
-	c.mu.Lock()
-	if c.n == 0 {
-		c.mu.Unlock()
-		return true
-	}
-	if c.zero == nil {
-		c.zero = make(chan struct{})
-	}
-	ch := c.zero
-	c.mu.Unlock()
-	return ctxtime.Wait(ch, d)
-}
-
 // stdioOut writes a stdio session's messages, one per line, from its own goroutine so
 // that no I/O happens under a lock and a slow reader stalls nobody.
 type stdioOut struct {
-	pending counter // units whose replies are not all written yet
+	pending ctxtime.Counter // units whose replies are not all written yet
 	w       io.Writer
 	max     int
 	mu      sync.Mutex

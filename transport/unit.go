@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/internal/ctxtime"
 	"github.com/mcprouter/mcprouter/transport/budget"
 )
 
@@ -13,7 +14,7 @@ import (
 type unit struct {
 	call    call
 	sess    *Session
-	pending *counter // told when the unit is released (stdio waits for it at EOF)
+	pending *ctxtime.Counter // told when the unit is released (stdio waits for it at EOF)
 	in      inbound
 	tmp     []byte
 }
@@ -86,7 +87,7 @@ func (u *unit) released(*call) {
 	if p := u.pending; p != nil {
 		u.pending = nil
 		putUnit(u)
-		p.done()
+		p.Done()
 		return
 	}
 	putUnit(u)

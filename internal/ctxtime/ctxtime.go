@@ -44,3 +44,49 @@ func Sleep(ctx context.Context, d time.Duration) bool {
 		return false
 	}
 }
+
+// Counter counts work in flight so that a closing path can wait until none is left. Unlike
+// a sync.WaitGroup it may gain work while someone already waits (sessions that close
+// during a shutdown start work of their own, and the shutdown waits for that too), and
+// the wait is a channel, so it combines with a timeout or a context. The zero value is
+// ready to use; any goroutine may call its methods.
+type Counter struct {
+	mu   sync.Mutex
+	n    int
+	zero chan struct{} // closed when n drops to 0; nil while nobody waits
+}
+
+// closedChan is what Zero returns when nothing is counted.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// Add counts one more piece of work.
+func (c *Counter) Add() {
+	c.mu.Lock()
+	c.n++
+	c.mu.Unlock()
+}
+
+// Done counts one piece of work finished.
+func (c *Counter) Done() {
+	c.mu.Lock()
+	c.n--
+	if c.n == 0 && c.zero != nil {
+		close(c.zero)
+		c.zero = nil
+	}
+	c.mu.Unlock()
+}
+
+// Zero returns a channel closed once nothing is counted: already closed when nothing is
+// now. Work added after it closed is not waited for by that channel; ask again.
+func (c *Counter) Zero() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == 0 {
+		return closedChan
+	}
+	if c.zero == nil {
+		c.zero = make(chan struct{})
+	}
+	return c.zero
+}

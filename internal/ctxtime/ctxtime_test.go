@@ -42,3 +42,34 @@ func TestWaitGroup(t *testing.T) {
 	}
 	wg.Done() // lets the waiting goroutine end
 }
+
+// TestCounterWaitWhileAdding: work may be added while someone already waits for none
+// (sessions closing during a shutdown); the wait sees it through, and a Zero asked
+// with nothing counted is already closed.
+func TestCounterWaitWhileAdding(t *testing.T) {
+	var c Counter
+	select {
+	case <-c.Zero():
+	default:
+		t.Fatal("Zero of an idle counter is not closed")
+	}
+	c.Add()
+	zero := c.Zero()
+	var wg sync.WaitGroup
+	for range 50 {
+		c.Add()
+		wg.Add(1)
+		go func() { defer wg.Done(); c.Done() }()
+	}
+	wg.Wait()
+	select {
+	case <-zero:
+		t.Fatal("Zero closed while work was still counted")
+	default:
+	}
+	c.Done()
+	<-zero
+	if !Wait(c.Zero(), 0) {
+		t.Fatal("Zero after the last Done is not closed")
+	}
+}
