@@ -23,6 +23,19 @@ import (
 // waitLimit bounds every wait of these tests.
 const waitLimit = 20 * time.Second
 
+// eventually waits for cond, which an event in another goroutine makes true, failing
+// the test with what if it does not hold within waitLimit.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal(what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 func newTestRouter(t testing.TB, fleet Fleet) *Router {
 	t.Helper()
 	r, err := New(Config{Name: "mcprouter", Version: "test", Fleet: fleet})

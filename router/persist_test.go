@@ -120,13 +120,9 @@ func TestRecordKeepsLatestState(t *testing.T) {
 	s.Persist()
 	// The subscriptions' save is queued behind the blocked write (or, without one
 	// writer per session, written already).
-	deadline := time.Now().Add(waitLimit)
-	for store.saveCalls() < 2 && !s.saves.pending() {
-		if time.Now().After(deadline) {
-			t.Fatal("the subscriptions' save neither queued nor written")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	eventually(t, "the subscriptions' save neither queued nor written", func() bool {
+		return store.saveCalls() >= 2 || s.saves.pending()
+	})
 	finish()
 	rec, ok := store.Load(ts.ID())
 	if !ok {

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 	"unsafe"
 
 	"github.com/mcprouter/mcprouter/transport"
@@ -75,13 +74,7 @@ func TestInitializedMarksReady(t *testing.T) {
 		t.Fatal("ready before notifications/initialized")
 	}
 	h.post(sid, V20250618, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	deadline := time.Now().Add(waitLimit)
-	for !ts.Ready() {
-		if time.Now().After(deadline) {
-			t.Fatal("notifications/initialized did not mark the session ready")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	eventually(t, "notifications/initialized did not mark the session ready", ts.Ready)
 }
 
 // memStore is a SessionStore in memory.
@@ -141,13 +134,7 @@ func TestAdoptedRecordCharged(t *testing.T) {
 		t.Errorf("adopted session's record charged %d bytes, want at least %d", used, 8<<10)
 	}
 	ts.Close()
-	deadline := time.Now().Add(waitLimit)
-	for store.has(sid) {
-		if time.Now().After(deadline) {
-			t.Fatal("record not deleted when the session ended")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	eventually(t, "record not deleted when the session ended", func() bool { return !store.has(sid) })
 	if b.Used() != 0 {
 		t.Errorf("budget %d after the session ended, want 0", b.Used())
 	}
