@@ -153,12 +153,11 @@ func (a *App) newServer() *fasthttp.Server {
 		Logger: slogPrinter{logsafe.Logger(a.log, 5, 20)},
 	}
 	// ReadTimeout covers a request's headers; once they are in, the body gets its own
-	// deadline.
-	s.HeaderReceived = func(*fasthttp.RequestHeader) fasthttp.RequestConfig {
-		return fasthttp.RequestConfig{ReadTimeout: bodyTimeout}
-	}
-	if bodyTimeout == 0 {
-		s.HeaderReceived = nil
+	// deadline (none set: the header deadline covers the body too).
+	if bodyTimeout > 0 {
+		s.HeaderReceived = func(*fasthttp.RequestHeader) fasthttp.RequestConfig {
+			return fasthttp.RequestConfig{ReadTimeout: bodyTimeout}
+		}
 	}
 	return s
 }
