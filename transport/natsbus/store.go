@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/mcprouter/mcprouter/internal/ctxtime"
 	"github.com/mcprouter/mcprouter/transport"
 )
 
@@ -97,9 +97,9 @@ type EventLog struct {
 	Errors  atomic.Uint64
 	timeout time.Duration
 
-	forget  chan string    // sessions whose events are to be purged (Forget)
-	purger  atomic.Bool    // a goroutine is draining forget
-	purging sync.WaitGroup // queued purges not yet done
+	forget  chan string     // sessions whose events are to be purged (Forget)
+	purger  atomic.Bool     // a goroutine is draining forget
+	purging ctxtime.Counter // queued purges not yet done
 }
 
 // forgetQueue bounds the purges waiting to run; beyond it they are skipped.
@@ -197,7 +197,7 @@ func (l *EventLog) Forget(sessionID string) {
 	if !validKey(sessionID) {
 		return
 	}
-	l.purging.Add(1)
+	l.purging.Add()
 	select {
 	case l.forget <- sessionID:
 	default:
@@ -239,4 +239,4 @@ func (l *EventLog) purge(sessionID string) {
 }
 
 // waitForgotten waits until every queued purge has run (tests).
-func (l *EventLog) waitForgotten() { l.purging.Wait() }
+func (l *EventLog) waitForgotten() { <-l.purging.Zero() }
