@@ -85,13 +85,16 @@ func TestUpstreamSessionCap(t *testing.T) {
 		sess[i] = new(router.Session)
 		f.SessionOpened(sess[i])
 	}
-	for i := 0; i < 2; i++ {
-		if _, err := openFor(f, sess[i]); err != nil {
+	first := make([]*upConn, 2)
+	for i := range first {
+		c, err := openFor(f, sess[i])
+		if err != nil {
 			t.Fatalf("session %d: %v", i, err)
 		}
+		first[i] = c
 	}
-	if c, err := openFor(f, sess[0]); err != nil || c == nil {
-		t.Fatalf("a session's second request did not reuse its upstream session: %v", err)
+	if c, err := openFor(f, sess[0]); err != nil || c != first[0] || f.UpstreamSessions() != 2 {
+		t.Fatalf("a session's second request did not reuse its upstream session: %v (%d open)", err, f.UpstreamSessions())
 	}
 	// Four more wait their turn; each one that gets a session ends, freeing a slot.
 	var wg sync.WaitGroup
