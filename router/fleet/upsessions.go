@@ -210,6 +210,9 @@ func (f *Fleet) connFor(e *entry) (*upConn, error) {
 	if st == nil {
 		return nil, errSessionEnded
 	}
+	if c := st.conn(in); c != nil && !c.dead() {
+		return c, nil // open already: no wait, so no deadline to set up
+	}
 	ctx, cancel := context.WithDeadline(f.ctx, time.Unix(0, e.deadline))
 	defer cancel()
 	return f.clientConn(ctx, st, in)
