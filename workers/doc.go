@@ -60,6 +60,7 @@
 //
 // A panic in Prepare or Run is recovered by the dispatcher: the job gets Fail with a
 // *PanicError (errors.Is(err, ErrPanic)), and the process keeps going. A panic in Fail
-// is recovered and counted; Config.PanicHook sees them all. On the fast path all of that happens on the caller's goroutine before Dispatch
-// returns (nil: the job was accepted, and has had its final call).
+// is recovered and counted; Config.PanicHook sees them all. On the fast path all of
+// that happens on the caller's goroutine before Dispatch returns (nil: the job was
+// accepted, and has had its final call).
 package workers
