@@ -11,6 +11,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 // Session is the form of a session id in logs: 12 hex digits of its SHA-256, enough to
@@ -42,7 +44,7 @@ func NewLimited(h slog.Handler, perSecond float64, burst int) *Limited {
 	if burst <= 0 {
 		burst = 20
 	}
-	return &Limited{h: h, bucket: &bucket{rate: perSecond, burst: float64(burst), tokens: float64(burst), now: time.Now}, floor: slog.Level(-1 << 20)}
+	return &Limited{h: h, bucket: &bucket{lim: rate.NewLimiter(rate.Limit(perSecond), burst), now: time.Now}, floor: slog.Level(-1 << 20)}
 }
 
 // Logger is a logger writing through a Limited wrapper of l's handler.
@@ -97,30 +99,23 @@ func (l *Limited) Suppressed() uint64 {
 	return l.bucket.dropped
 }
 
+// bucket is the token bucket (golang.org/x/time/rate) with the count of records it
+// refused since the last one it let through.
 type bucket struct {
-	mu      sync.Mutex
-	rate    float64 // tokens a second
-	burst   float64
-	tokens  float64
-	last    time.Time
-	dropped uint64
+	lim     *rate.Limiter
 	now     func() time.Time
+	mu      sync.Mutex
+	dropped uint64
 }
 
 // take spends a token if there is one, and then returns the drops to report.
 func (b *bucket) take() (ok bool, suppressed uint64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	now := b.now()
-	if !b.last.IsZero() {
-		b.tokens = min(b.burst, b.tokens+now.Sub(b.last).Seconds()*b.rate)
-	}
-	b.last = now
-	if b.tokens < 1 {
+	if !b.lim.AllowN(b.now(), 1) {
 		b.dropped++
 		return false, 0
 	}
-	b.tokens--
 	suppressed, b.dropped = b.dropped, 0
 	return true, suppressed
 }
