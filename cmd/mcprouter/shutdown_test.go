@@ -290,16 +290,8 @@ func TestConfiguredSessionLimits(t *testing.T) {
 // and the response body.
 func rawInitialize(t *testing.T, p *routerProc) (string, string) {
 	t.Helper()
-	req, _ := http.NewRequest("POST", p.url("/mcp"), strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	return resp.Header.Get("Mcp-Session-Id"), string(b)
+	sid, _, body := rawPost(t, http.DefaultClient, p.url("/mcp"), "", bothAccept, initBody("{}"))
+	return sid, body
 }
 
 // pinnedSession opens a session, completes its handshake and holds its GET stream
