@@ -6,20 +6,20 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/mcprouter/mcprouter/internal/testbin"
 )
 
 // dialFrom opens a raw TCP connection from the loopback address ip to the router.
@@ -216,26 +216,22 @@ func TestRefusesExposedListener(t *testing.T) {
 		{"nats without credentials", []string{"--listen", "127.0.0.1:0", "--config", writeConfig(t, "nats:\n  listen: 127.0.0.1:0\n")}, "set nats.user and nats.password"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var stderr bytes.Buffer
-			cmd := exec.Command(routerBin(t), tc.args...)
-			cmd.Stderr = &stderr
-			done := make(chan error, 1)
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
+			p, err := testbin.Spawn(testbin.Spec{Name: "mcprouter", Bin: routerBin(t), Args: tc.args,
+				Ready: []string{"mcprouter listening"}, Wait: testTimeout})
+			if p != nil {
+				defer p.Kill()
 			}
-			go func() { done <- cmd.Wait() }()
-			select {
-			case err := <-done:
-				if err == nil {
-					t.Fatal("mcprouter exited 0")
-				}
-			case <-time.After(testTimeout):
-				cmd.Process.Kill()
-				<-done
-				t.Fatalf("mcprouter started:\n%s", stderr.String())
+			if err == nil || !strings.Contains(err.Error(), "exited before it was ready") {
+				t.Fatalf("mcprouter did not refuse to start: %v", err)
 			}
-			if !strings.Contains(stderr.String(), tc.want) {
-				t.Errorf("the refusal does not say what to set (%q):\n%s", tc.want, stderr.String())
+			if p.Err() == nil {
+				t.Fatalf("mcprouter exited 0\n%s", p.Log)
+			}
+			if !p.Log.Contains(tc.want) {
+				t.Errorf("the refusal does not say what to set (%q):\n%s", tc.want, p.Log)
+			}
+			if p.Raced() {
+				t.Errorf("the race detector reported a data race:\n%s", p.Log)
 			}
 		})
 	}
