@@ -21,14 +21,16 @@ func Start(tb testing.TB, cfg app.Config, log *slog.Logger, wait time.Duration) 
 	if err != nil {
 		tb.Fatal(err)
 	}
-	a.Start(wait)
-	if err := a.Listen(); err != nil {
-		tb.Fatal(err)
-	}
+	// Registered before Listen: a router that fails to listen is shut down too (its
+	// backends and NATS are running by then).
 	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), wait)
 		defer cancel()
 		a.Shutdown(ctx)
 	})
+	a.Start(wait)
+	if err := a.Listen(); err != nil {
+		tb.Fatal(err)
+	}
 	return a
 }
