@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/router"
 )
 
 // callTool answers tools/call. Unknown tools are a protocol error (-32602); bad
@@ -211,5 +212,5 @@ func (s *Server) touch(m *codec.Message, sess *Session, r Responder, args []byte
 
 // overloaded answers a call refused by MaxInFlight.
 func overloaded(r Responder, id []byte) {
-	replyError(r, id, codec.CodeOverloaded, "overloaded", []byte(`{"reason":"too many calls in flight"}`))
+	replyError(r, id, codec.CodeOverloaded, router.MessageOverloaded, []byte(`{"reason":"too many calls in flight"}`))
 }
