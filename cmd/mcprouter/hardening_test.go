@@ -146,10 +146,17 @@ func TestWriteTimeoutSparesStreams(t *testing.T) {
 func TestHeaderDeadline(t *testing.T) {
 	p := startRouter(t, "--config", writeConfig(t, "connections:\n  header_timeout: 500ms\n  read_timeout: 10m\n"))
 	c := dialFrom(t, p, "127.0.0.1")
+	start := time.Now()
 	fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: appl", p.Addr())
 	line := statusLine(t, c) // an error answer, or the close itself
 	if line != "" && !strings.Contains(line, "408") {
 		t.Errorf("slow headers answered %q, want 408 or a close", line)
+	}
+	// The default header timeout (10s) also closes it within statusLine's wait: only
+	// an end well before it shows the configured one at work. The bound is ten times
+	// the configured timeout, far above any scheduling delay.
+	if d := time.Since(start); d >= 5*time.Second {
+		t.Errorf("the connection ended after %s: header_timeout (500ms) was not applied", d.Round(time.Millisecond))
 	}
 }
 
