@@ -100,7 +100,13 @@ func TestWriteTimeoutCutsUnreadReply(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Logf("the router let go of the connection after %s", time.Since(start).Round(time.Millisecond))
+	held := time.Since(start)
+	t.Logf("the router let go of the connection after %s", held.Round(time.Millisecond))
+	// Well before the default write timeout (30s), which would also end the wait above:
+	// only the configured 1s can have cut it this soon.
+	if held > 15*time.Second {
+		t.Errorf("the connection was cut after %s: the configured write_timeout (1s) was not applied", held.Round(time.Millisecond))
+	}
 	// What was written before the cut is still on its way; the rest never comes (a
 	// closed socket's queued bytes may stall on a zero window: read for a while only).
 	c.SetReadDeadline(time.Now().Add(5 * time.Second))
