@@ -15,6 +15,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/mcprouter/mcprouter/transport/auth"
 	"github.com/mcprouter/mcprouter/transport/natsbus"
 )
 
@@ -55,6 +56,8 @@ type Config struct {
 	// unit ("1536MiB", "2GiB"). Default: 90% of the cgroup's memory limit when there is
 	// one; a GOMEMLIMIT environment variable wins over both (memlimit.go).
 	MemoryLimit string `yaml:"memory_limit"`
+	// Auth authenticates MCP clients on the MCP listener (transport/auth).
+	Auth auth.Config `yaml:"auth"`
 }
 
 // HealthConfig times the backends' health checks.
@@ -185,6 +188,8 @@ type BackendConfig struct {
 	// LANG, LANGUAGE, LC_*, TZ, TMPDIR, TERM (upstream.DefaultEnvAllow): never the
 	// router's secrets.
 	EnvAllow []string `yaml:"env_allow"`
+	// Auth is the backend's own credentials (backendauth.go): never the client's token.
+	Auth BackendAuthConfig `yaml:"auth"`
 }
 
 // Defaults fills every zero field with its default.

@@ -1,0 +1,78 @@
+// Package auth authenticates MCP clients at the HTTP edge: an OAuth 2.1 resource server
+// (RFC 9728 protected resource metadata, RFC 6750 bearer challenges, RFC 8707 audience)
+// over static bearer tokens or JWT access tokens from an OpenID provider.
+//
+// It owns token validation, the metadata document and the challenge headers. It knows
+// nothing of MCP methods or of fasthttp: the transport hands it the Authorization header
+// and gets a Verdict back (a Principal, or the HTTP status and WWW-Authenticate value to
+// answer with). Check is safe for concurrent use and runs on the connection's goroutine;
+// key rotation (JWKS refresh) runs in the background.
+package auth
+
+import "time"
+
+// Modes of authentication.
+const (
+	ModeOff    = "off"
+	ModeBearer = "bearer"
+	ModeJWT    = "jwt"
+)
+
+// Config is the `auth:` section of mcprouter's configuration.
+type Config struct {
+	// Mode is off, bearer or jwt. Empty means off on a loopback listener; a non-loopback
+	// listener refuses to start unless the mode is set (off must then be explicit).
+	Mode string `yaml:"mode"`
+	// Resource is the router's canonical URI (for example https://mcp.example.com/mcp):
+	// the audience a JWT must carry (RFC 8707; a trailing slash is tolerated) and the
+	// metadata document's resource.
+	Resource string `yaml:"resource"`
+	// Issuer is the OpenID issuer (jwt): its discovery document names the JWKS.
+	Issuer string `yaml:"issuer"`
+	// BearerTokens (bearer): the SHA-256 (hex) of each accepted token and its principal.
+	BearerTokens []BearerToken `yaml:"bearer_tokens"`
+}
+
+// BearerToken is one static token: only its SHA-256 is stored.
+type BearerToken struct {
+	Principal string   `yaml:"principal"`
+	SHA256    string   `yaml:"sha256"`
+	Scopes    []string `yaml:"scopes"`
+}
+
+// Principal is who made a request: kept on the session (which it binds) and for policy.
+type Principal struct {
+	// Subject names the caller: the bearer token's principal, or the JWT's sub.
+	Subject string
+	// Issuer is the JWT's iss ("" for static tokens).
+	Issuer string
+	Scopes []string
+	// Claims are the JWT's claims (nil for static tokens).
+	Claims map[string]any
+	// Expiry is when the token stops being valid (zero for static tokens).
+	Expiry time.Time
+	// Token is the access token as presented. It is never logged and never forwarded
+	// to a backend: only an RFC 8693 token exchange sends it, to the authorization
+	// server, to get the backend's own token for this principal.
+	Token string
+}
+
+// String names the principal without its token (safe for logs).
+func (p *Principal) String() string {
+	if p == nil {
+		return "anonymous"
+	}
+	return p.ID()
+}
+
+// ID is the principal's stable identity, what a session is bound to: the issuer and the
+// subject (static tokens have no issuer).
+func (p *Principal) ID() string {
+	if p == nil {
+		return ""
+	}
+	if p.Issuer == "" {
+		return p.Subject
+	}
+	return p.Issuer + " " + p.Subject
+}
