@@ -29,6 +29,12 @@ const (
 	CodeClientTimeout      = -32013 // to a backend: the client did not answer its request in time
 	CodeClientGone         = -32014 // to a backend: the client session ended before answering
 	CodeSessionLimit       = -32015 // a per-session limit (subscriptions, pending requests) is reached
+
+	// MCP 2026-07-28's own codes (-32020..-32099 is reserved to the specification). A
+	// 2026-07-28 request that breaks a per-request rule gets one of these with HTTP 400.
+	CodeHeaderMismatch     = -32020 // an Mcp-Method, Mcp-Name or MCP-Protocol-Version header disagrees with the body
+	CodeMissingCapability  = -32021 // the request needs a client capability its _meta did not declare; data.requiredCapabilities
+	CodeUnsupportedVersion = -32022 // the protocol version is not served; data.supported and data.requested
 )
 
 // AppendRetryData appends the data of a CodeOverloaded error, {"retryAfterMs":N}, N being
