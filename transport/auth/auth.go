@@ -31,6 +31,31 @@ type Config struct {
 	Issuer string `yaml:"issuer"`
 	// BearerTokens (bearer): the SHA-256 (hex) of each accepted token and its principal.
 	BearerTokens []BearerToken `yaml:"bearer_tokens"`
+
+	// RequiredScopes are scopes every request needs (403 insufficient_scope otherwise);
+	// they are also the scope named in the challenge of a request without a token.
+	RequiredScopes []string `yaml:"required_scopes"`
+	// ScopesSupported is the metadata's scopes_supported; default RequiredScopes.
+	ScopesSupported []string `yaml:"scopes_supported"`
+	// AuthorizationServers is the metadata's authorization_servers; default [Issuer].
+	AuthorizationServers []string `yaml:"authorization_servers"`
+	// ClockSkew is the leeway on a JWT's exp, nbf and iat; default 60s.
+	ClockSkew time.Duration `yaml:"clock_skew"`
+	// Audiences are accepted audiences besides Resource (jwt), for a router reached
+	// under more than one name.
+	Audiences []string `yaml:"audiences"`
+	// JWKSURL overrides the jwks_uri of the issuer's discovery document (jwt).
+	JWKSURL string `yaml:"jwks_url"`
+	// Algorithms are the JWS algorithms accepted (jwt); default RS256, RS384, RS512,
+	// ES256, ES384, ES512, PS256, PS384, PS512, EdDSA. none and HS* are never accepted:
+	// a resource server holds no shared secret, and an HMAC "signed" with a public key
+	// is the classic key-confusion forgery.
+	Algorithms []string `yaml:"algorithms"`
+	// ResourceMetadataURL overrides the URL named in challenges (resource_metadata);
+	// default the path-inserted well-known URI derived from Resource (RFC 9728 3.1).
+	ResourceMetadataURL string `yaml:"resource_metadata_url"`
+	// ResourceName is the metadata's resource_name (human-readable); default "mcprouter".
+	ResourceName string `yaml:"resource_name"`
 }
 
 // BearerToken is one static token: only its SHA-256 is stored.
