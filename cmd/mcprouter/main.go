@@ -2,6 +2,8 @@
 //
 //	mcprouter [--listen 127.0.0.1:8080] [--config FILE] [--backend NAME=URL|NAME=cmd:COMMAND ARGS]...
 //	mcprouter stdio [same flags]    serve one client on stdin/stdout (logs on stderr)
+//	mcprouter check --config FILE   validate a configuration and print it resolved
+//	mcprouter --version
 package main
 
 import (
@@ -11,6 +13,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -28,6 +31,13 @@ func main() {
 }
 
 func run(args []string) int {
+	if len(args) > 0 && args[0] == "check" {
+		return check(args[1:], os.Stdout, os.Stderr)
+	}
+	if len(args) > 0 && (args[0] == "--version" || args[0] == "-version" || args[0] == "version") {
+		fmt.Println("mcprouter", version())
+		return 0
+	}
 	stdio := false
 	if len(args) > 0 && args[0] == "stdio" {
 		stdio, args = true, args[1:]
@@ -123,4 +133,31 @@ func run(args []string) int {
 	}
 	log.Info("stopped")
 	return 0
+}
+
+// version is app.Version as set at build time, or, for a plain `go build`, the commit
+// the binary was built from (and whether the tree had uncommitted changes).
+func version() string {
+	if app.Version != "dev" {
+		return app.Version
+	}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return app.Version
+	}
+	rev, dirty := "", ""
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "+dirty"
+			}
+		}
+	}
+	if rev == "" {
+		return app.Version
+	}
+	return app.Version + " (" + rev + dirty + ")"
 }
