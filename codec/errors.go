@@ -29,6 +29,7 @@ const (
 	CodeClientTimeout      = -32013 // to a backend: the client did not answer its request in time
 	CodeClientGone         = -32014 // to a backend: the client session ended before answering
 	CodeSessionLimit       = -32015 // a per-session limit (subscriptions, pending requests) is reached
+	CodeBackendAuth        = -32016 // the backend refused the router's own credentials for it (HTTP 401 or 403)
 
 	// MCP 2026-07-28's own codes (-32020..-32099 is reserved to the specification). A
 	// 2026-07-28 request that breaks a per-request rule gets one of these with HTTP 400.
