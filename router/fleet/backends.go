@@ -281,15 +281,13 @@ func (f *Fleet) SetLogLevel(s *router.Session, level string) {
 			if c == nil || c.dead() {
 				continue
 			}
-			f.wg.Add(1)
-			go func() {
-				defer f.wg.Done()
-				ctx, cancel := context.WithTimeout(f.ctx, b.cfg.Timeout)
+			f.life.spawn(func() {
+				ctx, cancel := context.WithTimeout(f.life.ctx, b.cfg.Timeout)
 				defer cancel()
 				if _, err := f.call(ctx, c, "logging/setLevel", params); err != nil {
 					f.log.Debug("logging/setLevel not accepted", "backend", b.cfg.Name, "err", err)
 				}
-			}()
+			})
 		}
 	}
 }

@@ -23,7 +23,7 @@ import (
 // refresh re-reads a backend's lists and swaps in a new catalog; clients hear of it
 // when the exposed lists changed.
 func (f *Fleet) refresh(b *backend, c *upConn) {
-	ctx, cancel := context.WithTimeout(f.ctx, b.cfg.Timeout)
+	ctx, cancel := context.WithTimeout(f.life.ctx, b.cfg.Timeout)
 	defer cancel()
 	lists, err := f.fetchLists(ctx, c)
 	if err != nil {

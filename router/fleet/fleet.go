@@ -1,7 +1,6 @@
 package fleet
 
 import (
-	"context"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -52,9 +51,7 @@ type Fleet struct {
 	// upSlots holds one token per per-client upstream session open (upsessions.go).
 	upSlots chan struct{}
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	life *lifecycle
 
 	// obs receives finished requests (SetObserver, observe.go); nil takes no timestamps.
 	obs router.Observer
@@ -85,7 +82,7 @@ type Stats struct {
 // New builds a fleet; Start connects it.
 func New(cfg Config) *Fleet {
 	cfg.defaults()
-	f := &Fleet{cfg: cfg, log: cfg.Logger, table: newTable(), sessions: map[*router.Session]*sessionState{},
+	f := &Fleet{cfg: cfg, log: cfg.Logger, life: newLifecycle(), table: newTable(), sessions: map[*router.Session]*sessionState{},
 		upSlots: make(chan struct{}, cfg.MaxUpstreamSessions)}
 	f.srv.m = map[uint64]*serverRequest{}
 	f.srv.bySess = map[*router.Session]map[uint64]*serverRequest{}
@@ -116,15 +113,12 @@ func New(cfg Config) *Fleet {
 // until Close. It waits up to wait for the first catalog of every backend, so that a
 // router that starts answering knows its tools.
 func (f *Fleet) Start(wait time.Duration) {
-	f.ctx, f.cancel = context.WithCancel(context.Background())
 	for _, b := range f.backends {
 		for _, in := range b.instances {
-			f.wg.Add(1)
-			go func() { defer f.wg.Done(); in.maintain(f.ctx) }()
+			f.life.spawn(func() { in.maintain(f.life.ctx) })
 		}
 	}
-	f.wg.Add(1)
-	go func() { defer f.wg.Done(); f.sweep() }()
+	f.life.spawn(func() { f.sweep() })
 	f.listenChanges()
 	timeout := time.NewTimer(wait)
 	defer timeout.Stop()
@@ -139,10 +133,7 @@ func (f *Fleet) Start(wait time.Duration) {
 
 // Close stops the maintainers and closes every upstream session.
 func (f *Fleet) Close() {
-	if f.cancel != nil {
-		f.cancel()
-	}
-	f.wg.Wait()
+	f.life.stop()
 	f.subs.close()
 	for _, b := range f.backends {
 		for _, in := range b.instances {
@@ -201,23 +192,19 @@ func (f *Fleet) InFlight() int { return f.table.len() }
 // instanceUp is called when an instance's shared session is (re)established: the
 // backend's lists are fetched (again) and subscriptions restored.
 func (f *Fleet) instanceUp(in *instance, c *upConn) {
-	f.wg.Add(1)
-	go func() {
-		defer f.wg.Done()
+	f.life.spawn(func() {
 		f.refresh(in.b, c)
 		f.subs.restore(in.b, c)
-	}()
+	})
 }
 
 // sessionRenewed: the backend restarted and the upstream session was re-established;
 // what it kept per session (subscriptions) must be restored.
 func (f *Fleet) sessionRenewed(c *upConn) {
-	f.wg.Add(1)
-	go func() {
-		defer f.wg.Done()
+	f.life.spawn(func() {
 		f.subs.restore(c.b, c)
 		f.refresh(c.b, c)
-	}()
+	})
 }
 
 // Run implements router.Fleet: it sends the request to an instance of its backend.

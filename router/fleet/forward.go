@@ -26,7 +26,7 @@ func (f *Fleet) sweep() {
 	var buf []*entry
 	for {
 		select {
-		case <-f.ctx.Done():
+		case <-f.life.ctx.Done():
 			return
 		case now := <-t.C:
 			buf = f.table.expired(now.UnixNano(), buf[:0])
@@ -115,7 +115,7 @@ func (f *Fleet) forward(e *entry) {
 		return
 	}
 	f.Stats.Forwarded.Add(1)
-	ctx, cancel := context.WithDeadline(f.ctx, time.Unix(0, deadline))
+	ctx, cancel := context.WithDeadline(f.life.ctx, time.Unix(0, deadline))
 	err = c.conn.Send(ctx, *bp)
 	if err != nil && errors.Is(err, upstream.ErrBackendDown) && !b.cfg.PerClient {
 		// The instance refused the message (connection refused, process down, 502-504):

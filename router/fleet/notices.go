@@ -65,14 +65,13 @@ func (f *Fleet) listenChanges() {
 		if c == nil {
 			return
 		}
-		f.wg.Add(1)
-		go func() { defer f.wg.Done(); f.refresh(b, c) }()
+		f.life.spawn(func() { f.refresh(b, c) })
 	})
 	if err != nil {
 		f.log.Warn("cannot listen for catalog changes on NATS", "err", err)
 		return
 	}
-	go func() { <-f.ctx.Done(); sub.Unsubscribe() }()
+	go func() { <-f.life.ctx.Done(); sub.Unsubscribe() }()
 }
 
 // backendToken is a backend name as one subject token.
@@ -138,8 +137,7 @@ func (f *Fleet) backendNotification(c *upConn, msg []byte, m *codec.Message, req
 		}
 		f.subs.updated(c.b, uri, msg)
 	case "notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed":
-		f.wg.Add(1)
-		go func() { defer f.wg.Done(); f.refresh(c.b, c) }()
+		f.life.spawn(func() { f.refresh(c.b, c) })
 		f.announceChange(c.b)
 	case "notifications/cancelled":
 		// The backend gave up one of its requests to a client.
@@ -169,7 +167,7 @@ func (f *Fleet) clientNotification(s *router.Session, x *transport.Exchange) boo
 		}
 	case "notifications/roots/list_changed":
 		f.forEachSessionConn(s, func(c *upConn) {
-			c.conn.Send(f.ctx, codec.AppendNotification(nil, "notifications/roots/list_changed", nil))
+			c.conn.Send(f.life.ctx, codec.AppendNotification(nil, "notifications/roots/list_changed", nil))
 		})
 	}
 	x.Done()
@@ -182,11 +180,9 @@ func (f *Fleet) tellCancelled(c *upConn, id uint64) {
 	params := append([]byte(`{"requestId":`), strconv.AppendUint(nil, id, 10)...)
 	params = append(params, '}')
 	note := codec.AppendNotification(nil, "notifications/cancelled", params)
-	f.wg.Add(1)
-	go func() {
-		defer f.wg.Done()
-		ctx, cancel := context.WithTimeout(f.ctx, 5*time.Second)
+	f.life.spawn(func() {
+		ctx, cancel := context.WithTimeout(f.life.ctx, 5*time.Second)
 		defer cancel()
 		c.conn.Send(ctx, note)
-	}()
+	})
 }

@@ -175,15 +175,13 @@ func (f *Fleet) backendRequest(c *upConn, msg []byte, m *codec.Message, reqID []
 
 // answer sends a response to a backend in the background (it may be an HTTP POST).
 func (f *Fleet) answer(c *upConn, msg []byte) {
-	f.wg.Add(1)
-	go func() {
-		defer f.wg.Done()
-		ctx, cancel := context.WithTimeout(f.ctx, c.b.cfg.Timeout)
+	f.life.spawn(func() {
+		ctx, cancel := context.WithTimeout(f.life.ctx, c.b.cfg.Timeout)
 		defer cancel()
 		if err := c.conn.Send(ctx, msg); err != nil {
 			f.log.Debug("cannot answer backend", "backend", c.b.cfg.Name, "err", err)
 		}
-	}()
+	})
 }
 
 // clientResponse takes a client's answer to a server-to-client request.
@@ -207,7 +205,7 @@ func (f *Fleet) answerBackend(x *transport.Exchange, sr *serverRequest) {
 	out := codec.AppendReplaceID(nil, x.Raw, &x.Msg, sr.backendID)
 	x.Tag = nil
 	x.Done()
-	ctx, cancel := context.WithTimeout(f.ctx, sr.conn.b.cfg.Timeout)
+	ctx, cancel := context.WithTimeout(f.life.ctx, sr.conn.b.cfg.Timeout)
 	defer cancel()
 	if err := sr.conn.conn.Send(ctx, out); err != nil {
 		f.log.Warn("cannot pass the client's answer to the backend", "backend", sr.conn.b.cfg.Name, "err", err)
@@ -241,7 +239,7 @@ func (f *Fleet) serverRequestTimeout(b *backend) time.Duration {
 // tells the client to stop working on it.
 func (f *Fleet) expireServerRequest(id uint64) {
 	sr := f.srv.take(id, nil)
-	if sr == nil || f.ctx.Err() != nil {
+	if sr == nil || f.life.ended() {
 		return
 	}
 	f.Stats.ServerRequestsExpired.Add(1)
@@ -259,7 +257,7 @@ func (f *Fleet) expireServerRequest(id uint64) {
 func (f *Fleet) dropServerRequests(s *router.Session) {
 	for _, sr := range f.srv.takeSession(s) {
 		f.Stats.ServerRequestsDropped.Add(1)
-		if f.ctx == nil || f.ctx.Err() != nil {
+		if f.life.ended() {
 			continue
 		}
 		f.answer(sr.conn, codec.AppendError(nil, sr.backendID, CodeClientGone, "mcprouter: the client session ended before answering "+sr.method, nil))

@@ -321,7 +321,7 @@ func (f *Fleet) upstreamSubscribe(key subKey, method string, c *upConn) error {
 	}
 	params := append([]byte(`{"uri":`), codec.AppendString(nil, key.uri)...)
 	params = append(params, '}')
-	ctx, cancel := context.WithTimeout(f.ctx, key.b.cfg.Timeout)
+	ctx, cancel := context.WithTimeout(f.life.ctx, key.b.cfg.Timeout)
 	defer cancel()
 	_, err := f.call(ctx, c, method, params)
 	if err != nil {

@@ -141,7 +141,7 @@ func (s *clusterSubs) handle(sess *router.Session, x *transport.Exchange, b *bac
 
 // run makes the cluster agree with the local change, then answers the client.
 func (s *clusterSubs) run(x *transport.Exchange, t *subTask) {
-	ctx, cancel := context.WithTimeout(s.f.ctx, t.b.cfg.Timeout)
+	ctx, cancel := context.WithTimeout(s.f.life.ctx, t.b.cfg.Timeout)
 	defer cancel()
 	var err error
 	if t.sub {

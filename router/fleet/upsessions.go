@@ -213,7 +213,7 @@ func (f *Fleet) connFor(e *entry) (*upConn, error) {
 	if c := st.conn(in); c != nil && !c.dead() {
 		return c, nil // open already: no wait, so no deadline to set up
 	}
-	ctx, cancel := context.WithDeadline(f.ctx, time.Unix(0, e.deadline))
+	ctx, cancel := context.WithDeadline(f.life.ctx, time.Unix(0, e.deadline))
 	defer cancel()
 	return f.clientConn(ctx, st, in)
 }
@@ -288,7 +288,6 @@ func (f *Fleet) forEachSessionConn(s *router.Session, fn func(*upConn)) {
 	}
 	st.mu.Unlock()
 	for _, c := range list {
-		f.wg.Add(1)
-		go func() { defer f.wg.Done(); fn(c) }()
+		f.life.spawn(func() { fn(c) })
 	}
 }

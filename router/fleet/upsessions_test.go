@@ -63,8 +63,7 @@ func perClientFleet(t *testing.T, max int, wait time.Duration) (*Fleet, *fakeBac
 	f := New(Config{MaxUpstreamSessions: max, UpstreamSessionWait: wait, Backends: []BackendConfig{
 		{Name: "pc", PerClient: true, Timeout: time.Minute, Dialers: []Dialer{fb.dialer()}},
 	}})
-	f.ctx, f.cancel = context.WithCancel(context.Background())
-	t.Cleanup(f.cancel)
+	t.Cleanup(f.life.cancel)
 	f.backends[0].instances[0].healthy.Store(true)
 	return f, fb
 }
