@@ -129,18 +129,7 @@ func (b *backend) release() { <-b.sem }
 
 // connect dials the instance's shared session and performs the handshake.
 func (in *instance) connect(ctx context.Context) (*upConn, error) {
-	f := in.b.f
-	c := &upConn{f: f, b: in.b, inst: in}
-	conn, err := in.dialer.Dial(ctx, c)
-	if err != nil {
-		return nil, err
-	}
-	c.conn = conn
-	if err := c.handshake(ctx, nil); err != nil {
-		conn.Close()
-		return nil, err
-	}
-	return c, nil
+	return in.b.f.conns.open(ctx, in, nil)
 }
 
 // maintain keeps the instance's shared session up and checks its health with ping,
@@ -199,7 +188,7 @@ func (in *instance) check(ctx context.Context) {
 	}
 	f := in.b.f
 	pctx, cancel := context.WithTimeout(ctx, f.cfg.HealthTimeout)
-	_, err := f.call(pctx, c, "ping", nil)
+	_, err := f.table.call(pctx, c, "ping", nil)
 	cancel()
 	if err == nil {
 		if !in.healthy.Load() {
@@ -284,7 +273,7 @@ func (f *Fleet) SetLogLevel(s *router.Session, level string) {
 			f.life.spawn(func() {
 				ctx, cancel := context.WithTimeout(f.life.ctx, b.cfg.Timeout)
 				defer cancel()
-				if _, err := f.call(ctx, c, "logging/setLevel", params); err != nil {
+				if _, err := f.table.call(ctx, c, "logging/setLevel", params); err != nil {
 					f.log.Debug("logging/setLevel not accepted", "backend", b.cfg.Name, "err", err)
 				}
 			})

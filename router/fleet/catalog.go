@@ -157,7 +157,7 @@ func (f *Fleet) fetchList(ctx context.Context, c *upConn, k kind) ([]item, error
 			params = codec.AppendString(params, cursor)
 			params = append(params, '}')
 		}
-		res, err := f.call(ctx, c, info.method, params)
+		res, err := f.table.call(ctx, c, info.method, params)
 		if err != nil {
 			return nil, err
 		}

@@ -36,6 +36,7 @@ type Fleet struct {
 	log      *slog.Logger
 	backends []*backend
 	table    *table
+	conns    *connector
 	srv      serverRequests
 	subs     subscriber
 	held     holders // where each upstream subscription lives (subscriptions.go)
@@ -84,6 +85,7 @@ func New(cfg Config) *Fleet {
 	cfg.defaults()
 	f := &Fleet{cfg: cfg, log: cfg.Logger, life: newLifecycle(), table: newTable(), sessions: map[*router.Session]*sessionState{},
 		upSlots: make(chan struct{}, cfg.MaxUpstreamSessions)}
+	f.conns = &connector{table: f.table, events: f, log: f.log, name: cfg.ClientName, version: cfg.ClientVersion}
 	f.srv.m = map[uint64]*serverRequest{}
 	f.srv.bySess = map[*router.Session]map[uint64]*serverRequest{}
 	f.srv.byBackend = map[backendKey]*serverRequest{}

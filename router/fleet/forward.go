@@ -276,14 +276,3 @@ func (f *Fleet) completeErrTaken(e *entry, code int, msg string) {
 	f.finish(e, *bp, outcomeOfCode(code))
 	putBuf(bp)
 }
-
-// relatedID finds the in-flight request a backend message belongs to: the request on
-// whose reply stream it came, else the only request in flight on the connection.
-func (f *Fleet) relatedID(c *upConn, reqID []byte) uint64 {
-	if reqID != nil {
-		if id, ok := parseID(reqID); ok {
-			return id
-		}
-	}
-	return f.table.onConn(c)
-}

@@ -379,3 +379,15 @@ func parseID(raw []byte) (uint64, bool) {
 }
 
 func deadlineIn(d time.Duration) int64 { return time.Now().Add(d).UnixNano() }
+
+// related finds the in-flight request a backend message belongs to: the request on
+// whose reply stream it came (reqID, as the backend saw it), else the only request in
+// flight on the connection; 0 when neither tells.
+func (t *table) related(c *upConn, reqID []byte) uint64 {
+	if reqID != nil {
+		if id, ok := parseID(reqID); ok {
+			return id
+		}
+	}
+	return t.onConn(c)
+}

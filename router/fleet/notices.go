@@ -146,7 +146,7 @@ func (f *Fleet) backendNotification(c *upConn, msg []byte, m *codec.Message, req
 		// notifications/message (logging) and the rest go to the client the message
 		// belongs to: the requester when known, the session owner in per-client mode.
 		sent := false
-		if id := f.relatedID(c, reqID); id != 0 {
+		if id := f.table.related(c, reqID); id != 0 {
 			sent = f.table.with(id, func(e *entry) { e.x.Send(msg) })
 		}
 		if !sent && c.owner != nil && c.owner.TransportSession() != nil {

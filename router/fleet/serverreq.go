@@ -138,7 +138,7 @@ func (f *Fleet) backendRequest(c *upConn, msg []byte, m *codec.Message, reqID []
 		f.answer(c, codec.AppendResult(nil, m.ID, []byte("{}")))
 		return
 	}
-	relID := f.relatedID(c, reqID)
+	relID := f.table.related(c, reqID)
 	var sess *router.Session
 	if relID != 0 {
 		f.table.with(relID, func(e *entry) { sess = e.sess })

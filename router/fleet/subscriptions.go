@@ -323,7 +323,7 @@ func (f *Fleet) upstreamSubscribe(key subKey, method string, c *upConn) error {
 	params = append(params, '}')
 	ctx, cancel := context.WithTimeout(f.life.ctx, key.b.cfg.Timeout)
 	defer cancel()
-	_, err := f.call(ctx, c, method, params)
+	_, err := f.table.call(ctx, c, method, params)
 	if err != nil {
 		f.log.Warn("upstream "+method+" failed", "backend", key.b.cfg.Name, "uri", key.uri, "err", err)
 	} else if sub {

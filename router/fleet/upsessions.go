@@ -165,7 +165,7 @@ func (f *Fleet) upstreamFullMessage(b *backend) string {
 func (c *upConn) closeUpstream() {
 	c.conn.Close()
 	if c.slot.CompareAndSwap(true, false) {
-		<-c.f.upSlots
+		<-c.slots
 	}
 }
 
@@ -177,18 +177,13 @@ func (f *Fleet) openClientConn(ctx context.Context, in *instance, st *sessionSta
 		return nil, err
 	}
 	sess := st.sess
-	c := &upConn{f: f, b: in.b, inst: in, owner: sess}
-	conn, err := in.dialer.Dial(ctx, c)
+	c, err := f.conns.open(ctx, in, sess)
 	if err != nil {
 		<-f.upSlots
 		return nil, err
 	}
-	c.conn = conn
+	c.slots = f.upSlots
 	c.slot.Store(true)
-	if err := c.handshake(ctx, sess); err != nil {
-		c.closeUpstream()
-		return nil, err
-	}
 	return c, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"sync/atomic"
 
@@ -15,24 +16,72 @@ import (
 	"github.com/mcprouter/mcprouter/transport/upstream"
 )
 
-// One upstream session (upConn): the handshake, the router's own requests on it (call:
-// initialize, lists, ping, setLevel, subscribe), and the Sink through which the
-// backend's messages and connection events enter the fleet. Its methods run on the
-// goroutine of whoever calls (call) or on the connection's reader goroutines (Message,
-// Related, Event), which must not block: they dispatch and return.
+// One upstream session (upConn): how it is opened (connector: dial and handshake), the
+// router's own requests on it (table.call: initialize, lists, ping, setLevel,
+// subscribe), and the Sink through which the backend's messages and connection events
+// enter the fleet (connEvents). Its methods run on the goroutine of whoever calls (open,
+// call) or on the connection's reader goroutines (Message, Related, Event), which must
+// not block: they dispatch and return.
+
+// connEvents is what upstream sessions report to the fleet, on their connection's
+// reader goroutines: the Fleet implements it and hands each to the part it concerns.
+type connEvents interface {
+	// fromBackend is one message from the backend; reqID, when known, is the id of the
+	// request on whose reply stream it came.
+	fromBackend(c *upConn, msg, reqID []byte)
+	// connLost: the requests in flight on c will get no answer.
+	connLost(c *upConn, cause error)
+	// sessionRenewed: the backend restarted and c was re-established under a new
+	// session, which lost what the backend kept for the old one.
+	sessionRenewed(c *upConn)
+}
+
+// connector opens upstream sessions with backend instances: it dials, performs the
+// handshake and wires the session's messages and events to the fleet. It is the one
+// place an upstream session learns whom it speaks for: the router itself (shared
+// sessions, owner nil) or one client session (per-client sessions, owner set by the
+// sessions part), so that what the backend is shown of the client (capabilities today,
+// credentials derived from the client's principal later) is decided here. Called by
+// instances' maintainers and by requests opening a per-client session; it holds no
+// state of its own.
+type connector struct {
+	table  *table
+	events connEvents
+	log    *slog.Logger
+	// name and version are the clientInfo the router presents.
+	name, version string
+}
+
+// open dials instance in and initializes the session, for owner (nil: the router's
+// shared session).
+func (k *connector) open(ctx context.Context, in *instance, owner *router.Session) (*upConn, error) {
+	c := &upConn{via: k, b: in.b, inst: in, owner: owner}
+	conn, err := in.dialer.Dial(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	c.conn = conn
+	if err := k.handshake(ctx, c); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return c, nil
+}
 
 // call sends one of the router's own requests on c and waits for its result (raw). A
-// JSON-RPC error from the backend comes back as a *router.Error.
-func (f *Fleet) call(ctx context.Context, c *upConn, method string, params []byte) ([]byte, error) {
+// JSON-RPC error from the backend comes back as a *router.Error. The request is an entry
+// of the in-flight table like a client's, so that the backend's answer, the sweeper and
+// a lost connection settle it the same way.
+func (t *table) call(ctx context.Context, c *upConn, method string, params []byte) ([]byte, error) {
 	e := &entry{kind: ownRequest, backend: c.b, conn: c, wait: make(chan []byte, 1)}
 	if dl, ok := ctx.Deadline(); ok {
 		e.deadline = dl.UnixNano()
 	}
-	f.table.add(e)
+	t.add(e)
 	id := strconv.AppendUint(nil, e.id, 10)
 	msg := codec.AppendRequest(nil, id, method, params)
 	if err := c.conn.Send(ctx, msg); err != nil {
-		f.table.take(e.id, stateFailed)
+		t.take(e.id, stateFailed)
 		return nil, err
 	}
 	select {
@@ -49,7 +98,7 @@ func (f *Fleet) call(ctx context.Context, c *upConn, method string, params []byt
 		}
 		return m.Result, nil
 	case <-ctx.Done():
-		f.table.take(e.id, stateExpired)
+		t.take(e.id, stateExpired)
 		return nil, ctx.Err()
 	}
 }
@@ -58,7 +107,7 @@ func (f *Fleet) call(ctx context.Context, c *upConn, method string, params []byt
 // router. In shared mode it carries every client's requests to that instance; in
 // per-client mode it belongs to one client session (owner).
 type upConn struct {
-	f     *Fleet
+	via   *connector // what opened it, and where its messages go
 	b     *backend
 	inst  *instance
 	owner *router.Session // per-client mode only
@@ -66,8 +115,9 @@ type upConn struct {
 
 	version string // negotiated with the backend
 	killed  atomic.Bool
-	// slot is true while a per-client session holds one of Fleet.upSlots.
-	slot atomic.Bool
+	// slot is true while a per-client session holds one of slots (sessions.slots).
+	slot  atomic.Bool
+	slots chan struct{}
 }
 
 func (c *upConn) dead() bool {
@@ -95,9 +145,9 @@ func (c *upConn) kill() {
 const routerCaps = `{"roots":{"listChanged":true},"sampling":{},"elicitation":{}}`
 
 // handshake initializes the upstream session: initialize, then notifications/initialized.
-// owner, when set, is the client whose capabilities and info are presented (per-client).
-func (c *upConn) handshake(ctx context.Context, owner *router.Session) error {
-	f := c.f
+// c.owner, when set, is the client whose capabilities are presented (per-client).
+func (k *connector) handshake(ctx context.Context, c *upConn) error {
+	owner := c.owner
 	params := append([]byte(nil), `{"protocolVersion":`...)
 	params = codec.AppendString(params, router.Latest)
 	params = append(params, `,"capabilities":`...)
@@ -107,11 +157,11 @@ func (c *upConn) handshake(ctx context.Context, owner *router.Session) error {
 		params = append(params, routerCaps...)
 	}
 	params = append(params, `,"clientInfo":{"name":`...)
-	params = codec.AppendString(params, f.cfg.ClientName)
+	params = codec.AppendString(params, k.name)
 	params = append(params, `,"version":`...)
-	params = codec.AppendString(params, f.cfg.ClientVersion)
+	params = codec.AppendString(params, k.version)
 	params = append(params, `}}`...)
-	resp, err := f.call(ctx, c, "initialize", params)
+	resp, err := k.table.call(ctx, c, "initialize", params)
 	if err != nil {
 		return fmt.Errorf("initialize: %w", err)
 	}
@@ -142,31 +192,31 @@ func (c *upConn) handshake(ctx context.Context, owner *router.Session) error {
 }
 
 // Message receives everything the backend sends (upstream.Sink).
-func (c *upConn) Message(msg []byte) { c.f.fromBackend(c, msg, nil) }
+func (c *upConn) Message(msg []byte) { c.via.events.fromBackend(c, msg, nil) }
 
 // Related receives a message that arrived on the reply stream of the request whose id
 // (as the backend saw it) is reqID: it belongs to that request's client.
-func (c *upConn) Related(reqID, msg []byte) { c.f.fromBackend(c, msg, reqID) }
+func (c *upConn) Related(reqID, msg []byte) { c.via.events.fromBackend(c, msg, reqID) }
 
 // Event receives the connection's state changes (upstream.Sink).
 func (c *upConn) Event(e upstream.Event, err error) {
-	f := c.f
+	ev, log := c.via.events, c.via.log
 	switch e {
 	case upstream.EventDown:
-		f.log.Warn("backend instance down", "backend", c.b.cfg.Name, "instance", c.inst.dialer.Addr, "err", err)
+		log.Warn("backend instance down", "backend", c.b.cfg.Name, "instance", c.inst.dialer.Addr, "err", err)
 		c.inst.healthy.Store(false)
-		f.connLost(c, err)
+		ev.connLost(c, err)
 	case upstream.EventRenewed:
-		f.log.Info("backend session renewed after a restart", "backend", c.b.cfg.Name, "instance", c.inst.dialer.Addr)
+		log.Info("backend session renewed after a restart", "backend", c.b.cfg.Name, "instance", c.inst.dialer.Addr)
 		c.inst.healthy.Store(true)
 		c.inst.Renewed.Add(1)
-		f.sessionRenewed(c)
+		ev.sessionRenewed(c)
 	case upstream.EventUp:
 		// A new process without a recorded handshake: start over.
 		c.kill()
 	case upstream.EventExpired:
 		c.inst.healthy.Store(false)
-		f.connLost(c, err)
+		ev.connLost(c, err)
 		c.kill()
 	}
 }
