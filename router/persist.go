@@ -8,6 +8,7 @@ import (
 	"github.com/bytedance/sonic"
 
 	"github.com/mcprouter/mcprouter/transport"
+	"github.com/mcprouter/mcprouter/transport/auth"
 	"github.com/mcprouter/mcprouter/transport/logsafe"
 )
 
@@ -18,6 +19,10 @@ type record struct {
 	Capabilities json.RawMessage `json:"caps,omitempty"`
 	ClientInfo   json.RawMessage `json:"info,omitempty"`
 	Subs         [][2]string     `json:"subs,omitempty"` // (backend, URI) subscriptions
+	// Principal is the ID of the principal the session belongs to ("" without
+	// authentication): an instance that carries the session on serves it to that
+	// principal only.
+	Principal string `json:"p,omitempty"`
 }
 
 // saver keeps the writes of one session's record in order. Each change starts a save,
@@ -83,7 +88,7 @@ func (r *Router) save(s *Session) {
 		}
 		return
 	}
-	rec := record{Version: s.version, Capabilities: s.clientCaps, ClientInfo: s.clientInfo}
+	rec := record{Version: s.version, Capabilities: s.clientCaps, ClientInfo: s.clientInfo, Principal: t.Principal().ID()}
 	if r.fleet != nil {
 		rec.Subs = r.fleet.SessionSubscriptions(s)
 	}
@@ -105,8 +110,9 @@ func (r *Router) save(s *Session) {
 }
 
 // ResolveSession implements transport.SessionResolver: a session whose instance went
-// away is rebuilt here from its record, subscriptions included.
-func (r *Router) ResolveSession(id string) (string, transport.SessionState, bool) {
+// away is rebuilt here from its record, subscriptions included, for the principal it
+// belongs to; for anyone else (p) it does not exist, and nothing is built.
+func (r *Router) ResolveSession(id string, p *auth.Principal) (string, transport.SessionState, bool) {
 	if r.cfg.Store == nil {
 		return "", nil, false
 	}
@@ -115,7 +121,7 @@ func (r *Router) ResolveSession(id string) (string, transport.SessionState, bool
 		return "", nil, false
 	}
 	var rec record
-	if err := sonic.Unmarshal(b, &rec); err != nil || rec.Version == "" {
+	if err := sonic.Unmarshal(b, &rec); err != nil || rec.Version == "" || rec.Principal != p.ID() {
 		return "", nil, false
 	}
 	s := &Session{version: rec.Version, r: r, clientCaps: rec.Capabilities, clientInfo: rec.ClientInfo}

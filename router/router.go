@@ -12,6 +12,7 @@ import (
 	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/internal/ctxtime"
 	"github.com/mcprouter/mcprouter/transport"
+	"github.com/mcprouter/mcprouter/transport/auth"
 	"github.com/mcprouter/mcprouter/workers"
 )
 
@@ -157,6 +158,17 @@ func (s *Session) recordBytes() int64 {
 
 // ClientCapabilities is the raw capabilities object the client sent at initialize.
 func (s *Session) ClientCapabilities() []byte { return s.clientCaps }
+
+// Principal is who the session belongs to, with the newest token it presented (the
+// transport refuses the session to anyone else); nil without authentication, or before
+// the transport has attached its side. For backends' per-principal credentials and for
+// policy.
+func (s *Session) Principal() *auth.Principal {
+	if t := s.t.Load(); t != nil {
+		return t.Principal()
+	}
+	return nil
+}
 
 // TransportSession is the transport's side of the session (its streams and outputs); nil
 // until the transport has attached one.

@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/mcprouter/mcprouter/transport/auth"
 )
 
 // gatedResolver knows every session id; ResolveSession counts its calls and waits for
@@ -15,7 +17,7 @@ type gatedResolver struct {
 	adopted  atomic.Int32
 }
 
-func (r *gatedResolver) ResolveSession(string) (string, SessionState, bool) {
+func (r *gatedResolver) ResolveSession(string, *auth.Principal) (string, SessionState, bool) {
 	r.resolves.Add(1)
 	select {
 	case <-r.gate:

@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/transport/auth"
 )
 
 // The inbound path: every client transport turns what a client sent into exchanges the
@@ -35,12 +36,13 @@ type inbound struct {
 }
 
 // arrival is what a transport knows of the messages of one unit: their session, revision
-// and carrier, and whether they came as a batch.
+// and carrier, whether they came as a batch, and who sent them.
 type arrival struct {
-	sess    *Session
-	version string
-	carrier Carrier
-	batch   bool
+	sess      *Session
+	version   string
+	carrier   Carrier
+	batch     bool
+	principal *auth.Principal
 }
 
 // batchLimitError refuses a batch with more elements than the transport's limit.
@@ -145,7 +147,7 @@ func handOver(h Handler, x *Exchange, e []byte, m *codec.Message, err error, to 
 	x.Raw = x.own
 	x.Msg = *m
 	rebase(&x.Msg, e, x.Raw)
-	x.Session, x.Version, x.Carrier, x.Batch = to.sess, to.version, to.carrier, to.batch
+	x.Session, x.Version, x.Carrier, x.Batch, x.Principal = to.sess, to.version, to.carrier, to.batch, to.principal
 	h.HandleMessage(x)
 }
 

@@ -30,6 +30,10 @@ func (s *HTTPServer) ServeLegacyStream(ctx *fasthttp.RequestCtx) {
 		s.httpError(ctx, fasthttp.StatusMethodNotAllowed, "method not allowed: GET opens the event stream")
 		return
 	}
+	principal, ok := s.authorize(ctx)
+	if !ok {
+		return
+	}
 	if parseAccept(ctx.Request.Header.Peek("Accept"))&acceptSSE == 0 {
 		s.httpError(ctx, fasthttp.StatusNotAcceptable, "Accept must allow text/event-stream")
 		return
@@ -48,7 +52,8 @@ func (s *HTTPServer) ServeLegacyStream(ctx *fasthttp.RequestCtx) {
 	cfg.Account = acct
 	out := &legacyOut{stream: sse.NewStream(0, cfg)}
 	acct.SetReclaim(func(need int64) bool { return out.stream.Trim(int(need)) > 0 })
-	sess, err := s.reg.open(sessionSpec{carrier: CarrierLegacySSE, version: LegacyVersion, out: out, acct: acct, client: client})
+	sess, err := s.reg.open(sessionSpec{carrier: CarrierLegacySSE, version: LegacyVersion, out: out, acct: acct,
+		client: client, principal: principal})
 	if err != nil {
 		acct.Close()
 		s.rpcError(ctx, fasthttp.StatusServiceUnavailable, codec.CodeInvalidRequest, sessionRefusal(err), nil)
@@ -102,6 +107,10 @@ func (s *HTTPServer) ServeLegacyMessage(ctx *fasthttp.RequestCtx) {
 		s.httpError(ctx, fasthttp.StatusMethodNotAllowed, "method not allowed: POST messages here")
 		return
 	}
+	principal, ok := s.authorize(ctx)
+	if !ok {
+		return
+	}
 	if !isJSONContentType(ctx.Request.Header.ContentType()) {
 		s.httpError(ctx, fasthttp.StatusUnsupportedMediaType, "Content-Type must be application/json")
 		return
@@ -113,9 +122,14 @@ func (s *HTTPServer) ServeLegacyMessage(ctx *fasthttp.RequestCtx) {
 	}
 	sess, ok := s.reg.Get(id)
 	if !ok || sess.Closed() || sess.carrier != CarrierLegacySSE {
-		s.rpcError(ctx, fasthttp.StatusNotFound, codec.CodeInvalidRequest, "session not found", nil)
+		s.rpcError(ctx, fasthttp.StatusNotFound, codec.CodeInvalidRequest, msgLegacySessionNotFound, nil)
 		return
 	}
+	if !sess.ownedBy(principal) {
+		s.refuseForeignSession(ctx, principal, msgLegacySessionNotFound)
+		return
+	}
+	sess.renew(principal)
 	sess.touch()
 	u := getUnit()
 	batch, _, _, ok := s.splitPost(ctx, &u.in, ctx.PostBody())
@@ -124,7 +138,7 @@ func (s *HTTPServer) ServeLegacyMessage(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	u.sess = sess
-	u.dispatch(u, s.handler, arrival{sess: sess, version: sess.Version(), carrier: CarrierLegacySSE, batch: batch})
+	u.dispatch(u, s.handler, arrival{sess: sess, version: sess.Version(), carrier: CarrierLegacySSE, batch: batch, principal: principal})
 	ctx.SetStatusCode(fasthttp.StatusAccepted)
 }
 

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcprouter/mcprouter/transport/auth"
 	"github.com/mcprouter/mcprouter/transport/budget"
 )
 
@@ -21,12 +22,14 @@ type Session struct {
 	out     sessionOutput
 
 	client   netip.Addr      // the client's address key (see clientKey); zero: none
+	owner    string          // the ID of the principal that opened it ("" without authentication)
 	acct     *budget.Account // the session's share of the memory budget; nil: no budget
 	born     int64           // unix nanoseconds
 	ready    atomic.Bool     // the client sent notifications/initialized
 	inflight atomic.Int32    // client calls not yet answered
 
-	lastActive atomic.Int64 // unix nanoseconds
+	principal  atomic.Pointer[auth.Principal] // the owner as last authenticated (its newest token)
+	lastActive atomic.Int64                   // unix nanoseconds
 	closed     atomic.Bool
 	handedOver atomic.Bool
 	done       chan struct{}
@@ -79,6 +82,27 @@ func (s *Session) setState(version string, state SessionState) error {
 		return ErrAlreadyBound
 	}
 	return nil
+}
+
+// Principal is who the session belongs to, as its latest request authenticated (the
+// newest token and claims of the same principal); nil without authentication. Every
+// request on the session is made by this principal: another one is told the session
+// does not exist (see ownedBy).
+func (s *Session) Principal() *auth.Principal { return s.principal.Load() }
+
+// ownedBy reports whether p, who authenticated a request naming the session, is the
+// principal the session belongs to (both nil without authentication). A session id
+// never stands in for authentication: whoever learns it still needs the owner's
+// credentials.
+func (s *Session) ownedBy(p *auth.Principal) bool { return s.owner == p.ID() }
+
+// renew keeps p, the owner as a request just authenticated, as the session's principal:
+// later work on the session (token exchange for its backends, policy) sees the newest
+// token. Called after ownedBy.
+func (s *Session) renew(p *auth.Principal) {
+	if p != nil && s.principal.Load() != p {
+		s.principal.Store(p)
+	}
 }
 
 // Done is closed when the session has ended.
@@ -279,6 +303,9 @@ type sessionSpec struct {
 	acct    *budget.Account
 	client  netip.Addr // see clientKey; zero for none
 	ready   bool       // the handshake is known done (a session carried on from elsewhere)
+	// principal is who opens the session (nil without authentication): the session
+	// belongs to it for its whole life.
+	principal *auth.Principal
 }
 
 func (r *Registry) create(carrier Carrier, version string, state SessionState, out sessionOutput) (*Session, error) {
@@ -293,8 +320,10 @@ const maxEvictions = 4
 // at its quota or the table is full (see RegistryConfig). With a spec id already taken,
 // it returns the session holding it.
 func (r *Registry) open(sp sessionSpec) (*Session, error) {
-	s := &Session{id: sp.id, carrier: sp.carrier, reg: r, out: sp.out, acct: sp.acct, client: sp.client, done: make(chan struct{})}
+	s := &Session{id: sp.id, carrier: sp.carrier, reg: r, out: sp.out, acct: sp.acct, client: sp.client,
+		owner: sp.principal.ID(), done: make(chan struct{})}
 	s.info.Store(&sessionInfo{version: sp.version, state: sp.state})
+	s.principal.Store(sp.principal)
 	s.ready.Store(sp.ready)
 	s.touch()
 	s.born = s.lastActive.Load()

@@ -3,6 +3,7 @@ package transport
 import (
 	"bufio"
 	"errors"
+	"log/slog"
 	"net"
 	"net/netip"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/transport/auth"
 	"github.com/mcprouter/mcprouter/transport/budget"
 	"github.com/mcprouter/mcprouter/transport/sse"
 )
@@ -71,13 +73,21 @@ type HTTPConfig struct {
 	// Events, when set, keeps each session's GET stream events outside the process, so
 	// that a session resumed on another instance replays what its client missed.
 	Events EventLog
+	// Auth authenticates every request to the MCP endpoints (authedge.go); nil, or an
+	// Authenticator that is not Enabled, lets every request through as anonymous.
+	Auth *auth.Authenticator
+	// Audit receives one line per refused request (bad credentials, a session of
+	// another principal); it should be rate-limited (transport/logsafe). Nil: none.
+	Audit *slog.Logger
 }
 
 // SessionResolver finds sessions this process does not hold.
 type SessionResolver interface {
 	// ResolveSession returns the revision and handler state of a session known to the
-	// cluster, and false when there is no such session.
-	ResolveSession(id string) (version string, state SessionState, ok bool)
+	// cluster, and false when there is no such session or when it belongs to another
+	// principal than p (nil without authentication): nothing is built for a request
+	// that may not have the session.
+	ResolveSession(id string, p *auth.Principal) (version string, state SessionState, ok bool)
 	// SessionAdopted tells the handler that the session now lives here: it may send
 	// what the client may have missed (fresh change notices).
 	SessionAdopted(s *Session)
@@ -160,6 +170,9 @@ type HTTPStats struct {
 	// codec rejected, by JSON-RPC class: -32700 and -32600 (see codecError).
 	ParseErrors     atomic.Uint64
 	InvalidRequests atomic.Uint64
+	// ForeignSessions counts requests refused (as for an unknown session) because
+	// their session belongs to another principal.
+	ForeignSessions atomic.Uint64
 }
 
 // HTTPServer serves the Streamable HTTP endpoint and the legacy HTTP+SSE endpoints of one
@@ -167,6 +180,7 @@ type HTTPStats struct {
 type HTTPServer struct {
 	cfg      HTTPConfig
 	reg      *Registry
+	auth     *auth.Authenticator // nil: authentication off
 	handler  Handler
 	policy   SessionlessPolicy
 	closing  chan struct{}
@@ -182,6 +196,9 @@ func NewHTTPServer(cfg HTTPConfig, reg *Registry, h Handler) *HTTPServer {
 	s := &HTTPServer{cfg: cfg, reg: reg, handler: h, closing: make(chan struct{}),
 		inits: newRateLimiter(cfg.InitRate, cfg.InitBurst)}
 	s.policy, _ = h.(SessionlessPolicy)
+	if cfg.Auth.Enabled() {
+		s.auth = cfg.Auth
+	}
 	return s
 }
 
@@ -213,11 +230,17 @@ func (s *HTTPServer) ServeStreamable(ctx *fasthttp.RequestCtx) {
 	}
 	switch string(ctx.Method()) {
 	case fasthttp.MethodPost:
-		s.post(ctx)
+		if p, ok := s.authorize(ctx); ok {
+			s.post(ctx, p)
+		}
 	case fasthttp.MethodGet:
-		s.get(ctx)
+		if p, ok := s.authorize(ctx); ok {
+			s.get(ctx, p)
+		}
 	case fasthttp.MethodDelete:
-		s.delete(ctx)
+		if p, ok := s.authorize(ctx); ok {
+			s.delete(ctx, p)
+		}
 	case fasthttp.MethodOptions:
 		ctx.Response.Header.Set("Allow", "GET, POST, DELETE")
 		ctx.SetStatusCode(fasthttp.StatusNoContent)
@@ -252,25 +275,31 @@ func (s *HTTPServer) rpcError(ctx *fasthttp.RequestCtx, status, code int, msg st
 	ctx.SetBody(codec.AppendError(ctx.Response.Body()[:0], nil, code, msg, data))
 }
 
-// sessionFor resolves Mcp-Session-Id: (nil, true) when absent, the session when known,
-// and a 404 answered when unknown or ended.
-func (s *HTTPServer) sessionFor(ctx *fasthttp.RequestCtx) (*Session, bool) {
+// sessionFor resolves Mcp-Session-Id for principal p: (nil, true) when absent, the
+// session when known and p's, and a 404 answered when unknown, ended, or another
+// principal's.
+func (s *HTTPServer) sessionFor(ctx *fasthttp.RequestCtx, p *auth.Principal) (*Session, bool) {
 	id := ctx.Request.Header.Peek(HeaderSessionID)
 	if len(id) == 0 {
 		return nil, true
 	}
 	sess, ok := s.reg.Get(id)
 	if !ok && s.cfg.Resolver != nil {
-		sess, ok = s.adoptOnce(string(id), standaloneSeq(ctx.Request.Header.Peek(HeaderLastEventID)))
+		sess, ok = s.adoptOnce(string(id), standaloneSeq(ctx.Request.Header.Peek(HeaderLastEventID)), p)
 	}
 	if !ok || sess.Closed() || sess.carrier != CarrierStreamable {
-		s.rpcError(ctx, fasthttp.StatusNotFound, codec.CodeInvalidRequest, "session not found: it ended or never existed; initialize a new one", nil)
+		s.rpcError(ctx, fasthttp.StatusNotFound, codec.CodeInvalidRequest, msgSessionNotFound, nil)
 		return nil, false
 	}
+	if !sess.ownedBy(p) {
+		s.refuseForeignSession(ctx, p, msgSessionNotFound)
+		return nil, false
+	}
+	sess.renew(p)
 	return sess, true
 }
 
-func (s *HTTPServer) post(ctx *fasthttp.RequestCtx) {
+func (s *HTTPServer) post(ctx *fasthttp.RequestCtx, principal *auth.Principal) {
 	if !isJSONContentType(ctx.Request.Header.ContentType()) {
 		s.httpError(ctx, fasthttp.StatusUnsupportedMediaType, "Content-Type must be application/json")
 		return
@@ -285,7 +314,7 @@ func (s *HTTPServer) post(ctx *fasthttp.RequestCtx) {
 		s.httpError(ctx, fasthttp.StatusBadRequest, "unsupported MCP-Protocol-Version")
 		return
 	}
-	sess, ok := s.sessionFor(ctx)
+	sess, ok := s.sessionFor(ctx, principal)
 	if !ok {
 		return
 	}
@@ -301,7 +330,7 @@ func (s *HTTPServer) post(ctx *fasthttp.RequestCtx) {
 	body := ctx.PostBody()
 
 	p := getPost()
-	p.srv, p.sess, p.accept, p.version, p.client = s, sess, accept, version, client
+	p.srv, p.sess, p.accept, p.version, p.client, p.principal = s, sess, accept, version, client, principal
 	if sess != nil {
 		sess.beginCall() // ended when the post is released
 	}
@@ -387,7 +416,7 @@ func (s *HTTPServer) serveUnit(ctx *fasthttp.RequestCtx, p *httpPost, batch, nee
 	}
 	c := &p.call
 	c.init(p, batch)
-	p.in.handOff(c, s.handler, arrival{sess: p.sess, version: p.version, carrier: CarrierStreamable, batch: batch}, &p.tmp)
+	p.in.handOff(c, s.handler, arrival{sess: p.sess, version: p.version, carrier: CarrierStreamable, batch: batch, principal: p.principal}, &p.tmp)
 	if !needsReply {
 		c.unref()
 		ctx.SetStatusCode(fasthttp.StatusAccepted)
@@ -622,13 +651,13 @@ func (w *chunkWriter) Write(p []byte) (int, error) {
 var chunkBufPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 16<<10) }}
 
 // requireSession checks what GET and DELETE need: a supported MCP-Protocol-Version and
-// a live session; it answers the error itself when not.
-func (s *HTTPServer) requireSession(ctx *fasthttp.RequestCtx) (*Session, bool) {
+// a live session of principal p; it answers the error itself when not.
+func (s *HTTPServer) requireSession(ctx *fasthttp.RequestCtx, p *auth.Principal) (*Session, bool) {
 	if _, ok := s.cfg.Rules.versionFor(ctx.Request.Header.Peek(HeaderProtocolVersion)); !ok {
 		s.httpError(ctx, fasthttp.StatusBadRequest, "unsupported MCP-Protocol-Version")
 		return nil, false
 	}
-	sess, ok := s.sessionFor(ctx)
+	sess, ok := s.sessionFor(ctx, p)
 	if !ok {
 		return nil, false
 	}
@@ -639,12 +668,12 @@ func (s *HTTPServer) requireSession(ctx *fasthttp.RequestCtx) (*Session, bool) {
 	return sess, true
 }
 
-func (s *HTTPServer) get(ctx *fasthttp.RequestCtx) {
+func (s *HTTPServer) get(ctx *fasthttp.RequestCtx, p *auth.Principal) {
 	if parseAccept(ctx.Request.Header.Peek("Accept"))&acceptSSE == 0 {
 		s.httpError(ctx, fasthttp.StatusNotAcceptable, "Accept must allow text/event-stream")
 		return
 	}
-	sess, ok := s.requireSession(ctx)
+	sess, ok := s.requireSession(ctx, p)
 	if !ok {
 		return
 	}
@@ -670,8 +699,8 @@ func (s *HTTPServer) get(ctx *fasthttp.RequestCtx) {
 	s.serveStream(ctx, stream, resume, after, sess, nil)
 }
 
-func (s *HTTPServer) delete(ctx *fasthttp.RequestCtx) {
-	sess, ok := s.requireSession(ctx)
+func (s *HTTPServer) delete(ctx *fasthttp.RequestCtx, p *auth.Principal) {
+	sess, ok := s.requireSession(ctx, p)
 	if !ok {
 		return
 	}
@@ -757,18 +786,26 @@ type adoption struct {
 // session, upstream sessions and subscriptions included, so a second one would build
 // a copy that nothing ever closes. The wait is bounded by the first request's adopt
 // (the resolver's and the event log's store calls have their own timeouts).
-func (s *HTTPServer) adoptOnce(id string, lastSeq uint64) (*Session, bool) {
-	a, first := s.adopting.join(id)
+//
+// Requests of different principals do not share an adoption: one whose principal does
+// not own the session fails to adopt it, and must not make its owner's request fail
+// with it (the caller checks the owner of the session it gets).
+func (s *HTTPServer) adoptOnce(id string, lastSeq uint64, p *auth.Principal) (*Session, bool) {
+	key := id
+	if p != nil {
+		key = id + "\x00" + p.ID()
+	}
+	a, first := s.adopting.join(key)
 	if !first {
 		s.Stats.AdoptionWaits.Add(1)
 		<-a.done
 		return a.sess, a.ok
 	}
-	defer s.adopting.finish(id, a)
+	defer s.adopting.finish(key, a)
 	// An adoption that finished between this request's registry lookup and join left
 	// the session registered.
 	if a.sess, a.ok = s.reg.Get([]byte(id)); !a.ok {
-		a.sess, a.ok = s.adopt(id, lastSeq)
+		a.sess, a.ok = s.adopt(id, lastSeq, p)
 	}
 	return a.sess, a.ok
 }
@@ -797,12 +834,12 @@ func (as *adoptions) finish(id string, a *adoption) {
 	close(a.done)
 }
 
-// adopt takes over a session another instance held: its state from the resolver, its
-// GET stream carried on from the client's Last-Event-ID (lastSeq; 0 without one) with
-// the logged events the client has not seen, then whatever the handler sends on
-// adoption (fresh change notices).
-func (s *HTTPServer) adopt(id string, lastSeq uint64) (*Session, bool) {
-	version, state, ok := s.cfg.Resolver.ResolveSession(id)
+// adopt takes over a session another instance held for principal p, its owner: its
+// state from the resolver, its GET stream carried on from the client's Last-Event-ID
+// (lastSeq; 0 without one) with the logged events the client has not seen, then
+// whatever the handler sends on adoption (fresh change notices).
+func (s *HTTPServer) adopt(id string, lastSeq uint64, p *auth.Principal) (*Session, bool) {
+	version, state, ok := s.cfg.Resolver.ResolveSession(id, p)
 	if !ok {
 		return nil, false
 	}
@@ -829,7 +866,7 @@ func (s *HTTPServer) adopt(id string, lastSeq uint64) (*Session, bool) {
 	}
 	out.sid = id
 	sess, err := s.reg.open(sessionSpec{id: id, carrier: CarrierStreamable, version: version, state: state,
-		out: out, acct: acct, ready: true})
+		out: out, acct: acct, ready: true, principal: p})
 	if err != nil || sess.out != out {
 		// Refused (no room), or the id taken meanwhile (which adoptOnce prevents): the
 		// state ResolveSession built is not the session's.
@@ -958,7 +995,10 @@ type httpPost struct {
 	accept  acceptMask
 	version string
 	client  netip.Addr // the client's address key, for a session this post opens
-	stream  *sse.Stream
+	// principal authenticated the post (nil without authentication): its messages'
+	// principal, and the owner of a session it opens.
+	principal *auth.Principal
+	stream    *sse.Stream
 	in      inbound
 	tmp     []byte
 	wake    chan struct{}
@@ -981,7 +1021,7 @@ func putPost(p *httpPost) {
 	if p.sess != nil {
 		p.sess.endCall()
 	}
-	p.srv, p.sess, p.bound, p.stream, p.client = nil, nil, nil, nil, netip.Addr{}
+	p.srv, p.sess, p.bound, p.stream, p.client, p.principal = nil, nil, nil, nil, netip.Addr{}, nil
 	if cap(p.call.buf) > maxPooledBuf {
 		p.call.buf = nil
 	}
@@ -1038,7 +1078,8 @@ func (p *httpPost) bind(c *call, version string, state SessionState) (*Session, 
 	reg := p.srv.reg
 	acct := reg.newAccount()
 	out := newStreamableOut(&p.srv.cfg, acct)
-	s, err := reg.open(sessionSpec{carrier: CarrierStreamable, version: version, state: state, out: out, acct: acct, client: p.client})
+	s, err := reg.open(sessionSpec{carrier: CarrierStreamable, version: version, state: state, out: out, acct: acct,
+		client: p.client, principal: p.principal})
 	if err != nil {
 		return nil, err
 	}

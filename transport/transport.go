@@ -16,6 +16,7 @@ import (
 	"sync"
 
 	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/transport/auth"
 )
 
 // Handler is the MCP layer behind the transports; router.Router implements it.
@@ -73,6 +74,10 @@ type Exchange struct {
 	Carrier Carrier
 	// Batch is true when the message came as an element of a JSON-RPC batch.
 	Batch bool
+	// Principal is who sent the message, as the HTTP edge authenticated it; nil
+	// without authentication (and on stdio and NATS, which have their own). On a
+	// session it is the session's owner: the edge refuses anyone else.
+	Principal *auth.Principal
 
 	// Tag is the handler's own per-exchange data (the router's in-flight entry); the
 	// transport clears it when the exchange is recycled.
