@@ -239,33 +239,32 @@ func BenchmarkBaselineAnts(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer p.Release()
-	b.ReportAllocs()
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		j := &windowJob{run: true, tokens: make(chan struct{}, benchWindow)}
-		for pb.Next() {
-			j.acquire()
-			if err := p.Invoke(j); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-		if !j.drain() {
-			b.Error("jobs did not finish")
-		}
-	})
+	runBaseline(b, p.Invoke)
 }
 
 // BenchmarkBaselineGo starts a goroutine per job: the unbounded design the dispatcher
 // replaces.
 func BenchmarkBaselineGo(b *testing.B) {
+	runBaseline(b, func(j *windowJob) error {
+		go j.Run()
+		return nil
+	})
+}
+
+// runBaseline is the producers' loop of the baselines, the same as the dispatcher's
+// benchmarks but without keys: each producer hands its jobs to start, keeping at most
+// benchWindow of them outstanding.
+func runBaseline(b *testing.B, start func(*windowJob) error) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		j := &windowJob{run: true, tokens: make(chan struct{}, benchWindow)}
 		for pb.Next() {
 			j.acquire()
-			go j.Run()
+			if err := start(j); err != nil {
+				b.Error(err)
+				return
+			}
 		}
 		if !j.drain() {
 			b.Error("jobs did not finish")

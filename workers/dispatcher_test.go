@@ -178,57 +178,54 @@ func TestRunsOverlapWithinKey(t *testing.T) {
 // checks that the next Dispatch is refused at once with the typed error and its JSON-RPC
 // mapping, and that everything accepted still runs.
 func TestOverloadFailFast(t *testing.T) {
-	for _, m := range modes {
-		t.Run(m.name, func(t *testing.T) {
-			defer checkNoLeak(t)()
-			d := newDispatcher(t, Config{Shards: 1, QueueDepth: 2, ReadyDepth: 1, PoolSize: 1,
-				PoolPerShard: m.perShard, RetryAfter: 250 * time.Millisecond})
-			gate := make(chan struct{})
-			var ran atomic.Int32
-			job := func(block bool) *funcJob {
-				return &funcJob{
-					run: func() {
-						if block {
-							gateWait(t, "blocker", gate)
-						}
-						ran.Add(1)
-					},
-					fail: func(err error) { t.Errorf("unexpected Fail: %v", err) },
-				}
+	inModes(t, func(t *testing.T, m mode) {
+		d := newDispatcher(t, Config{Shards: 1, QueueDepth: 2, ReadyDepth: 1, PoolSize: 1,
+			PoolPerShard: m.perShard, RetryAfter: 250 * time.Millisecond})
+		gate := make(chan struct{})
+		var ran atomic.Int32
+		job := func(block bool) *funcJob {
+			return &funcJob{
+				run: func() {
+					if block {
+						gateWait(t, "blocker", gate)
+					}
+					ran.Add(1)
+				},
+				fail: func(err error) { t.Errorf("unexpected Fail: %v", err) },
 			}
-			mustDispatch := func(j Job) {
-				t.Helper()
-				if err := d.Dispatch(1, j); err != nil {
-					t.Fatalf("Dispatch: %v", err)
-				}
+		}
+		mustDispatch := func(j Job) {
+			t.Helper()
+			if err := d.Dispatch(1, j); err != nil {
+				t.Fatalf("Dispatch: %v", err)
 			}
-			mustDispatch(job(true)) // takes the only worker
-			waitFor(t, "the blocker to hold the worker", func() bool { return d.Stats().Busy == 1 })
-			mustDispatch(job(false)) // prepared, parked in the ready list
-			waitFor(t, "a ready job", func() bool { return d.Stats().Shards[0].Ready == 1 })
-			mustDispatch(job(false)) // queue slot 1
-			mustDispatch(job(false)) // queue slot 2
+		}
+		mustDispatch(job(true)) // takes the only worker
+		waitFor(t, "the blocker to hold the worker", func() bool { return d.Stats().Busy == 1 })
+		mustDispatch(job(false)) // prepared, parked in the ready list
+		waitFor(t, "a ready job", func() bool { return d.Stats().Shards[0].Ready == 1 })
+		mustDispatch(job(false)) // queue slot 1
+		mustDispatch(job(false)) // queue slot 2
 
-			refused := job(false)
-			refused.prepare = func() bool { t.Error("refused job was prepared"); return false }
-			err := d.Dispatch(1, refused)
-			if !errors.Is(err, ErrOverloaded) {
-				t.Fatalf("Dispatch on a full queue = %v, want ErrOverloaded", err)
-			}
-			var oe *OverloadError
-			if !errors.As(err, &oe) || oe.Shard != 0 || oe.RetryAfter != 250*time.Millisecond {
-				t.Fatalf("overload error = %#v", err)
-			}
-			st := d.Stats()
-			if st.Overloads != 1 || st.Shards[0].Overloads != 1 || st.Shards[0].Queued != 2 || st.Shards[0].Ready != 1 || st.Busy != 1 {
-				t.Errorf("Stats = %+v", st)
-			}
+		refused := job(false)
+		refused.prepare = func() bool { t.Error("refused job was prepared"); return false }
+		err := d.Dispatch(1, refused)
+		if !errors.Is(err, ErrOverloaded) {
+			t.Fatalf("Dispatch on a full queue = %v, want ErrOverloaded", err)
+		}
+		var oe *OverloadError
+		if !errors.As(err, &oe) || oe.Shard != 0 || oe.RetryAfter != 250*time.Millisecond {
+			t.Fatalf("overload error = %#v", err)
+		}
+		st := d.Stats()
+		if st.Overloads != 1 || st.Shards[0].Overloads != 1 || st.Shards[0].Queued != 2 || st.Shards[0].Ready != 1 || st.Busy != 1 {
+			t.Errorf("Stats = %+v", st)
+		}
 
-			close(gate)
-			waitFor(t, "all accepted jobs to run", func() bool { return ran.Load() == 4 })
-			closeDispatcher(t, d)
-		})
-	}
+		close(gate)
+		waitFor(t, "all accepted jobs to run", func() bool { return ran.Load() == 4 })
+		closeDispatcher(t, d)
+	})
 }
 
 // TestPrepareFlowsWhilePoolSaturated is the cancellation scenario: every worker is
@@ -376,110 +373,104 @@ func TestPanics(t *testing.T) {
 // TestCloseDrains checks that Close refuses new work at once but prepares and runs
 // everything it had accepted, and does not return while a job is still running.
 func TestCloseDrains(t *testing.T) {
-	for _, m := range modes {
-		t.Run(m.name, func(t *testing.T) {
-			defer checkNoLeak(t)()
-			const n = 100
-			d := newDispatcher(t, Config{Shards: 2, QueueDepth: 64, ReadyDepth: 64, PoolSize: 2, PoolPerShard: m.perShard})
-			gate := make(chan struct{})
-			var accepted, ran, failed atomic.Int64
-			job := func() *funcJob {
-				return &funcJob{
-					run: func() {
-						gateWait(t, "job", gate)
-						ran.Add(1)
-					},
-					fail: func(err error) { failed.Add(1); t.Errorf("Fail(%v) during a graceful close", err) },
-				}
+	inModes(t, func(t *testing.T, m mode) {
+		const n = 100
+		d := newDispatcher(t, Config{Shards: 2, QueueDepth: 64, ReadyDepth: 64, PoolSize: 2, PoolPerShard: m.perShard})
+		gate := make(chan struct{})
+		var accepted, ran, failed atomic.Int64
+		job := func() *funcJob {
+			return &funcJob{
+				run: func() {
+					gateWait(t, "job", gate)
+					ran.Add(1)
+				},
+				fail: func(err error) { failed.Add(1); t.Errorf("Fail(%v) during a graceful close", err) },
 			}
-			for i := range n {
-				if err := dispatchRetry(d, uint64(i), job()); err != nil {
-					t.Fatal(err)
-				}
-				accepted.Add(1)
+		}
+		for i := range n {
+			if err := dispatchRetry(d, uint64(i), job()); err != nil {
+				t.Fatal(err)
 			}
+			accepted.Add(1)
+		}
 
-			closed := closeAsync(d)
-			// Probe until intake is shut; probes accepted before that must run too.
-			probeUntilClosed(t, d, 0, func() Job { return job() }, &accepted)
-			select {
-			case err := <-closed:
-				t.Fatalf("Close returned (%v) while jobs were blocked", err)
-			default:
-			}
-			close(gate)
-			if err := recv(t, "Close", closed); err != nil {
-				t.Fatalf("Close: %v", err)
-			}
-			if ran.Load() != accepted.Load() || failed.Load() != 0 {
-				t.Errorf("ran %d, failed %d, accepted %d", ran.Load(), failed.Load(), accepted.Load())
-			}
-			if err := d.Close(context.Background()); !errors.Is(err, ErrClosed) {
-				t.Errorf("second Close = %v, want ErrClosed", err)
-			}
-			if err := d.Dispatch(0, job()); !errors.Is(err, ErrClosed) {
-				t.Errorf("Dispatch after Close = %v, want ErrClosed", err)
-			}
-		})
-	}
+		closed := closeAsync(d)
+		// Probe until intake is shut; probes accepted before that must run too.
+		probeUntilClosed(t, d, 0, func() Job { return job() }, &accepted)
+		select {
+		case err := <-closed:
+			t.Fatalf("Close returned (%v) while jobs were blocked", err)
+		default:
+		}
+		close(gate)
+		if err := recv(t, "Close", closed); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+		if ran.Load() != accepted.Load() || failed.Load() != 0 {
+			t.Errorf("ran %d, failed %d, accepted %d", ran.Load(), failed.Load(), accepted.Load())
+		}
+		if err := d.Close(context.Background()); !errors.Is(err, ErrClosed) {
+			t.Errorf("second Close = %v, want ErrClosed", err)
+		}
+		if err := d.Dispatch(0, job()); !errors.Is(err, ErrClosed) {
+			t.Errorf("Dispatch after Close = %v, want ErrClosed", err)
+		}
+	})
 }
 
 // TestCloseGivesUp checks the other way Close can end: its context ends while jobs
 // are still queued. Queued and ready jobs get Fail(ErrClosed) — each job reaches
 // exactly one final call — and the running one finishes on its own.
 func TestCloseGivesUp(t *testing.T) {
-	for _, m := range modes {
-		t.Run(m.name, func(t *testing.T) {
-			defer checkNoLeak(t)()
-			d := newDispatcher(t, Config{Shards: 1, QueueDepth: 8, ReadyDepth: 2, PoolSize: 1, PoolPerShard: m.perShard})
-			gate := make(chan struct{})
-			const queued = 6
-			var finals [queued + 1]atomic.Int32 // per job: Run returned or Fail called
-			var closedFails atomic.Int32
-			mk := func(i int, block bool) *funcJob {
-				return &funcJob{
-					run: func() {
-						if block {
-							gateWait(t, "job", gate)
-						}
-						finals[i].Add(1)
-					},
-					fail: func(err error) {
-						if !errors.Is(err, ErrClosed) {
-							t.Errorf("job %d: Fail(%v), want ErrClosed", i, err)
-						}
-						closedFails.Add(1)
-						finals[i].Add(1)
-					},
-				}
+	inModes(t, func(t *testing.T, m mode) {
+		d := newDispatcher(t, Config{Shards: 1, QueueDepth: 8, ReadyDepth: 2, PoolSize: 1, PoolPerShard: m.perShard})
+		gate := make(chan struct{})
+		const queued = 6
+		var finals [queued + 1]atomic.Int32 // per job: Run returned or Fail called
+		var closedFails atomic.Int32
+		mk := func(i int, block bool) *funcJob {
+			return &funcJob{
+				run: func() {
+					if block {
+						gateWait(t, "job", gate)
+					}
+					finals[i].Add(1)
+				},
+				fail: func(err error) {
+					if !errors.Is(err, ErrClosed) {
+						t.Errorf("job %d: Fail(%v), want ErrClosed", i, err)
+					}
+					closedFails.Add(1)
+					finals[i].Add(1)
+				},
 			}
-			if err := d.Dispatch(0, mk(0, true)); err != nil {
+		}
+		if err := d.Dispatch(0, mk(0, true)); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the blocker to hold the worker", func() bool { return d.Stats().Busy == 1 })
+		for i := 1; i <= queued; i++ {
+			if err := d.Dispatch(0, mk(i, false)); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, "the blocker to hold the worker", func() bool { return d.Stats().Busy == 1 })
-			for i := 1; i <= queued; i++ {
-				if err := d.Dispatch(0, mk(i, false)); err != nil {
-					t.Fatal(err)
-				}
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if err := d.Close(ctx); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Close with an ended context = %v, want context.Canceled", err)
+		}
+		waitFor(t, "queued jobs to fail", func() bool { return closedFails.Load() == queued })
+		close(gate)
+		waitFor(t, "the blocker to finish", func() bool { return finals[0].Load() == 1 })
+		for i := range finals {
+			if got := finals[i].Load(); got != 1 {
+				t.Errorf("job %d reached %d final calls, want 1", i, got)
 			}
-			ctx, cancel := context.WithCancel(context.Background())
-			cancel()
-			if err := d.Close(ctx); !errors.Is(err, context.Canceled) {
-				t.Fatalf("Close with an ended context = %v, want context.Canceled", err)
-			}
-			waitFor(t, "queued jobs to fail", func() bool { return closedFails.Load() == queued })
-			close(gate)
-			waitFor(t, "the blocker to finish", func() bool { return finals[0].Load() == 1 })
-			for i := range finals {
-				if got := finals[i].Load(); got != 1 {
-					t.Errorf("job %d reached %d final calls, want 1", i, got)
-				}
-			}
-			if err := d.Dispatch(0, mk(0, false)); !errors.Is(err, ErrClosed) {
-				t.Errorf("Dispatch after Close = %v", err)
-			}
-		})
-	}
+		}
+		if err := d.Dispatch(0, mk(0, false)); !errors.Is(err, ErrClosed) {
+			t.Errorf("Dispatch after Close = %v", err)
+		}
+	})
 }
 
 // TestReentrantDispatch: Prepare and Run may dispatch, including to their own shard,

@@ -44,40 +44,37 @@ func gateWait(t testing.TB, what string, gate <-chan struct{}) {
 // TestFastPathTaken: on an idle shard Dispatch prepares and submits the job itself,
 // and the fast path can be turned off for comparison.
 func TestFastPathTaken(t *testing.T) {
-	for _, m := range modes {
-		t.Run(m.name, func(t *testing.T) {
-			defer checkNoLeak(t)()
-			d := newDispatcher(t, Config{Shards: 2, PoolSize: 2, PoolPerShard: m.perShard})
-			ran := make(chan struct{})
-			prepared := false // no lock: Prepare must run on this goroutine
-			if err := d.Dispatch(1, &funcJob{
-				prepare: func() bool { prepared = true; return true },
-				run:     func() { close(ran) },
-			}); err != nil {
-				t.Fatal(err)
-			}
-			if !prepared {
-				t.Fatal("Dispatch on an idle shard returned before Prepare")
-			}
-			st := d.Stats().Shards[1]
-			if st.Inline != 1 || st.Prepared != 1 || st.Submitted != 1 || st.Queued != 0 || st.Ready != 0 {
-				t.Errorf("shard stats = %+v", st)
-			}
-			recv(t, "Run", ran)
-			closeDispatcher(t, d)
+	inModes(t, func(t *testing.T, m mode) {
+		d := newDispatcher(t, Config{Shards: 2, PoolSize: 2, PoolPerShard: m.perShard})
+		ran := make(chan struct{})
+		prepared := false // no lock: Prepare must run on this goroutine
+		if err := d.Dispatch(1, &funcJob{
+			prepare: func() bool { prepared = true; return true },
+			run:     func() { close(ran) },
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if !prepared {
+			t.Fatal("Dispatch on an idle shard returned before Prepare")
+		}
+		st := d.Stats().Shards[1]
+		if st.Inline != 1 || st.Prepared != 1 || st.Submitted != 1 || st.Queued != 0 || st.Ready != 0 {
+			t.Errorf("shard stats = %+v", st)
+		}
+		recv(t, "Run", ran)
+		closeDispatcher(t, d)
 
-			q := queuedOnly(newDispatcher(t, Config{Shards: 2, PoolSize: 2, PoolPerShard: m.perShard}))
-			j := &trackedJob{}
-			if err := q.Dispatch(1, j); err != nil {
-				t.Fatal(err)
-			}
-			waitFor(t, "the queued job", func() bool { return j.prepared.Load() })
-			if st := q.Stats().Shards[1]; st.Inline != 0 || st.Prepared != 1 {
-				t.Errorf("with the fast path off: shard stats = %+v", st)
-			}
-			closeDispatcher(t, q)
-		})
-	}
+		q := queuedOnly(newDispatcher(t, Config{Shards: 2, PoolSize: 2, PoolPerShard: m.perShard}))
+		j := &trackedJob{}
+		if err := q.Dispatch(1, j); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the queued job", func() bool { return j.prepared.Load() })
+		if st := q.Stats().Shards[1]; st.Inline != 0 || st.Prepared != 1 {
+			t.Errorf("with the fast path off: shard stats = %+v", st)
+		}
+		closeDispatcher(t, q)
+	})
 }
 
 // TestFastPathOrderChain: goroutines take turns dispatching to one key, each passing
@@ -89,131 +86,128 @@ func TestFastPathTaken(t *testing.T) {
 // chain's slice is unlocked: the race detector checks the happens-before), Prepare
 // calls of the shard never overlap, and both paths were taken.
 func TestFastPathOrderChain(t *testing.T) {
-	for _, m := range modes {
-		t.Run(m.name, func(t *testing.T) {
-			defer checkNoLeak(t)()
-			const shards, key = 2, 5 // key 5 is on shard 1
-			d := newDispatcher(t, Config{Shards: shards, QueueDepth: 4, ReadyDepth: 2, PoolSize: 4, PoolPerShard: m.perShard})
-			var inPrepare [shards]atomic.Bool
-			// guard wraps a Prepare body with the check that the shard runs one at a time.
-			guard := func(k uint64, body func() bool) func() bool {
-				s := &inPrepare[d.Shard(k)]
-				return func() bool {
-					if !s.CompareAndSwap(false, true) {
-						t.Errorf("shard %d: two Prepare calls at once", d.Shard(k))
-					}
-					defer s.Store(false)
-					return body()
+	inModes(t, func(t *testing.T, m mode) {
+		const shards, key = 2, 5 // key 5 is on shard 1
+		d := newDispatcher(t, Config{Shards: shards, QueueDepth: 4, ReadyDepth: 2, PoolSize: 4, PoolPerShard: m.perShard})
+		var inPrepare [shards]atomic.Bool
+		// guard wraps a Prepare body with the check that the shard runs one at a time.
+		guard := func(k uint64, body func() bool) func() bool {
+			s := &inPrepare[d.Shard(k)]
+			return func() bool {
+				if !s.CompareAndSwap(false, true) {
+					t.Errorf("shard %d: two Prepare calls at once", d.Shard(k))
 				}
+				defer s.Store(false)
+				return body()
 			}
+		}
 
-			const producers, steps = 6, 2000
-			var seen []int // chain jobs' Prepare only
-			var chainRuns, wantChainRuns atomic.Int64
-			batons := make([]chan int, producers)
-			for p := range batons {
-				batons[p] = make(chan int, 1)
-			}
-			var wg sync.WaitGroup
-			for p := range producers {
-				wg.Go(func() {
-					for n := range batons[p] {
-						if n == steps {
-							for _, b := range batons {
-								close(b)
+		const producers, steps = 6, 2000
+		var seen []int // chain jobs' Prepare only
+		var chainRuns, wantChainRuns atomic.Int64
+		batons := make([]chan int, producers)
+		for p := range batons {
+			batons[p] = make(chan int, 1)
+		}
+		var wg sync.WaitGroup
+		for p := range producers {
+			wg.Go(func() {
+				for n := range batons[p] {
+					if n == steps {
+						for _, b := range batons {
+							close(b)
+						}
+						return
+					}
+					j := &funcJob{fail: func(err error) { t.Errorf("chain job %d: Fail(%v)", n, err) }}
+					switch n % 8 {
+					case 0, 4: // a notification: Prepare only
+						j.prepare = guard(key, func() bool { seen = append(seen, n); return false })
+					case 1: // a slow call: holds a worker for a while
+						wantChainRuns.Add(1)
+						j.prepare = guard(key, func() bool { seen = append(seen, n); return true })
+						j.run = func() { time.Sleep(50 * time.Microsecond); chainRuns.Add(1) }
+					default:
+						wantChainRuns.Add(1)
+						j.prepare = guard(key, func() bool { seen = append(seen, n); return true })
+						j.run = func() { chainRuns.Add(1) }
+					}
+					next := n + 1
+					if err := dispatchRetry(d, key, j); err != nil {
+						t.Errorf("chain job %d: %v", n, err)
+						next = steps // end the chain
+					}
+					batons[(p+1)%producers] <- next
+				}
+			})
+		}
+
+		// Noise on both shards from goroutines outside the chain, each with one job
+		// in flight at a time, so that the shards are sometimes busy and sometimes idle.
+		// A noise goroutine yields after each job and stops after a bounded number:
+		// with one P, it and a pool worker would otherwise hand the P back and forth
+		// and keep the chain waiting for preemption.
+		stop := make(chan struct{})
+		var noise sync.WaitGroup
+		for g := range 3 {
+			noise.Go(func() {
+				k := uint64(g) // 0 and 2 on shard 0, 1 on shard 1
+				done := make(chan struct{}, 1)
+				for i := range 4 * steps {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					j := &funcJob{
+						prepare: guard(k, func() bool {
+							if i%2 == 0 {
+								done <- struct{}{}
+								return false
 							}
-							return
-						}
-						j := &funcJob{fail: func(err error) { t.Errorf("chain job %d: Fail(%v)", n, err) }}
-						switch n % 8 {
-						case 0, 4: // a notification: Prepare only
-							j.prepare = guard(key, func() bool { seen = append(seen, n); return false })
-						case 1: // a slow call: holds a worker for a while
-							wantChainRuns.Add(1)
-							j.prepare = guard(key, func() bool { seen = append(seen, n); return true })
-							j.run = func() { time.Sleep(50 * time.Microsecond); chainRuns.Add(1) }
-						default:
-							wantChainRuns.Add(1)
-							j.prepare = guard(key, func() bool { seen = append(seen, n); return true })
-							j.run = func() { chainRuns.Add(1) }
-						}
-						next := n + 1
-						if err := dispatchRetry(d, key, j); err != nil {
-							t.Errorf("chain job %d: %v", n, err)
-							next = steps // end the chain
-						}
-						batons[(p+1)%producers] <- next
+							return true
+						}),
+						run:  func() { done <- struct{}{} },
+						fail: func(err error) { t.Errorf("noise job: Fail(%v)", err) },
 					}
-				})
-			}
-
-			// Noise on both shards from goroutines outside the chain, each with one job
-			// in flight at a time, so that the shards are sometimes busy and sometimes idle.
-			// A noise goroutine yields after each job and stops after a bounded number:
-			// with one P, it and a pool worker would otherwise hand the P back and forth
-			// and keep the chain waiting for preemption.
-			stop := make(chan struct{})
-			var noise sync.WaitGroup
-			for g := range 3 {
-				noise.Go(func() {
-					k := uint64(g) // 0 and 2 on shard 0, 1 on shard 1
-					done := make(chan struct{}, 1)
-					for i := range 4 * steps {
-						select {
-						case <-stop:
-							return
-						default:
-						}
-						j := &funcJob{
-							prepare: guard(k, func() bool {
-								if i%2 == 0 {
-									done <- struct{}{}
-									return false
-								}
-								return true
-							}),
-							run:  func() { done <- struct{}{} },
-							fail: func(err error) { t.Errorf("noise job: Fail(%v)", err) },
-						}
-						if err := dispatchRetry(d, k, j); err != nil {
-							t.Error(err)
-							return
-						}
-						select {
-						case <-done:
-						case <-time.After(patience):
-							t.Error("a noise job did not finish")
-							return
-						}
-						runtime.Gosched()
+					if err := dispatchRetry(d, k, j); err != nil {
+						t.Error(err)
+						return
 					}
-				})
-			}
-
-			batons[0] <- 0
-			wg.Wait()
-			close(stop)
-			noise.Wait()
-			closeDispatcher(t, d)
-
-			if len(seen) != steps {
-				t.Fatalf("%d chain jobs prepared, want %d", len(seen), steps)
-			}
-			for i, v := range seen {
-				if v != i {
-					t.Fatalf("Prepare #%d was chain job %d", i, v)
+					select {
+					case <-done:
+					case <-time.After(patience):
+						t.Error("a noise job did not finish")
+						return
+					}
+					runtime.Gosched()
 				}
+			})
+		}
+
+		batons[0] <- 0
+		wg.Wait()
+		close(stop)
+		noise.Wait()
+		closeDispatcher(t, d)
+
+		if len(seen) != steps {
+			t.Fatalf("%d chain jobs prepared, want %d", len(seen), steps)
+		}
+		for i, v := range seen {
+			if v != i {
+				t.Fatalf("Prepare #%d was chain job %d", i, v)
 			}
-			if chainRuns.Load() != wantChainRuns.Load() {
-				t.Errorf("chain runs = %d, want %d", chainRuns.Load(), wantChainRuns.Load())
-			}
-			st := d.Stats().Shards[1]
-			t.Logf("shard 1: %d prepared, %d inline, %d overloads", st.Prepared, st.Inline, st.Overloads)
-			if st.Inline == 0 || st.Inline == st.Prepared {
-				t.Errorf("shard 1: %d of %d jobs inline: want both paths taken", st.Inline, st.Prepared)
-			}
-		})
-	}
+		}
+		if chainRuns.Load() != wantChainRuns.Load() {
+			t.Errorf("chain runs = %d, want %d", chainRuns.Load(), wantChainRuns.Load())
+		}
+		st := d.Stats().Shards[1]
+		t.Logf("shard 1: %d prepared, %d inline, %d overloads", st.Prepared, st.Inline, st.Overloads)
+		if st.Inline == 0 || st.Inline == st.Prepared {
+			t.Errorf("shard 1: %d of %d jobs inline: want both paths taken", st.Inline, st.Prepared)
+		}
+	})
 }
 
 // TestFastPathInterleave walks one shard through both paths step by step: the fast
@@ -222,113 +216,110 @@ func TestFastPathOrderChain(t *testing.T) {
 // (here one dispatched from a fast-path Prepare of the same shard); and the fast path
 // again once idle. Prepare order is Dispatch order throughout.
 func TestFastPathInterleave(t *testing.T) {
-	for _, m := range modes {
-		t.Run(m.name, func(t *testing.T) {
-			defer checkNoLeak(t)()
-			d := newDispatcher(t, Config{Shards: 1, QueueDepth: 4, ReadyDepth: 2, PoolSize: 1, PoolPerShard: m.perShard})
-			var order []string // Prepare only
-			ran := make(chan string, 16)
-			job := func(name string, run bool) *trackedJob {
-				j := &trackedJob{}
-				j.prepare = func() bool { order = append(order, name); return run }
-				j.run = func() { ran <- name }
-				j.fail = func(err error) { t.Errorf("%s: Fail(%v)", name, err) }
-				return j
+	inModes(t, func(t *testing.T, m mode) {
+		d := newDispatcher(t, Config{Shards: 1, QueueDepth: 4, ReadyDepth: 2, PoolSize: 1, PoolPerShard: m.perShard})
+		var order []string // Prepare only
+		ran := make(chan string, 16)
+		job := func(name string, run bool) *trackedJob {
+			j := &trackedJob{}
+			j.prepare = func() bool { order = append(order, name); return run }
+			j.run = func() { ran <- name }
+			j.fail = func(err error) { t.Errorf("%s: Fail(%v)", name, err) }
+			return j
+		}
+		inline := func(name string, j *trackedJob) {
+			t.Helper()
+			before := d.Stats().Shards[0].Inline
+			if err := d.Dispatch(0, j); err != nil {
+				t.Fatalf("%s: %v", name, err)
 			}
-			inline := func(name string, j *trackedJob) {
-				t.Helper()
-				before := d.Stats().Shards[0].Inline
-				if err := d.Dispatch(0, j); err != nil {
-					t.Fatalf("%s: %v", name, err)
-				}
-				if !j.prepared.Load() || d.Stats().Shards[0].Inline != before+1 {
-					t.Fatalf("%s: not taken on the fast path", name)
-				}
+			if !j.prepared.Load() || d.Stats().Shards[0].Inline != before+1 {
+				t.Fatalf("%s: not taken on the fast path", name)
 			}
-			queued := func(name string, j *trackedJob) {
-				t.Helper()
-				before := d.Stats().Shards[0].Inline
-				if err := d.Dispatch(0, j); err != nil {
-					t.Fatalf("%s: %v", name, err)
-				}
-				if d.Stats().Shards[0].Inline != before {
-					t.Fatalf("%s: taken on the fast path", name)
-				}
+		}
+		queued := func(name string, j *trackedJob) {
+			t.Helper()
+			before := d.Stats().Shards[0].Inline
+			if err := d.Dispatch(0, j); err != nil {
+				t.Fatalf("%s: %v", name, err)
 			}
+			if d.Stats().Shards[0].Inline != before {
+				t.Fatalf("%s: taken on the fast path", name)
+			}
+		}
 
-			gate := make(chan struct{})
-			a := job("a", true)
-			a.run = func() { gateWait(t, "a", gate); ran <- "a" }
-			inline("a", a) // takes the only worker
-			if st := d.Stats(); st.Busy != 1 {
-				t.Fatalf("Busy = %d after a fast-path submit", st.Busy)
-			}
-			b := job("b", true)
-			queued("b", b) // no worker: queued, prepared, parked
-			waitFor(t, "b in the ready list", func() bool { return d.Stats().Shards[0].Ready == 1 })
-			c := job("c", false)
-			queued("c", c) // b is waiting for a worker: c must not overtake it
-			waitFor(t, "c prepared", func() bool { return c.prepared.Load() })
-			close(gate)
-			recv(t, "a run", ran)
-			recv(t, "b run", ran)
-			waitFor(t, "the shard to go idle", func() bool {
-				st := d.Stats()
-				return st.Busy == 0 && st.Shards[0].Ready == 0
-			})
-			inline("d", job("d", false))
-			inline("e", job("e", true))
-			recv(t, "e run", ran)
-			waitFor(t, "a free worker", func() bool { return d.Stats().Busy == 0 })
+		gate := make(chan struct{})
+		a := job("a", true)
+		a.run = func() { gateWait(t, "a", gate); ran <- "a" }
+		inline("a", a) // takes the only worker
+		if st := d.Stats(); st.Busy != 1 {
+			t.Fatalf("Busy = %d after a fast-path submit", st.Busy)
+		}
+		b := job("b", true)
+		queued("b", b) // no worker: queued, prepared, parked
+		waitFor(t, "b in the ready list", func() bool { return d.Stats().Shards[0].Ready == 1 })
+		c := job("c", false)
+		queued("c", c) // b is waiting for a worker: c must not overtake it
+		waitFor(t, "c prepared", func() bool { return c.prepared.Load() })
+		close(gate)
+		recv(t, "a run", ran)
+		recv(t, "b run", ran)
+		waitFor(t, "the shard to go idle", func() bool {
+			st := d.Stats()
+			return st.Busy == 0 && st.Shards[0].Ready == 0
+		})
+		inline("d", job("d", false))
+		inline("e", job("e", true))
+		recv(t, "e run", ran)
+		waitFor(t, "a free worker", func() bool { return d.Stats().Busy == 0 })
 
-			// h, on the fast path, dispatches g to its own shard: g is queued (h holds
-			// the shard), and the shard goroutine's Prepare of g waits on a gate. i,
-			// dispatched meanwhile with a worker free and nothing in the queue, must
-			// wait behind g without blocking Dispatch.
-			gGate, inG := make(chan struct{}), make(chan struct{})
-			g := job("g", true)
-			g.prepare = func() bool {
-				order = append(order, "g")
-				close(inG)
-				gateWait(t, "g", gGate)
-				return true
+		// h, on the fast path, dispatches g to its own shard: g is queued (h holds
+		// the shard), and the shard goroutine's Prepare of g waits on a gate. i,
+		// dispatched meanwhile with a worker free and nothing in the queue, must
+		// wait behind g without blocking Dispatch.
+		gGate, inG := make(chan struct{}), make(chan struct{})
+		g := job("g", true)
+		g.prepare = func() bool {
+			order = append(order, "g")
+			close(inG)
+			gateWait(t, "g", gGate)
+			return true
+		}
+		h := job("h", false)
+		h.prepare = func() bool {
+			order = append(order, "h")
+			if err := d.Dispatch(0, g); err != nil {
+				t.Errorf("dispatch of g from h's Prepare: %v", err)
 			}
-			h := job("h", false)
-			h.prepare = func() bool {
-				order = append(order, "h")
-				if err := d.Dispatch(0, g); err != nil {
-					t.Errorf("dispatch of g from h's Prepare: %v", err)
-				}
-				return false
-			}
-			inline("h", h)
-			recv(t, "the shard to start preparing g", inG)
-			i := job("i", true)
-			queued("i", i)
-			if i.prepared.Load() {
-				t.Fatal("i prepared while g's Prepare was still running")
-			}
-			close(gGate)
-			for range 2 {
-				recv(t, "g and i to run", ran)
-			}
-			closeDispatcher(t, d)
+			return false
+		}
+		inline("h", h)
+		recv(t, "the shard to start preparing g", inG)
+		i := job("i", true)
+		queued("i", i)
+		if i.prepared.Load() {
+			t.Fatal("i prepared while g's Prepare was still running")
+		}
+		close(gGate)
+		for range 2 {
+			recv(t, "g and i to run", ran)
+		}
+		closeDispatcher(t, d)
 
-			want := []string{"a", "b", "c", "d", "e", "h", "g", "i"}
-			if len(order) != len(want) {
+		want := []string{"a", "b", "c", "d", "e", "h", "g", "i"}
+		if len(order) != len(want) {
+			t.Fatalf("Prepare order %v, want %v", order, want)
+		}
+		for k := range want {
+			if order[k] != want[k] {
 				t.Fatalf("Prepare order %v, want %v", order, want)
 			}
-			for k := range want {
-				if order[k] != want[k] {
-					t.Fatalf("Prepare order %v, want %v", order, want)
-				}
-			}
-			st := d.Stats().Shards[0]
-			if st.Prepared != 8 || st.Inline != 4 || st.Submitted != 5 {
-				t.Errorf("shard stats = %+v, want 8 prepared, 4 inline, 5 submitted", st)
-			}
-		})
-	}
+		}
+		st := d.Stats().Shards[0]
+		if st.Prepared != 8 || st.Inline != 4 || st.Submitted != 5 {
+			t.Errorf("shard stats = %+v, want 8 prepared, 4 inline, 5 submitted", st)
+		}
+	})
 }
 
 // TestFastPathSerialised: while a fast-path Prepare runs, jobs dispatched to the same
@@ -437,54 +428,51 @@ func TestFastPathOverload(t *testing.T) {
 // sees it, the reserved worker is given back, and so is the shard (a panic in Fail
 // too does not leave it locked).
 func TestFastPathPanics(t *testing.T) {
-	for _, m := range modes {
-		t.Run(m.name, func(t *testing.T) {
-			defer checkNoLeak(t)()
-			var hooked []*PanicError // no lock: the hook runs on this goroutine
-			d := newDispatcher(t, Config{Shards: 1, PoolSize: 1, PoolPerShard: m.perShard,
-				PanicHook: func(p *PanicError) { hooked = append(hooked, p) }})
+	inModes(t, func(t *testing.T, m mode) {
+		var hooked []*PanicError // no lock: the hook runs on this goroutine
+		d := newDispatcher(t, Config{Shards: 1, PoolSize: 1, PoolPerShard: m.perShard,
+			PanicHook: func(p *PanicError) { hooked = append(hooked, p) }})
 
-			var failErr error // no lock: Fail runs on this goroutine
-			if err := d.Dispatch(0, &funcJob{
-				prepare: func() bool { panic("in prepare") },
-				fail:    func(err error) { failErr = err },
-			}); err != nil {
-				t.Fatal(err)
-			}
-			var pe *PanicError
-			if !errors.As(failErr, &pe) || pe.Value != "in prepare" {
-				t.Fatalf("Fail(%v) when Dispatch returned, want the *PanicError", failErr)
-			}
-			if len(hooked) != 1 || hooked[0] != pe {
-				t.Errorf("hook saw %v, want the same *PanicError", hooked)
-			}
-			st := d.Stats()
-			if st.Panics != 1 || st.Busy != 0 || st.Shards[0].Inline != 1 || st.Shards[0].Prepared != 1 || st.Shards[0].Submitted != 0 {
-				t.Errorf("Stats after a fast-path Prepare panic = %+v", st)
-			}
+		var failErr error // no lock: Fail runs on this goroutine
+		if err := d.Dispatch(0, &funcJob{
+			prepare: func() bool { panic("in prepare") },
+			fail:    func(err error) { failErr = err },
+		}); err != nil {
+			t.Fatal(err)
+		}
+		var pe *PanicError
+		if !errors.As(failErr, &pe) || pe.Value != "in prepare" {
+			t.Fatalf("Fail(%v) when Dispatch returned, want the *PanicError", failErr)
+		}
+		if len(hooked) != 1 || hooked[0] != pe {
+			t.Errorf("hook saw %v, want the same *PanicError", hooked)
+		}
+		st := d.Stats()
+		if st.Panics != 1 || st.Busy != 0 || st.Shards[0].Inline != 1 || st.Shards[0].Prepared != 1 || st.Shards[0].Submitted != 0 {
+			t.Errorf("Stats after a fast-path Prepare panic = %+v", st)
+		}
 
-			if err := d.Dispatch(0, &funcJob{
-				prepare: func() bool { panic("in prepare") },
-				fail:    func(error) { panic("in fail") },
-			}); err != nil {
-				t.Fatal(err)
-			}
-			if st := d.Stats(); st.Panics != 2 || st.FailPanics != 1 || st.Busy != 0 || len(hooked) != 3 {
-				t.Errorf("Stats after a Fail panic = %+v, hook calls %d", st, len(hooked))
-			}
+		if err := d.Dispatch(0, &funcJob{
+			prepare: func() bool { panic("in prepare") },
+			fail:    func(error) { panic("in fail") },
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if st := d.Stats(); st.Panics != 2 || st.FailPanics != 1 || st.Busy != 0 || len(hooked) != 3 {
+			t.Errorf("Stats after a Fail panic = %+v, hook calls %d", st, len(hooked))
+		}
 
-			// The shard and the worker are free: the next job takes the fast path and runs.
-			ran := make(chan struct{})
-			if err := d.Dispatch(0, &funcJob{run: func() { close(ran) }}); err != nil {
-				t.Fatal(err)
-			}
-			recv(t, "a job after the panics", ran)
-			if got := d.Stats().Shards[0].Inline; got != 3 {
-				t.Errorf("Inline = %d, want 3", got)
-			}
-			closeDispatcher(t, d)
-		})
-	}
+		// The shard and the worker are free: the next job takes the fast path and runs.
+		ran := make(chan struct{})
+		if err := d.Dispatch(0, &funcJob{run: func() { close(ran) }}); err != nil {
+			t.Fatal(err)
+		}
+		recv(t, "a job after the panics", ran)
+		if got := d.Stats().Shards[0].Inline; got != 3 {
+			t.Errorf("Inline = %d, want 3", got)
+		}
+		closeDispatcher(t, d)
+	})
 }
 
 // TestFastPathCloseWaitsForInline: Close, started while a fast-path Prepare is still
@@ -492,99 +480,93 @@ func TestFastPathPanics(t *testing.T) {
 // job has been submitted and has run; nothing fails. Nothing else is queued on that
 // shard, so its goroutine has no job of its own to wait for before exiting.
 func TestFastPathCloseWaitsForInline(t *testing.T) {
-	for _, m := range modes {
-		t.Run(m.name, func(t *testing.T) {
-			defer checkNoLeak(t)()
-			d := newDispatcher(t, Config{Shards: 2, PoolSize: 2, PoolPerShard: m.perShard})
-			gate, inPrepare := make(chan struct{}), make(chan struct{})
-			openGate := sync.OnceFunc(func() { close(gate) })
-			defer openGate() // also on failure
-			var accepted, ran atomic.Int64
-			job := func() *funcJob {
-				return &funcJob{
-					run:  func() { ran.Add(1) },
-					fail: func(err error) { t.Errorf("Fail(%v) during a graceful close", err) },
-				}
+	inModes(t, func(t *testing.T, m mode) {
+		d := newDispatcher(t, Config{Shards: 2, PoolSize: 2, PoolPerShard: m.perShard})
+		gate, inPrepare := make(chan struct{}), make(chan struct{})
+		openGate := sync.OnceFunc(func() { close(gate) })
+		defer openGate() // also on failure
+		var accepted, ran atomic.Int64
+		job := func() *funcJob {
+			return &funcJob{
+				run:  func() { ran.Add(1) },
+				fail: func(err error) { t.Errorf("Fail(%v) during a graceful close", err) },
 			}
-			slow := job()
-			slow.prepare = func() bool { close(inPrepare); gateWait(t, "slow", gate); return true }
-			dispatched := make(chan error, 1)
-			go func() { dispatched <- d.Dispatch(0, slow) }()
-			recv(t, "the fast-path Prepare", inPrepare)
-			accepted.Add(1)
+		}
+		slow := job()
+		slow.prepare = func() bool { close(inPrepare); gateWait(t, "slow", gate); return true }
+		dispatched := make(chan error, 1)
+		go func() { dispatched <- d.Dispatch(0, slow) }()
+		recv(t, "the fast-path Prepare", inPrepare)
+		accepted.Add(1)
 
-			closed := closeAsync(d)
-			// Intake stops although the fast-path Prepare has not returned. The probes go
-			// to the other shard (Close closes shard 0 first); those accepted before
-			// intake stopped must run too.
-			probeUntilClosed(t, d, 1, func() Job { return job() }, &accepted)
-			if err := d.Dispatch(0, job()); !errors.Is(err, ErrClosed) {
-				t.Fatalf("Dispatch to the shard with the fast-path Prepare = %v, want ErrClosed", err)
-			}
-			// Give a Close that would not wait the time to return.
-			select {
-			case err := <-closed:
-				t.Fatalf("Close returned (%v) during a fast-path Prepare", err)
-			case <-time.After(20 * time.Millisecond):
-			}
-			openGate()
-			if err := recv(t, "the slow Dispatch", dispatched); err != nil {
-				t.Fatalf("Dispatch: %v", err)
-			}
-			if err := recv(t, "Close", closed); err != nil {
-				t.Fatalf("Close: %v", err)
-			}
-			if ran.Load() != accepted.Load() {
-				t.Errorf("ran %d of %d accepted jobs", ran.Load(), accepted.Load())
-			}
-		})
-	}
+		closed := closeAsync(d)
+		// Intake stops although the fast-path Prepare has not returned. The probes go
+		// to the other shard (Close closes shard 0 first); those accepted before
+		// intake stopped must run too.
+		probeUntilClosed(t, d, 1, func() Job { return job() }, &accepted)
+		if err := d.Dispatch(0, job()); !errors.Is(err, ErrClosed) {
+			t.Fatalf("Dispatch to the shard with the fast-path Prepare = %v, want ErrClosed", err)
+		}
+		// Give a Close that would not wait the time to return.
+		select {
+		case err := <-closed:
+			t.Fatalf("Close returned (%v) during a fast-path Prepare", err)
+		case <-time.After(20 * time.Millisecond):
+		}
+		openGate()
+		if err := recv(t, "the slow Dispatch", dispatched); err != nil {
+			t.Fatalf("Dispatch: %v", err)
+		}
+		if err := recv(t, "Close", closed); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+		if ran.Load() != accepted.Load() {
+			t.Errorf("ran %d of %d accepted jobs", ran.Load(), accepted.Load())
+		}
+	})
 }
 
 // TestFastPathCloseGivesUp: when Close's context ends while a fast-path Prepare is
 // running, Close returns without waiting for it, and the job, which can no longer be
 // run, gets Fail(ErrClosed) as its one final call.
 func TestFastPathCloseGivesUp(t *testing.T) {
-	for _, m := range modes {
-		t.Run(m.name, func(t *testing.T) {
-			defer checkNoLeak(t)()
-			d := newDispatcher(t, Config{Shards: 1, PoolSize: 2, PoolPerShard: m.perShard})
-			gate, inPrepare := make(chan struct{}), make(chan struct{})
-			openGate := sync.OnceFunc(func() { close(gate) })
-			defer openGate() // also on failure
-			var finals atomic.Int32
-			failed := make(chan error, 1)
-			slow := &funcJob{
-				prepare: func() bool { close(inPrepare); gateWait(t, "slow", gate); return true },
-				run:     func() { finals.Add(1); t.Error("ran after Close gave up") },
-				fail:    func(err error) { finals.Add(1); failed <- err },
-			}
-			dispatched := make(chan error, 1)
-			go func() { dispatched <- d.Dispatch(0, slow) }()
-			recv(t, "the fast-path Prepare", inPrepare)
+	inModes(t, func(t *testing.T, m mode) {
+		d := newDispatcher(t, Config{Shards: 1, PoolSize: 2, PoolPerShard: m.perShard})
+		gate, inPrepare := make(chan struct{}), make(chan struct{})
+		openGate := sync.OnceFunc(func() { close(gate) })
+		defer openGate() // also on failure
+		var finals atomic.Int32
+		failed := make(chan error, 1)
+		slow := &funcJob{
+			prepare: func() bool { close(inPrepare); gateWait(t, "slow", gate); return true },
+			run:     func() { finals.Add(1); t.Error("ran after Close gave up") },
+			fail:    func(err error) { finals.Add(1); failed <- err },
+		}
+		dispatched := make(chan error, 1)
+		go func() { dispatched <- d.Dispatch(0, slow) }()
+		recv(t, "the fast-path Prepare", inPrepare)
 
-			ctx, cancel := context.WithCancel(context.Background())
-			cancel()
-			closed := make(chan error, 1)
-			go func() { closed <- d.Close(ctx) }()
-			if err := recv(t, "Close", closed); !errors.Is(err, context.Canceled) {
-				t.Fatalf("Close with an ended context = %v, want context.Canceled", err)
-			}
-			if err := d.Dispatch(0, &funcJob{}); !errors.Is(err, ErrClosed) {
-				t.Errorf("Dispatch after Close = %v", err)
-			}
-			openGate()
-			if err := recv(t, "the slow Dispatch", dispatched); err != nil {
-				t.Fatalf("Dispatch: %v", err)
-			}
-			if err := recv(t, "Fail", failed); !errors.Is(err, ErrClosed) {
-				t.Errorf("Fail(%v), want ErrClosed", err)
-			}
-			if st := d.Stats(); st.Busy != 0 || finals.Load() != 1 {
-				t.Errorf("Busy = %d, final calls = %d", st.Busy, finals.Load())
-			}
-		})
-	}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		closed := make(chan error, 1)
+		go func() { closed <- d.Close(ctx) }()
+		if err := recv(t, "Close", closed); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Close with an ended context = %v, want context.Canceled", err)
+		}
+		if err := d.Dispatch(0, &funcJob{}); !errors.Is(err, ErrClosed) {
+			t.Errorf("Dispatch after Close = %v", err)
+		}
+		openGate()
+		if err := recv(t, "the slow Dispatch", dispatched); err != nil {
+			t.Fatalf("Dispatch: %v", err)
+		}
+		if err := recv(t, "Fail", failed); !errors.Is(err, ErrClosed) {
+			t.Errorf("Fail(%v), want ErrClosed", err)
+		}
+		if st := d.Stats(); st.Busy != 0 || finals.Load() != 1 {
+			t.Errorf("Busy = %d, final calls = %d", st.Busy, finals.Load())
+		}
+	})
 }
 
 // TestFastPathOffOnceClosing: once Close has started (d.closing, set here directly to
@@ -611,62 +593,59 @@ func TestFastPathOffOnceClosing(t *testing.T) {
 // never lands on a released pool during a graceful Close, and Dispatch refuses once
 // intake has stopped.
 func TestFastPathCloseRace(t *testing.T) {
-	for _, m := range modes {
-		t.Run(m.name, func(t *testing.T) {
-			defer checkNoLeak(t)()
-			for round := range 10 {
-				d := newDispatcher(t, Config{Shards: 4, QueueDepth: 4, ReadyDepth: 2, PoolSize: 4, PoolPerShard: m.perShard})
-				var accepted, finals atomic.Int64
-				var closeReturned atomic.Bool
-				var wg sync.WaitGroup
-				for p := range 4 {
-					wg.Go(func() {
-						for i := uint64(0); ; i++ {
-							j := &funcJob{
-								prepare: func() bool {
-									if i%3 == 0 { // a notification: done in Prepare
-										finals.Add(1)
-										return false
-									}
-									return true
-								},
-								run:  func() { finals.Add(1) },
-								fail: func(err error) { finals.Add(1); t.Errorf("Fail(%v) during a graceful close", err) },
-							}
-							after := closeReturned.Load()
-							err := d.Dispatch(uint64(p)*7+i, j)
-							switch {
-							case err == nil && after:
-								t.Error("Dispatch accepted a job after Close returned")
-								return
-							case err == nil:
-								accepted.Add(1)
-							case errors.Is(err, ErrClosed):
-								return
-							case errors.Is(err, ErrOverloaded):
-								runtime.Gosched()
-							default:
-								t.Error(err)
-								return
-							}
+	inModes(t, func(t *testing.T, m mode) {
+		for round := range 10 {
+			d := newDispatcher(t, Config{Shards: 4, QueueDepth: 4, ReadyDepth: 2, PoolSize: 4, PoolPerShard: m.perShard})
+			var accepted, finals atomic.Int64
+			var closeReturned atomic.Bool
+			var wg sync.WaitGroup
+			for p := range 4 {
+				wg.Go(func() {
+					for i := uint64(0); ; i++ {
+						j := &funcJob{
+							prepare: func() bool {
+								if i%3 == 0 { // a notification: done in Prepare
+									finals.Add(1)
+									return false
+								}
+								return true
+							},
+							run:  func() { finals.Add(1) },
+							fail: func(err error) { finals.Add(1); t.Errorf("Fail(%v) during a graceful close", err) },
 						}
-					})
-				}
-				waitFor(t, "some jobs", func() bool { return accepted.Load() > int64(50*(round%4)) })
-				closeDispatcher(t, d)
-				closeReturned.Store(true)
-				wg.Wait()
-				if finals.Load() != accepted.Load() {
-					t.Fatalf("round %d: %d final calls for %d accepted jobs", round, finals.Load(), accepted.Load())
-				}
-				var inline uint64
-				for _, s := range d.Stats().Shards {
-					inline += s.Inline
-				}
-				if round == 0 {
-					t.Logf("round 0: %d accepted, %d inline", accepted.Load(), inline)
-				}
+						after := closeReturned.Load()
+						err := d.Dispatch(uint64(p)*7+i, j)
+						switch {
+						case err == nil && after:
+							t.Error("Dispatch accepted a job after Close returned")
+							return
+						case err == nil:
+							accepted.Add(1)
+						case errors.Is(err, ErrClosed):
+							return
+						case errors.Is(err, ErrOverloaded):
+							runtime.Gosched()
+						default:
+							t.Error(err)
+							return
+						}
+					}
+				})
 			}
-		})
-	}
+			waitFor(t, "some jobs", func() bool { return accepted.Load() > int64(50*(round%4)) })
+			closeDispatcher(t, d)
+			closeReturned.Store(true)
+			wg.Wait()
+			if finals.Load() != accepted.Load() {
+				t.Fatalf("round %d: %d final calls for %d accepted jobs", round, finals.Load(), accepted.Load())
+			}
+			var inline uint64
+			for _, s := range d.Stats().Shards {
+				inline += s.Inline
+			}
+			if round == 0 {
+				t.Logf("round 0: %d accepted, %d inline", accepted.Load(), inline)
+			}
+		}
+	})
 }

@@ -126,11 +126,26 @@ func checkNoLeak(t testing.TB) func() {
 	}
 }
 
-// modes runs a test against both pool layouts.
-var modes = []struct {
+// mode is one pool layout: one ants pool shared by all shards, or one per shard.
+type mode struct {
 	name     string
 	perShard bool
-}{
+}
+
+// modes runs a test against both pool layouts.
+var modes = []mode{
 	{"shared", false},
 	{"per-shard", true},
+}
+
+// inModes runs f as a subtest in each pool layout, failing the subtest if it leaves
+// goroutines behind.
+func inModes(t *testing.T, f func(t *testing.T, m mode)) {
+	t.Helper()
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			defer checkNoLeak(t)()
+			f(t, m)
+		})
+	}
 }
