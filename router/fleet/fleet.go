@@ -37,7 +37,7 @@ type Fleet struct {
 	backends []*backend
 	table    *table
 	conns    *connector
-	srv      serverRequests
+	srv      *serverRequests
 	subs     subscriber
 	held     holders // where each upstream subscription lives (subscriptions.go)
 
@@ -86,9 +86,7 @@ func New(cfg Config) *Fleet {
 	f := &Fleet{cfg: cfg, log: cfg.Logger, life: newLifecycle(), table: newTable(), sessions: map[*router.Session]*sessionState{},
 		upSlots: make(chan struct{}, cfg.MaxUpstreamSessions)}
 	f.conns = &connector{table: f.table, events: f, log: f.log, name: cfg.ClientName, version: cfg.ClientVersion}
-	f.srv.m = map[uint64]*serverRequest{}
-	f.srv.bySess = map[*router.Session]map[uint64]*serverRequest{}
-	f.srv.byBackend = map[backendKey]*serverRequest{}
+	f.srv = newServerRequests(f.life, f.table, f.log, &f.Stats, cfg.MaxServerRequests, cfg.ServerRequestTimeout)
 	if cfg.Bus != nil && cfg.Bus.JS != nil {
 		cs, err := newClusterSubs(f, cfg.Bus)
 		if err != nil {
@@ -215,7 +213,7 @@ func (f *Fleet) Run(s *router.Session, x *transport.Exchange) {
 	case *entry:
 		f.forward(t)
 	case *serverRequest:
-		f.answerBackend(x, t)
+		f.srv.run(x, t)
 	case *subTask:
 		f.subs.run(x, t)
 	}

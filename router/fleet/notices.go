@@ -141,7 +141,7 @@ func (f *Fleet) backendNotification(c *upConn, msg []byte, m *codec.Message, req
 		f.announceChange(c.b)
 	case "notifications/cancelled":
 		// The backend gave up one of its requests to a client.
-		f.srv.cancelled(f, c, msg, m)
+		f.srv.cancelled(c, msg, m)
 	default:
 		// notifications/message (logging) and the rest go to the client the message
 		// belongs to: the requester when known, the session owner in per-client mode.

@@ -24,7 +24,7 @@ func (f *Fleet) Prepare(s *router.Session, x *transport.Exchange) bool {
 	case codec.KindNotification:
 		return f.clientNotification(s, x)
 	case codec.KindResult, codec.KindError:
-		return f.clientResponse(s, x)
+		return f.srv.fromClient(s, x)
 	}
 	cat := f.cat.Load()
 	var b *backend

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"log/slog"
 	"strconv"
 	"sync"
 	"time"
@@ -13,9 +14,7 @@ import (
 
 // Server-to-client requests: a backend's request (sampling, roots, elicitation) goes to
 // the client whose request caused it under a router-made id; the client's answer (Prepare
-// then Run) goes back to the backend under the backend's own id. The book of pending ones
-// (serverRequests) has its own lock, a cap per session, and a timer per request that
-// expires it.
+// then Run) goes back to the backend under the backend's own id.
 
 // serverRequest is a request a backend sent to a client (sampling, roots, elicitation),
 // waiting for the client's answer. The client sees id; the backend gets backendID back.
@@ -28,10 +27,26 @@ type serverRequest struct {
 	timer     *time.Timer // the deadline; stopped by whoever removes the request
 }
 
-// serverRequests holds the requests waiting for a client's answer, by id and by
-// session: a session has at most Config.MaxServerRequests of them, each waits at most
-// its deadline, and those of a session that ends are answered at once.
+// serverRequests is the part that carries backends' requests to clients and their
+// answers back. It owns the book of requests waiting for a client's answer, by id, by
+// session and by the backend's id: a session has at most max of them, each waits at
+// most its deadline (a timer per request, which expires it), and those of a session
+// that ends are answered at once. It reads the in-flight table (never writes it) to
+// find the client request a backend's request belongs to.
+//
+// Who calls it: fromBackend and cancelled run on upstream connections' reader
+// goroutines, fromClient in Prepare (the session's order), run on a dispatcher
+// worker, expire on its timer's goroutine, dropSession from SessionClosed. Answers to
+// backends are sent on goroutines of the fleet's lifecycle; the book has its own lock,
+// held for no I/O.
 type serverRequests struct {
+	life    *lifecycle
+	table   *table
+	log     *slog.Logger
+	stats   *Stats
+	max     int           // Config.MaxServerRequests
+	timeout time.Duration // Config.ServerRequestTimeout; 0: the backend's own timeout
+
 	mu     sync.Mutex
 	next   uint64
 	m      map[uint64]*serverRequest
@@ -51,13 +66,20 @@ func (sr *serverRequest) backendKey() backendKey {
 	return backendKey{sr.conn, string(sr.backendID)}
 }
 
-// put records sr with a fresh id and a deadline d away, when expire runs (with the id),
-// unless its session has max requests pending.
-func (s *serverRequests) put(sr *serverRequest, max int, d time.Duration, expire func(id uint64)) bool {
+func newServerRequests(life *lifecycle, table *table, log *slog.Logger, stats *Stats, max int, timeout time.Duration) *serverRequests {
+	return &serverRequests{life: life, table: table, log: log, stats: stats, max: max, timeout: timeout,
+		m: map[uint64]*serverRequest{}, bySess: map[*router.Session]map[uint64]*serverRequest{},
+		byBackend: map[backendKey]*serverRequest{}}
+}
+
+// put records sr with a fresh id and its deadline, when expire runs, unless its session
+// has max requests pending.
+func (s *serverRequests) put(sr *serverRequest) bool {
+	d := s.timeoutFor(sr.conn.b)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	set := s.bySess[sr.sess]
-	if len(set) >= max {
+	if len(set) >= s.max {
 		return false
 	}
 	if set == nil {
@@ -70,7 +92,7 @@ func (s *serverRequests) put(sr *serverRequest, max int, d time.Duration, expire
 	s.m[id] = sr
 	set[id] = sr
 	s.byBackend[sr.backendKey()] = sr
-	sr.timer = time.AfterFunc(d, func() { expire(id) })
+	sr.timer = time.AfterFunc(d, func() { s.expire(id) })
 	return true
 }
 
@@ -130,33 +152,33 @@ func capabilityFor(method string) string {
 	return ""
 }
 
-// backendRequest routes a backend's request to the client it concerns, with its id
+// fromBackend routes a backend's request to the client it concerns, with its id
 // mapped, or answers it when the router can (ping) or no client can.
-func (f *Fleet) backendRequest(c *upConn, msg []byte, m *codec.Message, reqID []byte) {
+func (s *serverRequests) fromBackend(c *upConn, msg []byte, m *codec.Message, reqID []byte) {
 	method := string(m.Method)
 	if method == "ping" {
-		f.answer(c, codec.AppendResult(nil, m.ID, []byte("{}")))
+		s.answer(c, codec.AppendResult(nil, m.ID, []byte("{}")))
 		return
 	}
-	relID := f.table.related(c, reqID)
+	relID := s.table.related(c, reqID)
 	var sess *router.Session
 	if relID != 0 {
-		f.table.with(relID, func(e *entry) { sess = e.sess })
+		s.table.with(relID, func(e *entry) { sess = e.sess })
 	}
 	if sess == nil {
 		sess = c.owner
 	}
 	if sess == nil || sess.TransportSession() == nil {
-		f.answer(c, codec.AppendError(nil, m.ID, codec.CodeInternalError, "mcprouter: no client session to route "+method+" to (send it while handling that client's request)", nil))
+		s.answer(c, codec.AppendError(nil, m.ID, codec.CodeInternalError, "mcprouter: no client session to route "+method+" to (send it while handling that client's request)", nil))
 		return
 	}
 	if capName := capabilityFor(method); capName != "" && !hasMember(sess.ClientCapabilities(), capName) {
-		f.answer(c, codec.AppendError(nil, m.ID, codec.CodeMethodNotFound, "client does not support "+method+" (no "+capName+" capability)", nil))
+		s.answer(c, codec.AppendError(nil, m.ID, codec.CodeMethodNotFound, "client does not support "+method+" (no "+capName+" capability)", nil))
 		return
 	}
 	sr := &serverRequest{method: method, conn: c, backendID: append([]byte(nil), m.ID...), sess: sess}
-	if !f.srv.put(sr, f.cfg.MaxServerRequests, f.serverRequestTimeout(c.b), f.expireServerRequest) {
-		f.answer(c, codec.AppendError(nil, m.ID, CodeSessionLimit, "mcprouter: the client session already has "+strconv.Itoa(f.cfg.MaxServerRequests)+" requests from backends waiting for an answer; "+method+" refused", nil))
+	if !s.put(sr) {
+		s.answer(c, codec.AppendError(nil, m.ID, CodeSessionLimit, "mcprouter: the client session already has "+strconv.Itoa(s.max)+" requests from backends waiting for an answer; "+method+" refused", nil))
 		return
 	}
 
@@ -164,34 +186,35 @@ func (f *Fleet) backendRequest(c *upConn, msg []byte, m *codec.Message, reqID []
 	sent := false
 	if relID != 0 {
 		// On the stream of the request that caused it, where the client expects it.
-		f.table.with(relID, func(e *entry) { sent = e.x.Send(out) == nil })
+		s.table.with(relID, func(e *entry) { sent = e.x.Send(out) == nil })
 	}
 	if !sent {
-		if err := sess.TransportSession().Send(out); err != nil && f.srv.take(sr.id, nil) != nil {
-			f.answer(c, codec.AppendError(nil, m.ID, codec.CodeInternalError, "mcprouter: cannot reach the client: "+err.Error(), nil))
+		if err := sess.TransportSession().Send(out); err != nil && s.take(sr.id, nil) != nil {
+			s.answer(c, codec.AppendError(nil, m.ID, codec.CodeInternalError, "mcprouter: cannot reach the client: "+err.Error(), nil))
 		}
 	}
 }
 
 // answer sends a response to a backend in the background (it may be an HTTP POST).
-func (f *Fleet) answer(c *upConn, msg []byte) {
-	f.life.spawn(func() {
-		ctx, cancel := context.WithTimeout(f.life.ctx, c.b.cfg.Timeout)
+func (s *serverRequests) answer(c *upConn, msg []byte) {
+	s.life.spawn(func() {
+		ctx, cancel := context.WithTimeout(s.life.ctx, c.b.cfg.Timeout)
 		defer cancel()
 		if err := c.conn.Send(ctx, msg); err != nil {
-			f.log.Debug("cannot answer backend", "backend", c.b.cfg.Name, "err", err)
+			s.log.Debug("cannot answer backend", "backend", c.b.cfg.Name, "err", err)
 		}
 	})
 }
 
-// clientResponse takes a client's answer to a server-to-client request.
-func (f *Fleet) clientResponse(s *router.Session, x *transport.Exchange) bool {
+// fromClient takes a client's answer to a server-to-client request, in Prepare: true
+// hands it to run.
+func (s *serverRequests) fromClient(sess *router.Session, x *transport.Exchange) bool {
 	id, ok := parseID(x.Msg.ID)
 	if !ok {
 		x.Done()
 		return false
 	}
-	sr := f.srv.take(id, s)
+	sr := s.take(id, sess)
 	if sr == nil {
 		x.Done()
 		return false
@@ -200,20 +223,20 @@ func (f *Fleet) clientResponse(s *router.Session, x *transport.Exchange) bool {
 	return true
 }
 
-// answerBackend passes the client's answer to the backend that asked, with its id.
-func (f *Fleet) answerBackend(x *transport.Exchange, sr *serverRequest) {
+// run passes the client's answer to the backend that asked, with its id (Run).
+func (s *serverRequests) run(x *transport.Exchange, sr *serverRequest) {
 	out := codec.AppendReplaceID(nil, x.Raw, &x.Msg, sr.backendID)
 	x.Tag = nil
 	x.Done()
-	ctx, cancel := context.WithTimeout(f.life.ctx, sr.conn.b.cfg.Timeout)
+	ctx, cancel := context.WithTimeout(s.life.ctx, sr.conn.b.cfg.Timeout)
 	defer cancel()
 	if err := sr.conn.conn.Send(ctx, out); err != nil {
-		f.log.Warn("cannot pass the client's answer to the backend", "backend", sr.conn.b.cfg.Name, "err", err)
+		s.log.Warn("cannot pass the client's answer to the backend", "backend", sr.conn.b.cfg.Name, "err", err)
 	}
 }
 
 // cancelled forwards a backend's cancellation of one of its server-to-client requests.
-func (s *serverRequests) cancelled(f *Fleet, c *upConn, msg []byte, m *codec.Message) {
+func (s *serverRequests) cancelled(c *upConn, msg []byte, m *codec.Message) {
 	s.mu.Lock()
 	sr := s.byBackend[backendKey{c, string(m.RequestID)}]
 	if sr != nil {
@@ -227,24 +250,24 @@ func (s *serverRequests) cancelled(f *Fleet, c *upConn, msg []byte, m *codec.Mes
 	sr.sess.TransportSession().Send(out)
 }
 
-// serverRequestTimeout is how long a request from backend b waits for a client's answer.
-func (f *Fleet) serverRequestTimeout(b *backend) time.Duration {
-	if f.cfg.ServerRequestTimeout > 0 {
-		return f.cfg.ServerRequestTimeout
+// timeoutFor is how long a request from backend b waits for a client's answer.
+func (s *serverRequests) timeoutFor(b *backend) time.Duration {
+	if s.timeout > 0 {
+		return s.timeout
 	}
 	return b.cfg.Timeout
 }
 
-// expireServerRequest answers the backend when its request outlived its deadline, and
-// tells the client to stop working on it.
-func (f *Fleet) expireServerRequest(id uint64) {
-	sr := f.srv.take(id, nil)
-	if sr == nil || f.life.ended() {
+// expire answers the backend when its request outlived its deadline, and tells the
+// client to stop working on it.
+func (s *serverRequests) expire(id uint64) {
+	sr := s.take(id, nil)
+	if sr == nil || s.life.ended() {
 		return
 	}
-	f.Stats.ServerRequestsExpired.Add(1)
-	d := f.serverRequestTimeout(sr.conn.b)
-	f.answer(sr.conn, codec.AppendError(nil, sr.backendID, CodeClientTimeout, "mcprouter: the client did not answer "+sr.method+" within "+d.String(), nil))
+	s.stats.ServerRequestsExpired.Add(1)
+	d := s.timeoutFor(sr.conn.b)
+	s.answer(sr.conn, codec.AppendError(nil, sr.backendID, CodeClientTimeout, "mcprouter: the client did not answer "+sr.method+" within "+d.String(), nil))
 	if t := sr.sess.TransportSession(); t != nil {
 		params := append([]byte(`{"requestId":`), strconv.AppendUint(nil, sr.id, 10)...)
 		params = append(params, `,"reason":"timed out"}`...)
@@ -252,14 +275,13 @@ func (f *Fleet) expireServerRequest(id uint64) {
 	}
 }
 
-// dropServerRequests answers the backends whose requests a closed session will never
-// answer.
-func (f *Fleet) dropServerRequests(s *router.Session) {
-	for _, sr := range f.srv.takeSession(s) {
-		f.Stats.ServerRequestsDropped.Add(1)
-		if f.life.ended() {
+// dropSession answers the backends whose requests a closed session will never answer.
+func (s *serverRequests) dropSession(sess *router.Session) {
+	for _, sr := range s.takeSession(sess) {
+		s.stats.ServerRequestsDropped.Add(1)
+		if s.life.ended() {
 			continue
 		}
-		f.answer(sr.conn, codec.AppendError(nil, sr.backendID, CodeClientGone, "mcprouter: the client session ended before answering "+sr.method, nil))
+		s.answer(sr.conn, codec.AppendError(nil, sr.backendID, CodeClientGone, "mcprouter: the client session ended before answering "+sr.method, nil))
 	}
 }

@@ -59,7 +59,7 @@ func (f *Fleet) SessionClosed(s *router.Session) {
 	delete(f.sessions, s)
 	f.sessMu.Unlock()
 	f.subs.dropSession(s)
-	f.dropServerRequests(s)
+	f.srv.dropSession(s)
 	if st != nil {
 		st.closeAll(nil)
 	}

@@ -235,7 +235,7 @@ func (f *Fleet) fromBackend(c *upConn, msg, reqID []byte) {
 	case codec.KindNotification:
 		f.backendNotification(c, msg, &m, reqID)
 	case codec.KindRequest:
-		f.backendRequest(c, msg, &m, reqID)
+		f.srv.fromBackend(c, msg, &m, reqID)
 	}
 }
 
