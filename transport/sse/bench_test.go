@@ -22,22 +22,30 @@ var benchPretty = func() []byte {
 	return b.Bytes()
 }()
 
-func BenchmarkAppendEvent(b *testing.B) {
-	for _, bc := range []struct {
+// eachMessage runs f as a sub-benchmark for each of the two messages (benchMsg and
+// benchPretty), reporting allocations and the message's bytes per op.
+func eachMessage(b *testing.B, f func(b *testing.B, data []byte)) {
+	for _, m := range []struct {
 		name string
 		data []byte
 	}{{"200B", benchMsg}, {"pretty4K", benchPretty}} {
-		b.Run(bc.name, func(b *testing.B) {
-			dst := make([]byte, 0, 8192)
-			id := EventID{Stream: 3, Seq: 123456}
-			var idb [maxEventIDLen]byte
+		b.Run(m.name, func(b *testing.B) {
 			b.ReportAllocs()
-			b.SetBytes(int64(len(bc.data)))
-			for b.Loop() {
-				dst = AppendEvent(dst[:0], id.Append(idb[:0]), "message", bc.data)
-			}
+			b.SetBytes(int64(len(m.data)))
+			f(b, m.data)
 		})
 	}
+}
+
+func BenchmarkAppendEvent(b *testing.B) {
+	eachMessage(b, func(b *testing.B, data []byte) {
+		dst := make([]byte, 0, 8192)
+		id := EventID{Stream: 3, Seq: 123456}
+		var idb [maxEventIDLen]byte
+		for b.Loop() {
+			dst = AppendEvent(dst[:0], id.Append(idb[:0]), "message", data)
+		}
+	})
 }
 
 // cycleReader returns its content over and over, in reads of at most chunk bytes.
@@ -133,43 +141,36 @@ func (s *Stream) backlog() uint64 {
 // events behind (a real publisher is paced by its backends; this one is not, and would
 // otherwise just measure the cut-off).
 func BenchmarkPublishPump(b *testing.B) {
-	for _, bc := range []struct {
-		name string
-		data []byte
-	}{{"200B", benchMsg}, {"pretty4K", benchPretty}} {
-		b.Run(bc.name, func(b *testing.B) {
-			s := NewStream(1, StreamConfig{RingEvents: 4096, RingBytes: 64 << 20, QueueBytes: 64 << 20})
-			c, err := s.Attach(0)
-			if err != nil {
+	eachMessage(b, func(b *testing.B, data []byte) {
+		s := NewStream(1, StreamConfig{RingEvents: 4096, RingBytes: 64 << 20, QueueBytes: 64 << 20})
+		c, err := s.Attach(0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		errc := make(chan error, 1)
+		go func() { errc <- c.Pump(bufio.NewWriterSize(io.Discard, 16<<10), PumpOptions{KeepAlive: -1}) }()
+		i := 0
+		for b.Loop() {
+			if _, err := s.Publish("", data); err != nil {
 				b.Fatal(err)
 			}
-			errc := make(chan error, 1)
-			go func() { errc <- c.Pump(bufio.NewWriterSize(io.Discard, 16<<10), PumpOptions{KeepAlive: -1}) }()
-			b.ReportAllocs()
-			b.SetBytes(int64(len(bc.data)))
-			i := 0
-			for b.Loop() {
-				if _, err := s.Publish("", bc.data); err != nil {
-					b.Fatal(err)
-				}
-				if i++; i%256 == 0 {
-					for spins := 0; s.backlog() > 512; spins++ {
-						if spins > 1e7 {
-							b.Fatal("the pump does not progress")
-						}
-						runtime.Gosched()
+			if i++; i%256 == 0 {
+				for spins := 0; s.backlog() > 512; spins++ {
+					if spins > 1e7 {
+						b.Fatal("the pump does not progress")
 					}
+					runtime.Gosched()
 				}
 			}
-			s.Close(0)
-			if err := <-errc; err != nil {
-				b.Fatal(err)
-			}
-			if st := s.Stats().Snapshot(); st.CutOffs != 0 || st.Written != st.Bytes {
-				b.Fatalf("stats %+v", st)
-			}
-		})
-	}
+		}
+		s.Close(0)
+		if err := <-errc; err != nil {
+			b.Fatal(err)
+		}
+		if st := s.Stats().Snapshot(); st.CutOffs != 0 || st.Written != st.Bytes {
+			b.Fatalf("stats %+v", st)
+		}
+	})
 }
 
 // BenchmarkPumpResume measures a resumption: replaying a full ring of 1024 200-byte

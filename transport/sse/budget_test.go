@@ -50,7 +50,7 @@ func TestBudgetLiveConsumerCut(t *testing.T) {
 	b := budget.New(1<<30, 32<<10)
 	acct := b.Account()
 	s := NewStream(2, StreamConfig{Account: acct})
-	c, _ := s.Attach(0)
+	c := attach(t, s)
 	g := newGateWriter()
 	errc := make(chan error, 1)
 	go func() { errc <- c.Pump(bufio.NewWriterSize(g, 16), PumpOptions{}) }()
@@ -84,7 +84,7 @@ func TestDropAndTrim(t *testing.T) {
 	if s.Trim(1<<20) != 0 {
 		t.Fatal("Trim freed events no client has read")
 	}
-	c, _ := s.Attach(0)
+	c := attach(t, s)
 	out, err := pumpAllAfterClose(t, s, c)
 	if err != nil || out == "" {
 		t.Fatalf("pump: %v", err)
@@ -133,10 +133,7 @@ func TestBudgetOversizedKeepsRing(t *testing.T) {
 	b := budget.New(1<<30, 64<<10)
 	acct := b.Account()
 	s := NewStream(3, StreamConfig{Account: acct, RingBytes: 1 << 20})
-	c, err := s.Attach(0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := attach(t, s)
 	defer c.Close()
 	ev := bytes.Repeat([]byte("k"), 4<<10)
 	for i := 0; i < 3; i++ {

@@ -47,7 +47,7 @@ func AppendEvent(dst []byte, id []byte, event string, data []byte) []byte {
 func appendBody(dst []byte, event string, data []byte) []byte {
 	if len(event) > 0 {
 		dst = append(dst, "event: "...)
-		dst = appendCleanString(dst, event)
+		dst = appendClean(dst, event, false)
 		dst = append(dst, '\n')
 	}
 	for {
@@ -81,8 +81,10 @@ func lineEnd(b []byte) int {
 	return n
 }
 
-// appendClean appends b without CR and LF, and without NUL when nul is set.
-func appendClean(dst, b []byte, nul bool) []byte {
+// appendClean appends b without CR and LF, and without NUL when nul is set. It takes
+// the id ([]byte) and the event name (string) alike; each gets its own compiled copy,
+// so neither is converted.
+func appendClean[T ~[]byte | ~string](dst []byte, b T, nul bool) []byte {
 	for len(b) > 0 {
 		i := 0
 		for i < len(b) && b[i] != '\r' && b[i] != '\n' && (!nul || b[i] != 0) {
@@ -93,21 +95,6 @@ func appendClean(dst, b []byte, nul bool) []byte {
 			i++
 		}
 		b = b[i:]
-	}
-	return dst
-}
-
-func appendCleanString(dst []byte, s string) []byte {
-	for len(s) > 0 {
-		i := 0
-		for i < len(s) && s[i] != '\r' && s[i] != '\n' {
-			i++
-		}
-		dst = append(dst, s[:i]...)
-		if i < len(s) {
-			i++
-		}
-		s = s[i:]
 	}
 	return dst
 }

@@ -22,8 +22,8 @@ func TestStatsQueuedGauge(t *testing.T) {
 	}
 
 	// Attached consumers accumulate backlog, summed over the streams.
-	ca, _ := a.Attach(0)
-	cb, _ := b.Attach(0)
+	ca := attach(t, a)
+	cb := attach(t, b)
 	var want int64
 	for i := 0; i < 3; i++ {
 		want += publishBytes(t, a, i)
@@ -84,10 +84,7 @@ func TestStatsQueuedConcurrent(t *testing.T) {
 	var pumps []chan error
 	for i := 0; i < 4; i++ {
 		s := NewStream(uint32(i), cfg)
-		c, err := s.Attach(0)
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := attach(t, s)
 		done := make(chan error, 1)
 		pumps = append(pumps, done)
 		go func() { done <- c.Pump(bufio.NewWriter(io.Discard), PumpOptions{KeepAlive: -1}) }()

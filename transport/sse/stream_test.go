@@ -84,6 +84,17 @@ func payload(i int) []byte {
 	return []byte(`{"jsonrpc":"2.0","method":"m","params":{"n":` + strconv.Itoa(i) + `}}`)
 }
 
+// attach attaches a consumer to s from the oldest event it keeps, failing the test if
+// s refuses.
+func attach(t *testing.T, s *Stream) *Consumer {
+	t.Helper()
+	c, err := s.Attach(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 func publishN(t *testing.T, s *Stream, from, to int) {
 	t.Helper()
 	for i := from; i <= to; i++ {
@@ -154,9 +165,7 @@ func TestStreamPostReply(t *testing.T) {
 			var c *Consumer
 			var err error
 			if tt.attach {
-				if c, err = s.Attach(0); err != nil {
-					t.Fatal(err)
-				}
+				c = attach(t, s)
 			}
 			s.Publish("", []byte(`{"n":1}`))
 			s.Publish("message", []byte(`{"n":2}`))
@@ -165,9 +174,7 @@ func TestStreamPostReply(t *testing.T) {
 				t.Fatalf("Publish after Close: %v", err)
 			}
 			if !tt.attach {
-				if c, err = s.Attach(0); err != nil {
-					t.Fatal(err)
-				}
+				c = attach(t, s)
 			}
 			out, err := pumpAll(t, c, tt.opts)
 			if err != nil {
@@ -191,10 +198,7 @@ func TestStreamPostReply(t *testing.T) {
 // arrive, in order, then the pump returns nil.
 func TestStreamCloseWhilePumping(t *testing.T) {
 	s := NewStream(2, StreamConfig{})
-	c, err := s.Attach(0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := attach(t, s)
 	cl := startPump(c, PumpOptions{Prime: true})
 	if e := cl.next(t); e.ID != "2-0" || e.Data != "" {
 		t.Fatalf("priming event %v", e)
@@ -219,7 +223,7 @@ func TestStreamCloseWhilePumping(t *testing.T) {
 // the broken connection had already flushed.
 func TestStreamResumeExact(t *testing.T) {
 	s := NewStream(3, StreamConfig{})
-	c, _ := s.Attach(0)
+	c := attach(t, s)
 	cl := startPump(c, PumpOptions{Prime: true})
 	prime := cl.next(t)
 	publishN(t, s, 1, 10)
@@ -357,7 +361,7 @@ func TestStreamResumeErrors(t *testing.T) {
 // flushed to the previous one.
 func TestStreamAttachUnwritten(t *testing.T) {
 	s := NewStream(6, StreamConfig{})
-	c, _ := s.Attach(0)
+	c := attach(t, s)
 	done := make(chan struct{})
 	cl := startPump(c, PumpOptions{Done: done})
 	publishN(t, s, 1, 3)
@@ -370,10 +374,7 @@ func TestStreamAttachUnwritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	publishN(t, s, 4, 5)
-	c2, err := s.Attach(0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c2 := attach(t, s)
 	if c2.Start().Seq != 3 {
 		t.Errorf("start %v, want 6-3", c2.Start())
 	}
@@ -393,14 +394,11 @@ func TestStreamAttachUnwritten(t *testing.T) {
 // TestStreamAttachReplaces: a new Attach detaches the pumping consumer.
 func TestStreamAttachReplaces(t *testing.T) {
 	s := NewStream(7, StreamConfig{})
-	c, _ := s.Attach(0)
+	c := attach(t, s)
 	var interrupted atomic.Int32
 	cl := startPump(c, PumpOptions{Prime: true, Interrupt: func() { interrupted.Add(1) }})
 	cl.next(t)
-	c2, err := s.Attach(0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c2 := attach(t, s)
 	if err := within(t, cl.errc, "Pump"); err != ErrDetached {
 		t.Fatalf("replaced Pump: %v", err)
 	}
@@ -458,7 +456,7 @@ func (g *gateWriter) Write(p []byte) (int, error) {
 // returns ErrSlowConsumer, and every event can still be resumed.
 func TestStreamSlowConsumerCutOff(t *testing.T) {
 	s := NewStream(8, StreamConfig{QueueBytes: 1024, RingBytes: 64 << 10})
-	c, _ := s.Attach(0)
+	c := attach(t, s)
 	g := newGateWriter()
 	var once sync.Once
 	errc := make(chan error, 1)
@@ -516,7 +514,7 @@ func TestStreamSlowConsumerNetPipe(t *testing.T) {
 	srv, cli := net.Pipe()
 	defer srv.Close()
 	defer cli.Close()
-	c, _ := s.Attach(0)
+	c := attach(t, s)
 	errc := make(chan error, 1)
 	go func() {
 		errc <- c.Pump(bufio.NewWriterSize(srv, 512), PumpOptions{
@@ -549,7 +547,7 @@ func TestStreamSlowConsumerNetPipe(t *testing.T) {
 // rather than silently skipping it.
 func TestStreamEvictionCutsConsumer(t *testing.T) {
 	s := NewStream(10, StreamConfig{RingEvents: 4})
-	c, _ := s.Attach(0)
+	c := attach(t, s)
 	g := newGateWriter()
 	errc := make(chan error, 1)
 	go func() { errc <- c.Pump(bufio.NewWriterSize(g, 16), PumpOptions{}) }()
@@ -573,7 +571,7 @@ func TestStreamEvictionCutsConsumer(t *testing.T) {
 // delivered whole to an idle consumer (one event is never too much by itself).
 func TestStreamBigEvent(t *testing.T) {
 	s := NewStream(11, StreamConfig{QueueBytes: 1024})
-	c, _ := s.Attach(0)
+	c := attach(t, s)
 	cl := startPump(c, PumpOptions{MaxBatch: 4096})
 	big := bytes.Repeat([]byte("x"), 300<<10)
 	for i := range 3 {
@@ -601,7 +599,7 @@ func TestStreamBigEvent(t *testing.T) {
 func TestStreamWriteError(t *testing.T) {
 	s := NewStream(12, StreamConfig{})
 	publishN(t, s, 1, 3)
-	c, _ := s.Attach(0)
+	c := attach(t, s)
 	werr := errors.New("broken pipe")
 	if err := c.Pump(bufio.NewWriter(failWriter{werr}), PumpOptions{}); err != werr {
 		t.Fatalf("Pump: %v", err)
@@ -648,7 +646,7 @@ func (w *signalWriter) String() string {
 
 func TestStreamKeepAliveAndDone(t *testing.T) {
 	s := NewStream(13, StreamConfig{})
-	c, _ := s.Attach(0)
+	c := attach(t, s)
 	w := &signalWriter{marker: ": keep-alive\n\n", seen: make(chan struct{}, 1)}
 	done := make(chan struct{})
 	errc := make(chan error, 1)
@@ -675,7 +673,7 @@ func TestStreamKeepAliveAndDone(t *testing.T) {
 func TestStreamMaxDuration(t *testing.T) {
 	s := NewStream(14, StreamConfig{})
 	publishN(t, s, 1, 2)
-	c, _ := s.Attach(0)
+	c := attach(t, s)
 	out, err := pumpAll(t, c, PumpOptions{MaxDuration: time.Millisecond, RetryMs: 50, KeepAlive: -1})
 	if err != nil {
 		t.Fatal(err)
@@ -706,7 +704,7 @@ func TestStreamConcurrentPublish(t *testing.T) {
 	// The ring holds the whole burst: this is about ordering, not about cut-offs (a
 	// reader more than RingEvents behind is cut off, see TestStreamEvictionCutsConsumer).
 	s := NewStream(15, StreamConfig{RingEvents: publishers * each})
-	c, _ := s.Attach(0)
+	c := attach(t, s)
 	cl := startPump(c, PumpOptions{KeepAlive: -1}) // no keep-alive bytes in Written
 	var wg sync.WaitGroup
 	for p := range publishers {
@@ -860,10 +858,7 @@ func TestPublishAllocs(t *testing.T) {
 // interrupt must not see a released connection.
 func TestStreamInterruptNotAfterPump(t *testing.T) {
 	s := NewStream(9, StreamConfig{})
-	c, err := s.Attach(0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := attach(t, s)
 	for i := 0; i < 200; i++ {
 		conn := new(int) // what the caller owns while its pump runs; nil once released
 		late := false
@@ -881,9 +876,7 @@ func TestStreamInterruptNotAfterPump(t *testing.T) {
 			done <- err
 		}(c)
 		within(t, started, fmt.Sprintf("the first write of pump %d", i))
-		if c, err = s.Attach(0); err != nil {
-			t.Fatal(err)
-		}
+		c = attach(t, s)
 		if err := within(t, done, "Pump"); err != ErrDetached {
 			t.Fatalf("replaced Pump: %v", err)
 		}
