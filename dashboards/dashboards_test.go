@@ -142,9 +142,6 @@ func TestDashboardsWellFormed(t *testing.T) {
 // through it, and checks that every metric any dashboard query reads is in the
 // router's /metrics output. A renamed metric fails here, not on an operator's screen.
 func TestDashboardMetricsExist(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a router and a backend")
-	}
 	s := startStack(t, slog.LevelInfo)
 	s.traffic(t.Context())
 	status, exposition := s.get("/metrics")

@@ -13,9 +13,6 @@ import (
 // /metrics counts it: by method, backend (or "router") and outcome, with backend time
 // recorded for what reached the backend and in-flight back to zero at the end.
 func TestRequestOutcomes(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a router and a backend")
-	}
 	s := startStackWith(t, slog.LevelInfo, nil, func(c *app.Config) {
 		c.Backends[0].Timeout = time.Second
 	})

@@ -11,9 +11,6 @@ import (
 // TestHealthAndReadiness: /healthz and /readyz of a real router, and what they and the
 // backend health metrics say once the only backend goes away.
 func TestHealthAndReadiness(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a router and a backend")
-	}
 	t.Parallel() // mostly waits for two failed health checks (about 10s)
 	s := startStack(t, slog.LevelInfo)
 	if status, body := s.get("/healthz"); status != 200 || body != "ok\n" {

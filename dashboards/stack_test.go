@@ -6,7 +6,6 @@ package dashboards
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -23,22 +22,27 @@ import (
 	"github.com/mcprouter/mcprouter/cmd/mcpbackend/server"
 	"github.com/mcprouter/mcprouter/cmd/mcprouter/app"
 	"github.com/mcprouter/mcprouter/cmd/mcprouter/app/apptest"
+	"github.com/mcprouter/mcprouter/internal/testio"
 )
 
 // waitLimit bounds every wait of these tests: a deadlock guard, not a timing assertion.
 const waitLimit = 30 * time.Second
+
+// maxLog bounds the log output a test keeps: enough to look at.
+const maxLog = 8 << 20
 
 // stack is a running router with one backend.
 type stack struct {
 	t       *testing.T
 	app     *app.App
 	backend *server.Server
-	logs    *logBuffer
+	logs    *testio.Buffer
 	cl      *http.Client
 }
 
 // startStack starts a backend and a router; level is the router's log level (debug
-// writes a line per request).
+// writes a line per request). With -short the test is skipped instead: every test that
+// needs a stack is an end-to-end one.
 func startStack(t *testing.T, level slog.Level) *stack {
 	t.Helper()
 	return startStackWith(t, level, nil, nil)
@@ -54,7 +58,10 @@ func startStackVia(t *testing.T, level slog.Level, via func(backendURL string) s
 // startStackWith is startStackVia with edit applied to the router's configuration.
 func startStackWith(t *testing.T, level slog.Level, via func(backendURL string) string, edit func(*app.Config)) *stack {
 	t.Helper()
-	logs := &logBuffer{}
+	if testing.Short() {
+		t.Skip("starts a router and a backend")
+	}
+	logs := &testio.Buffer{Max: maxLog}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: level}))
 	be := mcpbackendtest.Start(t, server.Config{Tick: 50 * time.Millisecond, Logger: log.With("side", "backend")})
 	url := be.URL()
@@ -303,27 +310,4 @@ func (s *stack) load(ctx context.Context, n, max int) int64 {
 	}
 	wg.Wait()
 	return min(calls.Load(), int64(max))
-}
-
-// logBuffer collects log output; safe for concurrent use, bounded.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-const maxLog = 8 << 20
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.b.Len()+len(p) > maxLog {
-		return len(p), nil // enough to look at; drop the rest
-	}
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

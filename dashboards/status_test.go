@@ -21,6 +21,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mcprouter/mcprouter/internal/testio"
 )
 
 // chromiumPath finds the browser: $CHROMIUM, or chromium on the PATH.
@@ -71,7 +73,7 @@ func startBrowser(t *testing.T, bin string) *browser {
 		"--no-first-run", "--no-default-browser-check", "--disable-extensions", "--mute-audio",
 		"--user-data-dir="+t.TempDir(), "--window-size=1280,900", "--remote-debugging-pipe", "about:blank")
 	cmd.ExtraFiles = []*os.File{cmdR, outW}
-	var stderr logBuffer
+	stderr := testio.Buffer{Max: maxLog}
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

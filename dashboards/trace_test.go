@@ -62,9 +62,6 @@ func (r *recorder) find(substr string) string {
 // progress token around them; and the router's log lines about the request carry the
 // traceparent.
 func TestTraceparentPassedOn(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a router and a backend")
-	}
 	rec := &recorder{}
 	s := startStackVia(t, slog.LevelDebug, func(u string) string { return rec.start(t, u) })
 	c := s.open()

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/internal/testio"
 	"github.com/mcprouter/mcprouter/transport"
 )
 
@@ -125,7 +126,7 @@ func (f *startedFleet) Prepare(_ *Session, x *transport.Exchange) bool {
 // its traceparent.
 func TestRouterObserves(t *testing.T) {
 	rec := &recorder{}
-	var logs lockedBuf
+	var logs testio.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	f := &startedFleet{started: make(chan int64, 1)}
 	r, err := New(Config{Version: "test", Observer: rec, Logger: log, Fleet: f})
@@ -196,23 +197,6 @@ func containsLine(out string, parts ...string) bool {
 		}
 	}
 	return false
-}
-
-type lockedBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // FuzzTraceParent: TraceParent agrees with a reference written with encoding/json on

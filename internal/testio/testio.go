@@ -1,5 +1,7 @@
-// Package testio holds the reader that tests use to show that a parser's result does
-// not depend on how the network splits a stream. Only tests import it.
+// Package testio holds the I/O pieces tests share: the reader that shows a parser's
+// result does not depend on how the network splits a stream, and the buffer that
+// collects a process's or a logger's output while the test reads it. Only tests
+// import it.
 package testio
 
 import "io"
