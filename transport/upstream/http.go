@@ -134,6 +134,8 @@ func (c *HTTPConn) Send(ctx context.Context, msg []byte) error {
 			continue // the backend did not process msg: sending it again is safe
 		case errors.Is(err, errStaleConn) && attempt < maxStaleRetries:
 			continue // nothing was sent
+		case attempt == 0 && retryAuth(err):
+			continue // a 401, and a new token to try: the backend did not process msg
 		case attempt == 0 && mp != nil && isStaleConn(err) && c.opts.retrySafe(&m):
 			continue
 		case c.ctx.Err() != nil:
@@ -160,7 +162,9 @@ func (c *HTTPConn) post(ctx context.Context, msg []byte, m *codec.Message, sess 
 	req := fasthttp.AcquireRequest()
 	defer fasthttp.ReleaseRequest(req)
 	isInit := m != nil && m.Kind == codec.KindRequest && isMethod(m, "initialize")
-	c.prepare(req, fasthttp.MethodPost, sess, !isInit)
+	if err := c.prepare(ctx, req, fasthttp.MethodPost, sess, !isInit); err != nil {
+		return err
+	}
 	req.Header.SetContentType("application/json")
 	req.Header.Set(fasthttp.HeaderAccept, "application/json, text/event-stream")
 	req.SetBodyRaw(msg)
@@ -189,7 +193,7 @@ func (c *HTTPConn) post(ctx context.Context, msg []byte, m *codec.Message, sess 
 	case status == fasthttp.StatusNotFound && sess != nil:
 		return errSessionGone
 	}
-	return statusError(resp, body, "POST")
+	return c.statusErr(req, resp, body, "POST")
 }
 
 // exchange is a POST's response, from the pool or from a pipelined connection, valid
@@ -229,13 +233,17 @@ func (c *HTTPConn) roundTrip(ctx context.Context, req *fasthttp.Request) (exchan
 	return exchange{resp: resp, body: resp.BodyStream()}, nil
 }
 
-// prepare sets what every request carries.
-func (c *HTTPConn) prepare(req *fasthttp.Request, method string, sess *session, withVersion bool) {
+// prepare sets what every request carries. It fails only when the router's
+// credentials for the backend cannot be had (a token endpoint that refuses or is down).
+func (c *HTTPConn) prepare(ctx context.Context, req *fasthttp.Request, method string, sess *session, withVersion bool) error {
 	req.SetURI(c.uri)
 	req.Header.SetMethod(method)
 	req.Header.SetUserAgent(userAgent) // the pool adds it too, the pipeline does not
 	for _, h := range c.headers {
 		req.Header.Set(h.name, h.value)
+	}
+	if err := c.setCredentials(ctx, &req.Header); err != nil {
+		return err
 	}
 	if sess != nil {
 		req.Header.Set("Mcp-Session-Id", sess.id)
@@ -245,6 +253,7 @@ func (c *HTTPConn) prepare(req *fasthttp.Request, method string, sess *session, 
 			req.Header.Set("Mcp-Protocol-Version", *v)
 		}
 	}
+	return nil
 }
 
 // do runs one exchange with ctx's deadline as its timeout. fasthttp takes no context:
@@ -318,7 +327,7 @@ func (c *HTTPConn) readJSON(resp *fasthttp.Response, body io.Reader) error {
 
 // statusError builds the error for an unexpected status, with a body excerpt. body is
 // the body stream, nil when resp holds the body whole.
-func statusError(resp *fasthttp.Response, body io.Reader, method string) error {
+func statusError(resp *fasthttp.Response, body io.Reader, method string) *StatusError {
 	e := &StatusError{Status: resp.StatusCode(), Method: method}
 	if body == nil {
 		body = bytes.NewReader(resp.Body())
@@ -454,7 +463,7 @@ func (c *HTTPConn) resume(ctx context.Context, sess *session, st *streamState, c
 		case c.ctx.Err() != nil:
 			return deadErr(c.Err())
 		case status == fasthttp.StatusNotFound, status == fasthttp.StatusMethodNotAllowed,
-			status == fasthttp.StatusBadRequest:
+			status == fasthttp.StatusBadRequest, errors.Is(err, ErrUnauthorized) && !retryAuth(err):
 			return fmt.Errorf("%w: %s: resuming: %w", ErrStreamLost, c.opts.Name, err)
 		}
 		cause = err
@@ -475,7 +484,9 @@ func (c *HTTPConn) get(ctx context.Context, sess *session, st *streamState) (int
 	resp := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
-	c.prepare(req, fasthttp.MethodGet, sess, true)
+	if err := c.prepare(ctx, req, fasthttp.MethodGet, sess, true); err != nil {
+		return 0, err
+	}
 	req.Header.Set(fasthttp.HeaderAccept, "text/event-stream")
 	if len(st.lastID) > 0 {
 		req.Header.SetBytesV("Last-Event-ID", st.lastID)
@@ -486,7 +497,7 @@ func (c *HTTPConn) get(ctx context.Context, sess *session, st *streamState) (int
 	defer resp.CloseBodyStream() //nolint:errcheck // nothing to do about it
 	status := resp.StatusCode()
 	if status != fasthttp.StatusOK {
-		return status, statusError(resp, resp.BodyStream(), "GET")
+		return status, c.statusErr(req, resp, resp.BodyStream(), "GET")
 	}
 	if !bytes.HasPrefix(resp.Header.ContentType(), []byte("text/event-stream")) {
 		return status, fmt.Errorf("%w: GET stream answered with %q", ErrProtocol, resp.Header.ContentType())
@@ -621,6 +632,9 @@ func (c *HTTPConn) streamLoop() {
 			} else if c.ctx.Err() != nil {
 				return
 			}
+		case status == fasthttp.StatusUnauthorized || status == fasthttp.StatusForbidden:
+			// The router's credentials were refused: keep trying with backoff, since a
+			// rotated secret or a new token can fix it (statusErr logged it).
 		case status/100 == 4 && status != fasthttp.StatusRequestTimeout && status != fasthttp.StatusTooManyRequests:
 			c.log.Warn("backend refused the GET stream", "err", err)
 			return
@@ -673,7 +687,11 @@ func (c *HTTPConn) deleteSession(sess *session) error {
 	resp := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
-	c.prepare(req, fasthttp.MethodDelete, sess, true)
+	ctx, cancel := context.WithTimeout(context.Background(), closeWait)
+	defer cancel()
+	if err := c.prepare(ctx, req, fasthttp.MethodDelete, sess, true); err != nil {
+		return fmt.Errorf("upstream: %s: DELETE session: %w", c.opts.Name, err)
+	}
 	req.SetTimeout(closeWait)
 	// c.do would refuse: the Conn is already dead to everyone else.
 	resp.StreamBody = true
@@ -688,5 +706,5 @@ func (c *HTTPConn) deleteSession(sess *session) error {
 	case s/100 == 2, s == fasthttp.StatusMethodNotAllowed, s == fasthttp.StatusNotFound:
 		return nil
 	}
-	return statusError(resp, resp.BodyStream(), "DELETE")
+	return c.statusErr(req, resp, resp.BodyStream(), "DELETE")
 }

@@ -86,6 +86,9 @@ func DialSSE(ctx context.Context, rawURL string, opts HTTPOptions, sink Sink) (*
 	sopts.MaxConns = 2 // the live stream, and its successor while the old one winds down
 	c.streamHC = newHostClient(addr, u.Scheme == "https", &sopts, &c.sconns)
 	st, err := c.connect(ctx)
+	if retryAuth(err) {
+		st, err = c.connect(ctx) // refused, and a new token to try
+	}
 	if err != nil {
 		c.kill(err)
 		c.conns.closeAll()
@@ -117,6 +120,9 @@ func (c *SSEConn) connect(ctx context.Context) (_ *liveStream, err error) {
 	for _, h := range c.headers {
 		req.Header.Set(h.name, h.value)
 	}
+	if err := c.setCredentials(ctx, &req.Header); err != nil {
+		return nil, err
+	}
 	req.Header.Set(fasthttp.HeaderAccept, "text/event-stream")
 	st.resp.StreamBody = true
 	if err := c.streamHC.Do(req, st.resp); err != nil {
@@ -126,7 +132,7 @@ func (c *SSEConn) connect(ctx context.Context) (_ *liveStream, err error) {
 		return nil, fmt.Errorf("upstream: %s: opening the event stream: %w", c.opts.Name, err)
 	}
 	if s := st.resp.StatusCode(); s != fasthttp.StatusOK {
-		return nil, statusError(st.resp, st.resp.BodyStream(), "GET")
+		return nil, c.statusErr(req, st.resp, st.resp.BodyStream(), "GET")
 	}
 	if !bytes.HasPrefix(st.resp.Header.ContentType(), []byte("text/event-stream")) {
 		return nil, fmt.Errorf("%w: event stream answered with %q", ErrProtocol, st.resp.Header.ContentType())
@@ -359,6 +365,8 @@ func (c *SSEConn) Send(ctx context.Context, msg []byte) error {
 			continue
 		case attempt == 0 && mp != nil && isStaleConn(err) && c.opts.retrySafe(&m):
 			continue
+		case attempt == 0 && retryAuth(err):
+			continue // a 401, and a new token to try: the backend did not process msg
 		}
 		return err
 	}
@@ -395,6 +403,9 @@ func (c *SSEConn) postTo(ctx context.Context, ep *fasthttp.URI, msg []byte) erro
 	for _, h := range c.headers {
 		req.Header.Set(h.name, h.value)
 	}
+	if err := c.setCredentials(ctx, &req.Header); err != nil {
+		return err
+	}
 	req.Header.SetContentType("application/json")
 	req.SetBodyRaw(msg)
 	if err := c.do(ctx, req, resp); err != nil {
@@ -410,7 +421,7 @@ func (c *SSEConn) postTo(ctx context.Context, ep *fasthttp.URI, msg []byte) erro
 	case s == fasthttp.StatusNotFound:
 		return errSessionGone
 	}
-	return statusError(resp, resp.BodyStream(), "POST")
+	return c.statusErr(req, resp, resp.BodyStream(), "POST")
 }
 
 func (c *SSEConn) readJSONBody(resp *fasthttp.Response) error {

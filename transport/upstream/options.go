@@ -24,6 +24,10 @@ type HTTPOptions struct {
 	// headers (Accept, Content-Type, Mcp-Session-Id, MCP-Protocol-Version,
 	// Last-Event-ID) are set by the client and must not be listed here.
 	Headers map[string]string
+	// Credentials are the router's own credentials for the backend, asked for their
+	// value on every request (see Credential). Their headers must differ from Headers'
+	// and from the transport's.
+	Credentials []Credential
 	// MaxConns bounds the pooled connections to the backend, streams included (the GET
 	// stream holds one for as long as it is open, every SSE reply one for its duration).
 	// Default 64.
@@ -176,7 +180,7 @@ func (o *HTTPOptions) validate() ([]header, error) {
 		hs = append(hs, header{k, v})
 	}
 	sort.Slice(hs, func(i, j int) bool { return hs[i].name < hs[j].name })
-	return hs, nil
+	return hs, o.validateCredentials()
 }
 
 func lowerASCII(s string) string {

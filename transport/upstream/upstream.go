@@ -153,6 +153,11 @@ var (
 	// arrived, and it could not be resumed. The backend may or may not have processed
 	// the request.
 	ErrStreamLost = errors.New("upstream: stream lost before the response")
+	// ErrUnauthorized: the backend refused the router's own credentials for it (HTTP
+	// 401 or 403), or the authorization server refused to give the router a token for
+	// it. The error names the backend; the client is told the backend refused the
+	// router, never challenged as if its own credentials were at fault.
+	ErrUnauthorized = errors.New("upstream: backend refused the router's credentials")
 	// ErrProtocol: the backend broke the transport's rules (wrong content type, an
 	// endpoint event naming another origin, a renewal answered with an error).
 	ErrProtocol = errors.New("upstream: protocol violation")
@@ -161,9 +166,12 @@ var (
 // StatusError is an unexpected HTTP status from a backend. Body holds at most
 // maxExcerpt bytes of the response body, for logs and error messages.
 type StatusError struct {
-	Status int
-	Method string // the HTTP method of the request that got it
-	Body   []byte
+	Status  int
+	Method  string // the HTTP method of the request that got it
+	Backend string // the backend's name
+	Body    []byte
+	// renewed: a 401 after which a credential has another value to try.
+	renewed bool
 }
 
 // maxExcerpt bounds StatusError.Body: enough to show a server's error text, small enough
@@ -172,7 +180,14 @@ const maxExcerpt = 256
 
 // Error implements error.
 func (e *StatusError) Error() string {
-	s := "upstream: backend answered HTTP " + strconv.Itoa(e.Status) + " to " + e.Method
+	s := "upstream: backend "
+	if e.Backend != "" {
+		s += e.Backend + " "
+	}
+	if e.Status == 401 || e.Status == 403 {
+		s += "refused the router's credentials for it: "
+	}
+	s += "answered HTTP " + strconv.Itoa(e.Status) + " to " + e.Method
 	if len(e.Body) > 0 {
 		s += ": " + string(e.Body)
 	}
@@ -181,10 +196,13 @@ func (e *StatusError) Error() string {
 
 // Is makes gateway and availability statuses match ErrBackendDown: a 502, 503 or 504
 // means the backend is not there right now, which callers handle like a refused
-// connection.
+// connection. A 401 or 403 matches ErrUnauthorized.
 func (e *StatusError) Is(target error) bool {
-	if target == ErrBackendDown {
+	switch target {
+	case ErrBackendDown:
 		return e.Status == 502 || e.Status == 503 || e.Status == 504
+	case ErrUnauthorized:
+		return e.Status == 401 || e.Status == 403
 	}
 	return false
 }
