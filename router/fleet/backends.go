@@ -265,7 +265,7 @@ func (f *Fleet) SetLogLevel(s *router.Session, level string) {
 		for _, in := range b.instances {
 			c := in.conn.Load()
 			if b.cfg.PerClient {
-				c = f.state(s).conn(in)
+				c = f.sessions.state(s).conn(in)
 			}
 			if c == nil || c.dead() {
 				continue

@@ -47,10 +47,7 @@ type Fleet struct {
 
 	collisions sync.Map // collisions already logged
 
-	sessMu   sync.Mutex
-	sessions map[*router.Session]*sessionState
-	// upSlots holds one token per per-client upstream session open (upsessions.go).
-	upSlots chan struct{}
+	sessions *sessions
 
 	life *lifecycle
 
@@ -83,9 +80,9 @@ type Stats struct {
 // New builds a fleet; Start connects it.
 func New(cfg Config) *Fleet {
 	cfg.defaults()
-	f := &Fleet{cfg: cfg, log: cfg.Logger, life: newLifecycle(), table: newTable(), sessions: map[*router.Session]*sessionState{},
-		upSlots: make(chan struct{}, cfg.MaxUpstreamSessions)}
+	f := &Fleet{cfg: cfg, log: cfg.Logger, life: newLifecycle(), table: newTable()}
 	f.conns = &connector{table: f.table, events: f, log: f.log, name: cfg.ClientName, version: cfg.ClientVersion}
+	f.sessions = newSessions(f.life, f.conns, &f.Stats, cfg.MaxUpstreamSessions, cfg.UpstreamSessionWait)
 	f.srv = newServerRequests(f.life, f.table, f.log, &f.Stats, cfg.MaxServerRequests, cfg.ServerRequestTimeout)
 	if cfg.Bus != nil && cfg.Bus.JS != nil {
 		cs, err := newClusterSubs(f, cfg.Bus)
@@ -142,14 +139,8 @@ func (f *Fleet) Close() {
 			}
 		}
 	}
-	states := f.sessionStates()
-	// Per-client upstream sessions close together; Close returns once they are closed
-	// (their children stopped), each within the upstream's own bounded timeouts.
-	var closing sync.WaitGroup
-	for _, st := range states {
-		st.closeAll(&closing)
-	}
-	closing.Wait()
+	// Per-client upstream sessions close together; Close returns once they are closed.
+	f.sessions.closeAll()
 	// Whatever was sent and is still in flight gets an answer (a routed request's
 	// forward fails its send on the closed context and answers it).
 	for _, e := range f.table.takeAll(nil) {
@@ -185,6 +176,20 @@ func (f *Fleet) BackendHealth(fn func(name string, healthy, total int)) {
 		fn(b.cfg.Name, h, len(b.instances))
 	}
 }
+
+// SessionOpened implements router.Fleet.
+func (f *Fleet) SessionOpened(s *router.Session) { f.sessions.open(s) }
+
+// SessionClosed implements router.Fleet: each part forgets the session; its
+// backends' requests are answered before its upstream sessions close.
+func (f *Fleet) SessionClosed(s *router.Session) {
+	f.subs.dropSession(s)
+	f.srv.dropSession(s)
+	f.sessions.end(s)
+}
+
+// UpstreamSessions is the number of per-client upstream sessions open (or opening).
+func (f *Fleet) UpstreamSessions() int { return f.sessions.inUse() }
 
 // InFlight is the number of requests waiting for a backend.
 func (f *Fleet) InFlight() int { return f.table.len() }

@@ -89,10 +89,10 @@ func (f *Fleet) forward(e *entry) {
 	b := e.backend
 	// The upstream session first: a request waiting for a per-client session (beyond
 	// the cap) must not hold one of the backend's concurrency slots meanwhile.
-	c, err := f.connFor(e)
+	c, err := f.sessions.upstreamFor(e)
 	if err != nil {
 		if errors.Is(err, errUpstreamFull) {
-			f.abandon(e, codec.CodeOverloaded, f.upstreamFullMessage(b))
+			f.abandon(e, codec.CodeOverloaded, f.sessions.fullMessage(b))
 			return
 		}
 		f.abandon(e, CodeBackendUnavailable, "backend "+b.cfg.Name+" unavailable: "+err.Error())

@@ -24,7 +24,7 @@ import (
 // broadcast sends a notification to every client session.
 func (f *Fleet) broadcast(method string) {
 	msg := codec.AppendNotification(nil, method, nil)
-	for _, st := range f.sessionStates() {
+	for _, st := range f.sessions.all() {
 		if t := st.sess.TransportSession(); t != nil {
 			t.SendNotice(msg)
 		}
@@ -166,7 +166,7 @@ func (f *Fleet) clientNotification(s *router.Session, x *transport.Exchange) boo
 			f.finishCancelled(e)
 		}
 	case "notifications/roots/list_changed":
-		f.forEachSessionConn(s, func(c *upConn) {
+		f.sessions.eachConn(s, func(c *upConn) {
 			c.conn.Send(f.life.ctx, codec.AppendNotification(nil, "notifications/roots/list_changed", nil))
 		})
 	}

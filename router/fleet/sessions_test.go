@@ -68,9 +68,17 @@ func perClientFleet(t *testing.T, max int, wait time.Duration) (*Fleet, *fakeBac
 	return f, fb
 }
 
-// openFor opens (or finds) sess's upstream session as a forwarded request would.
-func openFor(f *Fleet, sess *router.Session) (*upConn, error) {
-	return f.connFor(&entry{sess: sess, backend: f.backends[0], deadline: deadlineIn(time.Minute)})
+// testSessions is the sessions part of a perClientFleet, tested on its own: the
+// fleet only wires it (its connector's handshake answers go through the in-flight
+// table).
+func testSessions(t *testing.T, max int, wait time.Duration) (*sessions, *backend, *fakeBackend) {
+	f, fb := perClientFleet(t, max, wait)
+	return f.sessions, f.backends[0], fb
+}
+
+// openFor opens (or finds) sess's upstream session with b as a forwarded request would.
+func openFor(ss *sessions, b *backend, sess *router.Session) (*upConn, error) {
+	return ss.upstreamFor(&entry{sess: sess, backend: b, deadline: deadlineIn(time.Minute)})
 }
 
 // TestUpstreamSessionCap checks the cap on per-client upstream sessions: beyond it a
@@ -78,22 +86,22 @@ func openFor(f *Fleet, sess *router.Session) (*upConn, error) {
 // closed, and is refused with errUpstreamFull when none ends in time; never are more
 // open than the cap.
 func TestUpstreamSessionCap(t *testing.T) {
-	f, fb := perClientFleet(t, 2, time.Minute)
+	ss, b, fb := testSessions(t, 2, time.Minute)
 	sess := make([]*router.Session, 6)
 	for i := range sess {
 		sess[i] = new(router.Session)
-		f.SessionOpened(sess[i])
+		ss.open(sess[i])
 	}
 	first := make([]*upConn, 2)
 	for i := range first {
-		c, err := openFor(f, sess[i])
+		c, err := openFor(ss, b, sess[i])
 		if err != nil {
 			t.Fatalf("session %d: %v", i, err)
 		}
 		first[i] = c
 	}
-	if c, err := openFor(f, sess[0]); err != nil || c != first[0] || f.UpstreamSessions() != 2 {
-		t.Fatalf("a session's second request did not reuse its upstream session: %v (%d open)", err, f.UpstreamSessions())
+	if c, err := openFor(ss, b, sess[0]); err != nil || c != first[0] || ss.inUse() != 2 {
+		t.Fatalf("a session's second request did not reuse its upstream session: %v (%d open)", err, ss.inUse())
 	}
 	// Four more wait their turn; each one that gets a session ends, freeing a slot.
 	var wg sync.WaitGroup
@@ -102,16 +110,16 @@ func TestUpstreamSessionCap(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := openFor(f, sess[i]); err != nil {
+			if _, err := openFor(ss, b, sess[i]); err != nil {
 				errs <- err
 				return
 			}
-			f.SessionClosed(sess[i])
+			ss.end(sess[i])
 		}()
 	}
-	eventually(t, "two requests queued", func() bool { return f.Stats.UpstreamQueued.Load() >= 2 || len(errs) > 0 })
-	f.SessionClosed(sess[0])
-	f.SessionClosed(sess[1])
+	eventually(t, "two requests queued", func() bool { return ss.stats.UpstreamQueued.Load() >= 2 || len(errs) > 0 })
+	ss.end(sess[0])
+	ss.end(sess[1])
 	wg.Wait()
 	close(errs)
 	for err := range errs {
@@ -120,31 +128,31 @@ func TestUpstreamSessionCap(t *testing.T) {
 	if p := fb.peak.Load(); p > 2 {
 		t.Errorf("%d upstream sessions open at once, want at most 2", p)
 	}
-	eventually(t, "every upstream session closed", func() bool { return fb.open.Load() == 0 && f.UpstreamSessions() == 0 })
+	eventually(t, "every upstream session closed", func() bool { return fb.open.Load() == 0 && ss.inUse() == 0 })
 }
 
 // TestUpstreamSessionRefused: with every slot held and none freed within the wait, the
 // request is refused as overloaded; a session that ended gets nothing opened.
 func TestUpstreamSessionRefused(t *testing.T) {
-	f, fb := perClientFleet(t, 1, 20*time.Millisecond)
+	ss, be, fb := testSessions(t, 1, 20*time.Millisecond)
 	a, b := new(router.Session), new(router.Session)
-	f.SessionOpened(a)
-	f.SessionOpened(b)
-	if _, err := openFor(f, a); err != nil {
+	ss.open(a)
+	ss.open(b)
+	if _, err := openFor(ss, be, a); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := openFor(f, b); !errors.Is(err, errUpstreamFull) {
+	if _, err := openFor(ss, be, b); !errors.Is(err, errUpstreamFull) {
 		t.Fatalf("beyond the cap: err = %v, want errUpstreamFull", err)
 	}
-	if got := f.Stats.UpstreamRefused.Load(); got != 1 {
+	if got := ss.stats.UpstreamRefused.Load(); got != 1 {
 		t.Errorf("UpstreamRefused = %d, want 1", got)
 	}
-	f.SessionClosed(b)
-	if _, err := openFor(f, b); !errors.Is(err, errSessionEnded) {
+	ss.end(b)
+	if _, err := openFor(ss, be, b); !errors.Is(err, errSessionEnded) {
 		t.Fatalf("for an ended session: err = %v, want errSessionEnded", err)
 	}
-	f.SessionClosed(a)
-	eventually(t, "every upstream session closed", func() bool { return fb.open.Load() == 0 && f.UpstreamSessions() == 0 })
+	ss.end(a)
+	eventually(t, "every upstream session closed", func() bool { return fb.open.Load() == 0 && ss.inUse() == 0 })
 }
 
 // eventually waits for cond, which an event in another goroutine makes true, failing
@@ -163,33 +171,33 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // TestUpstreamWaitEndsWithSession: a request waiting for a slot gives up when its
 // client session ends, without opening anything.
 func TestUpstreamWaitEndsWithSession(t *testing.T) {
-	f, fb := perClientFleet(t, 1, time.Hour)
+	ss, b, fb := testSessions(t, 1, time.Hour)
 	a, c := new(router.Session), new(router.Session)
-	f.SessionOpened(a)
-	f.SessionOpened(c)
-	if _, err := openFor(f, a); err != nil {
+	ss.open(a)
+	ss.open(c)
+	if _, err := openFor(ss, b, a); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { _, err := openFor(f, c); done <- err }()
-	eventually(t, "the request queued", func() bool { return f.Stats.UpstreamQueued.Load() == 1 })
-	f.SessionClosed(c)
+	go func() { _, err := openFor(ss, b, c); done <- err }()
+	eventually(t, "the request queued", func() bool { return ss.stats.UpstreamQueued.Load() == 1 })
+	ss.end(c)
 	if err := <-done; !errors.Is(err, errSessionEnded) {
 		t.Fatalf("queued request of an ended session: err = %v, want errSessionEnded", err)
 	}
 	if n := fb.open.Load(); n != 1 {
 		t.Errorf("%d upstream sessions open, want only the first session's", n)
 	}
-	f.SessionClosed(a)
-	eventually(t, "every upstream session closed", func() bool { return fb.open.Load() == 0 && f.UpstreamSessions() == 0 })
+	ss.end(a)
+	eventually(t, "every upstream session closed", func() bool { return fb.open.Load() == 0 && ss.inUse() == 0 })
 }
 
 // TestUpstreamOpenedOnce: a session's concurrent first requests open one upstream
 // session between them, taking one slot, not one each.
 func TestUpstreamOpenedOnce(t *testing.T) {
-	f, fb := perClientFleet(t, 4, time.Hour)
+	ss, b, fb := testSessions(t, 4, time.Hour)
 	sess := new(router.Session)
-	f.SessionOpened(sess)
+	ss.open(sess)
 	const n = 8
 	conns := make(chan *upConn, n)
 	var wg sync.WaitGroup
@@ -197,7 +205,7 @@ func TestUpstreamOpenedOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c, err := openFor(f, sess)
+			c, err := openFor(ss, b, sess)
 			if err != nil {
 				t.Error(err)
 			}
@@ -212,11 +220,11 @@ func TestUpstreamOpenedOnce(t *testing.T) {
 			t.Fatal("concurrent requests of one session got different upstream sessions")
 		}
 	}
-	if p, u := fb.peak.Load(), f.UpstreamSessions(); p != 1 || u != 1 {
+	if p, u := fb.peak.Load(), ss.inUse(); p != 1 || u != 1 {
 		t.Errorf("%d upstream sessions opened at once, %d slots held; want 1 and 1", p, u)
 	}
-	f.SessionClosed(sess)
-	eventually(t, "every upstream session closed", func() bool { return fb.open.Load() == 0 && f.UpstreamSessions() == 0 })
+	ss.end(sess)
+	eventually(t, "every upstream session closed", func() bool { return fb.open.Load() == 0 && ss.inUse() == 0 })
 }
 
 // TestCloseWaitsForUpstreamSessions checks that Close returns only once every
@@ -226,7 +234,7 @@ func TestCloseWaitsForUpstreamSessions(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		sess := new(router.Session)
 		f.SessionOpened(sess)
-		if _, err := openFor(f, sess); err != nil {
+		if _, err := openFor(f.sessions, f.backends[0], sess); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -10,11 +10,10 @@ import (
 	"github.com/mcprouter/mcprouter/router"
 )
 
-// Per-client upstream sessions: the fleet's state of each client session (sessionState),
-// the upstream session a per-client backend opens for it on first use (one request opens
-// it while the session's others wait), and the cap on how many are open at once
-// (upSlots). Called by forwarding on dispatcher workers and by SessionOpened/Closed from
-// the router; closing runs in the background.
+// sessions is the part that owns the fleet's state of each client session
+// (sessionState) and the per-client upstream sessions opened for them: the upstream
+// session a per-client backend opens for a client on first use (one request opens it
+// while the session's others wait), and the cap on how many are open at once (slots).
 //
 // Per-client upstream sessions (BackendConfig.PerClient) cost the backend a session
 // each, and a stdio backend a child process each: the fleet holds at most
@@ -23,8 +22,32 @@ import (
 // Config.UpstreamSessionWait, then gets an overload error. A slot is given back once
 // the upstream session is closed (its child has exited), when its client session ends
 // or when it is found dead.
+//
+// Who calls it: open and end from the router (SessionOpened/SessionClosed), upstreamFor
+// from forwarding on dispatcher workers, the lookups from anywhere. Its lock guards the
+// registry only; each sessionState has its own, and no I/O happens under either:
+// opening runs on the requesting worker, closing in the background.
+type sessions struct {
+	life  *lifecycle
+	conns *connector // opens per-client upstream sessions, as their client
+	stats *Stats
+	max   int           // Config.MaxUpstreamSessions
+	wait  time.Duration // Config.UpstreamSessionWait
+	// slots holds one token per per-client upstream session open (or opening).
+	slots chan struct{}
 
-// sessionState is the fleet's state of one client session.
+	mu sync.Mutex
+	m  map[*router.Session]*sessionState
+}
+
+func newSessions(life *lifecycle, conns *connector, stats *Stats, max int, wait time.Duration) *sessions {
+	return &sessions{life: life, conns: conns, stats: stats, max: max, wait: wait,
+		slots: make(chan struct{}, max), m: map[*router.Session]*sessionState{}}
+}
+
+// sessionState is the fleet's state of one client session. sess is the one place the
+// per-client upstream sessions learn who their client is (connector.open's owner): what
+// the backend is shown of the client is read from it there.
 type sessionState struct {
 	sess  *router.Session
 	mu    sync.Mutex
@@ -43,46 +66,56 @@ func newSessionState(s *router.Session) *sessionState {
 	return &sessionState{sess: s, done: make(chan struct{})}
 }
 
-// SessionOpened implements router.Fleet.
-func (f *Fleet) SessionOpened(s *router.Session) {
-	f.sessMu.Lock()
-	if _, ok := f.sessions[s]; !ok {
-		f.sessions[s] = newSessionState(s)
+// open records a new client session.
+func (ss *sessions) open(s *router.Session) {
+	ss.mu.Lock()
+	if _, ok := ss.m[s]; !ok {
+		ss.m[s] = newSessionState(s)
 	}
-	f.sessMu.Unlock()
+	ss.mu.Unlock()
 }
 
-// SessionClosed implements router.Fleet.
-func (f *Fleet) SessionClosed(s *router.Session) {
-	f.sessMu.Lock()
-	st := f.sessions[s]
-	delete(f.sessions, s)
-	f.sessMu.Unlock()
-	f.subs.dropSession(s)
-	f.srv.dropSession(s)
+// end forgets an ended client session and closes its upstream sessions in the
+// background.
+func (ss *sessions) end(s *router.Session) {
+	ss.mu.Lock()
+	st := ss.m[s]
+	delete(ss.m, s)
+	ss.mu.Unlock()
 	if st != nil {
 		st.closeAll(nil)
 	}
 }
 
-// state returns the fleet's state of an open session (SessionOpened), nil once it ended:
+// state returns the fleet's state of an open session (open), nil once it ended:
 // nothing may be opened for a session that is gone.
-func (f *Fleet) state(s *router.Session) *sessionState {
-	f.sessMu.Lock()
-	defer f.sessMu.Unlock()
-	return f.sessions[s]
+func (ss *sessions) state(s *router.Session) *sessionState {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.m[s]
 }
 
-// sessionStates returns the states of the open client sessions, for work done on each
-// outside sessMu.
-func (f *Fleet) sessionStates() []*sessionState {
-	f.sessMu.Lock()
-	defer f.sessMu.Unlock()
-	list := make([]*sessionState, 0, len(f.sessions))
-	for _, st := range f.sessions {
+// all returns the states of the open client sessions, for work done on each outside
+// the registry's lock.
+func (ss *sessions) all() []*sessionState {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	list := make([]*sessionState, 0, len(ss.m))
+	for _, st := range ss.m {
 		list = append(list, st)
 	}
 	return list
+}
+
+// closeAll closes every open session's upstream sessions and returns once they are
+// closed (their children stopped), each within the upstream's own bounded timeouts:
+// the fleet's shutdown.
+func (ss *sessions) closeAll() {
+	var closing sync.WaitGroup
+	for _, st := range ss.all() {
+		st.closeAll(&closing)
+	}
+	closing.Wait()
 }
 
 // closeAll closes the session's upstream sessions (in the background: a child takes a
@@ -111,6 +144,7 @@ func (st *sessionState) closeAll(closing *sync.WaitGroup) {
 	}
 }
 
+// conn returns the session's open upstream session with instance in, if any.
 func (st *sessionState) conn(in *instance) *upConn {
 	if st == nil {
 		return nil
@@ -120,29 +154,29 @@ func (st *sessionState) conn(in *instance) *upConn {
 	return st.conns[in]
 }
 
-// errUpstreamFull is returned by acquireUpstream when no slot freed up in time.
+// errUpstreamFull is returned by acquire when no slot freed up in time.
 var errUpstreamFull = errors.New("too many upstream sessions")
 
-// errSessionEnded is returned by connFor for a client session that ended meanwhile.
+// errSessionEnded is returned by upstreamFor for a client session that ended meanwhile.
 var errSessionEnded = errors.New("the client session ended")
 
-// acquireUpstream takes a slot for one per-client upstream session, waiting at most
-// Config.UpstreamSessionWait, until ctx ends or the client session ends (gone).
-func (f *Fleet) acquireUpstream(ctx context.Context, gone <-chan struct{}) error {
+// acquire takes a slot for one per-client upstream session, waiting at most wait,
+// until ctx ends or the client session ends (gone).
+func (ss *sessions) acquire(ctx context.Context, gone <-chan struct{}) error {
 	select {
-	case f.upSlots <- struct{}{}:
+	case ss.slots <- struct{}{}:
 		return nil
 	default:
 	}
-	f.Stats.UpstreamQueued.Add(1)
-	defer f.Stats.UpstreamQueued.Add(-1)
-	t := time.NewTimer(f.cfg.UpstreamSessionWait)
+	ss.stats.UpstreamQueued.Add(1)
+	defer ss.stats.UpstreamQueued.Add(-1)
+	t := time.NewTimer(ss.wait)
 	defer t.Stop()
 	select {
-	case f.upSlots <- struct{}{}:
+	case ss.slots <- struct{}{}:
 		return nil
 	case <-t.C:
-		f.Stats.UpstreamRefused.Add(1)
+		ss.stats.UpstreamRefused.Add(1)
 		return errUpstreamFull
 	case <-ctx.Done():
 		return ctx.Err()
@@ -151,13 +185,13 @@ func (f *Fleet) acquireUpstream(ctx context.Context, gone <-chan struct{}) error
 	}
 }
 
-// UpstreamSessions is the number of per-client upstream sessions open (or opening).
-func (f *Fleet) UpstreamSessions() int { return len(f.upSlots) }
+// inUse is the number of per-client upstream sessions open (or opening).
+func (ss *sessions) inUse() int { return len(ss.slots) }
 
-// upstreamFullMessage explains an errUpstreamFull to the client.
-func (f *Fleet) upstreamFullMessage(b *backend) string {
+// fullMessage explains an errUpstreamFull to the client.
+func (ss *sessions) fullMessage(b *backend) string {
 	return "mcprouter: overloaded: backend " + b.cfg.Name + " needs a session of its own for this client, and all " +
-		strconv.Itoa(f.cfg.MaxUpstreamSessions) + " per-client upstream sessions stayed busy for " + f.cfg.UpstreamSessionWait.String()
+		strconv.Itoa(ss.max) + " per-client upstream sessions stayed busy for " + ss.wait.String()
 }
 
 // closeUpstream closes a per-client upstream session and then gives its slot back
@@ -169,27 +203,25 @@ func (c *upConn) closeUpstream() {
 	}
 }
 
-// openClientConn opens the client's own upstream session with instance in, within a
-// slot of the cap: it waits for one, dials and performs the handshake with the
-// client's capabilities.
-func (f *Fleet) openClientConn(ctx context.Context, in *instance, st *sessionState) (*upConn, error) {
-	if err := f.acquireUpstream(ctx, st.done); err != nil {
+// openConn opens the client's own upstream session with instance in, within a slot of
+// the cap: it waits for one, then dials and performs the handshake as the client.
+func (ss *sessions) openConn(ctx context.Context, in *instance, st *sessionState) (*upConn, error) {
+	if err := ss.acquire(ctx, st.done); err != nil {
 		return nil, err
 	}
-	sess := st.sess
-	c, err := f.conns.open(ctx, in, sess)
+	c, err := ss.conns.open(ctx, in, st.sess)
 	if err != nil {
-		<-f.upSlots
+		<-ss.slots
 		return nil, err
 	}
-	c.slots = f.upSlots
+	c.slots = ss.slots
 	c.slot.Store(true)
 	return c, nil
 }
 
-// connFor returns the upstream session to send e on: a healthy instance's shared
+// upstreamFor returns the upstream session to send e on: a healthy instance's shared
 // session, or the client's own session with that instance (opened on first use).
-func (f *Fleet) connFor(e *entry) (*upConn, error) {
+func (ss *sessions) upstreamFor(e *entry) (*upConn, error) {
 	b := e.backend
 	in := b.pick()
 	if in == nil {
@@ -201,22 +233,22 @@ func (f *Fleet) connFor(e *entry) (*upConn, error) {
 		}
 		return nil, errors.New("instance " + in.dialer.Addr + " not connected")
 	}
-	st := f.state(e.sess)
+	st := ss.state(e.sess)
 	if st == nil {
 		return nil, errSessionEnded
 	}
 	if c := st.conn(in); c != nil && !c.dead() {
 		return c, nil // open already: no wait, so no deadline to set up
 	}
-	ctx, cancel := context.WithDeadline(f.life.ctx, time.Unix(0, e.deadline))
+	ctx, cancel := context.WithDeadline(ss.life.ctx, time.Unix(0, e.deadline))
 	defer cancel()
-	return f.clientConn(ctx, st, in)
+	return ss.clientConn(ctx, st, in)
 }
 
 // clientConn returns the session's own upstream session with instance in, opening it
 // on first use. One request of the session opens it while the session's others wait
 // for it, so that a client never holds more than one slot of the cap per instance.
-func (f *Fleet) clientConn(ctx context.Context, st *sessionState, in *instance) (*upConn, error) {
+func (ss *sessions) clientConn(ctx context.Context, st *sessionState, in *instance) (*upConn, error) {
 	for {
 		st.mu.Lock()
 		if st.closed {
@@ -249,7 +281,7 @@ func (f *Fleet) clientConn(ctx context.Context, st *sessionState, in *instance) 
 		st.opening[in] = opening
 		st.mu.Unlock()
 
-		c, err := f.openClientConn(ctx, in, st)
+		c, err := ss.openConn(ctx, in, st)
 		st.mu.Lock()
 		delete(st.opening, in)
 		close(opening)
@@ -269,10 +301,9 @@ func (f *Fleet) clientConn(ctx context.Context, st *sessionState, in *instance) 
 	}
 }
 
-// forEachSessionConn calls fn (in the background) for each per-client upstream session
-// of s.
-func (f *Fleet) forEachSessionConn(s *router.Session, fn func(*upConn)) {
-	st := f.state(s)
+// eachConn calls fn (in the background) for each per-client upstream session of s.
+func (ss *sessions) eachConn(s *router.Session, fn func(*upConn)) {
+	st := ss.state(s)
 	if st == nil {
 		return
 	}
@@ -283,6 +314,6 @@ func (f *Fleet) forEachSessionConn(s *router.Session, fn func(*upConn)) {
 	}
 	st.mu.Unlock()
 	for _, c := range list {
-		f.life.spawn(func() { fn(c) })
+		ss.life.spawn(func() { fn(c) })
 	}
 }
