@@ -108,6 +108,17 @@ func publishN(t *testing.T, s *Stream, from, to int) {
 	}
 }
 
+// pumpEvents pumps c with the default options until it returns, failing the test on an
+// error, and returns the events it wrote.
+func pumpEvents(t *testing.T, c *Consumer) []rec {
+	t.Helper()
+	out, err := pumpAll(t, c, PumpOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return parseAll(t, out).events
+}
+
 // checkSeq checks that events are exactly the stream's events from..to, in order.
 func checkSeq(t *testing.T, stream uint32, evs []rec, from, to int) {
 	t.Helper()
@@ -246,11 +257,7 @@ func TestStreamResumeExact(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close(0)
-	out, err := pumpAll(t, c2, PumpOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got = append(got, parseAll(t, out).events...)
+	got = append(got, pumpEvents(t, c2)...)
 	checkSeq(t, 3, got, 1, 12)
 
 	// From the priming id (Seq 0), Resume replays from the first event.
@@ -259,11 +266,7 @@ func TestStreamResumeExact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err = pumpAll(t, c3, PumpOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkSeq(t, 3, parseAll(t, out).events, 1, 12)
+	checkSeq(t, 3, pumpEvents(t, c3), 1, 12)
 	if n := s.Stats().Resumes.Load(); n != 2 {
 		t.Errorf("resumes %d, want 2", n)
 	}
@@ -300,11 +303,7 @@ func TestStreamResumeNeverCrossesStreams(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, err := pumpAll(t, c, PumpOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		checkSeq(t, id.Stream, parseAll(t, out).events, tt.from, 20)
+		checkSeq(t, id.Stream, pumpEvents(t, c), tt.from, 20)
 	}
 	if got := stats.Events.Load(); got != 40 {
 		t.Errorf("shared stats counted %d events", got)
@@ -341,11 +340,7 @@ func TestStreamResumeErrors(t *testing.T) {
 		t.Fatalf("Attach(0): %v, start %v", err, c.Start())
 	}
 	s.Close(0)
-	out, err := pumpAll(t, c, PumpOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkSeq(t, 4, parseAll(t, out).events, 7, 10)
+	checkSeq(t, 4, pumpEvents(t, c), 7, 10)
 	// Closed: exact positions still replay, the end is ErrClosed.
 	if _, err := s.Resume(10); err != ErrClosed {
 		t.Errorf("Resume at end of closed stream: %v", err)
@@ -497,11 +492,7 @@ func TestStreamSlowConsumerCutOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close(0)
-	out, err := pumpAll(t, c2, PumpOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkSeq(t, 8, parseAll(t, out).events, 1, n+5)
+	checkSeq(t, 8, pumpEvents(t, c2), 1, n+5)
 	if got := s.Stats().CutOffs.Load(); got != 1 {
 		t.Errorf("cut-offs %d", got)
 	}
@@ -609,11 +600,7 @@ func TestStreamWriteError(t *testing.T) {
 		t.Fatalf("Attach: %v %v", err, c2.Start())
 	}
 	s.Close(0)
-	out, err := pumpAll(t, c2, PumpOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkSeq(t, 12, parseAll(t, out).events, 1, 3)
+	checkSeq(t, 12, pumpEvents(t, c2), 1, 3)
 }
 
 type failWriter struct{ err error }
@@ -690,11 +677,7 @@ func TestStreamMaxDuration(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close(0)
-	out, err = pumpAll(t, c2, PumpOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkSeq(t, 14, parseAll(t, out).events, 3, 3)
+	checkSeq(t, 14, pumpEvents(t, c2), 3, 3)
 }
 
 // TestStreamConcurrentPublish: many goroutines publish while one consumer reads; every
