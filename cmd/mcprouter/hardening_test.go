@@ -217,15 +217,15 @@ func TestNoSecretsInLogs(t *testing.T) {
 }
 
 // TestRefusesExposedListener: the router does not start on all interfaces without
-// allowlists and an explicit allow_unauthenticated, and says what to set; nor with an
-// embedded NATS listener without credentials.
+// auth.mode, and says what to set; nor with an embedded NATS listener without
+// credentials.
 func TestRefusesExposedListener(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		args []string
 		want string
 	}{
-		{"mcp on all interfaces", []string{"--listen", "0.0.0.0:0"}, "security.allow_unauthenticated"},
+		{"mcp on all interfaces", []string{"--listen", "0.0.0.0:0"}, "set auth.mode"},
 		{"nats without credentials", []string{"--listen", "127.0.0.1:0", "--config", writeConfig(t, "nats:\n  listen: 127.0.0.1:0\n")}, "set nats.user and nats.password"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

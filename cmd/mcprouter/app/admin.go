@@ -123,6 +123,9 @@ func (a *App) watchMetrics() error {
 	if err := a.Metrics.Register(a.Prometheus); err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
+	if err := a.Prometheus.Register(newAuthCollector(a.Auth, a.HTTP)); err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
 	a.admin = admin.New(admin.Config{
 		Addr:     a.cfg.Admin.Listen,
 		Gatherer: a.Prometheus,

@@ -17,6 +17,7 @@ import (
 	"github.com/mcprouter/mcprouter/router"
 	"github.com/mcprouter/mcprouter/router/fleet"
 	"github.com/mcprouter/mcprouter/transport"
+	"github.com/mcprouter/mcprouter/transport/auth"
 	"github.com/mcprouter/mcprouter/transport/logsafe"
 	"github.com/mcprouter/mcprouter/transport/natsbus"
 	"github.com/mcprouter/mcprouter/transport/sse"
@@ -28,13 +29,15 @@ var Version = "dev"
 
 // App is a running router: the transports, the router and what they need.
 type App struct {
-	cfg           Config
-	log           *slog.Logger
-	Router        *router.Router
-	Reg           *transport.Registry
-	HTTP          *transport.HTTPServer
-	Fleet         *fleet.Fleet // nil without backends
-	Bus           *natsbus.Bus
+	cfg    Config
+	log    *slog.Logger
+	Router *router.Router
+	Reg    *transport.Registry
+	HTTP   *transport.HTTPServer
+	Fleet  *fleet.Fleet // nil without backends
+	Bus    *natsbus.Bus
+	// Auth authenticates MCP clients (not Enabled with auth.mode off).
+	Auth          *auth.Authenticator
 	observability // metrics and the admin listener (admin.go)
 
 	ln     net.Listener
@@ -53,6 +56,17 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 		log = slog.Default()
 	}
 	a := &App{cfg: cfg, log: log}
+	authn, err := startAuth(&cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	a.Auth = authn
+	started := false
+	defer func() {
+		if !started {
+			authn.Close() // its key refresh
+		}
+	}()
 	// The router and the fleet log per-request warnings a client can provoke at will:
 	// a few a second at most, with the count of those dropped.
 	reqLog := logsafe.LimitWarnings(log, 10, 50)
@@ -117,19 +131,27 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 		InitBurst:      cfg.Sessions.InitBurst,
 		Events:         events,
 		Resolver:       resolver(r, rc.Store != nil),
+		Auth:           a.Auth,
+		Audit:          auditLogger(log),
 	}, a.Reg, r)
 	if err := a.watchMetrics(); err != nil {
 		bus.Close()
 		return nil, err
 	}
+	started = true
 	return a, nil
 }
 
-// Handler is the fasthttp handler of every MCP endpoint.
+// Handler is the fasthttp handler of every MCP endpoint, and of the protected resource
+// metadata when clients are authenticated.
 func (a *App) Handler() fasthttp.RequestHandler {
 	p := a.cfg.Paths
-	return mcphttp.Handler(a.HTTP, mcphttp.Paths{MCP: p.MCP, SSE: p.SSE, Message: p.Message},
+	h := mcphttp.Handler(a.HTTP, mcphttp.Paths{MCP: p.MCP, SSE: p.SSE, Message: p.Message},
 		"not found: the MCP endpoint is "+p.MCP)
+	if !a.Auth.Enabled() {
+		return h
+	}
+	return withMetadata(h, a.HTTP, a.HTTP.MetadataPaths(p.MCP))
 }
 
 // Start connects the backends, waiting up to wait for their catalogs.
@@ -231,6 +253,7 @@ func (a *App) Shutdown(ctx context.Context) error {
 			a.Fleet.Close()
 		}
 		a.Bus.Close()
+		a.Auth.Close()
 		if stopped != nil {
 			if serr := <-stopped; serr != nil && err == nil {
 				err = serr

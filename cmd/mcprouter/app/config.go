@@ -129,9 +129,9 @@ type LimitsConfig struct {
 type SecurityConfig struct {
 	AllowedHosts   []string `yaml:"allowed_hosts"`
 	AllowedOrigins []string `yaml:"allowed_origins"`
-	// AllowUnauthenticated lets the MCP listener listen on a non-loopback address
-	// although MCP clients are not authenticated yet; allowed_hosts and allowed_origins
-	// must be set too. Default false: the router refuses to start (edge.go).
+	// AllowUnauthenticated is deprecated: auth.mode: off says the same. Without
+	// auth.mode it lets the MCP listener listen on a non-loopback address with clients
+	// unauthenticated, provided allowed_hosts and allowed_origins are set too (edge.go).
 	AllowUnauthenticated bool `yaml:"allow_unauthenticated"`
 }
 
@@ -233,6 +233,7 @@ func (c *Config) Defaults() {
 	}
 	c.Admin.defaults(c.Listen)
 	c.Connections.defaults()
+	c.authDefaults()
 	for i := range c.Backends {
 		b := &c.Backends[i]
 		defInt(&b.Instances, 1)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/mcprouter/mcprouter/transport/auth"
 	"github.com/mcprouter/mcprouter/transport/logsafe"
 	"github.com/mcprouter/mcprouter/transport/natsbus"
 )
@@ -73,6 +74,9 @@ func (c *Config) validateEdge() error {
 	if err := c.validateExposure(); err != nil {
 		return err
 	}
+	if err := c.validateAuth(); err != nil {
+		return err
+	}
 	if _, err := parseBytes(c.MemoryLimit); err != nil {
 		return fmt.Errorf("memory_limit: %w", err)
 	}
@@ -86,20 +90,25 @@ func (c *Config) validateEdge() error {
 	return nil
 }
 
-// validateExposure refuses an MCP listener reachable from other machines unless the
-// configuration says, knowingly, who may reach it: MCP clients are not authenticated
-// yet, so the Host and Origin allowlists are all that stands between a browser page
-// (DNS rebinding) or the network and the backends.
+// validateExposure refuses an MCP listener reachable from other machines whose
+// configuration does not say how MCP clients are authenticated: auth.mode must be set,
+// to bearer or jwt, or to off knowingly. The deprecated security.allow_unauthenticated
+// (the explicit off from before auth.mode) still works with the Host and Origin
+// allowlists it always required.
 func (c *Config) validateExposure() error {
 	if isLoopback(c.Listen) {
 		return nil
 	}
 	s := c.Security
-	if !s.AllowUnauthenticated || len(s.AllowedHosts) == 0 || len(s.AllowedOrigins) == 0 {
-		return fmt.Errorf("listen: %s is reachable beyond this machine and MCP clients are not authenticated: "+
-			"listen on 127.0.0.1, or set security.allowed_hosts (the names clients use for the router), "+
-			"security.allowed_origins (the web origins allowed, or [\"null\"] for none) and "+
-			"security.allow_unauthenticated: true", c.Listen)
+	if s.AllowUnauthenticated && c.Auth.Mode == auth.ModeOff && (len(s.AllowedHosts) == 0 || len(s.AllowedOrigins) == 0) {
+		return fmt.Errorf("security.allow_unauthenticated: %s is reachable beyond this machine and it serves MCP clients unauthenticated only with "+
+			"security.allowed_hosts (the names clients use for the router) and security.allowed_origins (the web origins allowed, "+
+			"or [\"null\"] for none) set; better, set auth.mode (bearer or jwt) to authenticate them", c.Listen)
+	}
+	if c.Auth.Mode == "" {
+		return fmt.Errorf("listen: %s is reachable beyond this machine and MCP clients would not be authenticated: "+
+			"set auth.mode to bearer or jwt (see auth in the README), or to off to serve them unauthenticated knowingly; "+
+			"or listen on 127.0.0.1", c.Listen)
 	}
 	return nil
 }
