@@ -20,6 +20,21 @@ func queuedOnly(d *Dispatcher) *Dispatcher {
 	return d
 }
 
+// checkQueued dispatches a job to key, below the shard count so that it lands on shard
+// key, and checks that it did not take the fast path: the shard prepared it from its
+// queue.
+func checkQueued(t *testing.T, d *Dispatcher, key uint64, what string) {
+	t.Helper()
+	j := &trackedJob{}
+	if err := d.Dispatch(key, j); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the queued job", func() bool { return j.prepared.Load() })
+	if st := d.Stats().Shards[key]; st.Inline != 0 || st.Prepared != 1 {
+		t.Errorf("%s: shard stats = %+v", what, st)
+	}
+}
+
 // trackedJob is a funcJob that records, atomically, that its Prepare has returned.
 type trackedJob struct {
 	funcJob
@@ -65,14 +80,7 @@ func TestFastPathTaken(t *testing.T) {
 		closeDispatcher(t, d)
 
 		q := queuedOnly(newDispatcher(t, Config{Shards: 2, PoolSize: 2, PoolPerShard: m.perShard}))
-		j := &trackedJob{}
-		if err := q.Dispatch(1, j); err != nil {
-			t.Fatal(err)
-		}
-		waitFor(t, "the queued job", func() bool { return j.prepared.Load() })
-		if st := q.Stats().Shards[1]; st.Inline != 0 || st.Prepared != 1 {
-			t.Errorf("with the fast path off: shard stats = %+v", st)
-		}
+		checkQueued(t, q, 1, "with the fast path off")
 		closeDispatcher(t, q)
 	})
 }
@@ -576,14 +584,7 @@ func TestFastPathOffOnceClosing(t *testing.T) {
 	defer checkNoLeak(t)()
 	d := newDispatcher(t, Config{Shards: 1, PoolSize: 2})
 	d.closing.Store(true)
-	j := &trackedJob{}
-	if err := d.Dispatch(0, j); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the queued job", func() bool { return j.prepared.Load() })
-	if st := d.Stats().Shards[0]; st.Inline != 0 || st.Prepared != 1 {
-		t.Errorf("shard stats = %+v", st)
-	}
+	checkQueued(t, d, 0, "once closing")
 	d.closing.Store(false)
 	closeDispatcher(t, d)
 }
