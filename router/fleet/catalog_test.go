@@ -30,7 +30,7 @@ func testFleet(t *testing.T, prefixes []string, tools [][]string) *Fleet {
 		}
 		b.lists.Store(&lists)
 	}
-	f.cat.Store(f.build(1))
+	f.catalog.rebuild()
 	return f
 }
 
@@ -85,7 +85,7 @@ func TestMergedPaginationReachesEveryItem(t *testing.T) {
 	}
 	for _, size := range []int{1, 7, 50, 100, 1000} {
 		t.Run(fmt.Sprint(size), func(t *testing.T) {
-			if diff := cmp.Diff(want, pageAll(t, f.cat.Load(), size)); diff != "" {
+			if diff := cmp.Diff(want, pageAll(t, f.catalog.load(), size)); diff != "" {
 				t.Fatalf("items (-want +got):\n%s", diff)
 			}
 		})
@@ -94,7 +94,7 @@ func TestMergedPaginationReachesEveryItem(t *testing.T) {
 
 func TestCollisionFirstBackendWins(t *testing.T) {
 	f := testFleet(t, []string{"", ""}, [][]string{{"echo", "only_a"}, {"echo", "only_b"}})
-	cat := f.cat.Load()
+	cat := f.catalog.load()
 	if r := cat.tools["echo"]; r.b != f.backends[0] {
 		t.Fatalf("echo routed to %s, want the first backend", r.b.cfg.Name)
 	}
@@ -106,7 +106,7 @@ func TestCollisionFirstBackendWins(t *testing.T) {
 func TestInvalidCursors(t *testing.T) {
 	f := testFleet(t, []string{"a", "b"}, [][]string{names(3, "x"), names(3, "y")})
 	for _, c := range []string{"%%%", "djE", appendCursorString([]int{1}), appendCursorString([]int{1, -1}), "dj.x"} {
-		if _, err := f.cat.Load().page(nil, kTools, []byte(c), 2); err == nil {
+		if _, err := f.catalog.load().page(nil, kTools, []byte(c), 2); err == nil {
 			t.Errorf("cursor %q accepted", c)
 		}
 	}

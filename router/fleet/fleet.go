@@ -2,7 +2,6 @@ package fleet
 
 import (
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -41,11 +40,7 @@ type Fleet struct {
 	subs     subscriber
 	held     holders // where each upstream subscription lives (subscriptions.go)
 
-	cat    atomic.Pointer[catalog]
-	gen    atomic.Uint64
-	buildM sync.Mutex
-
-	collisions sync.Map // collisions already logged
+	catalog *catalogBuilder
 
 	sessions *sessions
 
@@ -102,7 +97,7 @@ func New(cfg Config) *Fleet {
 		}
 		f.backends = append(f.backends, b)
 	}
-	f.cat.Store(f.build(0))
+	f.catalog = newCatalogBuilder(f.life, f.table, f.log, &f.Stats, f.backends, f.broadcast)
 	return f
 }
 
@@ -198,7 +193,7 @@ func (f *Fleet) InFlight() int { return f.table.len() }
 // backend's lists are fetched (again) and subscriptions restored.
 func (f *Fleet) instanceUp(in *instance, c *upConn) {
 	f.life.spawn(func() {
-		f.refresh(in.b, c)
+		f.catalog.refresh(in.b, c)
 		f.subs.restore(in.b, c)
 	})
 }
@@ -208,7 +203,7 @@ func (f *Fleet) instanceUp(in *instance, c *upConn) {
 func (f *Fleet) sessionRenewed(c *upConn) {
 	f.life.spawn(func() {
 		f.subs.restore(c.b, c)
-		f.refresh(c.b, c)
+		f.catalog.refresh(c.b, c)
 	})
 }
 

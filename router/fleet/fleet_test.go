@@ -17,7 +17,7 @@ func TestStartGivesUp(t *testing.T) {
 			return nil, ctx.Err()
 		}}}}}})
 	f.Start(10 * time.Millisecond)
-	if n := len(f.cat.Load().tools); n != 0 {
+	if n := len(f.catalog.load().tools); n != 0 {
 		t.Fatalf("%d tools from a backend that never answered", n)
 	}
 	f.Close()

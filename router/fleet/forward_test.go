@@ -106,7 +106,7 @@ func newFleetClient(t *testing.T, timeout time.Duration) *fleetClient {
 	}}})
 	// Start returns once the backend's first catalog landed (or after the wait).
 	f.Start(time.Minute)
-	if _, ok := f.cat.Load().tools["a"+Separator+"echo"]; !ok {
+	if _, ok := f.catalog.load().tools["a"+Separator+"echo"]; !ok {
 		t.Fatal("Start returned before the backend's catalog landed")
 	}
 	sess := new(router.Session)

@@ -65,7 +65,7 @@ func (f *Fleet) listenChanges() {
 		if c == nil {
 			return
 		}
-		f.life.spawn(func() { f.refresh(b, c) })
+		f.life.spawn(func() { f.catalog.refresh(b, c) })
 	})
 	if err != nil {
 		f.log.Warn("cannot listen for catalog changes on NATS", "err", err)
@@ -137,7 +137,7 @@ func (f *Fleet) backendNotification(c *upConn, msg []byte, m *codec.Message, req
 		}
 		f.subs.updated(c.b, uri, msg)
 	case "notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed":
-		f.life.spawn(func() { f.refresh(c.b, c) })
+		f.life.spawn(func() { f.catalog.refresh(c.b, c) })
 		f.announceChange(c.b)
 	case "notifications/cancelled":
 		// The backend gave up one of its requests to a client.

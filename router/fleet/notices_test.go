@@ -37,8 +37,8 @@ func TestRefreshSwapsCatalog(t *testing.T) {
 	fc.up.tools.Store(&tools)
 	b := fc.f.backends[0]
 	before := fc.f.Stats.Refreshes.Load()
-	fc.f.refresh(b, b.instances[0].conn.Load())
-	if _, ok := fc.f.cat.Load().tools["a"+Separator+"sum"]; !ok {
+	fc.f.catalog.refresh(b, b.instances[0].conn.Load())
+	if _, ok := fc.f.catalog.load().tools["a"+Separator+"sum"]; !ok {
 		t.Fatal("the refreshed catalog does not route a__sum")
 	}
 	if got := fc.f.Stats.Refreshes.Load(); got != before+1 {

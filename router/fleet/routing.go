@@ -26,7 +26,7 @@ func (f *Fleet) Prepare(s *router.Session, x *transport.Exchange) bool {
 	case codec.KindResult, codec.KindError:
 		return f.srv.fromClient(s, x)
 	}
-	cat := f.cat.Load()
+	cat := f.catalog.load()
 	var b *backend
 	strip := 0
 	switch string(m.Method) {
