@@ -20,6 +20,28 @@ func queuedOnly(d *Dispatcher) *Dispatcher {
 	return d
 }
 
+// holdInPrepare dispatches j to key on a goroutine of its own and returns once j's
+// Prepare runs on the fast path, where it is held until open is called (open may be
+// called more than once: defer it, for the failure paths). dispatched receives
+// Dispatch's result.
+func holdInPrepare(t *testing.T, d *Dispatcher, key uint64, j *funcJob) (open func(), dispatched <-chan error) {
+	t.Helper()
+	gate, inPrepare := make(chan struct{}), make(chan struct{})
+	open = sync.OnceFunc(func() { close(gate) })
+	j.prepare = func() bool { close(inPrepare); gateWait(t, "the held Prepare", gate); return true }
+	done := make(chan error, 1)
+	go func() { done <- d.Dispatch(key, j) }()
+	held := false
+	defer func() {
+		if !held {
+			open() // recv failed the test: let the Dispatch goroutine end
+		}
+	}()
+	recv(t, "the fast-path Prepare", inPrepare)
+	held = true
+	return open, done
+}
+
 // checkQueued dispatches a job to key, below the shard count so that it lands on shard
 // key, and checks that it did not take the fast path: the shard prepared it from its
 // queue.
@@ -490,9 +512,6 @@ func TestFastPathPanics(t *testing.T) {
 func TestFastPathCloseWaitsForInline(t *testing.T) {
 	inModes(t, func(t *testing.T, m mode) {
 		d := newDispatcher(t, Config{Shards: 2, PoolSize: 2, PoolPerShard: m.perShard})
-		gate, inPrepare := make(chan struct{}), make(chan struct{})
-		openGate := sync.OnceFunc(func() { close(gate) })
-		defer openGate() // also on failure
 		var accepted, ran atomic.Int64
 		job := func() *funcJob {
 			return &funcJob{
@@ -500,11 +519,8 @@ func TestFastPathCloseWaitsForInline(t *testing.T) {
 				fail: func(err error) { t.Errorf("Fail(%v) during a graceful close", err) },
 			}
 		}
-		slow := job()
-		slow.prepare = func() bool { close(inPrepare); gateWait(t, "slow", gate); return true }
-		dispatched := make(chan error, 1)
-		go func() { dispatched <- d.Dispatch(0, slow) }()
-		recv(t, "the fast-path Prepare", inPrepare)
+		openGate, dispatched := holdInPrepare(t, d, 0, job())
+		defer openGate() // also on failure
 		accepted.Add(1)
 
 		closed := closeAsync(d)
@@ -540,19 +556,13 @@ func TestFastPathCloseWaitsForInline(t *testing.T) {
 func TestFastPathCloseGivesUp(t *testing.T) {
 	inModes(t, func(t *testing.T, m mode) {
 		d := newDispatcher(t, Config{Shards: 1, PoolSize: 2, PoolPerShard: m.perShard})
-		gate, inPrepare := make(chan struct{}), make(chan struct{})
-		openGate := sync.OnceFunc(func() { close(gate) })
-		defer openGate() // also on failure
 		var finals atomic.Int32
 		failed := make(chan error, 1)
-		slow := &funcJob{
-			prepare: func() bool { close(inPrepare); gateWait(t, "slow", gate); return true },
-			run:     func() { finals.Add(1); t.Error("ran after Close gave up") },
-			fail:    func(err error) { finals.Add(1); failed <- err },
-		}
-		dispatched := make(chan error, 1)
-		go func() { dispatched <- d.Dispatch(0, slow) }()
-		recv(t, "the fast-path Prepare", inPrepare)
+		openGate, dispatched := holdInPrepare(t, d, 0, &funcJob{
+			run:  func() { finals.Add(1); t.Error("ran after Close gave up") },
+			fail: func(err error) { finals.Add(1); failed <- err },
+		})
+		defer openGate() // also on failure
 
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
