@@ -50,6 +50,9 @@ func StaticHeader(name, value string) (Credential, error) {
 
 // Bearer is a static bearer token.
 func Bearer(token string) (Credential, error) {
+	if err := checkHeaderValue(token); err != nil {
+		return nil, err
+	}
 	return StaticHeader(AuthorizationHeader, "Bearer "+token)
 }
 

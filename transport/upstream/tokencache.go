@@ -66,6 +66,9 @@ func (c *tokenCache) get(ctx context.Context, key string, fetch func(context.Con
 		return v, nil
 	}
 	ch := c.group.DoChan(key, func() (any, error) {
+		if v, ok := c.lookup(key); ok {
+			return v, nil // a fetch that ended between our lookup and this one stored it
+		}
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), fetchTimeout)
 		defer cancel()
 		start := c.now()
