@@ -310,4 +310,3 @@ func TestTokenExchangeRefusals(t *testing.T) {
 		t.Fatal("an ftp token URL was accepted")
 	}
 }
-
