@@ -147,7 +147,7 @@ func (in *instance) maintain(ctx context.Context) {
 			if c == nil || c.dead() {
 				if c != nil {
 					in.conn.Store(nil)
-					f.connLost(c, c.conn.Err())
+					f.fwd.connLost(c, c.conn.Err())
 				}
 				in.healthy.Store(false)
 				cctx, cancel := context.WithTimeout(ctx, f.cfg.HealthTimeout*5)

@@ -263,4 +263,3 @@ func (cb *catalogBuilder) claim(cat *catalog, k kind, key string, b *backend, st
 	}
 	return true
 }
-

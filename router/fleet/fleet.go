@@ -37,6 +37,7 @@ type Fleet struct {
 	table    *table
 	conns    *connector
 	srv      *serverRequests
+	fwd      *forwarder
 	subs     subscriber
 	held     holders // where each upstream subscription lives (subscriptions.go)
 
@@ -46,8 +47,7 @@ type Fleet struct {
 
 	life *lifecycle
 
-	// obs receives finished requests (SetObserver, observe.go); nil takes no timestamps.
-	obs router.Observer
+	rep reporter // finished requests go to its Observer (SetObserver, observe.go)
 
 	Stats Stats
 }
@@ -78,6 +78,7 @@ func New(cfg Config) *Fleet {
 	f := &Fleet{cfg: cfg, log: cfg.Logger, life: newLifecycle(), table: newTable()}
 	f.conns = &connector{table: f.table, events: f, log: f.log, name: cfg.ClientName, version: cfg.ClientVersion}
 	f.sessions = newSessions(f.life, f.conns, &f.Stats, cfg.MaxUpstreamSessions, cfg.UpstreamSessionWait)
+	f.fwd = &forwarder{life: f.life, table: f.table, sessions: f.sessions, rep: &f.rep, stats: &f.Stats}
 	f.srv = newServerRequests(f.life, f.table, f.log, &f.Stats, cfg.MaxServerRequests, cfg.ServerRequestTimeout)
 	if cfg.Bus != nil && cfg.Bus.JS != nil {
 		cs, err := newClusterSubs(f, cfg.Bus)
@@ -110,7 +111,7 @@ func (f *Fleet) Start(wait time.Duration) {
 			f.life.spawn(func() { in.maintain(f.life.ctx) })
 		}
 	}
-	f.life.spawn(func() { f.sweep() })
+	f.life.spawn(f.fwd.sweep)
 	f.listenChanges()
 	timeout := time.NewTimer(wait)
 	defer timeout.Stop()
@@ -139,7 +140,7 @@ func (f *Fleet) Close() {
 	// Whatever was sent and is still in flight gets an answer (a routed request's
 	// forward fails its send on the closed context and answers it).
 	for _, e := range f.table.takeAll(nil) {
-		f.completeErrTaken(e, CodeBackendUnavailable, "router shutting down")
+		f.fwd.completeErrTaken(e, CodeBackendUnavailable, "router shutting down")
 	}
 }
 
@@ -198,6 +199,9 @@ func (f *Fleet) instanceUp(in *instance, c *upConn) {
 	})
 }
 
+// connLost implements connEvents: the forwarder fails what was in flight on c.
+func (f *Fleet) connLost(c *upConn, cause error) { f.fwd.connLost(c, cause) }
+
 // sessionRenewed: the backend restarted and the upstream session was re-established;
 // what it kept per session (subscriptions) must be restored.
 func (f *Fleet) sessionRenewed(c *upConn) {
@@ -211,7 +215,7 @@ func (f *Fleet) sessionRenewed(c *upConn) {
 func (f *Fleet) Run(s *router.Session, x *transport.Exchange) {
 	switch t := x.Tag.(type) {
 	case *entry:
-		f.forward(t)
+		f.fwd.forward(t)
 	case *serverRequest:
 		f.srv.run(x, t)
 	case *subTask:

@@ -13,39 +13,49 @@ import (
 	"github.com/mcprouter/mcprouter/transport/upstream"
 )
 
-// Forwarding: Run's send of a routed request (forward, on a dispatcher worker), the
-// backend's answers (backendResponse, on the connection's reader goroutine), and every
-// way a forwarded request ends: its answer, a router-made error, a cancellation, the
-// sweeper goroutine's expiry, the loss of its connection. Whoever settles an entry in the
-// in-flight table completes it here, exactly once.
+// forwarder is the part that forwards client requests and completes them: it records a
+// routed request in the in-flight table (track, in Prepare), sends it (forward, Run's
+// part on a dispatcher worker), hands the backend's answer back (backendResponse, on the
+// connection's reader goroutine), and ends it every other way: a router-made error, the
+// client's cancellation (cancel, in Prepare), the sweeper goroutine's expiry (sweep,
+// started by Start), the loss of its connection (connLost). Whoever settles an entry in
+// the in-flight table completes it here, exactly once. It owns no state beyond the
+// table's entries; the upstream session a request goes on comes from sessions.
+type forwarder struct {
+	life     *lifecycle
+	table    *table
+	sessions *sessions
+	rep      *reporter
+	stats    *Stats
+}
 
 // sweep fails requests whose backend did not answer in time.
-func (f *Fleet) sweep() {
+func (fw *forwarder) sweep() {
 	t := time.NewTicker(50 * time.Millisecond)
 	defer t.Stop()
 	var buf []*entry
 	for {
 		select {
-		case <-f.life.ctx.Done():
+		case <-fw.life.ctx.Done():
 			return
 		case now := <-t.C:
-			buf = f.table.expired(now.UnixNano(), buf[:0])
+			buf = fw.table.expired(now.UnixNano(), buf[:0])
 			for _, e := range buf {
-				f.Stats.TimedOut.Add(1)
-				f.completeErrTaken(e, CodeBackendTimeout, timeoutMessage(e.backend))
+				fw.stats.TimedOut.Add(1)
+				fw.completeErrTaken(e, CodeBackendTimeout, timeoutMessage(e.backend))
 			}
 		}
 	}
 }
 
 // connLost fails every request in flight on c: their answers will not come.
-func (f *Fleet) connLost(c *upConn, cause error) {
+func (fw *forwarder) connLost(c *upConn, cause error) {
 	msg := "backend " + c.b.cfg.Name + " connection lost"
 	if cause != nil {
 		msg += ": " + cause.Error()
 	}
-	for _, e := range f.table.takeConn(c, nil) {
-		f.completeErrTaken(e, CodeBackendUnavailable, msg)
+	for _, e := range fw.table.takeConn(c, nil) {
+		fw.completeErrTaken(e, CodeBackendUnavailable, msg)
 	}
 }
 
@@ -65,17 +75,17 @@ func putBuf(b *[]byte) {
 var entryPool = sync.Pool{New: func() any { return new(entry) }}
 
 // track records a request about to be forwarded to b.
-func (f *Fleet) track(s *router.Session, x *transport.Exchange, b *backend, strip int) *entry {
+func (fw *forwarder) track(s *router.Session, x *transport.Exchange, b *backend, strip int) *entry {
 	e := entryPool.Get().(*entry)
 	*e = entry{kind: clientRequest, sess: s, x: x, backend: b, deadline: deadlineIn(b.cfg.Timeout), strip: strip}
 	if tok := x.Msg.ProgressToken; tok != nil {
 		e.progress = true
 		e.origToken = tok
 	}
-	if f.obs != nil {
+	if fw.rep.on() {
 		e.start = router.Started(x) // before x.Tag changes hands
 	}
-	f.table.add(e)
+	fw.table.add(e)
 	x.Tag = e
 	return e
 }
@@ -85,45 +95,45 @@ func (f *Fleet) track(s *router.Session, x *transport.Exchange, b *backend, stri
 // may complete it), then binds the entry (routed → sent) and sends. From the bind on, e
 // and its exchange belong to whoever settles it: only id, deadline and the buffer are
 // used after.
-func (f *Fleet) forward(e *entry) {
+func (fw *forwarder) forward(e *entry) {
 	b := e.backend
 	// The upstream session first: a request waiting for a per-client session (beyond
 	// the cap) must not hold one of the backend's concurrency slots meanwhile.
-	c, err := f.sessions.upstreamFor(e)
+	c, err := fw.sessions.upstreamFor(e)
 	if err != nil {
 		if errors.Is(err, errUpstreamFull) {
-			f.abandon(e, codec.CodeOverloaded, f.sessions.fullMessage(b))
+			fw.abandon(e, codec.CodeOverloaded, fw.sessions.fullMessage(b))
 			return
 		}
-		f.abandon(e, CodeBackendUnavailable, "backend "+b.cfg.Name+" unavailable: "+err.Error())
+		fw.abandon(e, CodeBackendUnavailable, "backend "+b.cfg.Name+" unavailable: "+err.Error())
 		return
 	}
 	if !b.acquire(time.Second) {
-		f.abandon(e, CodeBackendBusy, "backend "+b.cfg.Name+" is at its concurrency limit ("+strconv.Itoa(b.cfg.MaxConcurrency)+")")
+		fw.abandon(e, CodeBackendBusy, "backend "+b.cfg.Name+" is at its concurrency limit ("+strconv.Itoa(b.cfg.MaxConcurrency)+")")
 		return
 	}
 	id, deadline := e.id, e.deadline
 	bp := getBuf()
 	*bp = appendWire((*bp)[:0], e)
-	if f.obs != nil {
+	if fw.rep.on() {
 		e.sent = router.Now()
 	}
-	if !f.table.bind(e, c) { // cancelled before it left: nothing to tell the backend
+	if !fw.table.bind(e, c) { // cancelled before it left: nothing to tell the backend
 		b.release()
 		putBuf(bp)
-		f.finishCancelled(e)
+		fw.finishCancelled(e)
 		return
 	}
-	f.Stats.Forwarded.Add(1)
-	ctx, cancel := context.WithDeadline(f.life.ctx, time.Unix(0, deadline))
+	fw.stats.Forwarded.Add(1)
+	ctx, cancel := context.WithDeadline(fw.life.ctx, time.Unix(0, deadline))
 	err = c.conn.Send(ctx, *bp)
 	if err != nil && errors.Is(err, upstream.ErrBackendDown) && !b.cfg.PerClient {
 		// The instance refused the message (connection refused, process down, 502-504):
 		// the backend did not process it, so another replica may, once.
 		c.inst.healthy.Store(false)
 		if in := b.pick(); in != nil && in != c.inst {
-			if c2 := in.conn.Load(); c2 != nil && f.table.rebind(id, c, c2) {
-				f.Stats.Failovers.Add(1)
+			if c2 := in.conn.Load(); c2 != nil && fw.table.rebind(id, c, c2) {
+				fw.stats.Failovers.Add(1)
 				c = c2
 				err = c.conn.Send(ctx, *bp)
 			}
@@ -132,7 +142,7 @@ func (f *Fleet) forward(e *entry) {
 	cancel()
 	putBuf(bp)
 	if err != nil {
-		f.sendFailed(b, c, id, err)
+		fw.sendFailed(b, c, id, err)
 	}
 }
 
@@ -168,21 +178,21 @@ func appendWire(dst []byte, e *entry) []byte {
 // sendFailed settles sent request id after its send failed, unless someone settled it
 // first: a passed deadline is a timeout, counted like the sweeper's; anything else
 // makes it unavailable.
-func (f *Fleet) sendFailed(b *backend, c *upConn, id uint64, err error) {
+func (fw *forwarder) sendFailed(b *backend, c *upConn, id uint64, err error) {
 	if errors.Is(err, context.DeadlineExceeded) {
 		// The backend held the exchange past the deadline (HTTP answers within Send).
-		if te := f.table.take(id, stateExpired); te != nil {
-			f.Stats.TimedOut.Add(1)
-			f.completeErrTaken(te, CodeBackendTimeout, timeoutMessage(b))
+		if te := fw.table.take(id, stateExpired); te != nil {
+			fw.stats.TimedOut.Add(1)
+			fw.completeErrTaken(te, CodeBackendTimeout, timeoutMessage(b))
 		}
 		return
 	}
-	f.Stats.Failed.Add(1)
+	fw.stats.Failed.Add(1)
 	if errors.Is(err, upstream.ErrBackendDown) || errors.Is(err, upstream.ErrClosed) {
 		c.inst.healthy.Store(false)
 	}
-	if te := f.table.take(id, stateFailed); te != nil {
-		f.completeErrTaken(te, CodeBackendUnavailable, "backend "+b.cfg.Name+": "+err.Error())
+	if te := fw.table.take(id, stateFailed); te != nil {
+		fw.completeErrTaken(te, CodeBackendUnavailable, "backend "+b.cfg.Name+": "+err.Error())
 	}
 }
 
@@ -193,33 +203,33 @@ func timeoutMessage(b *backend) string {
 
 // abandon answers routed e with a router-made error: forward could not send it. A
 // request cancelled meanwhile gets no answer, as cancellation asks.
-func (f *Fleet) abandon(e *entry, code int, msg string) {
-	if !f.table.abandon(e) {
-		f.finishCancelled(e)
+func (fw *forwarder) abandon(e *entry, code int, msg string) {
+	if !fw.table.abandon(e) {
+		fw.finishCancelled(e)
 		return
 	}
-	f.completeErrTaken(e, code, msg)
+	fw.completeErrTaken(e, code, msg)
 }
 
 // finishCancelled ends the exchange of a request settled as cancelled, without a
 // response, and releases the entry.
-func (f *Fleet) finishCancelled(e *entry) {
-	f.Stats.Cancelled.Add(1)
-	f.observe(e, router.OutcomeCancelled)
+func (fw *forwarder) finishCancelled(e *entry) {
+	fw.stats.Cancelled.Add(1)
+	fw.rep.done(e, router.OutcomeCancelled)
 	x := e.x
 	e.x, x.Tag = nil, nil
 	x.Done()
-	f.release(e)
+	fw.release(e)
 }
 
 // backendResponse settles the request a backend answered and hands the answer over:
 // to the client under its own id, or to the router's own call.
-func (f *Fleet) backendResponse(c *upConn, msg []byte, m *codec.Message) {
+func (fw *forwarder) backendResponse(c *upConn, msg []byte, m *codec.Message) {
 	id, ok := parseID(m.ID)
 	if !ok {
 		return
 	}
-	e := f.table.take(id, stateAnswered)
+	e := fw.table.take(id, stateAnswered)
 	if e == nil {
 		return // settled already: timed out or cancelled
 	}
@@ -227,7 +237,7 @@ func (f *Fleet) backendResponse(c *upConn, msg []byte, m *codec.Message) {
 		e.wait <- append([]byte(nil), msg...)
 		return
 	}
-	if f.obs != nil {
+	if fw.rep.on() {
 		e.recv = router.Now()
 	}
 	outcome := router.OutcomeOK
@@ -236,23 +246,23 @@ func (f *Fleet) backendResponse(c *upConn, msg []byte, m *codec.Message) {
 	}
 	bp := getBuf()
 	*bp = codec.AppendReplaceID((*bp)[:0], msg, m, e.x.Msg.ID)
-	f.finish(e, *bp, outcome)
+	fw.finish(e, *bp, outcome)
 	putBuf(bp)
 }
 
 // finish answers a settled client request with reply and releases it.
-func (f *Fleet) finish(e *entry, reply []byte, outcome router.Outcome) {
-	f.observe(e, outcome)
+func (fw *forwarder) finish(e *entry, reply []byte, outcome router.Outcome) {
+	fw.rep.done(e, outcome)
 	x := e.x
 	e.x, x.Tag = nil, nil
 	x.Reply(reply)
-	f.release(e)
+	fw.release(e)
 }
 
 // release gives back what a settled client request held (a request that was sent
 // holds a backend concurrency slot and counts as outstanding on its instance) and
 // recycles it. The router's own requests hold neither and are not pooled.
-func (f *Fleet) release(e *entry) {
+func (fw *forwarder) release(e *entry) {
 	if e.kind != clientRequest {
 		return
 	}
@@ -266,13 +276,36 @@ func (f *Fleet) release(e *entry) {
 
 // completeErrTaken answers settled e with a router-made error: the client's request
 // gets the error response, the router's own request learns that no answer will come.
-func (f *Fleet) completeErrTaken(e *entry, code int, msg string) {
+func (fw *forwarder) completeErrTaken(e *entry, code int, msg string) {
 	if e.kind == ownRequest {
 		close(e.wait)
 		return
 	}
 	bp := getBuf()
 	*bp = codec.AppendError((*bp)[:0], e.x.Msg.ID, code, msg, nil)
-	f.finish(e, *bp, outcomeOfCode(code))
+	fw.finish(e, *bp, outcomeOfCode(code))
 	putBuf(bp)
+}
+
+// cancel takes a client's notifications/cancelled for its request clientID: a request
+// that reached the backend is settled as cancelled, the backend is told, and the
+// client's exchange ends without a response, as cancellation asks.
+func (fw *forwarder) cancel(s *router.Session, clientID []byte) {
+	if e := fw.table.takeClient(s, clientID); e != nil {
+		fw.tellCancelled(e.conn, e.id)
+		fw.finishCancelled(e)
+	}
+}
+
+// tellCancelled sends a backend notifications/cancelled for request id on c, in the
+// background: the client does not wait for it.
+func (fw *forwarder) tellCancelled(c *upConn, id uint64) {
+	params := append([]byte(`{"requestId":`), strconv.AppendUint(nil, id, 10)...)
+	params = append(params, '}')
+	note := codec.AppendNotification(nil, "notifications/cancelled", params)
+	fw.life.spawn(func() {
+		ctx, cancel := context.WithTimeout(fw.life.ctx, 5*time.Second)
+		defer cancel()
+		c.conn.Send(ctx, note)
+	})
 }

@@ -1,9 +1,7 @@
 package fleet
 
 import (
-	"context"
 	"encoding/hex"
-	"strconv"
 	"strings"
 	"time"
 
@@ -81,7 +79,7 @@ func backendToken(name string) string { return hex.EncodeToString([]byte(name)) 
 // delivery latency from received (when the router got it from the backend, unix ns).
 func (f *Fleet) fanOut(list []*router.Session, msg []byte, received int64) {
 	var obs interface{ FanOutDelivered(ns int64) }
-	if o, ok := f.obs.(interface{ FanOutDelivered(ns int64) }); ok && received > 0 {
+	if o, ok := f.rep.obs.(interface{ FanOutDelivered(ns int64) }); ok && received > 0 {
 		obs = o
 	}
 	for _, sess := range list {
@@ -159,12 +157,7 @@ func (f *Fleet) backendNotification(c *upConn, msg []byte, m *codec.Message, req
 func (f *Fleet) clientNotification(s *router.Session, x *transport.Exchange) bool {
 	switch string(x.Msg.Method) {
 	case "notifications/cancelled":
-		if e := f.table.takeClient(s, x.Msg.RequestID); e != nil {
-			// The request reached the backend: tell it, then end the client's exchange
-			// without a response, as cancellation asks.
-			f.tellCancelled(e.conn, e.id)
-			f.finishCancelled(e)
-		}
+		f.fwd.cancel(s, x.Msg.RequestID)
 	case "notifications/roots/list_changed":
 		f.sessions.eachConn(s, func(c *upConn) {
 			c.conn.Send(f.life.ctx, codec.AppendNotification(nil, "notifications/roots/list_changed", nil))
@@ -172,17 +165,4 @@ func (f *Fleet) clientNotification(s *router.Session, x *transport.Exchange) boo
 	}
 	x.Done()
 	return false
-}
-
-// tellCancelled sends a backend notifications/cancelled for request id on c, in the
-// background: the client does not wait for it.
-func (f *Fleet) tellCancelled(c *upConn, id uint64) {
-	params := append([]byte(`{"requestId":`), strconv.AppendUint(nil, id, 10)...)
-	params = append(params, '}')
-	note := codec.AppendNotification(nil, "notifications/cancelled", params)
-	f.life.spawn(func() {
-		ctx, cancel := context.WithTimeout(f.life.ctx, 5*time.Second)
-		defer cancel()
-		c.conn.Send(ctx, note)
-	})
 }

@@ -13,13 +13,23 @@ import (
 
 // SetObserver sets what finished client requests are reported to: normally
 // Router.Observer(). Call it before Start; nil (the default) takes no timestamps.
-func (f *Fleet) SetObserver(o router.Observer) { f.obs = o }
+func (f *Fleet) SetObserver(o router.Observer) { f.rep.obs = o }
 
-// observe reports a forwarded request as finished, while its exchange is still valid.
+// reporter reports finished requests to the router's Observer. It is set once before
+// Start (SetObserver) and read by the parts that finish requests, on their goroutines:
+// the forwarder, routing (answers without a backend) and the subscriptions' fan-out.
+type reporter struct {
+	obs router.Observer // nil: nothing reported, no timestamps taken
+}
+
+// on reports whether requests are observed, so that timestamps are worth taking.
+func (r *reporter) on() bool { return r.obs != nil }
+
+// done reports a forwarded request as finished, while its exchange is still valid.
 // Backend time runs from the send to the backend's answer, or to now when none came
 // (timeouts, lost connections, cancellations).
-func (f *Fleet) observe(e *entry, o router.Outcome) {
-	if f.obs == nil || e.kind != clientRequest || e.x.Msg.Kind != codec.KindRequest {
+func (r *reporter) done(e *entry, o router.Outcome) {
+	if r.obs == nil || e.kind != clientRequest || e.x.Msg.Kind != codec.KindRequest {
 		return
 	}
 	var backendNs int64
@@ -30,14 +40,14 @@ func (f *Fleet) observe(e *entry, o router.Outcome) {
 		}
 		backendNs = max(end-e.sent, 0)
 	}
-	f.obs.RequestDone(e.x, e.backend.index, o, e.start, backendNs)
+	r.obs.RequestDone(e.x, e.backend.index, o, e.start, backendNs)
 }
 
-// observeLocal reports a request the fleet answered during Prepare, without a backend
+// local reports a request the fleet answered during Prepare, without a backend
 // (merged lists, unknown names).
-func (f *Fleet) observeLocal(x *transport.Exchange, o router.Outcome) {
-	if f.obs != nil && x.Msg.Kind == codec.KindRequest {
-		f.obs.RequestDone(x, router.NoBackend, o, router.Started(x), 0)
+func (r *reporter) local(x *transport.Exchange, o router.Outcome) {
+	if r.obs != nil && x.Msg.Kind == codec.KindRequest {
+		r.obs.RequestDone(x, router.NoBackend, o, router.Started(x), 0)
 	}
 }
 

@@ -66,14 +66,14 @@ func (f *Fleet) Prepare(s *router.Session, x *transport.Exchange) bool {
 	default:
 		return f.replyErr(x, codec.CodeMethodNotFound, "Method not found: "+string(m.Method))
 	}
-	f.track(s, x, b, strip)
+	f.fwd.track(s, x, b, strip)
 	return true
 }
 
 func (f *Fleet) replyErr(x *transport.Exchange, code int, msg string) bool {
 	bp := getBuf()
 	*bp = codec.AppendError((*bp)[:0], x.Msg.ID, code, msg, nil)
-	f.observeLocal(x, router.OutcomeError)
+	f.rep.local(x, router.OutcomeError)
 	x.Reply(*bp)
 	putBuf(bp)
 	return false
@@ -82,7 +82,7 @@ func (f *Fleet) replyErr(x *transport.Exchange, code int, msg string) bool {
 func (f *Fleet) reply(x *transport.Exchange, result []byte) bool {
 	bp := getBuf()
 	*bp = codec.AppendResult((*bp)[:0], x.Msg.ID, result)
-	f.observeLocal(x, router.OutcomeOK)
+	f.rep.local(x, router.OutcomeOK)
 	x.Reply(*bp)
 	putBuf(bp)
 	return false
@@ -150,6 +150,6 @@ func (f *Fleet) complete(s *router.Session, x *transport.Exchange, cat *catalog)
 		return f.replyErr(x, codec.CodeInternalError, "cannot rewrite completion request")
 	}
 	x.Raw, x.Msg = raw, m
-	f.track(s, x, b, 0)
+	f.fwd.track(s, x, b, 0)
 	return true
 }

@@ -231,7 +231,7 @@ func (f *Fleet) fromBackend(c *upConn, msg, reqID []byte) {
 	}
 	switch m.Kind {
 	case codec.KindResult, codec.KindError:
-		f.backendResponse(c, msg, &m)
+		f.fwd.backendResponse(c, msg, &m)
 	case codec.KindNotification:
 		f.backendNotification(c, msg, &m, reqID)
 	case codec.KindRequest:
