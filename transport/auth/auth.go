@@ -9,7 +9,10 @@
 // key rotation (JWKS refresh) runs in the background.
 package auth
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // Modes of authentication.
 const (
@@ -66,6 +69,8 @@ type BearerToken struct {
 }
 
 // Principal is who made a request: kept on the session (which it binds) and for policy.
+// An Authenticator hands the same Principal to every request of one token: it is
+// read-only.
 type Principal struct {
 	// Subject names the caller: the bearer token's principal, or the JWT's sub.
 	Subject string
@@ -100,4 +105,9 @@ func (p *Principal) ID() string {
 		return p.Subject
 	}
 	return p.Issuer + " " + p.Subject
+}
+
+// HasScope reports whether p was granted scope.
+func (p *Principal) HasScope(scope string) bool {
+	return p != nil && slices.Contains(p.Scopes, scope)
 }

@@ -2,49 +2,285 @@ package auth
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+	jose "github.com/go-jose/go-jose/v4"
 )
+
+// DefaultCacheSize is how many verified JWTs an Authenticator remembers by default.
+const DefaultCacheSize = 10000
 
 // Options are what New needs besides the configuration.
 type Options struct {
-	// Logger receives key-rotation and discovery events (never a token). nil: discard.
+	// Logger receives discovery and key-rotation events (never a token). nil: discard.
 	Logger *slog.Logger
 	// HTTPClient fetches the discovery document and the JWKS. nil: a default client
 	// with timeouts.
 	HTTPClient *http.Client
+	// CacheSize bounds the verified-token cache (mode jwt): 0 means DefaultCacheSize,
+	// a negative value turns the cache off (every request verifies its signature).
+	CacheSize int
+	// Now is the clock (tests). nil: time.Now.
+	Now func() time.Time
 }
 
 // Authenticator checks the credentials of requests against one Config. It is safe for
-// concurrent use; Check does no I/O.
+// concurrent use; Check does no I/O unless a JWT names a signing key it has not seen
+// (a key rotation), which makes that one request wait for the JWKS (bounded).
 type Authenticator struct {
-	cfg Config
+	mode      string
+	required  []string
+	static    *staticTokens
+	jwt       *jwtVerifier
+	keys      *keyring
+	ch        *challenges
+	metadata  []byte
+	resource  string
+	metaURL   string
+	counts    []atomic.Uint64 // by reasonIndex
+	closeOnce atomic.Bool
 }
 
-// New builds the Authenticator of cfg (which Defaults and Validate have been applied to).
-// For jwt it runs the issuer's OpenID discovery now, so a wrong or unreachable issuer is
-// a start-up error, not a stream of 401s; the keys are then refreshed in the background.
+// New builds the Authenticator of cfg, which Defaults and Validate have been applied to.
+// For jwt it runs the issuer's OpenID discovery and fetches its keys now, so a wrong or
+// unreachable issuer is a start-up error, not a stream of 401s; the keys are then
+// refreshed in the background until Close.
 func New(ctx context.Context, cfg Config, o Options) (*Authenticator, error) {
-	return &Authenticator{cfg: cfg}, nil
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if o.HTTPClient == nil {
+		o.HTTPClient = &http.Client{Timeout: keyFetchTimeout}
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	a := &Authenticator{mode: cfg.Mode, required: cfg.RequiredScopes, resource: cfg.Resource,
+		counts: make([]atomic.Uint64, len(Reasons))}
+	if cfg.Mode == "" || cfg.Mode == ModeOff {
+		a.mode = ModeOff
+		return a, nil
+	}
+	a.metaURL = cfg.ResourceMetadataURL
+	if a.metaURL == "" {
+		u, err := metadataURL(cfg.Resource)
+		if err != nil {
+			return nil, fmt.Errorf("auth.resource: %w", err)
+		}
+		a.metaURL = u
+	}
+	a.ch = newChallenges(a.metaURL, cfg.RequiredScopes)
+	meta, err := buildMetadata(cfg)
+	if err != nil {
+		return nil, err
+	}
+	a.metadata = meta
+	switch cfg.Mode {
+	case ModeBearer:
+		a.static = newStaticTokens(cfg.BearerTokens)
+	case ModeJWT:
+		if err := a.startJWT(ctx, cfg, o); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("auth.mode: unknown mode %q", cfg.Mode)
+	}
+	return a, nil
+}
+
+func (a *Authenticator) startJWT(ctx context.Context, cfg Config, o Options) error {
+	jwksURL := cfg.JWKSURL
+	ctx = oidc.ClientContext(ctx, o.HTTPClient)
+	if jwksURL == "" {
+		// go-oidc checks that the document's issuer is the one asked for.
+		prov, err := oidc.NewProvider(ctx, cfg.Issuer)
+		if err != nil {
+			return fmt.Errorf("auth.issuer: OpenID discovery of %s: %w", cfg.Issuer, err)
+		}
+		var doc struct {
+			JWKSURI string `json:"jwks_uri"`
+		}
+		if err := prov.Claims(&doc); err != nil || doc.JWKSURI == "" {
+			return fmt.Errorf("auth.issuer: the discovery document of %s names no jwks_uri", cfg.Issuer)
+		}
+		jwksURL = doc.JWKSURI
+	}
+	v := &jwtVerifier{
+		issuer:    cfg.Issuer,
+		audiences: make(map[string]bool),
+		skew:      cfg.ClockSkew,
+		now:       o.Now,
+	}
+	for _, aud := range append([]string{cfg.Resource}, cfg.Audiences...) {
+		v.audiences[canonicalURI(aud)] = true
+	}
+	for _, alg := range cfg.Algorithms {
+		v.algs = append(v.algs, jose.SignatureAlgorithm(alg))
+	}
+	if o.CacheSize >= 0 {
+		size := o.CacheSize
+		if size == 0 {
+			size = DefaultCacheSize
+		}
+		v.cache = newTokenCache(size)
+	}
+	keys, err := newKeyring(ctx, jwksURL, o.HTTPClient, o.Logger, v.cache.purge)
+	if err != nil {
+		return fmt.Errorf("auth.issuer: keys of %s: %w", cfg.Issuer, err)
+	}
+	v.keys = keys
+	a.jwt, a.keys = v, keys
+	o.Logger.Info("auth: jwt access tokens", "issuer", cfg.Issuer, "jwks", jwksURL, "resource", cfg.Resource)
+	return nil
 }
 
 // Enabled reports whether requests are checked at all (false for mode off).
 func (a *Authenticator) Enabled() bool {
-	return a != nil && a.cfg.Mode != ModeOff && a.cfg.Mode != ""
+	return a != nil && a.mode != ModeOff
 }
 
 // Check authenticates one request from its Authorization header value as received
-// (nil when absent). tokenInQuery reports an access_token parameter in the URL query,
-// which is refused whatever the header says.
+// (nil when absent). tokenInQuery reports an access_token parameter in the URL query:
+// such a request is refused with 400 invalid_request whatever its header says (the MCP
+// authorization spec forbids tokens in the query; RFC 6750 2.3 makes it the least
+// trusted method, and a token in a URL ends up in logs). Then required_scopes apply.
 func (a *Authenticator) Check(authorization []byte, tokenInQuery bool) Verdict {
-	return Verdict{Reason: ReasonOK}
+	if !a.Enabled() {
+		return Verdict{Reason: ReasonOK}
+	}
+	var v Verdict
+	switch {
+	case tokenInQuery:
+		v = a.ch.fixed[ReasonTokenInQuery]
+	case len(authorization) == 0:
+		v = a.ch.fixed[ReasonMissing]
+	default:
+		v = a.checkHeader(authorization)
+	}
+	if v.Status == 0 && !hasAll(v.Principal, a.required) {
+		v = a.ch.insufficientScope(v.Principal, nil)
+	}
+	a.count(v.Reason)
+	return v
+}
+
+func (a *Authenticator) checkHeader(h []byte) Verdict {
+	token, bearer := bearerToken(h)
+	if !bearer {
+		return a.ch.fixed[ReasonMalformed]
+	}
+	if token == nil {
+		return a.ch.malformedHeader()
+	}
+	if a.static != nil {
+		if p := a.static.check(token); p != nil {
+			return Verdict{Principal: p, Reason: ReasonOK}
+		}
+		return a.ch.fixed[ReasonUnknownToken]
+	}
+	p, r := a.jwt.verify(token)
+	if r == ReasonOK {
+		return Verdict{Principal: p, Reason: ReasonOK}
+	}
+	if r == ReasonMalformed {
+		return a.ch.invalidToken(ReasonMalformed, malformedToken)
+	}
+	return a.ch.fixed[r]
+}
+
+// bearerToken splits "Bearer <token>" (RFC 6750 2.1: the scheme is case-insensitive,
+// the token is b64token). bearer is false for another scheme (or none); token is nil when
+// the scheme is Bearer but what follows is not one token.
+func bearerToken(h []byte) (token []byte, bearer bool) {
+	const scheme = "bearer"
+	if len(h) < len(scheme) || !equalFoldASCII(h[:len(scheme)], scheme) {
+		return nil, false
+	}
+	rest := h[len(scheme):]
+	if len(rest) > 0 && rest[0] != ' ' {
+		return nil, false // "Bearerx": another scheme
+	}
+	i := 0
+	for i < len(rest) && rest[i] == ' ' {
+		i++
+	}
+	j := len(rest)
+	for j > i && (rest[j-1] == ' ' || rest[j-1] == '\t') {
+		j--
+	}
+	token = rest[i:j]
+	if len(token) == 0 || !isB64Token(token) {
+		return nil, true
+	}
+	return token, true
+}
+
+// isB64Token: 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"=".
+func isB64Token(t []byte) bool {
+	i := 0
+	for i < len(t) {
+		c := t[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+			c == '-' || c == '.' || c == '_' || c == '~' || c == '+' || c == '/' {
+			i++
+			continue
+		}
+		break
+	}
+	if i == 0 {
+		return false
+	}
+	for ; i < len(t); i++ {
+		if t[i] != '=' {
+			return false
+		}
+	}
+	return true
+}
+
+func equalFoldASCII(b []byte, lower string) bool {
+	for i := range len(lower) {
+		c := b[i]
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // RequireScopes refuses p with 403 insufficient_scope unless it holds every scope in
-// need; the challenge names all of need (RFC 6750 3.1), not only the missing ones.
+// need; the challenge names required_scopes and all of need (RFC 6750 3.1: the scopes
+// the operation needs, so one new authorization covers it), not only the missing ones.
 func (a *Authenticator) RequireScopes(p *Principal, need []string) Verdict {
-	return Verdict{Principal: p, Reason: ReasonOK}
+	if !a.Enabled() || hasAll(p, need) {
+		return Verdict{Principal: p, Reason: ReasonOK}
+	}
+	a.count(ReasonInsufficientScope)
+	return a.ch.insufficientScope(p, need)
 }
 
-// Close stops the background key refresh.
-func (a *Authenticator) Close() {}
+func hasAll(p *Principal, need []string) bool {
+	for _, s := range need {
+		if !p.HasScope(s) {
+			return false
+		}
+	}
+	return true
+}
+
+// Close stops the background key refresh. It is idempotent.
+func (a *Authenticator) Close() {
+	if a == nil || a.keys == nil || !a.closeOnce.CompareAndSwap(false, true) {
+		return
+	}
+	a.keys.close()
+}

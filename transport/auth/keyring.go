@@ -1,0 +1,261 @@
+package auth
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/rsa"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
+	"golang.org/x/time/rate"
+)
+
+// Key refresh policy.
+const (
+	// keyRefreshPeriod is how often the JWKS is fetched in the background: keys the
+	// provider dropped stop verifying within this period.
+	keyRefreshPeriod = 5 * time.Minute
+	// keyFetchTimeout bounds one JWKS fetch.
+	keyFetchTimeout = 10 * time.Second
+	// keyWait bounds how long a request with an unknown kid waits for the fetch it
+	// triggered: the first token signed by a new key waits once, the rest find it.
+	keyWait = 5 * time.Second
+	// maxJWKSBytes bounds the JWKS document.
+	maxJWKSBytes = 1 << 20
+)
+
+// keyRefreshLimit is how many fetches unknown kids may trigger: a burst for a rotation
+// (or two) in quick succession, then one per interval, so that tokens with made-up kids
+// cannot turn the router into a client that hammers the provider.
+var keyRefreshLimit = struct {
+	every time.Duration
+	burst int
+}{5 * time.Second, 3}
+
+// errKeysUnavailable: the JWKS could not be fetched and the kid is not among the keys
+// held (or none are held).
+var errKeysUnavailable = errors.New("auth: signing keys unavailable")
+
+// keySet is one fetched JWKS, read without locks on the hot path.
+type keySet struct {
+	byKID map[string][]jose.JSONWebKey
+	all   []jose.JSONWebKey
+}
+
+// keyring holds the provider's public keys: fetched at start, refreshed in the background
+// every keyRefreshPeriod, and at once (rate limited) when a token names a kid it does not
+// hold, which is how a key rotation shows up.
+type keyring struct {
+	url    string
+	client *http.Client
+	log    *slog.Logger
+	// onDrop runs when a refresh removes a key: verified tokens signed by it must be
+	// verified again (and fail).
+	onDrop func()
+
+	set     atomic.Pointer[keySet]
+	limiter *rate.Limiter
+
+	mu       sync.Mutex
+	inflight chan struct{} // closed when the fetch under way ends
+	lastErr  error         // of the last fetch
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+func newKeyring(ctx context.Context, url string, client *http.Client, log *slog.Logger, onDrop func()) (*keyring, error) {
+	k := &keyring{
+		url:     url,
+		client:  client,
+		log:     log,
+		onDrop:  onDrop,
+		limiter: rate.NewLimiter(rate.Every(keyRefreshLimit.every), keyRefreshLimit.burst),
+		stop:    make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	set, err := k.fetch(ctx)
+	if err != nil {
+		return nil, err
+	}
+	k.set.Store(set)
+	go k.background()
+	return k, nil
+}
+
+// lookup returns the keys that may have signed a token with this kid and alg. An
+// unknown kid triggers a refresh (rate limited) and waits for it.
+func (k *keyring) lookup(kid string, alg string) ([]jose.JSONWebKey, error) {
+	if keys := k.set.Load().candidates(kid, alg); len(keys) > 0 {
+		return keys, nil
+	}
+	if !k.limiter.Allow() {
+		return nil, nil
+	}
+	if err := k.refresh(); err != nil {
+		return nil, errKeysUnavailable
+	}
+	return k.set.Load().candidates(kid, alg), nil
+}
+
+func (s *keySet) candidates(kid, alg string) []jose.JSONWebKey {
+	if kid != "" {
+		return s.byKID[kid]
+	}
+	// No kid: every key of a type that can carry the algorithm (a provider with one key
+	// often names none).
+	var out []jose.JSONWebKey
+	for _, key := range s.all {
+		if key.Algorithm == "" || key.Algorithm == alg {
+			out = append(out, key)
+		}
+	}
+	return out
+}
+
+// refresh fetches the JWKS, joining a fetch already under way, and waits at most keyWait.
+func (k *keyring) refresh() error {
+	k.mu.Lock()
+	ch := k.inflight
+	if ch == nil {
+		ch = make(chan struct{})
+		k.inflight = ch
+		go k.run(ch)
+	}
+	k.mu.Unlock()
+	t := time.NewTimer(keyWait)
+	defer t.Stop()
+	select {
+	case <-ch:
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		return k.lastErr
+	case <-t.C:
+		return errKeysUnavailable
+	}
+}
+
+// run is one fetch; it replaces the key set when the fetch succeeds.
+func (k *keyring) run(ch chan struct{}) {
+	ctx, cancel := context.WithTimeout(context.Background(), keyFetchTimeout)
+	defer cancel()
+	set, err := k.fetch(ctx)
+	if err == nil {
+		old := k.set.Swap(set)
+		k.report(old, set)
+	} else {
+		k.log.Warn("auth: JWKS refresh failed; keeping the keys held", "url", k.url, "err", err)
+	}
+	k.mu.Lock()
+	k.lastErr = err
+	k.inflight = nil
+	k.mu.Unlock()
+	close(ch)
+}
+
+// report logs the keys a refresh added and removed, and purges verified tokens when a key
+// was removed.
+func (k *keyring) report(old, cur *keySet) {
+	var added, removed []string
+	for kid := range cur.byKID {
+		if _, ok := old.byKID[kid]; !ok {
+			added = append(added, kid)
+		}
+	}
+	for kid := range old.byKID {
+		if _, ok := cur.byKID[kid]; !ok {
+			removed = append(removed, kid)
+		}
+	}
+	if len(added) > 0 || len(removed) > 0 {
+		k.log.Info("auth: signing keys rotated", "added", added, "removed", removed)
+	}
+	if len(removed) > 0 && k.onDrop != nil {
+		k.onDrop()
+	}
+}
+
+func (k *keyring) background() {
+	defer close(k.done)
+	t := time.NewTicker(keyRefreshPeriod)
+	defer t.Stop()
+	for {
+		select {
+		case <-k.stop:
+			return
+		case <-t.C:
+			k.refresh()
+		}
+	}
+}
+
+func (k *keyring) close() {
+	close(k.stop)
+	<-k.done
+}
+
+// fetch reads the JWKS. Keys of unknown types, encryption keys and symmetric keys are
+// skipped (a JWKS is public: an "oct" key in it would be a secret anyone can read); a
+// document without one usable signing key is an error.
+func (k *keyring) fetch(ctx context.Context) (*keySet, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, k.url, nil)
+	if err != nil {
+		return nil, fmt.Errorf("auth: JWKS %s: %w", k.url, err)
+	}
+	req.Header.Set("Accept", "application/json, application/jwk-set+json")
+	resp, err := k.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("auth: JWKS: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("auth: JWKS %s: %s", k.url, resp.Status)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxJWKSBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("auth: JWKS %s: %w", k.url, err)
+	}
+	if len(body) > maxJWKSBytes {
+		return nil, fmt.Errorf("auth: JWKS %s: larger than %d bytes", k.url, maxJWKSBytes)
+	}
+	return parseKeySet(body)
+}
+
+func parseKeySet(body []byte) (*keySet, error) {
+	var raw struct {
+		Keys []json.RawMessage `json:"keys"`
+	}
+	if err := json.Unmarshal(body, &raw); err != nil {
+		return nil, fmt.Errorf("auth: JWKS: %w", err)
+	}
+	set := &keySet{byKID: make(map[string][]jose.JSONWebKey, len(raw.Keys))}
+	for _, r := range raw.Keys {
+		var key jose.JSONWebKey
+		if err := key.UnmarshalJSON(r); err != nil {
+			continue
+		}
+		if key.Use != "" && key.Use != "sig" {
+			continue
+		}
+		switch key.Key.(type) {
+		case *rsa.PublicKey, *ecdsa.PublicKey, ed25519.PublicKey:
+		default:
+			continue
+		}
+		set.all = append(set.all, key)
+		set.byKID[key.KeyID] = append(set.byKID[key.KeyID], key)
+	}
+	if len(set.all) == 0 {
+		return nil, errors.New("auth: JWKS holds no usable signing key (RSA, EC or Ed25519 public key)")
+	}
+	return set, nil
+}
