@@ -94,10 +94,7 @@ func BenchmarkEnvelope(b *testing.B) {
 	for _, l := range libs {
 		for _, name := range benchMessages {
 			msg := loadBench(b, name)
-			b.Run(l.name+"/"+name, func(b *testing.B) {
-				b.SetBytes(int64(len(msg)))
-				b.ReportAllocs()
-				defer reportCPU(b)()
+			measure(b, l.name+"/"+name, len(msg), func(b *testing.B) {
 				l.one(b, msg)
 			})
 		}
@@ -118,6 +115,20 @@ func reportCPU(b *testing.B) func() {
 		}
 		runtime.UnlockOSThread()
 	}
+}
+
+// measure runs f as the sub-benchmark name with the figures every codec benchmark
+// reports: allocations, CPU time per op and, when n > 0, n bytes per op. f runs the
+// loop itself, so that the loop's body is not behind a call.
+func measure(b *testing.B, name string, n int, f func(b *testing.B)) {
+	b.Run(name, func(b *testing.B) {
+		if n > 0 {
+			b.SetBytes(int64(n))
+		}
+		b.ReportAllocs()
+		defer reportCPU(b)()
+		f(b)
+	})
 }
 
 func benchCodec(b *testing.B, msg []byte) {
@@ -241,26 +252,17 @@ func BenchmarkRewrite(b *testing.B) {
 		b.Fatal(err)
 	}
 	dst := make([]byte, 0, 512)
-	b.Run("ReplaceID", func(b *testing.B) {
-		b.SetBytes(int64(len(msg)))
-		b.ReportAllocs()
-		defer reportCPU(b)()
+	measure(b, "ReplaceID", len(msg), func(b *testing.B) {
 		for b.Loop() {
 			dst = AppendReplaceID(dst[:0], msg, &m, []byte(`"r7:12345"`))
 		}
 	})
-	b.Run("ReplaceProgressToken", func(b *testing.B) {
-		b.SetBytes(int64(len(msg)))
-		b.ReportAllocs()
-		defer reportCPU(b)()
+	measure(b, "ReplaceProgressToken", len(msg), func(b *testing.B) {
 		for b.Loop() {
 			dst = AppendReplaceProgressToken(dst[:0], msg, &m, []byte(`987654`))
 		}
 	})
-	b.Run("Splices3", func(b *testing.B) {
-		b.SetBytes(int64(len(msg)))
-		b.ReportAllocs()
-		defer reportCPU(b)()
+	measure(b, "Splices3", len(msg), func(b *testing.B) {
 		var sp [3]Splice
 		tok, id := []byte(`987654`), []byte(`"r7:12345"`)
 		for b.Loop() {
@@ -274,19 +276,13 @@ func BenchmarkRewrite(b *testing.B) {
 	})
 	list := []byte(toolsListResult(50))
 	out := make([]byte, 0, 2*len(list))
-	b.Run("PrefixListNames50", func(b *testing.B) {
-		b.SetBytes(int64(len(list)))
-		b.ReportAllocs()
-		defer reportCPU(b)()
+	measure(b, "PrefixListNames50", len(list), func(b *testing.B) {
 		for b.Loop() {
 			out, _ = AppendPrefixListNames(out[:0], list, "tools", "name", "backend1__")
 		}
 	})
 	prefixed, _ := AppendPrefixListNames(nil, list, "tools", "name", "backend1__")
-	b.Run("StripListNames50", func(b *testing.B) {
-		b.SetBytes(int64(len(prefixed)))
-		b.ReportAllocs()
-		defer reportCPU(b)()
+	measure(b, "StripListNames50", len(prefixed), func(b *testing.B) {
 		for b.Loop() {
 			out, _ = AppendStripListNames(out[:0], prefixed, "tools", "name", "backend1__")
 		}
@@ -314,43 +310,32 @@ func BenchmarkEncode(b *testing.B) {
 	dst := make([]byte, 0, 4096)
 	result := []byte(`{"content":[{"type":"text","text":"ok"}]}`)
 	id := []byte(`"r7:12345"`)
-	b.Run("Result", func(b *testing.B) {
-		b.ReportAllocs()
-		defer reportCPU(b)()
+	measure(b, "Result", 0, func(b *testing.B) {
 		for b.Loop() {
 			dst = AppendResult(dst[:0], id, result)
 		}
 		b.SetBytes(int64(len(dst)))
 	})
-	b.Run("Error", func(b *testing.B) {
-		b.ReportAllocs()
-		defer reportCPU(b)()
+	measure(b, "Error", 0, func(b *testing.B) {
 		for b.Loop() {
 			dst = AppendError(dst[:0], id, CodeMethodNotFound, "Method not found: tools/frobnicate", []byte(`{"method":"tools/frobnicate"}`))
 		}
 		b.SetBytes(int64(len(dst)))
 	})
-	b.Run("Request", func(b *testing.B) {
-		b.ReportAllocs()
-		defer reportCPU(b)()
+	measure(b, "Request", 0, func(b *testing.B) {
 		for b.Loop() {
 			dst = AppendRequest(dst[:0], id, "tools/call", result)
 		}
 		b.SetBytes(int64(len(dst)))
 	})
-	b.Run("Notification", func(b *testing.B) {
-		b.ReportAllocs()
-		defer reportCPU(b)()
+	measure(b, "Notification", 0, func(b *testing.B) {
 		for b.Loop() {
 			dst = AppendNotification(dst[:0], "notifications/progress", []byte(`{"progressToken":"p1","progress":50,"total":100}`))
 		}
 		b.SetBytes(int64(len(dst)))
 	})
 	text := string(loadBench(b, "read64k"))
-	b.Run("String64k", func(b *testing.B) {
-		b.SetBytes(int64(len(text)))
-		b.ReportAllocs()
-		defer reportCPU(b)()
+	measure(b, "String64k", len(text), func(b *testing.B) {
 		big := make([]byte, 0, 2*len(text))
 		for b.Loop() {
 			big = AppendString(big[:0], text)
@@ -368,10 +353,7 @@ func BenchmarkDecoder(b *testing.B) {
 			stream = append(stream, msg...)
 			stream = append(stream, '\n')
 		}
-		b.Run(name, func(b *testing.B) {
-			b.SetBytes(int64(len(stream)))
-			b.ReportAllocs()
-			defer reportCPU(b)()
+		measure(b, name, len(stream), func(b *testing.B) {
 			r := &testio.ChunkReader{}
 			for b.Loop() {
 				r.Reset(stream, 4096)

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/mcprouter/mcprouter/internal/testio"
 )
@@ -199,23 +200,9 @@ func TestDecoderFramesScan(t *testing.T) {
 	}
 }
 
-type errReader struct {
-	data []byte
-	err  error
-}
-
-func (r *errReader) Read(p []byte) (int, error) {
-	if len(r.data) == 0 {
-		return 0, r.err
-	}
-	n := copy(p, r.data)
-	r.data = r.data[n:]
-	return n, nil
-}
-
 func TestDecoderReaderError(t *testing.T) {
 	boom := errors.New("boom")
-	d := NewDecoder(&errReader{data: []byte("{\"a\":1}\n{\"b\":"), err: boom}, 0)
+	d := NewDecoder(io.MultiReader(strings.NewReader("{\"a\":1}\n{\"b\":"), iotest.ErrReader(boom)), 0)
 	f, err := d.Next()
 	if err != nil || string(f.Data) != `{"a":1}` {
 		t.Fatalf("first frame: %q %v", f.Data, err)

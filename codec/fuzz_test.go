@@ -114,17 +114,12 @@ func reference(in []byte) ref {
 	if !ok {
 		panic("reference: valid JSON object did not tokenize")
 	}
-	seen := map[string]bool{}
+	if repeated(keys, "jsonrpc", "id", "method", "params", "result", "error") {
+		r.invalid = true
+	}
 	var idNull, hasID, hasMethod, hasParams, hasResult, hasError bool
 	for k, key := range keys {
 		v := []byte(vals[k])
-		switch key {
-		case "jsonrpc", "id", "method", "params", "result", "error":
-			if seen[key] {
-				r.invalid = true
-			}
-			seen[key] = true
-		}
 		switch key {
 		case "jsonrpc":
 			var s string
@@ -172,7 +167,7 @@ func reference(in []byte) ref {
 		}
 	}
 	switch {
-	case !seen["jsonrpc"]:
+	case countKey(keys, "jsonrpc") == 0:
 		r.invalid = true
 	case hasMethod:
 		if hasResult || hasError || hasID && idNull {
@@ -195,10 +190,20 @@ func reference(in []byte) ref {
 	default:
 		r.invalid = true
 	}
-	if seen["id"] && countKey(keys, "id") > 1 {
+	if countKey(keys, "id") > 1 {
 		r.id = nil
 	}
 	return r
+}
+
+// repeated reports whether one of names stands more than once in keys.
+func repeated(keys []string, names ...string) bool {
+	for _, name := range names {
+		if countKey(keys, name) > 1 {
+			return true
+		}
+	}
+	return false
 }
 
 func countKey(keys []string, k string) int {
@@ -213,7 +218,9 @@ func countKey(keys []string, k string) int {
 
 func refParams(r *ref, params []byte) {
 	keys, vals, _ := members(params)
-	seen := map[string]bool{}
+	if repeated(keys, "name", "uri", "cursor", "requestId", "_meta", "progressToken") {
+		r.invalid = true
+	}
 	var paramsToken []byte // params.progressToken counts when _meta has none
 	defer func() {
 		if r.token == nil {
@@ -222,15 +229,6 @@ func refParams(r *ref, params []byte) {
 	}()
 	for k, key := range keys {
 		v := []byte(vals[k])
-		switch key {
-		case "name", "uri", "cursor", "requestId", "_meta", "progressToken":
-			if seen[key] {
-				r.invalid = true
-			}
-			seen[key] = true
-		default:
-			continue
-		}
 		str := v[0] == '"'
 		switch key {
 		case "name":
