@@ -1,0 +1,99 @@
+package modern
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/mcprouter/mcprouter/codec"
+)
+
+// FuzzCheck: any message codec.Scan accepts is read and judged without a panic, a
+// rejection is a well-formed error response with a status of 400 or 404, and a result
+// object that is valid JSON stays valid JSON once decorated.
+func FuzzCheck(f *testing.F) {
+	for _, s := range []string{
+		call("echo"),
+		`{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{` + validMeta + `}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"x","io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}}}`,
+		`{"jsonrpc":"2.0","id":"a","method":"resources/read","params":{"uri":"a\"b",` + validMeta + `}}`,
+		`{"jsonrpc":"2.0","id":2,"result":{"_meta":{ },"ttlMs":1}}`,
+	} {
+		f.Add([]byte(s), []byte("2026-07-28"), []byte("tools/call"), []byte("=?base64?ZWNobw==?="))
+	}
+	f.Fuzz(func(t *testing.T, msg, hv, hm, hn []byte) {
+		var m codec.Message
+		if codec.Scan(msg, &m) != nil {
+			return
+		}
+		var meta Meta
+		ReadMeta(m.Params, &meta)
+		_ = meta.Claimed(hv)
+		for _, h := range []*Headers{nil, {Version: hv, Method: hm, Name: hn}} {
+			r := checker.Check(&m, &meta, h)
+			if r.OK() {
+				continue
+			}
+			if r.Status != 400 && r.Status != 404 {
+				t.Fatalf("status %d", r.Status)
+			}
+			if out := r.AppendError(nil, m.ID, checker.Supported); !json.Valid(out) {
+				t.Fatalf("invalid error response %s", out)
+			}
+		}
+		if m.Result != nil {
+			d := Decoration{ServerInfo: serverInfo, Cache: &Cache{TTLms: 1}}
+			if out := AppendDecorated(nil, m.Result, &d); !json.Valid(out) {
+				t.Fatalf("decorated %s into invalid %s", m.Result, out)
+			}
+			_ = ReadCache(m.Result)
+		}
+	})
+}
+
+// FuzzEncodedEquals: the quantum-by-quantum comparison agrees with decoding the whole
+// value first.
+func FuzzEncodedEquals(f *testing.F) {
+	f.Add([]byte("=?base64?SGVsbG8=?="), []byte("Hello"))
+	f.Add([]byte("=?base64?SGVsbG8?="), []byte("Hello"))
+	f.Add([]byte("plain"), []byte("plain"))
+	f.Fuzz(func(t *testing.T, header, want []byte) {
+		match, valid := EncodedEquals(header, want)
+		if !bytes.HasPrefix(header, []byte(b64Prefix)) || !bytes.HasSuffix(header, []byte(b64Suffix)) || len(header) < len(b64Prefix)+len(b64Suffix) {
+			if !valid || match != bytes.Equal(header, want) {
+				t.Fatalf("literal %q vs %q: %v %v", header, want, match, valid)
+			}
+			return
+		}
+		enc := header[len(b64Prefix) : len(header)-len(b64Suffix)]
+		if bytes.ContainsAny(enc, "\r\n") {
+			if valid {
+				t.Fatalf("%q: line breaks accepted", header)
+			}
+			return // the stdlib decoder skips them; a header value has none
+		}
+		dec, err := base64.StdEncoding.Strict().DecodeString(string(enc))
+		if (err == nil) != valid {
+			t.Fatalf("%q: valid %v, decoder says %v", header, valid, err)
+		}
+		if valid && match != bytes.Equal(dec, want) {
+			t.Fatalf("%q vs %q: match %v", header, want, match)
+		}
+	})
+}
+
+// FuzzOpen: arbitrary bytes never open, and never panic.
+func FuzzOpen(f *testing.F) {
+	s, _ := testSealer(f)
+	m, _ := scan(f, call("x"))
+	req := RequestDigest(m)
+	f.Add([]byte(s.Seal([]byte("p"), "alice", req, time.Minute)))
+	f.Add([]byte(""))
+	f.Fuzz(func(t *testing.T, state []byte) {
+		if p, err := s.Open(state, "alice", req); err == nil && string(p) != "p" {
+			t.Fatalf("opened a forged state: %q", p)
+		}
+	})
+}

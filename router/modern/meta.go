@@ -1,0 +1,146 @@
+package modern
+
+// Meta is the per-request _meta of a 2026-07-28 request: views into the scanned message
+// (zero copies), valid as long as the message bytes are. A nil view means the key was
+// absent (or, for the string-valued ones, present with another type: Check then reports
+// it as missing, which is what it is for a server).
+type Meta struct {
+	// Present is true when params._meta is an object.
+	Present bool
+	// Version is the contents of io.modelcontextprotocol/protocolVersion (escapes intact).
+	Version []byte
+	// Capabilities is the raw io.modelcontextprotocol/clientCapabilities object.
+	Capabilities []byte
+	// ClientInfo is the raw io.modelcontextprotocol/clientInfo value (optional).
+	ClientInfo []byte
+	// LogLevel is the contents of io.modelcontextprotocol/logLevel (optional): the
+	// server sends notifications/message for this request only when it is set.
+	LogLevel []byte
+	// Caps is Capabilities read into flags (the ones the router acts on).
+	Caps Capability
+
+	// versionSeen and capsSeen tell a present key of the wrong type from an absent
+	// one, for the error message.
+	versionSeen, capsSeen bool
+}
+
+// ReadMeta reads params._meta of a request (params is codec.Message.Params) into m. It
+// allocates nothing.
+func ReadMeta(params []byte, m *Meta) {
+	*m = Meta{}
+	meta := member(params, "_meta")
+	if !isObject(meta) {
+		return
+	}
+	m.Present = true
+	eachMember(meta, func(k, v []byte) bool {
+		switch {
+		case keyIs(k, KeyProtocolVersion):
+			m.versionSeen = true
+			if s, ok := stringContents(v); ok {
+				m.Version = s
+			}
+		case keyIs(k, KeyClientCapabilities):
+			m.capsSeen = true
+			if isObject(v) {
+				m.Capabilities = v
+				m.Caps = ReadCapabilities(v)
+			}
+		case keyIs(k, KeyClientInfo):
+			m.ClientInfo = v
+		case keyIs(k, KeyLogLevel):
+			if s, ok := stringContents(v); ok {
+				m.LogLevel = s
+			}
+		}
+		return true
+	})
+	return
+}
+
+// Claimed reports whether the request claims the modern era: its _meta carries a
+// protocol version (of any value: an unknown one is then answered -32022, not taken for
+// a legacy request), or the MCP-Protocol-Version header names 2026-07-28 or later. A
+// dual-era endpoint serves a claimed request statelessly and anything else the 2025 way.
+func (m *Meta) Claimed(header []byte) bool {
+	return m.versionSeen || IsModernVersion(header)
+}
+
+// Capability is a set of client capabilities, as flags.
+type Capability uint8
+
+const (
+	CapRoots Capability = 1 << iota
+	CapSampling
+	CapElicitation
+	CapTasks // the io.modelcontextprotocol/tasks extension
+)
+
+// capNames are the capability object keys, in flag order.
+var capNames = [...]string{"roots", "sampling", "elicitation"}
+
+// TasksExtension is the identifier of the tasks extension in capabilities.extensions.
+const TasksExtension = "io.modelcontextprotocol/tasks"
+
+// ReadCapabilities reads the flags of a raw ClientCapabilities object.
+func ReadCapabilities(raw []byte) Capability {
+	var c Capability
+	eachMember(raw, func(k, v []byte) bool {
+		if !isObject(v) {
+			return true
+		}
+		for i, n := range capNames {
+			if keyIs(k, n) {
+				c |= 1 << i
+				return true
+			}
+		}
+		if keyIs(k, "extensions") && isObject(member(v, TasksExtension)) {
+			c |= CapTasks
+		}
+		return true
+	})
+	return c
+}
+
+// AppendCapabilities appends c as a ClientCapabilities object, {"sampling":{}} and so
+// on: the shape of data.requiredCapabilities in -32021 and of the capabilities the
+// router declares upstream.
+func AppendCapabilities(dst []byte, c Capability) []byte {
+	dst = append(dst, '{')
+	first := true
+	for i, n := range capNames {
+		if c&(1<<i) == 0 {
+			continue
+		}
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		dst = append(dst, '"')
+		dst = append(dst, n...)
+		dst = append(dst, `":{}`...)
+	}
+	if c&CapTasks != 0 {
+		if !first {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `"extensions":{"`+TasksExtension+`":{}}`...)
+	}
+	return append(dst, '}')
+}
+
+// Log levels in order of severity (RFC 5424, as in LoggingLevel).
+var logLevels = [...]string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+
+// LogLevelIndex returns the severity index of a level name (0 = debug), or -1 for a
+// level that does not exist. A request without a log level gets no log messages at all:
+// callers test len(Meta.LogLevel) first.
+func LogLevelIndex(name []byte) int {
+	for i, l := range logLevels {
+		if l == string(name) {
+			return i
+		}
+	}
+	return -1
+}

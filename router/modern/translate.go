@@ -1,0 +1,196 @@
+package modern
+
+import "github.com/mcprouter/mcprouter/codec"
+
+// The translation tables between the 2025 revisions (2024-11-05 to 2025-11-25, the
+// "legacy" era) and 2026-07-28. They are data: the fleet reads them to decide what to do
+// with a message crossing eras, and the tests check they cover every method of both.
+
+// How says what translating a message takes.
+type How uint8
+
+const (
+	// Same: the message passes with its name; only _meta (and resultType) change.
+	Same How = iota
+	// Renamed: the other era has an equivalent under another name.
+	Renamed
+	// Local: the router answers or absorbs it itself (ping, logging/setLevel...).
+	Local
+	// Reshaped: the other era carries the same meaning in another shape (a
+	// server-to-client request inside an InputRequiredResult, a subscription on a
+	// subscriptions/listen stream).
+	Reshaped
+	// Unmappable: the other era has nothing that means it; Why says what the router
+	// answers.
+	Unmappable
+)
+
+// Direction says who sends a message.
+type Direction uint8
+
+const (
+	ClientToServer Direction = iota
+	ServerToClient
+)
+
+// Kind of a translated message.
+type MsgKind uint8
+
+const (
+	Request MsgKind = iota
+	Notification
+)
+
+// Mapping is one row of the tables: a method of one era, its counterpart (empty when
+// none), how, and why.
+type Mapping struct {
+	Legacy    string // the 2025 method; "" for a method 2026-07-28 introduced
+	Modern    string // the 2026-07-28 method; "" for one it removed
+	Dir       Direction
+	Kind      MsgKind
+	How       How
+	Rationale string
+}
+
+// Mappings is the table. Legacy → modern is read for a 2025 client in front of a 2026
+// backend, and modern → legacy for the opposite; a row serves both.
+var Mappings = [...]Mapping{
+	// Client to server requests.
+	{"initialize", "server/discover", ClientToServer, Request, Reshaped,
+		"the router answers initialize itself; upstream it calls server/discover once per backend, and the session's version, capabilities and client info go into every request's _meta"},
+	{"ping", "", ClientToServer, Request, Local,
+		"removed in 2026-07-28: the router answers a 2025 client's ping itself"},
+	{"logging/setLevel", "", ClientToServer, Request, Local,
+		"removed in 2026-07-28: the router keeps the session's level and sends it as _meta logLevel on each request"},
+	{"resources/subscribe", "subscriptions/listen", ClientToServer, Request, Reshaped,
+		"the URI joins the resourceSubscriptions of the router's one subscriptions/listen stream per backend"},
+	{"resources/unsubscribe", "subscriptions/listen", ClientToServer, Request, Reshaped,
+		"the URI leaves the router's listen stream (re-opened with the smaller filter)"},
+	{"tools/list", "tools/list", ClientToServer, Request, Same, ""},
+	{"tools/call", "tools/call", ClientToServer, Request, Same,
+		"an input_required answer becomes server-to-client requests on the 2025 session, and the router retries"},
+	{"resources/list", "resources/list", ClientToServer, Request, Same, ""},
+	{"resources/templates/list", "resources/templates/list", ClientToServer, Request, Same, ""},
+	{"resources/read", "resources/read", ClientToServer, Request, Same,
+		"an input_required answer becomes server-to-client requests on the 2025 session, and the router retries"},
+	{"prompts/list", "prompts/list", ClientToServer, Request, Same, ""},
+	{"prompts/get", "prompts/get", ClientToServer, Request, Same,
+		"an input_required answer becomes server-to-client requests on the 2025 session, and the router retries"},
+	{"completion/complete", "completion/complete", ClientToServer, Request, Same, ""},
+	{"", "subscriptions/listen", ClientToServer, Request, Reshaped,
+		"toward a 2025 backend: the router's GET stream and resources/subscribe feed the listen stream through the cluster's fan-out"},
+	{"tasks/get", "tasks/get", ClientToServer, Request, Same, "the tasks extension; needs the client to declare it"},
+	{"tasks/cancel", "tasks/cancel", ClientToServer, Request, Same, "the tasks extension; needs the client to declare it"},
+	{"tasks/result", "", ClientToServer, Request, Unmappable,
+		"removed: the 2026 tasks extension polls with tasks/get; -32601 with this reason"},
+	{"tasks/list", "", ClientToServer, Request, Unmappable,
+		"removed from the 2026 tasks extension; -32601 with this reason"},
+	{"", "tasks/update", ClientToServer, Request, Unmappable,
+		"2025 tasks have no client-to-server input; -32601 toward a 2025 backend"},
+
+	// Client to server notifications.
+	{"notifications/initialized", "", ClientToServer, Notification, Local, "no handshake in 2026-07-28: absorbed"},
+	{"notifications/cancelled", "notifications/cancelled", ClientToServer, Notification, Same,
+		"on Streamable HTTP a 2026 client closes the response stream instead: the router sends notifications/cancelled to a 2025 backend"},
+	{"notifications/roots/list_changed", "", ClientToServer, Notification, Local,
+		"removed in 2026-07-28: roots are asked again through input_required each time; absorbed"},
+	{"notifications/progress", "notifications/progress", ClientToServer, Notification, Same, ""},
+
+	// Server to client requests.
+	{"sampling/createMessage", "sampling/createMessage", ServerToClient, Request, Reshaped,
+		"a 2025 backend's request becomes an inputRequests entry of an InputRequiredResult with a sealed requestState; the client's inputResponses answer it"},
+	{"elicitation/create", "elicitation/create", ServerToClient, Request, Reshaped,
+		"as sampling/createMessage"},
+	{"roots/list", "roots/list", ServerToClient, Request, Reshaped,
+		"as sampling/createMessage"},
+	{"ping", "", ServerToClient, Request, Local, "a 2025 backend's ping is answered by the router"},
+
+	// Server to client notifications.
+	{"notifications/message", "notifications/message", ServerToClient, Notification, Same,
+		"to a 2026 client only when its request carried a logLevel, and at or above it"},
+	{"notifications/progress", "notifications/progress", ServerToClient, Notification, Same, ""},
+	{"notifications/resources/updated", "notifications/resources/updated", ServerToClient, Notification, Reshaped,
+		"to a 2026 client only on a subscriptions/listen stream that asked for the URI, with its subscriptionId"},
+	{"notifications/resources/list_changed", "notifications/resources/list_changed", ServerToClient, Notification, Reshaped,
+		"on a listen stream with resourcesListChanged"},
+	{"notifications/tools/list_changed", "notifications/tools/list_changed", ServerToClient, Notification, Reshaped,
+		"on a listen stream with toolsListChanged"},
+	{"notifications/prompts/list_changed", "notifications/prompts/list_changed", ServerToClient, Notification, Reshaped,
+		"on a listen stream with promptsListChanged"},
+	{"notifications/elicitation/complete", "", ServerToClient, Notification, Unmappable,
+		"removed in 2026-07-28: the client learns the outcome by retrying; dropped"},
+	{"", "notifications/subscriptions/acknowledged", ServerToClient, Notification, Local,
+		"from a 2026 backend: consumed by the router, which acknowledges its own listeners"},
+	{"notifications/cancelled", "notifications/cancelled", ServerToClient, Notification, Local,
+		"2026 servers send it only to end a listen stream: the router ends its own listeners' streams"},
+}
+
+// ToModern finds the row of a 2025 method sent in direction dir.
+func ToModern(method []byte, dir Direction, kind MsgKind) *Mapping {
+	for i := range Mappings {
+		r := &Mappings[i]
+		if r.Dir == dir && r.Kind == kind && r.Legacy != "" && r.Legacy == string(method) {
+			return r
+		}
+	}
+	return nil
+}
+
+// ToLegacy finds the row of a 2026-07-28 method sent in direction dir.
+func ToLegacy(method []byte, dir Direction, kind MsgKind) *Mapping {
+	for i := range Mappings {
+		r := &Mappings[i]
+		if r.Dir == dir && r.Kind == kind && r.Modern != "" && r.Modern == string(method) {
+			return r
+		}
+	}
+	return nil
+}
+
+// CodeMapping is one error code's translation.
+type CodeMapping struct {
+	Legacy, Modern int
+	Rationale      string
+}
+
+// CodeMappings lists the error codes that differ between the eras; every other code
+// (JSON-RPC's own, the router's -32000..-32015) means the same in both and passes.
+var CodeMappings = [...]CodeMapping{
+	{codec.CodeResourceNotFound, codec.CodeInvalidParams,
+		"2026-07-28 renumbered resource not found to -32602 and forbids emitting -32002"},
+	{CodeURLElicitationRequired, 0,
+		"2025-11-25's URL elicitation required is an InputRequiredResult with a URL-mode elicitation in 2026-07-28: the fleet reshapes it, it is never passed as an error"},
+	{codec.CodeInvalidParams, codec.CodeHeaderMismatch,
+		"a 2026 backend's header mismatch is the router's own fault toward it: a 2025 client sees invalid params"},
+	{codec.CodeInvalidParams, codec.CodeMissingCapability,
+		"a 2025 client declared its capabilities at initialize: it sees invalid params, with the required capabilities in the message"},
+	{codec.CodeInternalError, codec.CodeUnsupportedVersion,
+		"the router chooses the version it speaks upstream: a backend refusing it is an internal error toward a 2025 client (the router re-discovers the backend)"},
+}
+
+// CodeURLElicitationRequired is 2025-11-25's "URL elicitation required" error, which
+// 2026-07-28 reserves and forbids emitting; it is not a code the router makes.
+const CodeURLElicitationRequired = -32042
+
+// ErrorToModern translates a 2025 backend's error code for a 2026 client; reshape is
+// true when the error must become an InputRequiredResult instead.
+func ErrorToModern(code int) (out int, reshape bool) {
+	switch code {
+	case codec.CodeResourceNotFound:
+		return codec.CodeInvalidParams, false
+	case CodeURLElicitationRequired:
+		return 0, true
+	}
+	return code, false
+}
+
+// ErrorToLegacy translates a 2026 backend's error code for a 2025 client.
+func ErrorToLegacy(code int) int {
+	switch code {
+	case codec.CodeHeaderMismatch, codec.CodeMissingCapability:
+		return codec.CodeInvalidParams
+	case codec.CodeUnsupportedVersion:
+		return codec.CodeInternalError
+	}
+	return code
+}
