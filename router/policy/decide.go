@@ -1,0 +1,169 @@
+package policy
+
+import (
+	"log/slog"
+	"strconv"
+)
+
+// Engine is a compiled policy: the rules, the list filter's cache, the limits' matches
+// and the audit. Build a new one to reload the policy (New); the old one stays valid
+// for the requests already deciding with it.
+type Engine struct {
+	c       *compiled
+	views   *viewCache
+	limiter *Limiter // nil without limits
+	log     *slog.Logger
+	stats   *Stats
+}
+
+// Options are what an Engine needs besides its configuration.
+type Options struct {
+	// Logger receives the audit lines and evaluation errors. Default slog.Default().
+	Logger *slog.Logger
+	// Limiter keeps the rate limits' buckets across reloads (and shares them over NATS,
+	// see Sync): pass the previous engine's (Engine.Limiter) to keep the buckets of the
+	// limits whose name and parameters did not change. Nil makes a new one when the
+	// configuration has limits.
+	Limiter *Limiter
+}
+
+// New compiles cfg. Its error lists every problem (errors.Join of *ConfigError and
+// plain errors), each naming the rule or limit and, for CEL, the position.
+func New(cfg Config, opts Options) (*Engine, error) {
+	c, err := compileConfig(cfg.withDefaults(), cfg)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	e := &Engine{c: c, views: newViewCache(c.cfg.ViewCache), log: opts.Logger, stats: newStats(c)}
+	if len(c.limits) > 0 || opts.Limiter != nil {
+		e.limiter = opts.Limiter
+		if e.limiter == nil {
+			e.limiter = NewLimiter(LimiterOptions{})
+		}
+		e.limiter.configure(c.limits)
+	}
+	return e, nil
+}
+
+// Limiter returns the engine's rate-limit state (nil without limits), to hand to the
+// next engine on reload and to Sync.
+func (e *Engine) Limiter() *Limiter { return e.limiter }
+
+// Reason says why a Decision went the way it did.
+type Reason uint8
+
+const (
+	// ReasonExempt: the rules do not decide the method (Decided): allowed.
+	ReasonExempt Reason = iota
+	// ReasonNoRules: no deny rule matched and there is no allow rule: allowed.
+	ReasonNoRules
+	// ReasonAllow: an allow rule matched (and no deny rule).
+	ReasonAllow
+	// ReasonDeny: a deny rule matched.
+	ReasonDeny
+	// ReasonNoAllow: allow rules exist and none matched: denied.
+	ReasonNoAllow
+	// ReasonError: a rule could not be evaluated: denied (fail closed).
+	ReasonError
+)
+
+var reasonNames = [...]string{"exempt", "no_rules", "allow", "deny", "no_allow", "error"}
+
+func (r Reason) String() string {
+	if int(r) < len(reasonNames) {
+		return reasonNames[r]
+	}
+	return "reason(" + strconv.Itoa(int(r)) + ")"
+}
+
+// Decision is the verdict of the rules on one request.
+type Decision struct {
+	Allowed bool
+	Reason  Reason
+	// Rule is the configuration index of the rule that decided (ReasonAllow,
+	// ReasonDeny, ReasonError), -1 when none did.
+	Rule int
+	// Name is that rule's name ("" when none).
+	Name string
+	// Err is the evaluation error (ReasonError). It is for the log: the client's message
+	// (Message) does not repeat it.
+	Err error
+}
+
+// Decide applies the rules to in for s. A deny rule that matches wins; when allow rules
+// exist, one must match; an evaluation error denies. The deny rules are all evaluated
+// (any may win), the allow rules until one matches. The activation's values are made
+// once per Input, so Decide and Take on one Input share them.
+func (e *Engine) Decide(s *Subject, in *Input) Decision {
+	if !Decided(in.Method) {
+		return Decision{Allowed: true, Reason: ReasonExempt, Rule: -1}
+	}
+	in.subj, in.unknown = s, 0
+	d := e.decide(in)
+	e.stats.decided(d)
+	if d.Reason == ReasonError {
+		e.log.Warn("policy: rule failed, request denied", "rule", d.Name, "principal", s.id, "method", in.Method, "err", d.Err)
+	}
+	return d
+}
+
+func (e *Engine) decide(in *Input) Decision {
+	for i := range e.c.rules {
+		r := &e.c.rules[i]
+		o, err := r.eval(in)
+		switch {
+		case o == isError:
+			return Decision{Reason: ReasonError, Rule: r.index, Name: r.name, Err: err}
+		case o != isTrue:
+		case r.deny:
+			return Decision{Reason: ReasonDeny, Rule: r.index, Name: r.name}
+		default:
+			return Decision{Allowed: true, Reason: ReasonAllow, Rule: r.index, Name: r.name}
+		}
+	}
+	if e.c.hasAllow {
+		return Decision{Reason: ReasonNoAllow, Rule: -1}
+	}
+	return Decision{Allowed: true, Reason: ReasonNoRules, Rule: -1}
+}
+
+// Message is the client's error message for a denial: what was denied and by which
+// rule, for example
+//
+//	policy denies tools/call of tool "ref__fail" (rule "no-fail")
+func (d *Decision) Message(in *Input) string {
+	b := append([]byte("policy denies "), in.Method...)
+	b = appendTarget(b, in)
+	switch d.Reason {
+	case ReasonDeny:
+		b = append(b, " (rule "...)
+		b = strconv.AppendQuote(b, d.Name)
+		b = append(b, ')')
+	case ReasonNoAllow:
+		b = append(b, " (no allow rule matches)"...)
+	case ReasonError:
+		b = append(b, " (rule "...)
+		b = strconv.AppendQuote(b, d.Name)
+		b = append(b, " could not be evaluated)"...)
+	}
+	return string(b)
+}
+
+// appendTarget appends what in names: ` of tool "x"`, ` of prompt "x"`, ` of "uri"`.
+func appendTarget(b []byte, in *Input) []byte {
+	switch {
+	case in.Tool != "":
+		b = append(b, " of tool "...)
+		b = strconv.AppendQuote(b, in.Tool)
+	case in.Prompt != "":
+		b = append(b, " of prompt "...)
+		b = strconv.AppendQuote(b, in.Prompt)
+	case in.URI != "":
+		b = append(b, " of "...)
+		b = strconv.AppendQuote(b, in.URI)
+	}
+	return b
+}

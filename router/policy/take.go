@@ -1,0 +1,106 @@
+package policy
+
+import (
+	"strconv"
+	"time"
+)
+
+// Verdict is the rate limits' answer to one request.
+type Verdict struct {
+	Allowed bool
+	// RetryAfter is, for a refused request, when the refusing limit's bucket has a
+	// token again (for the error's retryAfterMs and the HTTP Retry-After).
+	RetryAfter time.Duration
+	// Limit names the limit that refused, Key its key (for the log).
+	Limit, Key string
+}
+
+// Take counts one request against every limit whose match it satisfies: it is
+// admitted when each of their buckets has a token, and then takes one from each; a
+// refused request takes none (the tokens of the limits checked before the refusing one
+// are given back). RetryAfter is the refusing limit's.
+//
+// A match that cannot be evaluated counts the request (fail closed) and is logged.
+// Take uses the same Input as Decide (call Decide first: the limits count requests
+// that the rules let through) and the router calls it for requests, not notifications
+// (which have no reply to carry a refusal).
+func (e *Engine) Take(s *Subject, in *Input) Verdict {
+	if e.limiter == nil || len(e.c.limits) == 0 {
+		return Verdict{Allowed: true}
+	}
+	in.subj, in.unknown = s, 0
+	now := e.limiter.now()
+	type taken struct {
+		t *table
+		b *bucket
+	}
+	var buf [4]taken
+	got := buf[:0]
+	for i := range e.c.limits {
+		d := &e.c.limits[i]
+		if d.match != nil {
+			o, err := d.match.eval(in)
+			if o == isFalse {
+				continue
+			}
+			if o == isError {
+				e.log.Warn("policy: limit match failed, the request counts", "limit", d.Name, "principal", s.id, "method", in.Method, "err", err)
+			}
+		}
+		t := e.limiter.table(d.Name)
+		key := limitKey(d.Key, s, in)
+		b, wait := t.take(key, now)
+		if b == nil {
+			for _, g := range got {
+				g.t.refund(g.b)
+			}
+			e.stats.limited[d.index].Add(1)
+			return Verdict{RetryAfter: wait, Limit: d.Name, Key: key}
+		}
+		got = append(got, taken{t, b})
+	}
+	if e.limiter.sharing.Load() {
+		for _, g := range got {
+			g.t.commit(g.b)
+		}
+	}
+	return Verdict{Allowed: true}
+}
+
+// limitKey makes a request's key for a limit. A part the request does not have (the
+// tool of a resources/read) is empty: such requests share that part's bucket. The
+// parts of a composite key are each prefixed with their length, so that no choice of
+// names makes two different combinations one key.
+func limitKey(parts KeyParts, s *Subject, in *Input) string {
+	part := func(p KeyPart) string {
+		switch p {
+		case KeyPrincipal:
+			return s.id
+		case KeyMethod:
+			return in.Method
+		case KeyBackend:
+			return in.Backend
+		case KeyTool:
+			return in.Tool
+		case KeyPrompt:
+			return in.Prompt
+		case KeyURI:
+			return in.URI
+		}
+		return ""
+	}
+	switch len(parts) {
+	case 0:
+		return ""
+	case 1:
+		return part(parts[0])
+	}
+	var b []byte
+	for _, p := range parts {
+		v := part(p)
+		b = strconv.AppendInt(b, int64(len(v)), 10)
+		b = append(b, ':')
+		b = append(b, v...)
+	}
+	return string(b)
+}
