@@ -19,7 +19,11 @@ func fleetConfig(cfg *Config, log *slog.Logger, bus *natsbus.Bus) (fleet.Config,
 		MaxSubscriptions: cfg.Limits.MaxSubscriptionsPerSession, MaxServerRequests: cfg.Limits.MaxPendingServerRequests,
 		ServerRequestTimeout: cfg.Limits.ServerRequestTimeout,
 		MaxUpstreamSessions:  cfg.Limits.MaxUpstreamSessions, UpstreamSessionWait: cfg.Limits.UpstreamSessionWait}
-	for _, b := range cfg.Backends {
+	for i, b := range cfg.Backends {
+		creds, err := buildBackendAuth(fmt.Sprintf("backends[%d].auth", i), &b.Auth)
+		if err != nil {
+			return fc, err
+		}
 		bc := fleet.BackendConfig{
 			Name: b.Name, Prefix: *b.Prefix, Timeout: b.Timeout,
 			MaxConcurrency: b.MaxConcurrency, PerClient: b.Sessions == "per-client",
@@ -30,7 +34,7 @@ func fleetConfig(cfg *Config, log *slog.Logger, bus *natsbus.Bus) (fleet.Config,
 		}
 		opts := upstream.HTTPOptions{Name: b.Name, Logger: log, MaxConns: b.MaxConcurrency, Pipeline: b.Pipeline}
 		for _, u := range urls {
-			bc.Dialers = append(bc.Dialers, urlDialer(u, opts))
+			bc.Dialers = append(bc.Dialers, urlDialer(u, opts, creds))
 		}
 		if len(b.Command) > 0 {
 			ds, err := stdioDialers(b, log)
@@ -58,10 +62,14 @@ func fleetConfig(cfg *Config, log *slog.Logger, bus *natsbus.Bus) (fleet.Config,
 }
 
 // urlDialer picks the transport by URL: a path ending in /sse is a legacy HTTP+SSE
-// server, anything else speaks Streamable HTTP.
-func urlDialer(u string, opts upstream.HTTPOptions) fleet.Dialer {
+// server, anything else speaks Streamable HTTP. Each upstream session gets the
+// backend's credentials for whom it is dialed: a client's own (token exchange) when the
+// fleet dials it for that client with upstream.WithClient, the router's otherwise.
+func urlDialer(u string, base upstream.HTTPOptions, creds *backendCreds) fleet.Dialer {
 	legacy := strings.HasSuffix(strings.TrimRight(strings.SplitN(u, "?", 2)[0], "/"), "/sse")
 	return fleet.Dialer{Addr: u, Dial: func(ctx context.Context, sink upstream.Sink) (upstream.Conn, error) {
+		opts := base
+		opts.Credentials = creds.forDial(ctx)
 		if legacy {
 			return upstream.DialSSE(ctx, u, opts, sink)
 		}
