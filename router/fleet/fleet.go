@@ -42,6 +42,8 @@ type Fleet struct {
 	held     holders // where each upstream subscription lives (subscriptions.go)
 
 	catalog *catalogBuilder
+	notices *notices
+	bus     *changeBus
 
 	sessions *sessions
 
@@ -72,14 +74,28 @@ type Stats struct {
 	ServerRequestsExpired, ServerRequestsDropped atomic.Uint64
 }
 
-// New builds a fleet; Start connects it.
+// New builds a fleet and wires its parts; Start connects it. Each part gets the
+// others it needs as fields of their own types; the Fleet keeps them all to start,
+// stop and answer for them.
 func New(cfg Config) *Fleet {
 	cfg.defaults()
 	f := &Fleet{cfg: cfg, log: cfg.Logger, life: newLifecycle(), table: newTable()}
+	for i, bc := range cfg.Backends {
+		b := &backend{f: f, cfg: bc, index: i, sem: make(chan struct{}, bc.MaxConcurrency), listed: make(chan struct{})}
+		for n, d := range bc.Dialers {
+			b.instances = append(b.instances, &instance{b: b, n: n, dialer: d})
+		}
+		f.backends = append(f.backends, b)
+	}
 	f.conns = &connector{table: f.table, events: f, log: f.log, name: cfg.ClientName, version: cfg.ClientVersion}
 	f.sessions = newSessions(f.life, f.conns, &f.Stats, cfg.MaxUpstreamSessions, cfg.UpstreamSessionWait)
 	f.fwd = &forwarder{life: f.life, table: f.table, sessions: f.sessions, rep: &f.rep, stats: &f.Stats}
 	f.srv = newServerRequests(f.life, f.table, f.log, &f.Stats, cfg.MaxServerRequests, cfg.ServerRequestTimeout)
+	n := &notices{life: f.life, table: f.table, sessions: f.sessions, srv: f.srv, fwd: f.fwd, rep: &f.rep, stats: &f.Stats}
+	f.notices = n
+	f.catalog = newCatalogBuilder(f.life, f.table, f.log, &f.Stats, f.backends, n.broadcast)
+	f.bus = &changeBus{bus: cfg.Bus, life: f.life, log: f.log, backends: f.backends, catalog: f.catalog}
+	n.catalog, n.bus = f.catalog, f.bus
 	if cfg.Bus != nil && cfg.Bus.JS != nil {
 		cs, err := newClusterSubs(f, cfg.Bus)
 		if err != nil {
@@ -91,14 +107,7 @@ func New(cfg Config) *Fleet {
 	} else {
 		f.subs = newLocalSubs(f)
 	}
-	for i, bc := range cfg.Backends {
-		b := &backend{f: f, cfg: bc, index: i, sem: make(chan struct{}, bc.MaxConcurrency), listed: make(chan struct{})}
-		for n, d := range bc.Dialers {
-			b.instances = append(b.instances, &instance{b: b, n: n, dialer: d})
-		}
-		f.backends = append(f.backends, b)
-	}
-	f.catalog = newCatalogBuilder(f.life, f.table, f.log, &f.Stats, f.backends, f.broadcast)
+	n.subs = f.subs
 	return f
 }
 
@@ -112,7 +121,7 @@ func (f *Fleet) Start(wait time.Duration) {
 		}
 	}
 	f.life.spawn(f.fwd.sweep)
-	f.listenChanges()
+	f.bus.listen()
 	timeout := time.NewTimer(wait)
 	defer timeout.Stop()
 	for _, b := range f.backends {
@@ -183,6 +192,10 @@ func (f *Fleet) SessionClosed(s *router.Session) {
 	f.srv.dropSession(s)
 	f.sessions.end(s)
 }
+
+// SessionAdopted implements router.Fleet: a session that moved here gets what it may
+// have missed of its subscriptions.
+func (f *Fleet) SessionAdopted(s *router.Session) { f.notices.adopted(s) }
 
 // UpstreamSessions is the number of per-client upstream sessions open (or opening).
 func (f *Fleet) UpstreamSessions() int { return f.sessions.inUse() }

@@ -22,7 +22,7 @@ func (f *Fleet) Prepare(s *router.Session, x *transport.Exchange) bool {
 	m := &x.Msg
 	switch m.Kind {
 	case codec.KindNotification:
-		return f.clientNotification(s, x)
+		return f.notices.fromClient(s, x)
 	case codec.KindResult, codec.KindError:
 		return f.srv.fromClient(s, x)
 	}

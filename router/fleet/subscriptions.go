@@ -183,7 +183,7 @@ func (s *localSubs) updated(b *backend, uri string, msg []byte) {
 		list = append(list, sess)
 	}
 	s.mu.Unlock()
-	s.f.fanOut(list, msg, time.Now().UnixNano())
+	s.f.notices.fanOut(list, msg, time.Now().UnixNano())
 }
 
 // dropSession releases a closed session's subscriptions, unsubscribing upstream where it

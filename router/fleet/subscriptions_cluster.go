@@ -308,7 +308,7 @@ func (s *clusterSubs) deliver(key subKey, msg []byte, received int64) {
 		}
 	}
 	s.mu.Unlock()
-	s.f.fanOut(list, msg, received)
+	s.f.notices.fanOut(list, msg, received)
 }
 
 // receivedHeader carries, on P.res messages, when the owner received the update from the

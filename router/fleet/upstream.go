@@ -233,7 +233,7 @@ func (f *Fleet) fromBackend(c *upConn, msg, reqID []byte) {
 	case codec.KindResult, codec.KindError:
 		f.fwd.backendResponse(c, msg, &m)
 	case codec.KindNotification:
-		f.backendNotification(c, msg, &m, reqID)
+		f.notices.fromBackend(c, msg, &m, reqID)
 	case codec.KindRequest:
 		f.srv.fromBackend(c, msg, &m, reqID)
 	}
