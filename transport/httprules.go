@@ -51,6 +51,12 @@ func DefaultHTTPRules(addr string, versions []string, defaultVersion string) HTT
 	return r
 }
 
+// Allowed applies the Host and Origin checks to a request's header values, for servers
+// that answer some requests without HTTPServer (a stateless endpoint in front of it).
+func (r *HTTPRules) Allowed(host, origin []byte) bool {
+	return r.hostAllowed(host) && r.originAllowed(origin)
+}
+
 // hostAllowed checks a Host header value (host[:port]).
 func (r *HTTPRules) hostAllowed(hostport []byte) bool {
 	if len(r.AllowedHosts) == 0 {
