@@ -343,7 +343,7 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("%s.prefix: %q must not contain the separator __", key, *b.Prefix)
 		}
 	}
-	return nil
+	return c.validateBackendAuth()
 }
 
 // LoadConfig reads a YAML file; unknown keys are errors (a typo must not pass silently).
