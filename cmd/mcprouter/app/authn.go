@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -31,15 +30,10 @@ func (c *Config) authDefaults() {
 	c.Auth.Defaults()
 }
 
-// validateAuth checks the auth section (after validateExposure, which says what to do
-// about a missing mode on an exposed listener), naming the bad key as auth.<key>.
-func (c *Config) validateAuth() error {
-	err := c.Auth.Validate(isLoopback(c.Listen))
-	if err == nil || strings.HasPrefix(err.Error(), "auth.") || strings.HasPrefix(err.Error(), "auth:") {
-		return err
-	}
-	return fmt.Errorf("auth.%w", err)
-}
+// validateAuth checks the auth section, naming the bad key (auth.<key>). It runs after
+// validateExposure, whose refusal of a missing mode on an exposed listener says what
+// to set.
+func (c *Config) validateAuth() error { return c.Auth.Validate(isLoopback(c.Listen)) }
 
 // startAuth builds the Authenticator of the configuration (for jwt: the issuer's
 // discovery, now, so that a wrong issuer fails the start) and says what the operator
