@@ -175,7 +175,7 @@ func (in *instance) maintain(ctx context.Context) {
 		}
 		in.check(ctx)
 		if !in.usable() {
-			f.failover(in)
+			f.subsUp.failover(in)
 		}
 	}
 }

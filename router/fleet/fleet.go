@@ -39,7 +39,7 @@ type Fleet struct {
 	srv      *serverRequests
 	fwd      *forwarder
 	subs     subscriber
-	held     holders // where each upstream subscription lives (subscriptions.go)
+	subsUp   *subsUpstream
 
 	catalog *catalogBuilder
 	notices *notices
@@ -96,18 +96,20 @@ func New(cfg Config) *Fleet {
 	f.catalog = newCatalogBuilder(f.life, f.table, f.log, &f.Stats, f.backends, n.broadcast)
 	f.bus = &changeBus{bus: cfg.Bus, life: f.life, log: f.log, backends: f.backends, catalog: f.catalog}
 	n.catalog, n.bus = f.catalog, f.bus
+	up := &subsUpstream{life: f.life, table: f.table, log: f.log, rep: &f.rep, max: cfg.MaxSubscriptions, fanOut: n.fanOut}
+	f.subsUp = up
 	if cfg.Bus != nil && cfg.Bus.JS != nil {
-		cs, err := newClusterSubs(f, cfg.Bus)
+		cs, err := newClusterSubs(up, cfg.Bus)
 		if err != nil {
 			f.log.Warn("cluster subscriptions unavailable, keeping them per instance", "err", err)
-			f.subs = newLocalSubs(f)
+			f.subs = newLocalSubs(up)
 		} else {
 			f.subs = cs
 		}
 	} else {
-		f.subs = newLocalSubs(f)
+		f.subs = newLocalSubs(up)
 	}
-	n.subs = f.subs
+	n.subs, up.restore = f.subs, f.subs.restore
 	return f
 }
 

@@ -51,12 +51,12 @@ func (f *Fleet) Prepare(s *router.Session, x *transport.Exchange) bool {
 		}
 		r, ok := table[string(name)]
 		if !ok {
-			return f.replyErr(x, codec.CodeInvalidParams, "Unknown "+what+": "+string(name))
+			return f.rep.replyErr(x, codec.CodeInvalidParams, "Unknown "+what+": "+string(name))
 		}
 		b, strip = r.b, r.strip
 	case "resources/read", "resources/subscribe", "resources/unsubscribe":
 		if b = cat.resourceOwner(string(m.URI)); b == nil {
-			return f.replyErr(x, CodeResourceNotFound, "Resource not found: "+string(m.URI))
+			return f.rep.replyErr(x, CodeResourceNotFound, "Resource not found: "+string(m.URI))
 		}
 		if string(m.Method) != "resources/read" && !b.cfg.PerClient {
 			return f.subs.handle(s, x, b)
@@ -64,25 +64,28 @@ func (f *Fleet) Prepare(s *router.Session, x *transport.Exchange) bool {
 	case "completion/complete":
 		return f.complete(s, x, cat)
 	default:
-		return f.replyErr(x, codec.CodeMethodNotFound, "Method not found: "+string(m.Method))
+		return f.rep.replyErr(x, codec.CodeMethodNotFound, "Method not found: "+string(m.Method))
 	}
 	f.fwd.track(s, x, b, strip)
 	return true
 }
 
-func (f *Fleet) replyErr(x *transport.Exchange, code int, msg string) bool {
+// replyErr answers x with an error made by the fleet, without a backend, and reports it;
+// false: nothing left for Run.
+func (r *reporter) replyErr(x *transport.Exchange, code int, msg string) bool {
 	bp := getBuf()
 	*bp = codec.AppendError((*bp)[:0], x.Msg.ID, code, msg, nil)
-	f.rep.local(x, router.OutcomeError)
+	r.local(x, router.OutcomeError)
 	x.Reply(*bp)
 	putBuf(bp)
 	return false
 }
 
-func (f *Fleet) reply(x *transport.Exchange, result []byte) bool {
+// reply answers x with a result made by the fleet, without a backend, and reports it.
+func (r *reporter) reply(x *transport.Exchange, result []byte) bool {
 	bp := getBuf()
 	*bp = codec.AppendResult((*bp)[:0], x.Msg.ID, result)
-	f.rep.local(x, router.OutcomeOK)
+	r.local(x, router.OutcomeOK)
 	x.Reply(*bp)
 	putBuf(bp)
 	return false
@@ -98,10 +101,10 @@ func (f *Fleet) list(x *transport.Exchange, cat *catalog, k kind) bool {
 	res, err := cat.page((*bp)[:0], k, cursor, f.cfg.PageSize)
 	if err != nil {
 		putBuf(bp)
-		return f.replyErr(x, codec.CodeInvalidParams, "Invalid params: invalid cursor")
+		return f.rep.replyErr(x, codec.CodeInvalidParams, "Invalid params: invalid cursor")
 	}
 	*bp = res
-	f.reply(x, res)
+	f.rep.reply(x, res)
 	putBuf(bp)
 	return false
 }
@@ -112,11 +115,11 @@ func (f *Fleet) list(x *transport.Exchange, cat *catalog, k kind) bool {
 func (f *Fleet) complete(s *router.Session, x *transport.Exchange, cat *catalog) bool {
 	var p map[string]json.RawMessage
 	if err := sonic.Unmarshal(x.Msg.Params, &p); err != nil {
-		return f.replyErr(x, codec.CodeInvalidParams, "Invalid params: completion/complete needs a ref")
+		return f.rep.replyErr(x, codec.CodeInvalidParams, "Invalid params: completion/complete needs a ref")
 	}
 	var ref map[string]json.RawMessage
 	if err := sonic.Unmarshal(p["ref"], &ref); err != nil {
-		return f.replyErr(x, codec.CodeInvalidParams, "Invalid params: completion/complete needs a ref")
+		return f.rep.replyErr(x, codec.CodeInvalidParams, "Invalid params: completion/complete needs a ref")
 	}
 	var typ, name, uri string
 	sonic.Unmarshal(ref["type"], &typ)
@@ -127,7 +130,7 @@ func (f *Fleet) complete(s *router.Session, x *transport.Exchange, cat *catalog)
 	case "ref/prompt":
 		r, ok := cat.prompts[name]
 		if !ok {
-			return f.replyErr(x, codec.CodeInvalidParams, "Unknown prompt: "+name)
+			return f.rep.replyErr(x, codec.CodeInvalidParams, "Unknown prompt: "+name)
 		}
 		b = r.b
 		if r.strip > 0 {
@@ -135,10 +138,10 @@ func (f *Fleet) complete(s *router.Session, x *transport.Exchange, cat *catalog)
 		}
 	case "ref/resource":
 		if b = cat.resourceOwner(uri); b == nil {
-			return f.replyErr(x, CodeResourceNotFound, "Resource not found: "+uri)
+			return f.rep.replyErr(x, CodeResourceNotFound, "Resource not found: "+uri)
 		}
 	default:
-		return f.replyErr(x, codec.CodeInvalidParams, "Invalid params: unknown ref type "+typ)
+		return f.rep.replyErr(x, codec.CodeInvalidParams, "Invalid params: unknown ref type "+typ)
 	}
 	p["ref"], _ = sonic.Marshal(ref)
 	params, _ := sonic.Marshal(p)
@@ -147,7 +150,7 @@ func (f *Fleet) complete(s *router.Session, x *transport.Exchange, cat *catalog)
 	raw := codec.AppendRequest(nil, x.Msg.ID, "completion/complete", params)
 	var m codec.Message
 	if err := codec.Scan(raw, &m); err != nil {
-		return f.replyErr(x, codec.CodeInternalError, "cannot rewrite completion request")
+		return f.rep.replyErr(x, codec.CodeInternalError, "cannot rewrite completion request")
 	}
 	x.Raw, x.Msg = raw, m
 	f.fwd.track(s, x, b, 0)

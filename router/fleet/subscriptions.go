@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strconv"
 	"sync"
 	"time"
@@ -75,7 +76,7 @@ type subTask struct {
 // unsubscribe or by ending its session) releases it, and every update the backend sends
 // reaches each subscribed session once.
 type localSubs struct {
-	f      *Fleet
+	up     *subsUpstream
 	mu     sync.Mutex
 	byKey  map[subKey]map[*router.Session]struct{}
 	bySess map[*router.Session]map[subKey]struct{}
@@ -86,8 +87,8 @@ type subKey struct {
 	uri string
 }
 
-func newLocalSubs(f *Fleet) *localSubs {
-	s := &localSubs{f: f}
+func newLocalSubs(up *subsUpstream) *localSubs {
+	s := &localSubs{up: up}
 	s.byKey = map[subKey]map[*router.Session]struct{}{}
 	s.bySess = map[*router.Session]map[subKey]struct{}{}
 	return s
@@ -99,14 +100,14 @@ func (s *localSubs) upstreamCount() int { return s.count() }
 
 // subscription handles resources/subscribe and unsubscribe for shared upstream sessions.
 func (s *localSubs) handle(sess *router.Session, x *transport.Exchange, b *backend) bool {
-	f := s.f
+	up := s.up
 	key := subKey{b: b, uri: string(x.Msg.URI)}
 	s.mu.Lock()
 	set := s.byKey[key]
 	if string(x.Msg.Method) == "resources/subscribe" {
-		if f.subLimitReached(s.bySess[sess], key) {
+		if up.limitReached(s.bySess[sess], key) {
 			s.mu.Unlock()
-			return f.refuseSubscription(x)
+			return up.refuse(x)
 		}
 		first := len(set) == 0
 		if set == nil {
@@ -124,7 +125,7 @@ func (s *localSubs) handle(sess *router.Session, x *transport.Exchange, b *backe
 			x.Tag = &subTask{sess: sess, b: b, key: key, sub: true}
 			return true
 		}
-		return f.reply(x, []byte("{}"))
+		return up.rep.reply(x, []byte("{}"))
 	}
 	_, had := set[sess]
 	delete(set, sess)
@@ -139,22 +140,22 @@ func (s *localSubs) handle(sess *router.Session, x *transport.Exchange, b *backe
 		x.Tag = &subTask{sess: sess, b: b, key: key}
 		return true
 	}
-	return f.reply(x, []byte("{}"))
+	return up.rep.reply(x, []byte("{}"))
 }
 
 // run makes or drops the upstream subscription for the first subscriber or the last one
-// to leave, through upstreamSubscribe (which records where it lives), then answers. A
+// to leave, through subsUpstream.subscribe (which records where it lives), then answers. A
 // refused subscription is not kept for the session, and the backend's error is relayed.
 func (s *localSubs) run(x *transport.Exchange, t *subTask) {
-	f := s.f
+	up := s.up
 	method := "resources/unsubscribe"
 	if t.sub {
 		method = "resources/subscribe"
 	}
-	err := f.upstreamSubscribe(t.key, method, nil)
+	err := up.subscribe(t.key, method, nil)
 	x.Tag = nil
 	if err == nil || !t.sub {
-		f.reply(x, []byte("{}"))
+		up.rep.reply(x, []byte("{}"))
 		return
 	}
 	s.mu.Lock()
@@ -168,10 +169,10 @@ func (s *localSubs) run(x *transport.Exchange, t *subTask) {
 	s.mu.Unlock()
 	var re *router.Error
 	if errors.As(err, &re) {
-		f.replyErr(x, re.Code, re.Message)
+		up.rep.replyErr(x, re.Code, re.Message)
 		return
 	}
-	f.replyErr(x, CodeBackendUnavailable, "backend "+t.b.cfg.Name+": cannot subscribe: "+err.Error())
+	up.rep.replyErr(x, CodeBackendUnavailable, "backend "+t.b.cfg.Name+": cannot subscribe: "+err.Error())
 }
 
 // deliver sends a backend's resources/updated to every session subscribed to it.
@@ -183,13 +184,13 @@ func (s *localSubs) updated(b *backend, uri string, msg []byte) {
 		list = append(list, sess)
 	}
 	s.mu.Unlock()
-	s.f.notices.fanOut(list, msg, time.Now().UnixNano())
+	s.up.fanOut(list, msg, time.Now().UnixNano())
 }
 
 // dropSession releases a closed session's subscriptions, unsubscribing upstream where it
 // was the last subscriber.
 func (s *localSubs) dropSession(sess *router.Session) {
-	f := s.f
+	up := s.up
 	s.mu.Lock()
 	var released []subKey
 	for key := range s.bySess[sess] {
@@ -203,23 +204,23 @@ func (s *localSubs) dropSession(sess *router.Session) {
 	delete(s.bySess, sess)
 	s.mu.Unlock()
 	for _, key := range released {
-		f.upstreamSubscribe(key, "resources/unsubscribe", nil)
+		up.subscribe(key, "resources/unsubscribe", nil)
 	}
 }
 
 // restore re-subscribes, on c, the backend's URIs that c should hold (holders.needs).
 func (s *localSubs) restore(b *backend, c *upConn) {
-	f := s.f
+	up := s.up
 	s.mu.Lock()
 	var keys []subKey
 	for key := range s.byKey {
-		if key.b == b && f.held.needs(key, c) {
+		if key.b == b && up.held.needs(key, c) {
 			keys = append(keys, key)
 		}
 	}
 	s.mu.Unlock()
 	for _, key := range keys {
-		f.upstreamSubscribe(key, "resources/subscribe", c)
+		up.subscribe(key, "resources/subscribe", c)
 	}
 }
 
@@ -280,11 +281,31 @@ func (h *holders) holdsOn(in *instance) bool {
 	return false
 }
 
+// subsUpstream is the upstream side of subscriptions, shared by both subscribers
+// (localSubs, clusterSubs): it makes and drops upstream subscriptions (subscribe),
+// records which upstream session holds each (held), moves them off an instance that
+// failed (failover), enforces the per-session limit and fans updates out. subscribe
+// blocks on the backend: it runs on a dispatcher worker (Run), on a background
+// goroutine or on an instance's maintainer (failover), never in Prepare.
+type subsUpstream struct {
+	life  *lifecycle
+	table *table // the router's own subscribe requests
+	log   *slog.Logger
+	rep   *reporter // answers to clients' subscribe requests
+	max   int       // Config.MaxSubscriptions
+	held  holders
+	// fanOut delivers an update to subscribed sessions (notices.fanOut).
+	fanOut func(list []*router.Session, msg []byte, received int64)
+	// restore re-subscribes on c what the subscriber holds upstream of b (the
+	// subscriber's restore), for failover.
+	restore func(b *backend, c *upConn)
+}
+
 // failover moves the subscriptions held on in, which stopped taking requests, to
 // another instance of its backend: restore re-subscribes there every key whose holder
 // is unusable. With no usable instance left it waits for the next round.
-func (f *Fleet) failover(in *instance) {
-	if in.b.cfg.PerClient || !f.held.holdsOn(in) {
+func (u *subsUpstream) failover(in *instance) {
+	if in.b.cfg.PerClient || !u.held.holdsOn(in) {
 		return
 	}
 	other := in.b.pick()
@@ -295,18 +316,18 @@ func (f *Fleet) failover(in *instance) {
 	if c == nil || c.dead() {
 		return
 	}
-	f.log.Info("moving resource subscriptions to another instance", "backend", in.b.cfg.Name, "from", in.dialer.Addr, "to", other.dialer.Addr)
-	f.subs.restore(in.b, c)
+	u.log.Info("moving resource subscriptions to another instance", "backend", in.b.cfg.Name, "from", in.dialer.Addr, "to", other.dialer.Addr)
+	u.restore(in.b, c)
 }
 
-// upstreamSubscribe sends resources/subscribe or unsubscribe for key to its backend, on c
+// subscribe sends resources/subscribe or unsubscribe for key to its backend, on c
 // or, by default, a picked instance's shared session for a subscribe and the session
 // holding the subscription for an unsubscribe (none: nothing to undo, a session that is
 // gone took its subscriptions along).
-func (f *Fleet) upstreamSubscribe(key subKey, method string, c *upConn) error {
+func (u *subsUpstream) subscribe(key subKey, method string, c *upConn) error {
 	sub := method == "resources/subscribe"
 	if c == nil && !sub {
-		if c = f.held.take(key); c == nil || c.dead() {
+		if c = u.held.take(key); c == nil || c.dead() {
 			return nil
 		}
 	}
@@ -321,27 +342,27 @@ func (f *Fleet) upstreamSubscribe(key subKey, method string, c *upConn) error {
 	}
 	params := append([]byte(`{"uri":`), codec.AppendString(nil, key.uri)...)
 	params = append(params, '}')
-	ctx, cancel := context.WithTimeout(f.life.ctx, key.b.cfg.Timeout)
+	ctx, cancel := context.WithTimeout(u.life.ctx, key.b.cfg.Timeout)
 	defer cancel()
-	_, err := f.table.call(ctx, c, method, params)
+	_, err := u.table.call(ctx, c, method, params)
 	if err != nil {
-		f.log.Warn("upstream "+method+" failed", "backend", key.b.cfg.Name, "uri", key.uri, "err", err)
+		u.log.Warn("upstream "+method+" failed", "backend", key.b.cfg.Name, "uri", key.uri, "err", err)
 	} else if sub {
-		f.held.set(key, c)
+		u.held.set(key, c)
 	}
 	return err
 }
 
-// subLimitReached reports whether a session holding the subscriptions in held may not
+// limitReached reports whether a session holding the subscriptions in held may not
 // add key: one client must not make the router hold an unbounded set for it.
-func (f *Fleet) subLimitReached(held map[subKey]struct{}, key subKey) bool {
+func (u *subsUpstream) limitReached(held map[subKey]struct{}, key subKey) bool {
 	_, has := held[key]
-	return !has && len(held) >= f.cfg.MaxSubscriptions
+	return !has && len(held) >= u.max
 }
 
-// refuseSubscription answers a resources/subscribe beyond the session's limit.
-func (f *Fleet) refuseSubscription(x *transport.Exchange) bool {
-	return f.replyErr(x, CodeSessionLimit, "mcprouter: the session already holds "+strconv.Itoa(f.cfg.MaxSubscriptions)+" resource subscriptions, the most allowed; unsubscribe from one first")
+// refuse answers a resources/subscribe beyond the session's limit.
+func (u *subsUpstream) refuse(x *transport.Exchange) bool {
+	return u.rep.replyErr(x, CodeSessionLimit, "mcprouter: the session already holds "+strconv.Itoa(u.max)+" resource subscriptions, the most allowed; unsubscribe from one first")
 }
 
 func listOf(bySess map[*router.Session]map[subKey]struct{}, sess *router.Session) []subKey {
@@ -376,6 +397,6 @@ func (s *localSubs) resubscribe(sess *router.Session, keys []subKey) {
 	}
 	s.mu.Unlock()
 	for _, key := range first {
-		go s.f.upstreamSubscribe(key, "resources/subscribe", nil)
+		go s.up.subscribe(key, "resources/subscribe", nil)
 	}
 }

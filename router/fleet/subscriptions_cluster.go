@@ -37,7 +37,7 @@ import (
 //   - leases expire when not renewed (the bucket's TTL), so an instance that dies releases
 //     its memberships, and its ownerships pass to an instance that still has members.
 type clusterSubs struct {
-	f   *Fleet
+	up  *subsUpstream
 	bus *natsbus.Bus
 	kv  jetstream.KeyValue
 
@@ -65,7 +65,7 @@ type clusterSub struct {
 	ownerRev uint64 // revision of our owner lease
 }
 
-func newClusterSubs(f *Fleet, bus *natsbus.Bus) (*clusterSubs, error) {
+func newClusterSubs(up *subsUpstream, bus *natsbus.Bus) (*clusterSubs, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	kv, err := leaseBucket(ctx, bus)
@@ -73,7 +73,7 @@ func newClusterSubs(f *Fleet, bus *natsbus.Bus) (*clusterSubs, error) {
 		return nil, err
 	}
 	s := &clusterSubs{
-		f: f, bus: bus, kv: kv,
+		up: up, bus: bus, kv: kv,
 		keys: map[subKey]*clusterSub{}, bySess: map[*router.Session]map[subKey]struct{}{},
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
@@ -125,9 +125,9 @@ func (s *clusterSubs) handle(sess *router.Session, x *transport.Exchange, b *bac
 	s.mu.Lock()
 	cs := s.keys[key]
 	if sub {
-		if s.f.subLimitReached(s.bySess[sess], key) {
+		if s.up.limitReached(s.bySess[sess], key) {
 			s.mu.Unlock()
-			return s.f.refuseSubscription(x)
+			return s.up.refuse(x)
 		}
 		cs = s.addLocked(sess, key)
 	} else if cs != nil {
@@ -141,7 +141,7 @@ func (s *clusterSubs) handle(sess *router.Session, x *transport.Exchange, b *bac
 
 // run makes the cluster agree with the local change, then answers the client.
 func (s *clusterSubs) run(x *transport.Exchange, t *subTask) {
-	ctx, cancel := context.WithTimeout(s.f.life.ctx, t.b.cfg.Timeout)
+	ctx, cancel := context.WithTimeout(s.up.life.ctx, t.b.cfg.Timeout)
 	defer cancel()
 	var err error
 	if t.sub {
@@ -158,11 +158,11 @@ func (s *clusterSubs) run(x *transport.Exchange, t *subTask) {
 		delete(s.bySess[t.sess], t.key)
 		s.mu.Unlock()
 		s.leave(ctx, t.key)
-		s.f.replyErr(x, CodeBackendUnavailable, "backend "+t.b.cfg.Name+": cannot subscribe: "+err.Error())
+		s.up.rep.replyErr(x, CodeBackendUnavailable, "backend "+t.b.cfg.Name+": cannot subscribe: "+err.Error())
 		return
 	}
 	t.sess.Persist()
-	s.f.reply(x, []byte("{}"))
+	s.up.rep.reply(x, []byte("{}"))
 }
 
 // join makes sure this instance listens for the key's updates, holds a member lease, and
@@ -198,7 +198,7 @@ func (s *clusterSubs) join(ctx context.Context, key subKey) error {
 	if _, err := s.kv.Put(ctx, s.memberKey(cs), []byte("1")); err != nil {
 		// The lease store did not answer (just created, electing a leader, loaded):
 		// this instance listens already; the heartbeat writes the lease.
-		s.f.log.Warn("cannot write the subscription lease yet", "backend", cs.key.b.cfg.Name, "uri", cs.key.uri, "err", err)
+		s.up.log.Warn("cannot write the subscription lease yet", "backend", cs.key.b.cfg.Name, "uri", cs.key.uri, "err", err)
 		return s.ensureOwner(ctx, cs)
 	}
 	s.mu.Lock()
@@ -222,10 +222,10 @@ func (s *clusterSubs) ensureOwner(ctx context.Context, cs *clusterSub) error {
 	if err != nil {
 		// The lease store did not answer (a leader election, a loaded server): the
 		// heartbeat tries again; the client's subscription stands meanwhile.
-		s.f.log.Warn("cannot take the upstream subscription lease yet", "backend", cs.key.b.cfg.Name, "uri", cs.key.uri, "err", err)
+		s.up.log.Warn("cannot take the upstream subscription lease yet", "backend", cs.key.b.cfg.Name, "uri", cs.key.uri, "err", err)
 		return nil
 	}
-	if err := s.f.upstreamSubscribe(cs.key, "resources/subscribe", nil); err != nil {
+	if err := s.up.subscribe(cs.key, "resources/subscribe", nil); err != nil {
 		s.kv.Delete(ctx, s.ownerKey(cs), jetstream.LastRevision(rev))
 		return err
 	}
@@ -268,7 +268,7 @@ func (s *clusterSubs) releaseIfUnused(ctx context.Context, cs *clusterSub) {
 		if s.othersMember(ctx, cs) {
 			return // keep serving the other instances' subscribers
 		}
-		s.f.upstreamSubscribe(cs.key, "resources/unsubscribe", nil)
+		s.up.subscribe(cs.key, "resources/unsubscribe", nil)
 		s.kv.Delete(ctx, s.ownerKey(cs))
 		s.bus.NC.Publish(s.bus.Subject("subs", "free", cs.hash), nil)
 	}
@@ -308,7 +308,7 @@ func (s *clusterSubs) deliver(key subKey, msg []byte, received int64) {
 		}
 	}
 	s.mu.Unlock()
-	s.f.notices.fanOut(list, msg, received)
+	s.up.fanOut(list, msg, received)
 }
 
 // receivedHeader carries, on P.res messages, when the owner received the update from the
@@ -356,13 +356,13 @@ func (s *clusterSubs) restore(b *backend, c *upConn) {
 	s.mu.Lock()
 	var keys []subKey
 	for key, cs := range s.keys {
-		if key.b == b && cs.owner && s.f.held.needs(key, c) {
+		if key.b == b && cs.owner && s.up.held.needs(key, c) {
 			keys = append(keys, key)
 		}
 	}
 	s.mu.Unlock()
 	for _, key := range keys {
-		s.f.upstreamSubscribe(key, "resources/subscribe", c)
+		s.up.subscribe(key, "resources/subscribe", c)
 	}
 }
 
@@ -425,7 +425,7 @@ func (s *clusterSubs) renew(ctx context.Context, cs *clusterSub) {
 			s.mu.Lock()
 			cs.owner = false
 			s.mu.Unlock()
-			s.f.upstreamSubscribe(cs.key, "resources/unsubscribe", nil)
+			s.up.subscribe(cs.key, "resources/unsubscribe", nil)
 			return
 		}
 		s.mu.Lock()
@@ -443,7 +443,7 @@ func (s *clusterSubs) renew(ctx context.Context, cs *clusterSub) {
 	}
 	if local > 0 {
 		if err := s.ensureOwner(ctx, cs); err != nil {
-			s.f.log.Warn("cannot take over an upstream subscription", "backend", cs.key.b.cfg.Name, "uri", cs.key.uri, "err", err)
+			s.up.log.Warn("cannot take over an upstream subscription", "backend", cs.key.b.cfg.Name, "uri", cs.key.uri, "err", err)
 		}
 	}
 }
@@ -509,7 +509,7 @@ func (s *clusterSubs) onFree(m *nats.Msg) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := s.ensureOwner(ctx, cs); err != nil {
-			s.f.log.Warn("cannot take over an upstream subscription", "backend", cs.key.b.cfg.Name, "uri", cs.key.uri, "err", err)
+			s.up.log.Warn("cannot take over an upstream subscription", "backend", cs.key.b.cfg.Name, "uri", cs.key.uri, "err", err)
 		}
 	}()
 }
@@ -548,7 +548,7 @@ func (s *clusterSubs) resubscribe(sess *router.Session, keys []subKey) {
 	defer cancel()
 	for _, key := range keys {
 		if err := s.join(ctx, key); err != nil {
-			s.f.log.Warn("cannot restore a subscription", "backend", key.b.cfg.Name, "uri", key.uri, "err", err)
+			s.up.log.Warn("cannot restore a subscription", "backend", key.b.cfg.Name, "uri", key.uri, "err", err)
 		}
 	}
 }
