@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -20,10 +21,26 @@ import (
 // upstream session, kept up and health-checked by its maintainer goroutine (maintain,
 // started by Start, ended by Close). Forwarding calls pick and acquire from any worker.
 
+// upkeep is what instances' maintainers need of the rest of the fleet: how to open a
+// shared session (conns) and ping it (table), the health check's timing, and whom to
+// tell when a session is lost (the forwarder fails its requests), comes up (the
+// catalog is fetched, subscriptions restored) or an instance stops taking requests
+// (its subscriptions move). One upkeep serves every backend; it holds no state.
+type upkeep struct {
+	conns    *connector
+	table    *table
+	log      *slog.Logger
+	interval time.Duration // Config.HealthInterval
+	timeout  time.Duration // Config.HealthTimeout
+	lost     func(c *upConn, cause error)
+	up       func(in *instance, c *upConn)
+	failover func(in *instance)
+}
+
 // backend is one configured backend: its instances, its share of the catalog, and the
 // limit on its requests in flight.
 type backend struct {
-	f         *Fleet
+	keep      *upkeep
 	cfg       BackendConfig
 	index     int // position in the configuration: the tie-breaker of name collisions
 	instances []*instance
@@ -129,14 +146,14 @@ func (b *backend) release() { <-b.sem }
 
 // connect dials the instance's shared session and performs the handshake.
 func (in *instance) connect(ctx context.Context) (*upConn, error) {
-	return in.b.f.conns.open(ctx, in, nil)
+	return in.b.keep.conns.open(ctx, in, nil)
 }
 
 // maintain keeps the instance's shared session up and checks its health with ping,
 // until ctx ends. A failing instance is ejected from load balancing and brought back
 // when it answers again.
 func (in *instance) maintain(ctx context.Context) {
-	f := in.b.f
+	k := in.b.keep
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
 		// Every instance keeps a shared session, per-client backends too: it is how the
@@ -147,14 +164,14 @@ func (in *instance) maintain(ctx context.Context) {
 			if c == nil || c.dead() {
 				if c != nil {
 					in.conn.Store(nil)
-					f.fwd.connLost(c, c.conn.Err())
+					k.lost(c, c.conn.Err())
 				}
 				in.healthy.Store(false)
-				cctx, cancel := context.WithTimeout(ctx, f.cfg.HealthTimeout*5)
+				cctx, cancel := context.WithTimeout(ctx, k.timeout*5)
 				nc, err := in.connect(cctx)
 				cancel()
 				if err != nil {
-					f.log.Warn("backend instance unreachable", "backend", in.b.cfg.Name, "instance", in.dialer.Addr, "err", err, "retry_in", backoff)
+					k.log.Warn("backend instance unreachable", "backend", in.b.cfg.Name, "instance", in.dialer.Addr, "err", err, "retry_in", backoff)
 					if !ctxtime.Sleep(ctx, backoff) {
 						return
 					}
@@ -166,16 +183,16 @@ func (in *instance) maintain(ctx context.Context) {
 				in.conn.Store(nc)
 				in.healthy.Store(true)
 				in.failures = 0
-				f.log.Info("backend instance connected", "backend", in.b.cfg.Name, "instance", in.dialer.Addr, "protocol", nc.version)
-				f.instanceUp(in, nc)
+				k.log.Info("backend instance connected", "backend", in.b.cfg.Name, "instance", in.dialer.Addr, "protocol", nc.version)
+				k.up(in, nc)
 			}
 		}
-		if !ctxtime.Sleep(ctx, f.cfg.HealthInterval) {
+		if !ctxtime.Sleep(ctx, k.interval) {
 			return
 		}
 		in.check(ctx)
 		if !in.usable() {
-			f.subsUp.failover(in)
+			k.failover(in)
 		}
 	}
 }
@@ -186,13 +203,13 @@ func (in *instance) check(ctx context.Context) {
 	if c == nil {
 		return
 	}
-	f := in.b.f
-	pctx, cancel := context.WithTimeout(ctx, f.cfg.HealthTimeout)
-	_, err := f.table.call(pctx, c, "ping", nil)
+	k := in.b.keep
+	pctx, cancel := context.WithTimeout(ctx, k.timeout)
+	_, err := k.table.call(pctx, c, "ping", nil)
 	cancel()
 	if err == nil {
 		if !in.healthy.Load() {
-			f.log.Info("backend instance healthy again", "backend", in.b.cfg.Name, "instance", in.dialer.Addr)
+			k.log.Info("backend instance healthy again", "backend", in.b.cfg.Name, "instance", in.dialer.Addr)
 		}
 		in.failures = 0
 		in.healthy.Store(true)
@@ -205,7 +222,7 @@ func (in *instance) check(ctx context.Context) {
 	if in.failures >= 2 && in.healthy.Load() {
 		in.healthy.Store(false)
 		in.Ejections.Add(1)
-		f.log.Warn("backend instance ejected: health check failed", "backend", in.b.cfg.Name, "instance", in.dialer.Addr, "err", err)
+		k.log.Warn("backend instance ejected: health check failed", "backend", in.b.cfg.Name, "instance", in.dialer.Addr, "err", err)
 	}
 	if errors.Is(err, upstream.ErrClosed) || errors.Is(err, upstream.ErrSessionExpired) {
 		c.kill()

@@ -39,7 +39,6 @@ type Fleet struct {
 	srv      *serverRequests
 	fwd      *forwarder
 	subs     subscriber
-	subsUp   *subsUpstream
 
 	catalog *catalogBuilder
 	notices *notices
@@ -80,16 +79,19 @@ type Stats struct {
 func New(cfg Config) *Fleet {
 	cfg.defaults()
 	f := &Fleet{cfg: cfg, log: cfg.Logger, life: newLifecycle(), table: newTable()}
+	keep := &upkeep{table: f.table, log: f.log, interval: cfg.HealthInterval, timeout: cfg.HealthTimeout}
 	for i, bc := range cfg.Backends {
-		b := &backend{f: f, cfg: bc, index: i, sem: make(chan struct{}, bc.MaxConcurrency), listed: make(chan struct{})}
+		b := &backend{keep: keep, cfg: bc, index: i, sem: make(chan struct{}, bc.MaxConcurrency), listed: make(chan struct{})}
 		for n, d := range bc.Dialers {
 			b.instances = append(b.instances, &instance{b: b, n: n, dialer: d})
 		}
 		f.backends = append(f.backends, b)
 	}
 	f.conns = &connector{table: f.table, events: f, log: f.log, name: cfg.ClientName, version: cfg.ClientVersion}
+	keep.conns = f.conns
 	f.sessions = newSessions(f.life, f.conns, &f.Stats, cfg.MaxUpstreamSessions, cfg.UpstreamSessionWait)
 	f.fwd = &forwarder{life: f.life, table: f.table, sessions: f.sessions, rep: &f.rep, stats: &f.Stats}
+	keep.lost, keep.up = f.fwd.connLost, f.instanceUp
 	f.srv = newServerRequests(f.life, f.table, f.log, &f.Stats, cfg.MaxServerRequests, cfg.ServerRequestTimeout)
 	n := &notices{life: f.life, table: f.table, sessions: f.sessions, srv: f.srv, fwd: f.fwd, rep: &f.rep, stats: &f.Stats}
 	f.notices = n
@@ -97,7 +99,7 @@ func New(cfg Config) *Fleet {
 	f.bus = &changeBus{bus: cfg.Bus, life: f.life, log: f.log, backends: f.backends, catalog: f.catalog}
 	n.catalog, n.bus = f.catalog, f.bus
 	up := &subsUpstream{life: f.life, table: f.table, log: f.log, rep: &f.rep, max: cfg.MaxSubscriptions, fanOut: n.fanOut}
-	f.subsUp = up
+	keep.failover = up.failover
 	if cfg.Bus != nil && cfg.Bus.JS != nil {
 		cs, err := newClusterSubs(up, cfg.Bus)
 		if err != nil {
