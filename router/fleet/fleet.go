@@ -42,6 +42,7 @@ type Fleet struct {
 
 	catalog *catalogBuilder
 	notices *notices
+	routes  *routing
 	bus     *changeBus
 
 	sessions *sessions
@@ -112,6 +113,7 @@ func New(cfg Config) *Fleet {
 		f.subs = newLocalSubs(up)
 	}
 	n.subs, up.restore = f.subs, f.subs.restore
+	f.routes = &routing{catalog: f.catalog, fwd: f.fwd, subs: f.subs, rep: &f.rep, pageSize: cfg.PageSize}
 	return f
 }
 
@@ -226,6 +228,19 @@ func (f *Fleet) sessionRenewed(c *upConn) {
 		f.subs.restore(c.b, c)
 		f.catalog.refresh(c.b, c)
 	})
+}
+
+// Prepare implements router.Fleet. It runs in the session's order: notifications go to
+// notices, answers to backends' requests to serverRequests, requests to routing; the
+// I/O happens in Run.
+func (f *Fleet) Prepare(s *router.Session, x *transport.Exchange) bool {
+	switch x.Msg.Kind {
+	case codec.KindNotification:
+		return f.notices.fromClient(s, x)
+	case codec.KindResult, codec.KindError:
+		return f.srv.fromClient(s, x)
+	}
+	return f.routes.request(s, x)
 }
 
 // Run implements router.Fleet: it sends the request to an instance of its backend.

@@ -51,6 +51,27 @@ func (r *reporter) local(x *transport.Exchange, o router.Outcome) {
 	}
 }
 
+// replyErr answers x with an error made by the fleet, without a backend, and reports it;
+// false: nothing left for Run.
+func (r *reporter) replyErr(x *transport.Exchange, code int, msg string) bool {
+	bp := getBuf()
+	*bp = codec.AppendError((*bp)[:0], x.Msg.ID, code, msg, nil)
+	r.local(x, router.OutcomeError)
+	x.Reply(*bp)
+	putBuf(bp)
+	return false
+}
+
+// reply answers x with a result made by the fleet, without a backend, and reports it.
+func (r *reporter) reply(x *transport.Exchange, result []byte) bool {
+	bp := getBuf()
+	*bp = codec.AppendResult((*bp)[:0], x.Msg.ID, result)
+	r.local(x, router.OutcomeOK)
+	x.Reply(*bp)
+	putBuf(bp)
+	return false
+}
+
 // outcomeOfCode classifies the errors the fleet makes about backends.
 func outcomeOfCode(code int) router.Outcome {
 	switch code {
