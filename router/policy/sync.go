@@ -97,6 +97,12 @@ func StartSync(l *Limiter, nc *nats.Conn, opts SyncOptions) (*Sync, error) {
 	if s.sub, err = nc.Subscribe(opts.Subject, s.receive); err != nil {
 		return nil, fmt.Errorf("policy: sync: subscribe: %w", err)
 	}
+	// The server knows the subscription once it answers a ping: from then on every
+	// instance's consumption reaches this one.
+	if err := nc.FlushTimeout(5 * time.Second); err != nil {
+		_ = s.sub.Unsubscribe()
+		return nil, fmt.Errorf("policy: sync: subscribe: %w", err)
+	}
 	l.sharing.Store(true)
 	if s.interval > 0 {
 		go s.run()
