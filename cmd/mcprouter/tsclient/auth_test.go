@@ -1,0 +1,102 @@
+package tsclient
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/mcprouter/mcprouter/cmd/mcpbackend/mcpbackendtest"
+	backendsrv "github.com/mcprouter/mcprouter/cmd/mcpbackend/server"
+	"github.com/mcprouter/mcprouter/internal/testbin"
+	"github.com/mcprouter/mcprouter/transport/auth/authtest"
+)
+
+type authResult struct {
+	Unauthorized         bool     `json:"unauthorized"`
+	Server               string   `json:"server"`
+	Echo                 string   `json:"echo"`
+	AuthorizationURL     string   `json:"authorizationURL"`
+	Resource             string   `json:"resource"`
+	AuthorizationServers []string `json:"authorizationServers"`
+}
+
+// TestTypeScriptClientAuth: the TypeScript SDK client with a JWT of a real OpenID
+// provider works over Streamable HTTP and legacy SSE; without a token, the SDK's own
+// authorization flow follows the router's challenge to its metadata and to the provider,
+// and would send the user to the provider's authorization endpoint for this resource and
+// the scope the router asks for.
+func TestTypeScriptClientAuth(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes and Node")
+	}
+	nodeBin, sdk := node(t)
+	op := authtest.Start(t, authtest.Options{})
+	be := mcpbackendtest.Start(t, backendsrv.Config{Name: "ref", Tick: -1})
+	// The resource is the router's URL, which the configuration names: an address
+	// the kernel just handed out.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	resource := "http://" + addr + "/mcp"
+	cfgPath := filepath.Join(t.TempDir(), "mcprouter.yaml")
+	cfg := fmt.Sprintf("backends:\n  - {name: ref, url: %q}\nauth:\n  mode: jwt\n  resource: %s\n  issuer: %s\n  required_scopes: [mcp]\n",
+		be.URL(), resource, op.Issuer)
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bin := testbin.Build(t, testbin.Router)
+	testbin.Start(t, testbin.Spec{Bin: bin, Args: []string{"--config", cfgPath, "--listen", addr}, Ready: []string{"mcprouter listening"}})
+
+	script := filepath.Join(repoRoot(t), "cmd", "mcprouter", "tsclient", "testdata", "auth.mjs")
+	run := func(t *testing.T, kind, target, token string) authResult {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, nodeBin, script, sdk, kind, target, token).Output()
+		if err != nil {
+			msg := ""
+			if ee, ok := err.(*exec.ExitError); ok {
+				msg = string(ee.Stderr)
+			}
+			t.Fatalf("client: %v\n%s\n%s", err, out, msg)
+		}
+		var r authResult
+		if err := json.Unmarshal(out, &r); err != nil {
+			t.Fatalf("client output %q: %v", out, err)
+		}
+		return r
+	}
+	token := op.Token(authtest.Claims{Subject: "alice", Audience: []string{resource}, Scopes: []string{"mcp"}})
+	for _, c := range []struct{ name, kind, target string }{
+		{"streamable-http", "http", resource},
+		{"legacy-sse", "sse", "http://" + addr + "/sse"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if r := run(t, c.kind, c.target, token); r.Unauthorized || r.Server != "mcprouter" || r.Echo != "from typescript" {
+				t.Fatalf("with a token: %+v", r)
+			}
+		})
+	}
+	t.Run("without a token", func(t *testing.T) {
+		r := run(t, "http", resource, "-")
+		if !r.Unauthorized || r.Resource != resource || len(r.AuthorizationServers) != 1 || r.AuthorizationServers[0] != op.Issuer {
+			t.Fatalf("without a token: %+v", r)
+		}
+		u, err := url.Parse(r.AuthorizationURL)
+		if err != nil || u.Scheme+"://"+u.Host != op.Issuer {
+			t.Fatalf("authorization URL %q is not the provider's", r.AuthorizationURL)
+		}
+		if q := u.Query(); q.Get("resource") != resource || q.Get("scope") != "mcp" || q.Get("client_id") != "ts-sdk-auth-test" {
+			t.Errorf("authorization URL %s: want resource %s, scope mcp", r.AuthorizationURL, resource)
+		}
+	})
+}
