@@ -5,8 +5,12 @@
 //
 //	mcpbackend [--listen 127.0.0.1:8090] [--name NAME] [--tools N] [--resources N]
 //	           [--page-size 50] [--tick 1s] [--sample-timeout 1m] [--max-inflight 10000]
-//	           [--log-level info]
+//	           [--log-level info] [--eras both|legacy|modern]
 //	mcpbackend stdio [same flags]     serve one client on stdin/stdout (logs on stderr)
+//
+// --eras chooses the protocol generations: the 2025 revisions (initialize, sessions), MCP
+// 2026-07-28 (stateless: server/discover, per-request _meta, input_required sampling,
+// subscriptions/listen), or both on the same endpoints (the default), decided per request.
 //
 // The HTTP server logs "mcpbackend listening" with addr= once it accepts connections
 // (--listen with port 0 picks a free port; read it there).
@@ -49,6 +53,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	sampleTimeout := fs.Duration("sample-timeout", time.Minute, "how long the sample tool waits for the client's answer")
 	maxInFlight := fs.Int("max-inflight", 10000, "bound on concurrent sleep/progress/sample calls")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	erasFlag := fs.String("eras", "both", "protocol generations served: both, legacy (2024-11-05..2025-11-25) or modern (2026-07-28)")
 	natsURL := fs.String("nats", "", "also join this NATS server (nats://host:port) as the service --service")
 	service := fs.String("service", "mcpbackend", "NATS service name (with --nats): routers reach it with backends[].nats")
 	if err := fs.Parse(args); err != nil {
@@ -60,6 +65,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	if *pageSize < 1 { // the Config would read 0 as "default"; a flag of 0 is a mistake
 		fmt.Fprintln(stderr, "mcpbackend: --page-size must be at least 1")
+		return 2
+	}
+	eras, err := server.ParseEras(*erasFlag)
+	if err != nil {
+		fmt.Fprintln(stderr, "mcpbackend: --eras:", err)
 		return 2
 	}
 	var level slog.Level
@@ -79,7 +89,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	srv, err := server.New(server.Config{
 		Name: *name, ExtraTools: *tools, ExtraResources: *resources, PageSize: *pageSize,
 		Tick: *tick, SampleTimeout: *sampleTimeout, MaxInFlight: *maxInFlight, Logger: log,
-		AllowedHosts: rules.AllowedHosts, AllowedOrigins: rules.AllowedOrigins,
+		AllowedHosts: rules.AllowedHosts, AllowedOrigins: rules.AllowedOrigins, Eras: eras,
 	})
 	if err != nil {
 		log.Error("invalid configuration", "err", err)
@@ -116,7 +126,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		log.Error("cannot listen", "err", err)
 		return 1
 	}
-	log.Info("mcpbackend listening", "addr", srv.Addr(), "mcp", server.PathMCP, "sse", server.PathSSE, "name", *name)
+	log.Info("mcpbackend listening", "addr", srv.Addr(), "mcp", server.PathMCP, "sse", server.PathSSE, "name", *name, "eras", eras)
 	if *natsURL != "" {
 		// A fleet of backend processes scales by starting more of them: each joins the
 		// service's queue group, and new upstream sessions spread over them.

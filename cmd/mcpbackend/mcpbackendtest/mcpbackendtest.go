@@ -270,6 +270,10 @@ func checkSampling(t testing.TB, ctx context.Context, c *Client, _ CheckOptions)
 }
 
 func checkLogging(t testing.TB, ctx context.Context, c *Client, _ CheckOptions) {
+	if c.Modern() {
+		checkLoggingModern(t, ctx, c)
+		return
+	}
 	if err := c.Session.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "warning"}); err != nil {
 		t.Fatalf("logging/setLevel: %v", err)
 	}
@@ -288,6 +292,34 @@ func checkLogging(t testing.TB, ctx context.Context, c *Client, _ CheckOptions) 
 		t.Fatalf("logging/setLevel: %v", err)
 	}
 }
+
+// checkLoggingModern: 2026-07-28 has no logging/setLevel; each request carries its level
+// in _meta, and a request without one gets no log message at all.
+func checkLoggingModern(t testing.TB, ctx context.Context, c *Client) {
+	drain(c.Logs)
+	call(t, ctx, c, "log", map[string]any{"level": "error", "message": "no level asked"})
+	logAt := func(level, msg string) {
+		p := &mcp.CallToolParams{Name: "log", Arguments: map[string]any{"level": level, "message": msg}}
+		p.Meta = mcp.Meta{"io.modelcontextprotocol/logLevel": "warning"}
+		if _, err := c.Session.CallTool(ctx, p); err != nil {
+			t.Fatalf("log: %v", err)
+		}
+	}
+	logAt("info", "filtered out")
+	logAt("error", "let through")
+	select {
+	case l := <-c.Logs:
+		if l.Level != "error" || l.Data != "let through" {
+			t.Fatalf("log: %+v", l)
+		}
+	case <-time.After(Wait):
+		t.Fatal("log notification not received")
+	}
+}
+
+// Modern reports whether the session speaks 2026-07-28 (stateless) rather than a 2025
+// revision.
+func (c *Client) Modern() bool { return c.Version() >= "2026-07-28" }
 
 func checkResources(t testing.TB, ctx context.Context, c *Client, _ CheckOptions) {
 	var uris []string
@@ -314,8 +346,12 @@ func checkResources(t testing.TB, ctx context.Context, c *Client, _ CheckOptions
 	}
 	_, err = c.Session.ReadResource(ctx, &mcp.ReadResourceParams{URI: "nope://x"})
 	var werr *jsonrpc.Error
-	if !errors.As(err, &werr) || werr.Code != server.CodeResourceNotFound {
-		t.Fatalf("read unknown: want %d, got %v", server.CodeResourceNotFound, err)
+	wantCode := int64(server.CodeResourceNotFound)
+	if c.Modern() {
+		wantCode = -32602 // 2026-07-28 renumbered it
+	}
+	if !errors.As(err, &werr) || werr.Code != wantCode {
+		t.Fatalf("read unknown: want %d, got %v", wantCode, err)
 	}
 	comp, err := c.Session.Complete(ctx, &mcp.CompleteParams{
 		Ref:      &mcp.CompleteReference{Type: "ref/resource", URI: "echo://{text}"},

@@ -53,9 +53,53 @@ type Config struct {
 	AllowedHosts   []string
 	AllowedOrigins []string
 
+	// Eras selects the protocol generations served: both (the zero value), the 2025
+	// revisions only (initialize and sessions), or 2026-07-28 only (stateless, per-request
+	// _meta). A dual-era server decides per request: one that claims 2026-07-28 (its _meta
+	// or MCP-Protocol-Version) is served statelessly, initialize opens a 2025 session.
+	Eras Eras
+	// ListTTL is the ttlMs of 2026-07-28 list results (the catalog never changes while
+	// the server runs). Default 5m. Reads say 0: counter://tick changes every Tick.
+	ListTTL time.Duration
+	// KeepAlive is the interval of SSE comments on a 2026-07-28 response stream that has
+	// nothing to say; a request unanswered that long becomes a stream, so that a client
+	// that went away is noticed (its disconnect cancels the request). Default 15s.
+	KeepAlive time.Duration
+
 	// Logger receives the server's own logs (never the MCP channel). Default slog.Default().
 	Logger *slog.Logger
 }
+
+// Eras selects the protocol generations a server speaks.
+type Eras uint8
+
+const (
+	ErasBoth   Eras = iota // 2025 sessions and 2026-07-28 requests on the same endpoints
+	ErasLegacy             // 2024-11-05 to 2025-11-25 only
+	ErasModern             // 2026-07-28 only
+)
+
+var erasNames = [...]string{"both", "legacy", "modern"}
+
+func (e Eras) String() string {
+	if int(e) < len(erasNames) {
+		return erasNames[e]
+	}
+	return "invalid"
+}
+
+// ParseEras reads "both", "legacy" or "modern".
+func ParseEras(s string) (Eras, error) {
+	for i, n := range erasNames {
+		if s == n {
+			return Eras(i), nil
+		}
+	}
+	return 0, fmt.Errorf("eras %q: want both, legacy or modern", s)
+}
+
+func (e Eras) legacy() bool { return e != ErasModern }
+func (e Eras) modern() bool { return e != ErasLegacy }
 
 // Limits on flag-settable sizes, so that a typo cannot make the backend build a catalog
 // that exhausts memory.
@@ -95,6 +139,12 @@ func (c *Config) defaults() {
 	if c.MaxBody == 0 {
 		c.MaxBody = 4 << 20
 	}
+	if c.ListTTL == 0 {
+		c.ListTTL = 5 * time.Minute
+	}
+	if c.KeepAlive == 0 {
+		c.KeepAlive = 15 * time.Second
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -124,6 +174,12 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxPayload < 0 || c.MaxBody < 0 || c.MaxSteps < 0 {
 		errs = append(errs, errors.New("max payload, max body and max steps must not be negative"))
+	}
+	if c.Eras > ErasModern {
+		errs = append(errs, fmt.Errorf("eras %d: want ErasBoth, ErasLegacy or ErasModern", c.Eras))
+	}
+	if c.ListTTL < 0 || c.KeepAlive < 0 {
+		errs = append(errs, errors.New("list TTL and keep-alive must not be negative"))
 	}
 	return errors.Join(errs...)
 }

@@ -45,9 +45,26 @@ func (s *Server) httpRules() transport.HTTPRules {
 }
 
 // Handler is the fasthttp handler of the three HTTP endpoints.
+// With Config.Eras including 2026-07-28, POSTs that claim it are served statelessly
+// (serveModernHTTP) and the rest by the 2025 endpoints, or refused when the server
+// speaks 2026-07-28 only.
 func (s *Server) Handler() fasthttp.RequestHandler {
-	return mcphttp.Handler(s.http, mcphttp.Paths{MCP: PathMCP, SSE: PathSSE, Message: PathMessage},
+	legacy := mcphttp.Handler(s.http, mcphttp.Paths{MCP: PathMCP, SSE: PathSSE, Message: PathMessage},
 		"not found: the MCP endpoint is "+PathMCP+" (legacy SSE: "+PathSSE+")")
+	if !s.cfg.Eras.modern() {
+		return legacy
+	}
+	rules := s.httpRules()
+	return func(ctx *fasthttp.RequestCtx) {
+		if string(ctx.Path()) == PathMCP && s.serveModernHTTP(ctx, &rules) {
+			return
+		}
+		if !s.cfg.Eras.legacy() {
+			s.refuseLegacy(ctx)
+			return
+		}
+		legacy(ctx)
+	}
 }
 
 // Listen opens a TCP listener on addr ("127.0.0.1:0" picks a port) and serves the HTTP
@@ -108,6 +125,7 @@ func (s *Server) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) error
 func (s *Server) Close(ctx context.Context) error {
 	var err error
 	s.closeOnce.Do(func() {
+		s.closeListeners()
 		close(s.stop)
 		s.wg.Wait()
 		s.http.Shutdown()

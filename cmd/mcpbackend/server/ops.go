@@ -253,6 +253,10 @@ func (s *Server) sample(m *codec.Message, sess *Session, r Responder, args []byt
 		toolError(r, m.ID, "sample: maxTokens must be an integer between 1 and 1048576")
 		return
 	}
+	if sess.modern {
+		s.sampleModern(m, sess, r, prompt, maxTokens)
+		return
+	}
 	if !sess.sampling {
 		toolError(r, m.ID, "sample: the client did not declare the sampling capability at initialize")
 		return

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/router/modern"
 )
 
 // CodeResourceNotFound is the MCP error for a resource URI the server does not know.
@@ -39,7 +40,11 @@ func (s *Server) notifyUpdated(uri string) {
 	b = codec.AppendString(b, uri)
 	b = append(b, `}}`...)
 	for _, sess := range list {
-		if out := sess.sender(); out != nil && out.Send(b) == nil {
+		msg := b
+		if sess.listenID != nil { // a 2026-07-28 listen stream: tagged with its subscriptionId
+			msg = appendUpdated(b[len(b):], sess.listenID, uri)
+		}
+		if out := sess.sender(); out != nil && out.Send(msg) == nil {
 			s.Stats.Updates.Add(1)
 		}
 	}
@@ -59,10 +64,16 @@ func uriOf(m *codec.Message) (string, bool) {
 	return string(dec), err == nil
 }
 
-func resourceNotFound(r Responder, id []byte, uri string) {
+// resourceNotFound answers for a URI nobody serves: -32002 in the 2025 revisions,
+// -32602 in 2026-07-28, which renumbered it (and forbids -32002).
+func resourceNotFound(r Responder, sess *Session, id []byte, uri string) {
 	data := append([]byte(`{"uri":`), codec.AppendString(nil, uri)...)
 	data = append(data, '}')
-	replyError(r, id, CodeResourceNotFound, "Resource not found", data)
+	code, _ := modern.ErrorToModern(CodeResourceNotFound)
+	if !sess.modern {
+		code = CodeResourceNotFound
+	}
+	replyError(r, id, code, "Resource not found", data)
 }
 
 func (s *Server) subscribe(m *codec.Message, sess *Session, r Responder, on bool) {
@@ -73,7 +84,7 @@ func (s *Server) subscribe(m *codec.Message, sess *Session, r Responder, on bool
 	}
 	res := s.cat.resByURI[uri]
 	if res == nil {
-		resourceNotFound(r, m.ID, uri)
+		resourceNotFound(r, sess, m.ID, uri)
 		return
 	}
 	// sess.mu is held across the update of the server's set so that a session closing
@@ -106,7 +117,7 @@ func (s *Server) subscribe(m *codec.Message, sess *Session, r Responder, on bool
 }
 
 // readResource answers resources/read for listed resources and the two templates.
-func (s *Server) readResource(m *codec.Message, r Responder) {
+func (s *Server) readResource(m *codec.Message, sess *Session, r Responder) {
 	uri, ok := uriOf(m)
 	if !ok {
 		replyError(r, m.ID, codec.CodeInvalidParams, "Invalid params: uri is required", nil)
@@ -130,12 +141,12 @@ func (s *Server) readResource(m *codec.Message, r Responder) {
 	case strings.HasPrefix(uri, "bytes://"):
 		n, ok := intValue([]byte(uri[len("bytes://"):]))
 		if !ok || n < 0 || n > int64(s.cfg.MaxPayload) {
-			resourceNotFound(r, m.ID, uri)
+			resourceNotFound(r, sess, m.ID, uri)
 			return
 		}
 		big = int(n)
 	default:
-		resourceNotFound(r, m.ID, uri)
+		resourceNotFound(r, sess, m.ID, uri)
 		return
 	}
 	bp := getBuf()

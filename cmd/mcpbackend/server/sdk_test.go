@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,7 +23,7 @@ func TestSDKClient(t *testing.T) {
 		versions []string
 		connect  func(t *testing.T) mcp.Transport
 	}{
-		{"streamable", []string{"", "2025-06-18", "2025-03-26"}, func(t *testing.T) mcp.Transport {
+		{"streamable", []string{"", "2025-11-25", "2025-06-18", "2025-03-26"}, func(t *testing.T) mcp.Transport {
 			return &mcp.StreamableClientTransport{Endpoint: s.URL(), MaxRetries: -1}
 		}},
 		{"sse", []string{"", "2024-11-05"}, func(t *testing.T) mcp.Transport {
@@ -41,8 +42,8 @@ func TestSDKClient(t *testing.T) {
 				defer cancel()
 				c := mcpbackendtest.Connect(t, ctx, tr.connect(t), v)
 				want := v
-				if want == "" { // the SDK probes server/discover, falls back to initialize
-					want = "2025-11-25"
+				if want == "" { // the SDK probes server/discover, which a dual-era server answers
+					want = "2026-07-28"
 				}
 				if c.Version() != want {
 					t.Fatalf("negotiated %s, want %s", c.Version(), want)
@@ -74,6 +75,56 @@ func stdioPipe(t *testing.T, s *server.Server) mcp.Transport {
 		}
 	})
 	return &mcp.IOTransport{Reader: outR, Writer: inW}
+}
+
+// TestSDKClientEras: the SDK's default client (2026-07-28 first, initialize as the
+// fall-back) against a server of each era, and a 2025 client against a 2026-only one.
+func TestSDKClientEras(t *testing.T) {
+	opts := mcpbackendtest.CheckOptions{ExtraTools: 3, PageSize: 5}
+	for _, tc := range []struct {
+		eras server.Eras
+		pin  string // the client's version, "" for the SDK's default
+		want string // negotiated; "" when connecting must fail
+	}{
+		{server.ErasLegacy, "", "2025-11-25"},
+		{server.ErasModern, "", "2026-07-28"},
+		{server.ErasModern, "2025-11-25", ""},
+	} {
+		t.Run(tc.eras.String()+"/"+tc.pin, func(t *testing.T) {
+			s := mcpbackendtest.Start(t, server.Config{ExtraTools: opts.ExtraTools, PageSize: opts.PageSize, Tick: time.Hour, Eras: tc.eras})
+			for _, tr := range []struct {
+				name string
+				t    func() mcp.Transport
+			}{
+				{"streamable", func() mcp.Transport { return &mcp.StreamableClientTransport{Endpoint: s.URL(), MaxRetries: -1} }},
+				{"stdio", func() mcp.Transport { return stdioPipe(t, s) }},
+			} {
+				t.Run(tr.name, func(t *testing.T) {
+					ctx, cancel := context.WithTimeout(context.Background(), 2*mcpbackendtest.Wait)
+					defer cancel()
+					if tc.want == "" {
+						client := mcp.NewClient(&mcp.Implementation{Name: "old", Version: "1"}, nil)
+						cs, err := client.Connect(ctx, tr.t(), &mcp.ClientSessionOptions{ProtocolVersion: tc.pin})
+						if err == nil {
+							cs.Close()
+							t.Fatal("a 2025-11-25 client connected to a 2026-07-28-only server")
+						}
+						// The SDK reports an HTTP refusal by its status only; the body is
+						// checked by TestModernHTTP.
+						if tr.name == "stdio" && !strings.Contains(err.Error(), "2026-07-28") {
+							t.Errorf("the refusal does not name the version spoken: %v", err)
+						}
+						return
+					}
+					c := mcpbackendtest.Connect(t, ctx, tr.t(), tc.pin)
+					if c.Version() != tc.want {
+						t.Fatalf("negotiated %s, want %s", c.Version(), tc.want)
+					}
+					mcpbackendtest.Check(t, ctx, c, opts)
+				})
+			}
+		})
+	}
 }
 
 // TestTickSubscription checks the timer-driven resource through a real client.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/router"
+	"github.com/mcprouter/mcprouter/router/modern"
 	"github.com/mcprouter/mcprouter/transport"
 )
 
@@ -64,6 +65,9 @@ type Server struct {
 	inflight atomic.Int64
 	nextCall atomic.Uint64 // ids of server-to-client requests
 
+	mod   modernState                        // the 2026-07-28 side
+	conns map[*transport.Session]*modernConn // 2026-07-28 requests in flight per stdio/NATS connection, under mod.mu
+
 	subMu sync.Mutex
 	subs  map[string]map[*Session]struct{} // resource URI -> subscribed sessions
 
@@ -88,6 +92,8 @@ func New(cfg Config) (*Server, error) {
 		subs: make(map[string]map[*Session]struct{}),
 		stop: make(chan struct{}),
 	}
+	s.initModern()
+	s.conns = make(map[*transport.Session]*modernConn)
 	s.reg = transport.NewRegistry(transport.RegistryConfig{MaxSessions: cfg.MaxSessions, IdleTimeout: cfg.IdleTimeout}, s)
 	s.http = transport.NewHTTPServer(transport.HTTPConfig{Rules: s.httpRules()}, s.reg, s)
 	if cfg.Tick > 0 {
@@ -123,6 +129,13 @@ type Session struct {
 	version  string
 	era      era
 	sampling bool // the client declared the sampling capability
+
+	// modern marks the state of one 2026-07-28 request: it lives as long as the request
+	// and holds what its _meta said (capabilities, log level), nothing from earlier
+	// requests. listenID is the request id of a subscriptions/listen stream (its
+	// subscriptionId), nil for any other request.
+	modern   bool
+	listenID []byte
 
 	logLevel    atomic.Int32 // index into logLevels
 	initialized atomic.Bool
@@ -194,6 +207,9 @@ func (s *Server) CloseSession(sess *Session) {
 // HandleMessage implements transport.Handler. It never blocks: every method is answered
 // inline except the timed tools, which run on timers.
 func (s *Server) HandleMessage(x *transport.Exchange) {
+	if s.serveModernConn(x) {
+		return
+	}
 	var sess *Session
 	if x.Session != nil {
 		sess, _ = x.Session.State().(*Session)
@@ -214,6 +230,7 @@ func (s *Server) HandleMessage(x *transport.Exchange) {
 
 // SessionClosed implements transport.Handler.
 func (s *Server) SessionClosed(ts *transport.Session) {
+	s.connClosed(ts)
 	if sess, ok := ts.State().(*Session); ok {
 		s.CloseSession(sess)
 	}
@@ -235,6 +252,12 @@ func (s *Server) serveUninitialized(m *codec.Message, r Responder, bind Binder) 
 	var mb [64]byte
 	switch string(methodOf(m, mb[:0])) {
 	case "initialize":
+		if !s.cfg.Eras.legacy() {
+			// The revision asks a modern-only server to name its versions to a legacy
+			// client, which has no other way to learn why it cannot connect.
+			replyError(r, m.ID, codec.CodeInvalidRequest, "this server speaks MCP 2026-07-28 only (no initialize): send requests with _meta "+modern.KeyProtocolVersion+" \"2026-07-28\"", nil)
+			return
+		}
 		s.Initialize(m, r, bind)
 	case "ping":
 		replyResult(r, m.ID, emptyObject)
@@ -283,16 +306,27 @@ func (s *Server) Initialize(m *codec.Message, r Responder, bind Binder) {
 func (s *Server) AppendInitializeResult(dst []byte, version string) []byte {
 	dst = append(dst, `{"protocolVersion":`...)
 	dst = codec.AppendString(dst, version)
-	dst = append(dst, `,"capabilities":{"logging":{},"tools":{"listChanged":false},"resources":{"subscribe":true,"listChanged":false},"prompts":{"listChanged":false}`...)
-	if eraOf(version) >= era20250326 {
-		dst = append(dst, `,"completions":{}`...)
-	}
-	dst = append(dst, `},"serverInfo":{"name":`...)
+	dst = append(dst, `,"capabilities":`...)
+	dst = s.appendCapabilities(dst, version)
+	dst = append(dst, `,"serverInfo":{"name":`...)
 	dst = codec.AppendString(dst, s.cfg.Name)
 	dst = append(dst, `,"version":`...)
 	dst = codec.AppendString(dst, s.cfg.Version)
-	dst = append(dst, `},"instructions":"Reference MCP backend for tests and benchmarks: echo, sleep, payload, fail, progress, sample, touch and log tools; subscribable resources; prompts with completions."}`...)
-	return dst
+	dst = append(dst, `},"instructions":`...)
+	dst = codec.AppendString(dst, instructions)
+	return append(dst, '}')
+}
+
+// instructions is what initialize and server/discover tell a model about the server.
+const instructions = "Reference MCP backend for tests and benchmarks: echo, sleep, payload, fail, progress, sample, touch and log tools; subscribable resources; prompts with completions."
+
+// appendCapabilities appends the ServerCapabilities object for a revision.
+func (s *Server) appendCapabilities(dst []byte, version string) []byte {
+	dst = append(dst, `{"logging":{},"tools":{"listChanged":false},"resources":{"subscribe":true,"listChanged":false},"prompts":{"listChanged":false}`...)
+	if eraOf(version) >= era20250326 {
+		dst = append(dst, `,"completions":{}`...)
+	}
+	return append(dst, '}')
 }
 
 // Serve handles one message of an initialized session. m is the codec's scan of the
@@ -344,7 +378,7 @@ func (s *Server) request(m *codec.Message, sess *Session, r Responder) {
 	case "prompts/list":
 		s.list(m, sess, r, &s.cat.prompts)
 	case "resources/read":
-		s.readResource(m, r)
+		s.readResource(m, sess, r)
 	case "resources/subscribe":
 		s.subscribe(m, sess, r, true)
 	case "resources/unsubscribe":
