@@ -3,22 +3,31 @@
 // of tools, prompts, resources and templates, and forwards client requests to the backend
 // that owns them, rewriting ids, names and progress tokens in the bytes.
 //
-// Fleet (fleet.go) is a thin facade that implements router.Fleet and wires the parts
-// below, one job each, one file each:
+// Fleet (fleet.go) is a thin facade: it implements router.Fleet, builds the parts below
+// and wires them (New), starts and stops them (Start, Close), and hands each call and
+// each backend event to the part it concerns. Each part is a type that owns its state;
+// its doc comment says what it owns, who may call it and on which goroutine. A part that
+// needs another gets it as a field of that part's own type (or a function), never the
+// Fleet.
 //
-//	config.go                 the configuration and its defaults
-//	backends.go               backends and their instances: picking, concurrency slots,
-//	                          keeping the shared upstream session up, health checks
-//	upstream.go               one upstream session: handshake, the router's own calls,
-//	                          what the backend sends and its connection events
-//	catalog.go                the merged lists: fetch, merge, names and routes, pages
-//	routing.go                Prepare: answers from the catalog or routes to a backend
-//	inflight.go               the in-flight table: the state machine of a forwarded request
-//	forward.go                forwarding: Run's send, the backend's answers, expiry
-//	upsessions.go             per-client upstream sessions and their cap
-//	serverreq.go              backends' requests to clients (sampling, roots, elicitation)
-//	notices.go                notifications: progress, logging, list_changed, cancellation
-//	subscriptions.go          resources/subscribe per instance, shared upstream subscriptions
-//	subscriptions_cluster.go  the same across router instances, over NATS JetStream
-//	observe.go                reports to the router's Observer, views for metrics
+//	config.go                 Config, BackendConfig and their defaults
+//	lifecycle.go              lifecycle: the fleet's context and its background goroutines
+//	backends.go               backend, instance: picking, concurrency slots, the shared
+//	                          upstream session kept up and health-checked (upkeep)
+//	upstream.go               upConn, one upstream session; connector opens them (the one
+//	                          place a session learns whom it speaks for); connEvents
+//	catalog.go                catalog: an immutable snapshot of the merged lists, routes, pages
+//	catalog_build.go          catalogBuilder: fetches lists, builds and swaps snapshots
+//	routing.go                routing: Prepare's answers from the catalog, routes to backends
+//	inflight.go               table: the in-flight table, the state machine of a request
+//	forward.go                forwarder: track, send, answers, cancellation, expiry
+//	sessions.go               sessions: client sessions' state, per-client upstream
+//	                          sessions and their cap
+//	serverreq.go              serverRequests: backends' requests to clients (sampling,
+//	                          roots, elicitation) and their answers
+//	notices.go                notices: notifications both ways, broadcast and fan-out
+//	bus.go                    changeBus: list changes told to and heard from other routers
+//	subscriptions.go          subscriber, localSubs, subsUpstream: resources/subscribe
+//	subscriptions_cluster.go  clusterSubs: the same across router instances, over JetStream
+//	observe.go                reporter: finished requests to the Observer; metrics views
 package fleet

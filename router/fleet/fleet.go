@@ -10,11 +10,12 @@ import (
 	"github.com/mcprouter/mcprouter/transport"
 )
 
-// The facade: Fleet implements router.Fleet, builds the parts, starts the goroutines that
-// keep them running (one maintainer per instance, the sweeper, the bus listener) and stops
-// them. It owns no state of its own beyond the parts; the router calls it from its
-// dispatcher's workers (Prepare in a session's order, Run on any worker), backends'
-// events reach it on their connections' goroutines.
+// The facade: Fleet implements router.Fleet, builds the parts and wires them (New),
+// starts the goroutines that keep them running (one maintainer per instance, the
+// sweeper, the bus listener) and stops them (Close). It owns no state of its own beyond
+// the parts; the router calls it from its dispatcher's workers (Prepare in a session's
+// order, Run on any worker), backends' events reach it on their connections' goroutines
+// (connEvents), and it hands each to the part that owns what it concerns.
 
 // Error codes of errors the router makes about backends: names for the entries of the
 // one table in codec (codec/errors.go), kept here because the fleet's code reads better
@@ -31,25 +32,21 @@ const (
 
 // Fleet implements router.Fleet over the configured backends.
 type Fleet struct {
-	cfg      Config
-	log      *slog.Logger
-	backends []*backend
-	table    *table
-	conns    *connector
-	srv      *serverRequests
-	fwd      *forwarder
-	subs     subscriber
+	log  *slog.Logger
+	life *lifecycle // the context and goroutines Close ends
 
-	catalog *catalogBuilder
-	notices *notices
-	routes  *routing
-	bus     *changeBus
-
-	sessions *sessions
-
-	life *lifecycle
-
-	rep reporter // finished requests go to its Observer (SetObserver, observe.go)
+	backends []*backend      // each with its instances and their shared sessions
+	conns    *connector      // opens upstream sessions
+	table    *table          // the in-flight table
+	catalog  *catalogBuilder // the merged lists
+	routes   *routing        // Prepare: answers from the catalog, routes
+	fwd      *forwarder      // Run: sends, completes forwarded requests
+	sessions *sessions       // client sessions and their own upstream sessions
+	srv      *serverRequests // backends' requests to clients
+	notices  *notices        // notifications both ways
+	bus      *changeBus      // list changes across router instances
+	subs     subscriber      // resources/subscribe
+	rep      reporter        // finished requests to the Observer (SetObserver)
 
 	Stats Stats
 }
@@ -79,7 +76,7 @@ type Stats struct {
 // stop and answer for them.
 func New(cfg Config) *Fleet {
 	cfg.defaults()
-	f := &Fleet{cfg: cfg, log: cfg.Logger, life: newLifecycle(), table: newTable()}
+	f := &Fleet{log: cfg.Logger, life: newLifecycle(), table: newTable()}
 	keep := &upkeep{table: f.table, log: f.log, interval: cfg.HealthInterval, timeout: cfg.HealthTimeout}
 	for i, bc := range cfg.Backends {
 		b := &backend{keep: keep, cfg: bc, index: i, sem: make(chan struct{}, bc.MaxConcurrency), listed: make(chan struct{})}
