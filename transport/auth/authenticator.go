@@ -132,6 +132,9 @@ func (a *Authenticator) startJWT(ctx context.Context, cfg Config, o Options) err
 	}
 	keys, err := newKeyring(ctx, jwksURL, o.HTTPClient, o.Logger, v.cache.purge)
 	if err != nil {
+		if cfg.JWKSURL != "" {
+			return fmt.Errorf("auth.jwks_url: %w", err)
+		}
 		return fmt.Errorf("auth.issuer: keys of %s: %w", cfg.Issuer, err)
 	}
 	v.keys = keys
@@ -175,7 +178,13 @@ func (a *Authenticator) checkHeader(h []byte) Verdict {
 	if !bearer {
 		return a.ch.fixed[ReasonMalformed]
 	}
-	if token == nil {
+	// A token verified before is answered first: it was well-formed then.
+	if a.jwt != nil {
+		if p := a.jwt.cached(token); p != nil {
+			return Verdict{Principal: p, Reason: ReasonOK}
+		}
+	}
+	if !isB64Token(token) {
 		return a.ch.malformedHeader()
 	}
 	if a.static != nil {
@@ -194,9 +203,9 @@ func (a *Authenticator) checkHeader(h []byte) Verdict {
 	return a.ch.fixed[r]
 }
 
-// bearerToken splits "Bearer <token>" (RFC 6750 2.1: the scheme is case-insensitive,
-// the token is b64token). bearer is false for another scheme (or none); token is nil when
-// the scheme is Bearer but what follows is not one token.
+// bearerToken splits "Bearer <token>" (RFC 6750 2.1: the scheme is case-insensitive).
+// bearer is false for another scheme (or none); the token is what follows the spaces,
+// trailing white space trimmed, not yet checked against the b64token grammar.
 func bearerToken(h []byte) (token []byte, bearer bool) {
 	const scheme = "bearer"
 	if len(h) < len(scheme) || !equalFoldASCII(h[:len(scheme)], scheme) {
@@ -214,24 +223,24 @@ func bearerToken(h []byte) (token []byte, bearer bool) {
 	for j > i && (rest[j-1] == ' ' || rest[j-1] == '\t') {
 		j--
 	}
-	token = rest[i:j]
-	if len(token) == 0 || !isB64Token(token) {
-		return nil, true
-	}
-	return token, true
+	return rest[i:j], true
 }
+
+// b64token marks the bytes of RFC 6750's b64token before its "=" padding:
+// ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/".
+var b64token = func() (t [256]bool) {
+	for c := range 256 {
+		t[c] = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+			c == '-' || c == '.' || c == '_' || c == '~' || c == '+' || c == '/'
+	}
+	return t
+}()
 
 // isB64Token: 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"=".
 func isB64Token(t []byte) bool {
 	i := 0
-	for i < len(t) {
-		c := t[i]
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
-			c == '-' || c == '.' || c == '_' || c == '~' || c == '+' || c == '/' {
-			i++
-			continue
-		}
-		break
+	for i < len(t) && b64token[t[i]] {
+		i++
 	}
 	if i == 0 {
 		return false

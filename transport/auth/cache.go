@@ -12,17 +12,25 @@ import (
 // if no refresh noticed.
 const maxCacheAge = time.Minute
 
+// cacheShards splits the cache so that concurrent requests rarely wait on one lock.
+const cacheShards = 16
+
 // tokenCache remembers recently verified JWTs so that a client's next requests cost a
 // hash and a map lookup instead of a signature verification. It is a bounded LRU keyed
 // by a seeded hash of the token; an entry holds the token itself (in its Principal) and
 // counts only if the token matches, so a hash collision is a miss, never a mix-up.
 type tokenCache struct {
-	seed maphash.Seed
-	max  int
+	seed   maphash.Seed
+	shards [cacheShards]cacheShard
+}
 
+// cacheShard is one LRU of the cache.
+type cacheShard struct {
+	max   int
 	mu    sync.Mutex
 	byKey map[uint64]*list.Element
 	lru   list.List // of *cacheEntry, most recent first
+	_     [64]byte  // keeps two shards' locks off one cache line
 }
 
 type cacheEntry struct {
@@ -32,18 +40,24 @@ type cacheEntry struct {
 }
 
 func newTokenCache(max int) *tokenCache {
-	return &tokenCache{seed: maphash.MakeSeed(), max: max, byKey: make(map[uint64]*list.Element)}
+	c := &tokenCache{seed: maphash.MakeSeed()}
+	for i := range c.shards {
+		c.shards[i].max = max/cacheShards + 1
+		c.shards[i].byKey = make(map[uint64]*list.Element)
+	}
+	return c
 }
 
-// get returns the Principal of a verified token, or nil.
+// get returns the Principal of a verified token still trusted at now, or nil.
 func (c *tokenCache) get(token []byte, now time.Time) *Principal {
 	if c == nil {
 		return nil
 	}
 	key := maphash.Bytes(c.seed, token)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	el, ok := c.byKey[key]
+	s := &c.shards[key%cacheShards]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	el, ok := s.byKey[key]
 	if !ok {
 		return nil
 	}
@@ -52,34 +66,34 @@ func (c *tokenCache) get(token []byte, now time.Time) *Principal {
 		return nil
 	}
 	if !now.Before(e.until) {
-		c.lru.Remove(el)
-		delete(c.byKey, key)
+		s.lru.Remove(el)
+		delete(s.byKey, key)
 		return nil
 	}
-	c.lru.MoveToFront(el)
+	s.lru.MoveToFront(el)
 	return e.p
 }
 
-// put remembers p (verified now) until until, evicting the least recently used entry
-// when full.
+// put remembers p until until, evicting the shard's least recently used entry when full.
 func (c *tokenCache) put(p *Principal, until time.Time) {
 	if c == nil {
 		return
 	}
 	key := maphash.String(c.seed, p.Token)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if el, ok := c.byKey[key]; ok {
+	s := &c.shards[key%cacheShards]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if el, ok := s.byKey[key]; ok {
 		el.Value = &cacheEntry{key: key, p: p, until: until}
-		c.lru.MoveToFront(el)
+		s.lru.MoveToFront(el)
 		return
 	}
-	if c.lru.Len() >= c.max {
-		old := c.lru.Back()
-		c.lru.Remove(old)
-		delete(c.byKey, old.Value.(*cacheEntry).key)
+	if s.lru.Len() >= s.max {
+		old := s.lru.Back()
+		s.lru.Remove(old)
+		delete(s.byKey, old.Value.(*cacheEntry).key)
 	}
-	c.byKey[key] = c.lru.PushFront(&cacheEntry{key: key, p: p, until: until})
+	s.byKey[key] = s.lru.PushFront(&cacheEntry{key: key, p: p, until: until})
 }
 
 // purge forgets every token (a signing key was dropped).
@@ -87,17 +101,11 @@ func (c *tokenCache) purge() {
 	if c == nil {
 		return
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	clear(c.byKey)
-	c.lru.Init()
-}
-
-func (c *tokenCache) len() int {
-	if c == nil {
-		return 0
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		clear(s.byKey)
+		s.lru.Init()
+		s.mu.Unlock()
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.lru.Len()
 }
