@@ -189,31 +189,26 @@ func utf8LenOf[S string | []byte](s S, i int) int {
 		if i+1 < len(s) && s[i+1]&0xC0 == 0x80 {
 			return 2
 		}
-	case c < 0xF0:
-		if i+2 >= len(s) {
-			return 0
-		}
-		lo, hi := byte(0x80), byte(0xBF)
-		if c == 0xE0 {
-			lo = 0xA0
-		} else if c == 0xED {
-			hi = 0x9F
-		}
-		if c1 := s[i+1]; c1 >= lo && c1 <= hi && s[i+2]&0xC0 == 0x80 {
-			return 3
-		}
 	case c < 0xF5:
-		if i+3 >= len(s) {
+		n := 3 + int(c>>4&1) // E0-EF start three bytes, F0-F4 four
+		if i+n > len(s) {
 			return 0
 		}
+		// The second byte's range rules out overlong forms (after E0, F0),
+		// surrogates (ED) and code points beyond U+10FFFF (F4).
 		lo, hi := byte(0x80), byte(0xBF)
-		if c == 0xF0 {
+		switch c {
+		case 0xE0:
+			lo = 0xA0
+		case 0xED:
+			hi = 0x9F
+		case 0xF0:
 			lo = 0x90
-		} else if c == 0xF4 {
+		case 0xF4:
 			hi = 0x8F
 		}
-		if c1 := s[i+1]; c1 >= lo && c1 <= hi && s[i+2]&0xC0 == 0x80 && s[i+3]&0xC0 == 0x80 {
-			return 4
+		if c1 := s[i+1]; c1 >= lo && c1 <= hi && s[i+2]&0xC0 == 0x80 && (n == 3 || s[i+3]&0xC0 == 0x80) {
+			return n
 		}
 	}
 	return 0

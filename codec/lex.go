@@ -269,18 +269,7 @@ func (s *scanner) strSlow(i int, esc bool) (int, bool) {
 			}
 			i += 16
 		}
-		for i+8 <= len(b) {
-			if m := strSpecial(binary.LittleEndian.Uint64(b[i:])); m != 0 {
-				i += bits.TrailingZeros64(m) >> 3
-				break
-			}
-			i += 8
-		}
-		// The tail (fewer than eight bytes) one at a time; a no-op when the
-		// word loop stopped on a special byte.
-		for i < len(b) && plain[b[i]] {
-			i++
-		}
+		i = strRun(b, i)
 		if i >= len(b) {
 			return s.fail(reasonUnterminated, i), false
 		}
