@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"os"
@@ -93,7 +94,7 @@ func (s *SecretValue) UnmarshalYAML(n *yaml.Node) error {
 	switch n.Kind {
 	case yaml.ScalarNode:
 		s.Value = n.Value
-		if s.Value == "" {
+		if s.Value == "" || n.Tag == "!!null" {
 			return fmt.Errorf("line %d: empty header value", n.Line)
 		}
 		return nil
@@ -104,7 +105,7 @@ func (s *SecretValue) UnmarshalYAML(n *yaml.Node) error {
 	set := 0
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
-		if v.Kind != yaml.ScalarNode || v.Value == "" {
+		if v.Kind != yaml.ScalarNode || v.Value == "" || v.Tag == "!!null" {
 			return fmt.Errorf("line %d: %s: want a non-empty string", v.Line, k.Value)
 		}
 		switch k.Value {
@@ -174,6 +175,9 @@ func (a *BackendAuthConfig) validate(key string, b *BackendConfig) error {
 		hk := key + ".headers." + name
 		if _, err := upstream.StaticHeader(name, "x"); err != nil {
 			return fmt.Errorf("%s: %v", hk, strings.TrimPrefix(err.Error(), "upstream: "))
+		}
+		if a.Headers[name] == (SecretValue{}) {
+			return fmt.Errorf("%s: empty header value", hk)
 		}
 		if strings.EqualFold(name, upstream.AuthorizationHeader) && (a.ownToken() != "" || a.TokenExchange != nil) {
 			return fmt.Errorf("%s: Authorization is set by %s already", hk, firstNonEmpty(a.ownToken(), "token_exchange"))
@@ -404,16 +408,17 @@ const maxSecretFile = 64 << 10
 
 // readSecretFile reads a secret from a file, trimmed of surrounding white space.
 func readSecretFile(path string) (string, error) {
-	fi, err := os.Stat(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return "", err
 	}
-	if fi.Size() > maxSecretFile {
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxSecretFile+1))
+	if err != nil {
+		return "", err
+	}
+	if len(b) > maxSecretFile {
 		return "", fmt.Errorf("%s is larger than %d bytes", path, maxSecretFile)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", err
 	}
 	s := strings.TrimSpace(string(b))
 	if s == "" {

@@ -1,0 +1,324 @@
+package app
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcprouter/mcprouter/router/fleet"
+	"github.com/mcprouter/mcprouter/transport/auth"
+	"github.com/mcprouter/mcprouter/transport/auth/authtest"
+	"github.com/mcprouter/mcprouter/transport/upstream"
+)
+
+// backendYAML is a configuration with one HTTP backend whose auth section is auth
+// (indented under it) and whose other keys are extra.
+func backendYAML(auth, extra string) string {
+	var b strings.Builder
+	b.WriteString("backends:\n  - name: crm\n    url: http://127.0.0.1:9/mcp\n")
+	for _, l := range strings.Split(extra, "\n") {
+		if l != "" {
+			b.WriteString("    " + l + "\n")
+		}
+	}
+	if auth != "" {
+		b.WriteString("    auth:\n")
+		for _, l := range strings.Split(auth, "\n") {
+			b.WriteString("      " + l + "\n")
+		}
+	}
+	return b.String()
+}
+
+// TestBackendAuthConfig: each mistake is named by its key.
+func TestBackendAuthConfig(t *testing.T) {
+	const cc = "client_credentials: {token_url: https://idp.example/token, client_id: router, client_secret_env: SECRET}"
+	const tx = "token_exchange: {token_url: https://idp.example/token, client_id: router, client_secret_file: /run/secret}"
+	for _, tc := range []struct {
+		name, auth, extra, want string
+	}{
+		{"headers", "headers: {X-Api-Key: {env: KEY}, X-Tenant: acme, X-File: {file: /run/k}}", "", ""},
+		{"bearer env", "bearer_env: CRM_TOKEN", "", ""},
+		{"bearer file", "bearer_file: /run/token", "", ""},
+		{"client credentials", cc, "", ""},
+		{"token exchange", tx, "sessions: per-client", ""},
+		{"exchange and own token", tx + "\n" + cc, "sessions: per-client", ""},
+		{"loopback http token url", "client_credentials: {token_url: http://127.0.0.1:9/token, client_id: r, client_secret_env: S}", "", ""},
+
+		{"two own tokens", "bearer_env: A\nbearer_file: /b", "", "backends[0].auth: bearer_env and bearer_file are both"},
+		{"authorization twice", "bearer_env: A\nheaders: {authorization: x}", "", "backends[0].auth.headers.authorization: Authorization is set by bearer_env"},
+		{"reserved header", "headers: {Mcp-Session-Id: x}", "", "backends[0].auth.headers.Mcp-Session-Id:"},
+		{"bad header name", "headers: {\"X Key\": x}", "", "backends[0].auth.headers.X Key:"},
+		{"header value two sources", "headers: {X-Key: {env: A, file: /b}}", "", "exactly one of value, env, file"},
+		{"header value unknown key", "headers: {X-Key: {envv: A}}", "", "field envv not found"},
+		{"header value null", "headers: {X-Key: null}", "", "empty header value"},
+		{"header value list", "headers: {X-Key: [a]}", "", "a header value is a string"},
+		{"no token url", "client_credentials: {client_id: r, client_secret_env: S}", "", "backends[0].auth.client_credentials.token_url: required"},
+		{"plain http token url", "client_credentials: {token_url: http://idp.example/token, client_id: r, client_secret_env: S}", "", "backends[0].auth.client_credentials.token_url: \"http://idp.example/token\" must be https"},
+		{"no client id", "client_credentials: {token_url: https://i/t, client_secret_env: S}", "", "backends[0].auth.client_credentials.client_id: required"},
+		{"no secret", "client_credentials: {token_url: https://i/t, client_id: r}", "", "backends[0].auth.client_credentials: exactly one of client_secret_env, client_secret_file"},
+		{"auth method", "client_credentials: {token_url: https://i/t, client_id: r, client_secret_env: S, auth_method: private_key_jwt}", "", "backends[0].auth.client_credentials.auth_method:"},
+		{"exchange on shared sessions", tx, "", "backends[0].auth.token_exchange: needs sessions: per-client"},
+		{"unknown key", "bearer: x", "", "field bearer not found"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseConfig([]byte(backendYAML(tc.auth, tc.extra)))
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("err %v, want %q", err, tc.want)
+			}
+		})
+	}
+	for _, kind := range []string{"command: [x]", "nats: svc"} {
+		cfg := "backends:\n  - name: crm\n    " + kind + "\n    auth: {bearer_env: T}\n"
+		if _, err := ParseConfig([]byte(cfg)); err == nil || !strings.Contains(err.Error(), "backends[0].auth: only HTTP backends") {
+			t.Errorf("%s with auth: %v", kind, err)
+		}
+	}
+	x := "token_exchange: {token_url: https://i/t, client_id: r, client_secret_env: S, subject_token_type: saml, cache_size: 5}"
+	if _, err := ParseConfig([]byte(backendYAML(x, "sessions: per-client"))); err == nil || !strings.Contains(err.Error(), "backends[0].auth.token_exchange.subject_token_type") {
+		t.Errorf("subject_token_type saml: %v", err)
+	}
+}
+
+// TestBackendAuthBuild: the secrets are read at start, a missing one fails the start
+// naming its key, and each upstream session gets the credentials for whom it is dialed.
+func TestBackendAuthBuild(t *testing.T) {
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "key")
+	if err := os.WriteFile(keyFile, []byte("file-key\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	secretFile := filepath.Join(dir, "secret")
+	if err := os.WriteFile(secretFile, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("CRM_TOKEN", "env-token")
+	t.Setenv("CRM_TENANT", "acme")
+	a := &BackendAuthConfig{
+		Headers: map[string]SecretValue{
+			"X-Key": {File: keyFile}, "X-Tenant": {Env: "CRM_TENANT"}, "X-Static": {Value: "v"},
+		},
+		BearerEnv: "CRM_TOKEN",
+		TokenExchange: &TokenExchangeConfig{OAuthClientConfig: OAuthClientConfig{
+			TokenURL: "http://127.0.0.1:9/token", ClientID: "router", ClientSecretFile: secretFile}},
+	}
+	bc, err := buildBackendAuth("backends[0].auth", a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	values := func(creds []upstream.Credential) map[string]string {
+		m := map[string]string{}
+		for _, c := range creds {
+			if c.Header() == upstream.AuthorizationHeader && strings.HasPrefix(c.(interface{ String() string }).String(), "token exchange") {
+				m[c.Header()] = "exchange"
+				continue
+			}
+			v, err := c.Value(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			m[c.Header()] = v
+		}
+		return m
+	}
+	own := values(bc.forDial(context.Background()))
+	want := map[string]string{"X-Key": "file-key", "X-Tenant": "acme", "X-Static": "v", "Authorization": "Bearer env-token"}
+	for k, v := range want {
+		if own[k] != v {
+			t.Errorf("router's session: %s = %q, want %q", k, own[k], v)
+		}
+	}
+	client := values(bc.forDial(upstream.WithClient(context.Background(), &auth.Principal{Subject: "alice", Token: "t"})))
+	if client["Authorization"] != "exchange" || client["X-Key"] != "file-key" || len(client) != 4 {
+		t.Errorf("client's session: %v", client)
+	}
+
+	t.Setenv("CRM_TOKEN", "")
+	if _, err := buildBackendAuth("backends[2].auth", a); err == nil || !strings.Contains(err.Error(), "backends[2].auth.bearer_env: CRM_TOKEN is not set") {
+		t.Errorf("unset variable: %v", err)
+	}
+	a.BearerEnv, a.BearerFile = "", filepath.Join(dir, "missing")
+	if _, err := buildBackendAuth("backends[0].auth", a); err == nil || !strings.Contains(err.Error(), "backends[0].auth.bearer_file:") {
+		t.Errorf("missing file: %v", err)
+	}
+	a.BearerFile = ""
+	a.TokenExchange.ClientSecretFile = filepath.Join(dir, "missing")
+	if _, err := buildBackendAuth("backends[0].auth", a); err == nil || !strings.Contains(err.Error(), "backends[0].auth.token_exchange.client_secret_file:") {
+		t.Errorf("missing secret file: %v", err)
+	}
+}
+
+// FuzzBackendAuthConfig: any auth section parses and validates without a panic, and an
+// accepted one has at most one token of the router's own.
+func FuzzBackendAuthConfig(f *testing.F) {
+	for _, s := range []string{
+		"headers: {X-Api-Key: {env: KEY}, X-Tenant: acme}",
+		"bearer_file: /run/token",
+		"client_credentials: {token_url: https://idp/token, client_id: r, client_secret_env: S, scopes: [a, b]}",
+		"token_exchange: {token_url: https://idp/token, client_id: r, client_secret_file: /s, audience: crm, resource: https://crm/mcp}",
+		"headers: {X-K: {value: a, env: b}}",
+		"headers: {X-K: !!binary aGk=}",
+		"headers: [a, b]",
+		"bearer_env: &a x\nbearer_file: *a",
+	} {
+		f.Add(s, false)
+		f.Add(s, true)
+	}
+	f.Fuzz(func(t *testing.T, auth string, perClient bool) {
+		extra := ""
+		if perClient {
+			extra = "sessions: per-client"
+		}
+		c, err := ParseConfig([]byte(backendYAML(auth, extra)))
+		if err != nil || len(c.Backends) != 1 {
+			return
+		}
+		if own := c.Backends[0].Auth.ownTokens(); len(own) > 1 {
+			t.Fatalf("accepted two own tokens: %v", own)
+		}
+	})
+}
+
+// backendResource is the test backend's identifier at the OpenID provider.
+const backendResource = "https://crm.internal/mcp"
+
+// tokenBackend is an MCP backend (the official SDK's) behind a check that accepts only
+// access tokens of op meant for it, verified by go-oidc. It records the subject of
+// every request and every header value it saw.
+type tokenBackend struct {
+	mu       sync.Mutex
+	subjects []string // "" for a refused request
+	values   []string
+}
+
+func startTokenBackend(t *testing.T, op *authtest.Provider) (*tokenBackend, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	disc, err := oidc.NewProvider(ctx, op.Issuer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := disc.Verifier(&oidc.Config{ClientID: backendResource})
+	srv := mcp.NewServer(&mcp.Implementation{Name: "crm", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in struct {
+		Text string `json:"text"`
+	}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
+	})
+	next := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{JSONResponse: true})
+	b := &tokenBackend{}
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sub := ""
+		if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+			if id, err := v.Verify(r.Context(), tok); err == nil {
+				sub = id.Subject
+			}
+		}
+		b.mu.Lock()
+		b.subjects = append(b.subjects, sub)
+		for _, vs := range r.Header {
+			b.values = append(b.values, vs...)
+		}
+		b.mu.Unlock()
+		if sub == "" {
+			http.Error(w, "no", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	return b, ts.URL
+}
+
+// dialAndCall opens an upstream session with d (ctx says for whom), initializes it and
+// calls echo.
+func dialAndCall(t *testing.T, ctx context.Context, d fleet.Dialer) {
+	t.Helper()
+	got := make(chan []byte, 4)
+	conn, err := d.Dial(ctx, upstream.SinkFuncs{OnMessage: func(m []byte) { got <- append([]byte(nil), m...) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for _, msg := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`,
+	} {
+		if err := conn.Send(ctx, []byte(msg)); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case reply := <-got:
+			if strings.Contains(string(reply), `"error"`) {
+				t.Fatalf("reply %s", reply)
+			}
+		case <-ctx.Done():
+			t.Fatal("no reply")
+		}
+		if strings.Contains(msg, "initialize") {
+			conn.SetProtocolVersion("2025-06-18")
+			if err := conn.Send(ctx, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// TestBackendAuthDials: the dialers built from the configuration present, to a backend
+// that accepts only tokens meant for it, the router's client credentials token on the
+// router's own session and each client's exchanged token on that client's session;
+// the client's own token never reaches the backend.
+func TestBackendAuthDials(t *testing.T) {
+	op := authtest.Start(t, authtest.Options{})
+	op.AddClient("router", "s3cret")
+	t.Setenv("ROUTER_SECRET", "s3cret")
+	b, url := startTokenBackend(t, op)
+	client := "{token_url: " + op.TokenURL() + ", client_id: router, client_secret_env: ROUTER_SECRET, resource: " + backendResource + "}"
+	cfg, err := ParseConfig([]byte("backends:\n  - name: crm\n    url: " + url + "\n    sessions: per-client\n" +
+		"    auth:\n      client_credentials: " + client + "\n      token_exchange: " + client + "\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc, err := fleetConfig(&cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := fc.Backends[0].Dialers[0]
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	dialAndCall(t, ctx, d)
+	alice := &auth.Principal{Subject: "alice", Issuer: op.Issuer,
+		Token: op.Token(authtest.Claims{Subject: "alice", Audience: []string{"http://127.0.0.1:8080/mcp"}})}
+	dialAndCall(t, upstream.WithClient(ctx, alice), d)
+
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	seen := map[string]int{}
+	for _, s := range b.subjects {
+		seen[s]++
+	}
+	if seen[""] != 0 || seen["router"] == 0 || seen["alice"] == 0 || len(seen) != 2 {
+		t.Fatalf("subjects the backend saw: %v (want the router's session as router, alice's as alice)", seen)
+	}
+	for _, v := range b.values {
+		if strings.Contains(v, alice.Token) {
+			t.Fatal("the client's token reached the backend")
+		}
+	}
+}
