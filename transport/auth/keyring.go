@@ -69,8 +69,11 @@ type keyring struct {
 	inflight chan struct{} // closed when the fetch under way ends
 	lastErr  error         // of the last fetch
 
-	stop chan struct{}
-	done chan struct{}
+	// ctx ends at close: it cancels the fetch under way and the waits on it.
+	ctx     context.Context
+	cancel  context.CancelFunc
+	fetches sync.WaitGroup // the fetch goroutines, waited for by close
+	done    chan struct{}  // closed when the background loop ends
 }
 
 func newKeyring(ctx context.Context, url string, client *http.Client, log *slog.Logger, onDrop func()) (*keyring, error) {
@@ -80,9 +83,9 @@ func newKeyring(ctx context.Context, url string, client *http.Client, log *slog.
 		log:     log,
 		onDrop:  onDrop,
 		limiter: rate.NewLimiter(rate.Every(keyRefreshLimit.every), keyRefreshLimit.burst),
-		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
 	}
+	k.ctx, k.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	set, err := k.fetch(ctx)
 	if err != nil {
 		return nil, err
@@ -93,16 +96,14 @@ func newKeyring(ctx context.Context, url string, client *http.Client, log *slog.
 }
 
 // lookup returns the keys that may have signed a token with this kid and alg. An
-// unknown kid triggers a refresh (rate limited) and waits for it.
+// unknown kid joins the fetch under way, or starts one if the rate limit allows, and
+// waits for it.
 func (k *keyring) lookup(kid string, alg string) ([]jose.JSONWebKey, error) {
 	if keys := k.set.Load().candidates(kid, alg); len(keys) > 0 {
 		return keys, nil
 	}
-	if !k.limiter.Allow() {
-		return nil, nil
-	}
-	if err := k.refresh(); err != nil {
-		return nil, errKeysUnavailable
+	if err := k.refresh(true); err != nil {
+		return nil, err
 	}
 	return k.set.Load().candidates(kid, alg), nil
 }
@@ -123,12 +124,23 @@ func (s *keySet) candidates(kid, alg string) []jose.JSONWebKey {
 }
 
 // refresh fetches the JWKS, joining a fetch already under way, and waits at most keyWait.
-func (k *keyring) refresh() error {
+// A limited refresh (an unknown kid) starts a fetch only if keyRefreshLimit allows; when
+// it does not, the keys held are the answer.
+func (k *keyring) refresh(limited bool) error {
 	k.mu.Lock()
+	if k.ctx.Err() != nil { // closed
+		k.mu.Unlock()
+		return errKeysUnavailable
+	}
 	ch := k.inflight
 	if ch == nil {
+		if limited && !k.limiter.Allow() {
+			k.mu.Unlock()
+			return nil
+		}
 		ch = make(chan struct{})
 		k.inflight = ch
+		k.fetches.Add(1)
 		go k.run(ch)
 	}
 	k.mu.Unlock()
@@ -138,15 +150,21 @@ func (k *keyring) refresh() error {
 	case <-ch:
 		k.mu.Lock()
 		defer k.mu.Unlock()
-		return k.lastErr
+		if k.lastErr != nil {
+			return errKeysUnavailable
+		}
+		return nil
 	case <-t.C:
+		return errKeysUnavailable
+	case <-k.ctx.Done():
 		return errKeysUnavailable
 	}
 }
 
 // run is one fetch; it replaces the key set when the fetch succeeds.
 func (k *keyring) run(ch chan struct{}) {
-	ctx, cancel := context.WithTimeout(context.Background(), keyFetchTimeout)
+	defer k.fetches.Done()
+	ctx, cancel := context.WithTimeout(k.ctx, keyFetchTimeout)
 	defer cancel()
 	set, err := k.fetch(ctx)
 	if err == nil {
@@ -190,17 +208,21 @@ func (k *keyring) background() {
 	defer t.Stop()
 	for {
 		select {
-		case <-k.stop:
+		case <-k.ctx.Done():
 			return
 		case <-t.C:
-			k.refresh()
+			k.refresh(false)
 		}
 	}
 }
 
+// close stops the background refresh and waits for the fetch under way to end.
 func (k *keyring) close() {
-	close(k.stop)
+	k.mu.Lock()
+	k.cancel() // under mu: no fetch starts after it
+	k.mu.Unlock()
 	<-k.done
+	k.fetches.Wait()
 }
 
 // fetch reads the JWKS. Keys of unknown types, encryption keys and symmetric keys are

@@ -2,6 +2,8 @@ package auth_test
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -105,5 +107,55 @@ func TestAlgorithmsConfigured(t *testing.T) {
 	p.Rotate(authtest.RotateOptions{Algorithm: "ES256"})
 	if v := a.Check(bearer(p.Token(c)), false); !v.OK() {
 		t.Fatalf("ES256 token: %+v", v)
+	}
+}
+
+// TestConcurrentRotation: requests that all bring the first token of a new key at once
+// share one JWKS fetch, and none is refused (the refresh rate limit counts fetches, not
+// the requests waiting on one).
+func TestConcurrentRotation(t *testing.T) {
+	p := authtest.Start(t, authtest.Options{})
+	a := start(t, jwtConfig(p), auth.Options{})
+	for round := range 3 {
+		p.Rotate(authtest.RotateOptions{})
+		tok := bearer(p.Token(authtest.Claims{Audience: []string{resource}}))
+		var wg sync.WaitGroup
+		errs := make(chan string, 16)
+		for range 16 {
+			wg.Go(func() {
+				if v := a.Check(tok, false); !v.OK() {
+					errs <- string(v.Reason)
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for r := range errs {
+			t.Errorf("round %d: refused: %s", round, r)
+		}
+	}
+}
+
+// TestCacheExpiry: a token answered from the cache is refused once its exp (plus the
+// skew) has passed on the Authenticator's clock.
+func TestCacheExpiry(t *testing.T) {
+	p := authtest.Start(t, authtest.Options{})
+	var now atomic.Int64
+	now.Store(time.Now().UnixNano())
+	clock := func() time.Time { return time.Unix(0, now.Load()) }
+	a := start(t, jwtConfig(p), auth.Options{Now: clock})
+	tok := bearer(p.Token(authtest.Claims{Audience: []string{resource}, Expiry: clock().Add(30 * time.Second)}))
+	for range 2 {
+		if v := a.Check(tok, false); !v.OK() {
+			t.Fatalf("fresh token: %+v", v)
+		}
+	}
+	now.Add(int64(80 * time.Second)) // exp + 50s: within the 60s skew
+	if v := a.Check(tok, false); !v.OK() {
+		t.Fatalf("within the skew: %+v", v)
+	}
+	now.Add(int64(20 * time.Second))
+	if v := a.Check(tok, false); v.Reason != auth.ReasonExpired {
+		t.Fatalf("past exp and skew: %+v", v)
 	}
 }
