@@ -63,28 +63,21 @@ func envelopeMember(key []byte, escaped bool) uint8 {
 	if escaped {
 		return unescapedMember(key, envelopeKeys[:])
 	}
-	switch len(key) {
-	case 2:
-		if string(key) == "id" {
-			return fID
-		}
-	case 5:
-		if string(key) == "error" {
-			return fError
-		}
-	case 6:
-		switch string(key) {
-		case "method":
-			return fMethod
-		case "params":
-			return fParams
-		case "result":
-			return fResult
-		}
-	case 7:
-		if string(key) == "jsonrpc" {
-			return fJSONRPC
-		}
+	// A switch on string(key) neither allocates nor compares a key of the wrong
+	// length: the compiler searches on the length first, then on the bytes.
+	switch string(key) {
+	case "id":
+		return fID
+	case "error":
+		return fError
+	case "method":
+		return fMethod
+	case "params":
+		return fParams
+	case "result":
+		return fResult
+	case "jsonrpc":
+		return fJSONRPC
 	}
 	return 0
 }
@@ -104,31 +97,19 @@ func paramsMember(key []byte, escaped bool) uint8 {
 	if escaped {
 		return unescapedMember(key, paramsKeys[:])
 	}
-	switch len(key) {
-	case 3:
-		if string(key) == "uri" {
-			return pURI
-		}
-	case 4:
-		if string(key) == "name" {
-			return pName
-		}
-	case 5:
-		if string(key) == "_meta" {
-			return pMeta
-		}
-	case 6:
-		if string(key) == "cursor" {
-			return pCursor
-		}
-	case 9:
-		if string(key) == "requestId" {
-			return pRequestID
-		}
-	case 13:
-		if string(key) == "progressToken" {
-			return pProgressToken
-		}
+	switch string(key) {
+	case "uri":
+		return pURI
+	case "name":
+		return pName
+	case "_meta":
+		return pMeta
+	case "cursor":
+		return pCursor
+	case "requestId":
+		return pRequestID
+	case "progressToken":
+		return pProgressToken
 	}
 	return 0
 }
