@@ -2,23 +2,12 @@ package app
 
 import (
 	"context"
-	"io"
-	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
-	"github.com/coreos/go-oidc/v3/oidc"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/mcprouter/mcprouter/router/fleet"
 	"github.com/mcprouter/mcprouter/transport/auth"
-	"github.com/mcprouter/mcprouter/transport/auth/authtest"
 	"github.com/mcprouter/mcprouter/transport/upstream"
 )
 
@@ -191,134 +180,4 @@ func FuzzBackendAuthConfig(f *testing.F) {
 			t.Fatalf("accepted two own tokens: %v", own)
 		}
 	})
-}
-
-// backendResource is the test backend's identifier at the OpenID provider.
-const backendResource = "https://crm.internal/mcp"
-
-// tokenBackend is an MCP backend (the official SDK's) behind a check that accepts only
-// access tokens of op meant for it, verified by go-oidc. It records the subject of
-// every request and every header value it saw.
-type tokenBackend struct {
-	mu       sync.Mutex
-	subjects []string // "" for a refused request
-	values   []string
-}
-
-func startTokenBackend(t *testing.T, op *authtest.Provider) (*tokenBackend, string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	disc, err := oidc.NewProvider(ctx, op.Issuer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := disc.Verifier(&oidc.Config{ClientID: backendResource})
-	srv := mcp.NewServer(&mcp.Implementation{Name: "crm", Version: "1"}, nil)
-	mcp.AddTool(srv, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in struct {
-		Text string `json:"text"`
-	}) (*mcp.CallToolResult, any, error) {
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
-	})
-	next := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{JSONResponse: true})
-	b := &tokenBackend{}
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sub := ""
-		if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
-			if id, err := v.Verify(r.Context(), tok); err == nil {
-				sub = id.Subject
-			}
-		}
-		b.mu.Lock()
-		b.subjects = append(b.subjects, sub)
-		for _, vs := range r.Header {
-			b.values = append(b.values, vs...)
-		}
-		b.mu.Unlock()
-		if sub == "" {
-			http.Error(w, "no", http.StatusUnauthorized)
-			return
-		}
-		next.ServeHTTP(w, r)
-	}))
-	t.Cleanup(ts.Close)
-	return b, ts.URL
-}
-
-// dialAndCall opens an upstream session with d (ctx says for whom), initializes it and
-// calls echo.
-func dialAndCall(t *testing.T, ctx context.Context, d fleet.Dialer) {
-	t.Helper()
-	got := make(chan []byte, 4)
-	conn, err := d.Dial(ctx, upstream.SinkFuncs{OnMessage: func(m []byte) { got <- append([]byte(nil), m...) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	for _, msg := range []string{
-		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
-		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`,
-	} {
-		if err := conn.Send(ctx, []byte(msg)); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case reply := <-got:
-			if strings.Contains(string(reply), `"error"`) {
-				t.Fatalf("reply %s", reply)
-			}
-		case <-ctx.Done():
-			t.Fatal("no reply")
-		}
-		if strings.Contains(msg, "initialize") {
-			conn.SetProtocolVersion("2025-06-18")
-			if err := conn.Send(ctx, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-}
-
-// TestBackendAuthDials: the dialers built from the configuration present, to a backend
-// that accepts only tokens meant for it, the router's client credentials token on the
-// router's own session and each client's exchanged token on that client's session;
-// the client's own token never reaches the backend.
-func TestBackendAuthDials(t *testing.T) {
-	op := authtest.Start(t, authtest.Options{})
-	op.AddClient("router", "s3cret")
-	t.Setenv("ROUTER_SECRET", "s3cret")
-	b, url := startTokenBackend(t, op)
-	client := "{token_url: " + op.TokenURL() + ", client_id: router, client_secret_env: ROUTER_SECRET, resource: " + backendResource + "}"
-	cfg, err := ParseConfig([]byte("backends:\n  - name: crm\n    url: " + url + "\n    sessions: per-client\n" +
-		"    auth:\n      client_credentials: " + client + "\n      token_exchange: " + client + "\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	fc, err := fleetConfig(&cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := fc.Backends[0].Dialers[0]
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-
-	dialAndCall(t, ctx, d)
-	alice := &auth.Principal{Subject: "alice", Issuer: op.Issuer,
-		Token: op.Token(authtest.Claims{Subject: "alice", Audience: []string{"http://127.0.0.1:8080/mcp"}})}
-	dialAndCall(t, upstream.WithClient(ctx, alice), d)
-
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	seen := map[string]int{}
-	for _, s := range b.subjects {
-		seen[s]++
-	}
-	if seen[""] != 0 || seen["router"] == 0 || seen["alice"] == 0 || len(seen) != 2 {
-		t.Fatalf("subjects the backend saw: %v (want the router's session as router, alice's as alice)", seen)
-	}
-	for _, v := range b.values {
-		if strings.Contains(v, alice.Token) {
-			t.Fatal("the client's token reached the backend")
-		}
-	}
 }
