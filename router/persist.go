@@ -112,17 +112,20 @@ func (r *Router) save(s *Session) {
 // ResolveSession implements transport.SessionResolver: a session whose instance went
 // away is rebuilt here from its record, subscriptions included, for the principal it
 // belongs to; for anyone else (p) it does not exist, and nothing is built.
-func (r *Router) ResolveSession(id string, p *auth.Principal) (string, transport.SessionState, bool) {
+func (r *Router) ResolveSession(id string, p *auth.Principal) (string, transport.SessionState, error) {
 	if r.cfg.Store == nil {
-		return "", nil, false
+		return "", nil, transport.ErrNoSession
 	}
 	b, ok := r.cfg.Store.Load(id)
 	if !ok {
-		return "", nil, false
+		return "", nil, transport.ErrNoSession
 	}
 	var rec record
-	if err := sonic.Unmarshal(b, &rec); err != nil || rec.Version == "" || rec.Principal != p.ID() {
-		return "", nil, false
+	if err := sonic.Unmarshal(b, &rec); err != nil || rec.Version == "" {
+		return "", nil, transport.ErrNoSession
+	}
+	if rec.Principal != p.ID() {
+		return "", nil, transport.ErrForeignSession
 	}
 	s := &Session{version: rec.Version, r: r, clientCaps: rec.Capabilities, clientInfo: rec.ClientInfo}
 	s.initialized.Store(true)
@@ -135,7 +138,7 @@ func (r *Router) ResolveSession(id string, p *auth.Principal) (string, transport
 		}
 	}
 	r.log.Info("session carried on from another instance", "session", logsafe.Session(id), "protocol", rec.Version)
-	return rec.Version, s, true
+	return rec.Version, s, nil
 }
 
 // SessionAdopted implements transport.SessionResolver: the session now lives here. What

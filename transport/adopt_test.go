@@ -17,13 +17,13 @@ type gatedResolver struct {
 	adopted  atomic.Int32
 }
 
-func (r *gatedResolver) ResolveSession(string, *auth.Principal) (string, SessionState, bool) {
+func (r *gatedResolver) ResolveSession(string, *auth.Principal) (string, SessionState, error) {
 	r.resolves.Add(1)
 	select {
 	case <-r.gate:
 	case <-time.After(waitLimit):
 	}
-	return "2025-03-26", struct{}{}, true
+	return "2025-03-26", struct{}{}, nil
 }
 
 func (r *gatedResolver) SessionAdopted(*Session) { r.adopted.Add(1) }

@@ -260,14 +260,17 @@ type ownerResolver struct {
 	asked []string // principal IDs of ResolveSession calls
 }
 
-func (r *ownerResolver) ResolveSession(id string, p *auth.Principal) (string, SessionState, bool) {
+func (r *ownerResolver) ResolveSession(id string, p *auth.Principal) (string, SessionState, error) {
 	r.mu.Lock()
 	r.asked = append(r.asked, p.ID())
 	r.mu.Unlock()
-	if id != movedSession || p.ID() != "alice" {
-		return "", nil, false
+	switch {
+	case id != movedSession:
+		return "", nil, ErrNoSession
+	case p.ID() != "alice":
+		return "", nil, ErrForeignSession
 	}
-	return "2025-03-26", struct{}{}, true
+	return "2025-03-26", struct{}{}, nil
 }
 
 func (r *ownerResolver) SessionAdopted(*Session) {}
@@ -292,6 +295,9 @@ func TestAuthEdgeAdoption(t *testing.T) {
 	}
 	if resp := ts.do(req{body: ping, headers: as(bobToken, sessionHeaders(movedSession, ""))}); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("bob on the adopted session: %d %s", resp.StatusCode, bodyOf(resp))
+	}
+	if n := ts.HTTP.Stats.ForeignSessions.Load(); n != 2 {
+		t.Errorf("ForeignSessions = %d, want 2 (before and after the adoption)", n)
 	}
 	res.mu.Lock()
 	defer res.mu.Unlock()

@@ -84,10 +84,10 @@ type HTTPConfig struct {
 // SessionResolver finds sessions this process does not hold.
 type SessionResolver interface {
 	// ResolveSession returns the revision and handler state of a session known to the
-	// cluster, and false when there is no such session or when it belongs to another
-	// principal than p (nil without authentication): nothing is built for a request
-	// that may not have the session.
-	ResolveSession(id string, p *auth.Principal) (version string, state SessionState, ok bool)
+	// cluster for principal p (nil without authentication); ErrNoSession when there is
+	// no such session, ErrForeignSession when it belongs to another principal (nothing
+	// is built for a request that may not have the session).
+	ResolveSession(id string, p *auth.Principal) (version string, state SessionState, err error)
 	// SessionAdopted tells the handler that the session now lives here: it may send
 	// what the client may have missed (fresh change notices).
 	SessionAdopted(s *Session)
@@ -285,7 +285,13 @@ func (s *HTTPServer) sessionFor(ctx *fasthttp.RequestCtx, p *auth.Principal) (*S
 	}
 	sess, ok := s.reg.Get(id)
 	if !ok && s.cfg.Resolver != nil {
-		sess, ok = s.adoptOnce(string(id), standaloneSeq(ctx.Request.Header.Peek(HeaderLastEventID)), p)
+		var err error
+		sess, err = s.adoptOnce(string(id), standaloneSeq(ctx.Request.Header.Peek(HeaderLastEventID)), p)
+		if err == ErrForeignSession {
+			s.refuseForeignSession(ctx, p, msgSessionNotFound)
+			return nil, false
+		}
+		ok = err == nil
 	}
 	if !ok || sess.Closed() || sess.carrier != CarrierStreamable {
 		s.rpcError(ctx, fasthttp.StatusNotFound, codec.CodeInvalidRequest, msgSessionNotFound, nil)
@@ -777,7 +783,7 @@ type adoptions struct {
 type adoption struct {
 	done chan struct{}
 	sess *Session
-	ok   bool
+	err  error
 }
 
 // adoptOnce adopts session id once however many requests name it at the same time
@@ -790,7 +796,7 @@ type adoption struct {
 // Requests of different principals do not share an adoption: one whose principal does
 // not own the session fails to adopt it, and must not make its owner's request fail
 // with it (the caller checks the owner of the session it gets).
-func (s *HTTPServer) adoptOnce(id string, lastSeq uint64, p *auth.Principal) (*Session, bool) {
+func (s *HTTPServer) adoptOnce(id string, lastSeq uint64, p *auth.Principal) (*Session, error) {
 	key := id
 	if p != nil {
 		key = id + "\x00" + p.ID()
@@ -799,15 +805,16 @@ func (s *HTTPServer) adoptOnce(id string, lastSeq uint64, p *auth.Principal) (*S
 	if !first {
 		s.Stats.AdoptionWaits.Add(1)
 		<-a.done
-		return a.sess, a.ok
+		return a.sess, a.err
 	}
 	defer s.adopting.finish(key, a)
 	// An adoption that finished between this request's registry lookup and join left
 	// the session registered.
-	if a.sess, a.ok = s.reg.Get([]byte(id)); !a.ok {
-		a.sess, a.ok = s.adopt(id, lastSeq, p)
+	var ok bool
+	if a.sess, ok = s.reg.Get([]byte(id)); !ok {
+		a.sess, a.err = s.adopt(id, lastSeq, p)
 	}
-	return a.sess, a.ok
+	return a.sess, a.err
 }
 
 // join returns the adoption in progress for id, or a new one with first set: the
@@ -838,10 +845,10 @@ func (as *adoptions) finish(id string, a *adoption) {
 // state from the resolver, its GET stream carried on from the client's Last-Event-ID
 // (lastSeq; 0 without one) with the logged events the client has not seen, then
 // whatever the handler sends on adoption (fresh change notices).
-func (s *HTTPServer) adopt(id string, lastSeq uint64, p *auth.Principal) (*Session, bool) {
-	version, state, ok := s.cfg.Resolver.ResolveSession(id, p)
-	if !ok {
-		return nil, false
+func (s *HTTPServer) adopt(id string, lastSeq uint64, p *auth.Principal) (*Session, error) {
+	version, state, err := s.cfg.Resolver.ResolveSession(id, p)
+	if err != nil {
+		return nil, err
 	}
 	var missed [][]byte
 	if s.cfg.Events != nil {
@@ -872,11 +879,11 @@ func (s *HTTPServer) adopt(id string, lastSeq uint64, p *auth.Principal) (*Sessi
 		// state ResolveSession built is not the session's.
 		acct.Close()
 		s.release(id, version, state)
-		return sess, err == nil
+		return sess, err
 	}
 	s.Stats.Adopted.Add(1)
 	s.cfg.Resolver.SessionAdopted(sess)
-	return sess, true
+	return sess, nil
 }
 
 // release gives back the handler's state of a session that was resolved but not

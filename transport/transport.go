@@ -53,6 +53,11 @@ var (
 	// ErrNoStream: a server-initiated message could not be delivered because the client has
 	// no stream open and the session's buffer is full.
 	ErrNoStream = errors.New("transport: no stream to deliver on")
+	// ErrNoSession: a SessionResolver knows no session with that id.
+	ErrNoSession = errors.New("transport: no such session")
+	// ErrForeignSession: the session belongs to another principal than the request's;
+	// the client is told it does not exist.
+	ErrForeignSession = errors.New("transport: session of another principal")
 )
 
 // Exchange is one client message in flight: its bytes, its scan, its session, and the way
