@@ -3,7 +3,6 @@ package auth
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"sync/atomic"
@@ -53,7 +52,7 @@ type Authenticator struct {
 // refreshed in the background until Close.
 func New(ctx context.Context, cfg Config, o Options) (*Authenticator, error) {
 	if o.Logger == nil {
-		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if o.HTTPClient == nil {
 		o.HTTPClient = &http.Client{Timeout: keyFetchTimeout}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+
 	"github.com/mcprouter/mcprouter/transport/auth"
 	"github.com/mcprouter/mcprouter/transport/auth/authtest"
 )
@@ -33,6 +35,11 @@ func checkInvariants(t *testing.T, v auth.Verdict) {
 	for i := 0; i < len(v.Challenge); i++ {
 		if c := v.Challenge[i]; c < 0x20 || c > 0x7e {
 			t.Fatalf("challenge byte %#x: %q", c, v.Challenge)
+		}
+	}
+	if v.Challenge != "" {
+		if cs, err := oauthex.ParseWWWAuthenticate([]string{v.Challenge}); err != nil || len(cs) != 1 || cs[0].Scheme != "bearer" {
+			t.Fatalf("challenge %q parses as %v, %v", v.Challenge, cs, err)
 		}
 	}
 }
