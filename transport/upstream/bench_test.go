@@ -5,6 +5,8 @@ import (
 	"context"
 	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -12,6 +14,8 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/transport/auth"
+	"github.com/mcprouter/mcprouter/transport/auth/authtest"
 )
 
 var benchResult = []byte(`{"content":[{"type":"text","text":"ok"}]}`)
@@ -69,15 +73,17 @@ func BenchmarkHTTPRoundTrip(b *testing.B) {
 		parallel   bool
 		probe      bool
 		pipeline   int
+		bearer     bool // the router's own token as a Credential on every request
 	}{
-		{"json", "/mcp", benchCall, false, false, 0},
-		{"sse", "/sse", benchCall, false, false, 0},
-		{"notification-202", "/mcp", []byte(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":2}}`), false, false, 0},
-		{"json-probe-every-request", "/mcp", benchCall, false, true, 0},
-		{"json-parallel", "/mcp", benchCall, true, false, 0},
-		{"sse-parallel", "/sse", benchCall, true, false, 0},
-		{"json-pipelined", "/mcp", benchCall, false, false, 2},
-		{"json-parallel-pipelined", "/mcp", benchCall, true, false, 2},
+		{"json", "/mcp", benchCall, false, false, 0, false},
+		{"sse", "/sse", benchCall, false, false, 0, false},
+		{"notification-202", "/mcp", []byte(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":2}}`), false, false, 0, false},
+		{"json-probe-every-request", "/mcp", benchCall, false, true, 0, false},
+		{"json-parallel", "/mcp", benchCall, true, false, 0, false},
+		{"sse-parallel", "/sse", benchCall, true, false, 0, false},
+		{"json-pipelined", "/mcp", benchCall, false, false, 2, false},
+		{"json-parallel-pipelined", "/mcp", benchCall, true, false, 2, false},
+		{"json-bearer", "/mcp", benchCall, false, false, 0, true},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			if bc.probe {
@@ -86,7 +92,15 @@ func BenchmarkHTTPRoundTrip(b *testing.B) {
 				defer func() { idleProbe = old }()
 			}
 			sink := &countSink{}
-			c, err := DialHTTP(context.Background(), base+bc.path, HTTPOptions{MaxConns: 16, Pipeline: bc.pipeline}, sink)
+			opts := HTTPOptions{MaxConns: 16, Pipeline: bc.pipeline}
+			if bc.bearer {
+				cred, err := Bearer("eyJhbGciOiJSUzI1NiJ9.a-token-of-typical-length.signature")
+				if err != nil {
+					b.Fatal(err)
+				}
+				opts.Credentials = []Credential{cred}
+			}
+			c, err := DialHTTP(context.Background(), base+bc.path, opts, sink)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -200,5 +214,42 @@ func BenchmarkSSEReader(b *testing.B) {
 		if n != 100 {
 			b.Fatalf("%d events", n)
 		}
+	}
+}
+
+// BenchmarkCredentialValue is the cost a credential adds to each request: a static
+// token, a token file (checked once a second), and a token from the authorization
+// server once cached (client credentials; a principal's exchanged token).
+func BenchmarkCredentialValue(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "token")
+	if err := os.WriteFile(path, []byte("file-token"), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	p := authtest.Start(b, authtest.Options{})
+	p.AddClient("router", "s3cret")
+	static, _ := Bearer("static-token")
+	file, _ := BearerFile(path)
+	cc, _ := ClientCredentials(routerClient(p, "s3cret"))
+	x, _ := NewTokenExchange(routerClient(p, "s3cret"), TokenExchangeOptions{})
+	alice := &auth.Principal{Subject: "alice", Token: p.Token(authtest.Claims{Subject: "alice", Audience: []string{routerResource}})}
+	for _, bc := range []struct {
+		name string
+		c    Credential
+	}{{"static", static}, {"file", file}, {"client-credentials-cached", cc}, {"exchange-cached", x.For(alice)}} {
+		b.Run(bc.name, func(b *testing.B) {
+			ctx := context.Background()
+			if _, err := bc.c.Value(ctx); err != nil { // fetch the token once
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, err := bc.c.Value(ctx); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
 	}
 }

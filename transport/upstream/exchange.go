@@ -112,9 +112,11 @@ func (c *exchangeCred) Value(ctx context.Context) (string, error) {
 		_, err := c.x.exchange(ctx, c.who, "")
 		return "", err
 	}
-	return c.x.cache.get(ctx, c.id, func(ctx context.Context) (fetched, error) {
-		return c.x.exchange(ctx, c.who, *c.subject.Load())
-	})
+	return c.x.cache.get(ctx, c.id, c)
+}
+
+func (c *exchangeCred) fetch(ctx context.Context) (fetched, error) {
+	return c.x.exchange(ctx, c.who, *c.subject.Load())
 }
 
 // Refused implements Credential: the principal's token is dropped and the next request

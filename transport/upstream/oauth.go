@@ -136,9 +136,11 @@ func (cc *clientCreds) String() string { return "client credentials at " + cc.c.
 
 // Value implements Credential.
 func (cc *clientCreds) Value(ctx context.Context) (string, error) {
-	return cc.cache.get(ctx, "", func(ctx context.Context) (fetched, error) {
-		return cc.c.fetch(ctx, "client credentials grant", url.Values{})
-	})
+	return cc.cache.get(ctx, "", cc)
+}
+
+func (cc *clientCreds) fetch(ctx context.Context) (fetched, error) {
+	return cc.c.fetch(ctx, "client credentials grant", url.Values{})
 }
 
 // Refused implements Credential: the token is dropped and the next request fetches a

@@ -59,9 +59,15 @@ type fetched struct {
 	expiry time.Time
 }
 
-// get returns the cached value for key, or fetches one (sharing a fetch in progress for
-// key). ctx bounds only this caller's wait.
-func (c *tokenCache) get(ctx context.Context, key string, fetch func(context.Context) (fetched, error)) (string, error) {
+// fetcher gets a new token for a tokenCache. A credential is its own fetcher, so that a
+// request that finds its token cached allocates nothing.
+type fetcher interface {
+	fetch(ctx context.Context) (fetched, error)
+}
+
+// get returns the cached value for key, or fetches one with f (sharing a fetch in
+// progress for key). ctx bounds only this caller's wait.
+func (c *tokenCache) get(ctx context.Context, key string, f fetcher) (string, error) {
 	if v, ok := c.lookup(key); ok {
 		return v, nil
 	}
@@ -72,12 +78,12 @@ func (c *tokenCache) get(ctx context.Context, key string, fetch func(context.Con
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), fetchTimeout)
 		defer cancel()
 		start := c.now()
-		f, err := fetch(fctx)
+		t, err := f.fetch(fctx)
 		if err != nil {
 			return "", err
 		}
-		c.store(key, f.value, renewAt(start, f.expiry))
-		return f.value, nil
+		c.store(key, t.value, renewAt(start, t.expiry))
+		return t.value, nil
 	})
 	select {
 	case r := <-ch:
