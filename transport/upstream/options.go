@@ -20,9 +20,10 @@ import (
 type HTTPOptions struct {
 	// Name is the backend's name, used in logs and error messages.
 	Name string
-	// Headers are sent with every request (for example Authorization). Transport
-	// headers (Accept, Content-Type, Mcp-Session-Id, MCP-Protocol-Version,
-	// Last-Event-ID) are set by the client and must not be listed here.
+	// Headers are sent with every request, as they are. Transport headers (Accept,
+	// Content-Type, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID) are set by the
+	// client and must not be listed here. Secrets belong in Credentials, which are
+	// never printed and can change while the Conn lives.
 	Headers map[string]string
 	// Credentials are the router's own credentials for the backend, asked for their
 	// value on every request (see Credential). Their headers must differ from Headers'

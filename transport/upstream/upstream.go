@@ -19,6 +19,12 @@
 // private request id, swallows the reply, and reports [EventRenewed] to the Sink, so that
 // the router only has to re-establish per-session state (subscriptions, log level) and
 // never sees a broken backend as long as the restart is quick.
+//
+// The HTTP clients present the router's own credentials for the backend ([Credential]:
+// a static or file-held secret, an OAuth client credentials token, or a client's own
+// token obtained by RFC 8693 [TokenExchange]), asked for on every request so that a
+// rotated or refreshed one is used at once; a client's token is never sent to a
+// backend. A backend that refuses them gets [ErrUnauthorized], naming it.
 package upstream
 
 import (
