@@ -72,7 +72,7 @@ func (c *scriptedConn) Close() error              { c.once.Do(func() { close(c.d
 // and one client session talking to it over an in-memory stdio transport: the client
 // writes lines and reads the lines the router writes back.
 type fleetClient struct {
-	t    *testing.T
+	t    testing.TB
 	f    *Fleet
 	up   *scriptedConn
 	in   io.Writer
@@ -95,7 +95,7 @@ func (h fleetHandler) HandleMessage(x *transport.Exchange) {
 
 func (h fleetHandler) SessionClosed(*transport.Session) {}
 
-func newFleetClient(t *testing.T, timeout time.Duration) *fleetClient {
+func newFleetClient(t testing.TB, timeout time.Duration) *fleetClient {
 	up := &scriptedConn{got: make(chan []byte, 16), done: make(chan struct{})}
 	f := New(Config{HealthInterval: time.Hour, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Backends: []BackendConfig{{
 		Name: "a", Prefix: "a", Timeout: timeout,
