@@ -71,10 +71,20 @@ func (s *Server) claimsModern(m *codec.Message, meta *modern.Meta, header []byte
 	return meta.Claimed(header)
 }
 
+// modernRequest is what one 2026-07-28 request needs, allocated once: its Session and
+// the decorator of its replies.
+type modernRequest struct {
+	sess Session
+	dec  decorator
+}
+
 // requestSession is the state of one 2026-07-28 request: what its _meta declares.
 func (s *Server) requestSession(meta *modern.Meta) *Session {
-	sess := &Session{srv: s, version: modern.Version, era: era20250618, modern: true,
-		sampling: meta.Caps&modern.CapSampling != 0}
+	req := &modernRequest{}
+	sess := &req.sess
+	sess.srv, sess.version, sess.era, sess.modern = s, modern.Version, era20250618, true
+	sess.sampling = meta.Caps&modern.CapSampling != 0
+	sess.req = req
 	sess.logLevel.Store(levelOff)
 	if meta.LogLevel != nil {
 		if i := modern.LogLevelIndex(meta.LogLevel); i >= 0 {
@@ -100,7 +110,8 @@ func (s *Server) serveModern(m *codec.Message, meta *modern.Meta, sess *Session,
 		replyError(r, m.ID, codec.CodeMethodNotFound, "Method not found", nil)
 		return
 	}
-	d := &decorator{r: r, dec: modern.Decoration{ServerInfo: s.mod.info}}
+	d := &sess.req.dec
+	*d = decorator{r: r, dec: modern.Decoration{ServerInfo: s.mod.info}}
 	switch def.Name {
 	case "server/discover":
 		bp := getBuf()
@@ -306,6 +317,7 @@ func (s *Server) unlisten(sess *Session) bool {
 	s.mod.mu.Unlock()
 	s.CloseSession(sess)
 	if ok {
+		s.Stats.Cancelled.Add(1)
 		r.Done()
 	}
 	return ok

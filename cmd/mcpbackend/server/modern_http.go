@@ -82,10 +82,9 @@ func (s *Server) serveModernHTTP(ctx *fasthttp.RequestCtx, rules *transport.HTTP
 		return true
 	}
 	sess := s.requestSession(&meta)
-	hx := &httpExchange{wake: make(chan struct{}, 1)}
-	id := append([]byte(nil), m.ID...) // the body may go away before a streamed answer ends
+	hx := getExchange()
 	s.serveModern(&m, &meta, sess, hx)
-	s.awaitHTTP(ctx, hx, sess, id)
+	s.awaitHTTP(ctx, hx, sess, m.ID)
 	return true
 }
 
@@ -113,6 +112,32 @@ type httpExchange struct {
 	finished bool
 	gone     bool // the client went away: Send fails
 	wake     chan struct{}
+	timer    *time.Timer
+	buf      []byte // holds final, kept with the exchange in the pool
+}
+
+// Exchanges answered at once (the common case: nothing streamed, nobody holds them after
+// the response) go back to a pool with their channel, timer and buffer.
+var exchangePool = sync.Pool{New: func() any {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return &httpExchange{wake: make(chan struct{}, 1), timer: t}
+}}
+
+func getExchange() *httpExchange { return exchangePool.Get().(*httpExchange) }
+
+// putExchange recycles an exchange that ended as a lone JSON answer, its body already
+// copied out.
+func putExchange(x *httpExchange) {
+	if cap(x.buf) > maxPooledBuf {
+		x.buf = nil
+	}
+	x.events, x.final, x.finished, x.gone = nil, nil, false, false
+	select {
+	case <-x.wake:
+	default:
+	}
+	exchangePool.Put(x)
 }
 
 func (x *httpExchange) signal() {
@@ -124,11 +149,14 @@ func (x *httpExchange) signal() {
 
 func (x *httpExchange) end(msg []byte) {
 	x.mu.Lock()
-	if !x.finished {
-		x.finished = true
-		if msg != nil {
-			x.final = append([]byte(nil), msg...)
-		}
+	if x.finished { // a second end breaks the Responder contract: ignored
+		x.mu.Unlock()
+		return
+	}
+	x.finished = true
+	if msg != nil {
+		x.buf = append(x.buf[:0], msg...)
+		x.final = x.buf
 	}
 	x.mu.Unlock()
 	x.signal()
@@ -161,11 +189,16 @@ func (x *httpExchange) take() (events [][]byte, final []byte, finished bool) {
 // awaitHTTP waits for the answer: a lone response within KeepAlive goes out as JSON;
 // otherwise the answer becomes an SSE stream.
 func (s *Server) awaitHTTP(ctx *fasthttp.RequestCtx, x *httpExchange, sess *Session, id []byte) {
-	timer := time.NewTimer(s.cfg.KeepAlive)
-	defer timer.Stop()
+	x.timer.Reset(s.cfg.KeepAlive)
 	select {
 	case <-x.wake:
-	case <-timer.C:
+	case <-x.timer.C:
+	}
+	if !x.timer.Stop() {
+		select { // a timer that fired must not wake the exchange's next use
+		case <-x.timer.C:
+		default:
+		}
 	}
 	x.mu.Lock()
 	lone := x.finished && len(x.events) == 0
@@ -174,13 +207,15 @@ func (s *Server) awaitHTTP(ctx *fasthttp.RequestCtx, x *httpExchange, sess *Sess
 	if lone {
 		if final == nil {
 			ctx.SetStatusCode(fasthttp.StatusAccepted)
-			return
+		} else {
+			ctx.SetStatusCode(statusOf(final))
+			ctx.SetContentType("application/json")
+			ctx.SetBody(final)
 		}
-		ctx.SetStatusCode(statusOf(final))
-		ctx.SetContentType("application/json")
-		ctx.SetBody(final)
+		putExchange(x)
 		return
 	}
+	id = append([]byte(nil), id...) // the request's body goes away before the stream ends
 	ctx.SetStatusCode(fasthttp.StatusOK)
 	ctx.SetContentType("text/event-stream")
 	ctx.Response.Header.Set("Cache-Control", "no-cache")

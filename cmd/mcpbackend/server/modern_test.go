@@ -294,3 +294,44 @@ func TestModernListen(t *testing.T) {
 		t.Fatalf("end %v", end)
 	}
 }
+
+// TestModernDisconnectCancels: on HTTP a 2026-07-28 client cancels by closing the
+// response stream; the server notices at its next keep-alive and ends the request (a
+// call in flight, a listen stream).
+func TestModernDisconnectCancels(t *testing.T) {
+	s := mcpbackendtest.Start(t, server.Config{Tick: -1, KeepAlive: 10 * time.Millisecond})
+	for i, body := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":600000},` + meta + `}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"subscriptions/listen","params":{"notifications":{"resourceSubscriptions":["memo://board"]},` + meta + `}}`,
+	} {
+		var probe struct {
+			Method string `json:"method"`
+		}
+		json.Unmarshal([]byte(body), &probe)
+		req, _ := http.NewRequest(http.MethodPost, s.URL(), strings.NewReader(body))
+		for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+			"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": probe.Method, "Mcp-Name": "sleep"} {
+			req.Header.Set(k, v)
+		}
+		if probe.Method != "tools/call" {
+			req.Header.Del("Mcp-Name")
+		}
+		tr := &http.Transport{}
+		resp, err := (&http.Client{Transport: tr}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+			t.Fatalf("%s: %d %s", probe.Method, resp.StatusCode, resp.Header.Get("Content-Type"))
+		}
+		resp.Body.Close()
+		tr.CloseIdleConnections()
+		deadline := time.Now().Add(mcpbackendtest.Wait)
+		for s.Stats.Cancelled.Load() < uint64(i+1) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not cancelled after the client closed its stream", probe.Method)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+}

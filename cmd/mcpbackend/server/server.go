@@ -45,7 +45,7 @@ type Binder func(version string, s *Session) (Sender, error)
 type Stats struct {
 	Messages  atomic.Uint64 // messages handed to Serve or HandleMessage
 	Calls     atomic.Uint64 // tools/call requests
-	Cancelled atomic.Uint64 // in-flight calls ended by notifications/cancelled
+	Cancelled atomic.Uint64 // in-flight calls and listen streams ended by their client (notifications/cancelled, a closed stream)
 	Overload  atomic.Uint64 // calls refused by MaxInFlight
 	Updates   atomic.Uint64 // notifications/resources/updated sent
 }
@@ -136,6 +136,7 @@ type Session struct {
 	// subscriptionId), nil for any other request.
 	modern   bool
 	listenID []byte
+	req      *modernRequest // the request this Session belongs to (modern only)
 
 	logLevel    atomic.Int32 // index into logLevels
 	initialized atomic.Bool
