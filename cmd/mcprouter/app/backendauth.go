@@ -24,7 +24,8 @@ import (
 // and client_credentials is the router's own token for the backend. token_exchange
 // gives each client's upstream session that user's own token for the backend (the
 // backend must use sessions: per-client); the router's own sessions with it (catalog,
-// health checks) then carry the router's own token if one is configured, else none.
+// health checks) then carry the router's own token if one is configured, else none
+// (enough only for a backend that lists its tools to anyone).
 // Only HTTP backends (url, urls) take credentials: a command backend gets its secrets
 // in env, and a NATS backend is reached over the router's own NATS connection.
 type BackendAuthConfig struct {
