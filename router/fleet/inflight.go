@@ -29,9 +29,10 @@ import (
 // bytes to send from it, outside the lock; nobody else may complete it. Once sent,
 // whoever moves it to a terminal state (and only they) completes it: answers the client,
 // releases the slot, recycles the entry. The router's own requests (catalog fetches,
-// handshakes, pings) enter as sent. The table is called by forwarding (track, forward,
-// backend responses), by cancellation, by the sweeper goroutine and by connection
-// events; it never blocks and does no I/O.
+// handshakes, pings) enter as sent (table.call). The table is written by the forwarder
+// (track, forward, backend responses, cancellation, the sweeper goroutine, lost
+// connections) and by table.call, read by serverRequests and notices to find the request
+// a backend's message belongs to; it never blocks and does no I/O.
 
 // entryKind says whose request an entry is.
 type entryKind uint8

@@ -84,7 +84,7 @@ func openFor(ss *sessions, b *backend, sess *router.Session) (*upConn, error) {
 // TestUpstreamSessionCap checks the cap on per-client upstream sessions: beyond it a
 // session waits, proceeds once another session ended and its upstream session was
 // closed, and is refused with errUpstreamFull when none ends in time; never are more
-// open than the cap.
+// open than the cap. Each upstream session speaks for its own client.
 func TestUpstreamSessionCap(t *testing.T) {
 	ss, b, fb := testSessions(t, 2, time.Minute)
 	sess := make([]*router.Session, 6)
@@ -99,6 +99,9 @@ func TestUpstreamSessionCap(t *testing.T) {
 			t.Fatalf("session %d: %v", i, err)
 		}
 		first[i] = c
+		if c.owner != sess[i] || c.slots == nil {
+			t.Fatalf("session %d: its upstream session speaks for %p (slot %v), want its own client", i, c.owner, c.slots != nil)
+		}
 	}
 	if c, err := openFor(ss, b, sess[0]); err != nil || c != first[0] || ss.inUse() != 2 {
 		t.Fatalf("a session's second request did not reuse its upstream session: %v (%d open)", err, ss.inUse())
