@@ -52,4 +52,19 @@ func TestAllocsPerRequest(t *testing.T) {
 	}); n != 0 {
 		t.Errorf("results: %v allocs", n)
 	}
+
+	state := []byte(`"c3RhdGU"`)
+	resp := []byte(`{"sample":{"content":{"type":"text","text":"x"}}}`)
+	reqs := []InputRequest{{Key: "sample", Method: "sampling/createMessage", Params: []byte(`{"maxTokens":1}`)}}
+	req, msg := scan(t, call("echo"))
+	newID := []byte(`"r"`)
+	if n := testing.AllocsPerRun(100, func() {
+		out = AppendWithMeta(out[:0], msg, req, fields)
+		out = AppendRetry(out[:0], msg, req, newID, resp, state)
+		out = AppendInputRequired(out[:0], reqs, "c3RhdGU")
+		_ = InputResponse(req.Params, "sample")
+		_ = RequestState(req.Params)
+	}); n != 0 {
+		t.Errorf("translation encoders: %v allocs", n)
+	}
 }

@@ -43,6 +43,19 @@ func FuzzCheck(f *testing.F) {
 				t.Fatalf("invalid error response %s", out)
 			}
 		}
+		if m.Kind == codec.KindRequest {
+			if out := AppendWithMeta(nil, msg, &m, fields); !json.Valid(out) {
+				t.Fatalf("_meta added to %s: invalid %s", msg, out)
+			}
+			out := AppendRetry(nil, msg, &m, []byte(`"r"`), []byte(`{"k":{}}`), []byte(`"st"`))
+			var back codec.Message
+			if codec.Scan(out, &back) != nil || string(RequestState(back.Params)) != "st" || InputResponse(back.Params, "k") == nil {
+				t.Fatalf("retry of %s: %s", msg, out)
+			}
+			if out := AppendRetry(nil, msg, &m, []byte(`"r"`), []byte(`{}`), nil); !json.Valid(out) || RequestStateOf(out) != nil {
+				t.Fatalf("retry without state of %s: %s", msg, out)
+			}
+		}
 		if m.Result != nil {
 			d := Decoration{ServerInfo: serverInfo, Cache: &Cache{TTLms: 1}}
 			if out := AppendDecorated(nil, m.Result, &d); !json.Valid(out) {
@@ -96,4 +109,16 @@ func FuzzOpen(f *testing.F) {
 			t.Fatalf("opened a forged state: %q", p)
 		}
 	})
+}
+
+// RequestStateOf scans msg and returns its params.requestState (tests).
+func RequestStateOf(msg []byte) []byte {
+	var m codec.Message
+	if codec.Scan(msg, &m) != nil {
+		return []byte("invalid")
+	}
+	if member(m.Params, "requestState") != nil {
+		return []byte("present")
+	}
+	return nil
 }
