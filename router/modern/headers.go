@@ -219,3 +219,26 @@ func hasBackslash(b []byte) bool {
 	}
 	return false
 }
+
+// AppendHeaderValue appends value as the revision's header encoding asks (Value
+// Encoding): as is when it is plain visible ASCII without leading or trailing space and
+// does not look like the sentinel, else =?base64?...?=. The router writes Mcp-Name this
+// way when it forwards to a 2026-07-28 backend under a name it rewrote (a prefix
+// removed).
+func AppendHeaderValue(dst, value []byte) []byte {
+	plain := len(value) > 0 && value[0] != ' ' && value[0] != '\t' &&
+		value[len(value)-1] != ' ' && value[len(value)-1] != '\t'
+	for _, c := range value {
+		if c < 0x20 || c > 0x7e {
+			plain = false
+			break
+		}
+	}
+	if plain && !(len(value) >= len(b64Prefix)+len(b64Suffix) && string(value[:len(b64Prefix)]) == b64Prefix &&
+		string(value[len(value)-len(b64Suffix):]) == b64Suffix) {
+		return append(dst, value...)
+	}
+	dst = append(dst, b64Prefix...)
+	dst = base64.StdEncoding.AppendEncode(dst, value)
+	return append(dst, b64Suffix...)
+}

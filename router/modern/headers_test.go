@@ -57,3 +57,24 @@ func TestMatchParam(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendHeaderValue: the specification's encoding examples, and every encoded value
+// compares equal to its source.
+func TestAppendHeaderValue(t *testing.T) {
+	for in, want := range map[string]string{
+		"us-west1":           "us-west1",
+		"Hello, 世界":          "=?base64?SGVsbG8sIOS4lueVjA==?=",
+		" padded ":           "=?base64?IHBhZGRlZCA=?=",
+		"line1\nline2":       "=?base64?bGluZTEKbGluZTI=?=",
+		"=?base64?literal?=": "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?=",
+		"":                   "=?base64??=",
+	} {
+		got := AppendHeaderValue(nil, []byte(in))
+		if string(got) != want {
+			t.Errorf("%q: %s, want %s", in, got, want)
+		}
+		if match, valid := EncodedEquals(got, []byte(in)); !match || !valid {
+			t.Errorf("%q does not compare equal once encoded", in)
+		}
+	}
+}
