@@ -57,15 +57,27 @@ func (a *activation) ResolveName(name string) (any, bool) {
 // Parent implements interpreter.Activation.
 func (a *activation) Parent() interpreter.Activation { return nil }
 
-// str returns the CEL string of variable i, made once per Input.
+// str returns the CEL string of variable i, made once per Input (the decided methods'
+// names are made once for all).
 func (in *Input) str(i int, s string) ref.Val {
 	if v := in.vals[i]; v != nil {
 		return v
 	}
-	v := types.String(s)
+	v, ok := methodVals[s]
+	if !ok {
+		v = types.String(s)
+	}
 	in.vals[i] = v
 	return v
 }
+
+var methodVals = func() map[string]ref.Val {
+	m := map[string]ref.Val{}
+	for _, s := range [...]string{MethodToolsCall, MethodPromptsGet, MethodRead, MethodSubscribe, MethodComplete} {
+		m[s] = types.String(s)
+	}
+	return m
+}()
 
 // Unknown-variable patterns of a catalog item's partial evaluation, made once.
 var (

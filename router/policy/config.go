@@ -41,8 +41,10 @@ type Config struct {
 	// SyncInterval is how often an instance publishes its rate-limit consumption to the
 	// others (cluster-wide limits, see Sync). Default 100ms.
 	SyncInterval time.Duration `yaml:"sync_interval"`
-	// ViewCache bounds the list filter's cache: the number of principal views kept
-	// (each holds the visibility of the items it was asked about). Default 4096.
+	// ViewCache bounds the cache of the list filter and of the decisions: entries in
+	// all, each the visibility of one item or the decision of one call (method, name,
+	// backend) for one principal view. When full, the least recently used views go.
+	// Default 262144.
 	ViewCache int `yaml:"view_cache"`
 }
 
@@ -155,7 +157,7 @@ func parseKeyPart(s string) KeyPart {
 // Defaults of Config.
 const (
 	DefaultSyncInterval = 100 * time.Millisecond
-	DefaultViewCache    = 4096
+	DefaultViewCache    = 1 << 18
 	DefaultMaxKeys      = 100000
 )
 

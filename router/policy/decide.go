@@ -97,12 +97,32 @@ type Decision struct {
 // exist, one must match; an evaluation error denies. The deny rules are all evaluated
 // (any may win), the allow rules until one matches. The activation's values are made
 // once per Input, so Decide and Take on one Input share them.
+//
+// When no rule reads mcp.arguments, a decision depends only on the principal's view
+// and the method, names and backend: it is then cached with the list filter's entries
+// (a principal calling the same tools again costs a map lookup, not the rules). A
+// failed evaluation is not cached, so that each one is reported.
 func (e *Engine) Decide(s *Subject, in *Input) Decision {
 	if !Decided(in.Method) {
 		return Decision{Allowed: true, Reason: ReasonExempt, Rule: -1}
 	}
 	in.subj, in.unknown = s, 0
+	var (
+		v *view
+		k callKey
+	)
+	if e.c.uses&useArgs == 0 && len(e.c.rules) > 0 {
+		v = e.views.get(s.view(e.c.uses))
+		k = callKey{in.Method, in.Tool, in.Prompt, in.URI, in.Backend}
+		if d, ok := v.decision(&k); ok {
+			e.stats.decided(d)
+			return d
+		}
+	}
 	d := e.decide(in)
+	if v != nil && d.Reason != ReasonError {
+		e.views.storeDecision(v, &k, d)
+	}
 	e.stats.decided(d)
 	if d.Reason == ReasonError {
 		e.log.Warn("policy: rule failed, request denied", "rule", d.Name, "principal", s.id, "method", in.Method, "err", d.Err)

@@ -59,21 +59,70 @@ func (it *Item) input(in *Input) {
 // the Engine, so a policy reload starts afresh and a catalog change needs nothing (an
 // item's visibility depends on the item alone).
 func (e *Engine) Visible(s *Subject, it Item) bool {
+	return e.View(s).Visible(it)
+}
+
+// View is a principal's list view, resolved once for a whole list (or digest): its
+// Visible skips finding the principal's cache for each item. Valid as long as the
+// Engine; use it on one goroutine.
+type View struct {
+	e *Engine
+	s *Subject
+	v *view // nil without rules
+}
+
+// View returns s's view.
+func (e *Engine) View(s *Subject) View {
 	if len(e.c.rules) == 0 {
+		return View{e: e, s: s}
+	}
+	return View{e: e, s: s, v: e.views.get(s.view(e.c.uses))}
+}
+
+// Visible is Engine.Visible for the view's principal.
+func (w View) Visible(it Item) bool {
+	if w.v == nil {
 		return true
 	}
-	v := e.views.get(s.view(e.c.uses))
-	if vis, ok := v.lookup(it); ok {
+	e := w.e
+	if vis, ok := w.v.lookup(it); ok {
 		e.stats.viewHits.Add(1)
 		return vis
 	}
 	e.stats.viewMisses.Add(1)
 	var in Input
 	it.input(&in)
-	in.subj = s
+	in.subj = w.s
 	vis := e.visible(&in)
-	e.views.store(v, it, vis)
+	e.views.store(w.v, it, vis)
 	return vis
+}
+
+// Mask returns the visibility of items as a bitset (bit i%64 of word i/64: items[i]
+// is visible), cached in the view under gen. The router passes, as gen, a number that
+// names this very list of items (its catalog's version of the list, distinct for each
+// kind of list): a warm list call then costs one lookup, not one per item. The mask is
+// shared: do not modify it.
+func (w View) Mask(gen uint64, items []Item) []uint64 {
+	n := (len(items) + 63) / 64
+	if w.v == nil {
+		m := make([]uint64, n)
+		for i := range items {
+			m[i/64] |= 1 << (i % 64)
+		}
+		return m
+	}
+	if m := w.v.mask(gen); m != nil && len(m) == n {
+		return m
+	}
+	m := make([]uint64, n)
+	for i, it := range items {
+		if w.Visible(it) {
+			m[i/64] |= 1 << (i % 64)
+		}
+	}
+	w.e.views.storeMask(w.v, gen, m)
+	return m
 }
 
 func (e *Engine) visible(in *Input) bool {
@@ -102,8 +151,9 @@ func (e *Engine) visible(in *Input) bool {
 // changed. It does not depend on the order of items.
 func (e *Engine) Digest(s *Subject, items []Item) uint64 {
 	var sum, n uint64
+	w := e.View(s)
 	for _, it := range items {
-		if e.Visible(s, it) {
+		if w.Visible(it) {
 			sum += itemHash(it)
 			n++
 		}
@@ -127,22 +177,44 @@ func itemHash(it Item) uint64 {
 	return x ^ x>>29
 }
 
-// viewCache keeps, per principal view, the visibility of the items asked about. It
-// holds at most max entries in all: when full, the least recently used views go whole.
+// viewCache keeps, per principal view, the visibility of the items asked about and the
+// decisions of the calls made (see Decide). It holds at most max entries in all: when
+// full, the least recently used views go whole.
 type viewCache struct {
-	mu      sync.Mutex
+	mu      sync.RWMutex
 	views   map[fingerprint]*view
 	max     int
 	entries atomic.Int64
-	clock   atomic.Uint64 // ticks of use, for the LRU order
+	// epoch orders the views by last use: it moves on when a view is made, and a view
+	// records the epoch of its last use (a load and rarely a store: no shared counter
+	// bumped on every lookup).
+	epoch atomic.Uint64
 }
 
 type view struct {
-	fp   fingerprint
-	mu   sync.RWMutex
-	seen map[Item]bool
-	used atomic.Uint64
-	gone bool // evicted: stores are dropped (under mu)
+	fp      fingerprint
+	mu      sync.RWMutex
+	seen    map[Item]bool
+	decided map[callKey]Decision
+	masks   [maxMasks]genMask // the latest lists' masks (Mask), oldest replaced first
+	nextMask int
+	used    atomic.Uint64
+	gone    bool // evicted: stores are dropped (under mu)
+}
+
+// genMask is one list's mask; a view keeps a few (one per kind of list, and the
+// previous version during a catalog change).
+type genMask struct {
+	gen  uint64
+	mask []uint64
+}
+
+const maxMasks = 8
+
+// callKey is what a decision depends on when no rule reads the arguments (besides the
+// principal's view).
+type callKey struct {
+	method, tool, prompt, uri, backend string
 }
 
 func newViewCache(max int) *viewCache {
@@ -150,14 +222,21 @@ func newViewCache(max int) *viewCache {
 }
 
 func (c *viewCache) get(fp fingerprint) *view {
-	c.mu.Lock()
+	c.mu.RLock()
 	v := c.views[fp]
+	c.mu.RUnlock()
 	if v == nil {
-		v = &view{fp: fp, seen: map[Item]bool{}}
-		c.views[fp] = v
+		c.mu.Lock()
+		if v = c.views[fp]; v == nil {
+			v = &view{fp: fp, seen: map[Item]bool{}, decided: map[callKey]Decision{}}
+			c.views[fp] = v
+			c.epoch.Add(1)
+		}
+		c.mu.Unlock()
 	}
-	c.mu.Unlock()
-	v.used.Store(c.clock.Add(1))
+	if ep := c.epoch.Load(); v.used.Load() != ep {
+		v.used.Store(ep)
+	}
 	return v
 }
 
@@ -168,6 +247,41 @@ func (v *view) lookup(it Item) (vis, ok bool) {
 	return vis, ok
 }
 
+func (v *view) decision(k *callKey) (d Decision, ok bool) {
+	v.mu.RLock()
+	d, ok = v.decided[*k]
+	v.mu.RUnlock()
+	return d, ok
+}
+
+func (v *view) mask(gen uint64) []uint64 {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	for _, m := range v.masks {
+		if m.mask != nil && m.gen == gen {
+			return m.mask
+		}
+	}
+	return nil
+}
+
+// storeMask keeps m; a mask counts as one entry per 64 items.
+func (c *viewCache) storeMask(v *view, gen uint64, m []uint64) {
+	v.mu.Lock()
+	if v.gone {
+		v.mu.Unlock()
+		return
+	}
+	old := &v.masks[v.nextMask]
+	v.nextMask = (v.nextMask + 1) % maxMasks
+	delta := int64(len(m) - len(old.mask))
+	*old = genMask{gen, m}
+	v.mu.Unlock()
+	if c.entries.Add(delta) > int64(c.max) {
+		c.evict(v)
+	}
+}
+
 func (c *viewCache) store(v *view, it Item, vis bool) {
 	v.mu.Lock()
 	added := false
@@ -176,6 +290,21 @@ func (c *viewCache) store(v *view, it Item, vis bool) {
 		added = true
 	}
 	v.mu.Unlock()
+	c.added(v, added)
+}
+
+func (c *viewCache) storeDecision(v *view, k *callKey, d Decision) {
+	v.mu.Lock()
+	added := false
+	if _, ok := v.decided[*k]; !ok && !v.gone {
+		v.decided[*k] = d
+		added = true
+	}
+	v.mu.Unlock()
+	c.added(v, added)
+}
+
+func (c *viewCache) added(v *view, added bool) {
 	if added && c.entries.Add(1) > int64(c.max) {
 		c.evict(v)
 	}
@@ -196,8 +325,12 @@ func (c *viewCache) evict(keep *view) {
 		delete(c.views, old.fp)
 		old.mu.Lock()
 		old.gone = true
-		c.entries.Add(-int64(len(old.seen)))
-		old.seen = nil
+		n := len(old.seen) + len(old.decided)
+		for _, m := range old.masks {
+			n += len(m.mask)
+		}
+		c.entries.Add(-int64(n))
+		old.seen, old.decided, old.masks = nil, nil, [maxMasks]genMask{}
 		old.mu.Unlock()
 	}
 }

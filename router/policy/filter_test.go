@@ -1,7 +1,10 @@
 package policy
 
 import (
+	"bytes"
 	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 
@@ -208,4 +211,74 @@ func TestVisibleConcurrent(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// Mask agrees with Visible, is reused for the same gen, and is made afresh for another.
+func TestMask(t *testing.T) {
+	e := mustEngine(t, Config{ViewCache: 1000, Rules: []Rule{{Allow: `mcp.backend == "b1"`}}})
+	var items []Item
+	for i := range 150 {
+		items = append(items, Item{ItemTool, fmt.Sprint("t", i), fmt.Sprint("b", i%3)})
+	}
+	w := e.View(carol)
+	m := w.Mask(7, items)
+	for i, it := range items {
+		if got := m[i/64]&(1<<(i%64)) != 0; got != e.Visible(carol, it) {
+			t.Fatalf("item %d: mask %v", i, got)
+		}
+	}
+	if m2 := e.View(carol).Mask(7, items); &m2[0] != &m[0] {
+		t.Error("mask of the same gen made again")
+	}
+	fewer := items[:100]
+	if m3 := w.Mask(8, fewer); len(m3) != 2 || &m3[0] == &m[0] {
+		t.Error("another gen got the old mask")
+	}
+	if none := mustEngine(t, Config{}).View(carol).Mask(1, items); none[2] != 1<<22-1 || none[0] != ^uint64(0) {
+		t.Errorf("unfiltered mask %x", none)
+	}
+	// Masks count in the cache's bound, and go with their view.
+	for i := range 20 {
+		s := NewSubject(&auth.Principal{Subject: fmt.Sprint("s", i)})
+		for g := range 10 {
+			e.View(s).Mask(uint64(g), items)
+		}
+		if n := e.views.entries.Load(); n > 1000 {
+			t.Fatalf("%d entries, bound 1000", n)
+		}
+	}
+}
+
+// A cached decision is the decision the rules make; a failing rule is reported on
+// every call (failures are not cached).
+func TestDecisionCache(t *testing.T) {
+	var logs bytes.Buffer
+	e, err := New(Config{Rules: append(issueRules[:3:3], Rule{Name: "lvl", Deny: `principal.claims.level > 5`})},
+		Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.c.uses&useArgs != 0 {
+		t.Fatal("rules read no arguments")
+	}
+	fresh := mustEngine(t, Config{Rules: append(issueRules[:3:3], Rule{Name: "lvl", Deny: `principal.claims.level > 5`})})
+	for range 3 {
+		for _, s := range []*Subject{bob, NewSubject(&auth.Principal{Subject: "alice", Claims: map[string]any{"level": 1.0}})} {
+			for _, tool := range []string{"ref__echo", "ref__fail", "x"} {
+				in := mustInput(t, call(tool, ""))
+				got := e.Decide(s, in)
+				want := fresh.decide(in)
+				if got.Allowed != want.Allowed || got.Reason != want.Reason || got.Name != want.Name {
+					t.Fatalf("%s %s: cached %+v, rules %+v", s.ID(), tool, got, want)
+				}
+			}
+		}
+		// carol has no level claim: the deny rule fails, every time.
+		if d := e.Decide(carol, mustInput(t, call("x", ""))); d.Reason != ReasonError {
+			t.Fatalf("carol: %+v", d)
+		}
+	}
+	if n := strings.Count(logs.String(), "rule=lvl"); n != 3 {
+		t.Errorf("failing rule reported %d times in 3 calls", n)
+	}
 }

@@ -125,6 +125,11 @@ func (t *table) shard(key string) *shard {
 	return &t.shards[maphash.String(t.seed, key)%numShards]
 }
 
+// shardOf is shard for a key being built (the same hash of the same bytes).
+func (t *table) shardOf(key []byte) *shard {
+	return &t.shards[maphash.Bytes(t.seed, key)%numShards]
+}
+
 // refill brings b up to now.
 func (t *table) refill(b *bucket, now int64) {
 	if dt := now - b.last; dt > 0 {
@@ -134,15 +139,15 @@ func (t *table) refill(b *bucket, now int64) {
 }
 
 // get returns key's bucket, making a full one (evicting when the shard is full).
-// Called with s.mu held.
-func (t *table) get(s *shard, key string, now int64) *bucket {
-	b := s.m[key]
+// Called with s.mu held. The lookup does not copy key; a new bucket does.
+func (t *table) get(s *shard, key []byte, now int64) *bucket {
+	b := s.m[string(key)]
 	if b == nil {
 		if len(s.m) >= t.perShard {
 			t.evict(s, now)
 		}
-		b = &bucket{key: key, tokens: t.burst, last: now}
-		s.m[key] = b
+		b = &bucket{key: string(key), tokens: t.burst, last: now}
+		s.m[b.key] = b
 	}
 	t.refill(b, now)
 	return b
@@ -172,8 +177,8 @@ func (t *table) evict(s *shard, now int64) {
 
 // take takes a token from key's bucket: the bucket when admitted, else nil and how long
 // until a token is there.
-func (t *table) take(key string, now int64) (*bucket, time.Duration) {
-	s := t.shard(key)
+func (t *table) take(key []byte, now int64) (*bucket, time.Duration) {
+	s := t.shardOf(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	b := t.get(s, key, now)
@@ -205,8 +210,8 @@ func (t *table) commit(b *bucket) {
 }
 
 // debit applies n requests admitted by another instance to key's bucket.
-func (t *table) debit(key string, n uint64, now int64) {
-	s := t.shard(key)
+func (t *table) debit(key []byte, n uint64, now int64) {
+	s := t.shardOf(key)
 	s.mu.Lock()
 	b := t.get(s, key, now)
 	b.tokens -= float64(n)

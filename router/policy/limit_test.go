@@ -101,7 +101,7 @@ func TestLimitKey(t *testing.T) {
 		{KeyParts{KeyPrincipal, KeyTool}, "3:i s1:t"},
 		{KeyParts{KeyMethod, KeyBackend, KeyPrompt, KeyURI}, "10:tools/call1:b0:0:"},
 	} {
-		if got := limitKey(tc.parts, s, in); got != tc.want {
+		if got := string(appendLimitKey(nil, tc.parts, s, in)); got != tc.want {
 			t.Errorf("%v: %q, want %q", tc.parts, got, tc.want)
 		}
 	}
@@ -109,7 +109,7 @@ func TestLimitKey(t *testing.T) {
 	a := NewSubject(&auth.Principal{Subject: "a:b"})
 	b := NewSubject(&auth.Principal{Subject: "a"})
 	ina, inb := mustInput(t, call("c", "")), mustInput(t, call("b:c", ""))
-	if limitKey(KeyParts{KeyPrincipal, KeyTool}, a, ina) == limitKey(KeyParts{KeyPrincipal, KeyTool}, b, inb) {
+	if string(appendLimitKey(nil, KeyParts{KeyPrincipal, KeyTool}, a, ina)) == string(appendLimitKey(nil, KeyParts{KeyPrincipal, KeyTool}, b, inb)) {
 		t.Error("composite keys collide")
 	}
 }
@@ -143,15 +143,15 @@ func TestLimitEviction(t *testing.T) {
 		return keys
 	}
 	keys := sameShard(2)
-	tb.take(keys[0], c.now())
+	tb.take([]byte(keys[0]), c.now())
 	c.step(2 * time.Second) // keys[0] is idle again
-	tb.take("hot", c.now())
-	tb.take(keys[1], c.now()) // the shard is full: keys[0] goes, not hot
+	tb.take([]byte("hot"), c.now())
+	tb.take([]byte(keys[1]), c.now()) // the shard is full: keys[0] goes, not hot
 	sh := tb.shard("hot")
 	if _, ok := sh.m["hot"]; !ok || len(sh.m) != 2 {
 		t.Fatalf("shard after eviction: %v", sh.m)
 	}
-	if b, _ := tb.take("hot", c.now()); b != nil {
+	if b, _ := tb.take([]byte("hot"), c.now()); b != nil {
 		t.Fatal("the consuming key was evicted: it got a fresh burst")
 	}
 }

@@ -247,12 +247,12 @@ var errShort = errors.New("truncated")
 func applyConsumption(l *Limiter, b []byte) error {
 	now := l.now()
 	tables := *l.tables.Load()
-	str := func() (string, bool) {
+	str := func() ([]byte, bool) {
 		n, k := binary.Uvarint(b)
 		if k <= 0 || n > uint64(len(b)-k) {
-			return "", false
+			return nil, false
 		}
-		v := string(b[k : k+int(n)])
+		v := b[k : k+int(n)]
 		b = b[k+int(n):]
 		return v, true
 	}
@@ -273,7 +273,7 @@ func applyConsumption(l *Limiter, b []byte) error {
 		if !ok {
 			return errShort
 		}
-		t := tables[name]
+		t := tables[string(name)]
 		for range count {
 			key, ok := str()
 			if !ok {

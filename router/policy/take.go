@@ -48,14 +48,15 @@ func (e *Engine) Take(s *Subject, in *Input) Verdict {
 			}
 		}
 		t := e.limiter.table(d.Name)
-		key := limitKey(d.Key, s, in)
+		var kb [128]byte // most keys fit: no allocation to find a bucket
+		key := appendLimitKey(kb[:0], d.Key, s, in)
 		b, wait := t.take(key, now)
 		if b == nil {
 			for _, g := range got {
 				g.t.refund(g.b)
 			}
 			e.stats.limited[d.index].Add(1)
-			return Verdict{RetryAfter: wait, Limit: d.Name, Key: key}
+			return Verdict{RetryAfter: wait, Limit: d.Name, Key: string(key)}
 		}
 		got = append(got, taken{t, b})
 	}
@@ -67,11 +68,11 @@ func (e *Engine) Take(s *Subject, in *Input) Verdict {
 	return Verdict{Allowed: true}
 }
 
-// limitKey makes a request's key for a limit. A part the request does not have (the
+// appendLimitKey appends a request's key for a limit. A part the request does not have (the
 // tool of a resources/read) is empty: such requests share that part's bucket. The
 // parts of a composite key are each prefixed with their length, so that no choice of
 // names makes two different combinations one key.
-func limitKey(parts KeyParts, s *Subject, in *Input) string {
+func appendLimitKey(dst []byte, parts KeyParts, s *Subject, in *Input) []byte {
 	part := func(p KeyPart) string {
 		switch p {
 		case KeyPrincipal:
@@ -89,18 +90,14 @@ func limitKey(parts KeyParts, s *Subject, in *Input) string {
 		}
 		return ""
 	}
-	switch len(parts) {
-	case 0:
-		return ""
-	case 1:
-		return part(parts[0])
+	if len(parts) == 1 {
+		return append(dst, part(parts[0])...)
 	}
-	var b []byte
 	for _, p := range parts {
 		v := part(p)
-		b = strconv.AppendInt(b, int64(len(v)), 10)
-		b = append(b, ':')
-		b = append(b, v...)
+		dst = strconv.AppendInt(dst, int64(len(v)), 10)
+		dst = append(dst, ':')
+		dst = append(dst, v...)
 	}
-	return string(b)
+	return dst
 }
