@@ -192,14 +192,14 @@ type viewCache struct {
 }
 
 type view struct {
-	fp      fingerprint
-	mu      sync.RWMutex
-	seen    map[Item]bool
-	decided map[callKey]Decision
-	masks   [maxMasks]genMask // the latest lists' masks (Mask), oldest replaced first
+	fp       fingerprint
+	mu       sync.RWMutex
+	seen     map[Item]bool
+	decided  map[callKey]Decision
+	masks    [maxMasks]genMask // the latest lists' masks (Mask), oldest replaced first
 	nextMask int
-	used    atomic.Uint64
-	gone    bool // evicted: stores are dropped (under mu)
+	used     atomic.Uint64
+	gone     bool // evicted: stores are dropped (under mu)
 }
 
 // genMask is one list's mask; a view keeps a few (one per kind of list, and the
