@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mcprouter/mcprouter/internal/golden"
+	"github.com/mcprouter/mcprouter/internal/testwait"
 	"github.com/mcprouter/mcprouter/transport"
 )
 
@@ -27,13 +28,7 @@ const waitLimit = 20 * time.Second
 // the test with what if it does not hold within waitLimit.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal(what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testwait.For(t, what, waitLimit, cond)
 }
 
 func newTestRouter(t testing.TB, fleet Fleet) *Router {

@@ -24,6 +24,7 @@ import (
 	"github.com/valyala/fasthttp/fasthttputil"
 
 	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/internal/testwait"
 	"github.com/mcprouter/mcprouter/transport/sse"
 )
 
@@ -416,13 +417,7 @@ func readEvents(t testing.TB, rd *sse.Reader, n int) []event {
 // waitFor polls cond until it holds, failing the test after waitLimit.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	testwait.For(t, what, waitLimit, cond)
 }
 
 // rawRequest writes raw bytes to a fresh connection and returns the response status

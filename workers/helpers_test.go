@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/mcprouter/mcprouter/internal/testwait"
 )
 
 // patience bounds every wait in the tests. It is a safety net against hangs, never a
@@ -42,25 +44,13 @@ func (j *funcJob) Fail(err error) {
 // waitFor polls cond until it holds, failing the test after patience.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(patience)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", patience, what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testwait.For(t, what, patience, cond)
 }
 
 // recv receives from ch, failing the test after patience.
 func recv[T any](t testing.TB, what string, ch <-chan T) T {
 	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(patience):
-		t.Fatalf("timed out after %v waiting for %s", patience, what)
-		panic("unreachable")
-	}
+	return testwait.Recv(t, what, patience, ch)
 }
 
 func newDispatcher(t testing.TB, cfg Config) *Dispatcher {

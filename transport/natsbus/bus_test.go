@@ -12,6 +12,8 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+
+	"github.com/mcprouter/mcprouter/internal/testwait"
 )
 
 // waitLimit bounds every wait on an event in these tests; it is generous because the
@@ -43,13 +45,7 @@ func startBus(t *testing.T, cfg Config) *Bus {
 // eventually polls cond until it holds, failing the test after waitLimit.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.For(t, what, waitLimit, cond)
 }
 
 // receive reads n messages from ch, failing the test if they do not come.

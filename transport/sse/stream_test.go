@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/mcprouter/mcprouter/internal/testwait"
 )
 
 // waitLimit bounds every wait in these tests. It is a deadlock guard, not a timing
@@ -21,15 +23,7 @@ const waitLimit = 20 * time.Second
 
 func within[T any](t *testing.T, ch <-chan T, what string) T {
 	t.Helper()
-	timer := time.NewTimer(waitLimit)
-	defer timer.Stop()
-	select {
-	case v := <-ch:
-		return v
-	case <-timer.C:
-		t.Fatalf("timed out waiting for %s", what)
-		panic("unreachable")
-	}
+	return testwait.Recv(t, what, waitLimit, ch)
 }
 
 // pumpAll pumps c into a buffer until Pump returns; for streams that end (Close, Done).
