@@ -269,21 +269,13 @@ func writeEvent(w *bufio.Writer, msg []byte) {
 	w.WriteString("\n\n")
 }
 
-// statusOf is the HTTP status of a 2026-07-28 answer: the revision's for the errors it
-// names (unknown method 404; header mismatch, missing capability, unsupported version
-// 400), 200 for anything else.
+// statusOf is the HTTP status of a 2026-07-28 answer (modern.HTTPStatus).
 func statusOf(resp []byte) int {
 	var m codec.Message
 	if codec.Scan(resp, &m) != nil || m.Kind != codec.KindError {
 		return fasthttp.StatusOK
 	}
-	switch code, _ := intValue(member(m.Error, "code")); code {
-	case codec.CodeMethodNotFound:
-		return fasthttp.StatusNotFound
-	case codec.CodeHeaderMismatch, codec.CodeMissingCapability, codec.CodeUnsupportedVersion:
-		return fasthttp.StatusBadRequest
-	}
-	return fasthttp.StatusOK
+	return modern.HTTPStatus(modern.ErrorCode(m.Error))
 }
 
 // refuseLegacy answers what a 2026-07-28-only server gets from a 2025 client: the
