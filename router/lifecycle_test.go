@@ -102,13 +102,7 @@ func (s *stdioSession) recv() string {
 
 func (s *stdioSession) close() error {
 	s.in.Close()
-	select {
-	case err := <-s.done:
-		return err
-	case <-time.After(waitLimit):
-		s.t.Fatal("ServeStdio did not end")
-		return nil
-	}
+	return testwait.Recv(s.t, "ServeStdio to end", waitLimit, s.done)
 }
 
 func TestLifecycleScripts(t *testing.T) {

@@ -8,7 +8,8 @@ import (
 	"io"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/mcprouter/mcprouter/internal/testwait"
 )
 
 // stdioClient runs ServeStdio on pipes: the test writes the client's stdin and reads
@@ -73,25 +74,13 @@ func (c *stdioClient) recv() string {
 			line <- "EOF"
 		}
 	}()
-	select {
-	case l := <-line:
-		return l
-	case <-time.After(waitLimit):
-		c.t.Fatal("timed out reading stdout")
-		return ""
-	}
+	return testwait.Recv(c.t, "a line of stdout", waitLimit, line)
 }
 
 // wait waits for ServeStdio to return.
 func (c *stdioClient) wait() error {
 	c.t.Helper()
-	select {
-	case err := <-c.done:
-		return err
-	case <-time.After(waitLimit):
-		c.t.Fatal("ServeStdio did not return")
-		return nil
-	}
+	return testwait.Recv(c.t, "ServeStdio to return", waitLimit, c.done)
 }
 
 func TestStdio(t *testing.T) {

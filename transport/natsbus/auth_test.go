@@ -18,7 +18,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -42,11 +41,7 @@ func dialAuth(t *testing.T, b *Bus, opts ...nats.Option) error {
 }
 
 func TestListenersRequireCredentials(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		cfg  Config
-		want string // in the error; "" for valid
-	}{
+	checkValidate(t, []validateCase{
 		{"listen without credentials", Config{Listen: "127.0.0.1:0"}, "set nats.user and nats.password, or nats.token, or nats.nkeys"},
 		{"user without password", Config{Listen: "127.0.0.1:0", User: "u"}, "nats.user and nats.password go together"},
 		{"token and user", Config{Listen: "127.0.0.1:0", Token: "t", User: "u", Password: "p"}, "nats.token excludes"},
@@ -58,17 +53,7 @@ func TestListenersRequireCredentials(t *testing.T) {
 		{"listen with token", Config{Listen: "127.0.0.1:0", Token: "t"}, ""},
 		{"listen with nkeys", Config{Listen: "127.0.0.1:0", NKeys: []string{"UABC"}}, ""},
 		{"no listener", Config{}, ""},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			err := tc.cfg.Validate()
-			switch {
-			case tc.want == "" && err != nil:
-				t.Fatalf("Validate: %v", err)
-			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-				t.Fatalf("Validate = %v, want an error saying %q", err, tc.want)
-			}
-		})
-	}
+	})
 	if _, err := Start(Config{Listen: "127.0.0.1:0"}, quietLog); err == nil {
 		t.Fatal("Start with an open listener and no credentials succeeded")
 	}

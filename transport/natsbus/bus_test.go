@@ -65,12 +65,30 @@ func receive(t *testing.T, ch <-chan *nats.Msg, n int) []string {
 	return got
 }
 
+// validateCase is a configuration and what Validate must say of it.
+type validateCase struct {
+	name string
+	cfg  Config
+	want string // a word of the error, "" for a valid configuration
+}
+
+// checkValidate runs Validate on each case, as a subtest.
+func checkValidate(t *testing.T, cases []validateCase) {
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.cfg.Validate()
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("valid configuration refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("Validate = %v, want an error naming %q", err, tc.want)
+			}
+		})
+	}
+}
+
 func TestValidate(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		cfg  Config
-		want string // a word of the error, "" for a valid configuration
-	}{
+	checkValidate(t, []validateCase{
 		{"zero value", Config{}, ""},
 		{"embedded with ports", Config{Listen: "127.0.0.1:0", User: "u", Password: "p", Cluster: ClusterConfig{Listen: "127.0.0.1:0", User: "r", Password: "p"}}, ""},
 		{"external", Config{URL: "nats://127.0.0.1:4222", Prefix: "team_a"}, ""},
@@ -81,17 +99,7 @@ func TestValidate(t *testing.T) {
 		{"prefix with a dot", Config{Prefix: "a.b"}, "nats.prefix"},
 		{"prefix with a wildcard", Config{Prefix: "a*"}, "nats.prefix"},
 		{"prefix with a space", Config{Prefix: "a b"}, "nats.prefix"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			err := tc.cfg.Validate()
-			switch {
-			case tc.want == "" && err != nil:
-				t.Fatalf("valid configuration refused: %v", err)
-			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-				t.Fatalf("error %v, want one naming %q", err, tc.want)
-			}
-		})
-	}
+	})
 }
 
 // Start refuses what Validate refuses, and reports a server it cannot reach or build.
