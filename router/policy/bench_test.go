@@ -59,6 +59,32 @@ func BenchmarkDecide(b *testing.B) {
 	}
 }
 
+// BenchmarkDecideUncached: the same 20 rules all evaluated (the first call of a
+// principal to a tool, before its plan is cached).
+func BenchmarkDecideUncached(b *testing.B) {
+	s := NewSubject(&auth.Principal{Subject: "svc", Scopes: []string{"tools", "read"}})
+	e := mustEngine(b, Config{Rules: rules20()})
+	every := make(plan, len(e.c.rules))
+	for i := range every {
+		every[i] = isUnknown
+	}
+	var m codec.Message
+	if err := codec.Scan(benchCall, &m); err != nil {
+		b.Fatal(err)
+	}
+	var in Input
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := in.FromMessage(&m); err != nil {
+			b.Fatal(err)
+		}
+		in.Backend, in.subj = "ref", s
+		if d := e.decide(&in, every); !d.Allowed {
+			b.Fatalf("denied: %+v", d)
+		}
+	}
+}
+
 // BenchmarkParseInput: the CEL input from raw bytes (the codec's scan included).
 func BenchmarkParseInput(b *testing.B) {
 	var in Input

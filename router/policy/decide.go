@@ -98,30 +98,29 @@ type Decision struct {
 // (any may win), the allow rules until one matches. The activation's values are made
 // once per Input, so Decide and Take on one Input share them.
 //
-// When no rule reads mcp.arguments, a decision depends only on the principal's view
-// and the method, names and backend: it is then cached with the list filter's entries
-// (a principal calling the same tools again costs a map lookup, not the rules). A
-// failed evaluation is not cached, so that each one is reported.
+// What each rule says of a call apart from its arguments depends only on the
+// principal's view, the method, the names and the backend: the first call works it out
+// for every rule (with the arguments unknown, as for a list) and caches it as the
+// call's plan; later calls evaluate only the rules whose outcome depends on the
+// arguments (or failed: a failure is evaluated, and reported, on every call). A policy
+// that reads no arguments decides a repeated call with a lookup.
 func (e *Engine) Decide(s *Subject, in *Input) Decision {
 	if !Decided(in.Method) {
 		return Decision{Allowed: true, Reason: ReasonExempt, Rule: -1}
 	}
 	in.subj, in.unknown = s, 0
-	var (
-		v *view
-		k callKey
-	)
-	if e.c.uses&useArgs == 0 && len(e.c.rules) > 0 {
-		v = e.views.get(s.view(e.c.uses))
-		k = callKey{in.Method, in.Tool, in.Prompt, in.URI, in.Backend}
-		if d, ok := v.decision(&k); ok {
-			e.stats.decided(d)
-			return d
+	var d Decision
+	if len(e.c.rules) == 0 {
+		d = Decision{Allowed: true, Reason: ReasonNoRules, Rule: -1}
+	} else {
+		v := e.views.get(s.view(e.c.uses))
+		k := callKey{in.Method, in.Tool, in.Prompt, in.URI, in.Backend}
+		p, ok := v.plan(&k)
+		if !ok {
+			p = e.plan(in)
+			e.views.storePlan(v, &k, p)
 		}
-	}
-	d := e.decide(in)
-	if v != nil && d.Reason != ReasonError {
-		e.views.storeDecision(v, &k, d)
+		d = e.decide(in, p)
 	}
 	e.stats.decided(d)
 	if d.Reason == ReasonError {
@@ -130,12 +129,37 @@ func (e *Engine) Decide(s *Subject, in *Input) Decision {
 	return d
 }
 
-func (e *Engine) decide(in *Input) Decision {
+// plan is what each rule (in e.c.rules order) says of a call whatever its arguments:
+// isTrue or isFalse, or isUnknown when it depends on them or failed (evaluated at each
+// call).
+type plan []outcome
+
+func (e *Engine) plan(in *Input) plan {
+	in.unknown = useArgs
+	p := make(plan, len(e.c.rules))
+	for i := range e.c.rules {
+		if o, _ := e.c.rules[i].eval(in); o == isTrue || o == isFalse {
+			p[i] = o
+		} else {
+			p[i] = isUnknown
+		}
+	}
+	in.unknown = 0
+	return p
+}
+
+// decide walks the rules with p: a rule's planned outcome when it has one, else its
+// evaluation for in.
+func (e *Engine) decide(in *Input, p plan) Decision {
 	for i := range e.c.rules {
 		r := &e.c.rules[i]
-		o, err := r.eval(in)
+		o := p[i]
+		var err error
+		if o == isUnknown {
+			o, err = r.eval(in)
+		}
 		switch {
-		case o == isError:
+		case o == isError || o == isUnknown:
 			return Decision{Reason: ReasonError, Rule: r.index, Name: r.name, Err: err}
 		case o != isTrue:
 		case r.deny:

@@ -118,12 +118,20 @@ func TestDecide(t *testing.T) {
 		{"other backend", backend, carol, call("x__echo", ""), "x", false, ReasonNoAllow, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			for round := range 2 { // the first call plans, the second uses the plan
+				in := mustInput(t, tc.raw)
+				in.Backend = tc.backend
+				d := tc.e.Decide(tc.s, in)
+				if d.Allowed != tc.allowed || d.Reason != tc.reason || d.Name != tc.rule {
+					t.Fatalf("call %d: got allowed=%v reason=%v rule=%q err=%v, want %v %v %q", round, d.Allowed, d.Reason, d.Name, d.Err, tc.allowed, tc.reason, tc.rule)
+				}
+				if (d.Reason == ReasonError) != (d.Err != nil) {
+					t.Errorf("reason %v with err %v", d.Reason, d.Err)
+				}
+			}
 			in := mustInput(t, tc.raw)
 			in.Backend = tc.backend
 			d := tc.e.Decide(tc.s, in)
-			if d.Allowed != tc.allowed || d.Reason != tc.reason || d.Name != tc.rule {
-				t.Fatalf("got allowed=%v reason=%v rule=%q err=%v, want %v %v %q", d.Allowed, d.Reason, d.Name, d.Err, tc.allowed, tc.reason, tc.rule)
-			}
 			if (d.Reason == ReasonError) != (d.Err != nil) {
 				t.Errorf("reason %v with err %v", d.Reason, d.Err)
 			}

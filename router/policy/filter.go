@@ -195,7 +195,7 @@ type view struct {
 	fp       fingerprint
 	mu       sync.RWMutex
 	seen     map[Item]bool
-	decided  map[callKey]Decision
+	plans    map[callKey]plan
 	masks    [maxMasks]genMask // the latest lists' masks (Mask), oldest replaced first
 	nextMask int
 	used     atomic.Uint64
@@ -211,8 +211,8 @@ type genMask struct {
 
 const maxMasks = 8
 
-// callKey is what a decision depends on when no rule reads the arguments (besides the
-// principal's view).
+// callKey is what a decision depends on besides the principal's view and the
+// arguments.
 type callKey struct {
 	method, tool, prompt, uri, backend string
 }
@@ -228,7 +228,7 @@ func (c *viewCache) get(fp fingerprint) *view {
 	if v == nil {
 		c.mu.Lock()
 		if v = c.views[fp]; v == nil {
-			v = &view{fp: fp, seen: map[Item]bool{}, decided: map[callKey]Decision{}}
+			v = &view{fp: fp, seen: map[Item]bool{}, plans: map[callKey]plan{}}
 			c.views[fp] = v
 			c.epoch.Add(1)
 		}
@@ -247,11 +247,11 @@ func (v *view) lookup(it Item) (vis, ok bool) {
 	return vis, ok
 }
 
-func (v *view) decision(k *callKey) (d Decision, ok bool) {
+func (v *view) plan(k *callKey) (p plan, ok bool) {
 	v.mu.RLock()
-	d, ok = v.decided[*k]
+	p, ok = v.plans[*k]
 	v.mu.RUnlock()
-	return d, ok
+	return p, ok
 }
 
 func (v *view) mask(gen uint64) []uint64 {
@@ -293,11 +293,11 @@ func (c *viewCache) store(v *view, it Item, vis bool) {
 	c.added(v, added)
 }
 
-func (c *viewCache) storeDecision(v *view, k *callKey, d Decision) {
+func (c *viewCache) storePlan(v *view, k *callKey, p plan) {
 	v.mu.Lock()
 	added := false
-	if _, ok := v.decided[*k]; !ok && !v.gone {
-		v.decided[*k] = d
+	if _, ok := v.plans[*k]; !ok && !v.gone {
+		v.plans[*k] = p
 		added = true
 	}
 	v.mu.Unlock()
@@ -325,12 +325,12 @@ func (c *viewCache) evict(keep *view) {
 		delete(c.views, old.fp)
 		old.mu.Lock()
 		old.gone = true
-		n := len(old.seen) + len(old.decided)
+		n := len(old.seen) + len(old.plans)
 		for _, m := range old.masks {
 			n += len(m.mask)
 		}
 		c.entries.Add(-int64(n))
-		old.seen, old.decided, old.masks = nil, nil, [maxMasks]genMask{}
+		old.seen, old.plans, old.masks = nil, nil, [maxMasks]genMask{}
 		old.mu.Unlock()
 	}
 }

@@ -258,16 +258,18 @@ func TestDecisionCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.c.uses&useArgs != 0 {
-		t.Fatal("rules read no arguments")
-	}
 	fresh := mustEngine(t, Config{Rules: append(issueRules[:3:3], Rule{Name: "lvl", Deny: `principal.claims.level > 5`})})
 	for range 3 {
 		for _, s := range []*Subject{bob, NewSubject(&auth.Principal{Subject: "alice", Claims: map[string]any{"level": 1.0}})} {
 			for _, tool := range []string{"ref__echo", "ref__fail", "x"} {
 				in := mustInput(t, call(tool, ""))
 				got := e.Decide(s, in)
-				want := fresh.decide(in)
+				in.subj = s
+				every := make(plan, len(fresh.c.rules)) // every rule evaluated
+				for i := range every {
+					every[i] = isUnknown
+				}
+				want := fresh.decide(in, every)
 				if got.Allowed != want.Allowed || got.Reason != want.Reason || got.Name != want.Name {
 					t.Fatalf("%s %s: cached %+v, rules %+v", s.ID(), tool, got, want)
 				}
