@@ -62,14 +62,26 @@ func feed(m *Metrics) {
 	}
 }
 
+// pedantic returns a pedantic registry (it checks names, help, label consistency and
+// descriptions) holding what register puts in it.
+func pedantic(t *testing.T, register func(prometheus.Registerer) error) *prometheus.Registry {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	if err := register(reg); err != nil {
+		t.Fatal(err)
+	}
+	return reg
+}
+
+// only registers m alone (Metrics.Register adds the Go and process collectors).
+func only(m *Metrics) func(prometheus.Registerer) error {
+	return func(reg prometheus.Registerer) error { return reg.Register(m) }
+}
+
 // gather returns the text exposition of m alone, with the Go version masked.
 func gather(t *testing.T, m *Metrics) string {
 	t.Helper()
-	reg := prometheus.NewPedanticRegistry()
-	if err := reg.Register(m); err != nil {
-		t.Fatal(err)
-	}
-	mfs, err := reg.Gather()
+	mfs, err := pedantic(t, only(m)).Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,11 +122,7 @@ func TestCollectSources(t *testing.T) {
 	r.Stats.Requests.Add(5)
 	m.RequestDone(exchange("ping"), router.NoBackend, router.OutcomeOK, 1, 0)
 
-	promReg := prometheus.NewPedanticRegistry()
-	if err := m.Register(promReg); err != nil {
-		t.Fatal(err)
-	}
-	mfs, err := promReg.Gather()
+	mfs, err := pedantic(t, m.Register).Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,9 +280,7 @@ func TestLint(t *testing.T) {
 	feed(m)
 	r, reg, streams := newSources(t)
 	m.Watch(Sources{Router: r, HTTP: transport.NewHTTPServer(transport.HTTPConfig{}, reg, r), Sessions: reg, Streams: streams})
-	preg := prometheus.NewPedanticRegistry()
-	preg.MustRegister(m)
-	mfs, err := preg.Gather()
+	mfs, err := pedantic(t, only(m)).Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
