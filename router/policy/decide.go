@@ -48,6 +48,10 @@ func New(cfg Config, opts Options) (*Engine, error) {
 	return e, nil
 }
 
+// Config returns the engine's configuration, defaults applied (for a configuration
+// check to print, and for Sync's interval).
+func (e *Engine) Config() Config { return e.c.cfg }
+
 // Limiter returns the engine's rate-limit state (nil without limits), to hand to the
 // next engine on reload and to Sync.
 func (e *Engine) Limiter() *Limiter { return e.limiter }

@@ -12,17 +12,26 @@
 //
 // Who calls it, and on which goroutine:
 //
-//   - Engine.Decide and Limiter.Take run on the goroutine that dispatches the request,
-//     before the dispatcher hands it to a backend; one call per element of a batch.
-//   - Engine.Visible and Engine.Digest run on the goroutine that answers a */list call,
-//     or that recomputes the views after a catalog or policy change (to send list_changed
-//     only to the principals whose view changed).
+//   - Engine.Decide, then Engine.Take, run on the goroutine that dispatches the request,
+//     once the router knows the backend and before the dispatcher hands the request to
+//     it; one call each per element of a batch. A denial's JSON-RPC message is
+//     Decision.Message; a limited request's error data is codec.AppendRetryData of
+//     Verdict.RetryAfter.
+//   - Engine.View (Visible, Mask) and Engine.Digest run on the goroutine that answers a
+//     */list call, or that recomputes the views after a catalog or policy change (to
+//     send list_changed only to the principals whose view changed).
+//   - Engine.Audit runs where the request ends (its outcome and latency known).
 //   - Sync runs its own goroutine: it publishes this instance's rate-limit consumption
 //     on NATS every interval, and the NATS client's goroutine applies the other
 //     instances' consumption to the local buckets.
 //
-// Every exported method is safe for concurrent use. An Engine is immutable once built,
-// apart from its caches; the Limiter's buckets live in a bounded, sharded table.
+// Every exported method is safe for concurrent use (an Input is one request's, used by
+// one goroutine). An Engine is immutable once built, apart from its caches: per
+// principal view (the principal's attributes that the rules read), the visibility of
+// catalog items, the lists' bitsets and each call's plan (what each rule says of the
+// call apart from its arguments), all in one bounded cache (Config.ViewCache) that a
+// reload (a new Engine) starts afresh. The Limiter's buckets live in a bounded, sharded
+// table that outlives reloads.
 //
 // The semantics outside users rely on (issue 14):
 //

@@ -163,6 +163,22 @@ func TestViewKey(t *testing.T) {
 	}
 }
 
+func TestSubjectMemo(t *testing.T) {
+	var m SubjectMemo
+	p1 := &auth.Principal{Subject: "a"}
+	p2 := &auth.Principal{Subject: "a", Scopes: []string{"x"}}
+	s1 := m.Get(p1)
+	if m.Get(p1) != s1 {
+		t.Error("made again for the same principal")
+	}
+	if s2 := m.Get(p2); s2 == s1 || s2.view(0) == s1.view(0) {
+		t.Error("a new token's principal kept the old subject")
+	}
+	if m.Get(nil).ID() != "" {
+		t.Error("nil principal")
+	}
+}
+
 // The cache stays within its bound: least recently used views go first.
 func TestViewCacheBound(t *testing.T) {
 	e := mustEngine(t, Config{ViewCache: 100, Rules: []Rule{{Allow: `mcp.tool.size() % 2 == 0`}}})

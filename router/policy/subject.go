@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"hash/maphash"
 	"slices"
+	"sync/atomic"
 
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
@@ -98,4 +99,26 @@ func (s *Subject) view(u uses) fingerprint {
 		return s.fp
 	}
 	return s.fpNoClaims
+}
+
+// SubjectMemo holds the Subject of one session's current principal, so that a
+// session makes a Subject once per token rather than once per request: the transport
+// keeps one *auth.Principal per token presented. The zero value is ready; safe for
+// concurrent use.
+type SubjectMemo struct{ last atomic.Pointer[memo] }
+
+type memo struct {
+	p *auth.Principal
+	s *Subject
+}
+
+// Get returns p's Subject, made again only when p is another principal value than the
+// last one asked about.
+func (m *SubjectMemo) Get(p *auth.Principal) *Subject {
+	if c := m.last.Load(); c != nil && c.p == p {
+		return c.s
+	}
+	s := NewSubject(p)
+	m.last.Store(&memo{p, s})
+	return s
 }
