@@ -28,6 +28,7 @@ import (
 	"github.com/mcprouter/mcprouter/cmd/mcprouter/app"
 	"github.com/mcprouter/mcprouter/cmd/mcprouter/app/apptest"
 	"github.com/mcprouter/mcprouter/internal/testbin"
+	"github.com/mcprouter/mcprouter/internal/testwait"
 	"github.com/mcprouter/mcprouter/transport"
 	"github.com/mcprouter/mcprouter/transport/natsbus"
 )
@@ -249,16 +250,10 @@ func upstreamSubscriptions(routers ...*app.App) int {
 	return n
 }
 
+// waitFor fails the test unless cond holds within d.
 func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("timed out after %v waiting for %s", d, what)
+	testwait.For(t, what, d, cond)
 }
 
 // TestFanOutAcrossInstances: clients on A, B and C subscribe to one resource; exactly one

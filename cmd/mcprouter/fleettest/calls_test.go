@@ -10,7 +10,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
+
+	"github.com/mcprouter/mcprouter/internal/ctxtime"
+	"github.com/mcprouter/mcprouter/internal/testwait"
 )
 
 // loggerOK reports whether a log message's logger names backend b (a replica of pair
@@ -52,7 +54,7 @@ func TestCallsRouteToTheirBackend(t *testing.T) {
 	checkLog := func(t *testing.T, ev *events, b, marker string) {
 		t.Helper()
 		var got []string
-		if !waitFor(wait, func() bool { got = ev.loggersOf(marker); return len(got) > 0 }) {
+		if !testwait.Poll(wait, func() bool { got = ev.loggersOf(marker); return len(got) > 0 }) {
 			t.Fatalf("%s__log: no log message %q reached the client within %v", b, marker, wait)
 		}
 		if len(got) != 1 || !loggerOK(b, got[0]) {
@@ -211,12 +213,7 @@ func testSameIDsManySessions(t *testing.T, f *fleet) {
 			if err != nil {
 				return "", 0, err
 			}
-			if res.IsError {
-				return "", 0, fmt.Errorf("tool error %s", sdkText(res))
-			}
-			var st struct{ SleptMs float64 }
-			structured(res.StructuredContent, &st)
-			return sdkText(res), st.SleptMs, nil
+			return slept(res.IsError, sdkText(res), res.StructuredContent)
 		})
 	}
 	for i := 0; i < mcpgoSessions; i++ {
@@ -227,19 +224,10 @@ func testSameIDsManySessions(t *testing.T, f *fleet) {
 			if err != nil {
 				return "", 0, err
 			}
-			if res.IsError {
-				return "", 0, fmt.Errorf("tool error %s", mcpgoText(res))
-			}
-			var st struct{ SleptMs float64 }
-			structured(res.StructuredContent, &st)
-			return mcpgoText(res), st.SleptMs, nil
+			return slept(res.IsError, mcpgoText(res), res.StructuredContent)
 		})
 	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(2 * wait):
+	if !ctxtime.WaitGroup(&wg, 2*wait) {
 		t.Fatalf("the sessions did not finish within %v", 2*wait)
 	}
 	close(errs)
@@ -252,9 +240,20 @@ func testSameIDsManySessions(t *testing.T, f *fleet) {
 	if n > 10 {
 		t.Errorf("... %d errors in all", n)
 	}
-	if !waitFor(wait, func() bool { return f.metric("mcprouter_backend_in_flight_requests") == 0 }) {
+	if !testwait.Poll(wait, func() bool { return f.metric("mcprouter_backend_in_flight_requests") == 0 }) {
 		t.Errorf("requests still in flight in the router after every call returned")
 	}
+}
+
+// slept reads a tool's answer, as either client gives it: its text and the sleptMs of
+// its structured content, or the tool's error.
+func slept(isError bool, text string, structuredContent any) (string, float64, error) {
+	if isError {
+		return "", 0, fmt.Errorf("tool error %s", text)
+	}
+	var st struct{ SleptMs float64 }
+	structured(structuredContent, &st)
+	return text, st.SleptMs, nil
 }
 
 // TestSameIDsRaw sends, in several sessions at once, requests whose ids differ only in

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcprouter/mcprouter/internal/testwait"
 )
 
 // codeBackendUnavailable is the router's error for a backend it cannot reach
@@ -142,7 +144,7 @@ func TestBackendKilledMidLoad(t *testing.T) {
 	defer l.finish(t)
 	for b := range victims {
 		label := `backend="` + b + `"`
-		if !waitFor(wait, func() bool { return f.metric("mcprouter_backend_in_flight_requests", label) == sessions*perSession }) {
+		if !testwait.Poll(wait, func() bool { return f.metric("mcprouter_backend_in_flight_requests", label) == sessions*perSession }) {
 			t.Fatalf("the calls did not all reach %s: %v in flight", b, f.metric("mcprouter_backend_in_flight_requests", label))
 		}
 	}
@@ -181,7 +183,7 @@ func TestBackendKilledMidLoad(t *testing.T) {
 		}
 	}
 	// The others kept working all along and still do.
-	if !waitFor(wait, func() bool { return l.ok.Load() >= okBefore+30 }) {
+	if !testwait.Poll(wait, func() bool { return l.ok.Load() >= okBefore+30 }) {
 		t.Errorf("the other backends served only %d calls after the kill", l.ok.Load()-okBefore)
 	}
 	l.finish(t)
@@ -189,7 +191,7 @@ func TestBackendKilledMidLoad(t *testing.T) {
 		t.Errorf("%d calls to the other backends failed while big and old died (of %d); first ones:\n%v", n, n+l.ok.Load(), l.errs)
 	}
 	t.Logf("%d calls to the other backends, none failed", l.ok.Load())
-	if !waitFor(wait, func() bool { return f.metric("mcprouter_backend_in_flight_requests") == 0 }) {
+	if !testwait.Poll(wait, func() bool { return f.metric("mcprouter_backend_in_flight_requests") == 0 }) {
 		t.Errorf("the router still counts requests in flight")
 	}
 }
@@ -209,7 +211,7 @@ func TestBackendRestarted(t *testing.T) {
 		t.Fatalf("subscribe: %v", err)
 	}
 	c.mustText(t, bigName+"__touch", map[string]any{"uri": uri})
-	if !waitFor(wait, func() bool { return c.updatesOf(uri) == 1 }) {
+	if !testwait.Poll(wait, func() bool { return c.updatesOf(uri) == 1 }) {
 		t.Fatalf("no update of %s before the restart", uri)
 	}
 
@@ -220,7 +222,7 @@ func TestBackendRestarted(t *testing.T) {
 	f.big = f.restart(t, f.big)
 	restarted := time.Now()
 
-	recovered := waitFor(wait, func() bool {
+	recovered := testwait.Poll(wait, func() bool {
 		res, err := c.call(bigName+"__echo", map[string]any{"text": "back?"})
 		return err == nil && !res.IsError && sdkText(res) == "back?"
 	})
@@ -238,9 +240,9 @@ func TestBackendRestarted(t *testing.T) {
 	}
 	// The new process knows nothing of the subscription: the router must have made it
 	// again, so that a change still reaches the subscriber.
-	if !waitFor(wait, func() bool {
+	if !testwait.Poll(wait, func() bool {
 		c.mustText(t, bigName+"__touch", map[string]any{"uri": uri})
-		return waitFor(time.Second, func() bool { return c.updatesOf(uri) >= 2 })
+		return testwait.Poll(time.Second, func() bool { return c.updatesOf(uri) >= 2 })
 	}) {
 		t.Errorf("no update of %s after the restart within %v: the subscription was not restored", uri, wait)
 	}
@@ -255,7 +257,7 @@ func TestLegacyBackendRestarted(t *testing.T) {
 	f.old.Kill()
 	f.old = f.restart(t, f.old)
 	restarted := time.Now()
-	if !waitFor(wait, func() bool {
+	if !testwait.Poll(wait, func() bool {
 		res, err := c.call(oldName+"__echo", map[string]any{"text": "after"})
 		return err == nil && !res.IsError && sdkText(res) == "after"
 	}) {
@@ -264,7 +266,7 @@ func TestLegacyBackendRestarted(t *testing.T) {
 	t.Logf("%s served again %v after its restart", oldName, time.Since(restarted).Round(10*time.Millisecond))
 	// And its server-to-client traffic flows again: a log message finds its client.
 	c.mustText(t, oldName+"__log", map[string]any{"message": "old is back", "level": "notice"})
-	if !waitFor(wait, func() bool { return len(c.loggersOf("old is back")) == 1 }) {
+	if !testwait.Poll(wait, func() bool { return len(c.loggersOf("old is back")) == 1 }) {
 		t.Errorf("no log message from the restarted %s", oldName)
 	}
 }
@@ -296,7 +298,7 @@ func testReplicaDown(t *testing.T, f *fleet) {
 	for i := range f.pair {
 		before := c.updatesOf(uri)
 		direct[i].touch(t, uri)
-		if waitFor(2*time.Second, func() bool { return c.updatesOf(uri) > before }) {
+		if testwait.Poll(2*time.Second, func() bool { return c.updatesOf(uri) > before }) {
 			holder = i
 			break
 		}
@@ -320,7 +322,7 @@ func testReplicaDown(t *testing.T, f *fleet) {
 				return fmt.Errorf("%s: pair__log: %s", name, sdkText(res))
 			}
 			var loggers []string
-			waitFor(wait, func() bool { loggers = c.loggersOf(marker); return len(loggers) > 0 })
+			testwait.Poll(wait, func() bool { loggers = c.loggersOf(marker); return len(loggers) > 0 })
 			if len(loggers) != 1 {
 				return fmt.Errorf("%s: pair__log: log messages from %v", name, loggers)
 			}
@@ -338,7 +340,7 @@ func testReplicaDown(t *testing.T, f *fleet) {
 		mcpgoEchoLoad(connectMCPGo(t, f, clientOptions{}), "mcpgo-load", pairName),
 	)
 	defer l.finish(t)
-	if !waitFor(wait, func() bool { return l.ok.Load() >= 20 }) {
+	if !testwait.Poll(wait, func() bool { return l.ok.Load() >= 20 }) {
 		t.Fatalf("the load does not run: %d ok, %d failed %v", l.ok.Load(), l.failed.Load(), l.errs)
 	}
 
@@ -350,7 +352,7 @@ func testReplicaDown(t *testing.T, f *fleet) {
 	f.pair[holder].Kill()
 
 	// Traffic moves: within the bound, calls succeed again, all on the survivor.
-	if !waitFor(wait, func() bool { return l.ok.Load() >= okAtKill+60 }) {
+	if !testwait.Poll(wait, func() bool { return l.ok.Load() >= okAtKill+60 }) {
 		t.Fatalf("calls to %s did not recover within %v of losing a replica: %d failed; %v", pairName, wait, l.failed.Load()-failedAtKill, l.errs)
 	}
 	lost := l.failed.Load() - failedAtKill
@@ -375,9 +377,9 @@ func testReplicaDown(t *testing.T, f *fleet) {
 	// that are not; keep changing the resource until one is heard.
 	moved := time.Now()
 	before := c.updatesOf(uri)
-	if !waitFor(wait, func() bool {
+	if !testwait.Poll(wait, func() bool {
 		direct[survivor].touch(t, uri)
-		return waitFor(time.Second, func() bool { return c.updatesOf(uri) > before })
+		return testwait.Poll(time.Second, func() bool { return c.updatesOf(uri) > before })
 	}) {
 		t.Errorf("changes of %s on the surviving replica did not reach the subscriber within %v: the subscription stayed on the dead replica", uri, wait)
 	} else {
@@ -387,7 +389,7 @@ func testReplicaDown(t *testing.T, f *fleet) {
 	// The replica comes back and takes its share again.
 	f.pair[holder] = f.restart(t, f.pair[holder])
 	served.Delete(deadName)
-	if !waitFor(wait, func() bool {
+	if !testwait.Poll(wait, func() bool {
 		n, ok := served.Load(deadName)
 		return ok && n.(*atomic.Int64).Load() > 0
 	}) {

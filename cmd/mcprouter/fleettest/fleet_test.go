@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcprouter/mcprouter/internal/testbin"
+	"github.com/mcprouter/mcprouter/internal/testwait"
 )
 
 // The fleet's backends, by their configured names (also their tool prefixes and, given
@@ -176,7 +177,7 @@ func (f *fleet) restart(t *testing.T, p *proc) *proc {
 	var np *proc
 	var err error
 	// The port was just released; on a busy machine binding it again may take a moment.
-	ok := waitFor(wait, func() bool {
+	ok := testwait.Poll(wait, func() bool {
 		var q *proc
 		q, err = testbin.Spawn(backendSpec(t, args))
 		if q != nil {
@@ -202,7 +203,7 @@ func backendURL(p *proc) string { return "http://" + p.Addr() + "/mcp" }
 // the per-instance gauge), so that tests start from a complete fleet.
 func (f *fleet) waitReady(t *testing.T) {
 	t.Helper()
-	ok := waitFor(wait, func() bool {
+	ok := testwait.Poll(wait, func() bool {
 		m, err := f.metrics()
 		if err != nil {
 			return false

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mcprouter/mcprouter/internal/testbin"
+	"github.com/mcprouter/mcprouter/internal/testwait"
 )
 
 // The limits that keep one client from exhausting the router's backend side
@@ -28,7 +29,7 @@ func startLimited(t *testing.T, backends, limits, name string, instances int) *f
 	f := &fleet{t: t, dir: t.TempDir()}
 	cfg := "listen: 127.0.0.1:0\nadmin:\n  listen: 127.0.0.1:0\nshutdown_grace: 5s\nbackends:\n" + backends + "limits:\n" + limits
 	f.router = startRouter(t, f.dir, cfg)
-	ok := waitFor(wait, func() bool {
+	ok := testwait.Poll(wait, func() bool {
 		return f.metric("mcprouter_backend_healthy_instances", `backend="`+name+`"`) == float64(instances)
 	})
 	if !ok {
@@ -176,7 +177,7 @@ func TestServerRequestsEndWithSession(t *testing.T) {
 		t.Fatalf("DELETE: HTTP %d", code)
 	}
 	var st backendStats
-	if !waitFor(wait, func() bool { st, err = stats.read(); return err == nil && st.InFlight == 0 }) {
+	if !testwait.Poll(wait, func() bool { st, err = stats.read(); return err == nil && st.InFlight == 0 }) {
 		t.Fatalf("the backend's sampling call still waits %v after its client left: %+v %v", wait, st, err)
 	}
 	m, err := f.metrics()
@@ -305,7 +306,7 @@ func TestUpstreamSessionCap(t *testing.T) {
 		t.Errorf("at most %d children ran at once, want 2..%d (the shared one and at most %d per-client)", p, limit+1, limit)
 	}
 	var n int
-	if !waitFor(wait, func() bool { n, _ = children(pid); return n == 1 }) {
+	if !testwait.Poll(wait, func() bool { n, _ = children(pid); return n == 1 }) {
 		t.Errorf("%d children left after every session ended, want the shared one", n)
 	}
 	m, err := f.metrics()

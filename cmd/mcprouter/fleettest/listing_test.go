@@ -51,6 +51,15 @@ func expectedResources() []string {
 // names, a template served by several backends is listed once.
 func expectedTemplates() []string { return []string{"bytes://{n}", "echo://{text}"} }
 
+// namesOf is what checkList compares: the name (or URI) of each listed item.
+func namesOf[T any](items []T, name func(T) string) []string {
+	names := make([]string, 0, len(items))
+	for _, x := range items {
+		names = append(names, name(x))
+	}
+	return names
+}
+
 // checkList compares a listing with what is expected, naming duplicates, missing and
 // unexpected items (a few of each).
 func checkList(t *testing.T, what string, got, want []string) {
@@ -154,9 +163,7 @@ func TestListingReachesEveryItem(t *testing.T) {
 				t.Fatalf("tools/list page %d: %v", pages, err)
 			}
 			pages++
-			for _, tool := range res.Tools {
-				names = append(names, tool.Name)
-			}
+			names = append(names, namesOf(res.Tools, func(x mcpgo.Tool) string { return x.Name })...)
 			if res.NextCursor == "" {
 				break
 			}
@@ -172,29 +179,17 @@ func TestListingReachesEveryItem(t *testing.T) {
 		if err != nil {
 			t.Fatalf("ListTools: %v", err)
 		}
-		var again []string
-		for _, tool := range all.Tools {
-			again = append(again, tool.Name)
-		}
-		checkList(t, "tools (mcp-go pager)", again, wantTools)
+		checkList(t, "tools (mcp-go pager)", namesOf(all.Tools, func(x mcpgo.Tool) string { return x.Name }), wantTools)
 
 		prompts, err := c.c.ListPrompts(ctx, mcpgo.ListPromptsRequest{})
 		if err != nil {
 			t.Fatalf("ListPrompts: %v", err)
 		}
-		var pn []string
-		for _, p := range prompts.Prompts {
-			pn = append(pn, p.Name)
-		}
-		checkList(t, "prompts", pn, expectedPrompts())
+		checkList(t, "prompts", namesOf(prompts.Prompts, func(x mcpgo.Prompt) string { return x.Name }), expectedPrompts())
 		resources, err := c.c.ListResources(ctx, mcpgo.ListResourcesRequest{})
 		if err != nil {
 			t.Fatalf("ListResources: %v", err)
 		}
-		var rn []string
-		for _, r := range resources.Resources {
-			rn = append(rn, r.URI)
-		}
-		checkList(t, "resources", rn, expectedResources())
+		checkList(t, "resources", namesOf(resources.Resources, func(x mcpgo.Resource) string { return x.URI }), expectedResources())
 	})
 }

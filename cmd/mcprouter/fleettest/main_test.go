@@ -15,17 +15,3 @@ const wait = 20 * time.Second
 
 // proc is one process a test started.
 type proc = testbin.Proc
-
-// waitFor polls cond until it holds or d passes; it returns whether it held.
-func waitFor(d time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(d)
-	for {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
-}

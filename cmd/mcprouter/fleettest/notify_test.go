@@ -13,6 +13,9 @@ import (
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcprouter/mcprouter/internal/ctxtime"
+	"github.com/mcprouter/mcprouter/internal/testwait"
 )
 
 // progressSteps is the number of steps of the progress calls.
@@ -90,7 +93,7 @@ func testProgress(t *testing.T, f *fleet) {
 		for _, b := range backendNames {
 			tok := s.token(b)
 			var got []float64
-			waitFor(wait, func() bool { got = s.ev.progressOf(tok); return len(got) >= progressSteps })
+			testwait.Poll(wait, func() bool { got = s.ev.progressOf(tok); return len(got) >= progressSteps })
 			if !slices.Equal(got, wantProgress()) {
 				t.Errorf("%s: progress of %s__progress under token %s: %v, want %v", s.name, b, tok, got, wantProgress())
 			}
@@ -145,7 +148,7 @@ func TestCancel(t *testing.T) {
 				done <- err
 			}()
 			// Cancel only once the backend runs the call.
-			running := waitFor(wait, func() bool {
+			running := testwait.Poll(wait, func() bool {
 				if f.metric("mcprouter_backend_in_flight_requests", label) < 1 {
 					return false
 				}
@@ -155,22 +158,17 @@ func TestCancel(t *testing.T) {
 				t.Fatalf("the call never reached %s", b)
 			}
 			cancel()
-			select {
-			case err := <-done:
-				if !errors.Is(err, context.Canceled) {
-					t.Errorf("cancelled call returned %v, want context.Canceled", err)
-				}
-			case <-time.After(wait):
-				t.Fatalf("the cancelled call did not return within %v", wait)
+			if err := testwait.Recv(t, "the cancelled call to return", wait, done); !errors.Is(err, context.Canceled) {
+				t.Errorf("cancelled call returned %v, want context.Canceled", err)
 			}
-			if !waitFor(wait, func() bool {
+			if !testwait.Poll(wait, func() bool {
 				return f.metric("mcprouter_backend_in_flight_requests", label) == 0 &&
 					f.metric("mcprouter_backend_cancellations_total") == routerBefore+1
 			}) {
 				m, _ := f.metrics()
 				t.Errorf("the router did not release the cancelled request within %v:\n%s", wait, m.grep("mcprouter_backend_"))
 			}
-			if direct && !waitFor(wait, func() bool {
+			if direct && !testwait.Poll(wait, func() bool {
 				return sum(b, cancelled) == cancelledBefore+1 && sum(b, inFlight) == 0
 			}) {
 				t.Errorf("%s did not hear of the cancellation within %v: cancelled %d (was %d), in flight %d",
@@ -323,12 +321,12 @@ func TestResourceUpdated(t *testing.T) {
 				// one holding the subscription was touched (each miss halves the odds).
 				for i := 0; i < 20 && !all(); i++ {
 					s1.mustText(t, b+"__touch", map[string]any{"uri": uri})
-					waitFor(time.Second, all)
+					testwait.Poll(time.Second, all)
 				}
 			default:
 				s1.mustText(t, b+"__touch", map[string]any{"uri": uri})
 			}
-			waitFor(wait, all)
+			testwait.Poll(wait, all)
 			for name, ev := range subscribers {
 				if ev.updatesOf(uri) == 0 {
 					t.Errorf("%s: no notifications/resources/updated for %s within %v", name, uri, wait)
@@ -352,7 +350,7 @@ func TestResourceUpdated(t *testing.T) {
 		}
 		before1, before2 := s1.updatesOf(uri), s2.updatesOf(uri)
 		s1.mustText(t, bigName+"__touch", map[string]any{"uri": uri})
-		if !waitFor(wait, func() bool { return s1.updatesOf(uri) > before1 }) {
+		if !testwait.Poll(wait, func() bool { return s1.updatesOf(uri) > before1 }) {
 			t.Fatalf("the session still subscribed got no update of %s within %v", uri, wait)
 		}
 		// The update was fanned out to both at once: had s2 been sent one, it would be
@@ -415,7 +413,7 @@ func TestPerClientStdio(t *testing.T) {
 					return
 				}
 				var got []string
-				waitFor(wait, func() bool { got = c.loggersOf(marker); return len(got) > 0 })
+				testwait.Poll(wait, func() bool { got = c.loggersOf(marker); return len(got) > 0 })
 				if len(got) != 1 || got[0] != kidsName {
 					errs <- fmt.Errorf("%s: log message %q arrived from %v, want once from kids", client, marker, got)
 				}
@@ -473,11 +471,7 @@ func TestCancelStorm(t *testing.T) {
 			inner.Wait()
 		}()
 	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(2 * wait):
+	if !ctxtime.WaitGroup(&wg, 2*wait) {
 		t.Fatalf("the calls did not all end within %v", 2*wait)
 	}
 	close(errs)
@@ -485,14 +479,14 @@ func TestCancelStorm(t *testing.T) {
 		t.Error(err)
 	}
 	t.Logf("%d calls: %d answered before their cancellation took effect, %d cancelled", sessions*calls, answered.Load(), silent.Load())
-	if !waitFor(wait, func() bool {
+	if !testwait.Poll(wait, func() bool {
 		return f.metric("mcprouter_backend_in_flight_requests") == 0 && f.metric("mcprouter_requests_in_flight") == 0
 	}) {
 		m, _ := f.metrics()
 		t.Errorf("requests stay in flight in the router:\n%s\n%s", m.grep("mcprouter_backend_in_flight"), m.grep("mcprouter_requests_in_flight"))
 	}
 	r := readStatsOf(t, f.big)
-	if !waitFor(wait, func() bool { s, err := r.read(); return err == nil && s.InFlight == 0 }) {
+	if !testwait.Poll(wait, func() bool { s, err := r.read(); return err == nil && s.InFlight == 0 }) {
 		s, _ := r.read()
 		t.Errorf("big still runs %d calls after every one ended or was cancelled", s.InFlight)
 	}
