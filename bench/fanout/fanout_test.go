@@ -29,6 +29,20 @@ func smokeOptions(t *testing.T) Options {
 	}
 }
 
+// runChecked runs the harness against target (within two minutes) and checks its
+// report.
+func runChecked(t *testing.T, target Target, opts Options) *Report {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rep, err := Run(ctx, target, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkReport(t, rep, opts)
+	return rep
+}
+
 // checkReport: every update reached every receiver on every side, once.
 func checkReport(t *testing.T, rep *Report, opts Options) {
 	t.Helper()
@@ -82,13 +96,7 @@ func TestSmoke(t *testing.T) {
 	}
 	defer srv.Close()
 	opts := smokeOptions(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	rep, err := Run(ctx, srv, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkReport(t, rep, opts)
+	rep := runChecked(t, srv, opts)
 	if !rep.InProcess || rep.Sizes[1].Router.ClientCPU != 0 {
 		t.Errorf("in-process run should report one CPU figure: %+v", rep.Sizes[1].Router)
 	}
@@ -113,13 +121,7 @@ func TestSmokeChild(t *testing.T) {
 	dir := t.TempDir()
 	opts.CPUProfile = dir + "/servers.prof"
 	opts.ClientCPUProfile = dir + "/clients.prof"
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	rep, err := Run(ctx, c, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkReport(t, rep, opts)
+	rep := runChecked(t, c, opts)
 	if rep.InProcess {
 		t.Error("child run reported in-process")
 	}
