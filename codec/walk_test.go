@@ -1,0 +1,95 @@
+package codec
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestWalkerObject(t *testing.T) {
+	var w Walker
+	in := []byte(` { "a" : 1, "b\u0063":{"x":[1,2]} ,"d":"s" } `)
+	if !w.Object(in) {
+		t.Fatal("not an object")
+	}
+	var got []string
+	for key, esc, val, ok := w.Next(); ok; key, esc, val, ok = w.Next() {
+		k := string(key)
+		if esc {
+			d, _ := Unquote(nil, key)
+			k = string(d)
+		}
+		got = append(got, k+"="+string(val))
+	}
+	want := []string{`a=1`, `bc={"x":[1,2]}`, `d="s"`}
+	if len(got) != len(want) || w.Err() != nil {
+		t.Fatalf("got %q (err %v), want %q", got, w.Err(), want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("member %d: %q, want %q", i, got[i], want[i])
+		}
+	}
+}
+
+func TestWalkerArray(t *testing.T) {
+	var w Walker
+	if !w.Array([]byte(`[ "a", {"k":null}, [] ,true]`)) {
+		t.Fatal("not an array")
+	}
+	n := 0
+	for key, _, _, ok := w.Next(); ok; key, _, _, ok = w.Next() {
+		if key != nil {
+			t.Errorf("array element with a key %q", key)
+		}
+		n++
+	}
+	if n != 4 || w.Err() != nil {
+		t.Fatalf("%d elements, err %v", n, w.Err())
+	}
+	for _, empty := range []string{`[]`, ` [ ] `} {
+		if !w.Array([]byte(empty)) {
+			t.Fatalf("%s: not an array", empty)
+		}
+		if _, _, _, ok := w.Next(); ok {
+			t.Errorf("%s: an element", empty)
+		}
+	}
+}
+
+func TestWalkerMalformed(t *testing.T) {
+	var w Walker
+	if w.Object([]byte(`[1]`)) || w.Array([]byte(`{}`)) || w.Object(nil) {
+		t.Fatal("wrong kind accepted")
+	}
+	if _, _, _, ok := w.Next(); ok {
+		t.Fatal("Next after a refused start")
+	}
+	for _, in := range []string{`{"a":}`, `{"a":1,}`, `{"a" 1}`, `{1:2}`, `{"a":1`, `{"a":"\x01"}`, `[1 2]`} {
+		w.Object([]byte(in))
+		if in[0] == '[' {
+			w.Array([]byte(in))
+		}
+		for _, _, _, ok := w.Next(); ok; _, _, _, ok = w.Next() {
+		}
+		if err := w.Err(); !errors.Is(err, ErrParse) {
+			t.Errorf("%s: err %v, want a parse error", in, err)
+		}
+	}
+}
+
+func TestAllocsWalker(t *testing.T) {
+	skipUnderRace(t)
+	in := readTestdata(t, "bench/call199.json")
+	var m Message
+	if err := Scan(in, &m); err != nil {
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(50, func() {
+		var w Walker
+		w.Object(m.Params)
+		for _, _, _, ok := w.Next(); ok; _, _, _, ok = w.Next() {
+		}
+	}); n != 0 {
+		t.Errorf("%v allocs per walk", n)
+	}
+}
