@@ -274,38 +274,39 @@ func (c *viewCache) storeMask(v *view, gen uint64, m []uint64) {
 	}
 	old := &v.masks[v.nextMask]
 	v.nextMask = (v.nextMask + 1) % maxMasks
-	delta := int64(len(m) - len(old.mask))
+	n := c.entries.Add(int64(len(m) - len(old.mask)))
 	*old = genMask{gen, m}
 	v.mu.Unlock()
-	if c.entries.Add(delta) > int64(c.max) {
-		c.evict(v)
-	}
+	c.over(v, n)
 }
 
 func (c *viewCache) store(v *view, it Item, vis bool) {
 	v.mu.Lock()
-	added := false
+	n := int64(0)
 	if _, ok := v.seen[it]; !ok && !v.gone {
 		v.seen[it] = vis
-		added = true
+		n = c.entries.Add(1)
 	}
 	v.mu.Unlock()
-	c.added(v, added)
+	c.over(v, n)
 }
 
 func (c *viewCache) storePlan(v *view, k *callKey, p plan) {
 	v.mu.Lock()
-	added := false
+	n := int64(0)
 	if _, ok := v.plans[*k]; !ok && !v.gone {
 		v.plans[*k] = p
-		added = true
+		n = c.entries.Add(1)
 	}
 	v.mu.Unlock()
-	c.added(v, added)
+	c.over(v, n)
 }
 
-func (c *viewCache) added(v *view, added bool) {
-	if added && c.entries.Add(1) > int64(c.max) {
+// over evicts when n, the count of entries after an addition, is beyond the bound.
+// Entries are counted under their view's lock, as evict uncounts them, so that the
+// count never drifts.
+func (c *viewCache) over(v *view, n int64) {
+	if n > int64(c.max) {
 		c.evict(v)
 	}
 }

@@ -186,8 +186,11 @@ func (t *table) take(key []byte, now int64) (*bucket, time.Duration) {
 		b.tokens--
 		return b, 0
 	}
-	return nil, time.Duration(math.Ceil((1 - b.tokens) / t.rate))
+	return nil, time.Duration(math.Min(math.Ceil((1-b.tokens)/t.rate), float64(maxRetryAfter)))
 }
+
+// maxRetryAfter caps a refusal's hint (a bucket deep in debt, a rate of a few per day).
+const maxRetryAfter = 24 * time.Hour
 
 // refund gives back a token taken by take (another limit refused the request).
 func (t *table) refund(b *bucket) {

@@ -197,3 +197,13 @@ func TestTakeNoLimits(t *testing.T) {
 		t.Fatal("no limits")
 	}
 }
+
+// A bucket deep in debt hints at most maxRetryAfter.
+func TestRetryAfterCap(t *testing.T) {
+	var c clock
+	tb := newTable(Limit{Name: "t", Rate: 1, Per: time.Hour, Burst: 1, MaxKeys: 16})
+	tb.debit([]byte("k"), 1<<40, c.now())
+	if b, wait := tb.take([]byte("k"), c.now()); b != nil || wait != maxRetryAfter {
+		t.Fatalf("admitted %v, wait %v", b != nil, wait)
+	}
+}
