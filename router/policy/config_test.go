@@ -49,7 +49,7 @@ audit: true
 	if d.Rules[0].Name != "rules[0]" || d.Limits[1].Name != "limits[1]" {
 		t.Errorf("default names: %q %q", d.Rules[0].Name, d.Limits[1].Name)
 	}
-	if d.Limits[0].Burst != 100 || d.Limits[0].Per != time.Second || d.Limits[2].Burst != 2 || d.Limits[1].Burst != 3 {
+	if d.Limits[0].Burst != 100 || d.Limits[0].Per != time.Second || d.Limits[1].Per != time.Minute || d.Limits[2].Burst != 2 || d.Limits[1].Burst != 3 {
 		t.Errorf("default bursts and periods: %+v", d.Limits)
 	}
 	if d.SyncInterval != DefaultSyncInterval || d.ViewCache != DefaultViewCache || d.Limits[0].MaxKeys != DefaultMaxKeys {

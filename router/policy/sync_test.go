@@ -3,6 +3,7 @@ package policy
 import (
 	"log/slog"
 	"sort"
+	"sync"
 	"testing"
 	"time"
 
@@ -276,4 +277,71 @@ func FuzzApplyConsumption(f *testing.F) {
 			t.Fatalf("%d keys", n)
 		}
 	})
+}
+
+// Every admitted request is published exactly once, with Takes and Flushes running
+// at the same time (run with -race).
+func TestSyncCountsEveryRequest(t *testing.T) {
+	ns := startNATS(t)
+	lim := Limit{Name: "p", Key: KeyParts{KeyPrincipal}, Rate: 1, Per: time.Hour, Burst: 1 << 30}
+	var c clock
+	sender, receiver := c.limiter(), c.limiter()
+	e := limitsEngine(t, sender, lim)
+	limitsEngine(t, receiver, lim)
+	s, err := StartSync(sender, connect(t, ns), SyncOptions{Subject: "test.count", Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := StartSync(receiver, connect(t, ns), SyncOptions{Subject: "test.count", Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+
+	const workers, each = 4, 2000
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sub := []*Subject{alice, bob}[w%2]
+				in := mustInput(t, call("t", ""))
+				for range each {
+					if !e.Take(sub, in).Allowed {
+						t.Error("refused")
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+	}()
+	for flushing := true; flushing; {
+		select {
+		case <-done:
+			flushing = false
+		default:
+		}
+		if err := s.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close() // the last publish
+	debt := func(key string) float64 {
+		tb := receiver.table("p")
+		sh := tb.shard(key)
+		sh.mu.Lock()
+		defer sh.mu.Unlock()
+		if b := sh.m[key]; b != nil {
+			return tb.burst - b.tokens
+		}
+		return 0
+	}
+	eventually(t, "every request to be counted", func() bool { return debt("alice")+debt(bob.ID()) >= workers*each })
+	if a, b := debt("alice"), debt(bob.ID()); a != workers/2*each || b != workers/2*each {
+		t.Fatalf("received %v and %v, sent %d each", a, b, workers/2*each)
+	}
 }
