@@ -159,6 +159,10 @@ func (s *Session) recordBytes() int64 {
 // ClientCapabilities is the raw capabilities object the client sent at initialize.
 func (s *Session) ClientCapabilities() []byte { return s.clientCaps }
 
+// ClientInfo is the raw clientInfo object the client sent at initialize: what a
+// 2026-07-28 backend is shown of the client in each request's _meta.
+func (s *Session) ClientInfo() []byte { return s.clientInfo }
+
 // Principal is who the session belongs to, with the newest token it presented (the
 // transport refuses the session to anyone else); nil without authentication, or before
 // the transport has attached its side. For backends' per-principal credentials and for
