@@ -91,32 +91,7 @@ func BenchmarkAuthOverhead(b *testing.B) {
 	for _, m := range modes {
 		b.Run(m.name, func(b *testing.B) {
 			on := startAuthRouter(b, backend, m.cfg, clients, m.token)
-			const roundSize = 200
-			on.round(b, 5*roundSize)
-			off.round(b, 5*roundSize)
-			var onTime, offTime time.Duration
-			var ratios []float64
-			b.ResetTimer()
-			for done, i := 0, 0; done < b.N; i++ {
-				n := min(roundSize, b.N-done)
-				var tOn, tOff time.Duration
-				if i%2 == 0 {
-					tOff = off.round(b, n)
-					tOn = on.round(b, n)
-				} else {
-					tOn = on.round(b, n)
-					tOff = off.round(b, n)
-				}
-				onTime += tOn
-				offTime += tOff
-				ratios = append(ratios, tOff.Seconds()/tOn.Seconds())
-				done += n
-			}
-			b.StopTimer()
-			b.ReportMetric(float64(b.N)/offTime.Seconds(), "off-req/s")
-			b.ReportMetric(float64(b.N)/onTime.Seconds(), m.name+"-req/s")
-			b.ReportMetric(median(ratios), m.name+"/off")
-			b.ReportMetric(0, "ns/op") // wall time covers both routers: not a per-request cost
+			pairedRounds(b, on, off, m.name)
 		})
 	}
 }
