@@ -32,6 +32,34 @@ type BackendConfig struct {
 	// with that client's own capabilities, instead of multiplexing every client over one
 	// shared session per instance.
 	PerClient bool
+	// Era pins the protocol generation spoken to the backend (EraAuto: discovered on
+	// every connect, server/discover first and initialize as the fall-back).
+	Era Era
+}
+
+// Era is the protocol generation a backend is spoken to in.
+type Era uint8
+
+const (
+	// EraAuto discovers the era of each instance when it connects, and again after it
+	// restarts: server/discover (2026-07-28) first, initialize when that fails.
+	EraAuto Era = iota
+	// Era2025 initializes an upstream session (2025-11-25 and earlier revisions).
+	Era2025
+	// Era2026 uses the backend statelessly (2026-07-28): no upstream session, a
+	// per-request _meta on every request.
+	Era2026
+)
+
+// String names the era as the configuration does.
+func (e Era) String() string {
+	switch e {
+	case Era2025:
+		return "2025"
+	case Era2026:
+		return "2026"
+	}
+	return "auto"
 }
 
 // Dialer opens one upstream connection to one instance of a backend, delivering what the
