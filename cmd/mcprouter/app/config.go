@@ -181,6 +181,11 @@ type BackendConfig struct {
 	// Sessions: "shared" (default) multiplexes clients over upstream sessions;
 	// "per-client" opens one upstream session per client session.
 	Sessions string `yaml:"sessions"`
+	// Era pins the protocol generation spoken to the backend: "2026" uses it statelessly
+	// (2026-07-28, per-request _meta, no upstream session), "2025" initializes an
+	// upstream session, "auto" (default) discovers it on every connect (server/discover
+	// first, initialize as the fall-back) and again after the backend restarts.
+	Era string `yaml:"era"`
 	// Env holds "KEY=value" entries for the child processes of command.
 	Env []string `yaml:"env"`
 	// EnvAllow names the router's environment variables a child process sees (a name,
@@ -338,6 +343,9 @@ func (c *Config) Validate() error {
 		}
 		if b.Sessions != "shared" && b.Sessions != "per-client" {
 			return fmt.Errorf("%s.sessions: %q is neither shared nor per-client", key, b.Sessions)
+		}
+		if b.Era != "" && b.Era != "auto" && b.Era != "2025" && b.Era != "2026" {
+			return fmt.Errorf("%s.era: %q is none of auto, 2025, 2026", key, b.Era)
 		}
 		if b.Prefix != nil && strings.Contains(*b.Prefix, "__") {
 			return fmt.Errorf("%s.prefix: %q must not contain the separator __", key, *b.Prefix)
