@@ -3,8 +3,10 @@ package report
 import (
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 )
@@ -39,7 +41,7 @@ func Compare(w io.Writer, a, b *Report, nameA, nameB string) error {
 	tw.Flush()
 
 	var common []string
-	for _, k := range sortedKeys(a.ByMethod) {
+	for _, k := range slices.Sorted(maps.Keys(a.ByMethod)) {
 		if _, ok := b.ByMethod[k]; ok {
 			common = append(common, k)
 		}

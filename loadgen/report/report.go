@@ -13,7 +13,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"sort"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 )
@@ -275,14 +274,4 @@ func writeFile(path string, write func(io.Writer) error) error {
 		return err
 	}
 	return f.Close()
-}
-
-// sortedKeys returns m's keys in order.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

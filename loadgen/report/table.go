@@ -3,6 +3,8 @@ package report
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -72,7 +74,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	b.WriteString("\n")
 	tw = tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "by method\trequests\terrors\trate\tp50\tp90\tp99\tp99.9\tmax\t")
-	for _, k := range sortedKeys(r.ByMethod) {
+	for _, k := range slices.Sorted(maps.Keys(r.ByMethod)) {
 		s := r.ByMethod[k]
 		name, rate := k, FormatRate(s.ThroughputRPS)
 		if !s.Primary {
@@ -88,7 +90,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 		b.WriteString("\n")
 		tw = tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "by tool\trequests\terrors\tp50\tp99\tmax\t")
-		for _, k := range sortedKeys(r.ByTool) {
+		for _, k := range slices.Sorted(maps.Keys(r.ByTool)) {
 			s := r.ByTool[k]
 			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t\n", k, s.Requests, s.Errors,
 				FormatUS(s.Latency.P50), FormatUS(s.Latency.P99), FormatUS(s.Latency.Max))
@@ -97,7 +99,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	if len(r.ErrorsByClass) > 0 {
 		b.WriteString("\nerrors by class:")
-		for _, k := range sortedKeys(r.ErrorsByClass) {
+		for _, k := range slices.Sorted(maps.Keys(r.ErrorsByClass)) {
 			fmt.Fprintf(b, " %s=%d", k, r.ErrorsByClass[k])
 		}
 		b.WriteString("\n")
