@@ -11,7 +11,7 @@ import (
 type Engine struct {
 	c       *compiled
 	views   *viewCache
-	limiter *Limiter // nil without limits
+	limiter *Limiter // nil when neither this policy nor the one before had limits
 	log     *slog.Logger
 	stats   *Stats
 }
@@ -23,7 +23,8 @@ type Options struct {
 	// Limiter keeps the rate limits' buckets across reloads (and shares them over NATS,
 	// see Sync): pass the previous engine's (Engine.Limiter) to keep the buckets of the
 	// limits whose name and parameters did not change. Nil makes a new one when the
-	// configuration has limits.
+	// configuration has limits. A Limiter holds one policy's limits: each virtual server
+	// with its own policy has its own Limiter (and its own Sync subject).
 	Limiter *Limiter
 }
 
@@ -51,6 +52,10 @@ func New(cfg Config, opts Options) (*Engine, error) {
 // Config returns the engine's configuration, defaults applied (for a configuration
 // check to print, and for Sync's interval).
 func (e *Engine) Config() Config { return e.c.cfg }
+
+// Filtering reports whether lists are filtered (the policy has rules): a 2026-07-28
+// list result then says cacheScope: private.
+func (e *Engine) Filtering() bool { return len(e.c.rules) > 0 }
 
 // Limiter returns the engine's rate-limit state (nil without limits), to hand to the
 // next engine on reload and to Sync.

@@ -175,6 +175,12 @@ func TestLimiterReload(t *testing.T) {
 	if !e3.Take(alice, in).Allowed {
 		t.Fatal("a changed limit kept the old bucket")
 	}
+	// A reload that removes the limit: the engine before it, still deciding some
+	// requests, finds no table and admits.
+	limitsEngine(t, l, Limit{Name: "other", Rate: 1})
+	if !e3.Take(alice, in).Allowed {
+		t.Fatal("removed limit")
+	}
 }
 
 // A match that cannot be evaluated counts the request (fail closed).

@@ -48,6 +48,9 @@ func (e *Engine) Take(s *Subject, in *Input) Verdict {
 			}
 		}
 		t := e.limiter.table(d.Name)
+		if t == nil {
+			continue // a reload removed the limit while this request was deciding
+		}
 		var kb [128]byte // most keys fit: no allocation to find a bucket
 		key := appendLimitKey(kb[:0], d.Key, s, in)
 		b, wait := t.take(key, now)
