@@ -3,7 +3,6 @@ package codec
 import (
 	"bytes"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"runtime"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	gojson "github.com/goccy/go-json"
 	"github.com/valyala/fastjson"
 
+	"github.com/mcprouter/mcprouter/internal/golden"
 	"github.com/mcprouter/mcprouter/internal/testio"
 )
 
@@ -20,11 +20,7 @@ var benchMessages = []string{"call199", "result2k6", "read64k", "batch100"}
 
 func loadBench(tb testing.TB, name string) []byte {
 	tb.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "bench", name+".json"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return b
+	return golden.Read(tb, filepath.Join("testdata", "bench", name+".json"))
 }
 
 // envelope is what the competitors decode into: the same things Scan extracts (kind is

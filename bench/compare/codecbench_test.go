@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mcprouter/mcprouter/internal/golden"
 )
 
 func TestStripProcs(t *testing.T) {
@@ -89,10 +91,7 @@ func TestParseBenchMedians(t *testing.T) {
 }
 
 func TestEnvelopeRowsGolden(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("testdata", "envelope.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := golden.Read(t, filepath.Join("testdata", "envelope.txt"))
 	lines, err := ParseBench(bytes.NewReader(data))
 	if err != nil {
 		t.Fatal(err)
@@ -129,11 +128,7 @@ func TestEnvelopeRowsCodecFirst(t *testing.T) {
 // positive iteration count and a name without the GOMAXPROCS suffix's dash-digits.
 func FuzzParseBench(f *testing.F) {
 	for _, name := range []string{"envelope.txt", "count3.txt"} {
-		data, err := os.ReadFile(filepath.Join("testdata", name))
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(data)
+		f.Add(golden.Read(f, filepath.Join("testdata", name)))
 	}
 	f.Add([]byte("BenchmarkX-2 1 2 ns/op\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -55,11 +55,18 @@ func Inputs(tb testing.TB, pattern string) []Input {
 	}
 	ins := make([]Input, len(paths))
 	for i, p := range paths {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		ins[i] = Input{Path: p, Data: b}
+		ins[i] = Input{Path: p, Data: Read(tb, p)}
 	}
 	return ins
+}
+
+// Read returns what the test input file at path holds, failing the test if it cannot
+// be read.
+func Read(tb testing.TB, path string) []byte {
+	tb.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
 }

@@ -2,10 +2,11 @@ package conformance
 
 import (
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mcprouter/mcprouter/internal/golden"
 )
 
 // The files under testdata are recorded output of the suite's server run: both suites
@@ -15,11 +16,7 @@ import (
 
 func recorded(t *testing.T, name string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
+	return string(golden.Read(t, filepath.Join("testdata", name)))
 }
 
 // exitStatus1 stands for the error exec returns when the suite exits with status 1.
