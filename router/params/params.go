@@ -39,7 +39,7 @@ func Validate[S string | []byte](revision string, method S, params []byte) error
 	if rev < 0 {
 		return nil
 	}
-	r, required, ok := lookup(rev, string(method))
+	r, required, ok := lookup(rev, method)
 	if !ok {
 		return nil
 	}
@@ -62,7 +62,7 @@ func Known[S string | []byte](revision string, method S) bool {
 	if rev < 0 {
 		return false
 	}
-	_, _, ok := lookup(rev, string(method))
+	_, _, ok := lookup(rev, method)
 	return ok
 }
 

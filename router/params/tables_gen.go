@@ -210,24 +210,28 @@ var rules = [...]rule{
 	200: {kinds: kObject, members: []member{{"message", true, 2}, {"mode", false, 135}, {"requestedSchema", true, 148}}},
 	201: {kinds: kObject, members: []member{{"message", true, 2}, {"mode", true, 133}, {"url", true, 2}}},
 	202: {kinds: kObject, tag: "mode", tagged: []alt{{"form", 200}, {"url", 201}}, dflt: 1},
-	203: {kinds: kObject, members: []member{{"_meta", true, 174}, {"arguments", false, 36}, {"inputResponses", false, 39}, {"name", true, 2}, {"requestState", false, 2}}},
-	204: {kinds: kObject, members: []member{{"_meta", true, 174}, {"cursor", false, 2}}},
-	205: {kinds: kObject, members: []member{{"_meta", false, 188}, {"data", true, 0}, {"level", true, 50}, {"logger", false, 2}}},
-	206: {kinds: kObject, members: []member{{"_meta", false, 188}, {"message", false, 2}, {"progress", true, 21}, {"progressToken", true, 4}, {"total", false, 21}}},
-	207: {kinds: kObject, members: []member{{"_meta", false, 188}}},
-	208: {kinds: kObject, members: []member{{"_meta", true, 174}, {"inputResponses", false, 39}, {"requestState", false, 2}, {"uri", true, 2}}},
-	209: {kinds: kObject, members: []member{{"_meta", false, 188}, {"uri", true, 2}}},
-	210: {kinds: kObject, members: []member{{"promptsListChanged", false, 40}, {"resourceSubscriptions", false, 33}, {"resourcesListChanged", false, 40}, {"toolsListChanged", false, 40}}},
-	211: {kinds: kObject, members: []member{{"_meta", false, 188}, {"notifications", true, 210}}},
-	212: {kinds: kObject, members: []member{{"_meta", true, 174}, {"notifications", true, 210}}},
+	203: {kinds: kObject, members: []member{{"_meta", false, 174}, {"message", true, 2}, {"mode", false, 135}, {"requestedSchema", true, 148}}},
+	204: {kinds: kObject, members: []member{{"_meta", false, 174}, {"message", true, 2}, {"mode", true, 133}, {"url", true, 2}}},
+	205: {kinds: kObject, tag: "mode", tagged: []alt{{"form", 203}, {"url", 204}}, dflt: 1},
+	206: {kinds: kObject, members: []member{{"_meta", true, 174}, {"arguments", false, 36}, {"inputResponses", false, 39}, {"name", true, 2}, {"requestState", false, 2}}},
+	207: {kinds: kObject, members: []member{{"_meta", true, 174}, {"cursor", false, 2}}},
+	208: {kinds: kObject, members: []member{{"_meta", false, 188}, {"data", true, 0}, {"level", true, 50}, {"logger", false, 2}}},
+	209: {kinds: kObject, members: []member{{"_meta", false, 188}, {"message", false, 2}, {"progress", true, 21}, {"progressToken", true, 4}, {"total", false, 21}}},
+	210: {kinds: kObject, members: []member{{"_meta", false, 188}}},
+	211: {kinds: kObject, members: []member{{"_meta", true, 174}, {"inputResponses", false, 39}, {"requestState", false, 2}, {"uri", true, 2}}},
+	212: {kinds: kObject, members: []member{{"_meta", false, 188}, {"uri", true, 2}}},
+	213: {kinds: kObject, members: []member{{"promptsListChanged", false, 40}, {"resourceSubscriptions", false, 33}, {"resourcesListChanged", false, 40}, {"toolsListChanged", false, 40}}},
+	214: {kinds: kObject, members: []member{{"_meta", false, 188}, {"notifications", true, 213}}},
+	215: {kinds: kObject, members: []member{{"_meta", true, 174}, {"notifications", true, 213}}},
 }
 
 // lookup returns the params rule of method in revision rev (an index into revisions)
 // and whether params is required; ok is false for a method the revision does not have.
-func lookup(rev int, method string) (r uint16, required, ok bool) {
+// It is generic so that a []byte method is compared without being copied to a string.
+func lookup[S string | []byte](rev int, method S) (r uint16, required, ok bool) {
 	switch rev {
 	case 0: // 2024-11-05
-		switch method {
+		switch string(method) {
 		case "completion/complete":
 			return 16, true, true
 		case "initialize":
@@ -278,7 +282,7 @@ func lookup(rev int, method string) (r uint16, required, ok bool) {
 			return 48, false, true
 		}
 	case 1: // 2025-03-26
-		switch method {
+		switch string(method) {
 		case "completion/complete":
 			return 16, true, true
 		case "initialize":
@@ -329,7 +333,7 @@ func lookup(rev int, method string) (r uint16, required, ok bool) {
 			return 48, false, true
 		}
 	case 2: // 2025-06-18
-		switch method {
+		switch string(method) {
 		case "completion/complete":
 			return 73, true, true
 		case "elicitation/create":
@@ -382,7 +386,7 @@ func lookup(rev int, method string) (r uint16, required, ok bool) {
 			return 48, false, true
 		}
 	case 3: // 2025-11-25
-		switch method {
+		switch string(method) {
 		case "completion/complete":
 			return 73, true, true
 		case "elicitation/create":
@@ -447,37 +451,37 @@ func lookup(rev int, method string) (r uint16, required, ok bool) {
 			return 48, false, true
 		}
 	case 4: // 2026-07-28
-		switch method {
+		switch string(method) {
 		case "completion/complete":
 			return 190, true, true
 		case "elicitation/create":
-			return 202, true, true
+			return 205, true, true
 		case "notifications/cancelled":
 			return 189, true, true
 		case "notifications/message":
-			return 205, true, true
-		case "notifications/progress":
-			return 206, true, true
-		case "notifications/prompts/list_changed":
-			return 207, false, true
-		case "notifications/resources/list_changed":
-			return 207, false, true
-		case "notifications/resources/updated":
-			return 209, true, true
-		case "notifications/subscriptions/acknowledged":
-			return 211, true, true
-		case "notifications/tools/list_changed":
-			return 207, false, true
-		case "prompts/get":
-			return 203, true, true
-		case "prompts/list":
-			return 204, true, true
-		case "resources/list":
-			return 204, true, true
-		case "resources/read":
 			return 208, true, true
+		case "notifications/progress":
+			return 209, true, true
+		case "notifications/prompts/list_changed":
+			return 210, false, true
+		case "notifications/resources/list_changed":
+			return 210, false, true
+		case "notifications/resources/updated":
+			return 212, true, true
+		case "notifications/subscriptions/acknowledged":
+			return 214, true, true
+		case "notifications/tools/list_changed":
+			return 210, false, true
+		case "prompts/get":
+			return 206, true, true
+		case "prompts/list":
+			return 207, true, true
+		case "resources/list":
+			return 207, true, true
+		case "resources/read":
+			return 211, true, true
 		case "resources/templates/list":
-			return 204, true, true
+			return 207, true, true
 		case "roots/list":
 			return 46, false, true
 		case "sampling/createMessage":
@@ -485,11 +489,11 @@ func lookup(rev int, method string) (r uint16, required, ok bool) {
 		case "server/discover":
 			return 199, true, true
 		case "subscriptions/listen":
-			return 212, true, true
+			return 215, true, true
 		case "tools/call":
 			return 187, true, true
 		case "tools/list":
-			return 204, true, true
+			return 207, true, true
 		}
 	}
 	return 0, false, false

@@ -346,8 +346,15 @@ func (c *compiler) withMeta(params int, notification bool) int {
 		}
 	}
 	r := c.rules[params]
-	if meta == nil || (r.Kinds != 0 && r.Kinds != kObject) || r.Tag != "" || r.AnyOf != nil {
+	if meta == nil || (r.Kinds != 0 && r.Kinds != kObject) || r.AnyOf != nil {
 		return params
+	}
+	if r.Tag != "" {
+		r.Tagged = slices.Clone(r.Tagged)
+		for i := range r.Tagged {
+			r.Tagged[i].Rule = c.withMeta(r.Tagged[i].Rule, notification)
+		}
+		return c.intern(r)
 	}
 	if slices.ContainsFunc(r.Members, func(m member) bool { return m.Name == "_meta" }) {
 		return params
@@ -411,7 +418,11 @@ func (c *compiler) methods() []method {
 
 func main() {
 	dir := flag.String("dir", ".", "package directory (testdata/ in, tables_gen.go out)")
+	outPath := flag.String("out", "", "file to write (default: tables_gen.go in -dir)")
 	flag.Parse()
+	if *outPath == "" {
+		*outPath = filepath.Join(*dir, "tables_gen.go")
+	}
 	c := &compiler{index: map[string]int{}}
 	c.intern(rule{}) // 0: anything
 	perRev := make([][]method, len(revisions))
@@ -437,7 +448,7 @@ func main() {
 		os.Stdout.Write(src)
 		log.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(*dir, "tables_gen.go"), out, 0o644); err != nil {
+	if err := os.WriteFile(*outPath, out, 0o644); err != nil {
 		log.Fatal(err)
 	}
 }
@@ -492,9 +503,10 @@ func (c *compiler) emit(perRev [][]method) []byte {
 	b.WriteString("}\n\n")
 	b.WriteString("// lookup returns the params rule of method in revision rev (an index into revisions)\n")
 	b.WriteString("// and whether params is required; ok is false for a method the revision does not have.\n")
-	b.WriteString("func lookup(rev int, method string) (r uint16, required, ok bool) {\n\tswitch rev {\n")
+	b.WriteString("// It is generic so that a []byte method is compared without being copied to a string.\n")
+	b.WriteString("func lookup[S string | []byte](rev int, method S) (r uint16, required, ok bool) {\n\tswitch rev {\n")
 	for i, ms := range perRev {
-		fmt.Fprintf(&b, "\tcase %d: // %s\n\t\tswitch method {\n", i, revisions[i])
+		fmt.Fprintf(&b, "\tcase %d: // %s\n\t\tswitch string(method) {\n", i, revisions[i])
 		for _, m := range ms {
 			fmt.Fprintf(&b, "\t\tcase %q:\n\t\t\treturn %d, %v, true\n", m.name, m.params, m.required)
 		}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package params
+
+const raceEnabled = false
