@@ -55,7 +55,7 @@ func TestDecide(t *testing.T) {
 	none := mustEngine(t, Config{})
 	args := mustEngine(t, Config{Rules: []Rule{
 		{Name: "small", Allow: `mcp.arguments.n < 10`},
-		{Name: "no-etc", Deny: `has(mcp.arguments.path) && mcp.arguments.path.startsWith("/etc")`},
+		{Name: "no-secrets", Deny: `has(mcp.arguments.path) && mcp.arguments.path.startsWith("/secrets")`},
 	}})
 	claims := mustEngine(t, Config{Rules: []Rule{{Name: "red", Allow: `principal.claims.team == "red" && principal.claims.level >= 3 && principal.iss == "https://idp.example"`}}})
 	dyn := mustEngine(t, Config{Rules: []Rule{{Name: "dyn", Allow: `principal.claims.team`}}})
@@ -98,16 +98,16 @@ func TestDecide(t *testing.T) {
 		{"args int", args, carol, call("t", `{"n":3}`), "", true, ReasonAllow, "small"},
 		{"args int too big", args, carol, call("t", `{"n":30}`), "", false, ReasonNoAllow, ""},
 		{"args double", args, carol, call("t", `{"n":3.5}`), "", true, ReasonAllow, "small"},
-		{"args deny", args, carol, call("t", `{"n":1,"path":"/etc/passwd"}`), "", false, ReasonDeny, "no-etc"},
-		{"args escaped key", args, carol, call("t", `{"n":1,"p\u0061th":"/etc/passwd"}`), "", false, ReasonDeny, "no-etc"},
+		{"args deny", args, carol, call("t", `{"n":1,"path":"/secrets/key"}`), "", false, ReasonDeny, "no-secrets"},
+		{"args escaped key", args, carol, call("t", `{"n":1,"p\u0061th":"/secrets/key"}`), "", false, ReasonDeny, "no-secrets"},
 		// A repeated member is a denial: the backend may read the other one.
-		{"args duplicate key", args, carol, call("t", `{"n":1,"path":"/tmp","path":"/etc/passwd"}`), "", false, ReasonError, "no-etc"},
-		{"args duplicate arguments", args, carol, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"n":1},"arguments":{"n":99}}}`, "", false, ReasonError, "no-etc"},
+		{"args duplicate key", args, carol, call("t", `{"n":1,"path":"/public","path":"/secrets/key"}`), "", false, ReasonError, "no-secrets"},
+		{"args duplicate arguments", args, carol, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"n":1},"arguments":{"n":99}}}`, "", false, ReasonError, "no-secrets"},
 		{"args missing key", args, carol, call("t", `{}`), "", false, ReasonError, "small"},
 		{"args absent", args, carol, call("t", ""), "", false, ReasonError, "small"},
-		{"args not an object", args, carol, call("t", `[1]`), "", false, ReasonError, "no-etc"},
-		{"completion args", args, carol, `{"jsonrpc":"2.0","id":1,"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"p"},"argument":{"name":"n","value":2},"context":{"arguments":{"path":"/home"}}}}`, "", true, ReasonAllow, "small"},
-		{"completion context args", args, carol, `{"jsonrpc":"2.0","id":1,"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"p"},"argument":{"name":"n","value":2},"context":{"arguments":{"path":"/etc/x"}}}}`, "", false, ReasonDeny, "no-etc"},
+		{"args not an object", args, carol, call("t", `[1]`), "", false, ReasonError, "no-secrets"},
+		{"completion args", args, carol, `{"jsonrpc":"2.0","id":1,"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"p"},"argument":{"name":"n","value":2},"context":{"arguments":{"path":"/public"}}}}`, "", true, ReasonAllow, "small"},
+		{"completion context args", args, carol, `{"jsonrpc":"2.0","id":1,"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"p"},"argument":{"name":"n","value":2},"context":{"arguments":{"path":"/secrets/x"}}}}`, "", false, ReasonDeny, "no-secrets"},
 
 		{"claims", claims, bob, call("t", ""), "", true, ReasonAllow, "red"},
 		// CEL's && is false when any side is false, even if another fails.
