@@ -32,6 +32,19 @@
 // and hands every other message to Serve with a Responder that publishes on the
 // request's reply subject.
 //
+// # Eras
+//
+// Config.Eras chooses the protocol generations: the 2025 revisions (initialize, sessions),
+// MCP 2026-07-28, or both on the same endpoints (the default), decided per request. A
+// request that claims 2026-07-28 (its _meta or the MCP-Protocol-Version header) is served
+// statelessly (modern.go): a Session lives as long as the request and holds what its _meta
+// declares; results carry resultType, serverInfo and caching fields; sampling is an
+// input_required round trip with a sealed requestState; resource updates flow on
+// subscriptions/listen streams. On HTTP such requests are answered in front of the 2025
+// endpoints (modern_http.go: the revision's statuses, JSON or SSE, a closed stream cancels);
+// on stdio and NATS they come through HandleMessage (modern_conn.go). The rules are
+// router/modern's, which the router applies too.
+//
 // # Hot path
 //
 // tools/call of echo never builds a JSON tree: the codec's scan gives params and the tool
