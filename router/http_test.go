@@ -8,7 +8,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -16,9 +15,9 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
-	"github.com/valyala/fasthttp/fasthttputil"
 
 	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/internal/memhttp"
 	"github.com/mcprouter/mcprouter/transport"
 	"github.com/mcprouter/mcprouter/transport/sse"
 )
@@ -40,23 +39,12 @@ func newHTTPHarnessWith(t *testing.T, r *Router, rc transport.RegistryConfig, hc
 	reg := transport.NewRegistry(rc, r)
 	hc.Rules = transport.DefaultHTTPRules("127.0.0.1:0", HeaderVersions, V20250326)
 	hs := transport.NewHTTPServer(hc, reg, r)
-	ln := fasthttputil.NewInmemoryListener()
-	fs := &fasthttp.Server{Handler: hs.ServeStreamable, NoDefaultContentType: true}
-	served := make(chan struct{})
-	go func() { fs.Serve(ln); close(served) }()
-	h := &httpHarness{t: t, reg: reg, srv: hs, cl: &http.Client{Transport: &http.Transport{
-		DialContext: func(context.Context, string, string) (net.Conn, error) { return ln.Dial() },
-	}}}
+	ms := memhttp.Start(t, &fasthttp.Server{Handler: hs.ServeStreamable, NoDefaultContentType: true}, waitLimit)
 	t.Cleanup(func() {
 		hs.Shutdown()
 		reg.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-		defer cancel()
-		fs.ShutdownWithContext(ctx)
-		ln.Close()
-		<-served
 	})
-	return h
+	return &httpHarness{t: t, reg: reg, srv: hs, cl: ms.Client}
 }
 
 // post sends one JSON-RPC message; it returns the response with its body read unless

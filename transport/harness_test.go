@@ -24,6 +24,7 @@ import (
 	"github.com/valyala/fasthttp/fasthttputil"
 
 	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/internal/memhttp"
 	"github.com/mcprouter/mcprouter/internal/testwait"
 	"github.com/mcprouter/mcprouter/transport/sse"
 )
@@ -192,12 +193,10 @@ func (h *testHandler) holdingCount() int {
 type testServer struct {
 	t    testing.TB
 	ln   *fasthttputil.InmemoryListener
-	srv  *fasthttp.Server
 	HTTP *HTTPServer
 	Reg  *Registry
 	h    *testHandler
 	cl   *http.Client
-	done chan struct{}
 }
 
 type serverOpts struct {
@@ -215,29 +214,22 @@ func newTestServer(t testing.TB, o serverOpts) *testServer {
 	}
 	reg := NewRegistry(o.reg, h)
 	hs := NewHTTPServer(o.cfg, reg, h)
-	ts := &testServer{t: t, ln: fasthttputil.NewInmemoryListener(), HTTP: hs, Reg: reg, h: h, done: make(chan struct{})}
+	ts := &testServer{t: t, HTTP: hs, Reg: reg, h: h}
 	if o.body == 0 {
 		o.body = 1 << 20
 	}
 	if o.head == 0 {
 		o.head = 8 << 10
 	}
-	ts.srv = &fasthttp.Server{
+	ms := memhttp.Start(t, &fasthttp.Server{
 		Handler:              ts.route,
 		MaxRequestBodySize:   o.body,
 		ReadBufferSize:       o.head,
 		NoDefaultContentType: true,
 		CloseOnShutdown:      true,
 		Logger:               quietLogger{},
-	}
-	go func() {
-		ts.srv.Serve(ts.ln)
-		close(ts.done)
-	}()
-	ts.cl = &http.Client{Transport: &http.Transport{
-		DialContext:         func(context.Context, string, string) (net.Conn, error) { return ts.ln.Dial() },
-		MaxIdleConnsPerHost: 16,
-	}}
+	}, waitLimit)
+	ts.ln, ts.cl = ms.Listener, ms.Client
 	t.Cleanup(ts.close)
 	return ts
 }
@@ -259,6 +251,8 @@ func (ts *testServer) route(ctx *fasthttp.RequestCtx) {
 	}
 }
 
+// close ends the handler's work; the in-memory server itself is stopped after it, by
+// memhttp's own cleanup.
 func (ts *testServer) close() {
 	select {
 	case <-ts.h.release:
@@ -267,16 +261,6 @@ func (ts *testServer) close() {
 	}
 	ts.HTTP.Shutdown()
 	ts.Reg.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-	defer cancel()
-	ts.srv.ShutdownWithContext(ctx)
-	ts.ln.Close()
-	select {
-	case <-ts.done:
-	case <-time.After(waitLimit):
-		ts.t.Error("server did not stop")
-	}
-	ts.cl.CloseIdleConnections()
 }
 
 // req is one HTTP request of a test.
