@@ -113,6 +113,19 @@ func pumpEvents(t *testing.T, c *Consumer) []rec {
 	return parseAll(t, out).events
 }
 
+// drainAfter attaches a consumer with Attach(0), checks that it starts after event
+// start (the oldest one s keeps is start+1), closes s and returns every event the
+// consumer gets.
+func drainAfter(t *testing.T, s *Stream, start uint64) []rec {
+	t.Helper()
+	c := attach(t, s)
+	if c.Start().Seq != start {
+		t.Fatalf("Attach(0) starts after %v, want %d", c.Start(), start)
+	}
+	s.Close(0)
+	return pumpEvents(t, c)
+}
+
 // checkSeq checks that events are exactly the stream's events from..to, in order.
 func checkSeq(t *testing.T, stream uint32, evs []rec, from, to int) {
 	t.Helper()
@@ -329,12 +342,7 @@ func TestStreamResumeErrors(t *testing.T) {
 		t.Errorf("evictions %d, want 6", n)
 	}
 	// Attach(0) does not fail on eviction: it starts at the oldest event kept.
-	c, err := s.Attach(0)
-	if err != nil || c.Start().Seq != 6 {
-		t.Fatalf("Attach(0): %v, start %v", err, c.Start())
-	}
-	s.Close(0)
-	checkSeq(t, 4, pumpEvents(t, c), 7, 10)
+	checkSeq(t, 4, drainAfter(t, s, 6), 7, 10)
 	// Closed: exact positions still replay, the end is ErrClosed.
 	if _, err := s.Resume(10); err != ErrClosed {
 		t.Errorf("Resume at end of closed stream: %v", err)
@@ -589,12 +597,7 @@ func TestStreamWriteError(t *testing.T) {
 	if err := c.Pump(bufio.NewWriter(failWriter{werr}), PumpOptions{}); err != werr {
 		t.Fatalf("Pump: %v", err)
 	}
-	c2, err := s.Attach(0)
-	if err != nil || c2.Start().Seq != 0 {
-		t.Fatalf("Attach: %v %v", err, c2.Start())
-	}
-	s.Close(0)
-	checkSeq(t, 12, pumpEvents(t, c2), 1, 3)
+	checkSeq(t, 12, drainAfter(t, s, 0), 1, 3)
 }
 
 type failWriter struct{ err error }
