@@ -9,15 +9,14 @@ import (
 	"github.com/mcprouter/mcprouter/bench/internal/rpccheck"
 	"github.com/mcprouter/mcprouter/cmd/mcprouter/app"
 	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/internal/testbin"
 )
 
 // TestMetricsCallCheck: the check BenchmarkMetricsOverhead makes on every answer accepts
 // the echo call's result and rejects what a broken router could answer with status 200:
 // an error response (unknown tool) or another call's id.
 func TestMetricsCallCheck(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a router and a backend")
-	}
+	testbin.Long(t, "starts a router and a backend")
 	r := startRouter(t, startBackend(t), app.AdminOff, 1)
 	resp := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseResponse(resp)

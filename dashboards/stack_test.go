@@ -22,6 +22,7 @@ import (
 	"github.com/mcprouter/mcprouter/cmd/mcpbackend/server"
 	"github.com/mcprouter/mcprouter/cmd/mcprouter/app"
 	"github.com/mcprouter/mcprouter/cmd/mcprouter/app/apptest"
+	"github.com/mcprouter/mcprouter/internal/testbin"
 	"github.com/mcprouter/mcprouter/internal/testio"
 )
 
@@ -58,9 +59,7 @@ func startStackVia(t *testing.T, level slog.Level, via func(backendURL string) s
 // startStackWith is startStackVia with edit applied to the router's configuration.
 func startStackWith(t *testing.T, level slog.Level, via func(backendURL string) string, edit func(*app.Config)) *stack {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("starts a router and a backend")
-	}
+	testbin.Long(t, "starts a router and a backend")
 	logs := &testio.Buffer{Max: maxLog}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: level}))
 	be := mcpbackendtest.Start(t, server.Config{Tick: 50 * time.Millisecond, Logger: log.With("side", "backend")})

@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcprouter/mcprouter/internal/testbin"
 	"github.com/mcprouter/mcprouter/internal/testio"
 )
 
@@ -270,9 +271,7 @@ func (b *browser) screenshot(path string) {
 // backend and the method the load uses. Set MCPROUTER_SCREENSHOT_DIR to keep a
 // screenshot.
 func TestStatusPageInChromium(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a router, a backend and a browser")
-	}
+	testbin.Long(t, "starts a router, a backend and a browser")
 	bin := chromiumPath()
 	if bin == "" {
 		if os.Getenv("CI") != "" {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcprouter/mcprouter/internal/testbin"
 )
 
 // TestQuick runs the harness for real against mcpload stub and mcpbackend only: it builds
@@ -14,9 +16,7 @@ import (
 // loop, runs the codec benchmarks once and renders the section. It checks that everything
 // is wired, not the figures (no timing assertions: the machine is shared).
 func TestQuick(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds binaries and runs real load: skipped with -short")
-	}
+	testbin.Long(t, "builds binaries and runs real load")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	reports := t.TempDir()

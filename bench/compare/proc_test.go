@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcprouter/mcprouter/internal/testbin"
 )
 
 // helperEnv makes the test binary act as a child process for the proc tests.
@@ -93,9 +95,7 @@ func TestProcExitsBeforeReady(t *testing.T) {
 }
 
 func TestProcKilledWhenTermIgnored(t *testing.T) {
-	if testing.Short() {
-		t.Skip("waits for the stop timeout")
-	}
+	testbin.Long(t, "waits for the stop timeout")
 	p := helper(t, "ignore-term", regexp.MustCompile(`ready`))
 	if _, err := p.waitMatches(30 * time.Second); err != nil {
 		t.Fatal(err)

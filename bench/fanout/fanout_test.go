@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcprouter/mcprouter/internal/testbin"
 )
 
 // childEnv makes the test binary a server process for TestSmokeChild.
@@ -108,9 +110,7 @@ func TestSmoke(t *testing.T) {
 // TestSmokeChild runs the harness against servers in a child process (this test binary,
 // through TestMain), the way the command does past the file limit.
 func TestSmokeChild(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a child process")
-	}
+	testbin.Long(t, "starts a child process")
 	c, err := Spawn([]string{os.Args[0], "-test.run=^$"}, []string{childEnv + "=1"}, time.Minute)
 	if err != nil {
 		t.Fatal(err)

@@ -9,15 +9,14 @@ import (
 
 	"github.com/mcprouter/mcprouter/bench/internal/rpccheck"
 	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/internal/testbin"
 )
 
 // TestPongCheck: the check the ping benchmarks make on every answer accepts both servers'
 // replies to a ping and rejects a 200 answer that is not the ping's result, even one
 // about as long as the expected reply (what the former length check let through).
 func TestPongCheck(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a router")
-	}
+	testbin.Long(t, "starts a router")
 	bareAddr, stop := startBare(t)
 	defer stop()
 	a := startRouter(t)

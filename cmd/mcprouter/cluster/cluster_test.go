@@ -80,9 +80,7 @@ func startCluster(t *testing.T) ([]*natsNode, *backendsrv.Server) {
 // (skipped in -short mode).
 func startNATS(t *testing.T, n int) []*natsNode {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("starts a NATS cluster")
-	}
+	testbin.Long(t, "starts a NATS cluster")
 	routes := make([]int, n)
 	for i := range routes {
 		routes[i] = freePort(t)

@@ -116,9 +116,7 @@ func tail(s string, n int) string {
 }
 
 func TestConformance(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts processes and Node")
-	}
+	testbin.Long(t, "starts processes and Node")
 	node := nodeDir(t)
 	router := testbin.Build(t, testbin.Router)
 	everything := testbin.BuildFixture(t, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server")
