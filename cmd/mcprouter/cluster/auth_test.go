@@ -11,7 +11,6 @@ import (
 	"github.com/mcprouter/mcprouter/cmd/mcprouter/app/apptest"
 	"github.com/mcprouter/mcprouter/transport/auth"
 	"github.com/mcprouter/mcprouter/transport/auth/authtest"
-	"github.com/mcprouter/mcprouter/transport/natsbus"
 )
 
 // authResource is the canonical URI of the authenticating routers of these tests: the
@@ -22,13 +21,8 @@ const authResource = "http://127.0.0.1/mcp"
 // JWTs of issuer only.
 func startAuthRouter(t *testing.T, name, natsURL, backendURL, issuer string) *app.App {
 	t.Helper()
-	prefix := ""
-	cfg := app.Config{
-		Listen:   "127.0.0.1:0",
-		Backends: []app.BackendConfig{{Name: "ref", URL: backendURL, Prefix: &prefix}},
-		NATS:     natsbus.Config{URL: natsURL, Name: name, Replicas: 3, Lease: 5 * time.Second},
-		Auth:     auth.Config{Mode: auth.ModeJWT, Resource: authResource, Issuer: issuer},
-	}
+	cfg := routerConfig(name, natsURL, backendURL)
+	cfg.Auth = auth.Config{Mode: auth.ModeJWT, Resource: authResource, Issuer: issuer}
 	return apptest.Start(t, cfg, quiet(t), 10*time.Second)
 }
 

@@ -161,13 +161,18 @@ func quiet(t *testing.T) *slog.Logger {
 // startRouter runs one router instance on the NATS server at natsURL.
 func startRouter(t *testing.T, name, natsURL, backendURL string) *app.App {
 	t.Helper()
+	return apptest.Start(t, routerConfig(name, natsURL, backendURL), quiet(t), 10*time.Second)
+}
+
+// routerConfig is the configuration of instance name of the cluster on the NATS server
+// at natsURL, with the one backend (unprefixed).
+func routerConfig(name, natsURL, backendURL string) app.Config {
 	prefix := ""
-	cfg := app.Config{
+	return app.Config{
 		Listen:   "127.0.0.1:0",
 		Backends: []app.BackendConfig{{Name: "ref", URL: backendURL, Prefix: &prefix}},
 		NATS:     natsbus.Config{URL: natsURL, Name: name, Replicas: 3, Lease: 5 * time.Second},
 	}
-	return apptest.Start(t, cfg, quiet(t), 10*time.Second)
 }
 
 // client is a Go SDK client session that records the resource updates it receives.
