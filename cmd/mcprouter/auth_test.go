@@ -405,15 +405,7 @@ func mcpgoAuthSession(t *testing.T, c *mcpgoclient.Client) {
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	defer c.Close()
-	if err := c.Start(ctx); err != nil {
-		t.Fatalf("start: %v", err)
-	}
-	req := mcpgo.InitializeRequest{}
-	req.Params.ProtocolVersion = "2025-06-18"
-	req.Params.ClientInfo = mcpgo.Implementation{Name: "auth-e2e-mcp-go", Version: "1"}
-	if _, err := c.Initialize(ctx, req); err != nil {
-		t.Fatalf("initialize: %v", err)
-	}
+	startMCPGo(t, ctx, c, "2025-06-18", "auth-e2e-mcp-go")
 	tools, err := c.ListTools(ctx, mcpgo.ListToolsRequest{})
 	if err != nil {
 		t.Fatalf("tools/list: %v", err)

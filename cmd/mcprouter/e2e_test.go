@@ -130,22 +130,30 @@ func TestGoSDKStdio(t *testing.T) {
 	}
 }
 
+// startMCPGo starts c and initializes it, asking for revision requested as client
+// name; it fails the test if either fails.
+func startMCPGo(t *testing.T, ctx context.Context, c *mcpgoclient.Client, requested, name string) *mcpgo.InitializeResult {
+	t.Helper()
+	if err := c.Start(ctx); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	req := mcpgo.InitializeRequest{}
+	req.Params.ProtocolVersion = requested
+	req.Params.ClientInfo = mcpgo.Implementation{Name: name, Version: "1"}
+	res, err := c.Initialize(ctx, req)
+	if err != nil {
+		t.Fatalf("initialize (requested %q): %v", requested, err)
+	}
+	return res
+}
+
 // mcpgoSession initializes an mcp-go client at the requested revision, pings and closes.
 func mcpgoSession(t *testing.T, c *mcpgoclient.Client, requested, want string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	defer c.Close()
-	if err := c.Start(ctx); err != nil {
-		t.Fatalf("start: %v", err)
-	}
-	req := mcpgo.InitializeRequest{}
-	req.Params.ProtocolVersion = requested
-	req.Params.ClientInfo = mcpgo.Implementation{Name: "e2e-mcp-go", Version: "1"}
-	res, err := c.Initialize(ctx, req)
-	if err != nil {
-		t.Fatalf("initialize (requested %q): %v", requested, err)
-	}
+	res := startMCPGo(t, ctx, c, requested, "e2e-mcp-go")
 	if res.ProtocolVersion != want {
 		t.Errorf("negotiated %q, want %q", res.ProtocolVersion, want)
 	}

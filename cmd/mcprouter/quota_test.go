@@ -6,7 +6,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"io"
 	"net"
@@ -171,10 +170,8 @@ func adminURL(t testing.TB, p *routerProc) string {
 // gaugeValue reads one unlabelled metric from a Prometheus text endpoint (-1 if absent).
 func gaugeValue(t testing.TB, url, name string) float64 {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
-	resp, err := http.DefaultClient.Do(req)
+	c := http.Client{Timeout: testTimeout}
+	resp, err := c.Get(url)
 	if err != nil {
 		t.Fatal(err)
 	}
