@@ -195,7 +195,7 @@ func TestAuthChallengeAndMetadata(t *testing.T) {
 		t.Errorf("challenge %v, want resource_metadata %s, scope %s and no error", ch, wantMeta, requiredScope)
 	}
 	var rpc struct {
-		ID    *int `json:"id"`
+		ID    *int               `json:"id"`
 		Error struct{ Code int } `json:"error"`
 	}
 	if json.Unmarshal([]byte(body), &rpc) != nil || rpc.ID != nil || rpc.Error.Code == 0 {
