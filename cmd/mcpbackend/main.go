@@ -5,12 +5,16 @@
 //
 //	mcpbackend [--listen 127.0.0.1:8090] [--name NAME] [--tools N] [--resources N]
 //	           [--page-size 50] [--tick 1s] [--sample-timeout 1m] [--max-inflight 10000]
-//	           [--log-level info] [--eras both|legacy|modern]
+//	           [--log-level info] [--eras both|legacy|modern] [--fault KIND[,KIND]]
 //	mcpbackend stdio [same flags]     serve one client on stdin/stdout (logs on stderr)
 //
 // --eras chooses the protocol generations: the 2025 revisions (initialize, sessions), MCP
 // 2026-07-28 (stateless: server/discover, per-request _meta, input_required sampling,
 // subscriptions/listen), or both on the same endpoints (the default), decided per request.
+//
+// --fault makes the backend hostile on purpose, for tests of a router: each KIND (slow-bytes,
+// oversize, flood-notifications, invalid-json, unknown-id, double-answer, never-answer, or
+// all) adds a tool fault_<kind> that misbehaves that way, beside the well-behaved tools.
 //
 // The HTTP server logs "mcpbackend listening" with addr= once it accepts connections
 // (--listen with port 0 picks a free port; read it there).
@@ -24,6 +28,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -55,6 +60,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	erasFlag := fs.String("eras", "both", "protocol generations served: both, legacy (2024-11-05..2025-11-25) or modern (2026-07-28)")
 	natsURL := fs.String("nats", "", "also join this NATS server (nats://host:port) as the service --service")
+	faultFlag := fs.String("fault", "", "hostile tools to add, comma-separated: "+strings.Join(server.FaultNames(), ", ")+", or all (tests only)")
 	service := fs.String("service", "mcpbackend", "NATS service name (with --nats): routers reach it with backends[].nats")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -70,6 +76,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	eras, err := server.ParseEras(*erasFlag)
 	if err != nil {
 		fmt.Fprintln(stderr, "mcpbackend: --eras:", err)
+		return 2
+	}
+	faults, err := server.ParseFaults(*faultFlag)
+	if err != nil {
+		fmt.Fprintln(stderr, "mcpbackend: --fault:", err)
 		return 2
 	}
 	var level slog.Level
@@ -90,6 +101,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		Name: *name, ExtraTools: *tools, ExtraResources: *resources, PageSize: *pageSize,
 		Tick: *tick, SampleTimeout: *sampleTimeout, MaxInFlight: *maxInFlight, Logger: log,
 		AllowedHosts: rules.AllowedHosts, AllowedOrigins: rules.AllowedOrigins, Eras: eras,
+		Faults: faults,
 	})
 	if err != nil {
 		log.Error("invalid configuration", "err", err)
@@ -126,7 +138,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		log.Error("cannot listen", "err", err)
 		return 1
 	}
-	log.Info("mcpbackend listening", "addr", srv.Addr(), "mcp", server.PathMCP, "sse", server.PathSSE, "name", *name, "eras", eras)
+	log.Info("mcpbackend listening", "addr", srv.Addr(), "mcp", server.PathMCP, "sse", server.PathSSE, "name", *name, "eras", eras, "faults", faults)
 	if *natsURL != "" {
 		// A fleet of backend processes scales by starting more of them: each joins the
 		// service's queue group, and new upstream sessions spread over them.

@@ -52,6 +52,14 @@ const (
 	toolSample
 	toolTouch
 	toolLog
+	// The hostile tools of Config.Faults (fault.go).
+	toolFaultSlowBytes
+	toolFaultOversize
+	toolFaultFlood
+	toolFaultInvalidJSON
+	toolFaultUnknownID
+	toolFaultDoubleAnswer
+	toolFaultNeverAnswer
 )
 
 type tool struct {
@@ -239,6 +247,7 @@ func newCatalog(cfg Config) *catalog {
 	for _, t := range builtinTools {
 		c.addTool(t)
 	}
+	c.addFaultTools(cfg.Faults)
 	for i := 1; i <= cfg.ExtraTools; i++ {
 		c.addTool(toolSpec{
 			name: fmt.Sprintf("tool_%04d", i), title: fmt.Sprintf("Tool %04d", i),

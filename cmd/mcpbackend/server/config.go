@@ -66,6 +66,11 @@ type Config struct {
 	// that went away is noticed (its disconnect cancels the request). Default 15s.
 	KeepAlive time.Duration
 
+	// Faults turns on hostile behaviour for router tests: each fault adds a tool
+	// fault_<name> that plays it (see Faults). Default none: never in a fleet that is
+	// meant to work.
+	Faults Faults
+
 	// Logger receives the server's own logs (never the MCP channel). Default slog.Default().
 	Logger *slog.Logger
 }
@@ -177,6 +182,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Eras > ErasModern {
 		errs = append(errs, fmt.Errorf("eras %d: want ErasBoth, ErasLegacy or ErasModern", c.Eras))
+	}
+	if c.Faults&^FaultsAll != 0 {
+		errs = append(errs, fmt.Errorf("faults %#x: unknown bits", uint16(c.Faults&^FaultsAll)))
 	}
 	if c.ListTTL < 0 || c.KeepAlive < 0 {
 		errs = append(errs, errors.New("list TTL and keep-alive must not be negative"))

@@ -49,6 +49,22 @@ func (s *Server) httpRules() transport.HTTPRules {
 // (serveModernHTTP) and the rest by the 2025 endpoints, or refused when the server
 // speaks 2026-07-28 only.
 func (s *Server) Handler() fasthttp.RequestHandler {
+	h := s.eraHandler()
+	if s.cfg.Faults&FaultSlowBytes == 0 {
+		return h
+	}
+	// fault_slow_bytes is answered in front of the transports, which write whole
+	// messages (fault_wire.go).
+	return func(ctx *fasthttp.RequestCtx) {
+		if string(ctx.Path()) == PathMCP && s.serveSlowHTTP(ctx) {
+			return
+		}
+		h(ctx)
+	}
+}
+
+// eraHandler serves the endpoints in the generations Config.Eras names.
+func (s *Server) eraHandler() fasthttp.RequestHandler {
 	legacy := mcphttp.Handler(s.http, mcphttp.Paths{MCP: PathMCP, SSE: PathSSE, Message: PathMessage},
 		"not found: the MCP endpoint is "+PathMCP+" (legacy SSE: "+PathSSE+")")
 	if !s.cfg.Eras.modern() {
@@ -117,6 +133,10 @@ func (s *Server) SSEURL() string { return "http://" + s.Addr() + PathSSE }
 // ServeStdio serves one client on r (its stdin) and w (its stdout) until r ends or ctx
 // is done.
 func (s *Server) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) error {
+	if s.cfg.Faults&FaultSlowBytes != 0 && s.wire == nil {
+		s.wire = &stdioWire{w: w} // fault_slow_bytes trickles its lines on it
+		w = s.wire
+	}
 	return transport.ServeStdio(ctx, transport.StdioConfig{MaxMessage: s.cfg.MaxBody}, s.reg, s, r, w)
 }
 

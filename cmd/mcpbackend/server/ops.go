@@ -42,6 +42,7 @@ const (
 	opSleep opKind = iota
 	opProgress
 	opSample
+	opNever // fault_never_answer: forgotten at its timeout, never answered
 )
 
 // startOp registers o for the request m and starts it. On refusal (overload, duplicate
@@ -158,6 +159,10 @@ func (o *op) fire() {
 		st = appendInt(st, int64(o.steps))
 		st = append(st, '}')
 		toolText(o.r, o.sess, o.id, "done: "+strconv.Itoa(o.steps)+" steps", st)
+	case opNever:
+		o.endLocked()
+		o.mu.Unlock()
+		o.r.Done()
 	case opSample: // the timeout
 		o.endLocked()
 		o.mu.Unlock()

@@ -65,6 +65,7 @@ type Server struct {
 	inflight atomic.Int64
 	nextCall atomic.Uint64 // ids of server-to-client requests
 
+	wire  *stdioWire                         // stdout shared with fault_slow_bytes (Config.Faults only)
 	mod   modernState                        // the 2026-07-28 side
 	conns map[*transport.Session]*modernConn // 2026-07-28 requests in flight per stdio/NATS connection, under mod.mu
 

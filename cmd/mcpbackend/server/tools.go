@@ -79,6 +79,8 @@ func (s *Server) callTool(m *codec.Message, sess *Session, r Responder) {
 		s.touch(m, sess, r, args)
 	case toolLog:
 		s.logTool(m, sess, r, args)
+	default:
+		s.callFault(m, sess, r, args, t.kind)
 	}
 }
 
