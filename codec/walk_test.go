@@ -2,6 +2,7 @@ package codec
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -91,5 +92,63 @@ func TestAllocsWalker(t *testing.T) {
 		}
 	}); n != 0 {
 		t.Errorf("%v allocs per walk", n)
+	}
+}
+
+// walkDeep walks v with Key, Enter and Exit all the way down, stopping each child after
+// stop members or elements (the rest is left to Exit), and returns the values Exit
+// and Value returned, in order.
+func walkDeep(t *testing.T, w *Walker, stop int, out []string) []string {
+	for n := 0; n < stop; n++ {
+		if w.close == '}' {
+			if _, _, ok := w.Key(); !ok {
+				return out
+			}
+		}
+		var c Walker
+		if w.Enter(&c) {
+			out = walkDeep(t, &c, stop, out)
+			v, ok := w.Exit(&c)
+			if !ok {
+				return out
+			}
+			out = append(out, string(v))
+			continue
+		}
+		v, ok := w.Value()
+		if !ok {
+			return out
+		}
+		out = append(out, string(v))
+	}
+	return out
+}
+
+func TestWalkerEnter(t *testing.T) {
+	in := []byte(`{"a":{"b":[1,{"c":"d"},[]],"e":{}},"f":[ {"g":null} ],"h":true}`)
+	for stop, want := range map[int]string{
+		0:   "",
+		1:   `1 [1,{"c":"d"},[]] {"b":[1,{"c":"d"},[]],"e":{}}`,
+		100: `1 "d" {"c":"d"} [] [1,{"c":"d"},[]] {} {"b":[1,{"c":"d"},[]],"e":{}} null {"g":null} [ {"g":null} ] true`,
+	} {
+		var w Walker
+		w.Object(in)
+		got := strings.Join(walkDeep(t, &w, stop, nil), " ")
+		if got != want {
+			t.Errorf("stop %d:\n got %s\nwant %s", stop, got, want)
+		}
+		if w.Err() != nil {
+			t.Errorf("stop %d: %v", stop, w.Err())
+		}
+	}
+	// A parse error inside a child reaches the parent.
+	var w Walker
+	w.Object([]byte(`{"a":{"b":tru},"c":1}`))
+	walkDeep(t, &w, 100, nil)
+	if !errors.Is(w.Err(), ErrParse) {
+		t.Errorf("err %v, want a parse error", w.Err())
+	}
+	if w.Peek() != 0 {
+		t.Error("Peek after the end")
 	}
 }
