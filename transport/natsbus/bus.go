@@ -151,6 +151,11 @@ type Bus struct {
 	Reconnects    atomic.Uint64
 	AsyncErrors   atomic.Uint64
 	onReconnected atomic.Pointer[func()]
+
+	// closing is set by Close: the disconnect that follows is the router's own doing,
+	// not an outage worth a warning. closed is closed once the connection is.
+	closing atomic.Bool
+	closed  chan struct{}
 }
 
 // Validate checks the configuration.
@@ -231,7 +236,7 @@ func Start(cfg Config, log *slog.Logger) (*Bus, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	b := &Bus{cfg: cfg, log: log}
+	b := &Bus{cfg: cfg, log: log, closed: make(chan struct{})}
 	opts := []nats.Option{
 		nats.Name(cfg.Name),
 		nats.MaxReconnects(-1),
@@ -239,9 +244,13 @@ func Start(cfg Config, log *slog.Logger) (*Bus, error) {
 		nats.ReconnectBufSize(8 << 20),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			b.Connected.Store(false)
+			if b.closing.Load() {
+				return
+			}
 			b.Disconnects.Add(1)
 			log.Warn("NATS connection lost: notifications across instances are paused", "err", err)
 		}),
+		nats.ClosedHandler(func(*nats.Conn) { close(b.closed) }),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
 			b.Connected.Store(true)
 			b.Reconnects.Add(1)
@@ -487,10 +496,16 @@ func (b *Bus) replicas() int {
 // Close drains the connection and stops the embedded server.
 func (b *Bus) Close() {
 	if b.NC != nil {
-		b.NC.Drain()
-		deadline := time.Now().Add(5 * time.Second)
-		for !b.NC.IsClosed() && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
+		b.closing.Store(true)
+		if b.NC.Drain() == nil {
+			// Drain ends in Close, which runs the closed handler; its own timeout
+			// bounds it, this one bounds a connection that never finishes.
+			t := time.NewTimer(5 * time.Second)
+			select {
+			case <-b.closed:
+			case <-t.C:
+			}
+			t.Stop()
 		}
 		b.NC.Close()
 	}
