@@ -22,10 +22,11 @@ import (
 // keeps its own last lists (backend.lists), written only here.
 //
 // Who calls it: refresh runs on a background goroutine of the fleet's lifecycle per
-// instance event or change notice (several may run at once: builds are serialized by
-// mu, and each build reads every backend's latest lists); load is called by routing on
-// dispatcher workers and never blocks. A change to the exposed lists is told to
-// clients through changed.
+// instance event or change notice (builds are serialized by mu, and each build reads
+// every backend's latest lists); one backend's refreshes are coalesced (refreshing), so
+// that a backend flooding list_changed costs one fetch at a time, not one per notice;
+// load is called by routing on dispatcher workers and never blocks. A change to the
+// exposed lists is told to clients through changed.
 type catalogBuilder struct {
 	life     *lifecycle
 	table    *table // the router's own list requests
@@ -39,6 +40,17 @@ type catalogBuilder struct {
 	gen        atomic.Uint64
 	mu         sync.Mutex // serializes builds
 	collisions sync.Map   // collisions already logged
+	refreshing sync.Map   // *backend → *refreshRun
+	caches     sync.Map   // listKey → modern.Cache of a backend's last list (modern_client.go)
+}
+
+// refreshRun coalesces one backend's refreshes: while one runs, the calls that come
+// meanwhile leave the connection to read through in again and return, and the running
+// one reads the lists once more when it ends, through the latest connection asked for.
+type refreshRun struct {
+	mu      sync.Mutex
+	running bool
+	again   *upConn
 }
 
 func newCatalogBuilder(life *lifecycle, table *table, log *slog.Logger, stats *Stats, backends []*backend, changed func(string)) *catalogBuilder {
@@ -58,8 +70,36 @@ func (cb *catalogBuilder) rebuild() {
 }
 
 // refresh re-reads a backend's lists and swaps in a new catalog; clients hear of it
-// when the exposed lists changed.
+// when the exposed lists changed. When a refresh of b is already running it returns at
+// once: that one reads the lists again after it ends, which covers this call's change.
 func (cb *catalogBuilder) refresh(b *backend, c *upConn) {
+	if c == nil {
+		return
+	}
+	v, ok := cb.refreshing.Load(b)
+	if !ok {
+		v, _ = cb.refreshing.LoadOrStore(b, new(refreshRun))
+	}
+	run := v.(*refreshRun)
+	run.mu.Lock()
+	if run.running {
+		run.again = c
+		run.mu.Unlock()
+		return
+	}
+	run.running = true
+	run.mu.Unlock()
+	for c != nil {
+		cb.refreshOnce(b, c)
+		run.mu.Lock()
+		c, run.again = run.again, nil
+		run.running = c != nil
+		run.mu.Unlock()
+	}
+}
+
+// refreshOnce reads b's lists through c and swaps in a new catalog.
+func (cb *catalogBuilder) refreshOnce(b *backend, c *upConn) {
 	ctx, cancel := context.WithTimeout(cb.life.ctx, b.cfg.Timeout)
 	defer cancel()
 	lists, err := cb.fetchLists(ctx, c)
@@ -138,6 +178,7 @@ func (cb *catalogBuilder) fetchList(ctx context.Context, c *upConn, k kind) ([]i
 		if err != nil {
 			return nil, err
 		}
+		cb.noteCache(c.b, k, page, res)
 		if prefix != "" {
 			if res, err = codec.AppendPrefixListNames(nil, res, info.list, info.field, prefix); err != nil {
 				return nil, err
