@@ -100,10 +100,11 @@ func check(r *rule, v []byte) *Error {
 	if r.kinds != 0 && r.kinds&k == 0 {
 		return &Error{Reason: mustBe(r.kinds)}
 	}
-	for _, a := range r.anyOf {
-		if rules[a].kinds&k != 0 {
-			return check(&rules[a], v)
+	if r.anyOf != nil {
+		if a := pick(r, k); a != r {
+			return check(a, v)
 		}
+		return nil
 	}
 	switch k {
 	case kString:
@@ -125,23 +126,25 @@ func check(r *rule, v []byte) *Error {
 	return nil
 }
 
-// checkObject checks the members of the object v: each described member against its
-// rule, the others against r.extra, then that the required ones were there.
+// checkObject checks the members of the object v against r.
 func checkObject(r *rule, v []byte) *Error {
 	var w codec.Walker
 	w.Object(v)
+	return walkObject(r, &w)
+}
+
+// walkObject checks the members of the object w walks: each described member against
+// its rule, the others against r.extra, then that the required ones were there.
+func walkObject(r *rule, w *codec.Walker) *Error {
 	var seen uint64
-	for key, esc, val, ok := w.Next(); ok; key, esc, val, ok = w.Next() {
+	for key, esc, ok := w.Key(); ok; key, esc, ok = w.Key() {
 		sub := r.extra
 		i := memberIndex(r.members, key, esc)
 		if i >= 0 {
 			seen |= 1 << i
 			sub = r.members[i].rule
 		}
-		if sub == 0 {
-			continue
-		}
-		if e := check(&rules[sub], val); e != nil {
+		if e := checkAt(&rules[sub], w); e != nil {
 			if i >= 0 {
 				return e.at(segment(r.members[i].name))
 			}
@@ -158,6 +161,65 @@ func checkObject(r *rule, v []byte) *Error {
 		}
 	}
 	return nil
+}
+
+// checkAt checks the value w is on against r and moves w past it. An object or array
+// whose members or elements have rules is walked in place (Enter), not scanned first:
+// each byte of params is scanned once however deep it sits.
+func checkAt(r *rule, w *codec.Walker) *Error {
+	switch c := w.Peek(); {
+	case c == '{' && r.kinds&kObject != 0:
+		if r.anyOf != nil {
+			r = pick(r, kObject)
+		}
+		if r.tag != "" || (r.members == nil && r.extra == 0) {
+			break
+		}
+		var in codec.Walker
+		w.Enter(&in)
+		if e := walkObject(r, &in); e != nil {
+			return e
+		}
+		if _, ok := w.Exit(&in); !ok {
+			return &Error{Reason: reasonInvalid}
+		}
+		return nil
+	case c == '[' && r.kinds&kArray != 0:
+		if r.anyOf != nil {
+			r = pick(r, kArray)
+		}
+		if r.items == 0 {
+			break
+		}
+		var in codec.Walker
+		w.Enter(&in)
+		if e := walkArray(&rules[r.items], &in); e != nil {
+			return e
+		}
+		if _, ok := w.Exit(&in); !ok {
+			return &Error{Reason: reasonInvalid}
+		}
+		return nil
+	}
+	v, ok := w.Value()
+	if !ok {
+		return &Error{Reason: reasonInvalid}
+	}
+	if r.kinds == 0 {
+		return nil
+	}
+	return check(r, v)
+}
+
+// pick returns the alternative of r for a value of kind k (r.anyOf covers it: r.kinds
+// is the union of the alternatives' kinds).
+func pick(r *rule, k kind) *rule {
+	for _, a := range r.anyOf {
+		if rules[a].kinds&k != 0 {
+			return &rules[a]
+		}
+	}
+	return r
 }
 
 // checkTagged picks the alternative of r that the value of the member r.tag names and
@@ -199,12 +261,15 @@ func checkTagged(r *rule, v []byte) *Error {
 func checkArray(r *rule, v []byte) *Error {
 	var w codec.Walker
 	w.Array(v)
-	n := 0
-	for _, _, val, ok := w.Next(); ok; _, _, val, ok = w.Next() {
-		if e := check(r, val); e != nil {
+	return walkArray(r, &w)
+}
+
+// walkArray checks every element of the array w walks against r.
+func walkArray(r *rule, w *codec.Walker) *Error {
+	for n := 0; w.Peek() != 0; n++ {
+		if e := checkAt(r, w); e != nil {
 			return e.at("[" + strconv.Itoa(n) + "]")
 		}
-		n++
 	}
 	if w.Err() != nil {
 		return &Error{Reason: reasonInvalid}
