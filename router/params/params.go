@@ -28,6 +28,16 @@ func (e *Error) Is(target error) bool { return target == ErrInvalidParams }
 // Code is the JSON-RPC error code to answer with: codec.CodeInvalidParams.
 func (e *Error) Code() int { return codec.CodeInvalidParams }
 
+// AppendData appends the error's data member, {"path":"params.uri","reason":"required"},
+// for clients that act on the member rather than parse the message.
+func (e *Error) AppendData(dst []byte) []byte {
+	dst = append(dst, `{"path":`...)
+	dst = codec.AppendString(dst, e.Path)
+	dst = append(dst, `,"reason":`...)
+	dst = codec.AppendString(dst, e.Reason)
+	return append(dst, '}')
+}
+
 // Validate checks params (the raw params value of a message that codec.Scan accepted,
 // nil when the message has none) of method (decoded: the caller unquotes an escaped
 // method, as it does to dispatch) against the schema of revision ("2025-11-25"). It

@@ -126,3 +126,18 @@ func TestKnown(t *testing.T) {
 		t.Errorf("Revisions() = %v", got)
 	}
 }
+
+// The answer the router sends: -32602, the message, and the member in data.
+func TestErrorAnswer(t *testing.T) {
+	err := Validate("2025-11-25", "resources/read", []byte(`{"uri":{"a":1}}`))
+	e := err.(*Error)
+	got := string(codec.AppendError(nil, []byte("7"), e.Code(), e.Error(), e.AppendData(nil)))
+	want := `{"jsonrpc":"2.0","id":7,"error":{"code":-32602,"message":"params.uri: must be a string","data":{"path":"params.uri","reason":"must be a string"}}}`
+	if got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	var m codec.Message
+	if err := codec.Scan([]byte(got), &m); err != nil || m.Kind != codec.KindError {
+		t.Errorf("the answer does not scan as an error response: %v", err)
+	}
+}
