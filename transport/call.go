@@ -21,6 +21,8 @@ type call struct {
 	ends     []int  // end offset of each reply in buf
 	streamed bool   // the output took over delivery (SSE upgrade): replies go out one by one
 	finished bool
+	abandon  func() // Exchange.OnAbandon's, until the call finishes
+	status   int    // Exchange.SetStatus's, 0 for none
 }
 
 // output is where a call's messages go; each client transport implements it.
@@ -47,6 +49,7 @@ func (c *call) init(out output, batch bool) {
 	c.sealed, c.pending, c.refs = false, 0, 1
 	c.buf, c.ends = c.buf[:0], c.ends[:0]
 	c.streamed, c.finished = false, false
+	c.abandon, c.status = nil, 0
 }
 
 // add registers one more exchange on the call; the transport calls it before handing
@@ -88,6 +91,7 @@ func (c *call) reply(msg []byte) {
 func (c *call) maybeFinishLocked() {
 	if c.sealed && c.pending == 0 && !c.finished {
 		c.finished = true
+		c.abandon = nil
 		if c.streamed {
 			c.out.streamed(c, nil, true)
 		} else {
@@ -114,6 +118,37 @@ func (c *call) send(msg []byte) error {
 		c.buf, c.ends = c.buf[:0], c.ends[:0]
 	}
 	return err
+}
+
+// onAbandon registers what to run if the client leaves before the call finishes.
+func (c *call) onAbandon(fn func()) {
+	c.mu.Lock()
+	if !c.finished {
+		c.abandon = fn
+	}
+	c.mu.Unlock()
+}
+
+// takeAbandonLocked takes what to run now that the client left, nil when the call
+// finished or nothing was registered. Called with c.mu held; the caller runs it after
+// unlocking (it answers the exchange, which takes c.mu).
+func (c *call) takeAbandonLocked() func() {
+	if c.finished {
+		return nil
+	}
+	fn := c.abandon
+	c.abandon = nil
+	return fn
+}
+
+// abandoned runs what was registered to run if the client left before the reply.
+func (c *call) abandoned() {
+	c.mu.Lock()
+	fn := c.takeAbandonLocked()
+	c.mu.Unlock()
+	if fn != nil {
+		fn()
+	}
 }
 
 func (c *call) bind(version string, state SessionState) (*Session, error) {

@@ -43,6 +43,9 @@ type arrival struct {
 	carrier   Carrier
 	batch     bool
 	principal *auth.Principal
+	// stateless, when set, are the headers of a request served without a session.
+	stateless *StatelessHeaders
+	screen    StatelessScreen
 }
 
 // batchLimitError refuses a batch with more elements than the transport's limit.
@@ -144,7 +147,11 @@ func handOver(h Handler, x *Exchange, e []byte, m *codec.Message, err error, to 
 		return
 	}
 	x.own = append(x.own[:0], e...)
-	x.Raw = x.own
+	if to.stateless != nil {
+		x.Stateless, x.screen = true, to.screen
+		x.own = copyHeaders(x, x.own, to.stateless)
+	}
+	x.Raw = x.own[:len(e):len(e)]
 	x.Msg = *m
 	rebase(&x.Msg, e, x.Raw)
 	x.Session, x.Version, x.Carrier, x.Batch, x.Principal = to.sess, to.version, to.carrier, to.batch, to.principal

@@ -79,6 +79,10 @@ type HTTPConfig struct {
 	// Audit receives one line per refused request (bad credentials, a session of
 	// another principal); it should be rate-limited (transport/logsafe). Nil: none.
 	Audit *slog.Logger
+	// StatusOf, when set, gives the HTTP status of a stateless request's JSON reply
+	// (stateless.go): a revision without sessions says some errors with a status too
+	// (400, 404). 0 keeps 200.
+	StatusOf func(reply []byte) int
 }
 
 // SessionResolver finds sessions this process does not hold.
@@ -178,16 +182,19 @@ type HTTPStats struct {
 // HTTPServer serves the Streamable HTTP endpoint and the legacy HTTP+SSE endpoints of one
 // Registry on fasthttp.
 type HTTPServer struct {
-	cfg      HTTPConfig
-	reg      *Registry
-	auth     *auth.Authenticator // nil: authentication off
-	handler  Handler
-	policy   SessionlessPolicy
-	closing  chan struct{}
-	stopOnce sync.Once
-	inits    *rateLimiter
-	adopting adoptions
-	Stats    HTTPStats
+	cfg     HTTPConfig
+	reg     *Registry
+	auth    *auth.Authenticator // nil: authentication off
+	handler Handler
+	policy  SessionlessPolicy
+	// stateless and screen are the handler's, when it serves stateless requests.
+	stateless StatelessPolicy
+	screen    StatelessScreen
+	closing   chan struct{}
+	stopOnce  sync.Once
+	inits     *rateLimiter
+	adopting  adoptions
+	Stats     HTTPStats
 }
 
 // NewHTTPServer returns the HTTP endpoints serving sessions of reg, handing messages to h.
@@ -196,6 +203,8 @@ func NewHTTPServer(cfg HTTPConfig, reg *Registry, h Handler) *HTTPServer {
 	s := &HTTPServer{cfg: cfg, reg: reg, handler: h, closing: make(chan struct{}),
 		inits: newRateLimiter(cfg.InitRate, cfg.InitBurst)}
 	s.policy, _ = h.(SessionlessPolicy)
+	s.stateless, _ = h.(StatelessPolicy)
+	s.screen, _ = h.(StatelessScreen)
 	if cfg.Auth.Enabled() {
 		s.auth = cfg.Auth
 	}
@@ -234,11 +243,11 @@ func (s *HTTPServer) ServeStreamable(ctx *fasthttp.RequestCtx) {
 			s.post(ctx, p)
 		}
 	case fasthttp.MethodGet:
-		if p, ok := s.authorize(ctx); ok {
+		if p, ok := s.authorize(ctx); ok && !s.statelessRefused(ctx) {
 			s.get(ctx, p)
 		}
 	case fasthttp.MethodDelete:
-		if p, ok := s.authorize(ctx); ok {
+		if p, ok := s.authorize(ctx); ok && !s.statelessRefused(ctx) {
 			s.delete(ctx, p)
 		}
 	case fasthttp.MethodOptions:
@@ -314,6 +323,15 @@ func (s *HTTPServer) post(ctx *fasthttp.RequestCtx, principal *auth.Principal) {
 	if accept&acceptJSON == 0 && accept&acceptSSE == 0 {
 		s.httpError(ctx, fasthttp.StatusNotAcceptable, "Accept must allow application/json or text/event-stream")
 		return
+	}
+	if s.stateless != nil {
+		p := getPost()
+		if s.statelessOf(ctx, &p.in) {
+			p.srv, p.accept, p.principal = s, accept, principal
+			s.postStateless(ctx, p, principal)
+			return
+		}
+		putPost(p)
 	}
 	version, ok := s.cfg.Rules.versionFor(ctx.Request.Header.Peek(HeaderProtocolVersion))
 	if !ok {
@@ -450,14 +468,23 @@ func (s *HTTPServer) await(ctx *fasthttp.RequestCtx, p *httpPost) {
 			sess = p.sess
 		}
 		c.mu.Unlock()
-		s.serveStream(ctx, stream, false, 0, sess, func() { c.unref() })
+		s.serveStream(ctx, stream, false, 0, sess, func(err error) {
+			if err != nil {
+				c.abandoned() // the client left before the reply
+			}
+			c.unref()
+		})
 		return
 	}
 	if !c.finished {
 		// The handler did not answer in time: give up on this POST. Late replies are
 		// dropped by the call.
+		abandon := c.takeAbandonLocked()
 		c.finished = true
 		c.mu.Unlock()
+		if abandon != nil {
+			abandon()
+		}
 		c.unref()
 		s.rpcError(ctx, fasthttp.StatusGatewayTimeout, codec.CodeInternalError, "timed out waiting for the reply", nil)
 		return
@@ -475,6 +502,15 @@ func (s *HTTPServer) await(ctx *fasthttp.RequestCtx, p *httpPost) {
 	}
 	ctx.SetContentType("application/json")
 	ctx.SetBody(c.appendBody(ctx.Response.Body()[:0]))
+	if p.stateless {
+		st := c.status
+		if st == 0 && s.cfg.StatusOf != nil {
+			st = s.cfg.StatusOf(ctx.Response.Body())
+		}
+		if st != 0 {
+			ctx.SetStatusCode(st)
+		}
+	}
 	c.mu.Unlock()
 	c.unref()
 }
@@ -502,12 +538,13 @@ func (s *HTTPServer) replyAsStream(ctx *fasthttp.RequestCtx, p *httpPost) {
 	c.replies(func(msg []byte) { publishReply(stream, msg) })
 	stream.Close(0)
 	c.mu.Unlock()
-	s.serveStream(ctx, stream, false, 0, sess, func() { c.unref() })
+	s.serveStream(ctx, stream, false, 0, sess, func(error) { c.unref() })
 }
 
 // serveStream turns the response into an SSE stream pumping from stream, resuming after
-// seq; done runs when the pump ends.
-func (s *HTTPServer) serveStream(ctx *fasthttp.RequestCtx, stream *sse.Stream, resume bool, after uint64, sess *Session, done func()) {
+// seq; done runs when the pump ends, with the error that ended it (nil: the stream
+// ended cleanly).
+func (s *HTTPServer) serveStream(ctx *fasthttp.RequestCtx, stream *sse.Stream, resume bool, after uint64, sess *Session, done func(error)) {
 	var cons *sse.Consumer
 	var err error
 	if resume {
@@ -525,7 +562,7 @@ func (s *HTTPServer) serveStream(ctx *fasthttp.RequestCtx, stream *sse.Stream, r
 	}
 	if err != nil {
 		if done != nil {
-			done()
+			done(err)
 		}
 		s.httpError(ctx, fasthttp.StatusBadRequest, "cannot resume stream: "+err.Error())
 		return
@@ -567,7 +604,7 @@ func (s *HTTPServer) serveStream(ctx *fasthttp.RequestCtx, stream *sse.Stream, r
 			s.Stats.SlowConsumers.Add(1)
 		}
 		if done != nil {
-			done()
+			done(err)
 		}
 	})
 }
@@ -1006,10 +1043,14 @@ type httpPost struct {
 	// principal, and the owner of a session it opens.
 	principal *auth.Principal
 	stream    *sse.Stream
-	in      inbound
-	tmp     []byte
-	wake    chan struct{}
-	timer   *time.Timer
+	// stateless: a request served without a session (stateless.go); hdrs holds its
+	// Mcp-Param-* headers while they are handed over.
+	stateless bool
+	hdrs      []byte
+	in        inbound
+	tmp       []byte
+	wake      chan struct{}
+	timer     *time.Timer
 }
 
 var postPool = sync.Pool{New: func() any {
@@ -1029,6 +1070,10 @@ func putPost(p *httpPost) {
 		p.sess.endCall()
 	}
 	p.srv, p.sess, p.bound, p.stream, p.client, p.principal = nil, nil, nil, nil, netip.Addr{}, nil
+	p.stateless = false
+	if cap(p.hdrs) > maxPooledBuf {
+		p.hdrs = nil
+	}
 	if cap(p.call.buf) > maxPooledBuf {
 		p.call.buf = nil
 	}
@@ -1049,6 +1094,18 @@ func (p *httpPost) signal() {
 func (p *httpPost) finish(*call) { p.signal() }
 
 func (p *httpPost) related(c *call, msg []byte) (bool, error) {
+	if p.stateless {
+		// No session: the POST's own stream, when the client takes one, or nothing.
+		if p.stream == nil {
+			if p.accept&acceptSSE == 0 {
+				return false, ErrNoStream
+			}
+			p.stream = p.srv.statelessStream()
+			p.signal()
+		}
+		_, err := p.stream.Publish("", msg)
+		return true, err
+	}
 	sess := p.sess
 	if sess == nil {
 		sess = p.bound

@@ -84,16 +84,33 @@ type Exchange struct {
 	// session it is the session's owner: the edge refuses anyone else.
 	Principal *auth.Principal
 
+	// Stateless is true for a request served without a session, in a revision that has
+	// none (stateless.go); Headers are then its raw HTTP headers of that revision.
+	Stateless bool
+	Headers   StatelessHeaders
+
 	// Tag is the handler's own per-exchange data (the router's in-flight entry); the
 	// transport clears it when the exchange is recycled.
 	Tag any
 
-	call *call
-	own  []byte // the exchange's own copy of the message's bytes (or of its error's data), pooled
+	call   *call
+	screen StatelessScreen // the handler's, for a stateless exchange
+	own    []byte          // the exchange's own copy of the message's bytes (or of its error's data), pooled
 }
 
 // Reply sends the response to a request and ends the exchange. msg is copied.
-func (x *Exchange) Reply(msg []byte) { x.call.reply(msg); x.release() }
+func (x *Exchange) Reply(msg []byte) {
+	if x.screen != nil {
+		bp := screenBufs.Get().(*[]byte)
+		// Only the pooled buffer goes back to the pool, whatever the screen returned.
+		x.call.reply(x.screen.ScreenReply(x, msg, (*bp)[:0]))
+		putScreenBuf(bp)
+		x.release()
+		return
+	}
+	x.call.reply(msg)
+	x.release()
+}
 
 // Done ends an exchange that needs no response (notification or response from the client).
 func (x *Exchange) Done() { x.call.reply(nil); x.release() }
@@ -103,7 +120,28 @@ func (x *Exchange) Done() { x.call.reply(nil); x.release() }
 // into an SSE stream when the client accepts one, and otherwise uses the session's GET
 // stream. msg is copied. Send must not be called after Reply or Done: the exchange is
 // recycled then (callers that may race with the reply guard it, as the fleet does).
-func (x *Exchange) Send(msg []byte) error { return x.call.send(msg) }
+func (x *Exchange) Send(msg []byte) error {
+	if x.screen != nil {
+		bp := screenBufs.Get().(*[]byte)
+		defer putScreenBuf(bp)
+		out, ok := x.screen.ScreenSend(x, msg, (*bp)[:0])
+		if !ok {
+			return nil
+		}
+		return x.call.send(out)
+	}
+	return x.call.send(msg)
+}
+
+// screenBufs hold what a StatelessScreen makes of a message until the call copies it.
+var screenBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+func putScreenBuf(bp *[]byte) {
+	if cap(*bp) > maxPooledBuf {
+		*bp = nil
+	}
+	screenBufs.Put(bp)
+}
 
 // Bind creates the session for this exchange (an initialize request that succeeded) with
 // the negotiated revision and the handler's state, and returns it. The session id travels

@@ -1,0 +1,176 @@
+package transport
+
+import (
+	"bytes"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/transport/auth"
+	"github.com/mcprouter/mcprouter/transport/sse"
+)
+
+// Stateless requests: revisions from 2026-07-28 on have no sessions. Each request says
+// in its own body (params._meta) and headers which revision it speaks, so one endpoint
+// serves both generations and decides per request: a request the handler claims as
+// stateless (StatelessPolicy.Stateless) is served without a session, anything else the
+// session way. The transport stays blind to what makes a request stateless; it only
+//
+//   - skips the session machinery (no Mcp-Session-Id, no initialize rate limit, no
+//     session-scoped MCP-Protocol-Version check: an unknown version reaches the
+//     handler, which answers it with the revision's own error);
+//   - hands the handler the raw headers the revision defines (StatelessHeaders);
+//   - opens an SSE stream on the POST itself when the handler sends something before
+//     the reply (no session, so no GET stream and no resumption);
+//   - sets the reply's HTTP status from HTTPConfig.StatusOf;
+//   - runs what the handler registered with Exchange.OnAbandon when the client closes
+//     the stream before the reply: closing the stream is how the revision cancels;
+//   - refuses GET and DELETE with 405 for a client that speaks such a revision.
+
+// StatelessPolicy is implemented by handlers that serve requests without a session.
+// Stateless reports whether a message (nil for a GET or DELETE, judged on the header
+// alone) is to be served statelessly, given the raw MCP-Protocol-Version header (nil
+// when absent). It must not block and must not keep m or header.
+type StatelessPolicy interface {
+	Stateless(m *codec.Message, versionHeader []byte) bool
+}
+
+// StatelessScreen is implemented by handlers that adjust what goes back to a stateless
+// request: ScreenSend may drop (ok false) or rewrite a message sent before the reply,
+// ScreenReply may rewrite the reply. They append what to send to buf (or return msg
+// itself) and run on the sender's goroutine, before the transport copies the bytes;
+// x is valid for their duration.
+type StatelessScreen interface {
+	ScreenSend(x *Exchange, msg, buf []byte) (out []byte, ok bool)
+	ScreenReply(x *Exchange, msg, buf []byte) []byte
+}
+
+// StatelessHeaders are the raw values of the headers a stateless request carries over
+// HTTP (nil when absent; all nil on other carriers), views into the exchange's own
+// bytes, valid as long as it is.
+type StatelessHeaders struct {
+	Version []byte // MCP-Protocol-Version
+	Method  []byte // Mcp-Method
+	Name    []byte // Mcp-Name
+	// Params are the Mcp-Param-* headers as they came, one "Name: value\n" line each,
+	// for the handler to check or pass on.
+	Params []byte
+}
+
+// Header names of the stateless revision's Streamable HTTP binding.
+const (
+	HeaderMethod      = "Mcp-Method"
+	HeaderName        = "Mcp-Name"
+	headerParamPrefix = "mcp-param-"
+)
+
+// OnAbandon registers fn to run, once, if the client goes away before x is answered (it
+// closes the stream of a stateless request): the handler cancels the request's work.
+// fn must not use x, which may be recycled by then, and runs on the transport's
+// goroutine without its locks. Calling it after Reply or Done is a no-op.
+func (x *Exchange) OnAbandon(fn func()) { x.call.onAbandon(fn) }
+
+// SetStatus sets the HTTP status of a stateless request's reply, for an answer whose
+// status the handler knows better than HTTPConfig.StatusOf can tell from its code. Call
+// it before Reply; other exchanges ignore it.
+func (x *Exchange) SetStatus(status int) {
+	c := x.call
+	c.mu.Lock()
+	c.status = status
+	c.mu.Unlock()
+}
+
+// statelessOf asks the handler whether the POST body is a stateless request: only a
+// single message without a session id can be. It scans the body into in; ok is false
+// when the body is no single valid message (the session path then answers for it).
+func (s *HTTPServer) statelessOf(ctx *fasthttp.RequestCtx, in *inbound) bool {
+	if s.stateless == nil || len(ctx.Request.Header.Peek(HeaderSessionID)) > 0 {
+		return false
+	}
+	body := ctx.PostBody()
+	if codec.IsBatch(body) {
+		return false
+	}
+	if batch, err := in.split(body, s.cfg.MaxBatch); batch || err != nil {
+		return false
+	}
+	if _, invalid := in.scan(); invalid > 0 {
+		return false
+	}
+	m := &in.msgs[0]
+	if m.Kind != codec.KindRequest && m.Kind != codec.KindNotification {
+		return false
+	}
+	return s.stateless.Stateless(m, ctx.Request.Header.Peek(HeaderProtocolVersion))
+}
+
+// statelessRefused answers 405 to a GET or DELETE whose MCP-Protocol-Version names a
+// stateless revision: there is no session to stream or end. It reports whether it did.
+func (s *HTTPServer) statelessRefused(ctx *fasthttp.RequestCtx) bool {
+	if s.stateless == nil || len(ctx.Request.Header.Peek(HeaderSessionID)) > 0 ||
+		!s.stateless.Stateless(nil, ctx.Request.Header.Peek(HeaderProtocolVersion)) {
+		return false
+	}
+	ctx.Response.Header.Set("Allow", "POST")
+	s.httpError(ctx, fasthttp.StatusMethodNotAllowed, "this protocol revision has no sessions: GET and DELETE are not served, POST each request")
+	return true
+}
+
+// postStateless serves a stateless request scanned into in (statelessOf), whose post
+// p is set up but for its message.
+func (s *HTTPServer) postStateless(ctx *fasthttp.RequestCtx, p *httpPost, principal *auth.Principal) {
+	p.stateless = true
+	h := &ctx.Request.Header
+	p.hdrs = p.hdrs[:0]
+	h.VisitAll(func(k, v []byte) {
+		if len(k) > len(headerParamPrefix) && bytes.EqualFold(k[:len(headerParamPrefix)], []byte(headerParamPrefix)) {
+			p.hdrs = append(p.hdrs, k...)
+			p.hdrs = append(p.hdrs, ':', ' ')
+			p.hdrs = append(p.hdrs, v...)
+			p.hdrs = append(p.hdrs, '\n')
+		}
+	})
+	hd := &StatelessHeaders{Version: h.Peek(HeaderProtocolVersion), Method: h.Peek(HeaderMethod), Name: h.Peek(HeaderName)}
+	if len(p.hdrs) > 0 {
+		hd.Params = p.hdrs
+	}
+	c := &p.call
+	c.init(p, false)
+	p.in.handOff(c, s.handler, arrival{version: string(hd.Version), carrier: CarrierStreamable, principal: principal, stateless: hd, screen: s.screen}, &p.tmp)
+	if p.in.msgs[0].Kind != codec.KindRequest {
+		c.unref()
+		ctx.SetStatusCode(fasthttp.StatusAccepted)
+		return
+	}
+	s.await(ctx, p)
+}
+
+// copyHeaders appends the headers of a stateless request to own (the exchange's copy
+// of its message) and points x.Headers at the copies.
+func copyHeaders(x *Exchange, own []byte, h *StatelessHeaders) []byte {
+	start := len(own)
+	var ends [4]int
+	for i, v := range [4][]byte{h.Version, h.Method, h.Name, h.Params} {
+		own = append(own, v...)
+		ends[i] = len(own)
+	}
+	view := func(i, from int, was []byte) []byte {
+		if was == nil {
+			return nil
+		}
+		return own[from:ends[i]:ends[i]]
+	}
+	x.Headers = StatelessHeaders{
+		Version: view(0, start, h.Version),
+		Method:  view(1, ends[0], h.Method),
+		Name:    view(2, ends[1], h.Name),
+		Params:  view(3, ends[2], h.Params),
+	}
+	return own
+}
+
+// statelessStream is the SSE stream a stateless POST turns into: its own, outside any
+// session, so that it is neither kept for resumption nor counted in a session's budget.
+func (s *HTTPServer) statelessStream() *sse.Stream {
+	return sse.NewStream(1, s.cfg.Stream)
+}
