@@ -92,9 +92,15 @@ func TestHTTPLifecycle(t *testing.T) {
 	if resp.StatusCode != 400 {
 		t.Errorf("sessionless ping: %d %s, want 400", resp.StatusCode, body)
 	}
+	// server/discover is a 2026-07-28 request, served without a session: its _meta is
+	// judged (-32602 and 400 without the client's capabilities), then answered.
 	resp, body = h.post("", V20260728, `{"jsonrpc":"2.0","id":"d","method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`)
-	if resp.StatusCode != 200 || !strings.Contains(body, `"id":"d","error":{"code":-32601`) {
-		t.Errorf("sessionless server/discover: %d %s, want -32601", resp.StatusCode, body)
+	if resp.StatusCode != 400 || !strings.Contains(body, `"id":"d","error":{"code":-32602`) {
+		t.Errorf("server/discover without capabilities: %d %s, want 400 and -32602", resp.StatusCode, body)
+	}
+	resp, body = h.post("", "", `{"jsonrpc":"2.0","id":"d","method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`)
+	if resp.StatusCode != 400 || !strings.Contains(body, `"id":"d","error":{"code":-32020`) {
+		t.Errorf("server/discover without its headers: %d %s, want 400 and -32020", resp.StatusCode, body)
 	}
 	if resp.Header.Get(transport.HeaderSessionID) != "" {
 		t.Errorf("server/discover opened a session")

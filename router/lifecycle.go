@@ -8,6 +8,7 @@ import (
 	"github.com/bytedance/sonic"
 
 	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/router/modern"
 	"github.com/mcprouter/mcprouter/transport"
 )
 
@@ -25,6 +26,9 @@ var logLevels = []string{"debug", "info", "notice", "warning", "error", "critica
 // the exchange to the fleet's Run.
 func (r *Router) handle(j *job) bool {
 	x := j.x
+	if x.Stateless {
+		return r.handleStateless(j)
+	}
 	m := &x.Msg
 	method := m.Method
 	if m.Flags&codec.MethodEscaped != 0 {
@@ -54,9 +58,10 @@ func (r *Router) handle(j *job) bool {
 		j.reply(emptyObject)
 		return true
 	case "server/discover":
-		// 2026-07-28's stateless discovery, sent before any session exists. Not spoken
-		// yet: -32601 makes clients fall back to initialize.
-		j.replyError(codec.CodeMethodNotFound, "Method not found: server/discover (this router speaks initialize-based revisions)", nil)
+		// Without the 2026-07-28 _meta or header it is not that revision's request
+		// (stateless.go serves those): -32601, as a 2025 server answers it, makes a
+		// client fall back to initialize.
+		j.replyError(codec.CodeMethodNotFound, "Method not found: server/discover is a 2026-07-28 request; send it with _meta."+modern.KeyProtocolVersion+" and "+modern.KeyClientCapabilities+", or initialize a session", nil)
 		return true
 	}
 	if j.s == nil {

@@ -54,6 +54,7 @@ type Router struct {
 
 	saving ctxtime.Counter // session writers running (Close waits for them)
 	tap    *tap            // request log and Config.Observer; nil when neither wants anything
+	modern statelessState  // what stateless requests are judged and decorated with
 
 	// Stats are cheap counters read by metrics.
 	Stats Stats
@@ -82,6 +83,7 @@ func New(cfg Config) (*Router, error) {
 		cfg.Logger = slog.Default()
 	}
 	r := &Router{cfg: cfg, log: cfg.Logger, fleet: cfg.Fleet, tap: newTap(cfg.Logger, cfg.Observer, cfg.Fleet)}
+	r.modern = newStatelessState(&cfg)
 	wc := cfg.Workers
 	userHook := wc.PanicHook
 	wc.PanicHook = func(p *workers.PanicError) {
@@ -125,6 +127,11 @@ type Session struct {
 	initialized atomic.Bool
 	logLevel    atomic.Int32
 	saves       saver // the writes of its record, one at a time
+
+	// stateless marks the session of one stateless (2026-07-28) request, made for it
+	// from its _meta and dropped with it (stateless.go); principal is then its sender's.
+	stateless bool
+	principal *auth.Principal
 }
 
 // Version is the negotiated revision.
@@ -171,8 +178,13 @@ func (s *Session) Principal() *auth.Principal {
 	if t := s.t.Load(); t != nil {
 		return t.Principal()
 	}
-	return nil
+	return s.principal
 }
+
+// Stateless reports whether s stands for one stateless (2026-07-28) request rather than
+// a session: it has no transport session, nothing is kept for it, and what its backend
+// sends that belongs to no request has nowhere to go.
+func (s *Session) Stateless() bool { return s.stateless }
 
 // TransportSession is the transport's side of the session (its streams and outputs); nil
 // until the transport has attached one.

@@ -10,15 +10,23 @@ const (
 )
 
 // Versions lists the revisions a client can negotiate at initialize, oldest first.
-// 2026-07-28 is stateless (no initialize) and is answered by server/discover once the
-// router speaks it; until then initialize offers the newest session revision.
+// 2026-07-28 is stateless (no initialize): its requests are served one by one
+// (stateless.go), and initialize offers the newest session revision.
 var Versions = []string{V20241105, V20250326, V20250618, V20251125}
 
-// HeaderVersions lists the values accepted in the MCP-Protocol-Version header. It
-// includes 2026-07-28 so that a stateless client's server/discover reaches the router
-// and gets -32601 (its signal to fall back to initialize) rather than a bare 400; its
-// other sessionless requests still get 400 for the missing Mcp-Session-Id.
+// HeaderVersions lists the values accepted in the MCP-Protocol-Version header of a
+// session's requests. A stateless request's header is judged by the router instead
+// (an unknown stateless version gets -32022).
 var HeaderVersions = []string{V20241105, V20250326, V20250618, V20251125, V20260728}
+
+// StatelessVersions lists the revisions served without a session (per request, their
+// version in each request's _meta).
+var StatelessVersions = []string{V20260728}
+
+// DiscoverVersions lists every revision the router speaks, preferred first: what
+// server/discover offers and what -32022 names. It speaks the session revisions
+// whatever its backends speak, as it translates between the generations.
+var DiscoverVersions = []string{V20260728, V20251125, V20250618, V20250326, V20241105}
 
 // Latest is the newest revision initialize offers.
 const Latest = V20251125

@@ -1,0 +1,230 @@
+package router
+
+import (
+	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/router/modern"
+	"github.com/mcprouter/mcprouter/transport"
+)
+
+// Stateless requests (MCP 2026-07-28): no session, every request carrying its revision
+// and the client's capabilities in params._meta. The transport hands the router each
+// request it claims (Stateless) with its headers; the router judges it (modern.Checker:
+// _meta, headers against the body, version, method), answers server/discover itself,
+// and sends the rest to the fleet on a Session made for that one request from its _meta
+// (statelessSession): the fleet's forwarding, tracking and cancellation stay what they
+// are for a session, and nothing is kept once the request is answered. What goes back
+// passes the screen: every result gets resultType and the router's serverInfo (and the
+// caching fields of a cacheable one), and a notifications/message goes out only when the
+// request asked for log messages at its level or above.
+
+// StatelessFleet is what a Fleet offers stateless clients beyond Fleet; the router uses
+// it when its fleet implements it.
+type StatelessFleet interface {
+	// CancelRequest cancels the request id of the stateless session s, forwarded and
+	// not yet answered: its client closed the request's stream.
+	CancelRequest(s *Session, id []byte)
+	// ListCache returns the caching fields of what the fleet answers to a list method
+	// (tools/list...) from its merged catalog: the smallest ttlMs and the most
+	// restrictive scope of the backends that contributed.
+	ListCache(method []byte) modern.Cache
+}
+
+// statelessState is what the router judges and decorates stateless requests with,
+// made once.
+type statelessState struct {
+	checker    modern.Checker
+	serverInfo []byte // the router's Implementation object
+}
+
+func newStatelessState(cfg *Config) statelessState {
+	return statelessState{
+		checker:    modern.Checker{Supported: StatelessVersions},
+		serverInfo: modern.AppendImplementation(nil, cfg.Name, cfg.Version),
+	}
+}
+
+// Stateless implements transport.StatelessPolicy: a message whose _meta carries a
+// protocol version, or whose MCP-Protocol-Version header names a stateless revision, is
+// served statelessly (an unknown version then gets -32022, not a session). m nil: a GET
+// or DELETE, judged on the header.
+func (r *Router) Stateless(m *codec.Message, header []byte) bool {
+	if m == nil {
+		return modern.IsModernVersion(header)
+	}
+	var meta modern.Meta
+	modern.ReadMeta(m.Params, &meta)
+	return meta.Claimed(header)
+}
+
+// handleStateless answers or forwards a stateless message; true: done (answered here or
+// by the fleet's Prepare), false: the fleet's Run follows.
+func (r *Router) handleStateless(j *job) bool {
+	x := j.x
+	m := &x.Msg
+	if m.Kind != codec.KindRequest {
+		// Without a session a notification concerns nothing the router holds
+		// (cancellation is the closing of the request's stream).
+		j.done()
+		return true
+	}
+	var meta modern.Meta
+	modern.ReadMeta(m.Params, &meta)
+	var hp *modern.Headers
+	if x.Carrier == transport.CarrierStreamable {
+		hp = &modern.Headers{Version: x.Headers.Version, Method: x.Headers.Method, Name: x.Headers.Name}
+	}
+	if rej := r.modern.checker.Check(m, &meta, hp); !rej.OK() {
+		j.buf = rej.AppendError(j.buf[:0], m.ID, DiscoverVersions)
+		j.observe(OutcomeError)
+		x.SetStatus(rej.Status)
+		x.Reply(j.buf)
+		j.x = nil
+		return true
+	}
+	if lvl := meta.LogLevel; lvl != nil && modern.LogLevelIndex(lvl) < 0 {
+		j.buf = codec.AppendError(j.buf[:0], m.ID, codec.CodeInvalidParams,
+			"Invalid params: _meta."+modern.KeyLogLevel+" is not a log level (debug, info, notice, warning, error, critical, alert, emergency)", nil)
+		j.observe(OutcomeError)
+		x.SetStatus(400)
+		x.Reply(j.buf)
+		j.x = nil
+		return true
+	}
+	if string(m.Method) == "server/discover" {
+		r.discover(j)
+		return true
+	}
+	if r.fleet == nil {
+		j.buf = codec.AppendError(j.buf[:0], m.ID, codec.CodeMethodNotFound, "Method not found: this router has no backends", nil)
+		j.observe(OutcomeError)
+		x.SetStatus(404)
+		x.Reply(j.buf)
+		j.x = nil
+		return true
+	}
+	s := r.statelessSession(x, &meta)
+	j.s = s
+	if sf, ok := r.fleet.(StatelessFleet); ok {
+		id := append([]byte(nil), m.ID...)
+		x.OnAbandon(func() { sf.CancelRequest(s, id) })
+	}
+	return !r.fleet.Prepare(s, x)
+}
+
+// statelessSession makes the Session of one stateless request: its revision, the
+// client's capabilities and clientInfo from its _meta (copied: the request's bytes go
+// with its answer), its sender, and its log level. It is never bound to the transport,
+// never opened with the fleet, and never persisted.
+func (r *Router) statelessSession(x *transport.Exchange, meta *modern.Meta) *Session {
+	s := &Session{version: V20260728, r: r, stateless: true, principal: x.Principal}
+	s.keepClient(meta.Capabilities, meta.ClientInfo)
+	s.logLevel.Store(int32(modern.LogLevelIndex(meta.LogLevel))) // -1: no log messages
+	s.initialized.Store(true)
+	return s
+}
+
+// discover answers server/discover: every revision the router speaks (it serves both
+// generations whatever its backends speak), the capabilities merged over its backends,
+// its serverInfo and instructions.
+func (r *Router) discover(j *job) {
+	caps := append(j.buf[:0], `{"logging":{}`...)
+	if r.fleet != nil {
+		caps = r.fleet.AppendCapabilities(caps, V20260728)
+	}
+	caps = append(caps, '}')
+	d := modern.Discover{
+		Supported:    DiscoverVersions,
+		Capabilities: caps,
+		ServerInfo:   r.modern.serverInfo,
+		Instructions: r.cfg.Instructions,
+		// What discover says changes only with the fleet's configuration, and is the
+		// same for every client.
+		Cache: modern.Cache{TTLms: 0, Scope: modern.ScopePublic},
+	}
+	res := modern.AppendDiscoverResult(make([]byte, 0, len(caps)+256), &d)
+	j.buf = caps
+	j.reply(res)
+}
+
+// ScreenReply implements transport.StatelessScreen: a result gets what every 2026-07-28
+// result carries and lacks (resultType, the router's serverInfo in _meta) and, for a
+// cacheable method, ttlMs and cacheScope: the fleet's merged fields for a list it
+// answers, the backend's (or the conservative default, 0 and private) for the rest.
+// Errors pass as they are.
+func (r *Router) ScreenReply(x *transport.Exchange, msg, buf []byte) []byte {
+	var m codec.Message
+	if codec.Scan(msg, &m) != nil || m.Kind != codec.KindResult {
+		return msg
+	}
+	d := modern.Decoration{ServerInfo: r.modern.serverInfo}
+	var cache modern.Cache
+	if def := modern.LookupMethod(x.Msg.Method); def != nil && def.Cacheable &&
+		string(modern.ReadResultType(m.Result)) == modern.ResultComplete {
+		switch sf, ok := r.fleet.(StatelessFleet); {
+		case ok && isList(x.Msg.Method):
+			cache = sf.ListCache(x.Msg.Method)
+		default:
+			cache = modern.ReadCache(m.Result)
+		}
+		d.Cache = &cache
+	}
+	at := cap(msg) - cap(m.Result)
+	buf = append(buf, msg[:at]...)
+	buf = modern.AppendDecorated(buf, m.Result, &d)
+	return append(buf, msg[at+len(m.Result):]...)
+}
+
+// isList reports whether a method is one of the lists the fleet merges.
+func isList(method []byte) bool {
+	switch string(method) {
+	case "tools/list", "prompts/list", "resources/list", "resources/templates/list":
+		return true
+	}
+	return false
+}
+
+// ScreenSend implements transport.StatelessScreen: a notifications/message goes out
+// only when the request's _meta set a log level and the message is at it or above (a
+// 2025 backend logs at its session's level, whoever asked); everything else passes.
+func (r *Router) ScreenSend(x *transport.Exchange, msg, buf []byte) ([]byte, bool) {
+	var m codec.Message
+	if codec.Scan(msg, &m) != nil || m.Kind != codec.KindNotification || string(m.Method) != "notifications/message" {
+		return msg, true
+	}
+	var meta modern.Meta
+	modern.ReadMeta(x.Msg.Params, &meta)
+	if meta.LogLevel == nil {
+		return nil, false
+	}
+	if l := logLevelOf(m.Params); l != nil && modern.LogLevelIndex(l) < modern.LogLevelIndex(meta.LogLevel) {
+		return nil, false
+	}
+	return msg, true
+}
+
+// logLevelOf returns the contents of a notifications/message's params.level, nil when
+// it has none.
+func logLevelOf(params []byte) []byte {
+	var w codec.Walker
+	if !w.Object(params) {
+		return nil
+	}
+	for key, _, val, ok := w.Next(); ok; key, _, val, ok = w.Next() {
+		if string(key) == "level" && len(val) >= 2 && val[0] == '"' {
+			return val[1 : len(val)-1]
+		}
+	}
+	return nil
+}
+
+// StatusOf is the HTTP status of a stateless request's JSON reply
+// (transport.HTTPConfig.StatusOf): by the code of an error, 404 for an unknown method
+// and 400 for the revision's request errors, whether the router or a backend made it.
+// A batch or a result keeps 200 (0).
+func StatusOf(reply []byte) int {
+	var m codec.Message
+	if codec.IsBatch(reply) || codec.Scan(reply, &m) != nil || m.Kind != codec.KindError {
+		return 0
+	}
+	return modern.HTTPStatus(modern.ErrorCode(m.Error))
+}
