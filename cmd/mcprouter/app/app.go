@@ -132,6 +132,7 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 		Events:         events,
 		Resolver:       resolver(r, rc.Store != nil),
 		Auth:           a.Auth,
+		StatusOf:       router.StatusOf,
 		Audit:          auditLogger(log),
 	}, a.Reg, r)
 	if err := a.watchMetrics(); err != nil {
