@@ -21,6 +21,7 @@ const maxLatePct = 1.0
 // group accumulates the totals of several operations.
 type group struct {
 	corr, unc      *hdr.Histogram
+	failed         *hdr.Histogram // corrected latencies of the failed operations
 	n, errs, pages int64
 	byErr          map[string]int64
 	primary        bool
@@ -28,12 +29,15 @@ type group struct {
 }
 
 func newGroup() *group {
-	return &group{corr: stats.NewHistogram(), unc: stats.NewHistogram(), byErr: map[string]int64{}}
+	return &group{corr: stats.NewHistogram(), unc: stats.NewHistogram(), failed: stats.NewHistogram(), byErr: map[string]int64{}}
 }
 
 func (g *group) add(t *stats.OpTotals) {
 	g.corr.Merge(t.Corrected)
 	g.unc.Merge(t.Uncorrected)
+	if t.FailedCorrected != nil {
+		g.failed.Merge(t.FailedCorrected)
+	}
 	g.n += t.Count
 	g.errs += t.Errors
 	g.pages += t.Pages
@@ -52,6 +56,10 @@ func (g *group) stats(dur float64) *report.Stats {
 	}
 	if len(g.byErr) > 0 {
 		s.ErrorsByClass = g.byErr
+	}
+	if g.failed.TotalCount() > 0 {
+		l := report.Summarize(g.failed)
+		s.ErrorLatency = &l
 	}
 	if !g.primary {
 		s.ThroughputRPS = 0 // set-up operations happen outside the window: a rate means nothing
@@ -122,6 +130,7 @@ func (r *run) buildReport() *report.Report {
 	}
 	rep.Requests, rep.Errors, rep.Excluded = primary.n, primary.errs, pacing.Excluded
 	rep.ErrorsByClass = primary.byErr
+	rep.FirstErrors = r.errs.all()
 	if rep.Requests > 0 {
 		rep.ErrorRate = float64(rep.Errors) / float64(rep.Requests)
 	}

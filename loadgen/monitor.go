@@ -82,9 +82,12 @@ func (r *run) monitor(progress func(Progress), stop <-chan struct{}) {
 			}
 		}
 		if progress != nil {
-			p := Progress{Elapsed: time.Duration(now), RPS: rps, Errors: iv.Errors, Requests: cum, TotalErrors: cumErr,
+			p := Progress{Elapsed: time.Duration(now), RPS: rps, Completed: iv.Completed, Errors: iv.Errors, Requests: cum, TotalErrors: cumErr,
 				Sessions: r.live.Load(), CPU: cpuPct,
 				P50: time.Duration(iv.Latency.ValueAtPercentile(50)), P99: time.Duration(iv.Latency.ValueAtPercentile(99))}
+			if iv.Errors > 0 {
+				p.LastErrorClass, p.LastError = r.errs.latest()
+			}
 			switch {
 			case r.t0.Load() == never:
 				p.Phase = "connecting"

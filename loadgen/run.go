@@ -22,9 +22,14 @@ type Progress struct {
 	Phase     string        // "connecting", "warm-up", "measuring" or "draining"
 	Remaining time.Duration // until the measured window closes (0 before it is known)
 	// Over the last interval (every operation, warm-up included):
-	RPS      float64       // completions per second
-	P50, P99 time.Duration // corrected latency of successful operations
-	Errors   int64
+	RPS       float64       // completions per second
+	P50, P99  time.Duration // corrected latency of successful operations
+	Completed int64         // operations completed, failed or not
+	Errors    int64         // of which failed
+	// LastErrorClass is the class of the latest failure and LastError the first
+	// message of that class ("" when nothing failed yet): what the live view shows
+	// when most calls fail.
+	LastErrorClass, LastError string
 	// Cumulative over the measured window:
 	Requests, TotalErrors int64
 	Sessions              int64   // sessions open now
@@ -72,7 +77,8 @@ type run struct {
 	firstErr                                  string
 	info                                      client.Info
 
-	fan *fanout
+	fan  *fanout
+	errs firstErrors
 
 	// Written by the monitor goroutine, read after it ends.
 	series           []report.Second
@@ -284,7 +290,7 @@ func (w *worker) dial(measured bool) error {
 	t := r.now()
 	s, err := r.dialer.Dial(w.idx, time.Now().Add(r.cfg.Timeout))
 	done := r.now()
-	r.rec.Record(w.idx, stats.Sample{Op: r.connectOp, Intended: t, Sent: t, Done: done, Err: errKey(err), Measured: measured})
+	r.rec.Record(w.idx, stats.Sample{Op: r.connectOp, Intended: t, Sent: t, Done: done, Err: r.failure(err), Measured: measured})
 	if err != nil {
 		r.noteSessionError(err)
 		return err
@@ -308,7 +314,7 @@ func (w *worker) close(record, measured bool) error {
 	t := r.now()
 	err := w.sess.Close(time.Now().Add(r.cfg.Timeout))
 	if record {
-		r.rec.Record(w.idx, stats.Sample{Op: r.closeOp, Intended: t, Sent: t, Done: r.now(), Err: errKey(err), Measured: measured})
+		r.rec.Record(w.idx, stats.Sample{Op: r.closeOp, Intended: t, Sent: t, Done: r.now(), Err: r.failure(err), Measured: measured})
 	}
 	w.sess = nil
 	r.live.Add(-1)
@@ -423,10 +429,12 @@ func (w *worker) exec(o *compiledOp) (stats.ErrKey, int) {
 	w.expired = false
 	if err := w.sess.Call(&req, deadline, &w.rep); err != nil {
 		w.expired = errors.Is(err, client.ErrSessionExpired)
-		return errKey(err), 1
+		return r.failure(err), 1
 	}
 	if o.tool && toolError(w.rep.Result) {
-		return stats.ErrKey{Class: client.ClassTool}, 1
+		k := stats.ErrKey{Class: client.ClassTool}
+		r.errs.note(k, func() string { return toolErrorMessage(w.rep.Result) })
+		return k, 1
 	}
 	pages := 1
 	for ; pages < o.pages; pages++ {
@@ -438,10 +446,18 @@ func (w *worker) exec(o *compiledOp) (stats.ErrKey, int) {
 		next := client.Request{Method: o.method, Params: w.page}
 		if err := w.sess.Call(&next, deadline, &w.rep); err != nil {
 			w.expired = errors.Is(err, client.ErrSessionExpired)
-			return errKey(err), pages + 1
+			return r.failure(err), pages + 1
 		}
 	}
 	return stats.ErrKey{}, pages
+}
+
+// failure classifies a session error and keeps its message if it is the first of its
+// class.
+func (r *run) failure(err error) stats.ErrKey {
+	k := errKey(err)
+	r.errs.note(k, func() string { return errorMessage(err) })
+	return k
 }
 
 // errKey classifies a session error.
@@ -480,7 +496,7 @@ func (w *worker) cycle(intended, sent int64, measured, paced, late, starved bool
 	var first stats.ErrKey
 	if err := w.dial(measured); err != nil {
 		r.failed.Add(1)
-		first = errKey(err)
+		first = r.failure(err)
 	} else {
 		for range r.cfg.ChurnCalls {
 			o := r.pick(w.env.Rand)
@@ -492,7 +508,7 @@ func (w *worker) cycle(intended, sent int64, measured, paced, late, starved bool
 			}
 		}
 		if err := w.close(true, measured); err != nil && first.Class == client.ClassNone {
-			first = errKey(err)
+			first = r.failure(err)
 		}
 	}
 	r.rec.Record(w.idx, stats.Sample{Op: r.cycleOp, Intended: intended, Sent: sent, Done: r.now(), Err: first,

@@ -43,6 +43,10 @@ type Report struct {
 	Latency            Latency          `json:"latency_us"`
 	LatencyUncorrected Latency          `json:"latency_uncorrected_us"`
 	ErrorsByClass      map[string]int64 `json:"errors_by_class"`
+	// FirstErrors holds, per error class (the keys of ErrorsByClass, over every
+	// operation), the message of the first failure of that class: what went wrong,
+	// not only how often.
+	FirstErrors map[string]string `json:"first_errors,omitempty"`
 	// ByMethod and ByTool break the figures down; ByMethod also lists the non-primary
 	// operations (initialize, subscriptions, ...).
 	ByMethod map[string]*Stats `json:"by_method"`
@@ -104,8 +108,11 @@ type Stats struct {
 	Latency            Latency          `json:"latency_us"`
 	LatencyUncorrected Latency          `json:"latency_uncorrected_us"`
 	ErrorsByClass      map[string]int64 `json:"errors_by_class,omitempty"`
-	Pages              int64            `json:"pages,omitempty"`
-	Primary            bool             `json:"primary"`
+	// ErrorLatency is the corrected latency of the failed operations (Latency covers
+	// the successful ones only): a failure took time too.
+	ErrorLatency *Latency `json:"error_latency_us,omitempty"`
+	Pages        int64    `json:"pages,omitempty"`
+	Primary      bool     `json:"primary"`
 }
 
 // Second is one point of the time series (completions during one second of the

@@ -74,6 +74,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	b.WriteString("\n")
 	tw = tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "by method\trequests\terrors\trate\tp50\tp90\tp99\tp99.9\tmax\t")
+	anyFailed := false
 	for _, k := range slices.Sorted(maps.Keys(r.ByMethod)) {
 		s := r.ByMethod[k]
 		name, rate := k, FormatRate(s.ThroughputRPS)
@@ -83,9 +84,18 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name, s.Requests, s.Errors,
 			rate, FormatUS(s.Latency.P50), FormatUS(s.Latency.P90),
 			FormatUS(s.Latency.P99), FormatUS(s.Latency.P999), FormatUS(s.Latency.Max))
+		if l := s.ErrorLatency; l != nil && l.Count > 0 {
+			anyFailed = true
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", "  failed", l.Count, l.Count,
+				"-", FormatUS(l.P50), FormatUS(l.P90), FormatUS(l.P99), FormatUS(l.P999), FormatUS(l.Max))
+		}
 	}
 	tw.Flush()
-	b.WriteString("  (* not part of the headline figures)\n")
+	b.WriteString("  (* not part of the headline figures")
+	if anyFailed {
+		b.WriteString("; failed: the method's failed calls, which took time too")
+	}
+	b.WriteString(")\n")
 	if len(r.ByTool) > 1 {
 		b.WriteString("\n")
 		tw = tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -98,11 +108,14 @@ func (r *Report) WriteTable(w io.Writer) error {
 		tw.Flush()
 	}
 	if len(r.ErrorsByClass) > 0 {
-		b.WriteString("\nerrors by class:")
+		b.WriteString("\nerrors by class (with the first message of each):\n")
 		for _, k := range slices.Sorted(maps.Keys(r.ErrorsByClass)) {
-			fmt.Fprintf(b, " %s=%d", k, r.ErrorsByClass[k])
+			fmt.Fprintf(b, "  %s=%d", k, r.ErrorsByClass[k])
+			if msg := r.FirstErrors[k]; msg != "" {
+				fmt.Fprintf(b, "  first: %s", msg)
+			}
+			b.WriteString("\n")
 		}
-		b.WriteString("\n")
 	}
 	s := r.Sessions
 	fmt.Fprintf(b, "\nsessions: %d/%d opened", s.Opened, s.Target)

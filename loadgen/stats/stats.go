@@ -126,6 +126,7 @@ type shard struct {
 
 type opData struct {
 	corr, unc *hdr.Histogram
+	errCorr   *hdr.Histogram // corrected latencies of failed operations: a failure took time too
 	n, errs   int64
 	byErr     map[ErrKey]int64
 	pages     int64
@@ -188,6 +189,10 @@ func (r *Recorder) Record(hint int, s Sample) {
 				d.byErr = make(map[ErrKey]int64)
 			}
 			d.byErr[s.Err]++
+			if d.errCorr == nil {
+				d.errCorr = NewHistogram()
+			}
+			_ = d.errCorr.RecordValue(clamp(corrected))
 		} else {
 			if d.corr == nil {
 				d.corr, d.unc = NewHistogram(), NewHistogram()
@@ -243,11 +248,15 @@ type OpTotals struct {
 	Op          Op
 	Corrected   *hdr.Histogram // successful operations only
 	Uncorrected *hdr.Histogram
-	Count       int64 // every measured operation, failed or not
-	Errors      int64
-	ByErr       map[ErrKey]int64
-	Pages       int64
-	Dropped     int64
+	// FailedCorrected holds the corrected latencies of the failed operations (from the
+	// intended send to the error), kept apart so that failures that come back fast (or
+	// slow) do not bend the figures of the successful ones.
+	FailedCorrected *hdr.Histogram
+	Count           int64 // every measured operation, failed or not
+	Errors          int64
+	ByErr           map[ErrKey]int64
+	Pages           int64
+	Dropped         int64
 }
 
 // Pacing are the open-loop pacing counters over measured samples, and the number of
@@ -264,7 +273,7 @@ func (r *Recorder) Totals() ([]OpTotals, Pacing) {
 	out := make([]OpTotals, len(r.ops))
 	var p Pacing
 	for i, op := range r.ops {
-		out[i] = OpTotals{Op: op, Corrected: NewHistogram(), Uncorrected: NewHistogram(), ByErr: map[ErrKey]int64{}}
+		out[i] = OpTotals{Op: op, Corrected: NewHistogram(), Uncorrected: NewHistogram(), FailedCorrected: NewHistogram(), ByErr: map[ErrKey]int64{}}
 	}
 	for i := range r.shards {
 		sh := &r.shards[i]
@@ -281,6 +290,9 @@ func (r *Recorder) Totals() ([]OpTotals, Pacing) {
 			if d.corr != nil {
 				t.Corrected.Merge(d.corr)
 				t.Uncorrected.Merge(d.unc)
+			}
+			if d.errCorr != nil {
+				t.FailedCorrected.Merge(d.errCorr)
 			}
 		}
 		p.Sends += sh.sends

@@ -54,6 +54,17 @@ func ToolError(result []byte) bool {
 	return err == nil && v
 }
 
+// FirstText returns the text of the first content item of a tools/call result (the
+// message of a tool error), or "".
+func FirstText(result []byte) string {
+	n, err := sonic.Get(result, "content", 0, "text")
+	if err != nil {
+		return ""
+	}
+	s, _ := n.String()
+	return s
+}
+
 // NextCursor returns the raw JSON token of result.nextCursor (a quoted string), or nil
 // when the result has no further page.
 func NextCursor(result []byte) []byte {
