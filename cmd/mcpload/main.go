@@ -5,11 +5,16 @@
 // whose own timing cannot be trusted.
 //
 //	mcpload --url http://127.0.0.1:8080/mcp --sessions 64 --duration 30s --tool echo --args '{"text":"hi"}'
+//	mcpload --url http://127.0.0.1:8080/mcp --tool echo   # arguments built from its inputSchema
+//	mcpload --url http://127.0.0.1:8080/mcp               # lists the tools; asks which on a terminal
 //	mcpload --url ... --rate 5000 --warmup 5s --json run.json --html run.html --assert 'p99<5ms' --assert 'errors<0.1%'
 //	mcpload --scenario mix.yaml
 //	mcpload --transport stdio -- ./my-server --stdio
 //	mcpload compare before.json after.json
 //	mcpload stub --listen 127.0.0.1:9000      # a trivial endpoint to measure mcpload itself
+//
+// When calls fail, the report gives the first message of each error class and the
+// latency of the failed calls, and the live line warns once more than half fail.
 //
 // Exit status: 0 success, 1 an --assert failed, 2 usage or run error, 3 the run was
 // flagged as not trustworthy and --strict was given.
@@ -45,14 +50,19 @@ const (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	code := runWith(ctx, os.Args[1:], terminalInput(), os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }
 
-// run is main without the process: it parses args, does the work and returns the exit
-// status. Tests call it directly.
+// run is main without the process and without a terminal: it parses args, does the
+// work and returns the exit status. Tests call it directly.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return runWith(ctx, args, nil, stdout, stderr)
+}
+
+// runWith is run with in, the terminal mcpload may ask its user on (nil: none).
+func runWith(ctx context.Context, args []string, in io.Reader, stdout, stderr io.Writer) int {
 	if len(args) > 0 {
 		switch args[0] {
 		case "compare":
@@ -64,7 +74,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return exitOK
 		}
 	}
-	return loadCmd(ctx, args, stdout, stderr)
+	return loadCmd(ctx, args, in, stdout, stderr)
 }
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -138,7 +148,7 @@ func newLoadFlagSet(f *loadFlags, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
-func loadCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func loadCmd(ctx context.Context, args []string, in io.Reader, stdout, stderr io.Writer) int {
 	var f loadFlags
 	fs := newLoadFlagSet(&f, stderr)
 	if err := fs.Parse(args); err != nil {
@@ -148,6 +158,9 @@ func loadCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	cfg, asserts, err := buildConfig(&f, fs)
+	if err == nil {
+		err = explainCall(&f, &cfg, in, stderr)
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "mcpload:", err)
 		return exitError
