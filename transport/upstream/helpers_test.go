@@ -241,7 +241,8 @@ func childCommand(mode string, env ...string) Command {
 // runChild is a minimal MCP server on stdio. Modes:
 //
 //	echo      answers initialize, tools/list and tools/call (tool "echo"; tool "crash"
-//	          exits with status 3); logs to stderr
+//	          exits with status 3; tool "cutoff" answers with a line cut off, tool "huge"
+//	          with a line of 8 KiB); logs to stderr
 //	spawn     echo, after starting a grandchild (mode sleep) whose pid it writes to
 //	          $PIDFILE
 //	stubborn  echo, but ignores stdin EOF and SIGTERM
@@ -284,10 +285,20 @@ func runChild(mode string) int {
 		case "tools/list":
 			result = `{"tools":[{"name":"echo","inputSchema":{"type":"object"}},{"name":"crash","inputSchema":{"type":"object"}}]}`
 		case "tools/call":
-			if string(m.Name) == "crash" {
+			switch string(m.Name) {
+			case "crash":
 				fmt.Fprintln(os.Stderr, "crashing on purpose")
 				out.Flush()
 				return 3
+			case "cutoff": // an answer that stops in the middle
+				out.WriteString(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"content":[{"type":"text","text":"cut` + "\n")
+				out.Flush()
+				continue
+			case "huge": // an answer of 8 KiB, more than the tests' limit
+				out.Write(codec.AppendResult(nil, m.ID, []byte(`{"pad":"`+strings.Repeat("x", 8<<10)+`"}`)))
+				out.WriteByte('\n')
+				out.Flush()
+				continue
 			}
 			result = `{"content":[{"type":"text","text":"pid ` + fmt.Sprint(os.Getpid()) + `"}]}`
 		default:

@@ -189,7 +189,11 @@ func (c *HTTPConn) post(ctx context.Context, msg []byte, m *codec.Message, sess 
 		if bytes.HasPrefix(resp.Header.ContentType(), []byte("text/event-stream")) {
 			return c.readReply(ctx, body, m, sess)
 		}
-		return c.readJSON(resp, body)
+		var want []byte
+		if m != nil && m.Kind == codec.KindRequest {
+			want = m.ID
+		}
+		return c.readJSONReply(ctx, resp, body, want)
 	case status == fasthttp.StatusNotFound && sess != nil:
 		return errSessionGone
 	}
@@ -294,35 +298,83 @@ func (c *httpBase) exchangeErr(ctx context.Context, err error) error {
 // readJSON delivers a JSON reply body: one message, or each element of a batch reply.
 // body is the body stream, nil when resp holds the body whole.
 func (c *HTTPConn) readJSON(resp *fasthttp.Response, body io.Reader) error {
+	return c.readJSONReply(context.Background(), resp, body, nil)
+}
+
+// readJSONReply delivers a JSON reply body: one message, or each element of a batch
+// reply. body is the body stream, nil when resp holds the body whole; ctx ends a body
+// that is still coming (a backend that writes it byte by byte) when the request's time
+// is up. want is the id of the request the body answers (nil for none): a body that
+// does not carry its response (cut off, not JSON, an answer to another id) is an error,
+// so that the request fails now, saying so, instead of at its timeout. Whatever the
+// body does carry is delivered: a stray response is the router's to drop.
+func (c *HTTPConn) readJSONReply(ctx context.Context, resp *fasthttp.Response, body io.Reader, want []byte) error {
 	var b []byte
 	if body == nil {
 		b = resp.Body()
 	} else {
+		defer watchBody(ctx, body)()
 		bp := getBuf()
 		defer putBuf(bp)
 		var err error
 		b, err = bytesio.AppendAtMost(*bp, body, c.opts.MaxMessage, ErrTooLarge)
 		*bp = b
-		if err != nil {
+		switch {
+		case errors.Is(err, ErrTooLarge):
+			return fmt.Errorf("upstream: %s %s: %w", c.opts.Name, tooLargeWhat(c.opts.MaxMessage), ErrTooLarge)
+		case err != nil && ctx.Err() != nil:
+			return c.exchangeErr(ctx, err)
+		case err != nil:
 			return fmt.Errorf("upstream: %s: reading the reply: %w", c.opts.Name, err)
 		}
 	}
 	b = bytes.TrimSpace(b)
 	if len(b) == 0 {
+		if want != nil {
+			return fmt.Errorf("%w: %s answered a request with an empty body", ErrProtocol, c.opts.Name)
+		}
 		return nil
 	}
+	if !complete(b) {
+		return fmt.Errorf("%w: %s %s", ErrProtocol, c.opts.Name, invalidWhat)
+	}
+	answered := false
 	if codec.IsBatch(b) {
 		var arr [16][]byte
 		elems, err := codec.SplitBatch(b, arr[:0])
 		if err == nil {
 			for _, e := range elems {
+				answered = answered || want != nil && bytes.Equal(peekResponseID(e), want)
 				deliver(c.sink, &c.wait, e)
 			}
-			return nil
+			return c.checkAnswered(answered, want, b)
 		}
 	}
+	answered = want != nil && bytes.Equal(peekResponseID(b), want)
 	deliver(c.sink, &c.wait, b)
-	return nil
+	return c.checkAnswered(answered, want, b)
+}
+
+// checkAnswered is the error of a JSON body that did not answer the request want.
+func (c *HTTPConn) checkAnswered(answered bool, want, body []byte) error {
+	if answered || want == nil {
+		return nil
+	}
+	if codec.IsBatch(body) || body[0] == '{' {
+		return fmt.Errorf("%w: %s answered a request with no response to it: %s", ErrProtocol, c.opts.Name, excerpt(body))
+	}
+	return fmt.Errorf("%w: %s %s", ErrProtocol, c.opts.Name, invalidWhat)
+}
+
+// watchBody closes a streamed body when ctx ends, so that a read blocked on a backend
+// that stopped writing (or writes a byte at a time) returns; it returns the function
+// that stops watching.
+func watchBody(ctx context.Context, body io.Reader) func() bool {
+	rc, _ := body.(fasthttp.ReadCloserWithError)
+	if rc == nil || ctx.Done() == nil {
+		return func() bool { return false }
+	}
+	return context.AfterFunc(ctx, func() { _ = rc.CloseWithError(context.Cause(ctx)) })
 }
 
 // statusError builds the error for an unexpected status, with a body excerpt. body is
@@ -358,6 +410,8 @@ func (c *HTTPConn) readReply(ctx context.Context, body io.Reader, m *codec.Messa
 	switch {
 	case st.answered:
 		return nil
+	case errors.Is(err, ErrTooLarge), errors.Is(err, ErrProtocol):
+		return err // resuming would replay what broke it
 	case st.want == nil:
 		if err == io.EOF {
 			return nil
@@ -381,11 +435,8 @@ func (c *HTTPConn) readEvents(ctx context.Context, body io.Reader, st *streamSta
 	if body == nil {
 		return io.EOF
 	}
+	defer watchBody(ctx, body)()
 	rc, _ := body.(fasthttp.ReadCloserWithError)
-	if rc != nil && ctx.Done() != nil {
-		stop := context.AfterFunc(ctx, func() { _ = rc.CloseWithError(context.Cause(ctx)) })
-		defer stop()
-	}
 	r := newSSEReader(body, c.opts.MaxMessage)
 	defer r.release()
 	var linger *time.Timer
@@ -406,13 +457,23 @@ func (c *HTTPConn) readEvents(ctx context.Context, body io.Reader, st *streamSta
 			if st.answered {
 				return nil
 			}
+			if errors.Is(err, ErrTooLarge) {
+				return fmt.Errorf("upstream: %s %s: %w", c.opts.Name, tooLargeWhat(c.opts.MaxMessage), ErrTooLarge)
+			}
 			return err
 		}
 		if !ev.isMessage() {
 			continue
 		}
 		st.events++
-		if st.want != nil && !st.answered && isResponseTo(ev.Data, st.want) {
+		yes, broken := false, false
+		if st.want != nil && !st.answered {
+			yes, broken = responseTo(ev.Data, st.want)
+		}
+		if broken {
+			return fmt.Errorf("%w: %s %s", ErrProtocol, c.opts.Name, invalidWhat)
+		}
+		if yes {
 			st.answered = true
 			if rc != nil {
 				linger = time.AfterFunc(c.opts.Linger, func() { _ = rc.CloseWithError(errLinger) })
@@ -428,13 +489,15 @@ func (c *HTTPConn) readEvents(ctx context.Context, body io.Reader, st *streamSta
 	}
 }
 
-// isResponseTo reports whether msg is the response (result or error) with id want.
-func isResponseTo(msg, want []byte) bool {
+// responseTo reports whether msg is the response (result or error) with id want, and
+// whether it is that response broken (cut off, not valid JSON): the request will not
+// get another.
+func responseTo(msg, want []byte) (yes, broken bool) {
 	var m codec.Message
 	if codec.Scan(msg, &m) != nil {
-		return false
+		return false, bytes.Equal(peekResponseID(msg), want)
 	}
-	return (m.Kind == codec.KindResult || m.Kind == codec.KindError) && bytes.Equal(m.ID, want)
+	return (m.Kind == codec.KindResult || m.Kind == codec.KindError) && bytes.Equal(m.ID, want), false
 }
 
 // resume reconnects to an SSE reply that ended before its response, with GET and

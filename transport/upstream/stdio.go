@@ -153,6 +153,7 @@ func StartPool(cmd Command, n int, opts StdioOptions, sinkFor func(instance int)
 		// A child can write to stderr as fast as it likes; the log takes a few lines a
 		// second of it (with a burst for start-up messages), and says how many it dropped.
 		in.stderrLog = logsafe.Logger(in.log, stderrLinesPerSec, stderrBurst)
+		in.badLog = logsafe.Logger(in.log, stderrLinesPerSec, stderrBurst)
 		in.lifecycle.init()
 		if in.sink == nil {
 			in.sink = SinkFuncs{}
@@ -205,8 +206,9 @@ type Instance struct {
 	index int
 	sink  Sink
 	log   *slog.Logger
-	// stderrLog is log, rate-limited for the child's stderr lines (shared by restarts).
-	stderrLog *slog.Logger
+	// stderrLog is log, rate-limited for the child's stderr lines (shared by restarts);
+	// badLog likewise for the stdout lines dropped.
+	stderrLog, badLog *slog.Logger
 	hs        handshake
 	wait      waiters
 	cur       atomic.Pointer[process] // the running, initialized child; nil while down
@@ -516,21 +518,42 @@ func (p *process) writeLoop() {
 	}
 }
 
-// readStdout delivers each line of the child's stdout.
+// readStdout delivers each line of the child's stdout. A line dropped as too long or
+// not JSON that still shows which request it answers fails that request at once (an
+// error stands in for it); the log of dropped lines is rate-limited like stderr's.
 func (p *process) readStdout() {
 	defer p.readers.Done()
 	in := p.in
+	var errBuf []byte
 	readLines(p.stdout, in.opts.MaxMessage, func(msg []byte) {
 		deliver(in.sink, &in.wait, msg)
 	}, func(reason string, line []byte) {
-		p.log.Warn("backend broke stdio framing; line dropped", "reason", reason, "line", excerpt(line))
+		id := peekResponseID(line)
+		in.badLog.Warn("backend broke stdio framing; line dropped", "pid", p.pid, "reason", reason,
+			"answers", string(id), "line", excerpt(line))
+		if id != nil {
+			what := invalidWhat
+			if reason == reasonTooLong {
+				what = tooLargeWhat(in.opts.MaxMessage)
+			}
+			errBuf = appendReplyError(errBuf[:0], id, in.opts.Name, what)
+			deliver(in.sink, &in.wait, errBuf)
+		}
 	})
 }
 
+// Why readLines drops a line.
+const (
+	reasonTooLong = "longer than the maximum message size"
+	reasonNotJSON = "not JSON"
+	reasonCutOff  = "cut off: not a whole JSON object or array"
+)
+
 // readLines reads newline-delimited JSON messages from r until it ends, handing each to
 // msg (valid only during the call). Blank lines are skipped; a line that is not a JSON
-// object or array (a server printing a banner on stdout) or is longer than max goes to
-// bad instead, so that one misbehaving line does not stop the stream.
+// object or array (a server printing a banner on stdout), that was cut off, or that is
+// longer than max goes to bad instead, with its beginning, so that one misbehaving line
+// does not stop the stream.
 func readLines(r io.Reader, max int, msg func([]byte), bad func(reason string, line []byte)) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var long []byte
@@ -539,7 +562,11 @@ func readLines(r io.Reader, max int, msg func([]byte), bad func(reason string, l
 		line, err := br.ReadSlice('\n')
 		if err == bufio.ErrBufferFull {
 			if !tooLong && len(long)+len(line) > max {
-				bad("longer than the maximum message size", line)
+				first := long // the beginning says which request the line answers
+				if len(first) == 0 {
+					first = line
+				}
+				bad(reasonTooLong, first)
 				tooLong, long = true, long[:0]
 			}
 			if !tooLong {
@@ -556,11 +583,13 @@ func readLines(r io.Reader, max int, msg func([]byte), bad func(reason string, l
 			tooLong = false
 		case len(m) == 0:
 		case len(m) > max:
-			bad("longer than the maximum message size", m)
-		case m[0] == '{' || m[0] == '[':
+			bad(reasonTooLong, m)
+		case (m[0] == '{' || m[0] == '[') && complete(m):
 			msg(m)
+		case m[0] == '{' || m[0] == '[':
+			bad(reasonCutOff, m)
 		default:
-			bad("not JSON", m)
+			bad(reasonNotJSON, m)
 		}
 		if cap(long) > maxPooledBuf {
 			long = nil
