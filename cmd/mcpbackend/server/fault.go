@@ -28,9 +28,9 @@ const (
 	FaultOversize
 	// FaultFlood: fault_flood sends count notifications (default 10000) before its
 	// answer: kind log (notifications/message on the request's stream, the default),
-	// progress (with the request's progress token), updated (resources/updated of
-	// counter://tick, outside the request) or listChanged (tools/list_changed,
-	// outside the request).
+	// progress (with the request's progress token), updated (resources/updated of the
+	// resource uri, default counter://tick, outside the request) or listChanged
+	// (tools/list_changed, outside the request).
 	FaultFlood
 	// FaultInvalidJSON: fault_invalid_json answers with bytes that are not JSON: the
 	// answer cut off in the middle (shape truncated, the default: its id can still be
@@ -65,7 +65,7 @@ var faultSpecs = []struct {
 		input:       `{"type":"object","properties":{"bytes":{"type":"integer","minimum":0},"sse":{"type":"boolean"}}}`}},
 	{FaultFlood, "flood-notifications", toolSpec{name: "fault_flood", kind: toolFaultFlood,
 		description: "Hostile: sends count notifications of the given kind, then answers.",
-		input:       `{"type":"object","properties":{"count":{"type":"integer","minimum":0},"kind":{"type":"string","enum":["log","progress","updated","listChanged"]},"sse":{"type":"boolean"}}}`}},
+		input:       `{"type":"object","properties":{"count":{"type":"integer","minimum":0},"kind":{"type":"string","enum":["log","progress","updated","listChanged"]},"uri":{"type":"string"},"sse":{"type":"boolean"}}}`}},
 	{FaultInvalidJSON, "invalid-json", toolSpec{name: "fault_invalid_json", kind: toolFaultInvalidJSON,
 		description: "Hostile: answers with bytes that are not JSON.",
 		input:       `{"type":"object","properties":{"shape":{"type":"string","enum":["truncated","garbage"]},"sse":{"type":"boolean"}}}`}},
@@ -237,7 +237,12 @@ func (s *Server) flood(m *codec.Message, sess *Session, r Responder, args []byte
 			return
 		}
 		send = out.Send
-		note = codec.AppendNotification(nil, "notifications/resources/updated", []byte(`{"uri":"counter://tick"}`))
+		uri, ok := stringValue(member(args, "uri"))
+		if !ok {
+			uri = "counter://tick"
+		}
+		note = codec.AppendNotification(nil, "notifications/resources/updated",
+			append(append([]byte(`{"uri":`), codec.AppendString(nil, uri)...), '}'))
 		if kind == "listChanged" {
 			note = codec.AppendNotification(nil, "notifications/tools/list_changed", nil)
 		}
