@@ -3,12 +3,16 @@ package auth
 import (
 	"bytes"
 	"encoding/base64"
-	"encoding/json"
 	"net/url"
 	"strings"
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
+	// The JOSE parts of a token are read with go-jose's JSON, not encoding/json: member
+	// names match exactly and a member twice is an error. encoding/json matches names
+	// without regard to case and keeps the last of two copies, so a claim a user may
+	// name or fill ("Sub", "AUD", a second "sub") would stand in for the registered one.
+	json "github.com/go-jose/go-jose/v4/json"
 	"github.com/go-jose/go-jose/v4/jwt"
 )
 
@@ -36,6 +40,7 @@ func (v *jwtVerifier) cached(token []byte) *Principal {
 // reason it is refused.
 func (v *jwtVerifier) verify(token []byte) (*Principal, Reason) {
 	now := v.now()
+	gen := v.cache.generation() // before the key lookup: see tokenCache
 	if len(token) > maxTokenBytes || bytes.Count(token, []byte{'.'}) != 2 {
 		return nil, ReasonMalformed
 	}
@@ -53,7 +58,9 @@ func (v *jwtVerifier) verify(token []byte) (*Principal, Reason) {
 	if err != nil || len(jws.Signatures) != 1 {
 		return nil, ReasonMalformed
 	}
-	keys, err := v.keys.lookup(hdr.Kid, hdr.Alg)
+	// The key is looked up by the header the signature is verified under.
+	signed := jws.Signatures[0].Protected
+	keys, err := v.keys.lookup(signed.KeyID, signed.Algorithm)
 	if err != nil {
 		return nil, ReasonKeysUnavailable
 	}
@@ -66,12 +73,12 @@ func (v *jwtVerifier) verify(token []byte) (*Principal, Reason) {
 	if payload == nil {
 		return nil, ReasonBadSignature
 	}
-	return v.claims(token, payload, now)
+	return v.claims(token, payload, now, gen)
 }
 
 // claims checks the registered claims of a verified payload, in the order that tells a
 // client the most useful reason first.
-func (v *jwtVerifier) claims(token, payload []byte, now time.Time) (*Principal, Reason) {
+func (v *jwtVerifier) claims(token, payload []byte, now time.Time, gen uint64) (*Principal, Reason) {
 	var reg struct {
 		jwt.Claims
 		Scope *string         `json:"scope"`
@@ -116,7 +123,7 @@ func (v *jwtVerifier) claims(token, payload []byte, now time.Time) (*Principal, 
 	if limit := now.Add(maxCacheAge); limit.Before(until) {
 		until = limit
 	}
-	v.cache.put(p, until)
+	v.cache.put(p, until, gen)
 	return p, ReasonOK
 }
 
