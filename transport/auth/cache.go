@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"hash/maphash"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -19,8 +20,13 @@ const cacheShards = 16
 // hash and a map lookup instead of a signature verification. It is a bounded LRU keyed
 // by a seeded hash of the token; an entry holds the token itself (in its Principal) and
 // counts only if the token matches, so a hash collision is a miss, never a mix-up.
+//
+// A verification still under way when a key is dropped (it looked its key up before the
+// refresh) must not store its token after the purge: entries are stored with the
+// generation read before the key lookup, and one from before a purge is not stored.
 type tokenCache struct {
 	seed   maphash.Seed
+	gen    atomic.Uint64 // purges so far
 	shards [cacheShards]cacheShard
 }
 
@@ -74,8 +80,17 @@ func (c *tokenCache) get(token []byte, now time.Time) *Principal {
 	return e.p
 }
 
-// put remembers p until until, evicting the shard's least recently used entry when full.
-func (c *tokenCache) put(p *Principal, until time.Time) {
+// generation is what a verification reads before it looks its key up, and hands to put.
+func (c *tokenCache) generation() uint64 {
+	if c == nil {
+		return 0
+	}
+	return c.gen.Load()
+}
+
+// put remembers p until until, evicting the shard's least recently used entry when full;
+// nothing when the cache was purged since generation gen.
+func (c *tokenCache) put(p *Principal, until time.Time, gen uint64) {
 	if c == nil {
 		return
 	}
@@ -83,6 +98,9 @@ func (c *tokenCache) put(p *Principal, until time.Time) {
 	s := &c.shards[key%cacheShards]
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if c.gen.Load() != gen { // read under the shard's lock: purge clears it after the bump
+		return
+	}
 	if el, ok := s.byKey[key]; ok {
 		el.Value = &cacheEntry{key: key, p: p, until: until}
 		s.lru.MoveToFront(el)
@@ -101,6 +119,7 @@ func (c *tokenCache) purge() {
 	if c == nil {
 		return
 	}
+	c.gen.Add(1)
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()

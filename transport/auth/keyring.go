@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/rsa"
@@ -11,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -181,16 +183,18 @@ func (k *keyring) run(ch chan struct{}) {
 }
 
 // report logs the keys a refresh added and removed, and purges verified tokens when a key
-// was removed.
+// was removed. A key counts as removed when the new set does not hold it, whatever its
+// kid: a kid published again with other key material (a provider that reuses kids) drops
+// the old key as surely as a kid that disappears.
 func (k *keyring) report(old, cur *keySet) {
 	var added, removed []string
-	for kid := range cur.byKID {
-		if _, ok := old.byKID[kid]; !ok {
+	for kid, keys := range cur.byKID {
+		if !holdsAll(old.byKID[kid], keys) {
 			added = append(added, kid)
 		}
 	}
-	for kid := range old.byKID {
-		if _, ok := cur.byKID[kid]; !ok {
+	for kid, keys := range old.byKID {
+		if !holdsAll(cur.byKID[kid], keys) {
 			removed = append(removed, kid)
 		}
 	}
@@ -200,6 +204,23 @@ func (k *keyring) report(old, cur *keySet) {
 	if len(removed) > 0 && k.onDrop != nil {
 		k.onDrop()
 	}
+}
+
+// holdsAll reports whether every key of want is in have (same public key).
+func holdsAll(have, want []jose.JSONWebKey) bool {
+	for _, w := range want {
+		if !slices.ContainsFunc(have, func(h jose.JSONWebKey) bool { return samePublicKey(h.Key, w.Key) }) {
+			return false
+		}
+	}
+	return true
+}
+
+// samePublicKey compares the public keys a JWKS may hold (parseKeySet keeps no others).
+func samePublicKey(a, b any) bool {
+	type equaler interface{ Equal(crypto.PublicKey) bool }
+	e, ok := a.(equaler)
+	return ok && e.Equal(b)
 }
 
 func (k *keyring) background() {
