@@ -10,6 +10,7 @@
 package auth
 
 import (
+	"log/slog"
 	"slices"
 	"time"
 )
@@ -83,8 +84,10 @@ type Principal struct {
 	Expiry time.Time
 	// Token is the access token as presented. It is never logged and never forwarded
 	// to a backend: only an RFC 8693 token exchange sends it, to the authorization
-	// server, to get the backend's own token for this principal.
-	Token string
+	// server, to get the backend's own token for this principal. It is left out of the
+	// Principal's JSON and of its log value, so that a Principal handed to a logger or
+	// an encoder whole does not carry it there.
+	Token string `json:"-"`
 }
 
 // String names the principal without its token (safe for logs).
@@ -94,6 +97,9 @@ func (p *Principal) String() string {
 	}
 	return p.ID()
 }
+
+// LogValue is how slog writes a Principal: its ID (or "anonymous"), never its token.
+func (p *Principal) LogValue() slog.Value { return slog.StringValue(p.String()) }
 
 // ID is the principal's stable identity, what a session is bound to: the issuer and the
 // subject (static tokens have no issuer).
