@@ -99,8 +99,9 @@ type BackendStatus struct {
 	Restarts  uint64    `json:"restarts"`
 }
 
-// StatusFeed computes successive Status updates for one viewer: it keeps the previous
-// readings to turn counters into rates. Not safe for concurrent use.
+// StatusFeed computes successive Status updates: it keeps the previous readings to
+// turn counters into rates. The admin listener runs one, once per second, and keeps
+// its recent updates for every viewer of the status page. Not safe for concurrent use.
 type StatusFeed struct {
 	m    *Metrics
 	prev reading

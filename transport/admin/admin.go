@@ -5,7 +5,8 @@
 //	/healthz        200 while the process is alive
 //	/readyz         200 when the router should receive traffic, 503 with the reason otherwise
 //	/               the live status page (self-contained: no external script, style or font)
-//	/events         the status page's updates, one JSON object per second over SSE
+//	/events         the status page's updates, one JSON object per second over SSE, the
+//	                last two minutes of them first
 //	/debug/pprof/   Go profiling, only when enabled
 //
 // It is plain net/http: nothing here is on the request path of MCP traffic, and the
@@ -40,11 +41,18 @@ type Config struct {
 	Ready func() error
 	// Pprof serves /debug/pprof/. Off by default: profiles expose internals and cost CPU.
 	Pprof bool
-	// Status feeds the status page: called once per /events client, it returns the
-	// function that appends each update (one JSON object) to dst. Nil serves no page.
+	// Status feeds the status page: called once, when the server starts serving (or
+	// at its first /events client), it returns the function that appends each update
+	// (one JSON object) to dst. That function is called once per Interval from one
+	// goroutine, whether anyone watches or not, and its updates are shared by every
+	// viewer: so the page has a past to draw from its first second, and ten viewers
+	// cost one snapshot per Interval, not ten. Nil serves no page.
 	Status func() func(dst []byte) []byte
 	// Interval is the period of status updates. Default 1s.
 	Interval time.Duration
+	// History is how many updates are kept for a page that opens (or reconnects):
+	// default 120, the two minutes the page's chart shows at the default Interval.
+	History int
 	// MaxViewers bounds concurrent /events clients (each costs a goroutine and a
 	// snapshot per Interval). Default 32.
 	MaxViewers int
@@ -69,6 +77,9 @@ func (c *Config) defaults() {
 	if c.MaxViewers <= 0 {
 		c.MaxViewers = 32
 	}
+	if c.History <= 0 {
+		c.History = 120
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -82,8 +93,10 @@ type Server struct {
 	cfg     Config
 	handler http.Handler
 	viewers chan struct{} // semaphore of /events clients
-	closing chan struct{} // closed by Shutdown: ends every /events stream
+	closing chan struct{} // closed by Shutdown: ends every /events stream and the sampler
 	once    sync.Once
+	history *history  // the status updates kept for viewers
+	sampler sync.Once // starts sample
 
 	mu     sync.Mutex
 	ln     net.Listener
@@ -94,7 +107,8 @@ type Server struct {
 // New returns an admin server; Listen or Serve starts it.
 func New(cfg Config) *Server {
 	cfg.defaults()
-	s := &Server{cfg: cfg, viewers: make(chan struct{}, cfg.MaxViewers), closing: make(chan struct{})}
+	s := &Server{cfg: cfg, viewers: make(chan struct{}, cfg.MaxViewers), closing: make(chan struct{}),
+		history: newHistory(cfg.History)}
 	s.handler = hostCheck(s.routes(), cfg.Addr, cfg.AllowedHosts)
 	return s
 }
@@ -198,8 +212,9 @@ func (s *Server) page(w http.ResponseWriter, _ *http.Request) {
 	w.Write(statusPage)
 }
 
-// events streams status updates: one immediately, then one per Interval, until the
-// client leaves or the server shuts down.
+// events streams the status updates: the kept ones at once (only those after
+// Last-Event-ID when the page reconnects), then each new one, until the client leaves
+// or the server shuts down.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	select {
 	case s.viewers <- struct{}{}:
@@ -209,6 +224,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		plain(w, http.StatusServiceUnavailable, "too many status viewers\n")
 		return
 	}
+	s.startSampler()
 	rc := http.NewResponseController(w)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -216,29 +232,54 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 
-	next := s.cfg.Status()
+	// Not a number (or absent): nothing seen yet.
+	seen, _ := strconv.ParseUint(r.Header.Get("Last-Event-ID"), 10, 64)
 	// The client reconnects after twice the interval if the stream breaks.
 	buf := append([]byte("retry: "), strconv.Itoa(int(2*s.cfg.Interval/time.Millisecond))...)
 	buf = append(buf, "\n\n"...)
-	t := time.NewTicker(s.cfg.Interval)
-	defer t.Stop()
 	for {
-		buf = append(buf, "data: "...)
-		buf = next(buf) // JSON has no raw newline: one data line
-		buf = append(buf, "\n\n"...)
-		// A client that stops reading must not hold the goroutine forever.
-		rc.SetWriteDeadline(time.Now().Add(10 * s.cfg.Interval))
-		if _, err := w.Write(buf); err != nil {
-			return
-		}
-		if err := rc.Flush(); err != nil {
-			return
+		var added <-chan struct{}
+		buf, seen, added = s.history.appendSince(buf, seen)
+		if len(buf) > 0 {
+			// A client that stops reading must not hold the goroutine forever.
+			rc.SetWriteDeadline(time.Now().Add(10 * s.cfg.Interval))
+			if _, err := w.Write(buf); err != nil {
+				return
+			}
+			if err := rc.Flush(); err != nil {
+				return
+			}
 		}
 		buf = buf[:0]
 		select {
-		case <-t.C:
+		case <-added:
 		case <-r.Context().Done():
 			return
+		case <-s.closing:
+			return
+		}
+	}
+}
+
+// startSampler starts sample, once: when the server starts serving, or at the first
+// viewer of a handler mounted elsewhere.
+func (s *Server) startSampler() {
+	if s.cfg.Status == nil {
+		return
+	}
+	s.sampler.Do(func() { go s.sample(s.cfg.Status()) })
+}
+
+// sample adds an update of the one status feed to the history at once and then every
+// Interval, until Shutdown.
+func (s *Server) sample(next func([]byte) []byte) {
+	t := time.NewTicker(s.cfg.Interval)
+	defer t.Stop()
+	var buf []byte
+	for {
+		buf = s.history.add(next(buf))
+		select {
+		case <-t.C:
 		case <-s.closing:
 			return
 		}
@@ -272,6 +313,8 @@ func (s *Server) Serve(ln net.Listener) {
 	s.ln, s.srv, s.served = ln, srv, served
 	s.mu.Unlock()
 	go func() { served <- srv.Serve(ln) }()
+	// The page's history starts now, not when someone first looks.
+	s.startSampler()
 }
 
 // Addr is the listener's address ("" before Listen).

@@ -123,13 +123,71 @@ func readEvents(t *testing.T, r *bufio.Reader, n int) []string {
 	return out
 }
 
-// TestEvents: a viewer gets an update at once and then one per interval, each from its
-// own feed; the viewer limit turns the next one away; Shutdown ends the streams.
+// event is one SSE event of /events.
+type event struct{ id, data string }
+
+// readEvent reads the next event with data from r (the retry line is skipped).
+func readEvent(t *testing.T, r *bufio.Reader) event {
+	t.Helper()
+	var ev event
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("reading events: %v", err)
+		}
+		line = strings.TrimSuffix(line, "\n")
+		switch {
+		case strings.HasPrefix(line, "id: "):
+			ev.id = line[len("id: "):]
+		case strings.HasPrefix(line, "data: "):
+			ev.data = line[len("data: "):]
+		case line == "" && ev.data != "":
+			return ev
+		}
+	}
+}
+
+// viewer opens /events with the given Last-Event-ID ("" for none).
+func viewer(t *testing.T, ctx context.Context, url, lastID string) (*http.Response, *bufio.Reader) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, "GET", url+"/events", nil)
+	if lastID != "" {
+		req.Header.Set("Last-Event-ID", lastID)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET /events: %d", resp.StatusCode)
+	}
+	return resp, bufio.NewReader(resp.Body)
+}
+
+// expectRun reads n events from r and checks that they are updates first, first+1, ...
+// of the one feed (each event's id is its update's number).
+func expectRun(t *testing.T, who string, r *bufio.Reader, first, n int) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		ev := readEvent(t, r)
+		want := strconv.Itoa(first + i)
+		if ev.id != want || ev.data != `{"n":`+want+`}` {
+			t.Fatalf("%s: event %d is id %q data %s, want update %s", who, i, ev.id, ev.data, want)
+		}
+	}
+}
+
+// TestEvents: every viewer sees the one feed, sampled once per interval whoever
+// watches; a viewer that arrives late gets what came before first, one that
+// reconnects gets only what it missed; the viewer limit turns the next one away;
+// Shutdown ends the streams.
 func TestEvents(t *testing.T) {
 	var feeds atomic.Int32
 	s := New(Config{
 		Interval:   5 * time.Millisecond,
-		MaxViewers: 1,
+		MaxViewers: 3,
+		History:    1 << 16, // nothing falls out during the test: ids are predictable
 		Status: func() func([]byte) []byte {
 			feeds.Add(1)
 			n := 0
@@ -142,42 +200,59 @@ func TestEvents(t *testing.T) {
 	})
 	ts := httptest.NewServer(s.Handler())
 	defer ts.Close()
-
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "GET", ts.URL+"/events", nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+
+	resp, first := viewer(t, ctx, ts.URL, "")
 	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
 		t.Fatalf("content type %q", ct)
 	}
-	br := bufio.NewReader(resp.Body)
-	got := readEvents(t, br, 3)
-	for i, ev := range got {
-		if want := `{"n":` + strconv.Itoa(i+1) + `}`; ev != want {
-			t.Errorf("event %d: %s, want %s", i, ev, want)
-		}
-	}
+	expectRun(t, "first viewer", first, 1, 5)
 
-	// A second viewer is over the limit.
-	if resp2, body := get(t, ts.URL+"/events"); resp2.StatusCode != 503 || resp2.Header.Get("Retry-After") == "" {
-		t.Errorf("second viewer: %d %q", resp2.StatusCode, body)
+	// A late viewer gets the past at once, from the first update, then the present.
+	_, late := viewer(t, ctx, ts.URL, "")
+	expectRun(t, "late viewer", late, 1, 8)
+
+	// A viewer that reconnects having seen update 8 resumes at 9.
+	_, resumed := viewer(t, ctx, ts.URL, "8")
+	expectRun(t, "resumed viewer", resumed, 9, 3)
+
+	// A fourth viewer is over the limit.
+	if resp, body := get(t, ts.URL+"/events"); resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("fourth viewer: %d %q", resp.StatusCode, body)
 	}
 	if feeds.Load() != 1 {
-		t.Errorf("%d feeds made, want 1", feeds.Load())
+		t.Errorf("%d feeds made, want 1 shared by every viewer", feeds.Load())
 	}
 
-	// Shutdown ends the stream: the reader sees the end of the body.
+	// Shutdown ends the streams: the readers see the end of the body.
 	s.Shutdown(context.Background())
-	done := make(chan error, 1)
-	go func() { _, err := io.Copy(io.Discard, br); done <- err }()
-	select {
-	case <-done:
-	case <-time.After(waitLimit):
-		t.Fatal("events stream still open after Shutdown")
+	for _, br := range []*bufio.Reader{first, late, resumed} {
+		done := make(chan error, 1)
+		go func() { _, err := io.Copy(io.Discard, br); done <- err }()
+		select {
+		case <-done:
+		case <-time.After(waitLimit):
+			t.Fatal("events stream still open after Shutdown")
+		}
+	}
+}
+
+// TestEventsUnknownID: a Last-Event-ID this server never handed out (a page left open
+// across a restart, or garbage) counts as nothing seen.
+func TestEventsUnknownID(t *testing.T) {
+	s := New(Config{Interval: time.Hour, Status: func() func([]byte) []byte {
+		return func(dst []byte) []byte { return append(dst, `{"n":1}`...) }
+	}})
+	ts := httptest.NewServer(s.Handler())
+	defer ts.Close()
+	defer s.Shutdown(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	for _, id := range []string{"", "99", "x", "-1"} {
+		resp, br := viewer(t, ctx, ts.URL, id)
+		expectRun(t, "Last-Event-ID "+id, br, 1, 1)
+		resp.Body.Close()
 	}
 }
 
