@@ -39,6 +39,20 @@ func chromiumPath() string {
 	return ""
 }
 
+// needChromium returns the browser, or skips the test with the reason (fails it in CI,
+// where .ci/deps.sh installs it).
+func needChromium(t *testing.T) string {
+	t.Helper()
+	bin := chromiumPath()
+	if bin == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("no Chromium in CI: .ci/deps.sh should have installed the Debian package chromium")
+		}
+		t.Skip("no Chromium (install the Debian package chromium, or set CHROMIUM): status page not tested")
+	}
+	return bin
+}
+
 // browser is a headless Chromium and the DevTools session of one page.
 type browser struct {
 	t       *testing.T
@@ -70,7 +84,10 @@ func startBrowser(t *testing.T, bin string) *browser {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// No background networking, updates, sync or QUIC: the browser talks to the loopback
+	// page and nothing else (on a closed network the rest fails slowly).
 	cmd := exec.Command(bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+		"--disable-quic", "--disable-background-networking", "--disable-component-update", "--disable-sync",
 		"--no-first-run", "--no-default-browser-check", "--disable-extensions", "--mute-audio",
 		"--user-data-dir="+t.TempDir(), "--window-size=1280,900", "--remote-debugging-pipe", "about:blank")
 	cmd.ExtraFiles = []*os.File{cmdR, outW}
@@ -184,6 +201,7 @@ func (b *browser) open(url string) {
 // pageState is what the status page shows, read from its DOM.
 type pageState struct {
 	Updates  int     `json:"updates"`
+	Points   int     `json:"points"` // in the requests chart
 	Total    int64   `json:"total"`
 	RawRate  float64 `json:"rawRate"`
 	Rate     string  `json:"rate"`
@@ -199,6 +217,7 @@ type pageState struct {
 
 const readState = `JSON.stringify({
 	updates: +(document.body.dataset.updates || 0),
+	points: +(document.body.dataset.points || 0),
 	total: +(document.body.dataset.total || 0),
 	rawRate: +(document.body.dataset.rate || 0),
 	rate: document.getElementById("rate").textContent,
@@ -213,23 +232,9 @@ const readState = `JSON.stringify({
 })`
 
 func (b *browser) state() (pageState, error) {
-	res, err := b.call("Runtime.evaluate", map[string]any{"expression": readState, "returnByValue": true})
-	if err != nil {
-		return pageState{}, err
-	}
-	var r struct {
-		Result struct {
-			Value string `json:"value"`
-		} `json:"result"`
-	}
-	if err := json.Unmarshal(res, &r); err != nil {
-		return pageState{}, err
-	}
 	var st pageState
-	if r.Result.Value == "" {
-		return st, errors.New("page not ready")
-	}
-	return st, json.Unmarshal([]byte(r.Result.Value), &st)
+	err := b.eval(readState, &st)
+	return st, err
 }
 
 // waitState polls the page until ok holds.
@@ -250,7 +255,8 @@ func (b *browser) waitState(what string, ok func(pageState) bool) pageState {
 	return last
 }
 
-func (b *browser) screenshot(path string) {
+// screenshot captures the page as PNG, writes it to path and returns it.
+func (b *browser) screenshot(path string) []byte {
 	b.t.Helper()
 	var shot struct {
 		Data string `json:"data"`
@@ -263,6 +269,37 @@ func (b *browser) screenshot(path string) {
 	if err := os.WriteFile(path, png, 0o644); err != nil {
 		b.t.Fatal(err)
 	}
+	return png
+}
+
+// screenshotDir is where screenshots go: $MCPROUTER_SCREENSHOT_DIR to keep them, or
+// the test's temporary directory.
+func screenshotDir(t *testing.T) string {
+	if dir := os.Getenv("MCPROUTER_SCREENSHOT_DIR"); dir != "" {
+		return dir
+	}
+	return t.TempDir()
+}
+
+// eval evaluates a JavaScript expression in the page and decodes its JSON string
+// value into out.
+func (b *browser) eval(expr string, out any) error {
+	res, err := b.call("Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true})
+	if err != nil {
+		return err
+	}
+	var r struct {
+		Result struct {
+			Value string `json:"value"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(res, &r); err != nil {
+		return err
+	}
+	if r.Result.Value == "" {
+		return errors.New("page not ready")
+	}
+	return json.Unmarshal([]byte(r.Result.Value), out)
 }
 
 // TestStatusPageInChromium loads the admin status page in headless Chromium while load
@@ -272,13 +309,7 @@ func (b *browser) screenshot(path string) {
 // screenshot.
 func TestStatusPageInChromium(t *testing.T) {
 	testbin.Long(t, "starts a router, a backend and a browser")
-	bin := chromiumPath()
-	if bin == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("no Chromium in CI: .ci/deps.sh should have installed the Debian package chromium")
-		}
-		t.Skip("no Chromium (install the Debian package chromium, or set CHROMIUM): status page not tested")
-	}
+	bin := needChromium(t)
 	s := startStack(t, slog.LevelInfo)
 	ctx, cancel := context.WithCancel(context.Background())
 	loaded := make(chan int64, 1)
@@ -316,11 +347,7 @@ func TestStatusPageInChromium(t *testing.T) {
 	if !strings.HasSuffix(later.RouterP, "ms") || !strings.HasSuffix(later.Backend, "ms") {
 		t.Errorf("latency shown: router %q backend %q", later.RouterP, later.Backend)
 	}
-	dir := os.Getenv("MCPROUTER_SCREENSHOT_DIR")
-	if dir == "" {
-		dir = t.TempDir()
-	}
-	path := filepath.Join(dir, "status-page.png")
+	path := filepath.Join(screenshotDir(t), "status-page.png")
 	b.screenshot(path)
 	t.Logf("updates %d -> %d, total %d -> %d, rate %s/s; screenshot %s", first.Updates, later.Updates, first.Total, later.Total, later.Rate, path)
 }
