@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -322,8 +324,8 @@ func (c *HTTPConn) readJSONReply(ctx context.Context, resp *fasthttp.Response, b
 		switch {
 		case errors.Is(err, ErrTooLarge):
 			return fmt.Errorf("upstream: %s %s: %w", c.opts.Name, tooLargeWhat(c.opts.MaxMessage), ErrTooLarge)
-		case err != nil && ctx.Err() != nil:
-			return c.exchangeErr(ctx, err)
+		case err != nil && (ctx.Err() != nil || isTimeout(err)):
+			return c.lateErr(ctx)
 		case err != nil:
 			return fmt.Errorf("upstream: %s: reading the reply: %w", c.opts.Name, err)
 		}
@@ -364,6 +366,23 @@ func (c *HTTPConn) checkAnswered(answered bool, want, body []byte) error {
 		return fmt.Errorf("%w: %s answered a request with no response to it: %s", ErrProtocol, c.opts.Name, excerpt(body))
 	}
 	return fmt.Errorf("%w: %s %s", ErrProtocol, c.opts.Name, invalidWhat)
+}
+
+// isTimeout reports a read that failed on the connection's deadline, which the client
+// sets to the request's: the reply was still coming when the request's time was up.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
+}
+
+// lateErr is the error of a reply still being read when the request's time was up (a
+// backend writing slowly): the caller's own cancellation when that is what ended it,
+// a deadline error otherwise.
+func (c *httpBase) lateErr(ctx context.Context) error {
+	if err := ctx.Err(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("upstream: %s: the reply was still coming at the deadline: %w", c.opts.Name, context.DeadlineExceeded)
 }
 
 // watchBody closes a streamed body when ctx ends, so that a read blocked on a backend
@@ -410,8 +429,8 @@ func (c *HTTPConn) readReply(ctx context.Context, body io.Reader, m *codec.Messa
 	switch {
 	case st.answered:
 		return nil
-	case errors.Is(err, ErrTooLarge), errors.Is(err, ErrProtocol):
-		return err // resuming would replay what broke it
+	case errors.Is(err, ErrTooLarge), errors.Is(err, ErrProtocol), errors.Is(err, context.DeadlineExceeded):
+		return err // resuming would replay what broke it, or take time there is none of
 	case st.want == nil:
 		if err == io.EOF {
 			return nil
@@ -457,8 +476,11 @@ func (c *HTTPConn) readEvents(ctx context.Context, body io.Reader, st *streamSta
 			if st.answered {
 				return nil
 			}
-			if errors.Is(err, ErrTooLarge) {
+			switch {
+			case errors.Is(err, ErrTooLarge):
 				return fmt.Errorf("upstream: %s %s: %w", c.opts.Name, tooLargeWhat(c.opts.MaxMessage), ErrTooLarge)
+			case st.want != nil && isTimeout(err):
+				return c.lateErr(ctx)
 			}
 			return err
 		}

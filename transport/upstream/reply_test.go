@@ -117,41 +117,45 @@ func TestHTTPHostileReplies(t *testing.T) {
 	}
 }
 
-// TestHTTPTrickledBodyEndsAtDeadline: a JSON body written a byte at a time, never
-// ending, does not hold Send past its deadline.
+// TestHTTPTrickledBodyEndsAtDeadline: a JSON body or SSE stream written a byte at a
+// time, never ending, does not hold Send past its deadline, and says it was late.
 func TestHTTPTrickledBodyEndsAtDeadline(t *testing.T) {
-	stop := make(chan struct{})
-	defer close(stop)
-	srv := scripted(t, func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusOK)
-		tick := time.NewTicker(20 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			io.WriteString(w, " ")
-			w.(http.Flusher).Flush()
+	for _, ctype := range []string{"application/json", "text/event-stream"} {
+		t.Run(ctype, func(t *testing.T) {
+			stop := make(chan struct{})
+			defer close(stop)
+			srv := scripted(t, func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", ctype)
+				w.WriteHeader(http.StatusOK)
+				tick := time.NewTicker(20 * time.Millisecond)
+				defer tick.Stop()
+				for {
+					io.WriteString(w, "d")
+					w.(http.Flusher).Flush()
+					select {
+					case <-tick.C:
+					case <-stop:
+						return
+					case <-r.Context().Done():
+						return
+					}
+				}
+			})
+			c, _ := dialHTTP(t, srv.URL, HTTPOptions{})
+			defer c.Close()
+			ctx, cancel := context.WithTimeout(testCtx(t), 300*time.Millisecond)
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- c.Send(ctx, []byte(msgList)) }()
 			select {
-			case <-tick.C:
-			case <-stop:
-				return
-			case <-r.Context().Done():
-				return
+			case err := <-done:
+				if !errors.Is(err, context.DeadlineExceeded) {
+					t.Fatalf("Send: %v, want a deadline error", err)
+				}
+			case <-time.After(waitLimit):
+				t.Fatalf("Send still reading a trickled body %v after its deadline", waitLimit)
 			}
-		}
-	})
-	c, _ := dialHTTP(t, srv.URL, HTTPOptions{})
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(testCtx(t), 300*time.Millisecond)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- c.Send(ctx, []byte(msgList)) }()
-	select {
-	case err := <-done:
-		if !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("Send: %v, want a deadline error", err)
-		}
-	case <-time.After(waitLimit):
-		t.Fatalf("Send still reading a trickled body %v after its deadline", waitLimit)
+		})
 	}
 }
 

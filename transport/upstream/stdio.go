@@ -206,16 +206,17 @@ type Instance struct {
 	index int
 	sink  Sink
 	log   *slog.Logger
-	// stderrLog is log, rate-limited for the child's stderr lines (shared by restarts);
-	// badLog likewise for the stdout lines dropped.
-	stderrLog, badLog *slog.Logger
-	hs        handshake
-	wait      waiters
-	cur       atomic.Pointer[process] // the running, initialized child; nil while down
-	downMu    sync.Mutex
-	downErr   error
-	restarts  atomic.Int64
-	wg        sync.WaitGroup // the supervisor
+	// stderrLog is log, rate-limited for the child's stderr lines (shared by restarts).
+	stderrLog *slog.Logger
+	// badLog is log, rate-limited for the stdout lines dropped (cut off, too long).
+	badLog   *slog.Logger
+	hs       handshake
+	wait     waiters
+	cur      atomic.Pointer[process] // the running, initialized child; nil while down
+	downMu   sync.Mutex
+	downErr  error
+	restarts atomic.Int64
+	wg       sync.WaitGroup // the supervisor
 	closer
 }
 
