@@ -68,6 +68,7 @@ type instance struct {
 	dialer Dialer
 
 	conn        atomic.Pointer[upConn] // the shared session; nil while down
+	era         atomic.Uint32          // eraUnknown, eraLegacy, eraModern (era.go)
 	healthy     atomic.Bool
 	outstanding atomic.Int64
 	failures    int // consecutive failed health checks (health goroutine only)
@@ -205,8 +206,13 @@ func (in *instance) check(ctx context.Context) {
 	}
 	k := in.b.keep
 	pctx, cancel := context.WithTimeout(ctx, k.timeout)
-	_, err := k.table.call(pctx, c, "ping", nil)
+	res, err := k.table.call(pctx, c, healthMethod(c), nil)
 	cancel()
+	if !stillModern(c, res, err) {
+		k.log.Info("backend no longer speaks 2026-07-28: reconnecting", "backend", in.b.cfg.Name, "instance", in.dialer.Addr)
+		c.kill()
+		return
+	}
 	if err == nil {
 		if !in.healthy.Load() {
 			k.log.Info("backend instance healthy again", "backend", in.b.cfg.Name, "instance", in.dialer.Addr)
@@ -269,6 +275,8 @@ func (f *Fleet) AppendCapabilities(dst []byte, version string) []byte {
 // On shared upstream sessions it applies to every client of that session: the last
 // setLevel wins, which is what a shared session can offer.
 func (f *Fleet) SetLogLevel(s *router.Session, level string) {
+	// 2026-07-28 backends get the level in each of the session's requests.
+	f.conns.setLevel(s, level)
 	params := append([]byte(`{"level":`), '"')
 	params = append(params, level...)
 	params = append(params, `"}`...)
@@ -284,7 +292,7 @@ func (f *Fleet) SetLogLevel(s *router.Session, level string) {
 			if b.cfg.PerClient {
 				c = f.sessions.state(s).conn(in)
 			}
-			if c == nil || c.dead() {
+			if c == nil || c.dead() || c.modern {
 				continue
 			}
 			f.life.spawn(func() {

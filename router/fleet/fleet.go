@@ -1,12 +1,14 @@
 package fleet
 
 import (
+	"context"
 	"log/slog"
 	"sync/atomic"
 	"time"
 
 	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/router"
+	"github.com/mcprouter/mcprouter/router/modern"
 	"github.com/mcprouter/mcprouter/transport"
 )
 
@@ -85,7 +87,8 @@ func New(cfg Config) *Fleet {
 		}
 		f.backends = append(f.backends, b)
 	}
-	f.conns = &connector{table: f.table, events: f, log: f.log, name: cfg.ClientName, version: cfg.ClientVersion}
+	f.conns = &connector{table: f.table, events: f, log: f.log, name: cfg.ClientName, version: cfg.ClientVersion,
+		info: modern.AppendImplementation(nil, cfg.ClientName, cfg.ClientVersion), probe: 2 * cfg.HealthTimeout}
 	keep.conns = f.conns
 	f.sessions = newSessions(f.life, f.conns, &f.Stats, cfg.MaxUpstreamSessions, cfg.UpstreamSessionWait)
 	f.fwd = &forwarder{life: f.life, table: f.table, sessions: f.sessions, rep: &f.rep, stats: &f.Stats}
@@ -194,6 +197,7 @@ func (f *Fleet) SessionClosed(s *router.Session) {
 	f.subs.dropSession(s)
 	f.srv.dropSession(s)
 	f.sessions.end(s)
+	f.conns.forget(s)
 }
 
 // SessionAdopted implements router.Fleet: a session that moved here gets what it may
@@ -209,6 +213,9 @@ func (f *Fleet) InFlight() int { return f.table.len() }
 // instanceUp is called when an instance's shared session is (re)established: the
 // backend's lists are fetched (again) and subscriptions restored.
 func (f *Fleet) instanceUp(in *instance, c *upConn) {
+	if c.listen != nil {
+		f.life.spawn(func() { c.listen.run(f.life.ctx, func() { f.catalog.refresh(in.b, c) }) })
+	}
 	f.life.spawn(func() {
 		f.catalog.refresh(in.b, c)
 		f.subs.restore(in.b, c)
@@ -224,6 +231,10 @@ func (f *Fleet) sessionRenewed(c *upConn) {
 	f.life.spawn(func() {
 		f.subs.restore(c.b, c)
 		f.catalog.refresh(c.b, c)
+		// The restart may have brought another era: probe it (era.go).
+		ctx, cancel := context.WithTimeout(f.life.ctx, c.b.keep.timeout)
+		defer cancel()
+		f.conns.recheck(ctx, c)
 	})
 }
 

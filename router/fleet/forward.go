@@ -115,17 +115,27 @@ func (fw *forwarder) forward(e *entry) {
 	id, deadline := e.id, e.deadline
 	bp := getBuf()
 	*bp = appendWire((*bp)[:0], e)
+	if c.modern {
+		mp := getBuf()
+		*mp = c.withMeta((*mp)[:0], *bp, e.sess)
+		putBuf(bp)
+		bp = mp
+	}
 	if fw.rep.on() {
 		e.sent = router.Now()
 	}
+	ctx, cancel := context.WithDeadline(fw.life.ctx, time.Unix(0, deadline))
+	if c.modern {
+		e.stop = cancel
+	}
 	if !fw.table.bind(e, c) { // cancelled before it left: nothing to tell the backend
+		cancel()
 		b.release()
 		putBuf(bp)
 		fw.finishCancelled(e)
 		return
 	}
 	fw.stats.Forwarded.Add(1)
-	ctx, cancel := context.WithDeadline(fw.life.ctx, time.Unix(0, deadline))
 	err = c.conn.Send(ctx, *bp)
 	if err != nil && errors.Is(err, upstream.ErrBackendDown) && !b.cfg.PerClient {
 		// The instance refused the message (connection refused, process down, 502-504):
@@ -179,6 +189,14 @@ func appendWire(dst []byte, e *entry) []byte {
 // first: a passed deadline is a timeout, counted like the sweeper's; anything else
 // makes it unavailable.
 func (fw *forwarder) sendFailed(b *backend, c *upConn, id uint64, err error) {
+	if errors.Is(err, context.Canceled) {
+		// Its client cancelled it (a 2026-07-28 backend's request stream closed) or the
+		// fleet is closing: whoever did settled it already, or it fails now.
+		if te := fw.table.take(id, stateFailed); te != nil {
+			fw.completeErrTaken(te, CodeBackendUnavailable, "backend "+b.cfg.Name+": "+err.Error())
+		}
+		return
+	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		// The backend held the exchange past the deadline (HTTP answers within Send).
 		if te := fw.table.take(id, stateExpired); te != nil {
@@ -240,6 +258,12 @@ func (fw *forwarder) backendResponse(c *upConn, msg []byte, m *codec.Message) {
 	if fw.rep.on() {
 		e.recv = router.Now()
 	}
+	if c.modern && legacyClient(e.sess) {
+		if code, text, data, ok := toLegacyAnswer(c.b, m); ok {
+			fw.completeErrData(e, code, text, data)
+			return
+		}
+	}
 	outcome := router.OutcomeOK
 	if m.Kind == codec.KindError {
 		outcome = router.OutcomeError
@@ -281,8 +305,14 @@ func (fw *forwarder) completeErrTaken(e *entry, code int, msg string) {
 		close(e.wait)
 		return
 	}
+	fw.completeErrData(e, code, msg, nil)
+}
+
+// completeErrData answers settled client request e with an error carrying data (raw,
+// nil for none).
+func (fw *forwarder) completeErrData(e *entry, code int, msg string, data []byte) {
 	bp := getBuf()
-	*bp = codec.AppendError((*bp)[:0], e.x.Msg.ID, code, msg, nil)
+	*bp = codec.AppendError((*bp)[:0], e.x.Msg.ID, code, msg, data)
 	fw.finish(e, *bp, outcomeOfCode(code))
 	putBuf(bp)
 }
@@ -292,7 +322,12 @@ func (fw *forwarder) completeErrTaken(e *entry, code int, msg string) {
 // client's exchange ends without a response, as cancellation asks.
 func (fw *forwarder) cancel(s *router.Session, clientID []byte) {
 	if e := fw.table.takeClient(s, clientID); e != nil {
-		fw.tellCancelled(e.conn, e.id)
+		if e.stop != nil {
+			e.stop()
+		}
+		if _, closes := e.conn.conn.(interface{ CancelsByClosing() bool }); !closes {
+			fw.tellCancelled(e.conn, e.id)
+		}
 		fw.finishCancelled(e)
 	}
 }

@@ -88,6 +88,10 @@ type entry struct {
 	// strip is the length of the prefix to remove from params.name.
 	strip int
 
+	// stop, for a request sent to a 2026-07-28 backend, cancels its Send: closing the
+	// request's stream is how that revision cancels a request (era.go).
+	stop func()
+
 	// wait receives the raw response of an ownRequest; closed when none will come.
 	wait chan []byte
 

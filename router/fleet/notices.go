@@ -98,7 +98,16 @@ func (n *notices) fromBackend(c *upConn, msg []byte, m *codec.Message, reqID []b
 				uri = string(u)
 			}
 		}
+		if c.modern {
+			// Without the router's own subscriptionId, which means nothing to clients.
+			msg = codec.AppendNotification(nil, "notifications/resources/updated",
+				append(append(append([]byte(`{"uri":"`), m.URI...), '"'), '}'))
+		}
 		n.subs.updated(c.b, uri, msg)
+	case "notifications/subscriptions/acknowledged":
+		if c.listen != nil {
+			c.listen.acked(m.Params)
+		}
 	case "notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed":
 		n.life.spawn(func() { n.catalog.refresh(c.b, c) })
 		n.bus.announce(c.b)

@@ -59,7 +59,9 @@ func (rt *routing) request(s *router.Session, x *transport.Exchange) bool {
 		if b = cat.resourceOwner(string(m.URI)); b == nil {
 			return rt.rep.replyErr(x, CodeResourceNotFound, "Resource not found: "+string(m.URI))
 		}
-		if string(m.Method) != "resources/read" && !b.cfg.PerClient {
+		// A 2026-07-28 backend has no per-client subscription: its one listen
+		// stream serves every client.
+		if string(m.Method) != "resources/read" && (!b.cfg.PerClient || b.modern()) {
 			return rt.subs.handle(s, x, b)
 		}
 	case "completion/complete":

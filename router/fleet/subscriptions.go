@@ -340,17 +340,35 @@ func (u *subsUpstream) subscribe(key subKey, method string, c *upConn) error {
 			return errors.New("instance not connected")
 		}
 	}
-	params := append([]byte(`{"uri":`), codec.AppendString(nil, key.uri)...)
-	params = append(params, '}')
 	ctx, cancel := context.WithTimeout(u.life.ctx, key.b.cfg.Timeout)
 	defer cancel()
-	_, err := u.table.call(ctx, c, method, params)
+	var err error
+	if c.modern {
+		err = u.listen(ctx, c, key, sub)
+	} else {
+		params := append([]byte(`{"uri":`), codec.AppendString(nil, key.uri)...)
+		params = append(params, '}')
+		_, err = u.table.call(ctx, c, method, params)
+	}
 	if err != nil {
 		u.log.Warn("upstream "+method+" failed", "backend", key.b.cfg.Name, "uri", key.uri, "err", err)
 	} else if sub {
 		u.held.set(key, c)
 	}
 	return err
+}
+
+// listen makes or drops key's subscription on the subscriptions/listen stream of c, a
+// 2026-07-28 instance's shared connection (listener).
+func (u *subsUpstream) listen(ctx context.Context, c *upConn, key subKey, sub bool) error {
+	if c.listen == nil {
+		return errors.New("no subscriptions/listen stream on this connection")
+	}
+	if !sub {
+		c.listen.remove(key.uri)
+		return nil
+	}
+	return c.listen.add(ctx, key.uri)
 }
 
 // limitReached reports whether a session holding the subscriptions in held may not

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/bytedance/sonic"
 
@@ -48,12 +50,21 @@ type connector struct {
 	table  *table
 	events connEvents
 	log    *slog.Logger
-	// name and version are the clientInfo the router presents.
+	// name and version are the clientInfo the router presents; info is the same as a
+	// raw Implementation object, for the _meta of requests to 2026-07-28 backends.
 	name, version string
+	info          []byte
+	// levels holds the log level each client session set (*router.Session → string),
+	// sent in the _meta of its requests to 2026-07-28 backends.
+	levels sync.Map
+	// probe bounds the server/discover that finds an instance's era (twice the health
+	// timeout): a 2025 stdio server may never answer a request sent before initialize.
+	probe time.Duration
 }
 
-// open dials instance in and initializes the session, for owner (nil: the router's
-// shared session).
+// open dials instance in and brings the connection into use in the instance's era
+// (start: a session initialized, or none), for owner (nil: the router's shared
+// connection).
 func (k *connector) open(ctx context.Context, in *instance, owner *router.Session) (*upConn, error) {
 	c := &upConn{via: k, b: in.b, inst: in, owner: owner}
 	conn, err := in.dialer.Dial(ctx, c)
@@ -61,7 +72,7 @@ func (k *connector) open(ctx context.Context, in *instance, owner *router.Sessio
 		return nil, err
 	}
 	c.conn = conn
-	if err := k.handshake(ctx, c); err != nil {
+	if err := k.start(ctx, c); err != nil {
 		conn.Close()
 		return nil, err
 	}
@@ -80,6 +91,9 @@ func (t *table) call(ctx context.Context, c *upConn, method string, params []byt
 	t.add(e)
 	id := strconv.AppendUint(nil, e.id, 10)
 	msg := codec.AppendRequest(nil, id, method, params)
+	if c.modern {
+		msg = c.withMeta(nil, msg, nil)
+	}
 	if err := c.conn.Send(ctx, msg); err != nil {
 		t.take(e.id, stateFailed)
 		return nil, err
@@ -105,13 +119,20 @@ func (t *table) call(ctx context.Context, c *upConn, method string, params []byt
 
 // upConn is one upstream session: a connection to one backend instance, initialized by the
 // router. In shared mode it carries every client's requests to that instance; in
-// per-client mode it belongs to one client session (owner).
+// per-client mode it belongs to one client session (owner). With a 2026-07-28 backend
+// (modern) there is no session: the connection carries requests that each say who they
+// are for in their _meta (era.go).
 type upConn struct {
 	via   *connector // what opened it, and where its messages go
 	b     *backend
 	inst  *instance
 	owner *router.Session // per-client mode only
 	conn  upstream.Conn
+	// modern: the backend is used statelessly (2026-07-28); set before the connection
+	// is published, read only after.
+	modern bool
+	// listen keeps the subscriptions/listen stream of a modern shared connection.
+	listen *listener
 
 	version string // negotiated with the backend
 	killed  atomic.Bool
@@ -121,7 +142,7 @@ type upConn struct {
 }
 
 func (c *upConn) dead() bool {
-	if c.killed.Load() {
+	if c.killed.Load() || c.outdated() {
 		return true
 	}
 	select {
