@@ -168,6 +168,10 @@ func (s *serverRequests) fromBackend(c *upConn, msg []byte, m *codec.Message, re
 	if sess == nil {
 		sess = c.owner
 	}
+	if sess != nil && sess.Stateless() {
+		s.answer(c, codec.AppendError(nil, m.ID, codec.CodeInternalError, "mcprouter: the client speaks 2026-07-28, which has no server-to-client requests; turning "+method+" into an input_required result is not translated yet", nil))
+		return
+	}
 	if sess == nil || sess.TransportSession() == nil {
 		s.answer(c, codec.AppendError(nil, m.ID, codec.CodeInternalError, "mcprouter: no client session to route "+method+" to (send it while handling that client's request)", nil))
 		return
