@@ -38,10 +38,11 @@ type catalogBuilder struct {
 
 	cur        atomic.Pointer[catalog]
 	gen        atomic.Uint64
-	mu         sync.Mutex // serializes builds
-	collisions sync.Map   // collisions already logged
-	refreshing sync.Map   // *backend → *refreshRun
-	caches     sync.Map   // listKey → modern.Cache of a backend's last list (modern_client.go)
+	mu         sync.Mutex      // serializes builds
+	collisions sync.Map        // collisions already logged
+	refreshing sync.Map        // *backend → *refreshRun
+	caches     sync.Map        // listKey → modern.Cache of a backend's last list (modern_client.go)
+	listeners  clientListeners // stateless clients' listen streams (listen_client.go)
 }
 
 // refreshRun coalesces one backend's refreshes: while one runs, the calls that come
@@ -119,6 +120,7 @@ func (cb *catalogBuilder) refreshOnce(b *backend, c *upConn) {
 	for k := kind(0); k < numKinds; k++ {
 		if !sameItems(old[k], lists[k]) {
 			cb.changed(kindInfo[k].changed)
+			cb.listeners.changed(kindInfo[k].changed)
 		}
 	}
 }
