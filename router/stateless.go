@@ -1,6 +1,8 @@
 package router
 
 import (
+	"strconv"
+
 	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/router/modern"
 	"github.com/mcprouter/mcprouter/transport"
@@ -27,6 +29,12 @@ type StatelessFleet interface {
 	// (tools/list...) from its merged catalog: the smallest ttlMs and the most
 	// restrictive scope of the backends that contributed.
 	ListCache(method []byte) modern.Cache
+	// Listen serves subscriptions/listen on x for s: the acknowledgement, then the
+	// notifications asked for, each tagged with the subscription id, until the client
+	// closes the stream or EndListeners ends it with its result. It finishes x.
+	Listen(s *Session, x *transport.Exchange)
+	// EndListeners ends every listen stream gracefully (the router is closing).
+	EndListeners()
 }
 
 // statelessState is what the router judges and decorates stateless requests with,
@@ -104,7 +112,14 @@ func (r *Router) handleStateless(j *job) bool {
 	}
 	s := r.statelessSession(x, &meta)
 	j.s = s
-	if sf, ok := r.fleet.(StatelessFleet); ok {
+	sf, ok := r.fleet.(StatelessFleet)
+	if ok && string(m.Method) == "subscriptions/listen" {
+		j.observe(OutcomeOK)
+		sf.Listen(s, x)
+		j.x = nil
+		return true
+	}
+	if ok {
 		id := append([]byte(nil), m.ID...)
 		x.OnAbandon(func() { sf.CancelRequest(s, id) })
 	}
@@ -153,7 +168,13 @@ func (r *Router) discover(j *job) {
 // Errors pass as they are.
 func (r *Router) ScreenReply(x *transport.Exchange, msg, buf []byte) []byte {
 	var m codec.Message
-	if codec.Scan(msg, &m) != nil || m.Kind != codec.KindResult {
+	if codec.Scan(msg, &m) != nil {
+		return msg
+	}
+	if m.Kind == codec.KindError {
+		return appendModernError(buf, msg, &m)
+	}
+	if m.Kind != codec.KindResult {
 		return msg
 	}
 	d := modern.Decoration{ServerInfo: r.modern.serverInfo}
@@ -172,6 +193,28 @@ func (r *Router) ScreenReply(x *transport.Exchange, msg, buf []byte) []byte {
 	buf = append(buf, msg[:at]...)
 	buf = modern.AppendDecorated(buf, m.Result, &d)
 	return append(buf, msg[at+len(m.Result):]...)
+}
+
+// appendModernError appends the error response msg (scanned into m) with its code in
+// the revision's numbering (modern.ErrorToModern: a 2025 backend's or the fleet's
+// resource not found is -32602 there); msg itself when the code means the same.
+func appendModernError(buf, msg []byte, m *codec.Message) []byte {
+	var w codec.Walker
+	if !w.Object(m.Error) {
+		return msg
+	}
+	for key, _, val, ok := w.Next(); ok; key, _, val, ok = w.Next() {
+		if string(key) != "code" {
+			continue
+		}
+		code := modern.ErrorCode(m.Error)
+		if out, reshape := modern.ErrorToModern(code); !reshape && out != code {
+			var nb [12]byte
+			return codec.AppendSplices(buf, msg, []codec.Splice{{Old: val, New: strconv.AppendInt(nb[:0], int64(out), 10)}})
+		}
+		return msg
+	}
+	return msg
 }
 
 // isList reports whether a method is one of the lists the fleet merges.
