@@ -155,7 +155,7 @@ func (r *run) buildReport() *report.Report {
 	}
 
 	rep.Sessions = report.SessionStats{Target: cfg.Sessions, Opened: r.opened.Load(), Failed: r.failed.Load(),
-		Reconnects: r.reconnects.Load(), Streams: r.streams.Load(), FirstError: r.firstErr}
+		Reconnects: r.reconnects.Load(), Moved: r.moved.Load(), Streams: r.streams.Load(), FirstError: r.firstErr}
 	if r.connectOp >= 0 {
 		rep.Sessions.Connect = report.Summarize(totals[r.connectOp].Corrected)
 	}

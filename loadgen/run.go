@@ -73,6 +73,7 @@ type run struct {
 	seq     atomic.Uint64
 
 	opened, failed, reconnects, streams, live atomic.Int64
+	moved                                     atomic.Int64 // sessions' moves to another instance
 	mu                                        sync.Mutex
 	firstErr                                  string
 	info                                      client.Info
@@ -311,6 +312,7 @@ func (w *worker) close(record, measured bool) error {
 		return nil
 	}
 	r := w.r
+	r.moved.Add(w.sess.Info().Moves)
 	t := r.now()
 	err := w.sess.Close(time.Now().Add(r.cfg.Timeout))
 	if record {

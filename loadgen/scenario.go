@@ -59,7 +59,9 @@ type Scenario struct {
 
 // ScenarioTarget is the target section of a scenario.
 type ScenarioTarget struct {
-	URL       string            `yaml:"url"`
+	URL string `yaml:"url"`
+	// URLs are further instances of the same service (client.Options.URLs).
+	URLs      []string          `yaml:"urls"`
 	Transport string            `yaml:"transport"`
 	Protocol  string            `yaml:"protocol"`
 	Command   []string          `yaml:"command"`
@@ -180,7 +182,7 @@ func LoadScenario(path string) (*Scenario, error) {
 func (s *Scenario) Config(name string) Config {
 	return Config{
 		Target: client.Options{
-			Transport: s.Target.Transport, URL: s.Target.URL, Command: s.Target.Command, Env: s.Target.Env,
+			Transport: s.Target.Transport, URL: s.Target.URL, URLs: s.Target.URLs, Command: s.Target.Command, Env: s.Target.Env,
 			Protocol: s.Target.Protocol, Headers: s.Target.Headers, Stream: s.Target.Stream,
 		},
 		Sessions: s.Sessions, Ramp: time.Duration(s.Ramp), Warmup: time.Duration(s.Warmup),

@@ -45,6 +45,12 @@ type Options struct {
 	Transport string
 	// URL is the MCP endpoint (HTTP) or the SSE stream URL (SSE).
 	URL string
+	// URLs are further instances of the same Streamable HTTP service (a cluster whose
+	// instances share sessions, reached without a balancer). Session i opens on instance
+	// i mod n of URL and URLs, and when its instance stops answering (connection refused,
+	// or closed before an answer) it moves to the next one with the same session id,
+	// its call is sent there, and its stream resumes there with Last-Event-ID.
+	URLs []string
 	// Command is the server command line for Stdio; one process per session.
 	Command []string
 	// Env is appended to the environment of stdio children.
@@ -102,12 +108,17 @@ func (o *Options) withDefaults() (Options, error) {
 	}
 	switch c.Transport {
 	case HTTP, SSE:
-		u, err := url.Parse(c.URL)
-		if err != nil {
-			return c, fmt.Errorf("client: bad URL: %w", err)
+		for _, raw := range append([]string{c.URL}, c.URLs...) {
+			u, err := url.Parse(raw)
+			if err != nil {
+				return c, fmt.Errorf("client: bad URL: %w", err)
+			}
+			if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+				return c, fmt.Errorf("client: URL %q must be http(s)://host[:port]/path", raw)
+			}
 		}
-		if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
-			return c, fmt.Errorf("client: URL %q must be http(s)://host[:port]/path", c.URL)
+		if len(c.URLs) > 0 && c.Transport != HTTP {
+			return c, errors.New("client: several URLs (instances of one service) need the Streamable HTTP transport")
 		}
 		if c.Protocol == Version20260728 && c.Transport != HTTP {
 			return c, fmt.Errorf("client: protocol %s is stateless Streamable HTTP only", c.Protocol)
@@ -179,6 +190,10 @@ type Info struct {
 	Server    string // serverInfo.name
 	// StreamOpen says whether a standalone server-to-client stream is attached.
 	StreamOpen bool
+	// URL is the instance the session uses now and Moves how many times it moved to
+	// another (Options.URLs).
+	URL   string
+	Moves int64
 }
 
 // Class is the kind of a failure, for counting errors by class.

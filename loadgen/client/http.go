@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,8 +33,11 @@ var eventStream = []byte(sse.ContentType)
 type httpSession struct {
 	d     *Dialer
 	index int
-	url   string
-	hc    *fasthttp.HostClient
+	// insts are the instances of the service the session may use, the one it opened on
+	// first; at is the position of the one it uses now (see failover).
+	insts []instance
+	at    atomic.Int32
+	moves atomic.Int64
 	ids   atomic.Uint64
 
 	// Set once by the handshake, read-only afterwards.
@@ -65,8 +67,7 @@ func (s *httpSession) scratch() *scratch {
 }
 
 func (d *Dialer) dialHTTP(index int, deadline time.Time) (Session, error) {
-	u, _ := url.Parse(d.o.URL) // validated by withDefaults
-	s := &httpSession{d: d, index: index, url: d.o.URL, hc: d.hostClient(u)}
+	s := &httpSession{d: d, index: index, insts: d.instances(index)}
 	if d.o.Protocol == Version20260728 {
 		s.version = Version20260728
 		s.info.Protocol = Version20260728
@@ -103,7 +104,12 @@ func (d *Dialer) dialHTTP(index int, deadline time.Time) (Session, error) {
 	return s, nil
 }
 
-func (s *httpSession) Info() Info { return s.info }
+func (s *httpSession) Info() Info {
+	i := s.info
+	ep, _ := s.instance()
+	i.URL, i.Moves = ep.url, s.moves.Load()
+	return i
+}
 
 // setHeaders sets the headers every POST, GET and DELETE of the session carries.
 func (s *httpSession) setHeaders(h *fasthttp.RequestHeader) {
@@ -138,19 +144,29 @@ func (s *httpSession) Call(r *Request, deadline time.Time, rep *Reply) error {
 	}
 	start := len(*body)
 	*body = wire.AppendRequest(*body, id, r.Method, params)
-	s.prepare(req, (*body)[start:])
-	if s.d.meta != nil {
-		req.Header.Set(hdrMethod, r.Method)
-		if len(r.Name) > 0 {
-			req.Header.SetBytesV(hdrName, r.Name)
+	// An instance that does not answer at all hands the call to the next one (see
+	// failover), each instance at most once.
+	for tries := 1; ; tries++ {
+		ep, at := s.instance()
+		s.prepareAt(req, (*body)[start:], ep)
+		if s.d.meta != nil {
+			req.Header.Set(hdrMethod, r.Method)
+			if len(r.Name) > 0 {
+				req.Header.SetBytesV(hdrName, r.Name)
+			}
 		}
-	}
-	// The body is streamed, not buffered: an SSE reply may carry a server-to-client
-	// request (ping, sampling, elicitation) that must be answered before the server
-	// can send the reply, so waiting for the end of the body would deadlock.
-	resp.StreamBody = true
-	if err := s.hc.DoDeadline(req, resp, deadline); err != nil {
-		return doErr(err)
+		// The body is streamed, not buffered: an SSE reply may carry a server-to-client
+		// request (ping, sampling, elicitation) that must be answered before the server
+		// can send the reply, so waiting for the end of the body would deadlock.
+		resp.StreamBody = true
+		err := ep.hc.DoDeadline(req, resp, deadline)
+		if err == nil {
+			break
+		}
+		if !unanswered(err) || !s.failover(at) || tries >= len(s.insts) || s.closed.Load() {
+			return doErr(err)
+		}
+		resp.Reset()
 	}
 	defer resp.CloseBodyStream() //nolint:errcheck // drains or drops the connection
 	status := resp.StatusCode()
@@ -202,9 +218,10 @@ func bodyErr(err error) error {
 	return doErr(err)
 }
 
-func (s *httpSession) prepare(req *fasthttp.Request, body []byte) {
+// prepareAt makes req the POST of body to the instance ep.
+func (s *httpSession) prepareAt(req *fasthttp.Request, body []byte, ep instance) {
 	req.Header.SetMethod(fasthttp.MethodPost)
-	req.SetRequestURI(s.url)
+	req.SetRequestURI(ep.url)
 	req.Header.SetContentType(contentJSON)
 	req.Header.Set(fasthttp.HeaderAccept, acceptPOST)
 	s.setHeaders(&req.Header)
@@ -318,9 +335,17 @@ func (s *httpSession) Notify(method string, params []byte, deadline time.Time) e
 	return notify(method, params, deadline, s.post)
 }
 
-// post sends a notification or an answer to a server request (see postMessage).
+// post sends a notification or an answer to a server request (see postMessage) to
+// the instance the session uses now; one that does not answer moves the session on.
 func (s *httpSession) post(msg []byte, deadline time.Time) error {
-	return postMessage(&s.closed, s.hc, msg, deadline, s.prepare, s.statusErr)
+	ep, at := s.instance()
+	err := postMessage(&s.closed, ep.hc, msg, deadline, func(req *fasthttp.Request, body []byte) { s.prepareAt(req, body, ep) }, s.statusErr)
+	var e *Error
+	if errors.As(err, &e) && e.Class == ClassTransport && unanswered(e.Err) && s.failover(at) {
+		ep, _ = s.instance()
+		err = postMessage(&s.closed, ep.hc, msg, deadline, func(req *fasthttp.Request, body []byte) { s.prepareAt(req, body, ep) }, s.statusErr)
+	}
+	return err
 }
 
 // postMessage POSTs msg, a message that expects no reply in the HTTP response (a
@@ -364,10 +389,11 @@ func (s *httpSession) Close(deadline time.Time) error {
 	resp := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
+	ep, _ := s.instance()
 	req.Header.SetMethod(fasthttp.MethodDelete)
-	req.SetRequestURI(s.url)
+	req.SetRequestURI(ep.url)
 	s.setHeaders(&req.Header)
-	if err := s.hc.DoDeadline(req, resp, deadline); err != nil {
+	if err := ep.hc.DoDeadline(req, resp, deadline); err != nil {
 		return doErr(err)
 	}
 	switch st := resp.StatusCode(); {

@@ -64,7 +64,8 @@ func (g *getStream) connect(deadline time.Time) (conn, error) {
 		cancel()
 		return conn{}, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, g.s.url, nil)
+	ep, at := g.s.instance()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ep.url, nil)
 	if err != nil {
 		return fail(transportErr("GET stream", err))
 	}
@@ -87,6 +88,9 @@ func (g *getStream) connect(deadline time.Time) (conn, error) {
 	if err != nil {
 		if g.ctx.Err() == nil && (isDeadline(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 			return fail(&Error{Class: ClassTimeout, Err: ErrTimeout, Msg: "GET stream"})
+		}
+		if unanswered(err) {
+			g.s.failover(at) // the next attempt resumes on the next instance
 		}
 		return fail(transportErr("GET stream", err))
 	}
@@ -119,8 +123,9 @@ func (g *getStream) run(c conn) {
 			g.mux.fail(e)
 			return
 		}
+		delay := g.retry
 		for {
-			if !ctxtime.Sleep(g.ctx, g.retry) {
+			if !ctxtime.Sleep(g.ctx, delay) {
 				return
 			}
 			c, err = g.connect(time.Now().Add(30 * time.Second))
@@ -131,6 +136,12 @@ func (g *getStream) run(c conn) {
 			if failures++; failures >= maxStreamFailures || errors.Is(err, ErrStreamUnsupported) {
 				g.mux.fail(transportErr("GET stream lost", err))
 				return
+			}
+			// An instance that did not answer moved the session on: the next one is
+			// tried at once, each once, before waiting the server's retry again.
+			delay = g.retry
+			if e, ok := err.(*Error); ok && e.Class == ClassTransport && unanswered(e.Err) && failures < len(g.s.insts) {
+				delay = 0
 			}
 		}
 		rd.Reset(c.body)

@@ -138,10 +138,14 @@ type Point struct {
 
 // SessionStats describe session establishment.
 type SessionStats struct {
-	Target     int     `json:"target"`
-	Opened     int64   `json:"opened"`
-	Failed     int64   `json:"failed"`
-	Reconnects int64   `json:"reconnects"`
+	Target     int   `json:"target"`
+	Opened     int64 `json:"opened"`
+	Failed     int64 `json:"failed"`
+	Reconnects int64 `json:"reconnects"`
+	// Moved counts the moves of sessions to another instance of the target (several
+	// URLs) when theirs stopped answering: the session carried on, it was not opened
+	// again.
+	Moved      int64   `json:"moved,omitempty"`
 	Streams    int64   `json:"streams"` // GET streams held open
 	Connect    Latency `json:"connect_us"`
 	FirstError string  `json:"first_error,omitempty"`

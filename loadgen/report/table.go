@@ -128,6 +128,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if s.Reconnects > 0 {
 		fmt.Fprintf(b, ", %d re-established", s.Reconnects)
 	}
+	if s.Moved > 0 {
+		fmt.Fprintf(b, ", %d moved to another instance", s.Moved)
+	}
 	if s.Connect.Count > 0 {
 		fmt.Fprintf(b, ", connect p50 %s p99 %s", FormatUS(s.Connect.P50), FormatUS(s.Connect.P99))
 	}
