@@ -86,6 +86,34 @@ type listFlag []string
 func (l *listFlag) String() string     { return strings.Join(*l, ", ") }
 func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
+// urlsFlag is --url: the first value is the target's URL, further values (repeated
+// flags, or commas) are further instances of it.
+type urlsFlag struct {
+	t   *client.Options
+	set bool // a value was given on this flag set: the next one adds, not replaces
+}
+
+func (u *urlsFlag) String() string {
+	if u.t == nil {
+		return ""
+	}
+	return strings.Join(append([]string{u.t.URL}, u.t.URLs...), ",")
+}
+
+func (u *urlsFlag) Set(v string) error {
+	for _, one := range strings.Split(v, ",") {
+		one = strings.TrimSpace(one)
+		switch {
+		case one == "":
+		case !u.set:
+			u.t.URL, u.t.URLs, u.set = one, nil, true
+		default:
+			u.t.URLs = append(u.t.URLs, one)
+		}
+	}
+	return nil
+}
+
 // loadFlags holds the parsed command line. The flags that map one to one onto a
 // config field are bound to cfg directly, so that applying them to a scenario's
 // config is one re-parse (withGivenFlags) instead of a field-by-field copy.
@@ -108,7 +136,8 @@ func newLoadFlagSet(f *loadFlags, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("mcpload", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&f.scenario, "scenario", "", "YAML scenario file (flags given explicitly override it)")
-	fs.StringVar(&f.cfg.Target.URL, "url", "", "MCP endpoint (http) or SSE stream URL (sse)")
+	fs.Var(&urlsFlag{t: &f.cfg.Target}, "url", "MCP endpoint (http) or SSE stream URL (sse); repeat it (or separate by commas) "+
+		"for instances of one service: sessions spread over them and move to the next when theirs stops answering")
 	fs.StringVar(&f.cfg.Target.Transport, "transport", "http", "http (Streamable HTTP), sse (legacy HTTP+SSE) or stdio")
 	fs.StringVar(&f.cfg.Target.Protocol, "protocol", "", "protocol revision to request (default 2025-11-25; 2024-11-05 for sse; 2026-07-28 is stateless)")
 	fs.StringVar(&f.cmd, "command", "", "stdio server command line (or give it after --)")
