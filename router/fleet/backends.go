@@ -217,8 +217,16 @@ func (in *instance) check(ctx context.Context) {
 		if !in.healthy.Load() {
 			k.log.Info("backend instance healthy again", "backend", in.b.cfg.Name, "instance", in.dialer.Addr)
 		}
+		recovered := in.failures > 0
 		in.failures = 0
 		in.healthy.Store(true)
+		if recovered {
+			// Failed checks and then an answer: the backend may have restarted as
+			// another era (era.go).
+			rctx, cancel := context.WithTimeout(ctx, k.timeout)
+			k.conns.recheck(rctx, c)
+			cancel()
+		}
 		return
 	}
 	if ctx.Err() != nil {

@@ -21,10 +21,12 @@ import (
 // an instance's shared connection opens (start: server/discover first, initialize as
 // the fall-back, or what BackendConfig.Era pins), the instance keeps it (instance.era)
 // for the per-client connections opened after, and it is checked again after the
-// backend restarts: a 2025 session renewed by a restarted backend is probed with
-// server/discover (recheck), and a 2026 instance's health check is server/discover
-// itself (healthMethod, stillModern). A connection whose era its instance no longer
-// has is dead (outdated) and is opened again.
+// backend restarts: a 2025 session that a restarted backend renewed, or whose health
+// checks failed and then passed, is probed with server/discover (recheck); a 2026
+// instance's health check is server/discover itself (healthMethod, stillModern); and a
+// connection lost for good is opened again, discovery included. A restart that no
+// request, renewal or health check saw goes unnoticed until one does. A connection
+// whose era its instance no longer has is dead (outdated) and is opened again.
 
 // The values of instance.era.
 const (

@@ -1,0 +1,209 @@
+package fleet
+
+import (
+	"context"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcprouter/mcprouter/internal/testbin"
+	"github.com/mcprouter/mcprouter/router/modern"
+	"github.com/mcprouter/mcprouter/transport/upstream"
+)
+
+func TestMain(m *testing.M) { testbin.Main(m) }
+
+// everythingServer is the Go SDK's conformance server: with stateless it speaks
+// 2026-07-28 (and, dual-era, still answers initialize), without it only the 2025
+// revisions, behind one Mcp-Session-Id per client.
+const everythingServer = "github.com/modelcontextprotocol/go-sdk/conformance/everything-server"
+
+// startEverything starts the conformance server on addr and waits until it accepts
+// connections. A port just released by a killed server may take a moment to bind
+// again: the start is retried, a bounded number of times.
+func startEverything(t *testing.T, addr string, stateless bool) *testbin.Proc {
+	t.Helper()
+	bin := testbin.BuildFixture(t, everythingServer)
+	mode := "-stateless=false"
+	if stateless {
+		mode = "-stateless=true"
+	}
+	for attempt := 0; attempt < 50; attempt++ {
+		p, err := testbin.Spawn(testbin.Spec{Bin: bin, Args: []string{"-http", addr, mode}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if waitListening(addr, p, 20*time.Second) {
+			t.Cleanup(p.Kill)
+			return p
+		}
+		p.Kill()
+	}
+	t.Fatalf("conformance server never listened on %s", addr)
+	return nil
+}
+
+// waitListening waits until addr accepts connections or p exits (its port was still
+// taken): the server logs its address before it listens, so its log is no ready event.
+func waitListening(addr string, p *testbin.Proc, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond); err == nil {
+			c.Close()
+			return true
+		}
+		select {
+		case <-p.Exited():
+			return false
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return false
+}
+
+func freeAddr(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// httpFleet is a fleet with one backend ("ev") on the Streamable HTTP endpoint at addr.
+func httpFleet(t *testing.T, addr string, era Era, health time.Duration) *Fleet {
+	url := "http://" + addr + "/mcp"
+	f := New(Config{HealthInterval: health, HealthTimeout: time.Second, Backends: []BackendConfig{{
+		Name: "ev", Timeout: 10 * time.Second, Era: era,
+		Dialers: []Dialer{{Addr: url, Dial: func(ctx context.Context, sink upstream.Sink) (upstream.Conn, error) {
+			return upstream.DialHTTP(ctx, url, upstream.HTTPOptions{Name: "ev"}, sink)
+		}}},
+	}}})
+	t.Cleanup(f.Close)
+	return f
+}
+
+// waitUntil waits, boundedly, for cond: an instance's era changes on its maintainer's
+// goroutine, after a health check the test does not see.
+func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not after %v", what, d)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// liveEra is the era of in's live shared connection (eraUnknown while it has none).
+func liveEra(in *instance) uint32 {
+	c := in.conn.Load()
+	if c == nil || c.dead() {
+		return eraUnknown
+	}
+	if c.modern {
+		return eraModern
+	}
+	return eraLegacy
+}
+
+// callTools lists the tools on in's shared connection, as the catalog does.
+func callTools(t *testing.T, f *Fleet, in *instance) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := f.table.call(ctx, in.conn.Load(), "tools/list", nil)
+	if err != nil {
+		t.Fatalf("tools/list: %v", err)
+	}
+	return string(res)
+}
+
+func TestEraDiscovered(t *testing.T) {
+	testbin.Long(t, "starts the Go SDK's conformance server")
+	cases := []struct {
+		name      string
+		stateless bool
+		pin       Era
+		want      uint32
+		version   string
+	}{
+		{"auto finds 2026-07-28", true, EraAuto, eraModern, modern.Version},
+		{"auto falls back to initialize", false, EraAuto, eraLegacy, "2025-11-25"},
+		{"pinned 2025 initializes a dual-era server", true, Era2025, eraLegacy, "2025-11-25"},
+		{"pinned 2026", true, Era2026, eraModern, modern.Version},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			addr := freeAddr(t)
+			startEverything(t, addr, tc.stateless)
+			f := httpFleet(t, addr, tc.pin, time.Second)
+			f.Start(20 * time.Second)
+			in := f.backends[0].instances[0]
+			if got := in.era.Load(); got != tc.want {
+				t.Fatalf("era %d, want %d", got, tc.want)
+			}
+			c := in.conn.Load()
+			if c.version != tc.version {
+				t.Fatalf("version %q, want %q", c.version, tc.version)
+			}
+			if _, ok := c.conn.(*upstream.StatelessConn); ok != (tc.want == eraModern) {
+				t.Fatalf("connection %T for era %d", c.conn, tc.want)
+			}
+			if res := callTools(t, f, in); !strings.Contains(res, `"test_simple_text"`) {
+				t.Fatalf("tools/list: %s", res)
+			}
+			// The catalog was built from the backend's lists in either era.
+			if _, ok := f.catalog.cur.Load().tools["test_simple_text"]; !ok {
+				t.Fatal("the catalog lacks test_simple_text")
+			}
+		})
+	}
+}
+
+func TestEraPinned2026RefusesALegacyBackend(t *testing.T) {
+	testbin.Long(t, "starts the Go SDK's conformance server")
+	addr := freeAddr(t)
+	startEverything(t, addr, false)
+	f := httpFleet(t, addr, Era2026, time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := f.conns.open(ctx, f.backends[0].instances[0], nil)
+	if err == nil || !strings.Contains(err.Error(), "pinned to 2026-07-28") || !strings.Contains(err.Error(), "does not offer") {
+		t.Fatalf("open: %v, want the pin named and the backend's versions", err)
+	}
+}
+
+// TestEraRecheckedAfterRestart replaces the backend behind one address by one of the
+// other era, both ways: the 2025 session's renewal is probed with server/discover, and
+// the 2026 health check (server/discover) sees the revision gone.
+func TestEraRecheckedAfterRestart(t *testing.T) {
+	testbin.Long(t, "starts and restarts the Go SDK's conformance server")
+	addr := freeAddr(t)
+	p := startEverything(t, addr, false)
+	f := httpFleet(t, addr, EraAuto, 100*time.Millisecond)
+	f.Start(20 * time.Second)
+	in := f.backends[0].instances[0]
+	if liveEra(in) != eraLegacy {
+		t.Fatalf("era %d before the restart, want legacy", liveEra(in))
+	}
+
+	// The restart must be seen: health checks fail while the backend is away (a
+	// restart between two checks that loses no session goes unnoticed, by design).
+	p.Kill()
+	waitUntil(t, 30*time.Second, "ejected while down", func() bool { return !in.healthy.Load() })
+	p = startEverything(t, addr, true)
+	waitUntil(t, 30*time.Second, "2026-07-28 after the restart", func() bool { return liveEra(in) == eraModern })
+	if res := callTools(t, f, in); !strings.Contains(res, `"test_simple_text"`) {
+		t.Fatalf("tools/list after the restart: %s", res)
+	}
+
+	p.Kill()
+	startEverything(t, addr, false)
+	waitUntil(t, 30*time.Second, "2025 again after the second restart", func() bool { return liveEra(in) == eraLegacy })
+	if res := callTools(t, f, in); !strings.Contains(res, `"test_simple_text"`) {
+		t.Fatalf("tools/list after the second restart: %s", res)
+	}
+}
