@@ -1,6 +1,10 @@
 package auth
 
-import "testing"
+import (
+	"encoding/json"
+	"testing"
+	"time"
+)
 
 // FuzzParseKeySet: a JWKS document from the network never panics the parser, and what
 // it keeps is a public signing key.
@@ -40,6 +44,43 @@ func FuzzBearerToken(f *testing.F) {
 		}
 		if tok != nil {
 			peekHeader(tok) // must not panic on any token
+		}
+	})
+}
+
+// FuzzClaims: any payload a key of the issuer could have signed is read without panic,
+// and one accepted names a subject, this issuer, this resource and an exp still ahead
+// (within the skew), with every claim name matched exactly.
+func FuzzClaims(f *testing.F) {
+	const iss, aud = "https://issuer.example", "https://mcp.example/mcp"
+	for _, s := range []string{
+		`{"iss":"` + iss + `","sub":"alice","aud":"` + aud + `","exp":4102444800}`,
+		`{"iss":"` + iss + `","sub":"alice","aud":["x","` + aud + `/"],"exp":4102444800,"scope":"a b"}`,
+		`{"iss":"` + iss + `","SUB":"admin","aud":"` + aud + `","exp":4102444800}`,
+		`{"iss":"` + iss + `","sub":"alice","sub":"admin","aud":"` + aud + `","exp":4102444800}`,
+		`{"iss":"` + iss + `","sub":"alice","aud":"` + aud + `","exp":4102444800,"scp":["a"],"nbf":1}`,
+		`{"exp":1e400}`, `[]`, `null`, `{"aud":7}`,
+	} {
+		f.Add([]byte(s))
+	}
+	v := &jwtVerifier{issuer: iss, audiences: map[string]bool{canonicalURI(aud): true}, skew: time.Minute,
+		now: time.Now, cache: newTokenCache(4)}
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		now := time.Now()
+		p, r := v.claims([]byte("a.b.c"), payload, now, v.cache.generation())
+		if r != ReasonOK {
+			if p != nil {
+				t.Fatalf("refused (%s) with a principal", r)
+			}
+			return
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(payload, &m); err != nil {
+			t.Fatalf("accepted a payload encoding/json cannot read: %v", err)
+		}
+		if p.Subject == "" || p.Issuer != iss || !now.Before(p.Expiry.Add(time.Minute)) ||
+			m["sub"] == nil || m["iss"] == nil || m["aud"] == nil || m["exp"] == nil {
+			t.Fatalf("accepted %q as %+v", payload, p)
 		}
 	})
 }
