@@ -1,0 +1,205 @@
+package main
+
+// 2026-07-28 clients through mcprouter (issue 12): the official Go SDK client on its
+// default revision (2026-07-28, stateless) in front of a reference backend of each era,
+// and raw HTTP for every status the revision gives an error.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcprouter/mcprouter/cmd/mcpbackend/mcpbackendtest"
+	"github.com/mcprouter/mcprouter/internal/testbin"
+)
+
+// startEraBackend starts the reference backend serving one era (--eras) on a loopback
+// port and returns its address.
+func startEraBackend(t *testing.T, eras string) string {
+	t.Helper()
+	p := testbin.Start(t, testbin.Spec{Name: "mcpbackend-" + eras, Bin: backendBin(t),
+		Args:  []string{"--listen", "127.0.0.1:0", "--name", eras, "--eras", eras, "--tools", "60", "--page-size", "25", "--tick", "1h"},
+		Ready: []string{"mcpbackend listening"}, Wait: testTimeout})
+	return p.Addr()
+}
+
+// startRouterFor starts mcprouter in front of the backend at addr, without a prefix.
+func startRouterFor(t *testing.T, addr string) *routerProc {
+	t.Helper()
+	cfg := fmt.Sprintf("backends:\n  - name: b\n    prefix: \"\"\n    url: http://%s/mcp\n", addr)
+	return startRouter(t, "--config", writeConfig(t, cfg))
+}
+
+// TestStatelessGoSDK: the Go SDK client on its default revision lists, calls, reads,
+// gets prompts, sees progress and log messages, samples and cancels through the router,
+// in front of a 2026-07-28 backend (no translation: the router passes the revision's
+// own messages on) and in front of a 2025 one.
+func TestStatelessGoSDK(t *testing.T) {
+	testbin.Long(t, "starts processes")
+	for _, era := range []string{"modern", "legacy"} {
+		t.Run(era, func(t *testing.T) {
+			p := startRouterFor(t, startEraBackend(t, era))
+			ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+			defer cancel()
+			c := mcpbackendtest.Connect(t, ctx, &mcp.StreamableClientTransport{Endpoint: p.url("/mcp"), MaxRetries: -1}, "")
+			defer c.Session.Close()
+			res := c.Session.InitializeResult()
+			if res.ProtocolVersion != "2026-07-28" {
+				t.Fatalf("the client speaks %q through the router, want 2026-07-28", res.ProtocolVersion)
+			}
+			if res.ServerInfo == nil || res.ServerInfo.Name != "mcprouter" {
+				t.Errorf("serverInfo %+v, want mcprouter's", res.ServerInfo)
+			}
+			skip := map[string]string{
+				"Subscribe": "resource subscriptions on subscriptions/listen are not fed yet (the acknowledgement leaves them out)",
+			}
+			if era == "legacy" {
+				skip["Sampling"] = "a 2025 backend's sampling request is not translated into input_required yet: the call gets an error saying so (TestStatelessUntranslated)"
+			}
+			mcpbackendtest.Check(t, ctx, c, mcpbackendtest.CheckOptions{ExtraTools: 60, PageSize: routerPageSize, Skip: skip})
+		})
+	}
+}
+
+// routerPageSize is the size of the router's pages of merged lists (the fleet's default).
+const routerPageSize = 100
+
+// TestStatelessUntranslated: a 2026-07-28 client calling a 2025 backend's tool that
+// asks the client to sample gets an error that says why (the translation into
+// input_required is not built yet), not a hang or a request it cannot answer.
+func TestStatelessUntranslated(t *testing.T) {
+	testbin.Long(t, "starts processes")
+	p := startRouterFor(t, startEraBackend(t, "legacy"))
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	c := mcpbackendtest.Connect(t, ctx, &mcp.StreamableClientTransport{Endpoint: p.url("/mcp"), MaxRetries: -1}, "")
+	res, err := c.Session.CallTool(ctx, &mcp.CallToolParams{Name: "sample", Arguments: map[string]any{"prompt": "hi"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := ""
+	if len(res.Content) > 0 {
+		if tc, ok := res.Content[0].(*mcp.TextContent); ok {
+			text = tc.Text
+		}
+	}
+	if !res.IsError || !strings.Contains(text, "not translated yet") {
+		t.Fatalf("sample through a 2025 backend: %+v %q, want an error saying the translation is not built", res, text)
+	}
+}
+
+// statelessMeta is a valid per-request _meta.
+const statelessMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+
+// TestStatelessHTTPStatuses: each error of the revision with its JSON-RPC code and HTTP
+// status, the router's own and a backend's passed on, over raw HTTP.
+func TestStatelessHTTPStatuses(t *testing.T) {
+	testbin.Long(t, "starts processes")
+	p := startRouterFor(t, startEraBackend(t, "modern"))
+	type hdr = map[string]string
+	std := func(method, name string) hdr {
+		h := hdr{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method}
+		if name != "" {
+			h["Mcp-Name"] = name
+		}
+		return h
+	}
+	cases := []struct {
+		name   string
+		verb   string
+		h      hdr
+		body   string
+		status int
+		code   int    // 0: a result
+		data   string // a member the error's data must have
+	}{
+		{"discover", "POST", std("server/discover", ""),
+			`{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{` + statelessMeta + `}}`, 200, 0, ""},
+		{"no _meta", "POST", std("tools/list", ""),
+			`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}`, 0, 0, ""}, // not claimed: the session path (400)
+		{"no capabilities", "POST", std("tools/list", ""),
+			`{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`, 400, -32602, ""},
+		{"unsupported version", "POST", hdr{"MCP-Protocol-Version": "2099-01-01", "Mcp-Method": "tools/list"},
+			`{"jsonrpc":"2.0","id":4,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01","io.modelcontextprotocol/clientCapabilities":{}}}}`, 400, -32022, "supported"},
+		{"header missing", "POST", hdr{"MCP-Protocol-Version": "2026-07-28"},
+			`{"jsonrpc":"2.0","id":5,"method":"tools/list","params":{` + statelessMeta + `}}`, 400, -32020, ""},
+		{"method header mismatch", "POST", std("prompts/list", ""),
+			`{"jsonrpc":"2.0","id":6,"method":"tools/list","params":{` + statelessMeta + `}}`, 400, -32020, ""},
+		{"name header mismatch", "POST", std("tools/call", "other"),
+			`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"},` + statelessMeta + `}}`, 400, -32020, ""},
+		{"name header in base64", "POST", std("tools/call", "=?base64?ZWNobw==?="),
+			`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"},` + statelessMeta + `}}`, 200, 0, ""},
+		{"capability not declared (the backend's -32021)", "POST", std("tools/call", "sample"),
+			`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"sample","arguments":{"prompt":"hi"},` + statelessMeta + `}}`, 400, -32021, "requiredCapabilities"},
+		{"unknown method", "POST", std("no/such", ""),
+			`{"jsonrpc":"2.0","id":10,"method":"no/such","params":{` + statelessMeta + `}}`, 404, -32601, ""},
+		{"removed method", "POST", std("ping", ""),
+			`{"jsonrpc":"2.0","id":11,"method":"ping","params":{` + statelessMeta + `}}`, 404, -32601, ""},
+		{"initialize is removed", "POST", std("initialize", ""),
+			`{"jsonrpc":"2.0","id":12,"method":"initialize","params":{` + statelessMeta + `}}`, 404, -32601, ""},
+		{"bad log level", "POST", std("tools/list", ""),
+			`{"jsonrpc":"2.0","id":13,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/logLevel":"loud"}}}`, 400, -32602, ""},
+		{"notification", "POST", std("notifications/cancelled", ""),
+			`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,` + statelessMeta + `}}`, 202, 0, ""},
+		{"GET", "GET", hdr{"MCP-Protocol-Version": "2026-07-28", "Accept": "text/event-stream"}, "", 405, 0, ""},
+		{"DELETE", "DELETE", hdr{"MCP-Protocol-Version": "2026-07-28"}, "", 405, 0, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest(tc.verb, p.url("/mcp"), strings.NewReader(tc.body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			for k, v := range tc.h {
+				req.Header.Set(k, v)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			want := tc.status
+			if want == 0 {
+				want = 400
+			}
+			if resp.StatusCode != want {
+				t.Fatalf("status %d, want %d: %s", resp.StatusCode, want, body)
+			}
+			if tc.verb != "POST" || tc.status == 202 || tc.status == 0 {
+				return
+			}
+			var msg struct {
+				ID     json.RawMessage `json:"id"`
+				Result map[string]json.RawMessage
+				Error  *struct {
+					Code int
+					Data map[string]json.RawMessage
+				}
+			}
+			if err := json.Unmarshal(body, &msg); err != nil {
+				t.Fatalf("%v: %s", err, body)
+			}
+			if !strings.Contains(tc.body, `"id":`+string(msg.ID)+`,`) {
+				t.Errorf("answer id %s is not the request's", msg.ID)
+			}
+			if tc.code == 0 {
+				if msg.Error != nil || string(msg.Result["resultType"]) != `"complete"` || !strings.Contains(string(msg.Result["_meta"]), "serverInfo") {
+					t.Errorf("want a result with resultType and serverInfo: %s", body)
+				}
+				return
+			}
+			if msg.Error == nil || msg.Error.Code != tc.code {
+				t.Fatalf("want error %d: %s", tc.code, body)
+			}
+			if tc.data != "" && msg.Error.Data[tc.data] == nil {
+				t.Errorf("error data lacks %s: %s", tc.data, body)
+			}
+		})
+	}
+}
