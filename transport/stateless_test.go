@@ -1,0 +1,225 @@
+package transport
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/internal/memhttp"
+	"github.com/mcprouter/mcprouter/internal/testwait"
+)
+
+// statelessHandler serves the requests whose MCP-Protocol-Version header is
+// "stateless-1" without a session, as a handler of a stateless revision would.
+type statelessHandler struct {
+	abandoned chan string // the method of each request whose client left
+	gate      chan struct{}
+}
+
+func (h *statelessHandler) Stateless(m *codec.Message, header []byte) bool {
+	return string(header) == "stateless-1"
+}
+
+func (h *statelessHandler) SessionClosed(*Session) {}
+
+// ScreenReply marks every reply it passed; ScreenSend drops what mentions "secret".
+func (h *statelessHandler) ScreenReply(x *Exchange, msg, buf []byte) []byte {
+	buf = append(buf, msg[:len(msg)-1]...)
+	return append(buf, `,"screened":true}`...)
+}
+
+func (h *statelessHandler) ScreenSend(x *Exchange, msg, buf []byte) ([]byte, bool) {
+	return msg, !strings.Contains(string(msg), "secret")
+}
+
+func (h *statelessHandler) HandleMessage(x *Exchange) {
+	if x.Msg.Kind != codec.KindRequest {
+		x.Done()
+		return
+	}
+	if !x.Stateless || x.Session != nil {
+		x.Reply(codec.AppendError(nil, x.Msg.ID, codec.CodeInvalidRequest, "not stateless", nil))
+		return
+	}
+	id := append([]byte(nil), x.Msg.ID...)
+	method := string(x.Msg.Method)
+	switch method {
+	case "headers":
+		res := `{"version":"` + string(x.Headers.Version) + `","method":"` + string(x.Headers.Method) +
+			`","name":"` + string(x.Headers.Name) + `","params":` + string(codec.AppendString(nil, string(x.Headers.Params))) + `}`
+		x.Reply(codec.AppendResult(nil, id, []byte(res)))
+	case "refused":
+		x.SetStatus(http.StatusNotFound)
+		x.Reply(codec.AppendError(nil, id, codec.CodeMethodNotFound, "Method not found", nil))
+	case "failed":
+		x.Reply(codec.AppendError(nil, id, codec.CodeInvalidParams, "bad", nil))
+	case "stream", "wait":
+		x.OnAbandon(func() { h.abandoned <- method })
+		go func() {
+			x.Send([]byte(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"n":1}}`))
+			x.Send([]byte(`{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"secret"}}`))
+			if method == "wait" {
+				<-h.gate // until the test ends
+			}
+			x.Reply(codec.AppendResult(nil, id, []byte(`{"done":true}`)))
+		}()
+	}
+}
+
+// startStateless serves a statelessHandler on an in-memory listener.
+func startStateless(t *testing.T) (*statelessHandler, *http.Client) {
+	h := &statelessHandler{abandoned: make(chan string, 4), gate: make(chan struct{})}
+	cfg := HTTPConfig{
+		Rules:     DefaultHTTPRules("127.0.0.1:0", testRevisions, "2025-03-26"),
+		KeepAlive: 20 * time.Millisecond, // a client that left is seen at the next keep-alive
+		StatusOf: func(reply []byte) int {
+			if strings.Contains(string(reply), `"error"`) {
+				return http.StatusTeapot
+			}
+			return 0
+		},
+	}
+	reg := NewRegistry(RegistryConfig{}, h)
+	hs := NewHTTPServer(cfg, reg, h)
+	ms := memhttp.Start(t, &fasthttp.Server{Handler: hs.ServeStreamable, Logger: quietLogger{}, NoDefaultContentType: true}, waitLimit)
+	t.Cleanup(func() {
+		close(h.gate)
+		hs.Shutdown()
+		reg.Close()
+	})
+	return h, ms.Client
+}
+
+func statelessPost(t *testing.T, cl *http.Client, body string, headers map[string]string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set(HeaderProtocolVersion, "stateless-1")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := cl.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+func readAll(t *testing.T, resp *http.Response) string {
+	t.Helper()
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestStatelessRequest: a request the handler claims is served without a session, with
+// its raw headers (Mcp-Param-* as lines), the handler's screen applied to the reply, and
+// the status the handler or HTTPConfig.StatusOf gives.
+func TestStatelessRequest(t *testing.T) {
+	_, cl := startStateless(t)
+	resp := statelessPost(t, cl, `{"jsonrpc":"2.0","id":1,"method":"headers"}`, map[string]string{
+		"Mcp-Method": "headers", "Mcp-Name": "=?base64?eA==?=", "Mcp-Param-Region": "eu", "mcp-param-tier": " gold ",
+	})
+	body := readAll(t, resp)
+	if resp.StatusCode != 200 || resp.Header.Get(HeaderSessionID) != "" {
+		t.Fatalf("%d, session %q: %s", resp.StatusCode, resp.Header.Get(HeaderSessionID), body)
+	}
+	for _, want := range []string{`"version":"stateless-1"`, `"method":"headers"`, `"name":"=?base64?eA==?="`,
+		`Mcp-Param-Region: eu\n`, `Mcp-Param-Tier: gold\n`, `"screened":true`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("reply lacks %s: %s", want, body)
+		}
+	}
+
+	resp = statelessPost(t, cl, `{"jsonrpc":"2.0","id":2,"method":"refused"}`, nil)
+	if body := readAll(t, resp); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("SetStatus: %d, want 404: %s", resp.StatusCode, body)
+	}
+	resp = statelessPost(t, cl, `{"jsonrpc":"2.0","id":3,"method":"failed"}`, nil)
+	if body := readAll(t, resp); resp.StatusCode != http.StatusTeapot {
+		t.Errorf("StatusOf: %d, want 418: %s", resp.StatusCode, body)
+	}
+	resp = statelessPost(t, cl, `{"jsonrpc":"2.0","method":"notifications/x"}`, nil)
+	if body := readAll(t, resp); resp.StatusCode != http.StatusAccepted {
+		t.Errorf("notification: %d, want 202: %s", resp.StatusCode, body)
+	}
+	// Without the header the handler claims, the session path answers: no session.
+	req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":4,"method":"headers"}`))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := cl.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body := readAll(t, resp); resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, "Mcp-Session-Id") {
+		t.Errorf("unclaimed request without a session: %d %s, want 400", resp.StatusCode, body)
+	}
+}
+
+// TestStatelessStream: what the handler sends before the reply opens an SSE stream on
+// the POST (the screen dropping what it refuses), ended by the reply.
+func TestStatelessStream(t *testing.T) {
+	_, cl := startStateless(t)
+	resp := statelessPost(t, cl, `{"jsonrpc":"2.0","id":1,"method":"stream"}`, nil)
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") || resp.Header.Get(HeaderSessionID) != "" {
+		t.Fatalf("content type %q, session %q", ct, resp.Header.Get(HeaderSessionID))
+	}
+	body := readAll(t, resp) // the stream ends with the reply
+	if !strings.Contains(body, `"notifications/progress"`) || !strings.Contains(body, `"result":{"done":true},"screened":true`) {
+		t.Errorf("stream: %s", body)
+	}
+	if strings.Contains(body, "secret") {
+		t.Errorf("the screen's refusal went out: %s", body)
+	}
+}
+
+// TestStatelessAbandon: a client that closes the stream of its request before the reply
+// runs what the handler registered with OnAbandon (the revision's cancellation).
+func TestStatelessAbandon(t *testing.T) {
+	h, cl := startStateless(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://127.0.0.1/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"wait"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set(HeaderProtocolVersion, "stateless-1")
+	resp, err := cl.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(resp.Body).ReadString('}') // the first event is there
+	if err != nil || !strings.Contains(line, "notifications/progress") {
+		t.Fatalf("first event: %q %v", line, err)
+	}
+	cancel()
+	resp.Body.Close()
+	if got := testwait.Recv(t, "OnAbandon after the client left", waitLimit, h.abandoned); got != "wait" {
+		t.Errorf("abandoned %q", got)
+	}
+}
+
+// TestStatelessGetDelete: a GET or DELETE naming a stateless revision gets 405.
+func TestStatelessGetDelete(t *testing.T) {
+	_, cl := startStateless(t)
+	for _, method := range []string{http.MethodGet, http.MethodDelete} {
+		req, _ := http.NewRequest(method, "http://127.0.0.1/mcp", nil)
+		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set(HeaderProtocolVersion, "stateless-1")
+		resp, err := cl.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if body := readAll(t, resp); resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "POST" {
+			t.Errorf("%s: %d Allow %q: %s", method, resp.StatusCode, resp.Header.Get("Allow"), body)
+		}
+	}
+}
