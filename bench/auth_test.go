@@ -12,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,25 +69,31 @@ func startAuthRouter(b *testing.B, backendURL string, ac auth.Config, clients in
 
 // BenchmarkAuthOverhead reports the throughput of forwarded tools/call through a router
 // that authenticates every request (jwt: access tokens of a real OpenID provider, one
-// principal per session; bearer: static tokens) against the same router with auth.mode
-// off, and the median of the paired round ratios (auth/off), as BenchmarkMetricsOverhead
-// does. Run it with a fixed count: -benchtime 100000x.
+// principal per session; bearer: static tokens, short or as long as the JWTs) against
+// the same router with auth.mode off, and the median of the paired round ratios
+// (auth/off), as BenchmarkMetricsOverhead does. Run it with a fixed count:
+// -benchtime 100000x.
 func BenchmarkAuthOverhead(b *testing.B) {
 	clients := 2 * runtime.GOMAXPROCS(0)
 	backend := startBackend(b)
 	op := authtest.Start(b, authtest.Options{})
 	off := startRouter(b, backend, app.AdminOff, clients)
+	jwts := make([]string, clients)
+	for i := range jwts {
+		jwts[i] = op.Token(authtest.Claims{Subject: fmt.Sprintf("user-%d", i), Audience: []string{benchResource}, Expiry: time.Now().Add(time.Hour)})
+	}
+	// Static tokens as short as a generated secret, and as long as the JWTs: the
+	// difference is what the longer Authorization header costs on its own.
+	short := func(i int) string { return fmt.Sprintf("bench-token-%d", i) }
+	long := func(i int) string { return short(i) + strings.Repeat("x", len(jwts[i])-len(short(i))) }
 	modes := []struct {
 		name  string
 		cfg   auth.Config
 		token func(i int) string
 	}{
-		{"jwt", auth.Config{Mode: auth.ModeJWT, Resource: benchResource, Issuer: op.Issuer}, func(i int) string {
-			return op.Token(authtest.Claims{Subject: fmt.Sprintf("user-%d", i), Audience: []string{benchResource}, Expiry: time.Now().Add(time.Hour)})
-		}},
-		{"bearer", auth.Config{Mode: auth.ModeBearer, Resource: benchResource, BearerTokens: benchBearerTokens(clients)}, func(i int) string {
-			return fmt.Sprintf("bench-token-%d", i)
-		}},
+		{"jwt", auth.Config{Mode: auth.ModeJWT, Resource: benchResource, Issuer: op.Issuer}, func(i int) string { return jwts[i] }},
+		{"bearer", auth.Config{Mode: auth.ModeBearer, Resource: benchResource, BearerTokens: benchBearerTokens(clients, short)}, short},
+		{"bearer-jwt-length", auth.Config{Mode: auth.ModeBearer, Resource: benchResource, BearerTokens: benchBearerTokens(clients, long)}, long},
 	}
 	for _, m := range modes {
 		b.Run(m.name, func(b *testing.B) {
@@ -96,11 +103,11 @@ func BenchmarkAuthOverhead(b *testing.B) {
 	}
 }
 
-// benchBearerTokens are the static tokens bench-token-0..n-1, one principal each.
-func benchBearerTokens(n int) []auth.BearerToken {
+// benchBearerTokens are the static tokens token(0..n-1), one principal each.
+func benchBearerTokens(n int, token func(i int) string) []auth.BearerToken {
 	out := make([]auth.BearerToken, n)
 	for i := range out {
-		sum := sha256.Sum256([]byte(fmt.Sprintf("bench-token-%d", i)))
+		sum := sha256.Sum256([]byte(token(i)))
 		out[i] = auth.BearerToken{Principal: fmt.Sprintf("user-%d", i), SHA256: hex.EncodeToString(sum[:])}
 	}
 	return out
