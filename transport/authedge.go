@@ -1,6 +1,8 @@
 package transport
 
 import (
+	"strings"
+
 	"github.com/valyala/fasthttp"
 
 	"github.com/mcprouter/mcprouter/codec"
@@ -38,10 +40,11 @@ func (s *HTTPServer) refuseAuth(ctx *fasthttp.RequestCtx, v auth.Verdict) {
 	if v.Challenge != "" {
 		ctx.Response.Header.Set(fasthttp.HeaderWWWAuthenticate, v.Challenge)
 	}
-	msg := "unauthorized"
-	if v.Status == fasthttp.StatusForbidden {
-		msg = "forbidden"
+	if v.Status == fasthttp.StatusServiceUnavailable {
+		// The issuer's keys could not be fetched: the token may be fine, later.
+		ctx.Response.Header.Set(fasthttp.HeaderRetryAfter, "5")
 	}
+	msg := strings.ToLower(fasthttp.StatusMessage(v.Status)) // "unauthorized", "forbidden"...
 	if v.Description != "" {
 		msg += ": " + v.Description
 	}
