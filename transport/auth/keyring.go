@@ -33,6 +33,11 @@ const (
 	keyWait = 5 * time.Second
 	// maxJWKSBytes bounds the JWKS document.
 	maxJWKSBytes = 1 << 20
+	// maxKeyWaiters bounds the requests waiting for a fetch an unknown kid started. Made-up
+	// kids cost an attacker nothing; while the issuer is slow or down, each would hold a
+	// connection for keyWait. Past the bound, a request is answered at once: the keys are
+	// being fetched, retry (503).
+	maxKeyWaiters = 64
 )
 
 // keyRefreshLimit is how many fetches unknown kids may trigger: a burst for a rotation
@@ -66,10 +71,12 @@ type keyring struct {
 
 	set     atomic.Pointer[keySet]
 	limiter *rate.Limiter
+	wait    time.Duration // keyWait (tests set it before the first lookup)
 
 	mu       sync.Mutex
 	inflight chan struct{} // closed when the fetch under way ends
 	lastErr  error         // of the last fetch
+	waiters  atomic.Int32  // requests of unknown kids waiting in refresh (maxKeyWaiters)
 
 	// ctx ends at close: it cancels the fetch under way and the waits on it.
 	ctx     context.Context
@@ -85,6 +92,7 @@ func newKeyring(ctx context.Context, url string, client *http.Client, log *slog.
 		log:     log,
 		onDrop:  onDrop,
 		limiter: rate.NewLimiter(rate.Every(keyRefreshLimit.every), keyRefreshLimit.burst),
+		wait:    keyWait,
 		done:    make(chan struct{}),
 	}
 	k.ctx, k.cancel = context.WithCancel(context.WithoutCancel(ctx))
@@ -127,8 +135,16 @@ func (s *keySet) candidates(kid, alg string) []jose.JSONWebKey {
 
 // refresh fetches the JWKS, joining a fetch already under way, and waits at most keyWait.
 // A limited refresh (an unknown kid) starts a fetch only if keyRefreshLimit allows; when
-// it does not, the keys held are the answer.
+// it does not, the keys held are the answer. At most maxKeyWaiters limited refreshes
+// wait; the others get errKeysUnavailable at once.
 func (k *keyring) refresh(limited bool) error {
+	if limited {
+		if k.waiters.Add(1) > maxKeyWaiters {
+			k.waiters.Add(-1)
+			return errKeysUnavailable
+		}
+		defer k.waiters.Add(-1)
+	}
 	k.mu.Lock()
 	if k.ctx.Err() != nil { // closed
 		k.mu.Unlock()
@@ -146,7 +162,7 @@ func (k *keyring) refresh(limited bool) error {
 		go k.run(ch)
 	}
 	k.mu.Unlock()
-	t := time.NewTimer(keyWait)
+	t := time.NewTimer(k.wait)
 	defer t.Stop()
 	select {
 	case <-ch:
