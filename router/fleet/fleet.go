@@ -71,6 +71,10 @@ type Stats struct {
 	// ServerRequestsExpired counts backends' requests to clients that got no answer in
 	// time; ServerRequestsDropped those whose client session ended first.
 	ServerRequestsExpired, ServerRequestsDropped atomic.Uint64
+	// Unmatched counts responses from backends that matched no request in flight (an
+	// id never sent, a second answer, an answer after its request timed out or was
+	// cancelled): dropped, nobody is answered twice.
+	Unmatched atomic.Uint64
 }
 
 // New builds a fleet and wires its parts; Start connects it. Each part gets the

@@ -42,7 +42,13 @@ func (fw *forwarder) sweep() {
 			buf = fw.table.expired(now.UnixNano(), buf[:0])
 			for _, e := range buf {
 				fw.stats.TimedOut.Add(1)
+				// A client's request is cancelled upstream (e is recycled once completed);
+				// the router's own may be an initialize, which is never cancelled.
+				c, id, client := e.conn, e.id, e.kind == clientRequest
 				fw.completeErrTaken(e, CodeBackendTimeout, timeoutMessage(e.backend))
+				if client {
+					fw.gaveUp(c, id)
+				}
 			}
 		}
 	}
@@ -202,6 +208,7 @@ func (fw *forwarder) sendFailed(b *backend, c *upConn, id uint64, err error) {
 		if te := fw.table.take(id, stateExpired); te != nil {
 			fw.stats.TimedOut.Add(1)
 			fw.completeErrTaken(te, CodeBackendTimeout, timeoutMessage(b))
+			fw.gaveUp(c, id)
 		}
 		return
 	}
@@ -211,6 +218,20 @@ func (fw *forwarder) sendFailed(b *backend, c *upConn, id uint64, err error) {
 	}
 	if te := fw.table.take(id, stateFailed); te != nil {
 		fw.completeErrTaken(te, CodeBackendUnavailable, "backend "+b.cfg.Name+": "+err.Error())
+	}
+}
+
+// gaveUp tells the backend behind c that the router stopped waiting for request id (its
+// timeout passed), as the specification asks of a sender that gives up, so that a
+// backend that would never answer does not keep the request. A connection whose
+// requests are cancelled by closing their stream (2026-07-28 over HTTP) was told when
+// the request's context ended.
+func (fw *forwarder) gaveUp(c *upConn, id uint64) {
+	if c == nil {
+		return
+	}
+	if _, closes := c.conn.(interface{ CancelsByClosing() bool }); !closes {
+		fw.tellCancelled(c, id)
 	}
 }
 
@@ -245,11 +266,13 @@ func (fw *forwarder) finishCancelled(e *entry) {
 func (fw *forwarder) backendResponse(c *upConn, msg []byte, m *codec.Message) {
 	id, ok := parseID(m.ID)
 	if !ok {
+		fw.stats.Unmatched.Add(1) // an id the router never sends
 		return
 	}
 	e := fw.table.take(id, stateAnswered)
 	if e == nil {
-		return // settled already: timed out or cancelled
+		fw.stats.Unmatched.Add(1) // settled already (answered, timed out, cancelled) or never sent
+		return
 	}
 	if e.kind == ownRequest {
 		e.wait <- append([]byte(nil), msg...)

@@ -228,8 +228,8 @@ func TestForwardCancel(t *testing.T) {
 }
 
 // TestForwardTimeout leaves a request unanswered by a backend whose Send returns at
-// once (as on stdio): the sweeper settles it as expired and the client gets the
-// timeout error.
+// once (as on stdio): the sweeper settles it as expired, the client gets the timeout
+// error, the backend a cancellation, and its late answer is dropped.
 func TestForwardTimeout(t *testing.T) {
 	fc := newFleetClient(t, 200*time.Millisecond)
 	fc.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"a__echo"}}`)
@@ -241,9 +241,17 @@ func TestForwardTimeout(t *testing.T) {
 	if err := rpcErrorOf(r.Error).(*router.Error); err.Code != codec.CodeBackendTimeout {
 		t.Fatalf("code %d (%s), want %d", err.Code, err.Message, codec.CodeBackendTimeout)
 	}
-	fc.answer(m.ID, `{}`) // too late: dropped
+	// The backend is told the router gave up, so that one that would never answer
+	// does not keep the request.
+	if c := fc.upstream(); string(c.Method) != "notifications/cancelled" || string(c.RequestID) != string(m.ID) {
+		t.Fatalf("backend got %s (requestId %s) after the timeout, want notifications/cancelled of %s", c.Method, c.RequestID, m.ID)
+	}
+	fc.answer(m.ID, `{}`) // too late: dropped, and counted
 	if got := fc.f.Stats.TimedOut.Load(); got != 1 {
 		t.Fatalf("TimedOut = %d, want 1", got)
+	}
+	if got := fc.f.Stats.Unmatched.Load(); got != 1 {
+		t.Fatalf("Unmatched = %d, want 1 (the late answer)", got)
 	}
 }
 

@@ -78,6 +78,7 @@ type descs struct {
 	clientSessWaiting *prometheus.Desc
 	clientSessRefused *prometheus.Desc
 	srvReqExpired     *prometheus.Desc
+	unmatched         *prometheus.Desc
 	srvReqDropped     *prometheus.Desc
 	fanOut            *prometheus.Desc
 	fanOutDuration    *prometheus.Desc
@@ -155,6 +156,7 @@ func newDescs() descs {
 		clientSessions:    d("upstream_client_sessions", "Upstream sessions of per-client backends open (stdio: child processes), against limits.max_upstream_sessions."),
 		clientSessWaiting: d("upstream_client_sessions_waiting", "Requests waiting for a per-client upstream session beyond limits.max_upstream_sessions."),
 		clientSessRefused: d("upstream_client_sessions_refused_total", "Requests refused as overloaded after waiting limits.upstream_session_wait for a per-client upstream session."),
+		unmatched:         d("backend_unmatched_responses_total", "Responses from backends that matched no request in flight (an id never sent, a second answer, an answer after its timeout or cancellation), dropped."),
 		srvReqExpired:     d("server_requests_expired_total", "Backend requests to clients (sampling, roots, elicitation) the client did not answer within limits.server_request_timeout."),
 		srvReqDropped:     d("server_requests_dropped_total", "Backend requests to clients answered with an error because the client session ended first."),
 		fanOut:            d("fanout_deliveries_total", "Resource update notifications delivered to client sessions."),
@@ -384,6 +386,7 @@ func (m *Metrics) collectFleet(ch chan<- prometheus.Metric, f *fleet.Fleet) {
 	counter(d.clientSessRefused, f.Stats.UpstreamRefused.Load())
 	counter(d.srvReqExpired, f.Stats.ServerRequestsExpired.Load())
 	counter(d.srvReqDropped, f.Stats.ServerRequestsDropped.Load())
+	counter(d.unmatched, f.Stats.Unmatched.Load())
 }
 
 // sessionKey groups sessions for the sessions gauge.
