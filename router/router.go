@@ -194,11 +194,12 @@ func (s *Session) Stateless() bool { return s.stateless }
 // until the transport has attached one.
 func (s *Session) TransportSession() *transport.Session { return s.t.Load() }
 
-// Persist saves the session's record again (its subscriptions changed, or it ended).
+// Persist saves the session's record again (its subscriptions changed, or it ended). A
+// stateless request's Session has no record.
 // The write happens later, on the session's one writer (see saver); Router.Close waits
 // for it.
 func (s *Session) Persist() {
-	if s.r == nil || s.r.cfg.Store == nil || !s.saves.begin() {
+	if s.r == nil || s.r.cfg.Store == nil || s.stateless || !s.saves.begin() {
 		return
 	}
 	s.r.saving.Add()

@@ -56,9 +56,7 @@ func TestStatelessGoSDK(t *testing.T) {
 			if res.ServerInfo == nil || res.ServerInfo.Name != "mcprouter" {
 				t.Errorf("serverInfo %+v, want mcprouter's", res.ServerInfo)
 			}
-			skip := map[string]string{
-				"Subscribe": "resource subscriptions on subscriptions/listen are not fed yet (the acknowledgement leaves them out)",
-			}
+			skip := map[string]string{}
 			if era == "legacy" {
 				skip["Sampling"] = "a 2025 backend's sampling request is not translated into input_required yet: the call gets an error saying so (TestStatelessUntranslated)"
 			}

@@ -1,6 +1,8 @@
 package fleet
 
 import (
+	"context"
+	"errors"
 	"sync"
 
 	"github.com/bytedance/sonic"
@@ -22,26 +24,29 @@ import (
 // another router instance's over the bus, both of which refresh the catalog, whose
 // change notices feed clientListeners.changed.
 //
-// Not honoured yet: resourceSubscriptions (resource updates go to sessions through the
-// subscriber, which delivers on transport sessions); they are left out of the
-// acknowledgement, which the revision allows.
+// resourceSubscriptions are honoured for the URIs a backend serves and lets clients
+// subscribe to (the rest are left out of the acknowledgement, as the revision allows).
 
 // clientListeners holds this instance's listen streams. The zero value is ready.
 type clientListeners struct {
 	mu     sync.Mutex
 	m      map[*clientListener]struct{}
-	closed bool // EndListeners ran: no new streams
+	bySess map[*router.Session]*clientListener // for resource updates
+	closed bool                                // EndListeners ran: no new streams
 }
 
 // clientListener is one listen stream: its exchange, open until the client leaves or
 // the router ends it, and the notifications it asked for.
 type clientListener struct {
-	mu   sync.Mutex // serializes sends with the end of the exchange
-	x    *transport.Exchange
-	done bool
-	id   []byte // the subscription id: the request's raw JSON-RPC id, copied
+	mu    sync.Mutex // serializes sends with the end of the exchange
+	x     *transport.Exchange
+	sess  *router.Session // the stateless session of the listen request
+	acked bool            // nothing goes out before the acknowledgement
+	done  bool
+	id    []byte // the subscription id: the request's raw JSON-RPC id, copied
 
 	tools, prompts, resources bool
+	uris                      []string // the resources subscribed to
 }
 
 // listenFilter is the params.notifications of subscriptions/listen.
@@ -65,27 +70,53 @@ func (f *Fleet) Listen(s *router.Session, x *transport.Exchange) {
 		}
 	}
 	n := p.Notifications
-	l := &clientListener{x: x, id: append([]byte(nil), x.Msg.ID...)}
+	l := &clientListener{x: x, sess: s, id: append([]byte(nil), x.Msg.ID...)}
 	l.tools = n.ToolsListChanged && f.offers("tools")
 	l.prompts = n.PromptsListChanged && f.offers("prompts")
 	l.resources = n.ResourcesListChanged && f.offers("resources")
 
 	ls := &f.catalog.listeners
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	if !ls.add(l) {
 		f.rep.replyErr(x, codec.CodeOverloaded, "the router is shutting down: subscriptions/listen refused")
 		return
 	}
-	if err := x.Send(l.ack()); err != nil {
-		ls.remove(l)
-		f.rep.replyErr(x, codec.CodeInvalidRequest, "subscriptions/listen needs a stream: accept text/event-stream ("+err.Error()+")")
+	x.OnAbandon(func() { f.endListener(l, nil) })
+	if len(n.ResourceSubscriptions) == 0 {
+		f.acknowledge(l)
 		return
 	}
-	x.OnAbandon(func() {
-		ls.remove(l)
-		l.end(nil)
+	// Subscribing waits for backends: not on the dispatcher's goroutine.
+	uris := n.ResourceSubscriptions
+	f.life.spawn(func() {
+		l.uris = f.subscribeResources(l, uris)
+		f.acknowledge(l)
 	})
+}
+
+// acknowledge sends l's acknowledgement, after which its notifications may flow; a
+// client that takes no stream is answered with an error instead.
+func (f *Fleet) acknowledge(l *clientListener) {
+	l.mu.Lock()
+	if l.done {
+		l.mu.Unlock()
+		return
+	}
+	err := l.x.Send(l.ack())
+	l.acked = err == nil
+	l.mu.Unlock()
+	if err != nil {
+		f.endListener(l, codec.AppendError(nil, l.id, codec.CodeInvalidRequest, "subscriptions/listen needs a stream: accept text/event-stream ("+err.Error()+")", nil))
+	}
+}
+
+// endListener ends l: with reply (nil: none, the client left) and without its
+// subscriptions.
+func (f *Fleet) endListener(l *clientListener, reply []byte) {
+	f.catalog.listeners.remove(l)
+	f.subs.dropSession(l.sess)
+	l.mu.Lock()
+	l.endWith(reply)
+	l.mu.Unlock()
 }
 
 // offers reports whether any backend declares the capability cap (tools, prompts,
@@ -114,10 +145,12 @@ func (f *Fleet) EndListeners() {
 		all = append(all, l)
 	}
 	clear(ls.m)
+	clear(ls.bySess)
 	ls.mu.Unlock()
 	for _, l := range all {
+		f.subs.dropSession(l.sess)
 		l.mu.Lock()
-		l.end(l.completion())
+		l.endWith(codec.AppendResult(nil, l.id, l.completion()))
 		l.mu.Unlock()
 	}
 }
@@ -130,14 +163,17 @@ func (ls *clientListeners) add(l *clientListener) bool {
 	}
 	if ls.m == nil {
 		ls.m = make(map[*clientListener]struct{})
+		ls.bySess = make(map[*router.Session]*clientListener)
 	}
 	ls.m[l] = struct{}{}
+	ls.bySess[l.sess] = l
 	return true
 }
 
 func (ls *clientListeners) remove(l *clientListener) {
 	ls.mu.Lock()
 	delete(ls.m, l)
+	delete(ls.bySess, l.sess)
 	ls.mu.Unlock()
 }
 
@@ -171,26 +207,30 @@ func (l *clientListener) wants(method string) bool {
 
 // notify sends a parameterless notification tagged with the subscription id.
 func (l *clientListener) notify(method string) {
-	msg := codec.AppendNotification(nil, method, l.appendMeta(nil))
+	l.send(codec.AppendNotification(nil, method, l.appendMeta(nil)))
+}
+
+// send delivers msg on the stream once it is acknowledged and while it is open.
+func (l *clientListener) send(msg []byte) {
 	l.mu.Lock()
-	if !l.done {
+	if l.acked && !l.done {
 		l.x.Send(msg)
 	}
 	l.mu.Unlock()
 }
 
-// end finishes the exchange: with result, or without a reply (the client left).
+// endWith finishes the exchange once: with reply, or without one (the client left).
 // Called with l.mu held.
-func (l *clientListener) end(result []byte) {
+func (l *clientListener) endWith(reply []byte) {
 	if l.done {
 		return
 	}
 	l.done = true
-	if result == nil {
+	if reply == nil {
 		l.x.Done()
 		return
 	}
-	l.x.Reply(codec.AppendResult(nil, l.id, result))
+	l.x.Reply(reply)
 }
 
 // appendMeta appends {"_meta":{subscriptionId}} with the members of params after it
@@ -225,6 +265,19 @@ func (l *clientListener) ack() []byte {
 		notes = append(notes, f.name...)
 		notes = append(notes, `":true`...)
 	}
+	if len(l.uris) > 0 {
+		if !first {
+			notes = append(notes, ',')
+		}
+		notes = append(notes, `"resourceSubscriptions":[`...)
+		for i, u := range l.uris {
+			if i > 0 {
+				notes = append(notes, ',')
+			}
+			notes = codec.AppendString(notes, u)
+		}
+		notes = append(notes, ']')
+	}
 	notes = append(notes, '}')
 	return codec.AppendNotification(nil, "notifications/subscriptions/acknowledged", l.appendMeta(nil, string(notes)))
 }
@@ -234,4 +287,127 @@ func (l *clientListener) completion() []byte {
 	dst := append([]byte(nil), `{"resultType":"complete","_meta":{"`+modern.KeySubscriptionID+`":`...)
 	dst = append(dst, l.id...)
 	return append(dst, '}', '}')
+}
+
+// Resource subscriptions on a listen stream go through the subscriber like a session's
+// resources/subscribe (one upstream subscription per (backend, URI), shared across the
+// cluster over NATS), with the listen stream's own Session as the subscriber: its
+// updates reach notices.fanOut, which hands a stateless session's to the listeners
+// (clientListeners.updated), and the stream's end drops its subscriptions
+// (subscriber.dropSession).
+
+// joinSession subscribes sess to key: the upstream subscription is made when sess is
+// the first subscriber. It blocks on the backend; an error leaves nothing behind.
+func (s *localSubs) joinSession(sess *router.Session, key subKey) error {
+	s.mu.Lock()
+	if s.up.limitReached(s.bySess[sess], key) {
+		s.mu.Unlock()
+		return errSubscriptionLimit
+	}
+	set := s.byKey[key]
+	first := len(set) == 0
+	if set == nil {
+		set = map[*router.Session]struct{}{}
+		s.byKey[key] = set
+	}
+	set[sess] = struct{}{}
+	if s.bySess[sess] == nil {
+		s.bySess[sess] = map[subKey]struct{}{}
+	}
+	s.bySess[sess][key] = struct{}{}
+	s.mu.Unlock()
+	if !first {
+		return nil
+	}
+	if err := s.up.subscribe(key, "resources/subscribe", nil); err != nil {
+		s.mu.Lock()
+		delete(s.byKey[key], sess)
+		if len(s.byKey[key]) == 0 {
+			delete(s.byKey, key)
+		}
+		delete(s.bySess[sess], key)
+		s.mu.Unlock()
+		return err
+	}
+	return nil
+}
+
+// joinSession subscribes sess to key across the cluster (clusterSubs.join).
+func (s *clusterSubs) joinSession(sess *router.Session, key subKey) error {
+	s.mu.Lock()
+	if s.up.limitReached(s.bySess[sess], key) {
+		s.mu.Unlock()
+		return errSubscriptionLimit
+	}
+	s.addLocked(sess, key)
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(s.up.life.ctx, key.b.cfg.Timeout)
+	defer cancel()
+	if err := s.join(ctx, key); err != nil {
+		s.mu.Lock()
+		if cs := s.keys[key]; cs != nil {
+			delete(cs.sessions, sess)
+		}
+		delete(s.bySess[sess], key)
+		s.mu.Unlock()
+		s.leave(ctx, key)
+		return err
+	}
+	return nil
+}
+
+// errSubscriptionLimit: the listen stream asked for more resources than a session may
+// subscribe to (Config.MaxSubscriptions); the rest are left out of the acknowledgement.
+var errSubscriptionLimit = errors.New("subscription limit reached")
+
+// subscribeResources subscribes l's session to each URI of uris that a backend serves
+// and lets clients subscribe to, and returns those it could: the honoured subset.
+func (f *Fleet) subscribeResources(l *clientListener, uris []string) []string {
+	cat := f.catalog.load()
+	var ok []string
+	for _, uri := range uris {
+		b := cat.resourceOwner(uri)
+		if b == nil || !b.subscribable() {
+			continue
+		}
+		if err := f.subs.joinSession(l.sess, subKey{b: b, uri: uri}); err != nil {
+			f.log.Debug("subscriptions/listen: resource not subscribed", "uri", uri, "backend", b.cfg.Name, "err", err)
+			continue
+		}
+		ok = append(ok, uri)
+	}
+	return ok
+}
+
+// subscribable reports whether clients may subscribe to b's resources through the
+// shared subscriptions: it declares resources.subscribe, and is not a 2025 backend
+// with per-client sessions (whose subscriptions belong to each client's own session).
+func (b *backend) subscribable() bool {
+	b.mu.Lock()
+	caps := b.caps
+	b.mu.Unlock()
+	sub, err := sonicGetBool(caps, "resources", "subscribe")
+	return err == nil && sub && (!b.cfg.PerClient || b.modern())
+}
+
+// updated delivers a resource update the subscriber fanned out to stateless session
+// sess: on its listen stream, tagged with the subscription id.
+func (ls *clientListeners) updated(sess *router.Session, msg []byte) {
+	ls.mu.Lock()
+	l := ls.bySess[sess]
+	ls.mu.Unlock()
+	if l == nil {
+		return
+	}
+	var m codec.Message
+	if codec.Scan(msg, &m) != nil || m.URI == nil {
+		return
+	}
+	uri := m.URI
+	if m.Flags&codec.URIEscaped != 0 {
+		if u, err := codec.Unquote(nil, m.URI); err == nil {
+			uri = u
+		}
+	}
+	l.send(codec.AppendNotification(nil, "notifications/resources/updated", l.appendMeta(nil, `"uri":`+string(codec.AppendString(nil, string(uri))))))
 }

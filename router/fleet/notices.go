@@ -53,6 +53,8 @@ func (n *notices) fanOut(list []*router.Session, msg []byte, received int64) {
 			if obs != nil {
 				obs.FanOutDelivered(time.Now().UnixNano() - received)
 			}
+		} else if sess.Stateless() {
+			n.catalog.listeners.updated(sess, msg) // a listen stream's (listen_client.go)
 		}
 	}
 	n.stats.FanOut.Add(uint64(len(list)))

@@ -49,6 +49,8 @@ type subscriber interface {
 	handle(sess *router.Session, x *transport.Exchange, b *backend) bool
 	// run does the blocking part of handle.
 	run(x *transport.Exchange, t *subTask)
+	// joinSession subscribes a listen stream's session (listen_client.go); it blocks.
+	joinSession(sess *router.Session, key subKey) error
 	// updated delivers a backend's notifications/resources/updated.
 	updated(b *backend, uri string, msg []byte)
 	dropSession(sess *router.Session)
