@@ -519,3 +519,40 @@ func TestAuthSessionOwner(t *testing.T) {
 		t.Errorf("alice's POST to her legacy session: %d %s", resp.StatusCode, body)
 	}
 }
+
+// TestAuthKeyRotation: the OpenID provider rotates its signing key in the middle of a
+// session. A token signed by the new key is accepted at once (the router fetches the
+// keys when it meets an unknown key id) and carries on alice's session; after a rotation
+// that drops the old keys (a compromised key), tokens they signed are refused, and
+// tokens of another algorithm (ES256) from the new key work.
+func TestAuthKeyRotation(t *testing.T) {
+	r := startAuthRouter(t, "jwt")
+	first := r.token("alice")
+	resp, body := exchange(t, "POST", r.url("/mcp"), first, nil, initRequest)
+	sid := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != 200 || sid == "" {
+		t.Fatalf("initialize: %d %s", resp.StatusCode, body)
+	}
+	ping := func(token string) (int, string) {
+		resp, body := exchange(t, "POST", r.url("/mcp"), token, map[string]string{"Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"},
+			`{"jsonrpc":"2.0","id":2,"method":"ping"}`)
+		return resp.StatusCode, body
+	}
+	r.op.Rotate(authtest.RotateOptions{})
+	if status, body := ping(r.token("alice")); status != 200 {
+		t.Fatalf("a token of the new key: %d %s", status, body)
+	}
+	if status, body := ping(first); status != 200 {
+		t.Fatalf("a token of the old key, still published: %d %s", status, body)
+	}
+	r.op.Rotate(authtest.RotateOptions{Algorithm: "ES256", DropOld: true})
+	if status, body := ping(r.token("alice")); status != 200 {
+		t.Fatalf("an ES256 token of the key that replaced the others: %d %s", status, body)
+	}
+	if status, body := ping(first); status != 401 || !strings.Contains(body, "bad_signature") {
+		t.Errorf("a token of a dropped key: %d %s", status, body)
+	}
+	if status, body := ping(r.token("bob")); status != 404 {
+		t.Errorf("bob, with a token of the new key, on alice's session: %d %s", status, body)
+	}
+}
