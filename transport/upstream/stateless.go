@@ -118,6 +118,7 @@ func (c *StatelessConn) post(ctx context.Context, msg []byte, m *codec.Message) 
 	req.Header.Set(fasthttp.HeaderAccept, "application/json, text/event-stream")
 	req.Header.Set(modern.HeaderProtocolVersion, *c.version.Load())
 	setModernHeaders(&req.Header, m)
+	setParamHeaders(ctx, &req.Header)
 	req.SetBodyRaw(msg)
 	ex, err := h.roundTrip(ctx, req)
 	if err != nil {
