@@ -133,6 +133,7 @@ func (fw *forwarder) forward(e *entry) {
 	ctx, cancel := context.WithDeadline(fw.life.ctx, time.Unix(0, deadline))
 	if c.modern {
 		e.stop = cancel
+		ctx = upstream.WithParamHeaders(ctx, paramHeaders(e)) // modern_client.go
 	}
 	if !fw.table.bind(e, c) { // cancelled before it left: nothing to tell the backend
 		cancel()

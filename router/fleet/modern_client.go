@@ -1,6 +1,8 @@
 package fleet
 
 import (
+	"bytes"
+
 	"github.com/mcprouter/mcprouter/router"
 	"github.com/mcprouter/mcprouter/router/modern"
 )
@@ -77,4 +79,15 @@ func kindOfList(method []byte) (kind, bool) {
 		}
 	}
 	return 0, false
+}
+
+// paramHeaders is a copy of the Mcp-Param-* headers of a stateless client's request e,
+// for its 2026-07-28 backend (upstream.WithParamHeaders): the arguments they mirror
+// travel unchanged, so they do too. A copy, because the exchange may be answered (and
+// recycled) while the request is being sent.
+func paramHeaders(e *entry) []byte {
+	if e.x == nil || !e.x.Stateless || len(e.x.Headers.Params) == 0 {
+		return nil
+	}
+	return bytes.Clone(e.x.Headers.Params)
 }

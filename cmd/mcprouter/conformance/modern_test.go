@@ -25,11 +25,7 @@ var modernSuite = struct {
 // modernExpectedFailures names the scenarios of modernSuite allowed to fail through the
 // router, each with its reason; a listed scenario that passes fails the test, so that
 // the list shrinks as the gaps close.
-var modernExpectedFailures = map[string]string{
-	"http-custom-header-server-validation": "the client's Mcp-Param-* headers reach the router (Exchange.Headers.Params) " +
-		"but are not yet sent on to a 2026-07-28 backend (the stateless upstream transport sets only the headers it " +
-		"derives from the body), so the backend refuses calls to its x-mcp-header tools with -32020",
-}
+var modernExpectedFailures = map[string]string{}
 
 func TestConformanceModern(t *testing.T) {
 	testbin.Long(t, "starts processes and Node")
