@@ -169,8 +169,16 @@ func copyHeaders(x *Exchange, own []byte, h *StatelessHeaders) []byte {
 	return own
 }
 
-// statelessStream is the SSE stream a stateless POST turns into: its own, outside any
-// session, so that it is neither kept for resumption nor counted in a session's budget.
-func (s *HTTPServer) statelessStream() *sse.Stream {
-	return sse.NewStream(1, s.cfg.Stream)
+// statelessStream is the SSE stream a stateless POST p turns into: its own, outside any
+// session (nothing resumes it), with an account of its own in the sessions' memory
+// budget, so that many long streams (subscriptions/listen) are held to it like
+// sessions are: what its client has read is given back first (Trim). The account closes
+// with the post.
+func (s *HTTPServer) statelessStream(p *httpPost) *sse.Stream {
+	cfg := s.cfg.Stream
+	p.acct = s.reg.newAccount()
+	cfg.Account = p.acct
+	st := sse.NewStream(1, cfg)
+	p.acct.SetReclaim(func(need int64) bool { return st.Trim(int(need)) > 0 })
+	return st
 }

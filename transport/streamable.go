@@ -1047,6 +1047,7 @@ type httpPost struct {
 	// Mcp-Param-* headers while they are handed over.
 	stateless bool
 	hdrs      []byte
+	acct      *budget.Account // the stateless stream's, nil before it opens
 	in        inbound
 	tmp       []byte
 	wake      chan struct{}
@@ -1071,6 +1072,10 @@ func putPost(p *httpPost) {
 	}
 	p.srv, p.sess, p.bound, p.stream, p.client, p.principal = nil, nil, nil, nil, netip.Addr{}, nil
 	p.stateless = false
+	if p.acct != nil {
+		p.acct.Close()
+		p.acct = nil
+	}
 	if cap(p.hdrs) > maxPooledBuf {
 		p.hdrs = nil
 	}
@@ -1100,7 +1105,7 @@ func (p *httpPost) related(c *call, msg []byte) (bool, error) {
 			if p.accept&acceptSSE == 0 {
 				return false, ErrNoStream
 			}
-			p.stream = p.srv.statelessStream()
+			p.stream = p.srv.statelessStream(p)
 			p.signal()
 		}
 		_, err := p.stream.Publish("", msg)
