@@ -158,10 +158,30 @@ func readStdio(cfg StdioConfig, sess *Session, out *stdioOut, h Handler, r io.Re
 			out.pending.Add()
 			one.in.elems = append(one.in.elems[:0], f.Data)
 			one.in.scan()
-			one.dispatch(one, h, arrival{sess: sess, version: sess.Version(), carrier: CarrierStdio})
+			to := arrival{sess: sess, version: sess.Version(), carrier: CarrierStdio}
+			statelessOnStdio(h, &one.in, &to)
+			one.dispatch(one, h, to)
 		}
 	}
 }
+
+// statelessOnStdio marks a single message the handler claims as stateless (a revision
+// without sessions, served per request on the stdio session's channel: no headers, no
+// stream of its own).
+func statelessOnStdio(h Handler, in *inbound, to *arrival) {
+	sp, ok := h.(StatelessPolicy)
+	if !ok || in.errs[0] != nil {
+		return
+	}
+	m := &in.msgs[0]
+	if (m.Kind == codec.KindRequest || m.Kind == codec.KindNotification) && sp.Stateless(m, nil) {
+		to.stateless = &noHeaders
+		to.screen, _ = h.(StatelessScreen)
+	}
+}
+
+// noHeaders are the headers of a stateless message on a transport without any.
+var noHeaders StatelessHeaders
 
 // stdioGrace is the default of StdioConfig.Grace.
 const stdioGrace = 30 * time.Second
