@@ -2,6 +2,7 @@ package router
 
 import (
 	"strconv"
+	"sync"
 
 	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/router/modern"
@@ -42,6 +43,16 @@ type StatelessFleet interface {
 type statelessState struct {
 	checker    modern.Checker
 	serverInfo []byte // the router's Implementation object
+	// open holds the stateless requests in flight on a transport that cancels with
+	// notifications/cancelled rather than by closing a stream (stdio): (its transport
+	// session, the request id) → the request's Session, until it is answered.
+	open sync.Map
+}
+
+// openKey names a stateless request in flight on a transport session.
+type openKey struct {
+	t  *transport.Session
+	id string
 }
 
 func newStatelessState(cfg *Config) statelessState {
@@ -70,8 +81,11 @@ func (r *Router) handleStateless(j *job) bool {
 	x := j.x
 	m := &x.Msg
 	if m.Kind != codec.KindRequest {
-		// Without a session a notification concerns nothing the router holds
-		// (cancellation is the closing of the request's stream).
+		// Without a session a notification concerns nothing the router holds but a
+		// stdio client's cancellation (over HTTP, the closing of the request's stream).
+		if x.Session != nil && string(m.Method) == "notifications/cancelled" && m.RequestID != nil {
+			r.cancelStateless(x.Session, m.RequestID)
+		}
 		j.done()
 		return true
 	}
@@ -113,6 +127,9 @@ func (r *Router) handleStateless(j *job) bool {
 	s := r.statelessSession(x, &meta)
 	j.s = s
 	sf, ok := r.fleet.(StatelessFleet)
+	if ok && x.Session != nil {
+		r.modern.open.Store(openKey{x.Session, string(m.ID)}, s)
+	}
 	if ok && string(m.Method) == "subscriptions/listen" {
 		j.observe(OutcomeOK)
 		sf.Listen(s, x)
@@ -124,6 +141,18 @@ func (r *Router) handleStateless(j *job) bool {
 		x.OnAbandon(func() { sf.CancelRequest(s, id) })
 	}
 	return !r.fleet.Prepare(s, x)
+}
+
+// cancelStateless cancels the stateless request id of transport session t (its
+// client's notifications/cancelled), a listen stream included.
+func (r *Router) cancelStateless(t *transport.Session, id []byte) {
+	v, ok := r.modern.open.LoadAndDelete(openKey{t, string(id)})
+	if !ok {
+		return
+	}
+	if sf, ok := r.fleet.(StatelessFleet); ok {
+		sf.CancelRequest(v.(*Session), id)
+	}
 }
 
 // statelessSession makes the Session of one stateless request: its revision, the
@@ -167,6 +196,9 @@ func (r *Router) discover(j *job) {
 // answers, the backend's (or the conservative default, 0 and private) for the rest.
 // Errors pass as they are.
 func (r *Router) ScreenReply(x *transport.Exchange, msg, buf []byte) []byte {
+	if x.Session != nil {
+		r.modern.open.Delete(openKey{x.Session, string(x.Msg.ID)})
+	}
 	var m codec.Message
 	if codec.Scan(msg, &m) != nil {
 		return msg

@@ -170,6 +170,13 @@ func (ls *clientListeners) add(l *clientListener) bool {
 	return true
 }
 
+// of returns the listen stream of stateless session s, nil if s has none.
+func (ls *clientListeners) of(s *router.Session) *clientListener {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	return ls.bySess[s]
+}
+
 func (ls *clientListeners) remove(l *clientListener) {
 	ls.mu.Lock()
 	delete(ls.m, l)

@@ -16,8 +16,13 @@ import (
 // CancelRequest implements router.StatelessFleet: the client of stateless session s
 // closed the stream of its request id, which is how the revision cancels a request.
 // The backend is told (a notifications/cancelled, or the closing of the upstream
-// request's stream for a 2026-07-28 backend) and the exchange ends without an answer.
+// request's stream for a 2026-07-28 backend) and the exchange ends without an answer; a
+// listen stream ends.
 func (f *Fleet) CancelRequest(s *router.Session, id []byte) {
+	if l := f.catalog.listeners.of(s); l != nil {
+		f.endListener(l, nil) // a listen stream (stdio cancels it by notification)
+		return
+	}
 	f.fwd.cancel(s, id)
 	f.Stats.Cancelled.Add(1)
 }
