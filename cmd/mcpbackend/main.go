@@ -5,7 +5,8 @@
 //
 //	mcpbackend [--listen 127.0.0.1:8090] [--name NAME] [--tools N] [--resources N]
 //	           [--page-size 50] [--tick 1s] [--sample-timeout 1m] [--max-inflight 10000]
-//	           [--log-level info] [--eras both|legacy|modern] [--fault KIND[,KIND]]
+//	           [--log-level info] [--eras both|legacy|modern] [--keep-alive 15s]
+//	           [--fault KIND[,KIND]]
 //	mcpbackend stdio [same flags]     serve one client on stdin/stdout (logs on stderr)
 //
 // --eras chooses the protocol generations: the 2025 revisions (initialize, sessions), MCP
@@ -60,6 +61,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	erasFlag := fs.String("eras", "both", "protocol generations served: both, legacy (2024-11-05..2025-11-25) or modern (2026-07-28)")
 	natsURL := fs.String("nats", "", "also join this NATS server (nats://host:port) as the service --service")
+	keepAlive := fs.Duration("keep-alive", 15*time.Second, "interval of SSE comments on a 2026-07-28 response stream with nothing to say; a client that went away is noticed at the next one or two")
 	faultFlag := fs.String("fault", "", "hostile tools to add, comma-separated: "+strings.Join(server.FaultNames(), ", ")+", or all (tests only)")
 	service := fs.String("service", "mcpbackend", "NATS service name (with --nats): routers reach it with backends[].nats")
 	if err := fs.Parse(args); err != nil {
@@ -101,7 +103,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		Name: *name, ExtraTools: *tools, ExtraResources: *resources, PageSize: *pageSize,
 		Tick: *tick, SampleTimeout: *sampleTimeout, MaxInFlight: *maxInFlight, Logger: log,
 		AllowedHosts: rules.AllowedHosts, AllowedOrigins: rules.AllowedOrigins, Eras: eras,
-		Faults: faults,
+		Faults: faults, KeepAlive: *keepAlive,
 	})
 	if err != nil {
 		log.Error("invalid configuration", "err", err)
