@@ -297,12 +297,6 @@ func (c *httpBase) exchangeErr(ctx context.Context, err error) error {
 	return fmt.Errorf("upstream: %s: %w", c.opts.Name, err)
 }
 
-// readJSON delivers a JSON reply body: one message, or each element of a batch reply.
-// body is the body stream, nil when resp holds the body whole.
-func (c *HTTPConn) readJSON(resp *fasthttp.Response, body io.Reader) error {
-	return c.readJSONReply(context.Background(), resp, body, nil)
-}
-
 // readJSONReply delivers a JSON reply body: one message, or each element of a batch
 // reply. body is the body stream, nil when resp holds the body whole; ctx ends a body
 // that is still coming (a backend that writes it byte by byte) when the request's time

@@ -134,7 +134,11 @@ func (c *StatelessConn) post(ctx context.Context, msg []byte, m *codec.Message) 
 		if bytes.HasPrefix(resp.Header.ContentType(), []byte("text/event-stream")) {
 			return c.readStream(ctx, body, m)
 		}
-		return h.readJSON(resp, body)
+		var want []byte
+		if m.Kind == codec.KindRequest {
+			want = m.ID
+		}
+		return h.readJSONReply(ctx, resp, body, want)
 	case status/100 == 4 && m.Kind == codec.KindRequest &&
 		bytes.HasPrefix(resp.Header.ContentType(), []byte("application/json")):
 		return c.readErrorBody(req, resp, body, m)
@@ -156,6 +160,8 @@ func (c *StatelessConn) readStream(ctx context.Context, body io.Reader, m *codec
 		return nil
 	case st.want == nil && (err == nil || err == io.EOF):
 		return nil
+	case errors.Is(err, ErrTooLarge), errors.Is(err, ErrProtocol), errors.Is(err, context.DeadlineExceeded):
+		return err // the reply was broken or late: readEvents said which
 	case ctx.Err() != nil:
 		return ctx.Err()
 	case h.ctx.Err() != nil:
