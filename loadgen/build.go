@@ -26,13 +26,15 @@ type group struct {
 	byErr          map[string]int64
 	primary        bool
 	dropped        int64
+	ops            []int // the recorder's operations added
 }
 
 func newGroup() *group {
 	return &group{corr: stats.NewHistogram(), unc: stats.NewHistogram(), failed: stats.NewHistogram(), byErr: map[string]int64{}}
 }
 
-func (g *group) add(t *stats.OpTotals) {
+func (g *group) add(op int, t *stats.OpTotals) {
+	g.ops = append(g.ops, op)
 	g.corr.Merge(t.Corrected)
 	g.unc.Merge(t.Uncorrected)
 	if t.FailedCorrected != nil {
@@ -48,7 +50,7 @@ func (g *group) add(t *stats.OpTotals) {
 	}
 }
 
-func (g *group) stats(dur float64) *report.Stats {
+func (g *group) stats(dur float64, errs *firstErrors) *report.Stats {
 	s := &report.Stats{Requests: g.n, Errors: g.errs, Pages: g.pages, Primary: g.primary,
 		Latency: report.Summarize(g.corr), LatencyUncorrected: report.Summarize(g.unc)}
 	if dur > 0 {
@@ -56,6 +58,7 @@ func (g *group) stats(dur float64) *report.Stats {
 	}
 	if len(g.byErr) > 0 {
 		s.ErrorsByClass = g.byErr
+		s.FirstErrors = errs.of(g.ops)
 	}
 	if g.failed.TotalCount() > 0 {
 		l := report.Summarize(g.failed)
@@ -114,18 +117,18 @@ func (r *run) buildReport() *report.Report {
 			continue
 		}
 		if t.Op.Primary {
-			primary.add(t)
+			primary.add(i, t)
 		}
 		key := t.Op.Method
 		if byMethod[key] == nil {
 			byMethod[key] = newGroup()
 		}
-		byMethod[key].add(t)
+		byMethod[key].add(i, t)
 		if t.Op.Method == "tools/call" && t.Op.Name != "" {
 			if byTool[t.Op.Name] == nil {
 				byTool[t.Op.Name] = newGroup()
 			}
-			byTool[t.Op.Name].add(t)
+			byTool[t.Op.Name].add(i, t)
 		}
 	}
 	rep.Requests, rep.Errors, rep.Excluded = primary.n, primary.errs, pacing.Excluded
@@ -145,12 +148,12 @@ func (r *run) buildReport() *report.Report {
 		if k == "connect" && g.n == 0 {
 			continue
 		}
-		rep.ByMethod[k] = g.stats(dur)
+		rep.ByMethod[k] = g.stats(dur, &r.errs)
 	}
 	if len(byTool) > 0 {
 		rep.ByTool = map[string]*report.Stats{}
 		for k, g := range byTool {
-			rep.ByTool[k] = g.stats(dur)
+			rep.ByTool[k] = g.stats(dur, &r.errs)
 		}
 	}
 

@@ -17,25 +17,56 @@ const maxErrorMessage = 300
 // report (and the live view) says what went wrong, not only how often. Only the first
 // failure of a class pays for its message; the others cost one lock-free lookup.
 type firstErrors struct {
-	msgs sync.Map      // stats.ErrKey -> string
+	msgs sync.Map      // stats.ErrKey -> string, over every operation
+	byOp sync.Map      // opError -> string
 	last atomic.Uint64 // the key of the latest failure, packed by packKey (0: none)
 }
 
-// note records a failure of class key; msg makes its message, called only for the
-// first failure of the class.
-func (f *firstErrors) note(key stats.ErrKey, msg func() string) {
+// opError is an error class of one recorded operation.
+type opError struct {
+	op  int
+	key stats.ErrKey
+}
+
+// note records a failure of class key of operation op; msg makes its message, called
+// only for the first failure of the class for that operation.
+func (f *firstErrors) note(op int, key stats.ErrKey, msg func() string) {
 	if key.Class == client.ClassNone {
 		return
 	}
 	f.last.Store(packKey(key))
-	if _, ok := f.msgs.Load(key); ok {
+	k := opError{op, key}
+	if _, ok := f.byOp.Load(k); ok {
 		return
 	}
 	m := msg()
 	if len(m) > maxErrorMessage {
 		m = m[:maxErrorMessage] + "…"
 	}
+	f.byOp.LoadOrStore(k, m)
 	f.msgs.LoadOrStore(key, m)
+}
+
+// of returns the first messages of the operations ops, by class (nil when none
+// failed); for a class several of them had, the one of the first in ops.
+func (f *firstErrors) of(ops []int) map[string]string {
+	var out map[string]string
+	for _, op := range ops {
+		f.byOp.Range(func(k, v any) bool {
+			oe := k.(opError)
+			if oe.op != op {
+				return true
+			}
+			if out == nil {
+				out = map[string]string{}
+			}
+			if _, had := out[oe.key.String()]; !had {
+				out[oe.key.String()] = v.(string)
+			}
+			return true
+		})
+	}
+	return out
 }
 
 // latest returns the class and first message of the class of the latest failure.

@@ -291,7 +291,7 @@ func (w *worker) dial(measured bool) error {
 	t := r.now()
 	s, err := r.dialer.Dial(w.idx, time.Now().Add(r.cfg.Timeout))
 	done := r.now()
-	r.rec.Record(w.idx, stats.Sample{Op: r.connectOp, Intended: t, Sent: t, Done: done, Err: r.failure(err), Measured: measured})
+	r.rec.Record(w.idx, stats.Sample{Op: r.connectOp, Intended: t, Sent: t, Done: done, Err: r.failure(r.connectOp, err), Measured: measured})
 	if err != nil {
 		r.noteSessionError(err)
 		return err
@@ -316,7 +316,7 @@ func (w *worker) close(record, measured bool) error {
 	t := r.now()
 	err := w.sess.Close(time.Now().Add(r.cfg.Timeout))
 	if record {
-		r.rec.Record(w.idx, stats.Sample{Op: r.closeOp, Intended: t, Sent: t, Done: r.now(), Err: r.failure(err), Measured: measured})
+		r.rec.Record(w.idx, stats.Sample{Op: r.closeOp, Intended: t, Sent: t, Done: r.now(), Err: r.failure(r.closeOp, err), Measured: measured})
 	}
 	w.sess = nil
 	r.live.Add(-1)
@@ -431,11 +431,11 @@ func (w *worker) exec(o *compiledOp) (stats.ErrKey, int) {
 	w.expired = false
 	if err := w.sess.Call(&req, deadline, &w.rep); err != nil {
 		w.expired = errors.Is(err, client.ErrSessionExpired)
-		return r.failure(err), 1
+		return r.failure(o.stat, err), 1
 	}
 	if o.tool && toolError(w.rep.Result) {
 		k := stats.ErrKey{Class: client.ClassTool}
-		r.errs.note(k, func() string { return toolErrorMessage(w.rep.Result) })
+		r.errs.note(o.stat, k, func() string { return toolErrorMessage(w.rep.Result) })
 		return k, 1
 	}
 	pages := 1
@@ -448,17 +448,17 @@ func (w *worker) exec(o *compiledOp) (stats.ErrKey, int) {
 		next := client.Request{Method: o.method, Params: w.page}
 		if err := w.sess.Call(&next, deadline, &w.rep); err != nil {
 			w.expired = errors.Is(err, client.ErrSessionExpired)
-			return r.failure(err), pages + 1
+			return r.failure(o.stat, err), pages + 1
 		}
 	}
 	return stats.ErrKey{}, pages
 }
 
-// failure classifies a session error and keeps its message if it is the first of its
-// class.
-func (r *run) failure(err error) stats.ErrKey {
+// failure classifies a session error of operation op and keeps its message if it is
+// the first of its class for op.
+func (r *run) failure(op int, err error) stats.ErrKey {
 	k := errKey(err)
-	r.errs.note(k, func() string { return errorMessage(err) })
+	r.errs.note(op, k, func() string { return errorMessage(err) })
 	return k
 }
 
@@ -498,7 +498,7 @@ func (w *worker) cycle(intended, sent int64, measured, paced, late, starved bool
 	var first stats.ErrKey
 	if err := w.dial(measured); err != nil {
 		r.failed.Add(1)
-		first = r.failure(err)
+		first = errKey(err) // noted by dial
 	} else {
 		for range r.cfg.ChurnCalls {
 			o := r.pick(w.env.Rand)
@@ -510,7 +510,7 @@ func (w *worker) cycle(intended, sent int64, measured, paced, late, starved bool
 			}
 		}
 		if err := w.close(true, measured); err != nil && first.Class == client.ClassNone {
-			first = r.failure(err)
+			first = errKey(err) // noted by close
 		}
 	}
 	r.rec.Record(w.idx, stats.Sample{Op: r.cycleOp, Intended: intended, Sent: sent, Done: r.now(), Err: first,

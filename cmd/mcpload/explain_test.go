@@ -63,7 +63,8 @@ func TestFailuresExplained(t *testing.T) {
 	var rep struct {
 		FirstErrors map[string]string `json:"first_errors"`
 		ByMethod    map[string]struct {
-			Errors       int64 `json:"errors"`
+			Errors       int64             `json:"errors"`
+			FirstErrors  map[string]string `json:"first_errors"`
 			ErrorLatency *struct {
 				Count int64   `json:"count"`
 				P50   float64 `json:"p50"`
@@ -78,7 +79,7 @@ func TestFailuresExplained(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := rep.ByMethod["tools/call"]
-	if rep.FirstErrors["jsonrpc_-32042"] != "the disk is on fire" || m.Errors == 0 || m.ErrorLatency == nil ||
+	if rep.FirstErrors["jsonrpc_-32042"] != "the disk is on fire" || m.FirstErrors["jsonrpc_-32042"] != "the disk is on fire" || m.Errors == 0 || m.ErrorLatency == nil ||
 		m.ErrorLatency.Count != m.Errors || m.ErrorLatency.P50 <= 0 {
 		t.Errorf("JSON: first errors %v, tools/call %+v", rep.FirstErrors, m)
 	}

@@ -108,6 +108,8 @@ type Stats struct {
 	Latency            Latency          `json:"latency_us"`
 	LatencyUncorrected Latency          `json:"latency_uncorrected_us"`
 	ErrorsByClass      map[string]int64 `json:"errors_by_class,omitempty"`
+	// FirstErrors is the first message of each class of ErrorsByClass.
+	FirstErrors map[string]string `json:"first_errors,omitempty"`
 	// ErrorLatency is the corrected latency of the failed operations (Latency covers
 	// the successful ones only): a failure took time too.
 	ErrorLatency *Latency `json:"error_latency_us,omitempty"`
