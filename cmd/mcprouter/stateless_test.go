@@ -92,6 +92,31 @@ func TestStatelessUntranslated(t *testing.T) {
 	}
 }
 
+// TestStatelessPrefix: a tool renamed by the router (a backend prefix) is called on a
+// 2026-07-28 backend under its own name, with an Mcp-Name header that says so (the
+// backend refuses a header that does not match its body).
+func TestStatelessPrefix(t *testing.T) {
+	testbin.Long(t, "starts processes")
+	cfg := fmt.Sprintf("backends:\n  - name: b\n    prefix: ref\n    url: http://%s/mcp\n", startEraBackend(t, "modern"))
+	p := startRouter(t, "--config", writeConfig(t, cfg))
+	req, _ := http.NewRequest("POST", p.url("/mcp"), strings.NewReader(
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ref__echo","arguments":{"text":"hi"},`+statelessMeta+`}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "tools/call")
+	req.Header.Set("Mcp-Name", "ref__echo")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"text":"hi"`) || strings.Contains(string(body), `"error"`) {
+		t.Fatalf("prefixed call: %d %s", resp.StatusCode, body)
+	}
+}
+
 // statelessMeta is a valid per-request _meta.
 const statelessMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
 
