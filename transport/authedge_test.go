@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/mcprouter/mcprouter/internal/testio"
 	"github.com/mcprouter/mcprouter/transport/auth"
 	"github.com/mcprouter/mcprouter/transport/sse"
 )
@@ -29,27 +29,9 @@ func sha256Hex(s string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// syncBuffer is a log sink safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *syncBuffer) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *syncBuffer) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
-}
-
 // newAuthServer is a test server whose requests must carry alice's or bob's token; its
 // audit lines go to the returned buffer.
-func newAuthServer(t *testing.T, o serverOpts) (*testServer, *syncBuffer) {
+func newAuthServer(t *testing.T, o serverOpts) (*testServer, *testio.Buffer) {
 	t.Helper()
 	cfg := auth.Config{Mode: auth.ModeBearer, Resource: "http://127.0.0.1/mcp",
 		BearerTokens: []auth.BearerToken{{Principal: "alice", SHA256: sha256Hex(aliceToken)}, {Principal: "bob", SHA256: sha256Hex(bobToken)}}}
@@ -62,7 +44,7 @@ func newAuthServer(t *testing.T, o serverOpts) (*testServer, *syncBuffer) {
 		t.Fatal(err)
 	}
 	t.Cleanup(a.Close)
-	logs := &syncBuffer{}
+	logs := &testio.Buffer{}
 	o.cfg.Auth = a
 	o.cfg.Audit = slog.New(slog.NewTextHandler(logs, nil))
 	return newTestServer(t, o), logs

@@ -8,7 +8,11 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/valyala/fasthttp/fasthttputil"
+
+	"github.com/mcprouter/mcprouter/internal/testio"
 	"github.com/mcprouter/mcprouter/transport/auth"
 )
 
@@ -102,5 +106,40 @@ func TestMetadataRoutes(t *testing.T) {
 	off := startMemApp(t, testConfig())
 	if status, _ := get(off, "/.well-known/oauth-protected-resource"); status != 404 {
 		t.Errorf("metadata without authentication: %d", status)
+	}
+}
+
+// TestAuditBounded: a flood of refused requests writes at most the audit logger's burst
+// of lines (plus its rate over the flood), and a later line says how many were dropped.
+func TestAuditBounded(t *testing.T) {
+	sum := sha256.Sum256([]byte("t"))
+	cfg := testConfig()
+	cfg.Auth = auth.Config{Mode: auth.ModeBearer, Resource: "http://127.0.0.1/mcp",
+		BearerTokens: []auth.BearerToken{{Principal: "a", SHA256: hex.EncodeToString(sum[:])}}}
+	logs := &testio.Buffer{}
+	a, err := New(cfg, slog.New(slog.NewTextHandler(logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := fasthttputil.NewInmemoryListener()
+	a.Serve(ln)
+	defer a.Shutdown(t.Context())
+	m := &memApp{App: a, ln: ln}
+	const flood = 300
+	start := time.Now()
+	for i := 0; i < flood; i++ {
+		resp, err := m.roundTrip(t, post("/mcp", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, "Authorization: Bearer wrong"))
+		if err != nil || resp.StatusCode() != 401 {
+			t.Fatalf("request %d: %v %v", i, err, resp)
+		}
+	}
+	allowed := 50 + int(10*time.Since(start).Seconds()) + 1
+	if n := strings.Count(logs.String(), "request refused"); n == 0 || n > allowed {
+		t.Errorf("%d audit lines for %d refused requests, want 1..%d", n, flood, allowed)
+	}
+	time.Sleep(150 * time.Millisecond) // the bucket refills one line per 100ms
+	m.roundTrip(t, post("/mcp", `{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	if !strings.Contains(logs.String(), "suppressed=") {
+		t.Errorf("no line says how many were dropped:\n%s", logs.String())
 	}
 }
