@@ -102,7 +102,10 @@ func startAuthRouter(t *testing.T, mode string) *authRouter {
 	default:
 		t.Fatalf("mode %q", mode)
 	}
-	cfg := fmt.Sprintf(`backends:
+	// The admin listener on a port of its own: the default one is fixed when the MCP
+	// listener's port is.
+	cfg := fmt.Sprintf(`admin: {listen: "127.0.0.1:0"}
+backends:
   - {name: ref, url: %q}
 auth:
   mode: %s
@@ -367,7 +370,9 @@ func TestAuthClients(t *testing.T) {
 	}
 }
 
-// goSDKAuthSession connects, lists the tools, calls the backend's echo, pings and closes.
+// goSDKAuthSession connects (at the SDK's latest revision, stateless 2026-07-28 on
+// Streamable HTTP, which has no ping), lists the tools, calls the backend's echo and
+// closes.
 func goSDKAuthSession(t *testing.T, tr mcp.Transport) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
@@ -393,9 +398,6 @@ func goSDKAuthSession(t *testing.T, tr mcp.Transport) {
 	}
 	if tc, ok := res.Content[0].(*mcp.TextContent); !ok || tc.Text != "authenticated" {
 		t.Errorf("echo said %+v", res.Content[0])
-	}
-	if err := cs.Ping(ctx, nil); err != nil {
-		t.Fatalf("ping: %v", err)
 	}
 }
 
