@@ -121,6 +121,7 @@ func (fw *forwarder) forward(e *entry) {
 	id, deadline := e.id, e.deadline
 	bp := getBuf()
 	*bp = appendWire((*bp)[:0], e)
+	bp = forLegacyBackend(c, e, bp) // modern_client.go
 	if c.modern {
 		mp := getBuf()
 		*mp = c.withMeta((*mp)[:0], *bp, e.sess)

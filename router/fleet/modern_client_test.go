@@ -62,3 +62,22 @@ func TestListenMessages(t *testing.T) {
 		t.Errorf("nothing honoured\n got %s\nwant %s", got, want)
 	}
 }
+
+// TestStripModernMeta: a 2026-07-28 client's request goes to a 2025 backend without the
+// revision's _meta keys; its progress token and its own keys stay.
+func TestStripModernMeta(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","progressToken":7,"io.modelcontextprotocol/clientCapabilities":{"sampling":{}},"x.example/k":"v"}}}`,
+			`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","_meta":{"progressToken":7,"x.example/k":"v"}}}`},
+		{`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`,
+			`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta":{}}}`},
+		{`{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"_meta":{"progressToken":1}}}`,
+			`{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"_meta":{"progressToken":1}}}`},
+		{`{"jsonrpc":"2.0","id":4,"method":"tools/list"}`, `{"jsonrpc":"2.0","id":4,"method":"tools/list"}`},
+	}
+	for _, tc := range cases {
+		if got := string(stripModernMeta(nil, []byte(tc.in))); got != tc.want {
+			t.Errorf("got  %s\nwant %s", got, tc.want)
+		}
+	}
+}
