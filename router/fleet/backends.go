@@ -240,6 +240,14 @@ func (in *instance) check(ctx context.Context) {
 	}
 	if errors.Is(err, upstream.ErrClosed) || errors.Is(err, upstream.ErrSessionExpired) {
 		c.kill()
+		return
+	}
+	if !errors.Is(err, upstream.ErrBackendDown) {
+		// Something answered, but not as the session expects: a backend that came back
+		// speaking only 2026-07-28 refuses a 2025 request (era.go).
+		rctx, cancel := context.WithTimeout(ctx, k.timeout)
+		k.conns.recheck(rctx, c)
+		cancel()
 	}
 }
 

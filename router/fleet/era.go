@@ -19,10 +19,12 @@ import (
 // The era of a backend instance (2025: an initialized upstream session; 2026-07-28:
 // none, every request saying who it is for in its _meta). The connector finds it when
 // an instance's shared connection opens (start: server/discover first, initialize as
-// the fall-back, or what BackendConfig.Era pins), the instance keeps it (instance.era)
+// the fall-back, or what BackendConfig.Era pins; unpinned, a dual-era backend keeps a
+// session, see discovered), the instance keeps it (instance.era)
 // for the per-client connections opened after, and it is checked again after the
-// backend restarts: a 2025 session that a restarted backend renewed, or whose health
-// checks failed and then passed, is probed with server/discover (recheck); a 2026
+// backend restarts: a 2025 session that a restarted backend renewed, whose health
+// checks failed and then passed, or whose health check something refused, is probed
+// with server/discover (recheck); a 2026
 // instance's health check is server/discover itself (healthMethod, stillModern); and a
 // connection lost for good is opened again, discovery included. A restart that no
 // request, renewal or health check saw goes unnoticed until one does. A connection
@@ -51,14 +53,17 @@ func (k *connector) start(ctx context.Context, c *upConn) error {
 	if pin == Era2025 {
 		return k.useLegacy(ctx, c)
 	}
-	caps, err := k.discover(ctx, c, pin == Era2026)
-	if err == nil {
-		return k.useModern(c, caps)
-	}
-	if pin == Era2026 {
+	d, err := k.discover(ctx, c, pin == Era2026)
+	switch {
+	case err == nil && (pin == Era2026 || !d.dualEra):
+		return k.useModern(c, d.caps)
+	case pin == Era2026:
 		return fmt.Errorf("the backend is pinned to 2026-07-28 but server/discover failed: %w", err)
+	case err == nil:
+		k.log.Debug("dual-era backend: keeping a 2025 session", "backend", in.b.cfg.Name, "instance", in.dialer.Addr)
+	default:
+		k.log.Debug("backend does not speak 2026-07-28: initializing a session", "backend", in.b.cfg.Name, "instance", in.dialer.Addr, "discover", err)
 	}
-	k.log.Debug("backend does not speak 2026-07-28: initializing a session", "backend", in.b.cfg.Name, "instance", in.dialer.Addr, "discover", err)
 	return k.useLegacy(ctx, c)
 }
 
@@ -103,15 +108,25 @@ var errNoStatelessTransport = errors.New("the legacy HTTP+SSE transport cannot c
 // 2025 server that knows the method).
 var errNotModern = errors.New("server/discover does not offer " + modern.Version)
 
-// discover sends server/discover to c's backend as a 2026-07-28 request and returns the
-// backend's capabilities when it offers that revision. c is left as it was: the probe
+// discovered is what server/discover said of a backend that offers 2026-07-28.
+type discovered struct {
+	caps []byte // its capabilities, raw
+	// dualEra: it offers a 2025 revision too. Unpinned, such a backend keeps a 2025
+	// session: its server-to-client requests (sampling, elicitation, roots) reach 2025
+	// clients as they are, where a stateless backend's input_required results are not
+	// translated yet (issue 12); pinned to 2026 it is used statelessly.
+	dualEra bool
+}
+
+// discover sends server/discover to c's backend as a 2026-07-28 request and says what
+// it offers when that revision is among it. c is left as it was: the probe
 // goes on a stateless view of its transport. Unless pinned, the probe takes at most
 // k.probe and half of ctx's time, so that a 2025 stdio server that never answers a
 // request sent before initialize leaves time for the fall-back.
-func (k *connector) discover(ctx context.Context, c *upConn, pinned bool) ([]byte, error) {
+func (k *connector) discover(ctx context.Context, c *upConn, pinned bool) (discovered, error) {
 	sc, ok := upstream.Stateless(c.conn)
 	if !ok {
-		return nil, errNoStatelessTransport
+		return discovered{}, errNoStatelessTransport
 	}
 	if !pinned {
 		d := k.probe
@@ -125,34 +140,38 @@ func (k *connector) discover(ctx context.Context, c *upConn, pinned bool) ([]byt
 	probe := &upConn{via: k, b: c.b, inst: c.inst, owner: c.owner, conn: sc, modern: true}
 	res, err := k.table.call(ctx, probe, "server/discover", nil)
 	if err != nil {
-		return nil, err
+		return discovered{}, err
 	}
 	return readDiscover(res)
 }
 
-// readDiscover returns the capabilities of a DiscoverResult that offers 2026-07-28.
-func readDiscover(res []byte) ([]byte, error) {
+// readDiscover reads a DiscoverResult that offers 2026-07-28.
+func readDiscover(res []byte) (discovered, error) {
 	var d struct {
 		SupportedVersions []string        `json:"supportedVersions"`
 		Capabilities      json.RawMessage `json:"capabilities"`
 	}
 	if err := sonic.Unmarshal(res, &d); err != nil {
-		return nil, fmt.Errorf("server/discover: bad result: %w", err)
+		return discovered{}, fmt.Errorf("server/discover: bad result: %w", err)
 	}
 	if !slices.Contains(d.SupportedVersions, modern.Version) {
-		return nil, fmt.Errorf("%w (it offers %v)", errNotModern, d.SupportedVersions)
+		return discovered{}, fmt.Errorf("%w (it offers %v)", errNotModern, d.SupportedVersions)
 	}
-	return d.Capabilities, nil
+	out := discovered{caps: d.Capabilities}
+	for _, v := range d.SupportedVersions {
+		out.dualEra = out.dualEra || !modern.IsModernVersion([]byte(v))
+	}
+	return out, nil
 }
 
 // recheck probes, after a restarted backend renewed c's 2025 session, whether it now
-// speaks 2026-07-28 (an upgrade behind the same address); if so c is closed and its
-// maintainer connects again, statelessly. A pinned backend is not probed.
+// speaks only 2026-07-28 (an upgrade behind the same address); if so c is closed and
+// its maintainer connects again, statelessly. A pinned backend is not probed.
 func (k *connector) recheck(ctx context.Context, c *upConn) {
 	if c.modern || c.owner != nil || c.b.cfg.Era != EraAuto {
 		return
 	}
-	if _, err := k.discover(ctx, c, false); err != nil {
+	if d, err := k.discover(ctx, c, false); err != nil || d.dualEra {
 		return
 	}
 	k.log.Info("backend speaks 2026-07-28 since its restart: reconnecting without a session", "backend", c.b.cfg.Name, "instance", c.inst.dialer.Addr)
@@ -176,8 +195,8 @@ func stillModern(c *upConn, res []byte, err error) bool {
 		return true
 	}
 	if err == nil {
-		_, derr := readDiscover(res)
-		return derr == nil
+		d, derr := readDiscover(res)
+		return derr == nil && !d.dualEra
 	}
 	var re *router.Error
 	return !errors.As(err, &re)

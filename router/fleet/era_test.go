@@ -62,6 +62,24 @@ func waitListening(addr string, p *testbin.Proc, d time.Duration) bool {
 	return false
 }
 
+// startModernOnly starts mcpbackend serving 2026-07-28 alone on addr (retried while the
+// port is still taken by a server just killed).
+func startModernOnly(t *testing.T, addr string) *testbin.Proc {
+	t.Helper()
+	bin := testbin.Build(t, testbin.Backend)
+	for attempt := 0; attempt < 50; attempt++ {
+		p, err := testbin.Spawn(testbin.Spec{Bin: bin, Args: []string{"--listen", addr, "--eras", "modern", "--tick", "0"},
+			Ready: []string{"mcpbackend listening"}})
+		if err == nil {
+			t.Cleanup(p.Kill)
+			return p
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("mcpbackend never listened on %s", addr)
+	return nil
+}
+
 func freeAddr(t *testing.T) string {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -110,7 +128,7 @@ func liveEra(in *instance) uint32 {
 }
 
 // callTools lists the tools on in's shared connection, as the catalog does.
-func callTools(t *testing.T, f *Fleet, in *instance) string {
+func callTools(t *testing.T, f *Fleet, in *instance, want string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -118,27 +136,37 @@ func callTools(t *testing.T, f *Fleet, in *instance) string {
 	if err != nil {
 		t.Fatalf("tools/list: %v", err)
 	}
-	return string(res)
+	if !strings.Contains(string(res), `"name":"`+want+`"`) {
+		t.Fatalf("tools/list lacks %s: %s", want, res)
+	}
 }
 
 func TestEraDiscovered(t *testing.T) {
 	testbin.Long(t, "starts the Go SDK's conformance server")
+	const modernOnly, dualEra, legacyOnly = 0, 1, 2
 	cases := []struct {
-		name      string
-		stateless bool
-		pin       Era
-		want      uint32
-		version   string
+		name    string
+		server  int
+		pin     Era
+		want    uint32
+		version string
 	}{
-		{"auto finds 2026-07-28", true, EraAuto, eraModern, modern.Version},
-		{"auto falls back to initialize", false, EraAuto, eraLegacy, "2025-11-25"},
-		{"pinned 2025 initializes a dual-era server", true, Era2025, eraLegacy, "2025-11-25"},
-		{"pinned 2026", true, Era2026, eraModern, modern.Version},
+		{"auto finds a 2026-07-28 server", modernOnly, EraAuto, eraModern, modern.Version},
+		{"auto keeps a session with a dual-era server", dualEra, EraAuto, eraLegacy, "2025-11-25"},
+		{"auto falls back to initialize", legacyOnly, EraAuto, eraLegacy, "2025-11-25"},
+		{"pinned 2025 initializes a dual-era server", dualEra, Era2025, eraLegacy, "2025-11-25"},
+		{"pinned 2026 uses a dual-era server statelessly", dualEra, Era2026, eraModern, modern.Version},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			addr := freeAddr(t)
-			startEverything(t, addr, tc.stateless)
+			tool := "test_simple_text"
+			if tc.server == modernOnly {
+				startModernOnly(t, addr)
+				tool = "echo"
+			} else {
+				startEverything(t, addr, tc.server == dualEra)
+			}
 			f := httpFleet(t, addr, tc.pin, time.Second)
 			f.Start(20 * time.Second)
 			in := f.backends[0].instances[0]
@@ -152,12 +180,10 @@ func TestEraDiscovered(t *testing.T) {
 			if _, ok := c.conn.(*upstream.StatelessConn); ok != (tc.want == eraModern) {
 				t.Fatalf("connection %T for era %d", c.conn, tc.want)
 			}
-			if res := callTools(t, f, in); !strings.Contains(res, `"test_simple_text"`) {
-				t.Fatalf("tools/list: %s", res)
-			}
+			callTools(t, f, in, tool)
 			// The catalog was built from the backend's lists in either era.
-			if _, ok := f.catalog.cur.Load().tools["test_simple_text"]; !ok {
-				t.Fatal("the catalog lacks test_simple_text")
+			if _, ok := f.catalog.cur.Load().tools[tool]; !ok {
+				t.Fatalf("the catalog lacks %s", tool)
 			}
 		})
 	}
@@ -177,8 +203,9 @@ func TestEraPinned2026RefusesALegacyBackend(t *testing.T) {
 }
 
 // TestEraRecheckedAfterRestart replaces the backend behind one address by one of the
-// other era, both ways: the 2025 session's renewal is probed with server/discover, and
-// the 2026 health check (server/discover) sees the revision gone.
+// other era, both ways: a 2025 session whose health checks failed and then passed is
+// probed with server/discover, and the 2026 health check (server/discover) sees the
+// revision gone.
 func TestEraRecheckedAfterRestart(t *testing.T) {
 	testbin.Long(t, "starts and restarts the Go SDK's conformance server")
 	addr := freeAddr(t)
@@ -194,16 +221,12 @@ func TestEraRecheckedAfterRestart(t *testing.T) {
 	// restart between two checks that loses no session goes unnoticed, by design).
 	p.Kill()
 	waitUntil(t, 30*time.Second, "ejected while down", func() bool { return !in.healthy.Load() })
-	p = startEverything(t, addr, true)
+	p = startModernOnly(t, addr)
 	waitUntil(t, 30*time.Second, "2026-07-28 after the restart", func() bool { return liveEra(in) == eraModern })
-	if res := callTools(t, f, in); !strings.Contains(res, `"test_simple_text"`) {
-		t.Fatalf("tools/list after the restart: %s", res)
-	}
+	callTools(t, f, in, "echo")
 
 	p.Kill()
 	startEverything(t, addr, false)
 	waitUntil(t, 30*time.Second, "2025 again after the second restart", func() bool { return liveEra(in) == eraLegacy })
-	if res := callTools(t, f, in); !strings.Contains(res, `"test_simple_text"`) {
-		t.Fatalf("tools/list after the second restart: %s", res)
-	}
+	callTools(t, f, in, "test_simple_text")
 }

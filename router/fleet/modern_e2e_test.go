@@ -110,12 +110,13 @@ func textOf(t *testing.T, res *mcp.CallToolResult) string {
 // TestLegacyClientThroughStatelessBackend: a 2025-11-25 client (the Go SDK's, pinned)
 // in front of the Go SDK's conformance server speaking 2026-07-28 statelessly, through
 // a real mcprouter: the router holds the client's session and uses the backend without
-// one (server/discover, per-request _meta, subscriptions/listen).
+// one (server/discover, per-request _meta, subscriptions/listen). The server is
+// dual-era, so the configuration pins it to 2026 (auto would keep a session).
 func TestLegacyClientThroughStatelessBackend(t *testing.T) {
 	testbin.Long(t, "starts mcprouter and the Go SDK's conformance server")
 	addr := freeAddr(t)
 	startEverything(t, addr, true)
-	endpoint, router := startRouter(t, "http://"+addr+"/mcp", "")
+	endpoint, router := startRouter(t, "http://"+addr+"/mcp", "2026")
 	if v := router.Log.Value("backend instance connected", "protocol"); v != modern.Version {
 		t.Fatalf("the router speaks %q to the backend, want %s:\n%s", v, modern.Version, router.Log)
 	}
