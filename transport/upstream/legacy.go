@@ -273,14 +273,22 @@ func (c *SSEConn) run(st *liveStream) {
 func (c *SSEConn) read(st *liveStream) {
 	defer c.wg.Done()
 	defer close(st.done)
+	var errBuf []byte
 	for {
 		ev, err := st.r.next()
 		if err != nil {
 			st.err = err
 			return
 		}
-		if ev.isMessage() {
+		switch {
+		case ev.isMessage() && complete(ev.Data):
 			deliver(c.sink, &c.wait, ev.Data)
+		case ev.isMessage():
+			// Cut off: when it shows the request it answers, that request fails now.
+			var answered bool
+			errBuf, answered = standIn(c.sink, &c.wait, c.opts.Name, invalidWhat, ev.Data, errBuf)
+			c.badLog.Warn("backend sent an event that is not a whole JSON message; dropped",
+				"failed_its_request", answered, "data", excerpt(ev.Data))
 		}
 		// A later endpoint event is ignored: the session's endpoint does not move.
 	}

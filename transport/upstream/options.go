@@ -13,6 +13,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/transport/logsafe"
 )
 
 // HTTPOptions configures DialHTTP and DialSSE. The zero value is ready to use: every
@@ -213,6 +214,7 @@ func (b *httpBase) setup(dial, rawURL string, opts HTTPOptions, sink Sink) (*url
 	}
 	b.opts, b.headers, b.sink = opts, headers, sink
 	b.log = opts.Logger.With("backend", opts.Name)
+	b.badLog = logsafe.Logger(b.log, badLinesPerSec, badBurst)
 	b.lifecycle.init()
 	return u, addr, nil
 }
@@ -228,11 +230,16 @@ type httpBase struct {
 	headers []header
 	sink    Sink
 	log     *slog.Logger
+	badLog  *slog.Logger // log, rate-limited for what a backend sends broken
 	hs      handshake
 	wait    waiters
 	hc      *fasthttp.HostClient // the requests (POSTs; GET and DELETE too for HTTPConn)
 	conns   connSet              // hc's connections
 }
+
+// badLinesPerSec and badBurst rate-limit the logs of broken messages from one backend,
+// which a hostile backend could otherwise send as fast as it likes.
+const badLinesPerSec, badBurst = 20, 100
 
 // parseURI parses the backend URL u into dst, the form fasthttp requests are built from.
 func parseURI(dst *fasthttp.URI, u *url.URL) error {

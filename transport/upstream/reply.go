@@ -80,6 +80,19 @@ func appendReplyError(dst, id []byte, backend, what string) []byte {
 	return codec.AppendError(dst, id, codec.CodeBackendUnavailable, "backend "+backend+" "+what, nil)
 }
 
+// standIn delivers, in place of a message dropped as broken (what says how) that still
+// shows which request it answers, the error that answers that request; it reports
+// whether there was one. buf is scratch space, returned for reuse.
+func standIn(s Sink, w *waiters, backend, what string, msg, buf []byte) ([]byte, bool) {
+	id := peekResponseID(msg)
+	if id == nil {
+		return buf, false
+	}
+	buf = appendReplyError(buf[:0], id, backend, what)
+	deliver(s, w, buf)
+	return buf, true
+}
+
 // tooLargeWhat and invalidWhat say what was wrong with a reply, in errors and logs.
 func tooLargeWhat(max int) string {
 	return "sent a reply larger than the limit of " + strconv.Itoa(max) + " bytes"

@@ -153,7 +153,7 @@ func StartPool(cmd Command, n int, opts StdioOptions, sinkFor func(instance int)
 		// A child can write to stderr as fast as it likes; the log takes a few lines a
 		// second of it (with a burst for start-up messages), and says how many it dropped.
 		in.stderrLog = logsafe.Logger(in.log, stderrLinesPerSec, stderrBurst)
-		in.badLog = logsafe.Logger(in.log, stderrLinesPerSec, stderrBurst)
+		in.badLog = logsafe.Logger(in.log, badLinesPerSec, badBurst)
 		in.lifecycle.init()
 		if in.sink == nil {
 			in.sink = SinkFuncs{}
@@ -529,17 +529,14 @@ func (p *process) readStdout() {
 	readLines(p.stdout, in.opts.MaxMessage, func(msg []byte) {
 		deliver(in.sink, &in.wait, msg)
 	}, func(reason string, line []byte) {
-		id := peekResponseID(line)
-		in.badLog.Warn("backend broke stdio framing; line dropped", "pid", p.pid, "reason", reason,
-			"answers", string(id), "line", excerpt(line))
-		if id != nil {
-			what := invalidWhat
-			if reason == reasonTooLong {
-				what = tooLargeWhat(in.opts.MaxMessage)
-			}
-			errBuf = appendReplyError(errBuf[:0], id, in.opts.Name, what)
-			deliver(in.sink, &in.wait, errBuf)
+		what := invalidWhat
+		if reason == reasonTooLong {
+			what = tooLargeWhat(in.opts.MaxMessage)
 		}
+		var answered bool
+		errBuf, answered = standIn(in.sink, &in.wait, in.opts.Name, what, line, errBuf)
+		in.badLog.Warn("backend broke stdio framing; line dropped", "pid", p.pid, "reason", reason,
+			"failed_its_request", answered, "line", excerpt(line))
 	})
 }
 
