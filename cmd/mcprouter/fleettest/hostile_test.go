@@ -27,6 +27,7 @@ const (
 	goodName = "good" // healthy, Streamable HTTP
 	hhName   = "hh"   // hostile, Streamable HTTP
 	hsName   = "hs"   // hostile, stdio (one child process)
+	hlName   = "hl"   // hostile, legacy HTTP+SSE (hh's process, on its /sse endpoint)
 	// hostileTimeout is the hostile backends' request timeout: what a call that gets no
 	// usable answer waits before the router's -32011.
 	hostileTimeout = 3 * time.Second
@@ -59,6 +60,7 @@ backends:
     timeout: %s
 `, goodName, h.good.Addr(), backendTimeout)
 	cfg += fmt.Sprintf("  - name: %s\n    url: http://%s/mcp\n    timeout: %s\n    era: %q\n", hhName, h.hh.Addr(), hostileTimeout, era)
+	cfg += fmt.Sprintf("  - name: %s\n    url: http://%s/sse\n    timeout: %s\n", hlName, h.hh.Addr(), hostileTimeout)
 	cfg += fmt.Sprintf("  - name: %s\n    command: [%q, stdio, --name, %s, --tick, \"0\", --fault, all]\n    timeout: %s\n    era: %q\n",
 		hsName, testbin.BuildFixture(t, testbin.Backend), hsName, hostileTimeout, era)
 	h.router = startRouter(t, h.dir, cfg)
@@ -67,7 +69,7 @@ backends:
 		if err != nil {
 			return false
 		}
-		for _, b := range []string{goodName, hhName, hsName} {
+		for _, b := range []string{goodName, hhName, hsName, hlName} {
 			if m.get("mcprouter_backend_healthy_instances", `backend="`+b+`"`) != 1 {
 				return false
 			}
@@ -234,6 +236,19 @@ func runHostile(t *testing.T, h *hostileFleet, cases []hostileCase) {
 
 var timedOut = []string{"did not answer within " + hostileTimeout.String()}
 
+// legacyReplies are the cases of the legacy HTTP+SSE transport (2024-11-05 only), where
+// every answer travels on the one event stream: an event over the limit breaks the
+// stream, which fails what was in flight on it and is re-established.
+var legacyReplies = []hostileCase{
+	{"oversize legacy", hlName, "fault_oversize", `{}`, codeUnavailable, []string{"too large"}},
+	{"cut off legacy", hlName, "fault_invalid_json", `{}`, codeUnavailable, []string{"not valid JSON"}},
+	{"garbage legacy", hlName, "fault_invalid_json", `{"shape":"garbage"}`, codeTimeout, timedOut},
+	{"unknown id then answer legacy", hlName, "fault_unknown_id", `{}`, 0, nil},
+	{"unknown id alone legacy", hlName, "fault_unknown_id", `{"alone":true}`, codeTimeout, timedOut},
+	{"double answer legacy", hlName, "fault_double_answer", `{}`, 0, nil},
+	{"never answer legacy", hlName, "fault_never_answer", `{}`, codeTimeout, timedOut},
+}
+
 // TestHostileReplies: broken answers fail their call at once (never the timeout's
 // -32011 where the answer still says which call it was), stray and duplicate answers
 // reach nobody, and a call that gets no answer ends at its timeout; with the hostile
@@ -242,6 +257,10 @@ func TestHostileReplies(t *testing.T) {
 	for _, era := range []string{"2025", "2026"} {
 		t.Run(era, func(t *testing.T) { testHostileReplies(t, startHostile(t, era)) })
 	}
+}
+
+func TestHostileLegacyReplies(t *testing.T) {
+	runHostile(t, startHostile(t, "2025"), legacyReplies)
 }
 
 func testHostileReplies(t *testing.T, h *hostileFleet) {
