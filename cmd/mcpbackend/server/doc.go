@@ -45,6 +45,15 @@
 // on stdio and NATS they come through HandleMessage (modern_conn.go). The rules are
 // router/modern's, which the router applies too.
 //
+// # Faults
+//
+// Config.Faults (--fault) makes the backend hostile on purpose, for tests of what a
+// router does with one (fault.go): each fault adds a tool, fault_<name>, that answers
+// byte by byte, too large, cut off or not in JSON, under an id it was never given,
+// twice, never, or after a flood of notifications. The slow one needs the wire itself
+// and is played in front of the transports (fault_wire.go); the others go through the
+// Responder like any tool. The default catalog has none of them.
+//
 // # Hot path
 //
 // tools/call of echo never builds a JSON tree: the codec's scan gives params and the tool
