@@ -15,7 +15,9 @@ import (
 // modernSuite is 0.2.0-alpha.12's full suite for revision 2026-07-28 (issue 12), run
 // through the router in front of the Go SDK's conformance server in stateless mode,
 // which speaks 2026-07-28 itself and alone passes all 40 scenarios: the router serves the
-// revision natively and passes the backend's own messages on.
+// revision natively and passes the backend's own messages on. The backend is pinned to
+// 2026-07-28: it speaks both generations, and unpinned the router keeps a 2025 session
+// with such a backend (its input_required would then need the translation).
 var modernSuite = struct {
 	name string
 	pkg  string
@@ -37,7 +39,7 @@ func TestConformanceModern(t *testing.T) {
 	testbin.Start(t, testbin.Spec{Bin: everything, Args: []string{"-http", addr, "-stateless=true"}})
 	waitTCP(t, addr, 20*time.Second)
 	cfg := filepath.Join(t.TempDir(), "mcprouter.yaml")
-	yaml := fmt.Sprintf("listen: 127.0.0.1:0\nadmin:\n  listen: 127.0.0.1:0\nbackends:\n  - name: everything\n    prefix: \"\"\n    url: http://%s/mcp\n", addr)
+	yaml := fmt.Sprintf("listen: 127.0.0.1:0\nadmin:\n  listen: 127.0.0.1:0\nbackends:\n  - name: everything\n    prefix: \"\"\n    era: \"2026\"\n    url: http://%s/mcp\n", addr)
 	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
