@@ -586,7 +586,15 @@ func (s *HTTPServer) serveStream(ctx *fasthttp.RequestCtx, stream *sse.Stream, r
 		s.hijackStream(ctx, cons, opts)
 		return
 	}
+	if sess == nil {
+		// A stateless request's stream: its client cancels it by closing the
+		// connection, which a reader notices at once (watchClose).
+		ctx.SetConnectionClose()
+	}
 	ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
+		if sess == nil {
+			go watchClose(conn, cons)
+		}
 		if !opts.Prime && opts.RetryMs <= 0 {
 			// fasthttp sends the status line and headers with the first chunk of body:
 			// a stream with nothing to say yet (a GET on a pre-2025-11-25 session) would
@@ -607,6 +615,17 @@ func (s *HTTPServer) serveStream(ctx *fasthttp.RequestCtx, stream *sse.Stream, r
 			done(err)
 		}
 	})
+}
+
+// watchClose detaches cons as soon as the client closes conn, whose response is cons's
+// stream: a stateless request is cancelled by closing its stream, and an idle stream
+// (subscriptions/listen) would otherwise notice only at its next keep-alive. The
+// response closes the connection (nothing else is read from it), so the read returns
+// when either side ends it.
+func watchClose(conn net.Conn, cons *sse.Consumer) {
+	var b [1]byte
+	conn.Read(b[:])
+	cons.Close()
 }
 
 // endCutStream closes the connection of a stream whose consumer was cut off as too
