@@ -2,9 +2,12 @@ package upstream
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net/url"
 	"sync/atomic"
+	"time"
 
 	"github.com/mcprouter/mcprouter/transport/auth"
 )
@@ -16,10 +19,15 @@ import (
 // identity in a token meant for it; the client's token itself never leaves for a
 // backend.
 //
-// Each principal's token is kept until shortly before it expires, in a cache of at
-// most TokenExchangeOptions.CacheSize principals (least recently used dropped), and
-// concurrent requests of one principal share one exchange. A backend's 401 drops the
-// principal's token.
+// Each exchanged token is kept by the token it was exchanged for (the principal's ID
+// and the SHA-256 of the subject token), never by the principal alone: two tokens of
+// one user (another client application, narrower scopes) are two exchanges, so that
+// the authorization server sees and decides on every token it vouches for. An
+// exchanged token is kept until shortly before it, or the subject token, expires (the
+// backend's token must not outlive the one it stands for), in a cache of at most
+// TokenExchangeOptions.CacheSize subject tokens (least recently used dropped);
+// concurrent requests with one subject token share one exchange. A backend's 401 drops
+// the exchanged token.
 //
 // A per-client upstream session carries one principal's token: the fleet dials it with
 // WithClient, and the dialer gives the session For(principal) as its credential.
@@ -34,7 +42,7 @@ type TokenExchangeOptions struct {
 	// SubjectTokenType is the type of the client's token: TokenTypeAccessToken (the
 	// default) or TokenTypeJWT.
 	SubjectTokenType string
-	// CacheSize bounds the principals whose token is kept. Default
+	// CacheSize bounds the subject tokens whose exchanged token is kept. Default
 	// DefaultTokenCacheSize.
 	CacheSize int
 }
@@ -58,17 +66,27 @@ func NewTokenExchange(c OAuthClient, o TokenExchangeOptions) (*TokenExchange, er
 // p must carry its token (Principal.Token); a principal without one gets an error on
 // every request (ErrUnauthorized), never a session without credentials.
 func (x *TokenExchange) For(p *auth.Principal) Credential {
-	c := &exchangeCred{x: x}
+	c := &exchangeCred{x: x, who: p.String()}
 	if p != nil {
 		c.id = p.ID()
-		c.who = p.String()
-		c.subject.Store(&p.Token)
+		c.subject.Store(x.subject(c.id, c.who, p))
 	} else {
-		empty := ""
-		c.subject.Store(&empty)
-		c.who = (*auth.Principal)(nil).String()
+		c.subject.Store(&subjectToken{x: x, who: c.who})
 	}
 	return c
+}
+
+// subject makes the cache entry's key and fetcher of p's current token.
+func (x *TokenExchange) subject(id, who string, p *auth.Principal) *subjectToken {
+	return &subjectToken{x: x, who: who, token: p.Token, expiry: p.Expiry, key: exchangeKey(id, p.Token)}
+}
+
+// exchangeKey is the cache key of an exchange of token for the principal id: the
+// token's SHA-256 (fixed length, so the key is unambiguous) and the ID. The token
+// itself is not kept in the key.
+func exchangeKey(id, token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:]) + " " + id
 }
 
 // exchange asks the authorization server for the backend's token for subject.
@@ -85,47 +103,63 @@ func (x *TokenExchange) exchange(ctx context.Context, who, subject string) (fetc
 	return x.client.fetch(ctx, "token exchange for "+who, params)
 }
 
-// cached is how many principals' tokens are kept now.
+// cached is how many exchanged tokens are kept now.
 func (x *TokenExchange) cached() int { return x.cache.len() }
+
+// subjectToken is one token a client presented, with its cache key; it is the fetcher
+// of its own exchange, so that a request that finds the exchanged token cached
+// allocates nothing.
+type subjectToken struct {
+	x      *TokenExchange
+	who    string    // the principal's name for errors
+	token  string    // the client's token ("" for an anonymous client)
+	expiry time.Time // the token's expiry (zero: not known)
+	key    string    // exchangeKey of the principal and token
+}
+
+// fetch exchanges the token; the exchanged token is kept no longer than the subject
+// token is valid.
+func (s *subjectToken) fetch(ctx context.Context) (fetched, error) {
+	f, err := s.x.exchange(ctx, s.who, s.token)
+	if err == nil && !s.expiry.IsZero() && (f.expiry.IsZero() || s.expiry.Before(f.expiry)) {
+		f.expiry = s.expiry
+	}
+	return f, err
+}
 
 // exchangeCred is one principal's credential for the backend.
 type exchangeCred struct {
 	x       *TokenExchange
-	id, who string                 // the principal's ID (the cache key) and its name for errors
-	subject atomic.Pointer[string] // the principal's latest token
+	id, who string                       // the principal's ID and its name for errors
+	subject atomic.Pointer[subjectToken] // the principal's latest token
 }
 
 func (c *exchangeCred) Header() string { return AuthorizationHeader }
 func (c *exchangeCred) String() string { return "token exchange for " + c.who }
 
 // Value implements Credential. A request whose context carries the same principal
-// (WithClient) with a newer token updates the subject token, so that an exchange after
-// the first token expired presents the client's current one.
+// (WithClient) with another token (a newer one, or one of another client application
+// of the same user) presents that token: its own exchange, cached under its own key.
 func (c *exchangeCred) Value(ctx context.Context) (string, error) {
-	if p, ok := ClientFrom(ctx); ok && p != nil && p.Token != "" && c.id != "" && p.ID() == c.id {
-		if cur := c.subject.Load(); *cur != p.Token {
-			t := p.Token
-			c.subject.Store(&t)
-		}
-	}
 	if c.id == "" {
 		_, err := c.x.exchange(ctx, c.who, "")
 		return "", err
 	}
-	return c.x.cache.get(ctx, c.id, c)
+	s := c.subject.Load()
+	if p, ok := ClientFrom(ctx); ok && p != nil && p.Token != "" && p.Token != s.token && p.ID() == c.id {
+		s = c.x.subject(c.id, c.who, p)
+		c.subject.Store(s)
+	}
+	return c.x.cache.get(ctx, s.key, s)
 }
 
-func (c *exchangeCred) fetch(ctx context.Context) (fetched, error) {
-	return c.x.exchange(ctx, c.who, *c.subject.Load())
-}
-
-// Refused implements Credential: the principal's token is dropped and the next request
-// exchanges again.
+// Refused implements Credential: the exchanged token of the principal's latest subject
+// token is dropped (if value is still it) and the next request exchanges again.
 func (c *exchangeCred) Refused(value string) bool {
 	if c.id == "" {
 		return false
 	}
-	c.x.cache.drop(c.id, value)
+	c.x.cache.drop(c.subject.Load().key, value)
 	return true
 }
 

@@ -10,8 +10,8 @@ import (
 )
 
 // tokenCache keeps the bearer tokens the router obtained from an authorization server,
-// by key: a principal's ID for token exchange, "" for the router's own client
-// credentials token. A token is used until shortly before it expires (refreshAhead),
+// by key: a principal's ID and the SHA-256 of the token it presented for token exchange
+// (exchangeKey), "" for the router's own client credentials token. A token is used until shortly before it expires (refreshAhead),
 // or until a backend refuses it. Concurrent requests that miss on one key share one
 // fetch; the fetch runs on its own context (bounded by fetchTimeout) so that the caller
 // that started it giving up does not fail the others. The cache holds at most max keys
@@ -41,7 +41,8 @@ const (
 	refreshAhead = 10 * time.Second
 	// fetchTimeout bounds one request to the token endpoint.
 	fetchTimeout = 30 * time.Second
-	// DefaultTokenCacheSize is how many principals' tokens a token exchange keeps.
+	// DefaultTokenCacheSize is how many subject tokens' exchanged tokens a token
+	// exchange keeps.
 	DefaultTokenCacheSize = 10000
 )
 
