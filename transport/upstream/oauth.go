@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
+	"unicode"
 
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
@@ -35,6 +38,9 @@ type OAuthClient struct {
 	Audience string
 	// Resource is the RFC 8707 resource indicator: the backend's URI.
 	Resource string
+	// Logger receives the details of failed token requests (debug), which the errors
+	// leave out. Default slog.Default().
+	Logger *slog.Logger
 	// HTTPClient sends the token requests. Default http.DefaultClient (every request
 	// is bounded by fetchTimeout anyway).
 	HTTPClient *http.Client
@@ -86,7 +92,10 @@ func (c *OAuthClient) config(params url.Values) (*clientcredentials.Config, erro
 
 // fetch makes one token request and returns the bearer header value it gives. An
 // error answer from the server (invalid_client, invalid_grant, ...) matches
-// ErrUnauthorized; what fetch says never includes a token or the secret.
+// ErrUnauthorized. What fetch says may reach the client whose request needed the token
+// (it becomes the request's error), so it never includes a token, the secret, the
+// token URL or the server's response body; those details, the secrets cut out, go to
+// the debug log.
 func (c *OAuthClient) fetch(ctx context.Context, grant string, params url.Values) (fetched, error) {
 	cfg, err := c.config(params)
 	if err != nil {
@@ -97,23 +106,120 @@ func (c *OAuthClient) fetch(ctx context.Context, grant string, params url.Values
 	}
 	t, err := cfg.Token(ctx)
 	if err != nil {
-		var re *oauth2.RetrieveError
-		if errors.As(err, &re) && (re.ErrorCode != "" || re.Response != nil && re.Response.StatusCode/100 == 4) {
-			return fetched{}, fmt.Errorf("%w: %s at %s: %w", ErrUnauthorized, grant, c.TokenURL, err)
+		return fetched{}, c.tokenErr(grant, err, cfg.ClientSecret, params.Get("subject_token"))
+	}
+	bad := ""
+	switch {
+	case t.AccessToken == "":
+		bad = "no access_token in the answer"
+	case t.TokenType != "" && !strings.EqualFold(t.TokenType, "bearer"):
+		bad = "the token_type is not bearer"
+	case checkHeaderValue(t.AccessToken) != nil:
+		bad = "the access token has a control character"
+	}
+	if bad != "" {
+		c.log().Debug("token endpoint's answer not usable", "grant", grant, "token_url", c.TokenURL, "problem", bad, "token_type", t.TokenType)
+		return fetched{}, fmt.Errorf("upstream: %s: %s", grant, bad)
+	}
+	return fetched{value: "Bearer " + t.AccessToken, expiry: t.Expiry}, nil
+}
+
+func (c *OAuthClient) log() *slog.Logger {
+	if c.Logger != nil {
+		return c.Logger
+	}
+	return slog.Default()
+}
+
+// tokenError is a failed token request as the client may read it; the cause stays
+// reachable with errors.Is and errors.As, never printed.
+type tokenError struct {
+	msg   string
+	kind  error // ErrUnauthorized when the server refused, else nil
+	cause error
+}
+
+func (e *tokenError) Error() string { return e.msg }
+func (e *tokenError) Unwrap() []error {
+	if e.kind == nil {
+		return []error{e.cause}
+	}
+	return []error{e.kind, e.cause}
+}
+
+// tokenErr makes the error of a failed token request from what OAuth defines of an
+// error answer only: the HTTP status, the error code and its description. A server
+// that answers without an error code (an HTML page, a proxy's message) may put
+// anything in its body, even the request it got: the body goes only to a debug line,
+// bounded, with the secret and the subject token cut out.
+func (c *OAuthClient) tokenErr(grant string, err error, secrets ...string) error {
+	var re *oauth2.RetrieveError
+	if !errors.As(err, &re) {
+		c.log().Debug("token request failed", "grant", grant, "token_url", c.TokenURL, "err", redact(err.Error(), secrets))
+		var ue *url.Error
+		what := "answered without a usable token"
+		switch {
+		case errors.Is(err, context.DeadlineExceeded):
+			what = "did not answer in time"
+		case errors.As(err, &ue):
+			what = "cannot be reached"
 		}
-		return fetched{}, fmt.Errorf("upstream: %s at %s: %w", grant, c.TokenURL, err)
+		return &tokenError{msg: "upstream: " + grant + ": the token endpoint " + what, cause: err}
 	}
-	if t.AccessToken == "" {
-		return fetched{}, fmt.Errorf("upstream: %s at %s: no access_token in the answer", grant, c.TokenURL)
+	status := 0
+	if re.Response != nil {
+		status = re.Response.StatusCode
 	}
-	if tt := t.TokenType; tt != "" && !strings.EqualFold(tt, "bearer") {
-		return fetched{}, fmt.Errorf("upstream: %s at %s: token_type %q is not a bearer token", grant, c.TokenURL, tt)
+	c.log().Debug("token endpoint refused", "grant", grant, "token_url", c.TokenURL, "status", status,
+		"error", re.ErrorCode, "body", redact(string(re.Body), secrets))
+	var b strings.Builder
+	b.WriteString(grant)
+	b.WriteString(": the token endpoint answered HTTP ")
+	b.WriteString(strconv.Itoa(status))
+	if re.ErrorCode != "" {
+		b.WriteString(" ")
+		b.WriteString(printable(re.ErrorCode, 64))
 	}
-	v := "Bearer " + t.AccessToken
-	if err := checkHeaderValue(v); err != nil {
-		return fetched{}, fmt.Errorf("upstream: %s at %s: the access token: %w", grant, c.TokenURL, err)
+	if re.ErrorDescription != "" {
+		b.WriteString(" (")
+		b.WriteString(printable(re.ErrorDescription, 200))
+		b.WriteString(")")
 	}
-	return fetched{value: v, expiry: t.Expiry}, nil
+	e := &tokenError{cause: err}
+	if re.ErrorCode != "" || status/100 == 4 {
+		e.kind = ErrUnauthorized
+		e.msg = ErrUnauthorized.Error() + ": " + b.String()
+	} else {
+		e.msg = "upstream: " + b.String()
+	}
+	return e
+}
+
+// maxLoggedBody bounds the part of a token endpoint's error body that is logged.
+const maxLoggedBody = 512
+
+// redact cuts the secrets out of s and bounds it, for a debug line.
+func redact(s string, secrets []string) string {
+	for _, x := range secrets {
+		if x != "" {
+			s = strings.ReplaceAll(s, x, "[redacted]")
+		}
+	}
+	return printable(s, maxLoggedBody)
+}
+
+// printable is s bounded to max bytes, control characters replaced, so that a
+// server's text cannot forge lines or grow without bound where it is shown.
+func printable(s string, max int) string {
+	if len(s) > max {
+		s = s[:max] + "..."
+	}
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, s)
 }
 
 // ClientCredentials is the router's own token for a backend, from the OAuth client

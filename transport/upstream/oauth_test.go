@@ -2,8 +2,10 @@ package upstream
 
 import (
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -11,6 +13,9 @@ import (
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
+	"golang.org/x/oauth2"
+
+	"github.com/mcprouter/mcprouter/internal/testio"
 
 	"github.com/mcprouter/mcprouter/transport/auth"
 	"github.com/mcprouter/mcprouter/transport/auth/authtest"
@@ -308,5 +313,164 @@ func TestTokenExchangeRefusals(t *testing.T) {
 	}
 	if _, err := ClientCredentials(OAuthClient{TokenURL: "ftp://x", ClientID: "a", ClientSecret: func() (string, error) { return "", nil }}); err == nil {
 		t.Fatal("an ftp token URL was accepted")
+	}
+}
+
+// TestTokenExchangePerSubjectToken: two tokens of one user (two client apps, or a token
+// narrowed to fewer scopes) are two subject tokens: the backend's token for the second
+// must come from exchanging the second, not from the first's exchange cached under the
+// user's ID (the authorization server must see each token it vouches for). The same
+// holds on one session whose requests come with either token, and each token's
+// exchange is still made once.
+func TestTokenExchangePerSubjectToken(t *testing.T) {
+	p := startOP(t)
+	x, err := NewTokenExchange(routerClient(p, "s3cret"), TokenExchangeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := &auth.Principal{Subject: "alice", Issuer: p.Issuer, Scopes: []string{"admin"},
+		Token: p.Token(authtest.Claims{Subject: "alice", Audience: []string{routerResource}, Scopes: []string{"admin"},
+			Extra: map[string]any{"client_id": "admin-console"}})}
+	narrow := &auth.Principal{Subject: "alice", Issuer: p.Issuer, Scopes: []string{"read"},
+		Token: p.Token(authtest.Claims{Subject: "alice", Audience: []string{routerResource}, Scopes: []string{"read"},
+			Extra: map[string]any{"client_id": "third-party-agent"}})}
+	va, err := x.For(admin).Value(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	vn, err := x.For(narrow).Value(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vn == va || p.TokenRequests(GrantTokenExchange) != 2 {
+		t.Fatalf("the narrow token's session got the admin token's exchange (same value %v, %d exchanges for 2 subject tokens)",
+			vn == va, p.TokenRequests(GrantTokenExchange))
+	}
+
+	// One session of alice's, its requests made with either token.
+	cred := x.For(admin)
+	for i, pr := range []*auth.Principal{narrow, admin, narrow} {
+		v, err := cred.Value(WithClient(testCtx(t), pr))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[*auth.Principal]string{admin: va, narrow: vn}[pr]; v != want {
+			t.Fatalf("request %d with the %s token carried the other token's exchange", i, pr.Scopes[0])
+		}
+	}
+	if n := p.TokenRequests(GrantTokenExchange); n != 2 || x.cached() != 2 {
+		t.Fatalf("%d exchanges and %d cached for 2 subject tokens, want 2 and 2", n, x.cached())
+	}
+}
+
+// TestTokenExchangeSubjectLifetime: an exchanged token is not used past the expiry of
+// the token it was exchanged for, even if the authorization server gave it a longer
+// life; a backend's refusal drops it at once.
+func TestTokenExchangeSubjectLifetime(t *testing.T) {
+	p := startOP(t)
+	x, err := NewTokenExchange(routerClient(p, "s3cret"), TokenExchangeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var skew atomic.Int64
+	x.cache.now = offsetClock(&skew)
+	exp := time.Now().Add(time.Minute).Truncate(time.Second) // the exchanged token lives 5 minutes
+	short := &auth.Principal{Subject: "gina", Issuer: p.Issuer, Expiry: exp,
+		Token: p.Token(authtest.Claims{Subject: "gina", Audience: []string{routerResource}, Expiry: exp})}
+	cred := x.For(short)
+	_, err = cred.Value(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	skew.Store(int64(55 * time.Second)) // past exp - refreshAhead, long before 5 minutes
+	if _, err := cred.Value(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if n := p.TokenRequests(GrantTokenExchange); n != 2 {
+		t.Fatalf("%d exchanges, want 2: the exchanged token outlived its subject token", n)
+	}
+	v2, _ := cred.Value(testCtx(t))
+	if !cred.Refused(v2) {
+		t.Fatal("a refused exchanged token has no renewal")
+	}
+	v3, err := cred.Value(testCtx(t))
+	if err != nil || p.TokenRequests(GrantTokenExchange) != 3 || v3 == "" {
+		t.Fatalf("after the refusal: %v, %d exchanges, want 3", err, p.TokenRequests(GrantTokenExchange))
+	}
+}
+
+// TestTokenEndpointErrorMessages: what a failed token request says becomes the client's
+// error message, so it is built from OAuth's error fields (status, code, description)
+// alone: a body without an error code (a proxy's page that echoes the request) and the
+// token URL stay out of it, and go to the debug log without the secret or the subject
+// token.
+func TestTokenEndpointErrorMessages(t *testing.T) {
+	const secret, subject = "s3cret-value", "subject-token-value"
+	answers := map[string]struct {
+		status int
+		ctype  string
+		body   string
+	}{
+		"/nocode":   {400, "text/html", "<html>internal proxy 10.0.0.7 saw client_secret=" + secret + "&subject_token=" + subject + "</html>"},
+		"/code":     {400, "application/json", `{"error":"invalid_grant","error_description":"subject token expired\n"}`},
+		"/gateway":  {502, "text/plain", "upstream 10.0.0.7:8443 down " + subject},
+		"/ok-empty": {200, "application/json", `{"token_type":"bearer"}`},
+	}
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a, ok := answers[r.URL.Path]
+		if !ok { // a connection cut without an answer
+			hj, _ := w.(http.Hijacker)
+			conn, _, _ := hj.Hijack()
+			conn.Close()
+			return
+		}
+		w.Header().Set("Content-Type", a.ctype)
+		w.WriteHeader(a.status)
+		w.Write([]byte(a.body))
+	}))
+	defer ts.Close()
+	for _, tc := range []struct {
+		path         string
+		unauthorized bool
+		want         []string
+	}{
+		{"/nocode", true, []string{"token exchange for alice", "HTTP 400"}},
+		{"/code", true, []string{"HTTP 400 invalid_grant (subject token expired )"}},
+		{"/gateway", false, []string{"HTTP 502"}},
+		{"/ok-empty", false, []string{"without a usable token"}},
+		{"/nowhere", false, []string{"cannot be reached"}},
+	} {
+		var logs testio.Buffer
+		c := OAuthClient{TokenURL: ts.URL + tc.path, ClientID: "router", AuthStyle: oauth2.AuthStyleInParams,
+			ClientSecret: func() (string, error) { return secret, nil },
+			Logger:       slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+		_, err := c.fetch(testCtx(t), "token exchange for alice", url.Values{"subject_token": {subject}})
+		if err == nil {
+			t.Fatalf("%s: no error", tc.path)
+		}
+		msg := err.Error()
+		if errors.Is(err, ErrUnauthorized) != tc.unauthorized {
+			t.Errorf("%s: %q: ErrUnauthorized %v, want %v", tc.path, msg, !tc.unauthorized, tc.unauthorized)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(msg, w) {
+				t.Errorf("%s: %q does not say %q", tc.path, msg, w)
+			}
+		}
+		for _, leak := range []string{"10.0.0.7", "html", ts.URL, "127.0.0.1", secret, subject, "\n"} {
+			if strings.Contains(msg, leak) {
+				t.Errorf("%s: the error %q shows %q", tc.path, msg, leak)
+			}
+		}
+		if l := logs.String(); !strings.Contains(l, "level=DEBUG") || !strings.Contains(l, ts.URL) ||
+			strings.Contains(l, secret) || strings.Contains(l, subject) {
+			t.Errorf("%s: debug log %q: want the detail with the token URL, without the secrets", tc.path, l)
+		}
+	}
+	var re *oauth2.RetrieveError
+	_, err := (&OAuthClient{TokenURL: ts.URL + "/code", ClientID: "router",
+		ClientSecret: func() (string, error) { return secret, nil }}).fetch(testCtx(t), "g", url.Values{})
+	if !errors.As(err, &re) || re.ErrorCode != "invalid_grant" {
+		t.Fatalf("the server's error is not kept as the cause: %v", err)
 	}
 }
