@@ -1,0 +1,103 @@
+package cluster
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Usage is what a process holds at one moment, from /proc (and, for a router, its
+// metrics).
+type Usage struct {
+	RSS        int64 // resident bytes
+	FDs        int   // open descriptors
+	Threads    int
+	Goroutines int // -1 when the process exposes no metrics
+}
+
+func (u Usage) String() string {
+	g := "-"
+	if u.Goroutines >= 0 {
+		g = strconv.Itoa(u.Goroutines)
+	}
+	return fmt.Sprintf("rss %.1f MiB, fds %d, goroutines %s", float64(u.RSS)/(1<<20), u.FDs, g)
+}
+
+// ReadUsage reads pid's usage; metricsURL, when not empty, is scraped for go_goroutines.
+func ReadUsage(pid int, metricsURL string) (Usage, error) {
+	u := Usage{Goroutines: -1}
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return u, err
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		k, v, _ := strings.Cut(line, ":")
+		f := strings.Fields(v)
+		switch {
+		case k == "VmRSS" && len(f) > 0:
+			kb, _ := strconv.ParseInt(f[0], 10, 64)
+			u.RSS = kb << 10
+		case k == "Threads" && len(f) > 0:
+			u.Threads, _ = strconv.Atoi(f[0])
+		}
+	}
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		return u, err
+	}
+	u.FDs = len(fds)
+	if metricsURL != "" {
+		if g, err := goroutines(metricsURL); err == nil {
+			u.Goroutines = g
+		}
+	}
+	return u, nil
+}
+
+// goroutines scrapes go_goroutines from a Prometheus text endpoint.
+func goroutines(url string) (int, error) {
+	c := &http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return 0, err
+	}
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "go_goroutines "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return int(f), err
+		}
+	}
+	return 0, fmt.Errorf("%s: no go_goroutines", url)
+}
+
+// Children returns the PIDs of pid's child processes (a router's stdio backends).
+func Children(pid int) []int {
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	var out []int
+	for _, t := range tasks {
+		b, err := os.ReadFile(t)
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if n, err := strconv.Atoi(f); err == nil {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
