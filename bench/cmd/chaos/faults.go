@@ -1,0 +1,83 @@
+package main
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"syscall"
+	"time"
+
+	"github.com/mcprouter/mcprouter/bench/internal/cluster"
+)
+
+// fault is one fault played on the cluster: it returns what it did and when the
+// cluster was whole again (the fault cleared), or an error when the cluster could not
+// be made whole (a process that did not come back).
+type fault struct {
+	name string
+	play func(c *cluster.Cluster, rng *rand.Rand, o *options) (what string, cleared time.Time, err error)
+	// router says the fault kills a router instance (its sessions must move).
+	router bool
+}
+
+// down is how long a killed process stays down before it is restarted.
+const down = time.Second
+
+var faults = []fault{
+	{name: "kill web replica", play: func(c *cluster.Cluster, rng *rand.Rand, _ *options) (string, time.Time, error) {
+		w := c.Web[rng.IntN(len(c.Web))]
+		w.Proc.Kill()
+		time.Sleep(down)
+		err := w.Start()
+		return "SIGKILL " + w.Name + ", restarted", time.Now(), err
+	}},
+	{name: "kill cli replica", play: func(c *cluster.Cluster, rng *rand.Rand, _ *options) (string, time.Time, error) {
+		r := c.Routers[rng.IntN(len(c.Routers))]
+		kids := r.StdioChildren()
+		if len(kids) == 0 {
+			return "no stdio child of " + r.Name, time.Now(), nil
+		}
+		pid := kids[rng.IntN(len(kids))]
+		// A child of a router this command started; the router restarts it.
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		return fmt.Sprintf("SIGKILL stdio backend %d of %s", pid, r.Name), time.Now(), nil
+	}},
+	{name: "kill router", router: true, play: func(c *cluster.Cluster, rng *rand.Rand, _ *options) (string, time.Time, error) {
+		r := c.Routers[rng.IntN(len(c.Routers))]
+		r.Proc.Kill()
+		time.Sleep(down)
+		err := r.Start()
+		return "SIGKILL " + r.Name + ", restarted", time.Now(), err
+	}},
+	{name: "kill NATS node", play: func(c *cluster.Cluster, rng *rand.Rand, _ *options) (string, time.Time, error) {
+		n := c.NATS[rng.IntN(len(c.NATS))]
+		n.Proc.Kill()
+		time.Sleep(down)
+		err := n.Start()
+		return "SIGKILL " + n.Name + ", restarted", time.Now(), err
+	}},
+	{name: "pause web replica", play: func(c *cluster.Cluster, rng *rand.Rand, o *options) (string, time.Time, error) {
+		w := c.Web[rng.IntN(len(c.Web))]
+		pause := o.backendTimeout + time.Second
+		w.Proc.Signal(syscall.SIGSTOP)
+		time.Sleep(pause)
+		w.Proc.Signal(syscall.SIGCONT)
+		return fmt.Sprintf("SIGSTOP %s for %v, SIGCONT", w.Name, pause), time.Now(), nil
+	}},
+	{name: "drop web connections", play: func(c *cluster.Cluster, rng *rand.Rand, _ *options) (string, time.Time, error) {
+		w := c.Web[rng.IntN(len(c.Web))]
+		n := w.Proxy.Drop()
+		return fmt.Sprintf("dropped %d connections of %s", n, w.Name), time.Now(), nil
+	}},
+}
+
+// played is one fault as it happened.
+type played struct {
+	at, cleared time.Time
+	kind        string
+	what        string
+	// lag is how long after the fault cleared the last subscriber heard of a change;
+	// late counts the subscribers that had not within the bound.
+	lag  time.Duration
+	late int
+	err  error
+}
