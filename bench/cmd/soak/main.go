@@ -1,0 +1,178 @@
+// Command soak runs an mcprouter deployment on loopback at a steady share of its
+// measured capacity for a long time and checks that nothing drifts (issue 16):
+//
+//	go run ./bench/cmd/soak -duration 30m [-share 0.7] [-out bench/RESULTS.md]
+//
+// The load mixes calls (open loop, sessions holding GET streams), session churn
+// (connect, call, close) and fan-out (sessions subscribed to a resource that changes
+// every 100 ms), over router instances that share a NATS node, in front of a backend
+// over HTTP and one over stdio. It compares the first and the last sixth of the run
+// (5 of 30 minutes) for throughput and p99, samples every process's resident memory,
+// descriptors and (routers) goroutines, and checks their growth over the last two
+// thirds (20 of 30 minutes). Any error fails the run. It prints a table and exits
+// non-zero when a check fails.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/mcprouter/mcprouter/bench/internal/cluster"
+	"github.com/mcprouter/mcprouter/bench/results"
+	"github.com/mcprouter/mcprouter/loadgen"
+	"github.com/mcprouter/mcprouter/loadgen/report"
+)
+
+type options struct {
+	duration, timeout, sample, capDuration time.Duration
+	share                                  float64
+	sessions, subscribers, routers         int
+	churnRate                              float64
+	dir, out                               string
+	keep                                   bool
+}
+
+func main() {
+	cluster.ServeNATSNode()
+	os.Exit(run())
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, time.Now().Format("15:04:05 ")+format+"\n", args...)
+}
+
+func run() int {
+	var o options
+	flag.DurationVar(&o.duration, "duration", 30*time.Minute, "length of the soak")
+	flag.Float64Var(&o.share, "share", 0.7, "share of the measured capacity offered as calls")
+	flag.IntVar(&o.sessions, "sessions", 32, "call sessions, each holding a GET stream")
+	flag.IntVar(&o.subscribers, "subscribers", 32, "sessions subscribed to counter://tick (fan-out)")
+	flag.Float64Var(&o.churnRate, "churn-rate", 10, "session lifecycles (connect, call, close) per second")
+	flag.IntVar(&o.routers, "routers", 2, "router instances")
+	flag.DurationVar(&o.timeout, "timeout", 10*time.Second, "per-call timeout")
+	flag.DurationVar(&o.sample, "sample", 5*time.Second, "how often the processes are measured")
+	flag.DurationVar(&o.capDuration, "capacity-duration", 5*time.Second, "length of the capacity measurement")
+	flag.StringVar(&o.dir, "dir", "", "working directory (default: a temporary one, kept when a check fails)")
+	flag.BoolVar(&o.keep, "keep", false, "keep the working directory")
+	flag.StringVar(&o.out, "out", "", "results file whose \"## soak\" section is written or replaced (e.g. bench/RESULTS.md)")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if o.dir == "" {
+		d, err := os.MkdirTemp("", "soak-")
+		if err != nil {
+			logf("soak: %v", err)
+			return 2
+		}
+		o.dir = d
+	}
+	v, err := soak(ctx, &o)
+	if err != nil {
+		logf("soak: %v (logs in %s)", err, o.dir)
+		return 2
+	}
+	table := v.table()
+	fmt.Print(table)
+	if o.out != "" {
+		doc, err := os.ReadFile(o.out)
+		if err == nil || os.IsNotExist(err) {
+			err = os.WriteFile(o.out, results.ReplaceSection(doc, "## soak", v.section(&o, table)), 0o644)
+		}
+		if err != nil {
+			logf("soak: %v", err)
+			return 2
+		}
+	}
+	if !v.passed() {
+		logf("soak: FAILED; logs in %s", o.dir)
+		return 1
+	}
+	if !o.keep {
+		os.RemoveAll(o.dir)
+	}
+	return 0
+}
+
+// soak sets the deployment up, measures its capacity, runs the mixed load and gathers
+// the figures.
+func soak(ctx context.Context, o *options) (*verdict, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	c, err := cluster.Start(ctx, exe, cluster.Options{Dir: o.dir, Routers: o.routers, NATSNodes: 1, WebReplicas: 1, CLIReplicas: 1, Logf: logf})
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	var tools cluster.Tools
+	for deadline := time.Now().Add(time.Minute); ; {
+		if tools, err = c.FindTools(10 * time.Second); err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(500 * time.Millisecond) // the routers' catalogs fill as the backends answer
+	}
+	if err != nil {
+		return nil, err
+	}
+	// The churn and the fan-out run while the capacity for calls is measured, so that
+	// the share offered is a share of what is left for calls.
+	w, err := cluster.Watch(c.URLs(), o.subscribers, "counter://tick", 10*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	defer w.Close()
+	type result struct {
+		rep *report.Report
+		err error
+	}
+	calls, churn := make(chan result, 1), make(chan result, 1)
+	target := c.Target()
+	capPhase := o.capDuration + 3*time.Second
+	go func() {
+		rep, err := loadgen.Run(ctx, loadgen.Config{Target: target, Mode: loadgen.Churn, Sessions: 8, Rate: o.churnRate,
+			Warmup: capPhase, Duration: o.duration, Timeout: o.timeout, Mix: tools.Mix(), Seed: 2}, nil)
+		churn <- result{rep, err}
+	}()
+	capacity, err := c.Capacity(ctx, tools.Mix(), 32, o.capDuration)
+	if err != nil {
+		return nil, err
+	}
+	v := &verdict{capacity: capacity, rate: o.share * capacity, duration: o.duration}
+	logf("capacity %.0f calls/s (beside the churn and the fan-out); offering %.0f/s for %v", capacity, v.rate, o.duration)
+	sampler := cluster.StartSampler(c.Processes(), o.sample)
+	v.start = time.Now()
+	go func() {
+		t := target
+		t.Stream = true
+		rep, err := loadgen.Run(ctx, loadgen.Config{Target: t, Sessions: o.sessions, Rate: v.rate, Duration: o.duration,
+			Timeout: o.timeout, Mix: tools.Mix()}, nil)
+		calls <- result{rep, err}
+	}()
+	// Fan-out: every subscriber hears of a change at least every 2s, checked each
+	// second for the whole run.
+	for end := v.start.Add(o.duration); time.Now().Before(end) && ctx.Err() == nil; {
+		since := time.Now()
+		time.Sleep(time.Second)
+		if _, late, err := w.Await(since, 2*time.Second); err != nil {
+			v.stalls++
+			logf("fan-out: %d of %d subscribers heard nothing for 2s", late, w.Len())
+		}
+	}
+	cr, ch := <-calls, <-churn
+	v.samples = sampler.Stop()
+	v.deliveries, v.subscribers = w.Deliveries(), w.Len()
+	if cr.err != nil {
+		return nil, cr.err
+	}
+	if ch.err != nil {
+		return nil, ch.err
+	}
+	v.calls, v.churn = cr.rep, ch.rep
+	return v, nil
+}

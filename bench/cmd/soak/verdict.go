@@ -1,0 +1,155 @@
+package main
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/mcprouter/mcprouter/bench/internal/cluster"
+	"github.com/mcprouter/mcprouter/loadgen/report"
+)
+
+// Bounds of "flat".
+const (
+	maxGrowth      = 0.02 // resident memory, descriptors, goroutines over the last two thirds
+	maxRateDrift   = 0.05 // throughput, last window against the first
+	maxP99Increase = 0.5  // p99, last window against the first (a shared machine is noisy)
+)
+
+type verdict struct {
+	capacity, rate float64
+	duration       time.Duration
+	start          time.Time
+	calls, churn   *report.Report
+	samples        []cluster.Sample
+	deliveries     int64
+	subscribers    int
+	stalls         int
+}
+
+type check struct {
+	what, figure string
+	pass         bool
+}
+
+// window is the length compared at both ends: 5 of 30 minutes.
+func (v *verdict) window() time.Duration { return v.duration / 6 }
+
+// ends returns the mean throughput and p99 of the calls over the first and the last
+// window of the measured series.
+func (v *verdict) ends() (rate0, rate1, p990, p991 float64) {
+	s := v.calls.Series
+	n := max(1, int(v.window()/time.Second))
+	if len(s) < 2*n {
+		n = max(1, len(s)/2)
+	}
+	mean := func(pts []report.Second) (rate, p99 float64) {
+		for _, p := range pts {
+			rate += p.RPS
+			p99 += p.P99
+		}
+		return rate / float64(len(pts)), p99 / float64(len(pts))
+	}
+	if len(s) == 0 {
+		return
+	}
+	rate0, p990 = mean(s[:n])
+	rate1, p991 = mean(s[len(s)-n:])
+	return
+}
+
+func (v *verdict) checks() []check {
+	var out []check
+	r0, r1, p0, p1 := v.ends()
+	w := v.window().Round(time.Second)
+	out = append(out, check{fmt.Sprintf("throughput flat (first %v vs last %v)", w, w),
+		fmt.Sprintf("%.0f/s → %.0f/s (%+.1f%%)", r0, r1, 100*(r1-r0)/max(r0, 1)), r0 > 0 && (r1-r0)/r0 >= -maxRateDrift})
+	out = append(out, check{fmt.Sprintf("p99 flat (first %v vs last %v)", w, w),
+		fmt.Sprintf("%s → %s (%+.0f%%)", report.FormatUS(p0), report.FormatUS(p1), 100*(p1-p0)/max(p0, 1)), p1 <= p0*(1+maxP99Increase)+1000})
+	out = append(out, check{"no call fails", fmt.Sprintf("%d calls, %d errors (%s)", v.calls.Requests, v.calls.Errors, classes(v.calls)), v.calls.Errors == 0})
+	out = append(out, check{"no session lifecycle fails", fmt.Sprintf("%d lifecycles, %d errors (%s)", v.churn.Requests, v.churn.Errors, classes(v.churn)), v.churn.Errors == 0})
+	out = append(out, check{"fan-out never stalls (every subscriber hears a change every 2s)",
+		fmt.Sprintf("%d subscribers, %d deliveries, %d stalls", v.subscribers, v.deliveries, v.stalls), v.stalls == 0})
+
+	// Growth over the last two thirds: the mean of its first tenth against the mean of
+	// its last tenth (single samples are noisy).
+	from := v.start.Add(v.duration / 3)
+	end := v.start.Add(v.duration)
+	tenth := (end.Sub(from)) / 10
+	names := map[string]bool{}
+	for _, s := range v.samples {
+		for n := range s.Usage {
+			names[n] = true
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(names)) {
+		a, na := cluster.Mean(v.samples, name, from, from.Add(tenth))
+		b, nb := cluster.Mean(v.samples, name, end.Add(-tenth), end.Add(time.Minute))
+		if na == 0 || nb == 0 {
+			continue
+		}
+		ok := flat(float64(a.RSS), float64(b.RSS), 2<<20) && flat(float64(a.FDs), float64(b.FDs), 2) &&
+			(a.Goroutines < 0 || flat(float64(a.Goroutines), float64(b.Goroutines), 5))
+		out = append(out, check{name + " flat over the last two thirds", a.String() + " → " + b.String(), ok})
+	}
+	return out
+}
+
+// flat reports whether after grew less than maxGrowth over before, or by no more than
+// slack (small counts, such as a dozen descriptors, move by whole units).
+func flat(before, after, slack float64) bool {
+	return after <= before*(1+maxGrowth) || after-before <= slack
+}
+
+func classes(r *report.Report) string {
+	if len(r.ErrorsByClass) == 0 {
+		return "none"
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(r.ErrorsByClass)) {
+		p := fmt.Sprintf("%s=%d", k, r.ErrorsByClass[k])
+		if m := r.FirstErrors[k]; m != "" {
+			p += fmt.Sprintf(" (first: %.80s)", m)
+		}
+		parts = append(parts, p)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func (v *verdict) passed() bool {
+	for _, c := range v.checks() {
+		if !c.pass {
+			return false
+		}
+	}
+	return true
+}
+
+func (v *verdict) table() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\ncapacity %.0f calls/s; calls offered at %.0f/s for %v; p50 %s p99 %s over the run\n\n", v.capacity, v.rate, v.duration,
+		report.FormatUS(v.calls.Latency.P50), report.FormatUS(v.calls.Latency.P99))
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "| check\t| figures\t| verdict\t|")
+	fmt.Fprintln(tw, "|---\t|---\t|---\t|")
+	for _, c := range v.checks() {
+		verdict := "PASS"
+		if !c.pass {
+			verdict = "FAIL"
+		}
+		fmt.Fprintf(tw, "| %s\t| %s\t| %s\t|\n", c.what, c.figure, verdict)
+	}
+	tw.Flush()
+	return b.String()
+}
+
+func (v *verdict) section(o *options, table string) string {
+	var b strings.Builder
+	b.WriteString("## soak\n\n")
+	fmt.Fprintf(&b, "`go run ./bench/cmd/soak -duration %v -share %g -out bench/RESULTS.md` (%s):\n", o.duration, o.share, time.Now().UTC().Format("2006-01-02"))
+	b.WriteString(table)
+	return b.String()
+}
