@@ -53,6 +53,15 @@ else
 	echo "no test depends on the race detector"
 fi
 
+# The reliability benchmarks in short: a cluster on loopback broken at random under load
+# (bench/cmd/chaos), and a steady mixed load checked for drift (bench/cmd/soak). Each
+# prints its table of checks and fails the suite when one fails.
+step "chaos under load (60s)"
+go run ./bench/cmd/chaos -duration 60s || failed=1
+
+step "soak (2m)"
+go run ./bench/cmd/soak -duration 2m || failed=1
+
 step "fuzz (${FUZZTIME} per target)"
 for pkg in $(go list ./...); do
 	targets="$(go test -list '^Fuzz' "$pkg" 2>/dev/null | grep '^Fuzz' || true)"
