@@ -1,6 +1,10 @@
 package modern
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/mcprouter/mcprouter/codec"
+)
 
 // Scope is a result's cacheScope.
 type Scope uint8
@@ -32,11 +36,11 @@ func ReadCache(result []byte) Cache {
 	var c Cache
 	eachMember(result, func(k, v []byte) bool {
 		switch {
-		case keyIs(k, "ttlMs"):
+		case codec.KeyIs(k, "ttlMs"):
 			if n, err := strconv.ParseInt(string(v), 10, 64); err == nil && n > 0 {
 				c.TTLms = n
 			}
-		case keyIs(k, "cacheScope"):
+		case codec.KeyIs(k, "cacheScope"):
 			if string(v) == `"public"` {
 				c.Scope = ScopePublic
 			}

@@ -24,7 +24,7 @@ func HTTPStatus(code int) int {
 // ErrorCode reads the code of a raw JSON-RPC error object (codec.Message.Error), 0 when
 // it has none.
 func ErrorCode(errObj []byte) int {
-	n, err := strconv.Atoi(string(member(errObj, "code")))
+	n, err := strconv.Atoi(string(codec.Member(errObj, "code")))
 	if err != nil {
 		return 0
 	}
@@ -54,7 +54,7 @@ func ProbeEra(resp *codec.Message) Era {
 	switch resp.Kind {
 	case codec.KindResult:
 		modern := false
-		eachArray(member(resp.Result, "supportedVersions"), func(v []byte) bool {
+		eachArray(codec.Member(resp.Result, "supportedVersions"), func(v []byte) bool {
 			if s, ok := stringContents(v); ok && IsModernVersion(s) {
 				modern = true
 				return false
@@ -77,9 +77,9 @@ func ProbeEra(resp *codec.Message) Era {
 // SupportedVersions calls fn with each version (raw contents) of a DiscoverResult's
 // supportedVersions or of an UnsupportedProtocolVersionError's data.supported.
 func SupportedVersions(resp *codec.Message, fn func(v []byte) bool) {
-	list := member(resp.Result, "supportedVersions")
+	list := codec.Member(resp.Result, "supportedVersions")
 	if resp.Kind == codec.KindError {
-		list = member(member(resp.Error, "data"), "supported")
+		list = codec.Member(codec.Member(resp.Error, "data"), "supported")
 	}
 	eachArray(list, func(v []byte) bool {
 		if s, ok := stringContents(v); ok {
@@ -87,27 +87,4 @@ func SupportedVersions(resp *codec.Message, fn func(v []byte) bool) {
 		}
 		return true
 	})
-}
-
-// eachArray calls fn with each element of the JSON array arr until fn returns false.
-func eachArray(arr []byte, fn func(v []byte) bool) {
-	i := skipWS(arr, 0)
-	if i >= len(arr) || arr[i] != '[' {
-		return
-	}
-	i = skipWS(arr, i+1)
-	if i < len(arr) && arr[i] == ']' {
-		return
-	}
-	for {
-		end := skipValue(arr, i)
-		if end < 0 || !fn(arr[i:end]) {
-			return
-		}
-		i = skipWS(arr, end)
-		if i >= len(arr) || arr[i] != ',' {
-			return
-		}
-		i = skipWS(arr, i+1)
-	}
 }

@@ -117,7 +117,7 @@ func RequestStateOf(msg []byte) []byte {
 	if codec.Scan(msg, &m) != nil {
 		return []byte("invalid")
 	}
-	if member(m.Params, "requestState") != nil {
+	if codec.Member(m.Params, "requestState") != nil {
 		return []byte("present")
 	}
 	return nil

@@ -1,5 +1,7 @@
 package modern
 
+import "github.com/mcprouter/mcprouter/codec"
+
 // Meta is the per-request _meta of a 2026-07-28 request: views into the scanned message
 // (zero copies), valid as long as the message bytes are. A nil view means the key was
 // absent (or, for the string-valued ones, present with another type: Check then reports
@@ -28,27 +30,27 @@ type Meta struct {
 // allocates nothing.
 func ReadMeta(params []byte, m *Meta) {
 	*m = Meta{}
-	meta := member(params, "_meta")
+	meta := codec.Member(params, "_meta")
 	if !isObject(meta) {
 		return
 	}
 	m.Present = true
 	eachMember(meta, func(k, v []byte) bool {
 		switch {
-		case keyIs(k, KeyProtocolVersion):
+		case codec.KeyIs(k, KeyProtocolVersion):
 			m.versionSeen = true
 			if s, ok := stringContents(v); ok {
 				m.Version = s
 			}
-		case keyIs(k, KeyClientCapabilities):
+		case codec.KeyIs(k, KeyClientCapabilities):
 			m.capsSeen = true
 			if isObject(v) {
 				m.Capabilities = v
 				m.Caps = ReadCapabilities(v)
 			}
-		case keyIs(k, KeyClientInfo):
+		case codec.KeyIs(k, KeyClientInfo):
 			m.ClientInfo = v
-		case keyIs(k, KeyLogLevel):
+		case codec.KeyIs(k, KeyLogLevel):
 			if s, ok := stringContents(v); ok {
 				m.LogLevel = s
 			}
@@ -90,12 +92,12 @@ func ReadCapabilities(raw []byte) Capability {
 			return true
 		}
 		for i, n := range capNames {
-			if keyIs(k, n) {
+			if codec.KeyIs(k, n) {
 				c |= 1 << i
 				return true
 			}
 		}
-		if keyIs(k, "extensions") && isObject(member(v, TasksExtension)) {
+		if codec.KeyIs(k, "extensions") && isObject(codec.Member(v, TasksExtension)) {
 			c |= CapTasks
 		}
 		return true

@@ -45,16 +45,16 @@ func AppendDecorated(dst, result []byte, d *Decoration) []byte {
 	eachMember(result, func(k, v []byte) bool {
 		empty = false
 		switch {
-		case keyIs(k, "resultType"):
+		case codec.KeyIs(k, "resultType"):
 			hasType = true
-		case keyIs(k, "_meta"):
+		case codec.KeyIs(k, "_meta"):
 			if isObject(v) {
 				meta = v
-				hasInfo = member(v, KeyServerInfo) != nil
+				hasInfo = codec.Member(v, KeyServerInfo) != nil
 			}
-		case keyIs(k, "ttlMs"):
+		case codec.KeyIs(k, "ttlMs"):
 			ttl = v
-		case keyIs(k, "cacheScope"):
+		case codec.KeyIs(k, "cacheScope"):
 			scope = v
 		}
 		return true
@@ -190,7 +190,7 @@ func AppendDiscoverResult(dst []byte, d *Discover) []byte {
 // has none (the specification: a result from an earlier-protocol server that omits the
 // field is complete).
 func ReadResultType(result []byte) []byte {
-	if s, ok := stringContents(member(result, "resultType")); ok {
+	if s, ok := stringContents(codec.Member(result, "resultType")); ok {
 		return s
 	}
 	return completeBytes

@@ -102,7 +102,7 @@ func RequestDigest(m *codec.Message) Digest {
 	h.Write([]byte{0})
 	h.Write(m.URI)
 	h.Write([]byte{0})
-	if args := member(m.Params, "arguments"); args != nil {
+	if args := codec.Member(m.Params, "arguments"); args != nil {
 		writeCompact(h, args)
 	}
 	var d Digest

@@ -42,7 +42,7 @@ func AppendMetaFields(dst []byte, version string, caps, clientInfo []byte, logLe
 func AppendWithMeta(dst, msg []byte, m *codec.Message, fields []byte) []byte {
 	var sp [4]codec.Splice
 	n := 0
-	switch meta := member(m.Params, "_meta"); {
+	switch meta := codec.Member(m.Params, "_meta"); {
 	case m.Params == nil || !isObject(m.Params):
 		// No params (or an array, which MCP never uses): add an object before the
 		// message's closing brace.
@@ -142,25 +142,25 @@ func AppendInputRequired(dst []byte, reqs []InputRequest, state string) []byte {
 // false: what the router turns into server-to-client requests on a 2025 client's
 // session. Entries without a string method are skipped.
 func EachInputRequest(result []byte, fn func(key, method, params []byte) bool) {
-	eachMember(member(result, "inputRequests"), func(k, v []byte) bool {
-		method, ok := stringContents(member(v, "method"))
+	eachMember(codec.Member(result, "inputRequests"), func(k, v []byte) bool {
+		method, ok := stringContents(codec.Member(v, "method"))
 		if !ok {
 			return true
 		}
-		return fn(k, method, member(v, "params"))
+		return fn(k, method, codec.Member(v, "params"))
 	})
 }
 
 // InputResponse returns the raw answer under key in a retry's params.inputResponses,
 // nil when the client gave none.
 func InputResponse(params []byte, key string) []byte {
-	return member(member(params, "inputResponses"), key)
+	return codec.Member(codec.Member(params, "inputResponses"), key)
 }
 
 // RequestState returns the contents of a retry's params.requestState (escapes intact),
 // nil when absent or not a string.
 func RequestState(params []byte) []byte {
-	s, _ := stringContents(member(params, "requestState"))
+	s, _ := stringContents(codec.Member(params, "requestState"))
 	return s
 }
 
@@ -196,9 +196,9 @@ func AppendRetry(dst, msg []byte, m *codec.Message, newID, responses, state []by
 	eachMember(m.Params, func(k, v []byte) bool {
 		members++
 		switch {
-		case keyIs(k, "inputResponses"):
+		case codec.KeyIs(k, "inputResponses"):
 			oldResp = v
-		case keyIs(k, "requestState"):
+		case codec.KeyIs(k, "requestState"):
 			oldState = v
 		}
 		return true

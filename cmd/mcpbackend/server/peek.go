@@ -9,9 +9,10 @@ import (
 )
 
 // A peek over JSON that codec.Scan has already validated: find one member of an object
-// by skipping the others, without building anything. Arguments of MCP calls are small
-// flat objects, so walking them costs less than any parser (see BenchmarkPeekArguments,
-// which compares it with sonic.Get).
+// by skipping the others, without building anything (codec.Member and codec.Walker, the
+// walk Scan itself does). Arguments of MCP calls are small flat objects, so walking them
+// costs less than any parser (see BenchmarkPeekArguments, which compares it with
+// sonic.Get).
 //
 // The functions never panic and always terminate on arbitrary input (they are fuzzed),
 // but they only promise correct answers on valid JSON; malformed input yields nil or
@@ -19,46 +20,12 @@ import (
 
 // member returns the raw value of the first member named key of the JSON object obj, or
 // nil when obj is not an object or has no such member.
-func member(obj []byte, key string) []byte {
-	i := skipWS(obj, 0)
-	if i >= len(obj) || obj[i] != '{' {
-		return nil
-	}
-	i++
-	for { // each turn consumes at least one member or ends
-		i = skipWS(obj, i)
-		if i >= len(obj) || obj[i] != '"' {
-			return nil // '}' (no such member) or malformed
-		}
-		end := skipString(obj, i)
-		if end < 0 {
-			return nil
-		}
-		k := obj[i+1 : end-1]
-		i = skipWS(obj, end)
-		if i >= len(obj) || obj[i] != ':' {
-			return nil
-		}
-		i = skipWS(obj, i+1)
-		vEnd := skipValue(obj, i)
-		if vEnd < 0 {
-			return nil
-		}
-		if keyIs(k, key) {
-			return obj[i:vEnd]
-		}
-		i = skipWS(obj, vEnd)
-		if i >= len(obj) || obj[i] != ',' {
-			return nil
-		}
-		i++
-	}
-}
+func member(obj []byte, key string) []byte { return codec.Member(obj, key) }
 
 // path follows member names through nested objects.
 func path(obj []byte, keys ...string) []byte {
 	for _, k := range keys {
-		if obj = member(obj, k); obj == nil {
+		if obj = codec.Member(obj, k); obj == nil {
 			return nil
 		}
 	}
@@ -67,96 +34,10 @@ func path(obj []byte, keys ...string) []byte {
 
 // forEach calls fn with each element of the JSON array arr until fn returns false.
 func forEach(arr []byte, fn func(v []byte) bool) {
-	i := skipWS(arr, 0)
-	if i >= len(arr) || arr[i] != '[' {
-		return
+	var w codec.Walker
+	w.Array(arr)
+	for _, _, v, ok := w.Next(); ok && fn(v); _, _, v, ok = w.Next() {
 	}
-	i = skipWS(arr, i+1)
-	if i < len(arr) && arr[i] == ']' {
-		return
-	}
-	for { // each turn consumes one element or ends
-		end := skipValue(arr, i)
-		if end < 0 || !fn(arr[i:end]) {
-			return
-		}
-		i = skipWS(arr, end)
-		if i >= len(arr) || arr[i] != ',' {
-			return
-		}
-		i = skipWS(arr, i+1)
-	}
-}
-
-// keyIs compares the raw contents of a member name with key, decoding escapes if any.
-func keyIs(raw []byte, key string) bool {
-	if bytes.IndexByte(raw, '\\') < 0 {
-		return string(raw) == key
-	}
-	var buf [64]byte
-	dec, err := codec.Unquote(buf[:0], raw)
-	return err == nil && string(dec) == key
-}
-
-func skipWS(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// skipString returns the index just past the string starting at b[i] == '"', or -1.
-func skipString(b []byte, i int) int {
-	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '\\':
-			j++
-		case '"':
-			return j + 1
-		}
-	}
-	return -1
-}
-
-// skipValue returns the index just past the value starting at b[i], or -1.
-func skipValue(b []byte, i int) int {
-	if i >= len(b) {
-		return -1
-	}
-	switch b[i] {
-	case '"':
-		return skipString(b, i)
-	case '{', '[':
-		depth := 0
-		for j := i; j < len(b); j++ {
-			switch b[j] {
-			case '"':
-				end := skipString(b, j)
-				if end < 0 {
-					return -1
-				}
-				j = end - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				if depth--; depth == 0 {
-					return j + 1
-				}
-			}
-		}
-		return -1
-	case ',', ':', '}', ']':
-		return -1
-	}
-	j := i
-	for j < len(b) {
-		switch b[j] {
-		case ',', '}', ']', ' ', '\t', '\n', '\r':
-			return j
-		}
-		j++
-	}
-	return j
 }
 
 // isString reports whether raw is a JSON string token.
