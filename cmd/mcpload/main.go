@@ -7,6 +7,8 @@
 //	mcpload --url http://127.0.0.1:8080/mcp --sessions 64 --duration 30s --tool echo --args '{"text":"hi"}'
 //	mcpload --url http://127.0.0.1:8080/mcp --tool echo   # arguments built from its inputSchema
 //	mcpload --url http://127.0.0.1:8080/mcp               # lists the tools; asks which on a terminal
+//	mcpload --url http://a:8080/mcp --url http://b:8080/mcp --tool echo   # instances of one service:
+//	                                                       # a session moves on when its own stops answering
 //	mcpload --url ... --rate 5000 --warmup 5s --json run.json --html run.html --assert 'p99<5ms' --assert 'errors<0.1%'
 //	mcpload --scenario mix.yaml
 //	mcpload --transport stdio -- ./my-server --stdio
