@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/url"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 	"golang.org/x/oauth2"
 
+	"github.com/mcprouter/mcprouter/transport/auth"
 	"github.com/mcprouter/mcprouter/transport/upstream"
 )
 
@@ -71,14 +73,20 @@ type OAuthClientConfig struct {
 }
 
 // TokenExchangeConfig is an RFC 8693 token exchange: the client's token (the
-// subject_token) for an access token of the same user meant for the backend.
+// subject_token) for an access token of the same user meant for the backend. It needs
+// auth.mode: jwt: the clients' tokens are what is sent to token_url, and in mode bearer
+// they are the router's own long-lived static secrets (in mode off there are none).
 type TokenExchangeConfig struct {
 	OAuthClientConfig `yaml:",inline"`
 	// SubjectTokenType is the type of the clients' tokens: access_token (default) or
 	// jwt (or either URN).
 	SubjectTokenType string `yaml:"subject_token_type"`
-	// CacheSize bounds the clients whose token for the backend is kept. Default 10000.
+	// CacheSize bounds the client tokens whose exchanged token is kept. Default 10000.
 	CacheSize int `yaml:"cache_size"`
+	// AllowForeignTokenURL says that a token_url on another host than auth.issuer's is
+	// meant: the clients' tokens (issued for the router) are then sent to a party
+	// other than their issuer. Without it the router warns at start.
+	AllowForeignTokenURL bool `yaml:"allow_foreign_token_url"`
 }
 
 // SecretValue is a header's value: literal in the configuration, or read from the
@@ -158,14 +166,15 @@ func (a *BackendAuthConfig) ownTokens() []string {
 // validateBackendAuth checks every backend's auth section (after Defaults).
 func (c *Config) validateBackendAuth() error {
 	for i := range c.Backends {
-		if err := c.Backends[i].Auth.validate(fmt.Sprintf("backends[%d].auth", i), &c.Backends[i]); err != nil {
+		if err := c.Backends[i].Auth.validate(fmt.Sprintf("backends[%d].auth", i), &c.Backends[i], c.Auth.Mode); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (a *BackendAuthConfig) validate(key string, b *BackendConfig) error {
+// validate checks one backend's auth section; mode is auth.mode (the clients').
+func (a *BackendAuthConfig) validate(key string, b *BackendConfig, mode string) error {
 	if !a.set() {
 		return nil
 	}
@@ -194,6 +203,9 @@ func (a *BackendAuthConfig) validate(key string, b *BackendConfig) error {
 	}
 	if x := a.TokenExchange; x != nil {
 		xk := key + ".token_exchange"
+		if mode != auth.ModeJWT {
+			return fmt.Errorf("%s: needs auth.mode: jwt, not %q: the clients' tokens are sent to token_url, and only JWT access tokens from the issuer are meant to be (in mode bearer they are the router's own static secrets, in mode off there are none)", xk, firstNonEmpty(mode, auth.ModeOff))
+		}
 		if err := x.validate(xk); err != nil {
 			return err
 		}
@@ -306,10 +318,13 @@ func (bc *backendCreds) forDial(ctx context.Context) []upstream.Credential {
 	return creds
 }
 
-// buildBackendAuth reads the secrets a (validated) auth section names and makes its
-// credentials; nil when it has none. Errors name the key: a variable that is not set,
-// a file that cannot be read.
-func buildBackendAuth(key string, a *BackendAuthConfig) (*backendCreds, error) {
+// buildBackendAuth reads the secrets the (validated) auth section of backends[i] names
+// and makes its credentials; nil when it has none. Errors name the key: a variable that
+// is not set, a file that cannot be read. What the operator should know goes to log: a
+// token exchange that sends the clients' tokens to another host than their issuer.
+func buildBackendAuth(cfg *Config, i int, log *slog.Logger) (*backendCreds, error) {
+	key := fmt.Sprintf("backends[%d].auth", i)
+	a := &cfg.Backends[i].Auth
 	if !a.set() {
 		return nil, nil
 	}
@@ -351,7 +366,7 @@ func buildBackendAuth(key string, a *BackendAuthConfig) (*backendCreds, error) {
 		}
 	case a.ClientCredentials != nil:
 		ck := key + ".client_credentials"
-		oc, err := a.ClientCredentials.client(ck)
+		oc, err := a.ClientCredentials.client(ck, log)
 		if err != nil {
 			return nil, err
 		}
@@ -361,10 +376,11 @@ func buildBackendAuth(key string, a *BackendAuthConfig) (*backendCreds, error) {
 	}
 	if x := a.TokenExchange; x != nil {
 		xk := key + ".token_exchange"
-		oc, err := x.client(xk)
+		oc, err := x.client(xk, log)
 		if err != nil {
 			return nil, err
 		}
+		warnForeignTokenURL(xk, x, cfg.Auth.Issuer, log)
 		stt, _ := subjectTokenType(x.SubjectTokenType)
 		if bc.x, err = upstream.NewTokenExchange(oc, upstream.TokenExchangeOptions{SubjectTokenType: stt, CacheSize: x.CacheSize}); err != nil {
 			return nil, fmt.Errorf("%s: %w", xk, err)
@@ -373,12 +389,30 @@ func buildBackendAuth(key string, a *BackendAuthConfig) (*backendCreds, error) {
 	return bc, nil
 }
 
-// client makes the upstream OAuth client; the secret is checked now (a variable that
-// is not set, a file that cannot be read fail the start, not the first request).
-func (o *OAuthClientConfig) client(key string) (upstream.OAuthClient, error) {
+// warnForeignTokenURL warns when a token exchange sends the clients' tokens to another
+// host than the one that issued them, unless allow_foreign_token_url says it is meant:
+// a token issued for the router then reaches a third party, which can use it as the
+// user until it expires.
+func warnForeignTokenURL(key string, x *TokenExchangeConfig, issuer string, log *slog.Logger) {
+	if x.AllowForeignTokenURL {
+		return
+	}
+	tu, err1 := url.Parse(x.TokenURL)
+	iu, err2 := url.Parse(issuer)
+	if err1 != nil || err2 != nil || strings.EqualFold(tu.Hostname(), iu.Hostname()) {
+		return
+	}
+	log.Warn(key+".token_url is not on auth.issuer's host: the clients' tokens are sent to another party; set "+key+".allow_foreign_token_url: true if that is meant",
+		"token_url_host", tu.Hostname(), "issuer_host", iu.Hostname())
+}
+
+// client makes the upstream OAuth client, logging to log; the secret is checked now (a
+// variable that is not set, a file that cannot be read fail the start, not the first
+// request).
+func (o *OAuthClientConfig) client(key string, log *slog.Logger) (upstream.OAuthClient, error) {
 	style, _ := authStyle(o.AuthMethod)
 	oc := upstream.OAuthClient{TokenURL: o.TokenURL, ClientID: o.ClientID, AuthStyle: style,
-		Scopes: o.Scopes, Audience: o.Audience, Resource: o.Resource}
+		Scopes: o.Scopes, Audience: o.Audience, Resource: o.Resource, Logger: log}
 	if o.ClientSecretEnv != "" {
 		secret, err := env(o.ClientSecretEnv)
 		if err != nil {

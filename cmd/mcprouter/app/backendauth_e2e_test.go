@@ -121,7 +121,8 @@ func TestBackendAuthDials(t *testing.T) {
 	t.Setenv("ROUTER_SECRET", "s3cret")
 	b, url := startTokenBackend(t, op)
 	client := "{token_url: " + op.TokenURL() + ", client_id: router, client_secret_env: ROUTER_SECRET, resource: " + backendResource + "}"
-	cfg, err := app.ParseConfig([]byte("backends:\n  - name: crm\n    url: " + url + "\n    sessions: per-client\n" +
+	cfg, err := app.ParseConfig([]byte("auth: {mode: jwt, resource: \"http://127.0.0.1:8080/mcp\", issuer: \"" + op.Issuer + "\"}\n" +
+		"backends:\n  - name: crm\n    url: " + url + "\n    sessions: per-client\n" +
 		"    auth:\n      client_credentials: " + client + "\n      token_exchange: " + client + "\n"))
 	if err != nil {
 		t.Fatal(err)

@@ -2,11 +2,14 @@ package app
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/mcprouter/mcprouter/internal/testio"
 	"github.com/mcprouter/mcprouter/transport/auth"
 	"github.com/mcprouter/mcprouter/transport/upstream"
 )
@@ -29,6 +32,10 @@ func backendYAML(auth, extra string) string {
 	}
 	return b.String()
 }
+
+// jwtClients is an auth section whose clients present JWT access tokens: what a
+// token_exchange backend needs.
+const jwtClients = "auth: {mode: jwt, resource: \"http://127.0.0.1:8080/mcp\", issuer: \"https://idp.example\"}\n"
 
 // TestBackendAuthConfig: each mistake is named by its key.
 func TestBackendAuthConfig(t *testing.T) {
@@ -62,7 +69,7 @@ func TestBackendAuthConfig(t *testing.T) {
 		{"unknown key", "bearer: x", "", "field bearer not found"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := ParseConfig([]byte(backendYAML(tc.auth, tc.extra)))
+			_, err := ParseConfig([]byte(jwtClients + backendYAML(tc.auth, tc.extra)))
 			switch {
 			case tc.want == "" && err != nil:
 				t.Fatalf("refused: %v", err)
@@ -78,7 +85,7 @@ func TestBackendAuthConfig(t *testing.T) {
 		}
 	}
 	x := "token_exchange: {token_url: https://i/t, client_id: r, client_secret_env: S, subject_token_type: saml, cache_size: 5}"
-	if _, err := ParseConfig([]byte(backendYAML(x, "sessions: per-client"))); err == nil || !strings.Contains(err.Error(), "backends[0].auth.token_exchange.subject_token_type") {
+	if _, err := ParseConfig([]byte(jwtClients + backendYAML(x, "sessions: per-client"))); err == nil || !strings.Contains(err.Error(), "backends[0].auth.token_exchange.subject_token_type") {
 		t.Errorf("subject_token_type saml: %v", err)
 	}
 }
@@ -97,7 +104,9 @@ func TestBackendAuthBuild(t *testing.T) {
 	}
 	t.Setenv("CRM_TOKEN", "env-token")
 	t.Setenv("CRM_TENANT", "acme")
-	a := &BackendAuthConfig{
+	cfg := &Config{Backends: make([]BackendConfig, 3)}
+	a := &cfg.Backends[0].Auth
+	*a = BackendAuthConfig{
 		Headers: map[string]SecretValue{
 			"X-Key": {File: keyFile}, "X-Tenant": {Env: "CRM_TENANT"}, "X-Static": {Value: "v"},
 		},
@@ -105,7 +114,7 @@ func TestBackendAuthBuild(t *testing.T) {
 		TokenExchange: &TokenExchangeConfig{OAuthClientConfig: OAuthClientConfig{
 			TokenURL: "http://127.0.0.1:9/token", ClientID: "router", ClientSecretFile: secretFile}},
 	}
-	bc, err := buildBackendAuth("backends[0].auth", a)
+	bc, err := buildBackendAuth(cfg, 0, discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,16 +146,17 @@ func TestBackendAuthBuild(t *testing.T) {
 	}
 
 	t.Setenv("CRM_TOKEN", "")
-	if _, err := buildBackendAuth("backends[2].auth", a); err == nil || !strings.Contains(err.Error(), "backends[2].auth.bearer_env: CRM_TOKEN is not set") {
+	cfg.Backends[2].Auth = *a
+	if _, err := buildBackendAuth(cfg, 2, discard); err == nil || !strings.Contains(err.Error(), "backends[2].auth.bearer_env: CRM_TOKEN is not set") {
 		t.Errorf("unset variable: %v", err)
 	}
 	a.BearerEnv, a.BearerFile = "", filepath.Join(dir, "missing")
-	if _, err := buildBackendAuth("backends[0].auth", a); err == nil || !strings.Contains(err.Error(), "backends[0].auth.bearer_file:") {
+	if _, err := buildBackendAuth(cfg, 0, discard); err == nil || !strings.Contains(err.Error(), "backends[0].auth.bearer_file:") {
 		t.Errorf("missing file: %v", err)
 	}
 	a.BearerFile = ""
 	a.TokenExchange.ClientSecretFile = filepath.Join(dir, "missing")
-	if _, err := buildBackendAuth("backends[0].auth", a); err == nil || !strings.Contains(err.Error(), "backends[0].auth.token_exchange.client_secret_file:") {
+	if _, err := buildBackendAuth(cfg, 0, discard); err == nil || !strings.Contains(err.Error(), "backends[0].auth.token_exchange.client_secret_file:") {
 		t.Errorf("missing secret file: %v", err)
 	}
 }
@@ -172,7 +182,7 @@ func FuzzBackendAuthConfig(f *testing.F) {
 		if perClient {
 			extra = "sessions: per-client"
 		}
-		c, err := ParseConfig([]byte(backendYAML(auth, extra)))
+		c, err := ParseConfig([]byte(jwtClients + backendYAML(auth, extra)))
 		if err != nil || len(c.Backends) != 1 {
 			return
 		}
@@ -180,4 +190,60 @@ func FuzzBackendAuthConfig(f *testing.F) {
 			t.Fatalf("accepted two own tokens: %v", own)
 		}
 	})
+}
+
+// discard is the logger of tests that do not look at the log.
+var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// TestTokenExchangeNeedsJWTClients: token exchange sends each client's token to the
+// backend's token endpoint as subject_token. With auth.mode bearer that token is one of
+// the router's own static secrets; with auth.mode off there is none. Either is a
+// configuration mistake to refuse, naming the key.
+func TestTokenExchangeNeedsJWTClients(t *testing.T) {
+	const tx = "token_exchange: {token_url: \"http://127.0.0.1:9/token\", client_id: router, client_secret_env: HOME}"
+	for _, clients := range []string{
+		"auth:\n  mode: bearer\n  resource: http://127.0.0.1:8080/mcp\n  bearer_tokens: [{principal: alice, sha256: \"" +
+			"2bd806c97f0e00af1a1fc3328fa763a9269723c8db8fac4f93af71db186d6e90\"}]\n",
+		"auth: {mode: off}\n",
+		"listen: 127.0.0.1:0\n", // mode empty: off on a loopback listener
+	} {
+		_, err := ParseConfig([]byte(clients + backendYAML(tx, "sessions: per-client")))
+		if err == nil || !strings.Contains(err.Error(), "backends[0].auth.token_exchange: needs auth.mode: jwt") {
+			t.Errorf("%q with a token_exchange backend: %v", clients, err)
+		}
+	}
+	if _, err := ParseConfig([]byte(jwtClients + backendYAML(tx, "sessions: per-client"))); err != nil {
+		t.Errorf("mode jwt: %v", err)
+	}
+}
+
+// TestTokenExchangeForeignTokenURL: a token_url on another host than the issuer's sends
+// the users' tokens to another party: the start warns, naming the key, unless
+// allow_foreign_token_url says it is meant.
+func TestTokenExchangeForeignTokenURL(t *testing.T) {
+	t.Setenv("ROUTER_SECRET", "s3cret")
+	for _, tc := range []struct {
+		tokenURL, extra string
+		warn            bool
+	}{
+		{"https://IDP.example:8443/oauth/token", "", false},
+		{"https://tokens.other.example/token", "", true},
+		{"https://tokens.other.example/token", ", allow_foreign_token_url: true", false},
+	} {
+		cfg, err := ParseConfig([]byte(jwtClients + backendYAML("token_exchange: {token_url: \""+tc.tokenURL+
+			"\", client_id: router, client_secret_env: ROUTER_SECRET"+tc.extra+"}", "sessions: per-client")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var logs testio.Buffer
+		if _, err := buildBackendAuth(&cfg, 0, slog.New(slog.NewTextHandler(&logs, nil))); err != nil {
+			t.Fatal(err)
+		}
+		warned := strings.Contains(logs.String(), "level=WARN") &&
+			strings.Contains(logs.String(), "backends[0].auth.token_exchange.token_url is not on auth.issuer's host") &&
+			strings.Contains(logs.String(), "allow_foreign_token_url")
+		if warned != tc.warn {
+			t.Errorf("token_url %s%s: warned %v, want %v (log %q)", tc.tokenURL, tc.extra, warned, tc.warn, logs.String())
+		}
+	}
 }

@@ -20,7 +20,7 @@ func fleetConfig(cfg *Config, log *slog.Logger, bus *natsbus.Bus) (fleet.Config,
 		ServerRequestTimeout: cfg.Limits.ServerRequestTimeout,
 		MaxUpstreamSessions:  cfg.Limits.MaxUpstreamSessions, UpstreamSessionWait: cfg.Limits.UpstreamSessionWait}
 	for i, b := range cfg.Backends {
-		creds, err := buildBackendAuth(fmt.Sprintf("backends[%d].auth", i), &b.Auth)
+		creds, err := buildBackendAuth(cfg, i, log)
 		if err != nil {
 			return fc, err
 		}
