@@ -21,7 +21,7 @@ import (
 
 // startEraBackend starts the reference backend serving one era (--eras) on a loopback
 // port and returns its address.
-func startEraBackend(t *testing.T, eras string) string {
+func startEraBackend(t testing.TB, eras string) string {
 	t.Helper()
 	p := testbin.Start(t, testbin.Spec{Name: "mcpbackend-" + eras, Bin: backendBin(t),
 		Args:  []string{"--listen", "127.0.0.1:0", "--name", eras, "--eras", eras, "--tools", "60", "--page-size", "25", "--tick", "1h"},
