@@ -1,6 +1,7 @@
 package router
 
 import (
+	"net/http"
 	"strconv"
 	"sync"
 
@@ -97,19 +98,13 @@ func (r *Router) handleStateless(j *job) bool {
 	}
 	if rej := r.modern.checker.Check(m, &meta, hp); !rej.OK() {
 		j.buf = rej.AppendError(j.buf[:0], m.ID, DiscoverVersions)
-		j.observe(OutcomeError)
-		x.SetStatus(rej.Status)
-		x.Reply(j.buf)
-		j.x = nil
+		j.refuse(rej.Status)
 		return true
 	}
 	if lvl := meta.LogLevel; lvl != nil && modern.LogLevelIndex(lvl) < 0 {
 		j.buf = codec.AppendError(j.buf[:0], m.ID, codec.CodeInvalidParams,
 			"Invalid params: _meta."+modern.KeyLogLevel+" is not a log level (debug, info, notice, warning, error, critical, alert, emergency)", nil)
-		j.observe(OutcomeError)
-		x.SetStatus(400)
-		x.Reply(j.buf)
-		j.x = nil
+		j.refuse(http.StatusBadRequest)
 		return true
 	}
 	if string(m.Method) == "server/discover" {
@@ -118,10 +113,7 @@ func (r *Router) handleStateless(j *job) bool {
 	}
 	if r.fleet == nil {
 		j.buf = codec.AppendError(j.buf[:0], m.ID, codec.CodeMethodNotFound, "Method not found: this router has no backends", nil)
-		j.observe(OutcomeError)
-		x.SetStatus(404)
-		x.Reply(j.buf)
-		j.x = nil
+		j.refuse(http.StatusNotFound)
 		return true
 	}
 	s := r.statelessSession(x, &meta)
@@ -141,6 +133,15 @@ func (r *Router) handleStateless(j *job) bool {
 		x.OnAbandon(func() { sf.CancelRequest(s, id) })
 	}
 	return !r.fleet.Prepare(s, x)
+}
+
+// refuse answers j's stateless request with the error response in j.buf, with its HTTP
+// status (the revision says some errors with a status too).
+func (j *job) refuse(status int) {
+	j.observe(OutcomeError)
+	j.x.SetStatus(status)
+	j.x.Reply(j.buf)
+	j.x = nil
 }
 
 // cancelStateless cancels the stateless request id of transport session t (its
