@@ -247,39 +247,29 @@ var errShort = errors.New("truncated")
 func applyConsumption(l *Limiter, b []byte) error {
 	now := l.now()
 	tables := *l.tables.Load()
-	str := func() ([]byte, bool) {
+	// A group is a name and the count of its entries, an entry a key and an amount:
+	// a string then a number, either way.
+	next := func() ([]byte, uint64, bool) {
 		n, k := binary.Uvarint(b)
 		if k <= 0 || n > uint64(len(b)-k) {
-			return nil, false
+			return nil, 0, false
 		}
-		v := b[k : k+int(n)]
+		str := b[k : k+int(n)]
 		b = b[k+int(n):]
-		return v, true
-	}
-	num := func() (uint64, bool) {
-		n, k := binary.Uvarint(b)
-		if k <= 0 {
-			return 0, false
+		if n, k = binary.Uvarint(b); k <= 0 {
+			return nil, 0, false
 		}
 		b = b[k:]
-		return n, true
+		return str, n, true
 	}
 	for len(b) > 0 {
-		name, ok := str()
-		if !ok {
-			return errShort
-		}
-		count, ok := num()
+		name, count, ok := next()
 		if !ok {
 			return errShort
 		}
 		t := tables[string(name)]
 		for range count {
-			key, ok := str()
-			if !ok {
-				return errShort
-			}
-			n, ok := num()
+			key, n, ok := next()
 			if !ok {
 				return errShort
 			}

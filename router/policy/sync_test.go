@@ -9,6 +9,8 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+
+	"github.com/mcprouter/mcprouter/internal/testwait"
 )
 
 // waitLimit bounds every wait for NATS deliveries.
@@ -36,18 +38,6 @@ func connect(t *testing.T, s *server.Server) *nats.Conn {
 	}
 	t.Cleanup(nc.Close)
 	return nc
-}
-
-// eventually polls cond until it holds, failing the test after waitLimit.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 // instance is one router's limits in the cluster test.
@@ -166,7 +156,7 @@ func flushAll(t *testing.T, insts []instance) {
 			}
 		}
 	}
-	eventually(t, "consumption to reach every instance", func() bool {
+	testwait.For(t, "consumption to reach every instance", waitLimit, func() bool {
 		for i, in := range insts {
 			if in.sync.Applied.Load() < want[i] {
 				return false
@@ -214,7 +204,7 @@ func TestSyncTicker(t *testing.T) {
 		}
 	}
 	// The other instance learns of the five and refuses alice from then on.
-	eventually(t, "the other instance to refuse", func() bool {
+	testwait.For(t, "the other instance to refuse", waitLimit, func() bool {
 		tb := engines[1].Limiter().table("p")
 		sh := tb.shard("alice")
 		sh.mu.Lock()
@@ -255,7 +245,7 @@ func TestSyncMalformed(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, "the messages", func() bool { return s.Malformed.Load()+s.Applied.Load() >= uint64(len(msgs)) })
+	testwait.For(t, "the messages", waitLimit, func() bool { return s.Malformed.Load()+s.Applied.Load() >= uint64(len(msgs)) })
 	if got := s.Malformed.Load(); got != 5 {
 		t.Errorf("%d malformed, want 5", got)
 	}
@@ -340,7 +330,7 @@ func TestSyncCountsEveryRequest(t *testing.T) {
 		}
 		return 0
 	}
-	eventually(t, "every request to be counted", func() bool { return debt("alice")+debt(bob.ID()) >= workers*each })
+	testwait.For(t, "every request to be counted", waitLimit, func() bool { return debt("alice")+debt(bob.ID()) >= workers*each })
 	if a, b := debt("alice"), debt(bob.ID()); a != workers/2*each || b != workers/2*each {
 		t.Fatalf("received %v and %v, sent %d each", a, b, workers/2*each)
 	}
