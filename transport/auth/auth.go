@@ -102,7 +102,9 @@ func (p *Principal) String() string {
 func (p *Principal) LogValue() slog.Value { return slog.StringValue(p.String()) }
 
 // ID is the principal's stable identity, what a session is bound to: the issuer and the
-// subject (static tokens have no issuer).
+// subject, joined by a space (static tokens have no issuer). The two forms never meet:
+// an issuer is a URL without spaces, and a static principal's name has none
+// (Config.Validate), so a static name cannot pass for a JWT user.
 func (p *Principal) ID() string {
 	if p == nil {
 		return ""

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Defaults of the auth section.
@@ -104,6 +106,9 @@ func (c *Config) validateMode() error {
 			if strings.TrimSpace(t.Principal) == "" {
 				return fmt.Errorf("auth.bearer_tokens[%d].principal: required", i)
 			}
+			if err := checkPrincipal(t.Principal); err != nil {
+				return fmt.Errorf("auth.bearer_tokens[%d].principal: %w", i, err)
+			}
 			sum := strings.ToLower(t.SHA256)
 			if b, err := hex.DecodeString(sum); err != nil || len(b) != 32 {
 				return fmt.Errorf("auth.bearer_tokens[%d].sha256: want the SHA-256 of the token, 64 hex digits (sha256sum), got %d characters", i, len(t.SHA256))
@@ -179,6 +184,23 @@ func isLoopbackHost(h string) bool {
 	}
 	ip := net.ParseIP(h)
 	return ip != nil && ip.IsLoopback()
+}
+
+// checkPrincipal accepts a static principal's name: printable, without white space.
+// A JWT principal's ID is "issuer subject", joined by a space (Principal.ID), and an
+// issuer has no space (checkURL): a static name without one can never be a JWT user's
+// ID, which would give it that user's sessions and state. Control and format characters
+// would forge log lines or names that look alike.
+func checkPrincipal(name string) error {
+	if !utf8.ValidString(name) {
+		return errors.New("not valid UTF-8")
+	}
+	for i, r := range name {
+		if unicode.IsSpace(r) || !unicode.IsPrint(r) {
+			return fmt.Errorf("%q has a space or a control character at byte %d: a principal is one word (with a space it could be read as a JWT user's issuer and subject)", name, i)
+		}
+	}
+	return nil
 }
 
 // checkScopes accepts scope tokens as RFC 6749 3.3 defines them (printable ASCII

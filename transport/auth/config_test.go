@@ -49,6 +49,15 @@ func TestValidate(t *testing.T) {
 		{"bearer tokens in jwt", jwt(func(c *auth.Config) { c.BearerTokens = []auth.BearerToken{{Principal: "a", SHA256: good}} }), true, "auth.bearer_tokens: only in mode bearer"},
 		{"no bearer tokens", brr(func(c *auth.Config) { c.BearerTokens = nil }), true, "auth.bearer_tokens: required"},
 		{"no principal", brr(func(c *auth.Config) { c.BearerTokens = append(c.BearerTokens, auth.BearerToken{SHA256: sum("y")}) }), true, "auth.bearer_tokens[1].principal: required"},
+		{"principal like a JWT user", brr(func(c *auth.Config) { c.BearerTokens[0].Principal = "https://id.example.com alice" }), true,
+			`auth.bearer_tokens[0].principal: "https://id.example.com alice" has a space`},
+		{"principal with tab", brr(func(c *auth.Config) { c.BearerTokens[0].Principal = "ci\tbot" }), true, "auth.bearer_tokens[0].principal: "},
+		{"principal with newline", brr(func(c *auth.Config) { c.BearerTokens[0].Principal = "ci\nlevel=ERROR" }), true, "auth.bearer_tokens[0].principal: "},
+		{"principal with NUL", brr(func(c *auth.Config) { c.BearerTokens[0].Principal = "ci\x00" }), true, "auth.bearer_tokens[0].principal: "},
+		{"principal with zero-width space", brr(func(c *auth.Config) { c.BearerTokens[0].Principal = "ad\u200bmin" }), true, "auth.bearer_tokens[0].principal: "},
+		{"principal with no-break space", brr(func(c *auth.Config) { c.BearerTokens[0].Principal = "ad\u00a0min" }), true, "auth.bearer_tokens[0].principal: "},
+		{"principal not UTF-8", brr(func(c *auth.Config) { c.BearerTokens[0].Principal = "ad\xffmin" }), true, "auth.bearer_tokens[0].principal: not valid UTF-8"},
+		{"principal unicode and punctuation", brr(func(c *auth.Config) { c.BearerTokens[0].Principal = "ci-bot@example.com/Zoë" }), true, ""},
 		{"short sha256", brr(func(c *auth.Config) {
 			c.BearerTokens = append(c.BearerTokens, auth.BearerToken{Principal: "b", SHA256: "abc"})
 		}), true, "auth.bearer_tokens[1].sha256: want the SHA-256"},
