@@ -10,9 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/valyala/fasthttp/fasthttputil"
-
 	"github.com/mcprouter/mcprouter/internal/testio"
+	"github.com/mcprouter/mcprouter/internal/testwait"
 	"github.com/mcprouter/mcprouter/transport/auth"
 )
 
@@ -36,12 +35,7 @@ func TestAuthConfig(t *testing.T) {
 		{"exposed with bearer", "listen: 0.0.0.0:8080\nauth: {mode: bearer, resource: 'https://mcp.example.com/mcp', bearer_tokens: [{principal: a, sha256: " + hash + "}]}\n", ""},
 	} {
 		_, err := ParseConfig([]byte(c.yaml))
-		switch {
-		case c.err == "" && err != nil:
-			t.Errorf("%s: %v", c.name, err)
-		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
-			t.Errorf("%s: error %v, want one naming %q", c.name, err, c.err)
-		}
+		wantErr(t, c.name, err, c.err)
 	}
 }
 
@@ -117,14 +111,7 @@ func TestAuditBounded(t *testing.T) {
 	cfg.Auth = auth.Config{Mode: auth.ModeBearer, Resource: "http://127.0.0.1/mcp",
 		BearerTokens: []auth.BearerToken{{Principal: "a", SHA256: hex.EncodeToString(sum[:])}}}
 	logs := &testio.Buffer{}
-	a, err := New(cfg, slog.New(slog.NewTextHandler(logs, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln := fasthttputil.NewInmemoryListener()
-	a.Serve(ln)
-	defer a.Shutdown(t.Context())
-	m := &memApp{App: a, ln: ln}
+	m := startMemAppLog(t, cfg, slog.New(slog.NewTextHandler(logs, nil)))
 	const flood = 300
 	start := time.Now()
 	for i := 0; i < flood; i++ {
@@ -139,11 +126,11 @@ func TestAuditBounded(t *testing.T) {
 	}
 	// The bucket refills a line every 100ms: the next refused request to pass says
 	// how many were dropped.
-	for deadline := time.Now().Add(waitLimit); !strings.Contains(logs.String(), "suppressed="); {
-		if time.Now().After(deadline) {
-			t.Fatalf("no line says how many were dropped:\n%s", logs.String())
+	testwait.For(t, "a line that says how many were dropped", waitLimit, func() bool {
+		if strings.Contains(logs.String(), "suppressed=") {
+			return true
 		}
 		m.roundTrip(t, post("/mcp", `{"jsonrpc":"2.0","id":1,"method":"ping"}`))
-		time.Sleep(20 * time.Millisecond)
-	}
+		return false
+	})
 }

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -31,12 +32,24 @@ func TestPipelineConfig(t *testing.T) {
 	} {
 		cfg, err := ParseConfig([]byte(c.yaml))
 		switch {
-		case c.err == "" && err != nil:
-			t.Errorf("%q: %v", c.yaml, err)
-		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
-			t.Errorf("%q: error %v, want one containing %q", c.yaml, err, c.err)
+		case !wantErr(t, strconv.Quote(c.yaml), err, c.err):
 		case c.err == "" && cfg.Backends[0].Pipeline == 0:
 			t.Errorf("%q: pipeline not parsed", c.yaml)
 		}
 	}
+}
+
+// wantErr reports whether err is what a table case wants, failing the test otherwise:
+// nil when want is "", an error whose message contains want (the key it names) when not.
+func wantErr(t *testing.T, what string, err error, want string) bool {
+	t.Helper()
+	switch {
+	case want == "" && err != nil:
+		t.Errorf("%s: %v", what, err)
+	case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+		t.Errorf("%s: error %v, want one containing %q", what, err, want)
+	default:
+		return true
+	}
+	return false
 }

@@ -34,12 +34,7 @@ func TestEdgeConfig(t *testing.T) {
 		{"negative concurrency", "connections: {concurrency: -5}\n", "connections.concurrency"},
 	} {
 		_, err := ParseConfig([]byte(c.yaml))
-		switch {
-		case c.err == "" && err != nil:
-			t.Errorf("%s: %v", c.name, err)
-		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
-			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.err)
-		}
+		wantErr(t, c.name, err, c.err)
 	}
 }
 

@@ -40,7 +40,16 @@ type memApp struct {
 
 func startMemApp(t testing.TB, cfg Config) *memApp {
 	t.Helper()
-	a, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	return startMemAppLog(t, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+}
+
+// startMemAppLog is startMemApp logging to log. The app serves with its own Serve (the
+// production server, its limits and its answers to refused requests, which these tests
+// are about) rather than memhttp's bare fasthttp.Server; the app is shut down when the
+// test ends.
+func startMemAppLog(t testing.TB, cfg Config, log *slog.Logger) *memApp {
+	t.Helper()
+	a, err := New(cfg, log)
 	if err != nil {
 		t.Fatal(err)
 	}
