@@ -16,6 +16,10 @@
 //	                          upstream session kept up and health-checked (upkeep)
 //	upstream.go               upConn, one upstream session; connector opens them (the one
 //	                          place a session learns whom it speaks for); connEvents
+//	era.go                    an instance's era: 2025 session or 2026-07-28 without one,
+//	                          discovered, pinned, re-checked; a request's per-request _meta
+//	listen.go                 listener: a 2026-07-28 instance's subscriptions/listen stream
+//	translate.go              a 2026-07-28 backend's answers as a 2025 client is told them
 //	catalog.go                catalog: an immutable snapshot of the merged lists, routes, pages
 //	catalog_build.go          catalogBuilder: fetches lists, builds and swaps snapshots
 //	routing.go                routing: Prepare's answers from the catalog, routes to backends
