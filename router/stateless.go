@@ -192,7 +192,8 @@ func (r *Router) discover(j *job) {
 }
 
 // ScreenReply implements transport.StatelessScreen: a result gets what every 2026-07-28
-// result carries and lacks (resultType, the router's serverInfo in _meta) and, for a
+// result carries and lacks (resultType, the router's serverInfo in _meta, in place of a
+// backend's own) and, for a
 // cacheable method, ttlMs and cacheScope: the fleet's merged fields for a list it
 // answers, the backend's (or the conservative default, 0 and private) for the rest.
 // Errors pass as they are.
@@ -224,8 +225,34 @@ func (r *Router) ScreenReply(x *transport.Exchange, msg, buf []byte) []byte {
 	}
 	at := cap(msg) - cap(m.Result)
 	buf = append(buf, msg[:at]...)
-	buf = modern.AppendDecorated(buf, m.Result, &d)
+	result := m.Result
+	if info := objectMember(objectMember(result, "_meta"), modern.KeyServerInfo); info != nil {
+		// A 2026-07-28 backend's own serverInfo: the client speaks to the router, which
+		// says who it is, as at initialize.
+		tp := resultBufs.Get().(*[]byte)
+		defer resultBufs.Put(tp)
+		*tp = codec.AppendSplices((*tp)[:0], result, []codec.Splice{{Old: info, New: r.modern.serverInfo}})
+		result = *tp
+	}
+	buf = modern.AppendDecorated(buf, result, &d)
 	return append(buf, msg[at+len(m.Result):]...)
+}
+
+// resultBufs hold a result whose serverInfo was replaced until it is decorated.
+var resultBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// objectMember returns the raw value of member key of the JSON object obj, nil if none.
+func objectMember(obj []byte, key string) []byte {
+	var w codec.Walker
+	if !w.Object(obj) {
+		return nil
+	}
+	for k, _, v, ok := w.Next(); ok; k, _, v, ok = w.Next() {
+		if string(k) == key {
+			return v
+		}
+	}
+	return nil
 }
 
 // appendModernError appends the error response msg (scanned into m) with its code in
@@ -281,14 +308,8 @@ func (r *Router) ScreenSend(x *transport.Exchange, msg, buf []byte) ([]byte, boo
 // logLevelOf returns the contents of a notifications/message's params.level, nil when
 // it has none.
 func logLevelOf(params []byte) []byte {
-	var w codec.Walker
-	if !w.Object(params) {
-		return nil
-	}
-	for key, _, val, ok := w.Next(); ok; key, _, val, ok = w.Next() {
-		if string(key) == "level" && len(val) >= 2 && val[0] == '"' {
-			return val[1 : len(val)-1]
-		}
+	if v := objectMember(params, "level"); len(v) >= 2 && v[0] == '"' {
+		return v[1 : len(v)-1]
 	}
 	return nil
 }
