@@ -214,9 +214,10 @@ func sessionOf(ts *transport.Session) *Session {
 	return s
 }
 
-// AcceptSessionless lets initialize through without Mcp-Session-Id, and server/discover,
-// the stateless revision's first request, which the router answers with -32601 so that
-// clients fall back to initialize.
+// AcceptSessionless lets initialize through without Mcp-Session-Id, and a server/discover
+// that does not claim 2026-07-28 (those that do are served statelessly, see Stateless),
+// which the router answers with -32601 as a 2025 server would, so that the client falls
+// back to initialize.
 func (r *Router) AcceptSessionless(m *codec.Message, _ string) bool {
 	return m.Kind == codec.KindRequest && (string(m.Method) == "initialize" || string(m.Method) == "server/discover")
 }
