@@ -72,13 +72,10 @@ func (r *Reject) AppendError(dst, id []byte, supported []string) []byte {
 // Rejections, one per rule. Messages are constants so that a rejected request costs no
 // allocation either.
 var (
-	rejectNoMeta = Reject{Code: codec.CodeInvalidParams, Status: http.StatusBadRequest,
-		Message: "Invalid params: a 2026-07-28 request needs params._meta with " + KeyProtocolVersion + " and " + KeyClientCapabilities}
-	rejectNoVersion = Reject{Code: codec.CodeInvalidParams, Status: http.StatusBadRequest,
-		Message: "Invalid params: _meta." + KeyProtocolVersion + " (a string) is required"}
-	rejectNoCaps = Reject{Code: codec.CodeInvalidParams, Status: http.StatusBadRequest,
-		Message: "Invalid params: _meta." + KeyClientCapabilities + " (an object) is required"}
-	rejectVersion = Reject{Code: codec.CodeUnsupportedVersion, Status: http.StatusBadRequest,
+	rejectNoMeta    = badMeta("a 2026-07-28 request needs params._meta with " + KeyProtocolVersion + " and " + KeyClientCapabilities)
+	rejectNoVersion = badMeta("_meta." + KeyProtocolVersion + " (a string) is required")
+	rejectNoCaps    = badMeta("_meta." + KeyClientCapabilities + " (an object) is required")
+	rejectVersion   = Reject{Code: codec.CodeUnsupportedVersion, Status: http.StatusBadRequest,
 		Message: "Unsupported protocol version"}
 	rejectMissingCaps = Reject{Code: codec.CodeMissingCapability, Status: http.StatusBadRequest,
 		Message: "Missing required client capability"}
@@ -87,6 +84,12 @@ var (
 	rejectNotDeclared = Reject{Code: codec.CodeMethodNotFound, Status: http.StatusNotFound,
 		Message: "Method not found: the method belongs to an extension the client did not declare in its capabilities"}
 )
+
+// badMeta is the -32602 rejection (HTTP 400) of a request whose _meta lacks what the
+// revision requires.
+func badMeta(why string) Reject {
+	return Reject{Code: codec.CodeInvalidParams, Status: http.StatusBadRequest, Message: "Invalid params: " + why}
+}
 
 // Checker judges requests against the versions a server speaks.
 type Checker struct {

@@ -18,17 +18,17 @@ type Headers struct {
 }
 
 var (
-	rejectHeaderMissing = Reject{Code: codec.CodeHeaderMismatch, Status: http.StatusBadRequest,
-		Message: "Header mismatch: a required header (MCP-Protocol-Version, Mcp-Method, or Mcp-Name for tools/call, resources/read and prompts/get) is missing"}
-	rejectVersionHeader = Reject{Code: codec.CodeHeaderMismatch, Status: http.StatusBadRequest,
-		Message: "Header mismatch: MCP-Protocol-Version does not match _meta." + KeyProtocolVersion}
-	rejectMethodHeader = Reject{Code: codec.CodeHeaderMismatch, Status: http.StatusBadRequest,
-		Message: "Header mismatch: Mcp-Method does not match the body's method"}
-	rejectNameHeader = Reject{Code: codec.CodeHeaderMismatch, Status: http.StatusBadRequest,
-		Message: "Header mismatch: Mcp-Name does not match the body's params.name or params.uri"}
-	rejectHeaderChars = Reject{Code: codec.CodeHeaderMismatch, Status: http.StatusBadRequest,
-		Message: "Header mismatch: a header value has invalid characters or invalid Base64"}
+	rejectHeaderMissing = mismatch("a required header (MCP-Protocol-Version, Mcp-Method, or Mcp-Name for tools/call, resources/read and prompts/get) is missing")
+	rejectVersionHeader = mismatch("MCP-Protocol-Version does not match _meta." + KeyProtocolVersion)
+	rejectMethodHeader  = mismatch("Mcp-Method does not match the body's method")
+	rejectNameHeader    = mismatch("Mcp-Name does not match the body's params.name or params.uri")
+	rejectHeaderChars   = mismatch("a header value has invalid characters or invalid Base64")
 )
+
+// mismatch is the -32020 rejection (HTTP 400) of headers that disagree with the body.
+func mismatch(why string) Reject {
+	return Reject{Code: codec.CodeHeaderMismatch, Status: http.StatusBadRequest, Message: "Header mismatch: " + why}
+}
 
 // CheckHeaders judges the headers of a request claiming the modern era against its body
 // on their own (Check calls it between the _meta and version checks; a transport that
@@ -40,23 +40,11 @@ func CheckHeaders(h *Headers, m *codec.Message, meta *Meta) Reject {
 }
 
 func checkHeaders(h *Headers, m *codec.Message, meta *Meta, method []byte, def *Method) Reject {
-	version, ok := headerValue(h.Version)
-	switch {
-	case !ok:
-		return rejectHeaderChars
-	case version == nil:
-		return rejectHeaderMissing
-	case meta.Version != nil && string(version) != string(meta.Version):
-		return rejectVersionHeader
+	if r := headerAgrees(h.Version, meta.Version, meta.Version != nil, rejectVersionHeader); !r.OK() {
+		return r
 	}
-	mh, ok := headerValue(h.Method)
-	switch {
-	case !ok:
-		return rejectHeaderChars
-	case mh == nil:
-		return rejectHeaderMissing
-	case string(mh) != string(method):
-		return rejectMethodHeader
+	if r := headerAgrees(h.Method, method, true, rejectMethodHeader); !r.OK() {
+		return r
 	}
 	var body []byte
 	var escaped bool
@@ -90,6 +78,22 @@ func checkHeaders(h *Headers, m *codec.Message, meta *Meta, method []byte, def *
 		return rejectHeaderChars
 	case !match:
 		return rejectNameHeader
+	}
+	return Reject{}
+}
+
+// headerAgrees judges a header every modern request carries (MCP-Protocol-Version,
+// Mcp-Method): present, well formed, and, when compare is set, equal to what the body
+// says (body); wrong is the rejection when it is not.
+func headerAgrees(raw, body []byte, compare bool, wrong Reject) Reject {
+	v, ok := headerValue(raw)
+	switch {
+	case !ok:
+		return rejectHeaderChars
+	case v == nil:
+		return rejectHeaderMissing
+	case compare && string(v) != string(body):
+		return wrong
 	}
 	return Reject{}
 }

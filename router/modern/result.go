@@ -92,20 +92,18 @@ func AppendDecorated(dst, result []byte, d *Decoration) []byte {
 		if d.Cache.Scope == ScopePublic {
 			scopeVal = scopePublic
 		}
-		if ttl != nil {
-			add(ttl, ttlVal)
-		} else {
+		// A member the result has gets its value replaced; one it lacks is inserted.
+		set := func(old, key, val []byte) {
+			if old != nil {
+				add(old, val)
+				return
+			}
 			lead()
-			add(at, ttlKey)
-			add(at, ttlVal)
+			add(at, key)
+			add(at, val)
 		}
-		if scope != nil {
-			add(scope, scopeVal)
-		} else {
-			lead()
-			add(at, scopeKey)
-			add(at, scopeVal)
-		}
+		set(ttl, ttlKey, ttlVal)
+		set(scope, scopeKey, scopeVal)
 	}
 	if inserted > 0 && !empty {
 		add(at, comma)

@@ -127,20 +127,23 @@ var Mappings = [...]Mapping{
 
 // ToModern finds the row of a 2025 method sent in direction dir.
 func ToModern(method []byte, dir Direction, kind MsgKind) *Mapping {
-	for i := range Mappings {
-		r := &Mappings[i]
-		if r.Dir == dir && r.Kind == kind && r.Legacy != "" && r.Legacy == string(method) {
-			return r
-		}
-	}
-	return nil
+	return lookup(method, dir, kind, false)
 }
 
 // ToLegacy finds the row of a 2026-07-28 method sent in direction dir.
 func ToLegacy(method []byte, dir Direction, kind MsgKind) *Mapping {
+	return lookup(method, dir, kind, true)
+}
+
+// lookup finds the row whose 2025 (or, modern set, 2026-07-28) method is method.
+func lookup(method []byte, dir Direction, kind MsgKind, modern bool) *Mapping {
 	for i := range Mappings {
 		r := &Mappings[i]
-		if r.Dir == dir && r.Kind == kind && r.Modern != "" && r.Modern == string(method) {
+		name := r.Legacy
+		if modern {
+			name = r.Modern
+		}
+		if r.Dir == dir && r.Kind == kind && name != "" && name == string(method) {
 			return r
 		}
 	}
