@@ -169,12 +169,18 @@ func chaos(ctx context.Context, o *options) (*verdict, error) {
 	if err != nil {
 		return nil, err
 	}
-	v.after = settle(refs, v.before)
+	now := c.Processes()
+	v.restarted = map[string]bool{}
+	for name, r := range now {
+		v.restarted[name] = refs[name].PID != r.PID
+	}
+	v.after = settle(now, v.before)
 	return v, nil
 }
 
-// settle waits (at most a minute) for the processes that ran through the whole run to
-// come back to their levels before it, and returns their last readings.
+// settle waits (at most a minute) for every process to come back to the level its
+// namesake had before the run (a restarted one included: it runs the same part of the
+// cluster), and returns their last readings.
 func settle(refs map[string]cluster.ProcRef, before map[string]cluster.Usage) map[string]cluster.Usage {
 	var after map[string]cluster.Usage
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(2 * time.Second) {

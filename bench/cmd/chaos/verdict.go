@@ -31,6 +31,7 @@ type verdict struct {
 	watchMoves     int64
 	deliveries     int64
 	before, after  map[string]cluster.Usage
+	restarted      map[string]bool // by process name: a fault replaced it during the run
 }
 
 // check is one line of the table.
@@ -97,7 +98,11 @@ func (v *verdict) checks() []check {
 			continue
 		}
 		a := v.after[name]
-		out = append(out, check{name + " back to its level before the run", "before " + b.String() + "; after " + a.String(), usageBack(b, a)})
+		what := name + " back to its level before the run"
+		if v.restarted[name] {
+			what = name + " (restarted) back to the level before the run"
+		}
+		out = append(out, check{what, "before " + b.String() + "; after " + a.String(), usageBack(b, a)})
 	}
 	return out
 }
