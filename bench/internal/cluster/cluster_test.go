@@ -79,7 +79,7 @@ func TestReadUsageOfItself(t *testing.T) {
 func TestAddrOf(t *testing.T) {
 	for line, want := range map[string]string{
 		`time=x level=INFO msg="mcprouter listening" addr=127.0.0.1:8080 mcp=/mcp`: "127.0.0.1:8080",
-		`nats node ready addr=127.0.0.1:4222`:                                       "127.0.0.1:4222",
+		`nats node ready addr=127.0.0.1:4222`:                                      "127.0.0.1:4222",
 		`no address here`:                                                          "",
 	} {
 		if got := addrOf(line); got != want {
