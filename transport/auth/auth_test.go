@@ -17,6 +17,18 @@ func jwtConfig(p *authtest.Provider) auth.Config {
 	return auth.Config{Mode: auth.ModeJWT, Resource: resource, Issuer: p.Issuer}
 }
 
+// startJWT starts an OpenID provider and an Authenticator that trusts it (jwtConfig,
+// then edit when not nil), built with o; both stop at the end of the test.
+func startJWT(t testing.TB, o auth.Options, edit func(*auth.Config)) (*authtest.Provider, *auth.Authenticator) {
+	t.Helper()
+	p := authtest.Start(t, authtest.Options{})
+	cfg := jwtConfig(p)
+	if edit != nil {
+		edit(&cfg)
+	}
+	return p, start(t, cfg, o)
+}
+
 // start applies Defaults and Validate to cfg and builds its Authenticator, closed at the
 // end of the test.
 func start(t testing.TB, cfg auth.Config, o auth.Options) *auth.Authenticator {
@@ -40,10 +52,9 @@ func bearer(tok string) []byte { return []byte("Bearer " + tok) }
 const metaURL = "http://127.0.0.1:8080/.well-known/oauth-protected-resource/mcp"
 
 func TestCheckJWT(t *testing.T) {
-	p := authtest.Start(t, authtest.Options{})
-	cfg := jwtConfig(p)
-	cfg.Audiences = []string{"https://mcp.example.com/"}
-	a := start(t, cfg, auth.Options{})
+	p, a := startJWT(t, auth.Options{}, func(c *auth.Config) {
+		c.Audiences = []string{"https://mcp.example.com/"}
+	})
 	good := authtest.Claims{Subject: "alice", Audience: []string{resource}, Scopes: []string{"mcp:tools"}}
 	with := func(f func(c *authtest.Claims)) authtest.Claims {
 		c := good
@@ -132,8 +143,7 @@ func TestCheckJWT(t *testing.T) {
 }
 
 func TestPrincipalOfJWT(t *testing.T) {
-	p := authtest.Start(t, authtest.Options{})
-	a := start(t, jwtConfig(p), auth.Options{})
+	p, a := startJWT(t, auth.Options{}, nil)
 	exp := time.Now().Add(time.Hour).Truncate(time.Second)
 	tok := p.Token(authtest.Claims{Subject: "bob", Audience: []string{resource}, Scopes: []string{"a", "b"}, Expiry: exp,
 		Extra: map[string]any{"tenant": "t1"}})
@@ -159,10 +169,9 @@ func TestPrincipalOfJWT(t *testing.T) {
 }
 
 func TestScopes(t *testing.T) {
-	p := authtest.Start(t, authtest.Options{})
-	cfg := jwtConfig(p)
-	cfg.RequiredScopes = []string{"mcp"}
-	a := start(t, cfg, auth.Options{})
+	p, a := startJWT(t, auth.Options{}, func(c *auth.Config) {
+		c.RequiredScopes = []string{"mcp"}
+	})
 	missing := `Bearer resource_metadata="` + metaURL + `", scope="mcp"`
 	if v := a.Check(nil, false); v.Challenge != missing {
 		t.Errorf("missing: %q, want %q", v.Challenge, missing)

@@ -14,8 +14,7 @@ import (
 // the contents of a user-controlled claim decide who the caller is, which resource the
 // token is for, or when it expires.
 func TestClaimNamesExact(t *testing.T) {
-	p := authtest.Start(t, authtest.Options{})
-	a := start(t, jwtConfig(p), auth.Options{CacheSize: -1})
+	p, a := startJWT(t, auth.Options{CacheSize: -1}, nil)
 	good := authtest.Claims{Subject: "alice", Audience: []string{resource}}
 	with := func(omit string, extra map[string]any) string {
 		c := good

@@ -19,11 +19,9 @@ import (
 // TestChallengesParse reads every refusal's WWW-Authenticate with the Go SDK's client
 // parser: one Bearer challenge whose parameters say what the verdict says.
 func TestChallengesParse(t *testing.T) {
-	p := authtest.Start(t, authtest.Options{})
-	cfg := jwtConfig(p)
-	cfg.RequiredScopes = []string{"mcp", "tools:read"}
-	a := start(t, cfg, auth.Options{})
-	c := authtest.Claims{Audience: []string{resource}, Scopes: cfg.RequiredScopes}
+	scopes := []string{"mcp", "tools:read"}
+	p, a := startJWT(t, auth.Options{}, func(c *auth.Config) { c.RequiredScopes = scopes })
+	c := authtest.Claims{Audience: []string{resource}, Scopes: scopes}
 	ok := a.Check(bearer(p.Token(c)), false)
 	verdicts := map[string]auth.Verdict{
 		"missing":        a.Check(nil, false),

@@ -6,15 +6,13 @@ import (
 	"testing"
 
 	"github.com/mcprouter/mcprouter/transport/auth"
-	"github.com/mcprouter/mcprouter/transport/auth/authtest"
 )
 
 func TestMetadata(t *testing.T) {
-	p := authtest.Start(t, authtest.Options{})
-	cfg := jwtConfig(p)
-	cfg.RequiredScopes = []string{"mcp"}
-	cfg.ScopesSupported = []string{"mcp", "tools:write"}
-	a := start(t, cfg, auth.Options{})
+	p, a := startJWT(t, auth.Options{}, func(c *auth.Config) {
+		c.RequiredScopes = []string{"mcp"}
+		c.ScopesSupported = []string{"mcp", "tools:write"}
+	})
 	var doc map[string]any
 	if err := json.Unmarshal(a.Metadata(), &doc); err != nil {
 		t.Fatal(err)

@@ -15,8 +15,7 @@ import (
 // the new key is accepted at once (its unknown kid makes the router fetch the JWKS), old
 // tokens keep working while the old key is published, and stop when it is dropped.
 func TestKeyRotation(t *testing.T) {
-	p := authtest.Start(t, authtest.Options{})
-	a := start(t, jwtConfig(p), auth.Options{})
+	p, a := startJWT(t, auth.Options{}, nil)
 	c := authtest.Claims{Audience: []string{resource}}
 	check := func(name, tok string, want auth.Reason) {
 		t.Helper()
@@ -44,8 +43,7 @@ func TestKeyRotation(t *testing.T) {
 // (no I/O per request) and a token naming an unknown kid gets 503, not a 401 that would
 // send the client to an authorization server that cannot help.
 func TestKeysUnavailable(t *testing.T) {
-	p := authtest.Start(t, authtest.Options{})
-	a := start(t, jwtConfig(p), auth.Options{CacheSize: -1})
+	p, a := startJWT(t, auth.Options{CacheSize: -1}, nil)
 	c := authtest.Claims{Audience: []string{resource}}
 	held := p.Token(c)
 	p.Rotate(authtest.RotateOptions{})
@@ -96,10 +94,9 @@ func TestJWKSOverride(t *testing.T) {
 }
 
 func TestAlgorithmsConfigured(t *testing.T) {
-	p := authtest.Start(t, authtest.Options{})
-	cfg := jwtConfig(p)
-	cfg.Algorithms = []string{"ES256"}
-	a := start(t, cfg, auth.Options{})
+	p, a := startJWT(t, auth.Options{}, func(c *auth.Config) {
+		c.Algorithms = []string{"ES256"}
+	})
 	c := authtest.Claims{Audience: []string{resource}}
 	if v := a.Check(bearer(p.Token(c)), false); v.Reason != auth.ReasonBadAlgorithm {
 		t.Fatalf("RS256 token with algorithms [ES256]: %+v", v)
@@ -114,8 +111,7 @@ func TestAlgorithmsConfigured(t *testing.T) {
 // share one JWKS fetch, and none is refused (the refresh rate limit counts fetches, not
 // the requests waiting on one).
 func TestConcurrentRotation(t *testing.T) {
-	p := authtest.Start(t, authtest.Options{})
-	a := start(t, jwtConfig(p), auth.Options{})
+	p, a := startJWT(t, auth.Options{}, nil)
 	for round := range 3 {
 		p.Rotate(authtest.RotateOptions{})
 		tok := bearer(p.Token(authtest.Claims{Audience: []string{resource}}))
