@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcprouter/mcprouter/internal/testbin"
+	"github.com/mcprouter/mcprouter/internal/testwait"
 	"github.com/mcprouter/mcprouter/router/modern"
 	"github.com/mcprouter/mcprouter/transport/upstream"
 )
@@ -100,19 +101,6 @@ func httpFleet(t *testing.T, addr string, era Era, health time.Duration) *Fleet 
 	}}})
 	t.Cleanup(f.Close)
 	return f
-}
-
-// waitUntil waits, boundedly, for cond: an instance's era changes on its maintainer's
-// goroutine, after a health check the test does not see.
-func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not after %v", what, d)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // liveEra is the era of in's live shared connection (eraUnknown while it has none).
@@ -220,13 +208,13 @@ func TestEraRecheckedAfterRestart(t *testing.T) {
 	// The restart must be seen: health checks fail while the backend is away (a
 	// restart between two checks that loses no session goes unnoticed, by design).
 	p.Kill()
-	waitUntil(t, 30*time.Second, "ejected while down", func() bool { return !in.healthy.Load() })
+	testwait.For(t, "ejected while down", 30*time.Second, func() bool { return !in.healthy.Load() })
 	p = startModernOnly(t, addr)
-	waitUntil(t, 30*time.Second, "2026-07-28 after the restart", func() bool { return liveEra(in) == eraModern })
+	testwait.For(t, "2026-07-28 after the restart", 30*time.Second, func() bool { return liveEra(in) == eraModern })
 	callTools(t, f, in, "echo")
 
 	p.Kill()
 	startEverything(t, addr, false)
-	waitUntil(t, 30*time.Second, "2025 again after the second restart", func() bool { return liveEra(in) == eraLegacy })
+	testwait.For(t, "2025 again after the second restart", 30*time.Second, func() bool { return liveEra(in) == eraLegacy })
 	callTools(t, f, in, "test_simple_text")
 }

@@ -2,6 +2,8 @@ package fleet
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcprouter/mcprouter/internal/testbin"
+	"github.com/mcprouter/mcprouter/internal/testwait"
 	"github.com/mcprouter/mcprouter/router/modern"
 )
 
@@ -246,5 +249,54 @@ func TestPinnedEraThroughRouter(t *testing.T) {
 	defer cancel()
 	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "test_simple_text"}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCancelThroughStatelessBackend: a 2025 client's notifications/cancelled for a call
+// to a 2026-only backend (found by auto) ends the call at once for the client, the
+// router releases it (the call's stream is closed: the revision's cancellation) and
+// keeps serving. The backend here holds its response headers until the call ends, and
+// the router's HTTP client sees a cancellation only once they are in: such a backend
+// finishes the call on its side (a backend that streams, as the Go SDK's does, sees its
+// stream closed).
+func TestCancelThroughStatelessBackend(t *testing.T) {
+	testbin.Long(t, "starts mcprouter and mcpbackend")
+	addr := freeAddr(t)
+	startModernOnly(t, addr)
+	endpoint, router := startRouter(t, "http://"+addr+"/mcp", "")
+	if v := router.Log.Value("backend instance connected", "protocol"); v != modern.Version {
+		t.Fatalf("auto speaks %q to a 2026-only backend", v)
+	}
+	cs, _ := connectLegacy(t, endpoint)
+	inFlight := func() int64 {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		res, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "stats://server"})
+		if err != nil || len(res.Contents) != 1 {
+			t.Fatalf("stats://server through the router: %v", err)
+		}
+		var s struct {
+			InFlight int64 `json:"inFlight"`
+		}
+		if err := json.Unmarshal([]byte(res.Contents[0].Text), &s); err != nil {
+			t.Fatal(err)
+		}
+		return s.InFlight
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "sleep", Arguments: map[string]any{"ms": 2000}})
+		done <- err
+	}()
+	testwait.For(t, "the call running on the backend", 20*time.Second, func() bool { return inFlight() >= 1 })
+	cancel()
+	if err := testwait.Recv(t, "the cancelled call to return", 20*time.Second, done); !errors.Is(err, context.Canceled) {
+		t.Fatalf("the cancelled call returned %v", err)
+	}
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "still here"}})
+	if err != nil || textOf(t, res) != "still here" {
+		t.Fatalf("echo after the cancellation: %v %v", res, err)
 	}
 }
