@@ -186,22 +186,29 @@ func (p *Provider) Tampered(c Claims) string {
 // its own.
 func (p *Provider) UnknownKey(c Claims) string {
 	p.tb.Helper()
-	stranger, err := newKey(p.signingKey().alg)
-	if err != nil {
-		p.tb.Fatalf("authtest: %v", err)
-	}
-	return p.sign(stranger, stranger.id, stranger.alg, stranger.priv, p.claims(c))
+	return p.signStranger(c, false)
 }
 
 // ForgedKid mints a token signed by an unpublished key but naming the current key's kid.
 func (p *Provider) ForgedKid(c Claims) string {
+	p.tb.Helper()
+	return p.signStranger(c, true)
+}
+
+// signStranger signs c with a fresh key of the current key's algorithm, never
+// published, under the current key's kid when forge is set and its own otherwise.
+func (p *Provider) signStranger(c Claims, forge bool) string {
 	p.tb.Helper()
 	k := p.signingKey()
 	stranger, err := newKey(k.alg)
 	if err != nil {
 		p.tb.Fatalf("authtest: %v", err)
 	}
-	return p.sign(stranger, k.id, stranger.alg, stranger.priv, p.claims(c))
+	kid := stranger.id
+	if forge {
+		kid = k.id
+	}
+	return p.sign(stranger, kid, stranger.alg, stranger.priv, p.claims(c))
 }
 
 // HMACWithPublicKey mints the key-confusion forgery: HS256 whose secret is the current
