@@ -136,6 +136,9 @@ func (n *notices) fromClient(s *router.Session, x *transport.Exchange) bool {
 		n.fwd.cancel(s, x.Msg.RequestID)
 	case "notifications/roots/list_changed":
 		n.sessions.eachConn(s, func(c *upConn) {
+			if c.modern {
+				return // 2026-07-28 has no such notification: roots are asked for anew
+			}
 			c.conn.Send(n.life.ctx, codec.AppendNotification(nil, "notifications/roots/list_changed", nil))
 		})
 	}
