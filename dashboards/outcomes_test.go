@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mcprouter/mcprouter/cmd/mcprouter/app"
+	"github.com/mcprouter/mcprouter/internal/testwait"
 )
 
 // TestRequestOutcomes drives one request to each way a request can end and checks how
@@ -35,11 +36,7 @@ func TestRequestOutcomes(t *testing.T) {
 	if status, _, body := s.post(c.id, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"slow"}}`); status != 202 {
 		t.Fatalf("cancel: %d %s", status, body)
 	}
-	select {
-	case <-done:
-	case <-time.After(waitLimit):
-		t.Fatal("cancelled call never returned")
-	}
+	testwait.Recv(t, "the cancelled call to return", waitLimit, done)
 
 	m := s.waitMetric(`mcprouter_requests_total{backend="demo",method="tools/call",outcome="cancelled"}`, 1)
 	want := map[string]float64{
@@ -66,15 +63,8 @@ func TestRequestOutcomes(t *testing.T) {
 	if got := metric(m, `mcprouter_request_backend_duration_seconds_bucket{backend="demo",method="tools/call",le="0.5"}`); got > 3 {
 		t.Errorf("backend time buckets: %v requests under 0.5s, want at most 3 (not the timed-out one)", got)
 	}
-	deadline := time.Now().Add(waitLimit)
-	for {
+	testwait.For(t, "no request in flight", waitLimit, func() bool {
 		_, m = s.get("/metrics")
-		if metric(m, "mcprouter_requests_in_flight ") == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("requests in flight stays at %v", metric(m, "mcprouter_requests_in_flight "))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return metric(m, "mcprouter_requests_in_flight ") == 0
+	})
 }

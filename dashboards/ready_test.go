@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcprouter/mcprouter/internal/testwait"
 )
 
 // TestHealthAndReadiness: /healthz and /readyz of a real router, and what they and the
@@ -28,19 +30,14 @@ func TestHealthAndReadiness(t *testing.T) {
 	defer cancel()
 	s.backend.Close(ctx)
 	start := time.Now()
-	deadline := start.Add(waitLimit)
-	for {
+	var reason string
+	testwait.For(t, "readyz to answer 503 with the backend gone", waitLimit, func() bool {
 		status, body := s.get("/readyz")
-		if status == 503 {
-			if !strings.Contains(body, "no healthy instance of backend demo") {
-				t.Errorf("readyz reason: %q", body)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("readyz still %d %q with the backend gone", status, body)
-		}
-		time.Sleep(50 * time.Millisecond)
+		reason = body
+		return status == 503
+	})
+	if !strings.Contains(reason, "no healthy instance of backend demo") {
+		t.Errorf("readyz reason: %q", reason)
 	}
 	t.Logf("not ready %v after the backend went away", time.Since(start).Round(time.Millisecond))
 	if status, _ := s.get("/healthz"); status != 200 {

@@ -24,6 +24,7 @@ import (
 	"github.com/mcprouter/mcprouter/cmd/mcprouter/app/apptest"
 	"github.com/mcprouter/mcprouter/internal/testbin"
 	"github.com/mcprouter/mcprouter/internal/testio"
+	"github.com/mcprouter/mcprouter/internal/testwait"
 )
 
 // waitLimit bounds every wait of these tests: a deadlock guard, not a timing assertion.
@@ -123,17 +124,12 @@ func metric(exposition, prefix string) float64 {
 // waitMetric scrapes until the metric's value reaches min.
 func (s *stack) waitMetric(prefix string, min float64) string {
 	s.t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for {
-		_, body := s.get("/metrics")
-		if metric(body, prefix) >= min {
-			return body
-		}
-		if time.Now().After(deadline) {
-			s.t.Fatalf("%s stayed below %v", prefix, min)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	var body string
+	testwait.For(s.t, fmt.Sprintf("%s to reach %v", prefix, min), waitLimit, func() bool {
+		_, body = s.get("/metrics")
+		return metric(body, prefix) >= min
+	})
+	return body
 }
 
 // session is one Streamable HTTP client session.
@@ -275,13 +271,7 @@ func (s *stack) traffic(ctx context.Context) *session {
 	c.call("resources/subscribe", `{"uri":"counter://tick"}`)
 	s.legacySession(ctx)
 	s.waitMetric("mcprouter_fanout_deliveries_total", 2)
-	deadline := time.Now().Add(waitLimit)
-	for events.Load() == 0 {
-		if time.Now().After(deadline) {
-			s.t.Fatal("no event reached the GET stream")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.For(s.t, "an event on the GET stream", waitLimit, func() bool { return events.Load() > 0 })
 	return c
 }
 

@@ -24,6 +24,7 @@ import (
 
 	"github.com/mcprouter/mcprouter/internal/testbin"
 	"github.com/mcprouter/mcprouter/internal/testio"
+	"github.com/mcprouter/mcprouter/internal/testwait"
 )
 
 // chromiumPath finds the browser: $CHROMIUM, or chromium on the PATH.
@@ -240,16 +241,13 @@ func (b *browser) state() (pageState, error) {
 // waitState polls the page until ok holds.
 func (b *browser) waitState(what string, ok func(pageState) bool) pageState {
 	b.t.Helper()
-	deadline := time.Now().Add(waitLimit)
 	var last pageState
 	var lastErr error
-	for time.Now().Before(deadline) {
-		st, err := b.state()
-		if err == nil && ok(st) {
-			return st
-		}
-		last, lastErr = st, err
-		time.Sleep(100 * time.Millisecond)
+	if testwait.Poll(waitLimit, func() bool {
+		last, lastErr = b.state()
+		return lastErr == nil && ok(last)
+	}) {
+		return last
 	}
 	b.t.Fatalf("page never showed %s: last state %+v, err %v", what, last, lastErr)
 	return last
