@@ -39,6 +39,8 @@ const (
 type hostileFleet struct {
 	*fleet
 	good, hh *proc
+	mu       sync.Mutex
+	clients  []*hostileClient
 }
 
 // startHostile starts the hostile fleet, hh and hs spoken to in era (2025: sessions,
@@ -92,6 +94,9 @@ type hostileClient struct {
 func (h *hostileFleet) client(t *testing.T) *hostileClient {
 	c := &hostileClient{rawSession: newRawSession(t, h.fleet)}
 	c.next.Store(100)
+	h.mu.Lock()
+	h.clients = append(h.clients, c)
+	h.mu.Unlock()
 	return c
 }
 
@@ -405,12 +410,19 @@ const (
 // base, and fails with the figures otherwise.
 func (h *hostileFleet) settles(t *testing.T, base runtimeFigures) {
 	t.Helper()
+	// The clients' idle keep-alive connections hold a goroutine each in the router:
+	// theirs, not the floods'.
+	h.mu.Lock()
+	for _, c := range h.clients {
+		c.hc.CloseIdleConnections()
+	}
+	h.mu.Unlock()
 	var now runtimeFigures
 	ok := testwait.Poll(wait, func() bool {
 		now = h.runtimeFigures(t)
 		return now.goroutines <= base.goroutines+floodGoroutines && now.heap <= base.heap+floodHeap
 	})
-	t.Logf("router before the floods: %.0f goroutines, %.1f MiB heap in use; after: %.0f, %.1f MiB",
+	t.Logf("router before: %.0f goroutines, %.1f MiB heap in use; after, settled: %.0f, %.1f MiB",
 		base.goroutines, base.heap/(1<<20), now.goroutines, now.heap/(1<<20))
 	if !ok {
 		t.Errorf("the router did not come back within %v: goroutines %.0f -> %.0f (bound +%d), heap %.1f -> %.1f MiB (bound +%d MiB)",
