@@ -5,6 +5,7 @@ package main
 // and raw HTTP for every status the revision gives an error.
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/mcprouter/mcprouter/cmd/mcpbackend/mcpbackendtest"
 	"github.com/mcprouter/mcprouter/internal/testbin"
+	"github.com/mcprouter/mcprouter/internal/testwait"
 )
 
 // startEraBackend starts the reference backend serving one era (--eras) on a loopback
@@ -114,6 +116,69 @@ func TestStatelessPrefix(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 || !strings.Contains(string(body), `"text":"hi"`) || strings.Contains(string(body), `"error"`) {
 		t.Fatalf("prefixed call: %d %s", resp.StatusCode, body)
+	}
+}
+
+// TestStatelessListen: a subscriptions/listen stream through the router: the
+// acknowledgement first, with the subscription id and the honoured subset of the filter
+// (a resource nobody serves left out), a resource update tagged with the id, and at
+// shutdown the graceful end, a result carrying the id.
+func TestStatelessListen(t *testing.T) {
+	testbin.Long(t, "starts processes")
+	p := startRouterFor(t, startEraBackend(t, "legacy"))
+	body := `{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":{` + statelessMeta +
+		`,"notifications":{"toolsListChanged":true,"resourceSubscriptions":["memo://board","nope://x"]}}}`
+	req, _ := http.NewRequest("POST", p.url("/mcp"), strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "subscriptions/listen")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	events := make(chan string, 16)
+	go func() {
+		defer close(events)
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if line, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				events <- line
+			}
+		}
+	}()
+	next := func(what string) string {
+		t.Helper()
+		return testwait.Recv(t, what, testTimeout, events)
+	}
+	ack := next("the acknowledgement")
+	if !strings.Contains(ack, `"method":"notifications/subscriptions/acknowledged"`) || !strings.Contains(ack, `"io.modelcontextprotocol/subscriptionId":"L"`) ||
+		!strings.Contains(ack, `"resourceSubscriptions":["memo://board"]`) || !strings.Contains(ack, `"toolsListChanged":true`) {
+		t.Fatalf("acknowledgement: %s", ack)
+	}
+	// A change of the resource, made by another request, reaches the stream.
+	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"touch","arguments":{"uri":"memo://board"},` + statelessMeta + `}}`
+	creq, _ := http.NewRequest("POST", p.url("/mcp"), strings.NewReader(call))
+	creq.Header.Set("Content-Type", "application/json")
+	creq.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	creq.Header.Set("Mcp-Method", "tools/call")
+	creq.Header.Set("Mcp-Name", "touch")
+	cresp, err := http.DefaultClient.Do(creq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, cresp.Body)
+	cresp.Body.Close()
+	upd := next("the resource update")
+	if !strings.Contains(upd, `"method":"notifications/resources/updated"`) || !strings.Contains(upd, `"uri":"memo://board"`) ||
+		!strings.Contains(upd, `"io.modelcontextprotocol/subscriptionId":"L"`) {
+		t.Fatalf("update: %s", upd)
+	}
+	go p.Stop(testTimeout)
+	end := next("the graceful end")
+	if !strings.Contains(end, `"id":"L","result":{"resultType":"complete"`) || !strings.Contains(end, `"io.modelcontextprotocol/subscriptionId":"L"`) {
+		t.Fatalf("end of the stream: %s", end)
 	}
 }
 
