@@ -13,7 +13,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -27,6 +26,7 @@ import (
 
 	"github.com/mcprouter/mcprouter/cmd/mcpbackend/mcpbackendtest"
 	backendsrv "github.com/mcprouter/mcprouter/cmd/mcpbackend/server"
+	"github.com/mcprouter/mcprouter/internal/testbin"
 	"github.com/mcprouter/mcprouter/transport/auth/authtest"
 )
 
@@ -67,26 +67,13 @@ func sha256Hex(s string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// loopbackAddr reserves an address for a router whose configuration must name it
-// (auth.resource is its URL): a port the kernel just handed out and nobody holds.
-func loopbackAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
 // startAuthRouter starts a router in front of the reference backend (in-process) with
 // auth.mode mode (bearer or jwt; jwt also starts the OpenID provider) and extra
 // configuration appended to its auth section.
 func startAuthRouter(t *testing.T, mode string) *authRouter {
 	t.Helper()
 	be := mcpbackendtest.Start(t, backendsrv.Config{Name: "ref", Tick: -1})
-	addr := loopbackAddr(t)
+	addr := testbin.FreeAddr(t)
 	r := &authRouter{resource: "http://" + addr + "/mcp"}
 	var authYAML string
 	switch mode {

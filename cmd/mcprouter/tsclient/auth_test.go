@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
 	"os/exec"
@@ -41,12 +40,7 @@ func TestTypeScriptClientAuth(t *testing.T) {
 	be := mcpbackendtest.Start(t, backendsrv.Config{Name: "ref", Tick: -1})
 	// The resource is the router's URL, which the configuration names: an address
 	// the kernel just handed out.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := testbin.FreeAddr(t)
 	resource := "http://" + addr + "/mcp"
 	cfgPath := filepath.Join(t.TempDir(), "mcprouter.yaml")
 	cfg := fmt.Sprintf("backends:\n  - {name: ref, url: %q}\nauth:\n  mode: jwt\n  resource: %s\n  issuer: %s\n  required_scopes: [mcp]\n",
