@@ -236,9 +236,11 @@ func (c *upConn) withMeta(dst, msg []byte, sess *router.Session) []byte {
 			info = oi
 		}
 	}
-	var fb [512]byte
-	fields := modern.AppendMetaFields(fb[:0], modern.Version, caps, info, c.via.level(sess))
-	return modern.AppendWithMeta(dst, msg, &m, fields)
+	fp := getBuf() // a pooled buffer: a stack array would escape through the encoders
+	*fp = modern.AppendMetaFields((*fp)[:0], modern.Version, caps, info, c.via.level(sess))
+	dst = modern.AppendWithMeta(dst, msg, &m, *fp)
+	putBuf(fp)
+	return dst
 }
 
 // setLevel records the log level a client session set (logging/setLevel): 2026-07-28

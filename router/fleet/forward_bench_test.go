@@ -12,18 +12,28 @@ import (
 // send), the backend's answer (backendResponse) and the reply to the client, over an
 // in-memory stdio client and a scripted backend. The transport's share is in it too:
 // compare runs of the same tree, and allocs/op between trees.
+//
+// The two eras side by side: a 2025 upstream session, and a 2026-07-28 backend used
+// without one, each request carrying its _meta (the extra scan and splice of withMeta).
 func BenchmarkForwardRoundTrip(b *testing.B) {
-	fc := newFleetClient(b, time.Minute)
-	req := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a__echo","arguments":{}}}`
-	b.ReportAllocs()
-	b.SetBytes(int64(len(req)))
-	b.ResetTimer()
-	for range b.N {
-		fc.send(req)
-		m := fc.upstream()
-		fc.answer(m.ID, `{"content":[]}`)
-		if r := fc.read(); r.Kind != codec.KindResult {
-			b.Fatalf("client got kind %v, want a result", r.Kind)
-		}
+	for _, era := range []struct {
+		name   string
+		modern bool
+	}{{"session-2025", false}, {"stateless-2026", true}} {
+		b.Run(era.name, func(b *testing.B) {
+			fc := newFleetClientEra(b, time.Minute, era.modern)
+			req := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a__echo","arguments":{}}}`
+			b.ReportAllocs()
+			b.SetBytes(int64(len(req)))
+			b.ResetTimer()
+			for range b.N {
+				fc.send(req)
+				m := fc.upstream()
+				fc.answer(m.ID, `{"content":[]}`)
+				if r := fc.read(); r.Kind != codec.KindResult {
+					b.Fatalf("client got kind %v, want a result", r.Kind)
+				}
+			}
+		})
 	}
 }

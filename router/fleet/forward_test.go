@@ -25,8 +25,11 @@ type scriptedConn struct {
 	got  chan []byte // client traffic the router forwarded (copies)
 	// tools, when set, is the tools/list result instead of the one echo tool.
 	tools atomic.Pointer[string]
-	once  sync.Once
-	done  chan struct{}
+	// modern makes it a 2026-07-28-only backend: server/discover offers that revision
+	// alone, and the fleet uses it without a session.
+	modern bool
+	once   sync.Once
+	done   chan struct{}
 }
 
 func (c *scriptedConn) Send(ctx context.Context, msg []byte) error {
@@ -51,18 +54,39 @@ func (c *scriptedConn) Send(ctx context.Context, msg []byte) error {
 		res = `{}`
 	case "notifications/initialized":
 		return nil
-	case "server/discover": // a 2025 backend: the router falls back to initialize
+	case "notifications/cancelled":
+		if c.modern {
+			return nil // the listen stream's end: not the test's business
+		}
+		return c.pass(ctx, msg)
+	case "subscriptions/listen":
+		if c.modern { // acknowledged, and kept open: replies travel separately, as on stdio
+			c.sink.Message([]byte(`{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":` + string(m.ID) + `},"notifications":{}}}`))
+			return nil
+		}
+		return c.pass(ctx, msg)
+	case "server/discover":
+		if c.modern {
+			res = `{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{}}}`
+			break
+		}
+		// A 2025 backend: the router falls back to initialize.
 		c.sink.Message(codec.AppendError(nil, m.ID, codec.CodeMethodNotFound, "Method not found", nil))
 		return nil
 	default:
-		select {
-		case c.got <- append([]byte(nil), msg...):
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		return nil
+		return c.pass(ctx, msg)
 	}
 	c.sink.Message(codec.AppendResult(nil, m.ID, []byte(res)))
+	return nil
+}
+
+// pass hands msg to the test.
+func (c *scriptedConn) pass(ctx context.Context, msg []byte) error {
+	select {
+	case c.got <- append([]byte(nil), msg...):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	return nil
 }
 
@@ -99,7 +123,12 @@ func (h fleetHandler) HandleMessage(x *transport.Exchange) {
 func (h fleetHandler) SessionClosed(*transport.Session) {}
 
 func newFleetClient(t testing.TB, timeout time.Duration) *fleetClient {
-	up := &scriptedConn{got: make(chan []byte, 16), done: make(chan struct{})}
+	return newFleetClientEra(t, timeout, false)
+}
+
+// newFleetClientEra is newFleetClient with a 2026-07-28-only backend when modern.
+func newFleetClientEra(t testing.TB, timeout time.Duration, modern bool) *fleetClient {
+	up := &scriptedConn{got: make(chan []byte, 16), done: make(chan struct{}), modern: modern}
 	f := New(Config{HealthInterval: time.Hour, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Backends: []BackendConfig{{
 		Name: "a", Prefix: "a", Timeout: timeout,
 		Dialers: []Dialer{{Addr: "scripted", Dial: func(ctx context.Context, sink upstream.Sink) (upstream.Conn, error) {

@@ -3,6 +3,7 @@ package fleet
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/router"
@@ -89,5 +90,27 @@ func TestToLegacyAnswer(t *testing.T) {
 	}
 	if _, _, _, ok := toLegacyAnswer(b, scan(`{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"bad"}}`)); ok {
 		t.Error("a code both eras share must pass")
+	}
+}
+
+// TestForwardStateless follows a 2025 client's tools/call to a 2026-07-28-only backend
+// through the fleet: no initialize, the backend sees the request with its _meta (and
+// the progress token kept in it), the client gets the answer under its own id.
+func TestForwardStateless(t *testing.T) {
+	fc := newFleetClientEra(t, time.Minute, true)
+	in := fc.f.backends[0].instances[0]
+	if c := in.conn.Load(); c == nil || !c.modern || in.era.Load() != eraModern {
+		t.Fatal("the 2026-only backend is not used statelessly")
+	}
+	fc.send(`{"jsonrpc":"2.0","id":"c1","method":"tools/call","params":{"name":"a__echo","_meta":{"progressToken":"p1"}}}`)
+	m := fc.upstream()
+	var meta modern.Meta
+	modern.ReadMeta(m.Params, &meta)
+	if string(m.Name) != "echo" || string(meta.Version) != modern.Version || meta.Capabilities == nil || string(m.ProgressToken) != string(m.ID) {
+		t.Fatalf("backend got name %s, _meta version %q, capabilities %s, progress token %s (id %s)", m.Name, meta.Version, meta.Capabilities, m.ProgressToken, m.ID)
+	}
+	fc.answer(m.ID, `{"resultType":"complete","content":[]}`)
+	if r := fc.read(); r.Kind != codec.KindResult || string(r.ID) != `"c1"` {
+		t.Fatalf("client got kind %v id %s, want the result of \"c1\"", r.Kind, r.ID)
 	}
 }
