@@ -21,7 +21,8 @@ import (
 //     handler, which answers it with the revision's own error);
 //   - hands the handler the raw headers the revision defines (StatelessHeaders);
 //   - opens an SSE stream on the POST itself when the handler sends something before
-//     the reply (no session, so no GET stream and no resumption);
+//     the reply, or the reply is slow to come (no session, so no GET stream and no
+//     resumption);
 //   - sets the reply's HTTP status from HTTPConfig.StatusOf;
 //   - runs what the handler registered with Exchange.OnAbandon when the client closes
 //     the stream before the reply: closing the stream is how the revision cancels;
@@ -167,6 +168,20 @@ func copyHeaders(x *Exchange, own []byte, h *StatelessHeaders) []byte {
 		Params:  view(3, ends[2], h.Params),
 	}
 	return own
+}
+
+// streamStateless turns the reply of stateless post p into a stream of its own, unless
+// it came meanwhile or a stream is open already: a slow request's client may then cancel
+// it by closing the connection, which the stream notices (watchClose), where a JSON
+// reply would leave it waiting unseen. The reply is the stream's last event.
+func (s *HTTPServer) streamStateless(p *httpPost) {
+	c := &p.call
+	c.mu.Lock()
+	if !c.finished && p.stream == nil {
+		p.stream = s.statelessStream(p)
+		c.streamed = true
+	}
+	c.mu.Unlock()
 }
 
 // statelessStream is the SSE stream a stateless POST p turns into: its own, outside any

@@ -60,6 +60,12 @@ func (h *statelessHandler) HandleMessage(x *Exchange) {
 		x.Reply(codec.AppendError(nil, id, codec.CodeMethodNotFound, "Method not found", nil))
 	case "failed":
 		x.Reply(codec.AppendError(nil, id, codec.CodeInvalidParams, "bad", nil))
+	case "slow": // answers when the test ends, sending nothing before
+		x.OnAbandon(func() { h.abandoned <- method })
+		go func() {
+			<-h.gate
+			x.Reply(codec.AppendResult(nil, id, []byte(`{"done":true}`)))
+		}()
 	case "stream", "wait":
 		x.OnAbandon(func() { h.abandoned <- method })
 		go func() {
@@ -74,11 +80,14 @@ func (h *statelessHandler) HandleMessage(x *Exchange) {
 }
 
 // startStateless serves a statelessHandler on an in-memory listener.
-func startStateless(t *testing.T) (*statelessHandler, *http.Client) {
+// streamAfter is HTTPConfig.StatelessStreamAfter (negative: never, so that quick
+// replies are JSON whatever the machine's load).
+func startStateless(t *testing.T, streamAfter time.Duration) (*statelessHandler, *http.Client) {
 	h := &statelessHandler{abandoned: make(chan string, 4), gate: make(chan struct{})}
 	cfg := HTTPConfig{
 		Rules:     DefaultHTTPRules("127.0.0.1:0", testRevisions, "2025-03-26"),
-		KeepAlive: time.Hour, // a client that leaves is seen at once, not at a keep-alive
+		KeepAlive:            time.Hour, // a client that leaves is seen at once, not at a keep-alive
+		StatelessStreamAfter: streamAfter,
 		StatusOf: func(reply []byte) int {
 			if strings.Contains(string(reply), `"error"`) {
 				return http.StatusTeapot
@@ -127,7 +136,7 @@ func readAll(t *testing.T, resp *http.Response) string {
 // its raw headers (Mcp-Param-* as lines), the handler's screen applied to the reply, and
 // the status the handler or HTTPConfig.StatusOf gives.
 func TestStatelessRequest(t *testing.T) {
-	_, cl := startStateless(t)
+	_, cl := startStateless(t, -1)
 	resp := statelessPost(t, cl, `{"jsonrpc":"2.0","id":1,"method":"headers"}`, map[string]string{
 		"Mcp-Method": "headers", "Mcp-Name": "=?base64?eA==?=", "Mcp-Param-Region": "eu", "mcp-param-tier": " gold ",
 	})
@@ -169,7 +178,7 @@ func TestStatelessRequest(t *testing.T) {
 // TestStatelessStream: what the handler sends before the reply opens an SSE stream on
 // the POST (the screen dropping what it refuses), ended by the reply.
 func TestStatelessStream(t *testing.T) {
-	_, cl := startStateless(t)
+	_, cl := startStateless(t, -1)
 	resp := statelessPost(t, cl, `{"jsonrpc":"2.0","id":1,"method":"stream"}`, nil)
 	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") || resp.Header.Get(HeaderSessionID) != "" {
 		t.Fatalf("content type %q, session %q", ct, resp.Header.Get(HeaderSessionID))
@@ -186,7 +195,7 @@ func TestStatelessStream(t *testing.T) {
 // TestStatelessAbandon: a client that closes the stream of its request before the reply
 // runs what the handler registered with OnAbandon (the revision's cancellation).
 func TestStatelessAbandon(t *testing.T) {
-	h, cl := startStateless(t)
+	h, cl := startStateless(t, -1)
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://127.0.0.1/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"wait"}`))
 	req.Header.Set("Content-Type", "application/json")
@@ -209,7 +218,7 @@ func TestStatelessAbandon(t *testing.T) {
 
 // TestStatelessGetDelete: a GET or DELETE naming a stateless revision gets 405.
 func TestStatelessGetDelete(t *testing.T) {
-	_, cl := startStateless(t)
+	_, cl := startStateless(t, -1)
 	for _, method := range []string{http.MethodGet, http.MethodDelete} {
 		req, _ := http.NewRequest(method, "http://127.0.0.1/mcp", nil)
 		req.Header.Set("Accept", "text/event-stream")
@@ -221,5 +230,29 @@ func TestStatelessGetDelete(t *testing.T) {
 		if body := readAll(t, resp); resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "POST" {
 			t.Errorf("%s: %d Allow %q: %s", method, resp.StatusCode, resp.Header.Get("Allow"), body)
 		}
+	}
+}
+
+// TestStatelessSlowReply: a reply that is slow to come turns into a stream
+// (StatelessStreamAfter), so that the client's closing the connection cancels the
+// request at once even though nothing was sent before the reply.
+func TestStatelessSlowReply(t *testing.T) {
+	h, cl := startStateless(t, 20*time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://127.0.0.1/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"slow"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set(HeaderProtocolVersion, "stateless-1")
+	resp, err := cl.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
+		t.Fatalf("slow reply as %q, want a stream", ct)
+	}
+	cancel()
+	resp.Body.Close()
+	if got := testwait.Recv(t, "OnAbandon after the client left", waitLimit, h.abandoned); got != "slow" {
+		t.Errorf("abandoned %q", got)
 	}
 }

@@ -79,6 +79,11 @@ type HTTPConfig struct {
 	// Audit receives one line per refused request (bad credentials, a session of
 	// another principal); it should be rate-limited (transport/logsafe). Nil: none.
 	Audit *slog.Logger
+	// StatelessStreamAfter turns the reply to a stateless request into an SSE stream
+	// when it has not come after this long and the client takes streams, so that the
+	// client's closing the connection cancels it at once (stateless.go). Default 1s;
+	// negative: never.
+	StatelessStreamAfter time.Duration
 	// StatusOf, when set, gives the HTTP status of a stateless request's JSON reply
 	// (stateless.go): a revision without sessions says some errors with a status too
 	// (400, 404). 0 keeps 200.
@@ -151,6 +156,9 @@ func (c *HTTPConfig) defaults() {
 	}
 	if c.LegacyEndpoint == "" {
 		c.LegacyEndpoint = "/message"
+	}
+	if c.StatelessStreamAfter == 0 {
+		c.StatelessStreamAfter = time.Second
 	}
 }
 
@@ -453,11 +461,19 @@ func (s *HTTPServer) serveUnit(ctx *fasthttp.RequestCtx, p *httpPost, batch, nee
 func (s *HTTPServer) await(ctx *fasthttp.RequestCtx, p *httpPost) {
 	c := &p.call
 	p.timer.Reset(s.cfg.ReplyTimeout)
+	var early <-chan time.Time
+	if p.stateless && p.accept&acceptSSE != 0 && s.cfg.StatelessStreamAfter > 0 {
+		p.early.Reset(s.cfg.StatelessStreamAfter)
+		early = p.early.C
+	}
 	select {
 	case <-p.wake:
 	case <-p.timer.C:
+	case <-early:
+		s.streamStateless(p)
 	}
 	p.timer.Stop()
+	p.early.Stop()
 	c.mu.Lock()
 	if p.bound != nil {
 		ctx.Response.Header.Set(HeaderSessionID, p.bound.id)
@@ -1071,12 +1087,14 @@ type httpPost struct {
 	tmp       []byte
 	wake      chan struct{}
 	timer     *time.Timer
+	early     *time.Timer // HTTPConfig.StatelessStreamAfter's
 }
 
 var postPool = sync.Pool{New: func() any {
-	t := time.NewTimer(time.Hour)
+	t, e := time.NewTimer(time.Hour), time.NewTimer(time.Hour)
 	t.Stop()
-	return &httpPost{wake: make(chan struct{}, 1), timer: t}
+	e.Stop()
+	return &httpPost{wake: make(chan struct{}, 1), timer: t, early: e}
 }}
 
 func getPost() *httpPost { return postPool.Get().(*httpPost) }
