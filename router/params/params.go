@@ -76,6 +76,26 @@ func Known[S string | []byte](revision string, method S) bool {
 	return ok
 }
 
+// paramsRule is what the tables say of a method's params in one revision: the rule
+// (an index into rules), whether params is required, and whether the revision has the
+// method at all.
+type paramsRule struct {
+	rule     uint16
+	required bool
+	ok       bool
+}
+
+// lookup returns the params rule of method in revision rev (an index into revisions)
+// and whether params is required; ok is false for a method the revision does not have.
+func lookup[S string | []byte](rev int, method S) (r uint16, required, ok bool) {
+	m := methodIndex(method)
+	if m < 0 {
+		return 0, false, false
+	}
+	e := methodRules[m][rev]
+	return e.rule, e.required, e.ok
+}
+
 // Revisions returns the revisions the tables cover, oldest first.
 func Revisions() []string { return revisions[:] }
 

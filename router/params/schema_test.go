@@ -2,9 +2,10 @@ package params
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -73,12 +74,7 @@ func (d *schemaDoc) methods() []schemaMethod {
 		}
 		byName[name] = m
 	}
-	var out []schemaMethod
-	for _, m := range byName {
-		out = append(out, m)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
-	return out
+	return slices.SortedFunc(maps.Values(byName), func(a, b schemaMethod) int { return strings.Compare(a.name, b.name) })
 }
 
 // alternative returns the first alternative of an anyOf/oneOf (the one instance
@@ -245,7 +241,7 @@ func (d *schemaDoc) cases(s schema, valid map[string]any, path string, depth int
 	for n := range props {
 		names = append(names, n)
 	}
-	sort.Strings(names)
+	slices.Sort(names)
 	with := func(n string, v any, drop bool) any {
 		c := map[string]any{}
 		for k, x := range valid {

@@ -225,276 +225,118 @@ var rules = [...]rule{
 	215: {kinds: kObject, members: []member{{"_meta", true, 174}, {"notifications", true, 213}}},
 }
 
-// lookup returns the params rule of method in revision rev (an index into revisions)
-// and whether params is required; ok is false for a method the revision does not have.
-// It is generic so that a []byte method is compared without being copied to a string.
-func lookup[S string | []byte](rev int, method S) (r uint16, required, ok bool) {
-	switch rev {
-	case 0: // 2024-11-05
-		switch string(method) {
-		case "completion/complete":
-			return 16, true, true
-		case "initialize":
-			return 45, true, true
-		case "logging/setLevel":
-			return 59, true, true
-		case "notifications/cancelled":
-			return 8, true, true
-		case "notifications/initialized":
-			return 46, false, true
-		case "notifications/message":
-			return 52, true, true
-		case "notifications/progress":
-			return 54, true, true
-		case "notifications/prompts/list_changed":
-			return 46, false, true
-		case "notifications/resources/list_changed":
-			return 46, false, true
-		case "notifications/resources/updated":
-			return 57, true, true
-		case "notifications/roots/list_changed":
-			return 46, false, true
-		case "notifications/tools/list_changed":
-			return 46, false, true
-		case "ping":
-			return 49, false, true
-		case "prompts/get":
-			return 38, true, true
-		case "prompts/list":
-			return 48, false, true
-		case "resources/list":
-			return 48, false, true
-		case "resources/read":
-			return 56, true, true
-		case "resources/subscribe":
-			return 56, true, true
-		case "resources/templates/list":
-			return 48, false, true
-		case "resources/unsubscribe":
-			return 56, true, true
-		case "roots/list":
-			return 49, false, true
-		case "sampling/createMessage":
-			return 35, true, true
-		case "tools/call":
-			return 6, true, true
-		case "tools/list":
-			return 48, false, true
-		}
-	case 1: // 2025-03-26
-		switch string(method) {
-		case "completion/complete":
-			return 16, true, true
-		case "initialize":
-			return 45, true, true
-		case "logging/setLevel":
-			return 59, true, true
-		case "notifications/cancelled":
-			return 8, true, true
-		case "notifications/initialized":
-			return 46, false, true
-		case "notifications/message":
-			return 52, true, true
-		case "notifications/progress":
-			return 68, true, true
-		case "notifications/prompts/list_changed":
-			return 46, false, true
-		case "notifications/resources/list_changed":
-			return 46, false, true
-		case "notifications/resources/updated":
-			return 57, true, true
-		case "notifications/roots/list_changed":
-			return 46, false, true
-		case "notifications/tools/list_changed":
-			return 46, false, true
-		case "ping":
-			return 49, false, true
-		case "prompts/get":
-			return 38, true, true
-		case "prompts/list":
-			return 48, false, true
-		case "resources/list":
-			return 48, false, true
-		case "resources/read":
-			return 56, true, true
-		case "resources/subscribe":
-			return 56, true, true
-		case "resources/templates/list":
-			return 48, false, true
-		case "resources/unsubscribe":
-			return 56, true, true
-		case "roots/list":
-			return 49, false, true
-		case "sampling/createMessage":
-			return 66, true, true
-		case "tools/call":
-			return 6, true, true
-		case "tools/list":
-			return 48, false, true
-		}
-	case 2: // 2025-06-18
-		switch string(method) {
-		case "completion/complete":
-			return 73, true, true
-		case "elicitation/create":
-			return 94, true, true
-		case "initialize":
-			return 98, true, true
-		case "logging/setLevel":
-			return 59, true, true
-		case "notifications/cancelled":
-			return 8, true, true
-		case "notifications/initialized":
-			return 46, false, true
-		case "notifications/message":
-			return 52, true, true
-		case "notifications/progress":
-			return 68, true, true
-		case "notifications/prompts/list_changed":
-			return 46, false, true
-		case "notifications/resources/list_changed":
-			return 46, false, true
-		case "notifications/resources/updated":
-			return 57, true, true
-		case "notifications/roots/list_changed":
-			return 46, false, true
-		case "notifications/tools/list_changed":
-			return 46, false, true
-		case "ping":
-			return 49, false, true
-		case "prompts/get":
-			return 38, true, true
-		case "prompts/list":
-			return 48, false, true
-		case "resources/list":
-			return 48, false, true
-		case "resources/read":
-			return 56, true, true
-		case "resources/subscribe":
-			return 56, true, true
-		case "resources/templates/list":
-			return 48, false, true
-		case "resources/unsubscribe":
-			return 56, true, true
-		case "roots/list":
-			return 49, false, true
-		case "sampling/createMessage":
-			return 82, true, true
-		case "tools/call":
-			return 6, true, true
-		case "tools/list":
-			return 48, false, true
-		}
-	case 3: // 2025-11-25
-		switch string(method) {
-		case "completion/complete":
-			return 73, true, true
-		case "elicitation/create":
-			return 150, true, true
-		case "initialize":
-			return 161, true, true
-		case "logging/setLevel":
-			return 59, true, true
-		case "notifications/cancelled":
-			return 103, true, true
-		case "notifications/elicitation/complete":
-			return 152, true, true
-		case "notifications/initialized":
-			return 46, false, true
-		case "notifications/message":
-			return 52, true, true
-		case "notifications/progress":
-			return 68, true, true
-		case "notifications/prompts/list_changed":
-			return 46, false, true
-		case "notifications/resources/list_changed":
-			return 46, false, true
-		case "notifications/resources/updated":
-			return 57, true, true
-		case "notifications/roots/list_changed":
-			return 46, false, true
-		case "notifications/tasks/status":
-			return 165, true, true
-		case "notifications/tools/list_changed":
-			return 46, false, true
-		case "ping":
-			return 49, false, true
-		case "prompts/get":
-			return 38, true, true
-		case "prompts/list":
-			return 48, false, true
-		case "resources/list":
-			return 48, false, true
-		case "resources/read":
-			return 56, true, true
-		case "resources/subscribe":
-			return 56, true, true
-		case "resources/templates/list":
-			return 48, false, true
-		case "resources/unsubscribe":
-			return 56, true, true
-		case "roots/list":
-			return 49, false, true
-		case "sampling/createMessage":
-			return 132, true, true
-		case "tasks/cancel":
-			return 102, true, true
-		case "tasks/get":
-			return 102, true, true
-		case "tasks/list":
-			return 48, false, true
-		case "tasks/result":
-			return 102, true, true
-		case "tools/call":
-			return 100, true, true
-		case "tools/list":
-			return 48, false, true
-		}
-	case 4: // 2026-07-28
-		switch string(method) {
-		case "completion/complete":
-			return 190, true, true
-		case "elicitation/create":
-			return 205, true, true
-		case "notifications/cancelled":
-			return 189, true, true
-		case "notifications/message":
-			return 208, true, true
-		case "notifications/progress":
-			return 209, true, true
-		case "notifications/prompts/list_changed":
-			return 210, false, true
-		case "notifications/resources/list_changed":
-			return 210, false, true
-		case "notifications/resources/updated":
-			return 212, true, true
-		case "notifications/subscriptions/acknowledged":
-			return 214, true, true
-		case "notifications/tools/list_changed":
-			return 210, false, true
-		case "prompts/get":
-			return 206, true, true
-		case "prompts/list":
-			return 207, true, true
-		case "resources/list":
-			return 207, true, true
-		case "resources/read":
-			return 211, true, true
-		case "resources/templates/list":
-			return 207, true, true
-		case "roots/list":
-			return 46, false, true
-		case "sampling/createMessage":
-			return 198, true, true
-		case "server/discover":
-			return 199, true, true
-		case "subscriptions/listen":
-			return 215, true, true
-		case "tools/call":
-			return 187, true, true
-		case "tools/list":
-			return 207, true, true
-		}
+// methodIndex is the row of method in methodRules, -1 when no revision has it. A
+// switch on the string compiles to a binary search; the generic method is compared
+// without being copied to a string.
+func methodIndex[S string | []byte](method S) int {
+	switch string(method) {
+	case "completion/complete":
+		return 0
+	case "elicitation/create":
+		return 1
+	case "initialize":
+		return 2
+	case "logging/setLevel":
+		return 3
+	case "notifications/cancelled":
+		return 4
+	case "notifications/elicitation/complete":
+		return 5
+	case "notifications/initialized":
+		return 6
+	case "notifications/message":
+		return 7
+	case "notifications/progress":
+		return 8
+	case "notifications/prompts/list_changed":
+		return 9
+	case "notifications/resources/list_changed":
+		return 10
+	case "notifications/resources/updated":
+		return 11
+	case "notifications/roots/list_changed":
+		return 12
+	case "notifications/subscriptions/acknowledged":
+		return 13
+	case "notifications/tasks/status":
+		return 14
+	case "notifications/tools/list_changed":
+		return 15
+	case "ping":
+		return 16
+	case "prompts/get":
+		return 17
+	case "prompts/list":
+		return 18
+	case "resources/list":
+		return 19
+	case "resources/read":
+		return 20
+	case "resources/subscribe":
+		return 21
+	case "resources/templates/list":
+		return 22
+	case "resources/unsubscribe":
+		return 23
+	case "roots/list":
+		return 24
+	case "sampling/createMessage":
+		return 25
+	case "server/discover":
+		return 26
+	case "subscriptions/listen":
+		return 27
+	case "tasks/cancel":
+		return 28
+	case "tasks/get":
+		return 29
+	case "tasks/list":
+		return 30
+	case "tasks/result":
+		return 31
+	case "tools/call":
+		return 32
+	case "tools/list":
+		return 33
 	}
-	return 0, false, false
+	return -1
+}
+
+// methodRules[methodIndex(method)][rev] is the params rule of method in revision rev
+// (an index into revisions); the zero entry is a method the revision does not have.
+var methodRules = [...][len(revisions)]paramsRule{
+	{{16, true, true}, {16, true, true}, {73, true, true}, {73, true, true}, {190, true, true}},      // completion/complete
+	{{}, {}, {94, true, true}, {150, true, true}, {205, true, true}},                                 // elicitation/create
+	{{45, true, true}, {45, true, true}, {98, true, true}, {161, true, true}, {}},                    // initialize
+	{{59, true, true}, {59, true, true}, {59, true, true}, {59, true, true}, {}},                     // logging/setLevel
+	{{8, true, true}, {8, true, true}, {8, true, true}, {103, true, true}, {189, true, true}},        // notifications/cancelled
+	{{}, {}, {}, {152, true, true}, {}},                                                              // notifications/elicitation/complete
+	{{46, false, true}, {46, false, true}, {46, false, true}, {46, false, true}, {}},                 // notifications/initialized
+	{{52, true, true}, {52, true, true}, {52, true, true}, {52, true, true}, {208, true, true}},      // notifications/message
+	{{54, true, true}, {68, true, true}, {68, true, true}, {68, true, true}, {209, true, true}},      // notifications/progress
+	{{46, false, true}, {46, false, true}, {46, false, true}, {46, false, true}, {210, false, true}}, // notifications/prompts/list_changed
+	{{46, false, true}, {46, false, true}, {46, false, true}, {46, false, true}, {210, false, true}}, // notifications/resources/list_changed
+	{{57, true, true}, {57, true, true}, {57, true, true}, {57, true, true}, {212, true, true}},      // notifications/resources/updated
+	{{46, false, true}, {46, false, true}, {46, false, true}, {46, false, true}, {}},                 // notifications/roots/list_changed
+	{{}, {}, {}, {}, {214, true, true}},                                                              // notifications/subscriptions/acknowledged
+	{{}, {}, {}, {165, true, true}, {}},                                                              // notifications/tasks/status
+	{{46, false, true}, {46, false, true}, {46, false, true}, {46, false, true}, {210, false, true}}, // notifications/tools/list_changed
+	{{49, false, true}, {49, false, true}, {49, false, true}, {49, false, true}, {}},                 // ping
+	{{38, true, true}, {38, true, true}, {38, true, true}, {38, true, true}, {206, true, true}},      // prompts/get
+	{{48, false, true}, {48, false, true}, {48, false, true}, {48, false, true}, {207, true, true}},  // prompts/list
+	{{48, false, true}, {48, false, true}, {48, false, true}, {48, false, true}, {207, true, true}},  // resources/list
+	{{56, true, true}, {56, true, true}, {56, true, true}, {56, true, true}, {211, true, true}},      // resources/read
+	{{56, true, true}, {56, true, true}, {56, true, true}, {56, true, true}, {}},                     // resources/subscribe
+	{{48, false, true}, {48, false, true}, {48, false, true}, {48, false, true}, {207, true, true}},  // resources/templates/list
+	{{56, true, true}, {56, true, true}, {56, true, true}, {56, true, true}, {}},                     // resources/unsubscribe
+	{{49, false, true}, {49, false, true}, {49, false, true}, {49, false, true}, {46, false, true}},  // roots/list
+	{{35, true, true}, {66, true, true}, {82, true, true}, {132, true, true}, {198, true, true}},     // sampling/createMessage
+	{{}, {}, {}, {}, {199, true, true}},                                                              // server/discover
+	{{}, {}, {}, {}, {215, true, true}},                                                              // subscriptions/listen
+	{{}, {}, {}, {102, true, true}, {}},                                                              // tasks/cancel
+	{{}, {}, {}, {102, true, true}, {}},                                                              // tasks/get
+	{{}, {}, {}, {48, false, true}, {}},                                                              // tasks/list
+	{{}, {}, {}, {102, true, true}, {}},                                                              // tasks/result
+	{{6, true, true}, {6, true, true}, {6, true, true}, {100, true, true}, {187, true, true}},        // tools/call
+	{{48, false, true}, {48, false, true}, {48, false, true}, {48, false, true}, {207, true, true}},  // tools/list
 }

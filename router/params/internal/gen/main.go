@@ -19,10 +19,10 @@ import (
 	"fmt"
 	"go/format"
 	"log"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 )
 
@@ -156,7 +156,7 @@ func (c *compiler) compile(s any) int {
 		for n := range props {
 			names = append(names, n)
 		}
-		sort.Strings(names)
+		slices.Sort(names)
 		for _, n := range names {
 			r.Members = append(r.Members, member{n, req[n], c.compile(props[n])})
 		}
@@ -384,7 +384,7 @@ func (c *compiler) methods() []method {
 	for n := range c.defs {
 		defNames = append(defNames, n)
 	}
-	sort.Strings(defNames)
+	slices.Sort(defNames)
 	for _, dn := range defNames {
 		d, _ := c.defs[dn].(map[string]any)
 		props, _ := d["properties"].(map[string]any)
@@ -408,12 +408,7 @@ func (c *compiler) methods() []method {
 		}
 		byName[name] = m
 	}
-	var out []method
-	for _, m := range byName {
-		out = append(out, m)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
-	return out
+	return slices.SortedFunc(maps.Values(byName), func(a, b method) int { return strings.Compare(a.name, b.name) })
 }
 
 func main() {
@@ -501,18 +496,41 @@ func (c *compiler) emit(perRev [][]method) []byte {
 		b.WriteString("},\n")
 	}
 	b.WriteString("}\n\n")
-	b.WriteString("// lookup returns the params rule of method in revision rev (an index into revisions)\n")
-	b.WriteString("// and whether params is required; ok is false for a method the revision does not have.\n")
-	b.WriteString("// It is generic so that a []byte method is compared without being copied to a string.\n")
-	b.WriteString("func lookup[S string | []byte](rev int, method S) (r uint16, required, ok bool) {\n\tswitch rev {\n")
-	for i, ms := range perRev {
-		fmt.Fprintf(&b, "\tcase %d: // %s\n\t\tswitch string(method) {\n", i, revisions[i])
+	// One row per method of any revision, one column per revision: each method is named
+	// once, and a method whose params did not change reads as the same entry repeated.
+	var names []string
+	for _, ms := range perRev {
 		for _, m := range ms {
-			fmt.Fprintf(&b, "\t\tcase %q:\n\t\t\treturn %d, %v, true\n", m.name, m.params, m.required)
+			if !slices.Contains(names, m.name) {
+				names = append(names, m.name)
+			}
 		}
-		b.WriteString("\t\t}\n")
 	}
-	b.WriteString("\t}\n\treturn 0, false, false\n}\n")
+	slices.Sort(names)
+	b.WriteString("// methodIndex is the row of method in methodRules, -1 when no revision has it. A\n")
+	b.WriteString("// switch on the string compiles to a binary search; the generic method is compared\n")
+	b.WriteString("// without being copied to a string.\n")
+	b.WriteString("func methodIndex[S string | []byte](method S) int {\n\tswitch string(method) {\n")
+	for i, n := range names {
+		fmt.Fprintf(&b, "\tcase %q:\n\t\treturn %d\n", n, i)
+	}
+	b.WriteString("\t}\n\treturn -1\n}\n\n")
+	b.WriteString("// methodRules[methodIndex(method)][rev] is the params rule of method in revision rev\n")
+	b.WriteString("// (an index into revisions); the zero entry is a method the revision does not have.\n")
+	b.WriteString("var methodRules = [...][len(revisions)]paramsRule{\n")
+	for _, n := range names {
+		b.WriteString("\t{")
+		for _, ms := range perRev {
+			i := slices.IndexFunc(ms, func(m method) bool { return m.name == n })
+			if i < 0 {
+				b.WriteString("{}, ")
+				continue
+			}
+			fmt.Fprintf(&b, "{%d, %v, true}, ", ms[i].params, ms[i].required)
+		}
+		fmt.Fprintf(&b, "}, // %s\n", n)
+	}
+	b.WriteString("}\n")
 	return b.Bytes()
 }
 
