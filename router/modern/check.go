@@ -72,9 +72,9 @@ func (r *Reject) AppendError(dst, id []byte, supported []string) []byte {
 // Rejections, one per rule. Messages are constants so that a rejected request costs no
 // allocation either.
 var (
-	rejectNoMeta    = badMeta("a 2026-07-28 request needs params._meta with " + KeyProtocolVersion + " and " + KeyClientCapabilities)
-	rejectNoVersion = badMeta("_meta." + KeyProtocolVersion + " (a string) is required")
-	rejectNoCaps    = badMeta("_meta." + KeyClientCapabilities + " (an object) is required")
+	rejectNoMeta    = invalidParams("a 2026-07-28 request needs params._meta with " + KeyProtocolVersion + " and " + KeyClientCapabilities)
+	rejectNoVersion = invalidParams("_meta." + KeyProtocolVersion + " (a string) is required")
+	rejectNoCaps    = invalidParams("_meta." + KeyClientCapabilities + " (an object) is required")
 	rejectVersion   = Reject{Code: codec.CodeUnsupportedVersion, Status: http.StatusBadRequest,
 		Message: "Unsupported protocol version"}
 	rejectMissingCaps = Reject{Code: codec.CodeMissingCapability, Status: http.StatusBadRequest,
@@ -85,9 +85,9 @@ var (
 		Message: "Method not found: the method belongs to an extension the client did not declare in its capabilities"}
 )
 
-// badMeta is the -32602 rejection (HTTP 400) of a request whose _meta lacks what the
-// revision requires.
-func badMeta(why string) Reject {
+// invalidParams is the -32602 rejection (HTTP 400) of a request whose params the
+// revision refuses: a _meta without what it requires, a requestState Open refused.
+func invalidParams(why string) Reject {
 	return Reject{Code: codec.CodeInvalidParams, Status: http.StatusBadRequest, Message: "Invalid params: " + why}
 }
 

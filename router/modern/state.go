@@ -8,7 +8,6 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
-	"net/http"
 	"time"
 
 	"github.com/mcprouter/mcprouter/codec"
@@ -36,7 +35,7 @@ var (
 // RejectState is the answer to a retry whose requestState Open refused: invalid params
 // (the conformance suite and the specification ask for a JSON-RPC error), HTTP 400.
 func RejectState(err error) Reject {
-	return Reject{Code: codec.CodeInvalidParams, Status: http.StatusBadRequest, Message: "Invalid params: " + err.Error()}
+	return invalidParams(err.Error())
 }
 
 // stateVersion is the first byte of the sealed payload, so that the format can change
