@@ -182,6 +182,40 @@ func TestStatelessListen(t *testing.T) {
 	}
 }
 
+// TestStatelessCancelSlowCall: a 2026-07-28 client that gives up a slow call which sends
+// nothing before its answer (sleep, no progress) cancels it on the backend: the router
+// turns the slow reply into a stream, sees the client close it, and cancels upstream
+// (here a 2025 backend's notifications/cancelled). A 2026-07-28 reference backend is
+// left out: it sends its response headers only with the answer, so the closing of the
+// upstream stream reaches it only then (the fleet's own tests say so).
+func TestStatelessCancelSlowCall(t *testing.T) {
+	testbin.Long(t, "starts processes")
+	for _, era := range []string{"legacy"} {
+		t.Run(era, func(t *testing.T) {
+			p := startRouterFor(t, startEraBackend(t, era))
+			ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+			defer cancel()
+			c := mcpbackendtest.Connect(t, ctx, &mcp.StreamableClientTransport{Endpoint: p.url("/mcp"), MaxRetries: -1}, "")
+			before := mcpbackendtest.Stats(t, ctx, c)["cancelled"]
+			callCtx, stop := context.WithCancel(ctx)
+			done := make(chan error, 1)
+			go func() {
+				_, err := c.Session.CallTool(callCtx, &mcp.CallToolParams{Name: "sleep", Arguments: map[string]any{"ms": 20000}})
+				done <- err
+			}()
+			testwait.For(t, "the call running on the backend", testTimeout, func() bool { return mcpbackendtest.Stats(t, ctx, c)["inFlight"] >= 1 })
+			stop()
+			if err := testwait.Recv(t, "the cancelled call to return", testTimeout, done); err == nil {
+				t.Fatal("the cancelled call succeeded")
+			}
+			testwait.For(t, "the backend to cancel the call", testTimeout, func() bool {
+				st := mcpbackendtest.Stats(t, ctx, c)
+				return st["cancelled"] > before && st["inFlight"] == 0
+			})
+		})
+	}
+}
+
 // statelessMeta is a valid per-request _meta.
 const statelessMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
 
