@@ -282,9 +282,7 @@ func (s *stack) load(ctx context.Context, n, max int) int64 {
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
 		c := s.open()
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for ctx.Err() == nil && calls.Add(1) <= int64(max) {
 				id := c.nextID.Add(1)
 				body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"demo__echo","arguments":{"text":"x"}}}`, id)
@@ -295,7 +293,7 @@ func (s *stack) load(ctx context.Context, n, max int) int64 {
 				io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	return min(calls.Load(), int64(max))

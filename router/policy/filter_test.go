@@ -213,9 +213,7 @@ func TestVisibleConcurrent(t *testing.T) {
 	subjects := []*Subject{alice, bob, carol, admin}
 	var wg sync.WaitGroup
 	for g := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := range 2000 {
 				s := subjects[(g+i)%len(subjects)]
 				name := fmt.Sprint("ref__", i%300)
@@ -224,7 +222,7 @@ func TestVisibleConcurrent(t *testing.T) {
 					return
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 }

@@ -294,9 +294,7 @@ func TestSyncCountsEveryRequest(t *testing.T) {
 		defer close(done)
 		var wg sync.WaitGroup
 		for w := range workers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			wg.Go(func() {
 				sub := []*Subject{alice, bob}[w%2]
 				in := mustInput(t, call("t", ""))
 				for range each {
@@ -305,7 +303,7 @@ func TestSyncCountsEveryRequest(t *testing.T) {
 						return
 					}
 				}
-			}()
+			})
 		}
 		wg.Wait()
 	}()
