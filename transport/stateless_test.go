@@ -85,7 +85,7 @@ func (h *statelessHandler) HandleMessage(x *Exchange) {
 func startStateless(t *testing.T, streamAfter time.Duration) (*statelessHandler, *http.Client) {
 	h := &statelessHandler{abandoned: make(chan string, 4), gate: make(chan struct{})}
 	cfg := HTTPConfig{
-		Rules:     DefaultHTTPRules("127.0.0.1:0", testRevisions, "2025-03-26"),
+		Rules:                DefaultHTTPRules("127.0.0.1:0", testRevisions, "2025-03-26"),
 		KeepAlive:            time.Hour, // a client that leaves is seen at once, not at a keep-alive
 		StatelessStreamAfter: streamAfter,
 		StatusOf: func(reply []byte) int {
