@@ -23,10 +23,14 @@ import (
 //   - opens an SSE stream on the POST itself when the handler sends something before
 //     the reply, or the reply is slow to come (no session, so no GET stream and no
 //     resumption);
-//   - sets the reply's HTTP status from HTTPConfig.StatusOf;
+//   - sets the reply's HTTP status (Exchange.SetStatus, else HTTPConfig.StatusOf);
 //   - runs what the handler registered with Exchange.OnAbandon when the client closes
 //     the stream before the reply: closing the stream is how the revision cancels;
+//   - passes what goes back through the handler's StatelessScreen;
 //   - refuses GET and DELETE with 405 for a client that speaks such a revision.
+//
+// On stdio a claimed message goes over the same way on the session's channel, without
+// headers (statelessOnStdio); its client cancels with notifications/cancelled.
 
 // StatelessPolicy is implemented by handlers that serve requests without a session.
 // Stateless reports whether a message (nil for a GET or DELETE, judged on the header
