@@ -1,15 +1,11 @@
 package tsclient
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/mcprouter/mcprouter/cmd/mcpbackend/mcpbackendtest"
 	backendsrv "github.com/mcprouter/mcprouter/cmd/mcpbackend/server"
@@ -32,9 +28,7 @@ type authResult struct {
 // and would send the user to the provider's authorization endpoint for this resource and
 // the scope the router asks for.
 func TestTypeScriptClientAuth(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts processes and Node")
-	}
+	testbin.Long(t, "starts processes and Node")
 	nodeBin, sdk := node(t)
 	op := authtest.Start(t, authtest.Options{})
 	be := mcpbackendtest.Start(t, backendsrv.Config{Name: "ref", Tick: -1})
@@ -51,23 +45,8 @@ func TestTypeScriptClientAuth(t *testing.T) {
 	bin := testbin.Build(t, testbin.Router)
 	testbin.Start(t, testbin.Spec{Bin: bin, Args: []string{"--config", cfgPath, "--listen", addr}, Ready: []string{"mcprouter listening"}})
 
-	script := filepath.Join(repoRoot(t), "cmd", "mcprouter", "tsclient", "testdata", "auth.mjs")
 	run := func(t *testing.T, kind, target, token string) authResult {
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		out, err := exec.CommandContext(ctx, nodeBin, script, sdk, kind, target, token).Output()
-		if err != nil {
-			msg := ""
-			if ee, ok := err.(*exec.ExitError); ok {
-				msg = string(ee.Stderr)
-			}
-			t.Fatalf("client: %v\n%s\n%s", err, out, msg)
-		}
-		var r authResult
-		if err := json.Unmarshal(out, &r); err != nil {
-			t.Fatalf("client output %q: %v", out, err)
-		}
-		return r
+		return runScript[authResult](t, nodeBin, "auth.mjs", sdk, kind, target, token)
 	}
 	token := op.Token(authtest.Claims{Subject: "alice", Audience: []string{resource}, Scopes: []string{"mcp"}})
 	for _, c := range []struct{ name, kind, target string }{

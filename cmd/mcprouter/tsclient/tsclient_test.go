@@ -40,6 +40,28 @@ func node(t *testing.T) (bin, sdk string) {
 	return bin, sdk
 }
 
+// runScript runs testdata/name with Node (for at most a minute) and decodes the JSON
+// it prints; a failed run fails the test with its output and stderr.
+func runScript[T any](t *testing.T, nodeBin, name string, args ...string) T {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	script := filepath.Join(repoRoot(t), "cmd", "mcprouter", "tsclient", "testdata", name)
+	out, err := exec.CommandContext(ctx, nodeBin, append([]string{script}, args...)...).Output()
+	if err != nil {
+		msg := ""
+		if ee, ok := err.(*exec.ExitError); ok {
+			msg = string(ee.Stderr)
+		}
+		t.Fatalf("client: %v\n%s\n%s", err, out, msg)
+	}
+	var r T
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatalf("client output %q: %v", out, err)
+	}
+	return r
+}
+
 type result struct {
 	Negotiated string `json:"negotiated"`
 	Server     string `json:"server"`
@@ -48,15 +70,12 @@ type result struct {
 }
 
 func TestTypeScriptClient(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts processes and Node")
-	}
+	testbin.Long(t, "starts processes and Node")
 	nodeBin, sdk := node(t)
 	bin := testbin.Build(t, testbin.Router)
 	// No configuration: the router runs its two reference backends in-process.
 	addr := testbin.Start(t, testbin.Spec{Bin: bin, Args: []string{"--listen", "127.0.0.1:0"}, Ready: []string{"mcprouter listening"}}).Addr()
 
-	script := filepath.Join(repoRoot(t), "cmd", "mcprouter", "tsclient", "testdata", "client.mjs")
 	// The TypeScript client always offers its latest revision; the other revisions are
 	// covered by the Go clients and the HTTP rule tables.
 	cases := []struct{ name, kind, target, negotiated string }{
@@ -66,21 +85,7 @@ func TestTypeScriptClient(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, nodeBin, script, sdk, c.kind, c.target)
-			out, err := cmd.Output()
-			if err != nil {
-				msg := ""
-				if ee, ok := err.(*exec.ExitError); ok {
-					msg = string(ee.Stderr)
-				}
-				t.Fatalf("client: %v\n%s\n%s", err, out, msg)
-			}
-			var r result
-			if err := json.Unmarshal(out, &r); err != nil {
-				t.Fatalf("client output %q: %v", out, err)
-			}
+			r := runScript[result](t, nodeBin, "client.mjs", sdk, c.kind, c.target)
 			if r.Server != "mcprouter" || r.Echo != "from typescript" || r.Tools < 10 || r.Negotiated != c.negotiated {
 				t.Fatalf("unexpected: %+v", r)
 			}
