@@ -111,6 +111,10 @@ func (fw *forwarder) forward(e *entry) {
 			fw.abandon(e, codec.CodeOverloaded, fw.sessions.fullMessage(b))
 			return
 		}
+		if errors.Is(err, upstream.ErrUnauthorized) { // the client's own session was refused
+			fw.abandon(e, codec.CodeBackendAuth, err.Error())
+			return
+		}
 		fw.abandon(e, CodeBackendUnavailable, "backend "+b.cfg.Name+" unavailable: "+err.Error())
 		return
 	}
@@ -135,6 +139,11 @@ func (fw *forwarder) forward(e *entry) {
 	if c.modern {
 		e.stop = cancel
 		ctx = upstream.WithParamHeaders(ctx, paramHeaders(e)) // modern_client.go
+	}
+	if c.owner != nil && e.x != nil && e.x.Principal != nil {
+		// The client's newest token, so that a per-client backend's exchanged token
+		// follows it when the one the session was opened with has expired.
+		ctx = upstream.WithClient(ctx, e.x.Principal)
 	}
 	if !fw.table.bind(e, c) { // cancelled before it left: nothing to tell the backend
 		cancel()
@@ -215,6 +224,15 @@ func (fw *forwarder) sendFailed(b *backend, c *upConn, id uint64, err error) {
 		return
 	}
 	fw.stats.Failed.Add(1)
+	if errors.Is(err, upstream.ErrUnauthorized) {
+		// The backend refused the credentials the router presented for this call: the
+		// instance is healthy, the client gets a code of its own (never a challenge of
+		// the router's), and the error names the backend.
+		if te := fw.table.take(id, stateFailed); te != nil {
+			fw.completeErrTaken(te, codec.CodeBackendAuth, err.Error())
+		}
+		return
+	}
 	if errors.Is(err, upstream.ErrBackendDown) || errors.Is(err, upstream.ErrClosed) {
 		c.inst.healthy.Store(false)
 	}

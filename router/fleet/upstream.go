@@ -67,7 +67,13 @@ type connector struct {
 // connection).
 func (k *connector) open(ctx context.Context, in *instance, owner *router.Session) (*upConn, error) {
 	c := &upConn{via: k, b: in.b, inst: in, owner: owner}
-	conn, err := in.dialer.Dial(ctx, c)
+	dctx := ctx
+	if owner != nil {
+		// A client's own upstream session carries the backend's credentials for that
+		// client (RFC 8693 token exchange), never the router's own: the dialer asks.
+		dctx = upstream.WithClient(ctx, owner.Principal())
+	}
+	conn, err := in.dialer.Dial(dctx, c)
 	if err != nil {
 		return nil, err
 	}
