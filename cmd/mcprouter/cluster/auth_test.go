@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcprouter/mcprouter/cmd/mcprouter/app"
 	"github.com/mcprouter/mcprouter/cmd/mcprouter/app/apptest"
+	"github.com/mcprouter/mcprouter/internal/testwait"
 	"github.com/mcprouter/mcprouter/transport/auth"
 	"github.com/mcprouter/mcprouter/transport/auth/authtest"
 )
@@ -70,7 +71,7 @@ func TestAdoptedSessionKeepsItsPrincipal(t *testing.T) {
 	}
 	a.Shutdown(t.Context())
 	var rec string
-	waitFor(t, "alice's session record on b's node", 20*time.Second, func() bool {
+	testwait.For(t, "alice's session record on b's node", 20*time.Second, func() bool {
 		rec = storedRecord(t, nodes[1].url(), "mcpr_sessions", sid)
 		return strings.Contains(rec, `"p":"`+op.Issuer+` alice"`)
 	})

@@ -253,12 +253,6 @@ func upstreamSubscriptions(routers ...*app.App) int {
 	return n
 }
 
-// waitFor fails the test unless cond holds within d.
-func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	testwait.For(t, what, d, cond)
-}
-
 // TestFanOutAcrossInstances: clients on A, B and C subscribe to one resource; exactly one
 // upstream subscription exists in the cluster; an update the backend emits reaches every
 // client, whichever instance holds the upstream subscription; releasing the last
@@ -296,7 +290,7 @@ func TestFanOutAcrossInstances(t *testing.T) {
 		}
 		cancel()
 	}
-	waitFor(t, "the upstream subscription to be released", 10*time.Second, func() bool { return upstreamSubscriptions(routers...) == 0 })
+	testwait.For(t, "the upstream subscription to be released", 10*time.Second, func() bool { return upstreamSubscriptions(routers...) == 0 })
 }
 
 // TestInstanceLoss: the instance holding the upstream subscription goes away; its lease
@@ -316,7 +310,7 @@ func TestInstanceLossAndNATSRestart(t *testing.T) {
 	}
 	// A goes away: B takes over within the lease.
 	a.Shutdown(context.Background())
-	waitFor(t, "b to take over the upstream subscription", 20*time.Second, func() bool { return b.Fleet.Subscriptions() == 1 })
+	testwait.For(t, "b to take over the upstream subscription", 20*time.Second, func() bool { return b.Fleet.Subscriptions() == 1 })
 	touch(t, cb, uri)
 	cb.waitUpdate(t, uri, 10*time.Second)
 
@@ -349,7 +343,7 @@ func TestSessionMovesToAnotherInstance(t *testing.T) {
 	sid := h.initialize(a.URL())
 	h.post(a.URL(), sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	h.post(a.URL(), sid, `{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":"`+uri+`"}}`)
-	waitFor(t, "a to hold the upstream subscription", 20*time.Second, func() bool { return a.Fleet.Subscriptions() == 1 })
+	testwait.For(t, "a to hold the upstream subscription", 20*time.Second, func() bool { return a.Fleet.Subscriptions() == 1 })
 	events, stop := h.stream(a.URL(), sid, "")
 	// Two updates arrive on A's stream; the client reads the first one only.
 	h.post(a.URL(), sid, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"touch","arguments":{"uri":"`+uri+`"}}}`)
@@ -374,7 +368,7 @@ func TestSessionMovesToAnotherInstance(t *testing.T) {
 			t.Logf("the session record last read on b's node: %s", rec)
 		}
 	})
-	waitFor(t, "the session record with its subscription on b's node", 20*time.Second, func() bool {
+	testwait.For(t, "the session record with its subscription on b's node", 20*time.Second, func() bool {
 		rec = storedRecord(t, nodes[1].url(), "mcpr_sessions", sid)
 		return strings.Contains(rec, uri)
 	})
@@ -389,7 +383,7 @@ func TestSessionMovesToAnotherInstance(t *testing.T) {
 	}
 	// The session goes on: calls work and the subscription still delivers once B holds
 	// it upstream (at once when A gave it up in time, else at B's next heartbeat).
-	waitFor(t, "b to hold the upstream subscription", 20*time.Second, func() bool { return b.Fleet.Subscriptions() == 1 })
+	testwait.For(t, "b to hold the upstream subscription", 20*time.Second, func() bool { return b.Fleet.Subscriptions() == 1 })
 	h.post(b.URL(), sid, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"touch","arguments":{"uri":"`+uri+`"}}}`)
 	third := nextData(t, events)
 	if !strings.Contains(third.data, uri) {
@@ -638,14 +632,14 @@ func TestListChangedReachesEveryInstance(t *testing.T) {
 	}
 	srv.AddTool(&mcp.Tool{Name: "second", InputSchema: schema}, echo)
 	for i := range counts {
-		waitFor(t, fmt.Sprintf("client %d to hear of the change", i), 15*time.Second, func() bool { return counts[i].Load() >= 1 })
+		testwait.For(t, fmt.Sprintf("client %d to hear of the change", i), 15*time.Second, func() bool { return counts[i].Load() >= 1 })
 	}
 	// A later change travels the same way (backend, owner instance, NATS, each
 	// instance, its sessions) behind any duplicate of the first: once each client has
 	// heard of it, a duplicate would have arrived.
 	srv.AddPrompt(&mcp.Prompt{Name: "goodbye"}, greet)
 	for i := range prompts {
-		waitFor(t, fmt.Sprintf("client %d to hear of the later change", i), 15*time.Second, func() bool { return prompts[i].Load() >= 1 })
+		testwait.For(t, fmt.Sprintf("client %d to hear of the later change", i), 15*time.Second, func() bool { return prompts[i].Load() >= 1 })
 	}
 	for i, cs := range sessions {
 		if n := counts[i].Load(); n != 1 {
@@ -687,12 +681,12 @@ func TestInstanceKilled(t *testing.T) {
 	subscribe(t, cb, uri)
 	// The doomed instance subscribed first; under load its lease may land a heartbeat
 	// later, so wait for the lease store to name it before killing it.
-	waitFor(t, "the doomed instance to hold the owner lease", 20*time.Second, func() bool { return storedRecord(t, nodes[1].url(), "mcpr_subs", "s.*.owner") == "doomed" })
+	testwait.For(t, "the doomed instance to hold the owner lease", 20*time.Second, func() bool { return storedRecord(t, nodes[1].url(), "mcpr_subs", "s.*.owner") == "doomed" })
 	if b.Fleet.Subscriptions() != 0 {
 		t.Fatal("b should not hold the upstream subscription while the first instance lives")
 	}
 	doomed.Kill()
-	waitFor(t, "b to take over after the lease expired", 20*time.Second, func() bool { return b.Fleet.Subscriptions() == 1 })
+	testwait.For(t, "b to take over after the lease expired", 20*time.Second, func() bool { return b.Fleet.Subscriptions() == 1 })
 	touch(t, cb, uri)
 	cb.waitUpdate(t, uri, 10*time.Second)
 }
