@@ -2,11 +2,13 @@ package transport
 
 import (
 	"strings"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/transport/auth"
+	"github.com/mcprouter/mcprouter/transport/sse"
 )
 
 // The authentication edge: every request to an MCP endpoint (Streamable HTTP POST, GET
@@ -121,4 +123,21 @@ func (s *HTTPServer) MetadataPaths(mcpPaths ...string) []string {
 		return nil
 	}
 	return s.auth.MetadataPaths(mcpPaths...)
+}
+
+// tokenBound caps the life of a stream at the expiry of the token that opened it: a
+// stream must not keep delivering a session's messages after its authorization ended.
+// The client reconnects (and resumes, where the revision allows) with a fresh token; a
+// legacy session, whose stream is its life, ends with it.
+func tokenBound(opts *sse.PumpOptions, p *auth.Principal) {
+	if p == nil || p.Expiry.IsZero() {
+		return
+	}
+	d := time.Until(p.Expiry)
+	if d <= 0 {
+		d = time.Millisecond
+	}
+	if opts.MaxDuration == 0 || d < opts.MaxDuration {
+		opts.MaxDuration = d
+	}
 }

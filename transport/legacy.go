@@ -75,6 +75,7 @@ func (s *HTTPServer) ServeLegacyStream(ctx *fasthttp.RequestCtx) {
 	// No Done channel: at shutdown the session's stream is closed with the retry hint.
 	opts := sse.PumpOptions{KeepAlive: s.cfg.KeepAlive,
 		Interrupt: func() { conn.SetWriteDeadline(time.Now()) }}
+	tokenBound(&opts, principal)
 	s.Stats.OpenStreams.Add(1)
 	ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
 		err := cons.Pump(w, opts)

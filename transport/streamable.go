@@ -594,6 +594,9 @@ func (s *HTTPServer) serveStream(ctx *fasthttp.RequestCtx, stream *sse.Stream, r
 	if sess != nil && sess.Version() >= s.cfg.PrimingMinVersion && !resume {
 		opts.Prime = true
 	}
+	if sess != nil {
+		tokenBound(&opts, sess.Principal())
+	}
 	s.Stats.OpenStreams.Add(1)
 	if done == nil {
 		// A GET stream lives as long as the session: it takes the connection over, so
