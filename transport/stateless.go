@@ -141,7 +141,7 @@ func (s *HTTPServer) postStateless(ctx *fasthttp.RequestCtx, p *httpPost, princi
 	}
 	c := &p.call
 	c.init(p, false)
-	p.in.handOff(c, s.handler, arrival{version: string(hd.Version), carrier: CarrierStreamable, principal: principal, stateless: hd, screen: s.screen}, &p.tmp)
+	p.in.handOff(c, s.handler, arrival{carrier: CarrierStreamable, principal: principal, stateless: hd, screen: s.screen}, &p.tmp)
 	if p.in.msgs[0].Kind != codec.KindRequest {
 		c.unref()
 		ctx.SetStatusCode(fasthttp.StatusAccepted)

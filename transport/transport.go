@@ -73,7 +73,9 @@ type Exchange struct {
 	Session *Session
 	// Version is the protocol revision the transport established for this message: the
 	// MCP-Protocol-Version header when present (already checked as supported), the
-	// session's negotiated revision otherwise, or "" when neither is known.
+	// session's negotiated revision otherwise, or "" when neither is known ("" for a
+	// stateless request too: its revision is in its own _meta and Headers, judged by the
+	// handler).
 	Version string
 	// Carrier says which client transport carried the message.
 	Carrier Carrier
