@@ -216,6 +216,26 @@ func TestStatelessCancelSlowCall(t *testing.T) {
 	}
 }
 
+// TestStatelessPerClientBackend: a backend with an upstream session per client session
+// refuses a 2026-07-28 client's call with an error that says why (it has no session),
+// and a 2025 session's call still works.
+func TestStatelessPerClientBackend(t *testing.T) {
+	testbin.Long(t, "starts processes")
+	cfg := fmt.Sprintf("backends:\n  - name: b\n    prefix: \"\"\n    sessions: per-client\n    url: http://%s/mcp\n", startEraBackend(t, "legacy"))
+	p := startRouter(t, "--config", writeConfig(t, cfg))
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	c := mcpbackendtest.Connect(t, ctx, &mcp.StreamableClientTransport{Endpoint: p.url("/mcp"), MaxRetries: -1}, "")
+	_, err := c.Session.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "x"}})
+	if err == nil || !strings.Contains(err.Error(), "2026-07-28 client has none") {
+		t.Fatalf("stateless call to a per-client backend: %v, want an error saying why", err)
+	}
+	old := mcpbackendtest.Connect(t, ctx, &mcp.StreamableClientTransport{Endpoint: p.url("/mcp"), MaxRetries: -1}, "2025-11-25")
+	if _, err := old.Session.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "x"}}); err != nil {
+		t.Fatalf("a 2025 session's call: %v", err)
+	}
+}
+
 // statelessMeta is a valid per-request _meta.
 const statelessMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
 

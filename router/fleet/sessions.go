@@ -234,6 +234,9 @@ func (ss *sessions) upstreamFor(e *entry) (*upConn, error) {
 		return nil, errors.New("instance " + in.dialer.Addr + " not connected")
 	}
 	st := ss.state(e.sess)
+	if st == nil && e.sess != nil && e.sess.Stateless() {
+		return nil, errNoClientSession // modern_client.go
+	}
 	if st == nil {
 		return nil, errSessionEnded
 	}
