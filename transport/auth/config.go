@@ -172,13 +172,15 @@ func checkURL(s string, fetched bool) error {
 		return fmt.Errorf("%q: must not carry user info", s)
 	case strings.ContainsAny(s, "\"\\ \t\r\n"):
 		return fmt.Errorf("%q: must not contain quotes, backslashes or spaces", s)
-	case fetched && u.Scheme == "http" && !isLoopbackHost(u.Hostname()):
+	case fetched && u.Scheme == "http" && !IsLoopbackHost(u.Hostname()):
 		return fmt.Errorf("%q: must be https (http only on a loopback host)", s)
 	}
 	return nil
 }
 
-func isLoopbackHost(h string) bool {
+// IsLoopbackHost reports whether h (a URL's host, without port) names the local
+// machine: the one place plain http is accepted for an issuer or a token endpoint.
+func IsLoopbackHost(h string) bool {
 	if h == "localhost" {
 		return true
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/url"
 	"os"
 	"sort"
@@ -230,7 +229,7 @@ func (o *OAuthClientConfig) validate(key string) error {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("%s.token_url: %q is not an http or https URL", key, o.TokenURL)
 	}
-	if u.Scheme == "http" && !isLoopbackHost(u.Hostname()) {
+	if u.Scheme == "http" && !auth.IsLoopbackHost(u.Hostname()) {
 		return fmt.Errorf("%s.token_url: %q must be https (http only on a loopback host: the client secret travels to it)", key, o.TokenURL)
 	}
 	if o.ClientID == "" {
@@ -243,15 +242,6 @@ func (o *OAuthClientConfig) validate(key string) error {
 		return fmt.Errorf("%s.auth_method: %v", key, err)
 	}
 	return nil
-}
-
-// isLoopbackHost reports whether h names the local machine.
-func isLoopbackHost(h string) bool {
-	if h == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
 }
 
 func authStyle(m string) (oauth2.AuthStyle, error) {
