@@ -1,7 +1,8 @@
 // Package ctxtime holds the one sleep that a context can cut short, for the loops that
 // wait between attempts (reconnect backoff, health checks, stream retries), and the
-// bounded waits for a signal or a WaitGroup that Close and shutdown paths use. Any
-// goroutine may call them.
+// bounded waits for a signal or a WaitGroup that Close and shutdown paths use, and the
+// one "every period until stopped" loop of the background jobs (lease heartbeats, key
+// refreshes, counter publishing). Any goroutine may call them.
 package ctxtime
 
 import (
@@ -29,6 +30,27 @@ func WaitGroup(wg *sync.WaitGroup, d time.Duration) bool {
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	return Wait(done, d)
+}
+
+// Every calls fn every period until stop is closed, on the calling goroutine (the
+// background job's own), and returns then. fn is never called after stop is seen closed;
+// a call under way when it closes runs to its end first. The ticker is stopped on return.
+func Every(stop <-chan struct{}, period time.Duration, fn func()) {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		select {
+		case <-stop: // both were ready and select chose the tick: stop wins
+			return
+		default:
+		}
+		fn()
+	}
 }
 
 // Sleep waits for d unless ctx ends first; it reports whether it slept the whole d, so

@@ -75,3 +75,20 @@ func TestCounterWaitWhileAdding(t *testing.T) {
 		t.Fatal("Zero after the last Done is not closed")
 	}
 }
+
+// TestEvery: fn runs on every tick until stop closes, and not once after (here stop
+// closes inside the third call, so Every returns with exactly three calls made).
+func TestEvery(t *testing.T) {
+	stop := make(chan struct{})
+	calls := 0
+	Every(stop, time.Millisecond, func() {
+		calls++
+		if calls == 3 {
+			close(stop)
+		}
+	})
+	if calls != 3 {
+		t.Errorf("fn ran %d times, want 3", calls)
+	}
+	Every(stop, time.Hour, func() { t.Error("fn ran with stop already closed") })
+}

@@ -383,14 +383,7 @@ func (s *clusterSubs) upstreamCount() int {
 func (s *clusterSubs) heartbeat() {
 	defer close(s.done)
 	period := s.bus.Lease() / 3
-	t := time.NewTicker(period)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-t.C:
-		}
+	ctxtime.Every(s.stop, period, func() {
 		s.mu.Lock()
 		list := make([]*clusterSub, 0, len(s.keys))
 		for _, cs := range s.keys {
@@ -398,11 +391,11 @@ func (s *clusterSubs) heartbeat() {
 		}
 		s.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), period)
+		defer cancel()
 		for _, cs := range list {
 			s.renew(ctx, cs)
 		}
-		cancel()
-	}
+	})
 }
 
 func (s *clusterSubs) renew(ctx context.Context, cs *clusterSub) {

@@ -114,18 +114,11 @@ func StartSync(l *Limiter, nc *nats.Conn, opts SyncOptions) (*Sync, error) {
 
 func (s *Sync) run() {
 	defer close(s.done)
-	t := time.NewTicker(s.interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-t.C:
-			if err := s.Flush(); err != nil {
-				s.log.Warn("policy: publishing rate-limit consumption failed", "err", err)
-			}
+	ctxtime.Every(s.stop, s.interval, func() {
+		if err := s.Flush(); err != nil {
+			s.log.Warn("policy: publishing rate-limit consumption failed", "err", err)
 		}
-	}
+	})
 }
 
 // Close stops publishing (after a last publish) and receiving.

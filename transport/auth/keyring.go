@@ -19,6 +19,8 @@ import (
 
 	jose "github.com/go-jose/go-jose/v4"
 	"golang.org/x/time/rate"
+
+	"github.com/mcprouter/mcprouter/internal/ctxtime"
 )
 
 // Key refresh policy.
@@ -241,16 +243,7 @@ func samePublicKey(a, b any) bool {
 
 func (k *keyring) background() {
 	defer close(k.done)
-	t := time.NewTicker(keyRefreshPeriod)
-	defer t.Stop()
-	for {
-		select {
-		case <-k.ctx.Done():
-			return
-		case <-t.C:
-			k.refresh(false)
-		}
-	}
+	ctxtime.Every(k.ctx.Done(), keyRefreshPeriod, func() { k.refresh(false) })
 }
 
 // close stops the background refresh and waits for the fetch under way to end.

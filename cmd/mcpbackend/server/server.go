@@ -10,6 +10,7 @@ import (
 	"github.com/bytedance/sonic"
 
 	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/internal/ctxtime"
 	"github.com/mcprouter/mcprouter/router"
 	"github.com/mcprouter/mcprouter/router/modern"
 	"github.com/mcprouter/mcprouter/transport"
@@ -112,16 +113,7 @@ func (s *Server) Registry() *transport.Registry { return s.reg }
 
 func (s *Server) ticker(period time.Duration) {
 	defer s.wg.Done()
-	t := time.NewTicker(period)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-t.C:
-			s.changed(s.cat.counter)
-		}
-	}
+	ctxtime.Every(s.stop, period, func() { s.changed(s.cat.counter) })
 }
 
 // Session is the server's state of one client session.
