@@ -69,6 +69,9 @@ func (f *Fleet) Listen(s *router.Session, x *transport.Exchange) {
 			return
 		}
 	}
+	// The stream opens with the acknowledgement, once the subscriptions hold: a client
+	// may take the opening of the stream for it.
+	x.HoldStream()
 	n := p.Notifications
 	l := &clientListener{x: x, sess: s, id: append([]byte(nil), x.Msg.ID...)}
 	l.tools = n.ToolsListChanged && f.offers("tools")
@@ -311,28 +314,14 @@ func (s *localSubs) joinSession(sess *router.Session, key subKey) error {
 		s.mu.Unlock()
 		return errSubscriptionLimit
 	}
-	set := s.byKey[key]
-	first := len(set) == 0
-	if set == nil {
-		set = map[*router.Session]struct{}{}
-		s.byKey[key] = set
-	}
-	set[sess] = struct{}{}
-	if s.bySess[sess] == nil {
-		s.bySess[sess] = map[subKey]struct{}{}
-	}
-	s.bySess[sess][key] = struct{}{}
+	first := s.addLocked(sess, key)
 	s.mu.Unlock()
 	if !first {
 		return nil
 	}
 	if err := s.up.subscribe(key, "resources/subscribe", nil); err != nil {
 		s.mu.Lock()
-		delete(s.byKey[key], sess)
-		if len(s.byKey[key]) == 0 {
-			delete(s.byKey, key)
-		}
-		delete(s.bySess[sess], key)
+		s.removeLocked(sess, key)
 		s.mu.Unlock()
 		return err
 	}

@@ -111,16 +111,7 @@ func (s *localSubs) handle(sess *router.Session, x *transport.Exchange, b *backe
 			s.mu.Unlock()
 			return up.refuse(x)
 		}
-		first := len(set) == 0
-		if set == nil {
-			set = map[*router.Session]struct{}{}
-			s.byKey[key] = set
-		}
-		set[sess] = struct{}{}
-		if s.bySess[sess] == nil {
-			s.bySess[sess] = map[subKey]struct{}{}
-		}
-		s.bySess[sess][key] = struct{}{}
+		first := s.addLocked(sess, key)
 		s.mu.Unlock()
 		sess.Persist()
 		if first {
@@ -161,13 +152,7 @@ func (s *localSubs) run(x *transport.Exchange, t *subTask) {
 		return
 	}
 	s.mu.Lock()
-	if set := s.byKey[t.key]; set != nil {
-		delete(set, t.sess)
-		if len(set) == 0 {
-			delete(s.byKey, t.key)
-		}
-	}
-	delete(s.bySess[t.sess], t.key)
+	s.removeLocked(t.sess, t.key)
 	s.mu.Unlock()
 	var re *router.Error
 	if errors.As(err, &re) {
@@ -393,6 +378,35 @@ func listOf(bySess map[*router.Session]map[subKey]struct{}, sess *router.Session
 	return out
 }
 
+// addLocked records sess as a subscriber of key and reports whether it is the first one
+// (the upstream subscription is then to be made); the caller holds s.mu.
+func (s *localSubs) addLocked(sess *router.Session, key subKey) (first bool) {
+	set := s.byKey[key]
+	if set == nil {
+		set = map[*router.Session]struct{}{}
+		s.byKey[key] = set
+	}
+	first = len(set) == 0
+	set[sess] = struct{}{}
+	if s.bySess[sess] == nil {
+		s.bySess[sess] = map[subKey]struct{}{}
+	}
+	s.bySess[sess][key] = struct{}{}
+	return first
+}
+
+// removeLocked forgets sess as a subscriber of key (the upstream subscription it asked
+// for was refused); the caller holds s.mu.
+func (s *localSubs) removeLocked(sess *router.Session, key subKey) {
+	if set := s.byKey[key]; set != nil {
+		delete(set, sess)
+		if len(set) == 0 {
+			delete(s.byKey, key)
+		}
+	}
+	delete(s.bySess[sess], key)
+}
+
 func (s *localSubs) list(sess *router.Session) []subKey {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -403,17 +417,9 @@ func (s *localSubs) resubscribe(sess *router.Session, keys []subKey) {
 	s.mu.Lock()
 	var first []subKey
 	for _, key := range keys {
-		set := s.byKey[key]
-		if set == nil {
-			set = map[*router.Session]struct{}{}
-			s.byKey[key] = set
+		if s.addLocked(sess, key) {
 			first = append(first, key)
 		}
-		set[sess] = struct{}{}
-		if s.bySess[sess] == nil {
-			s.bySess[sess] = map[subKey]struct{}{}
-		}
-		s.bySess[sess][key] = struct{}{}
 	}
 	s.mu.Unlock()
 	for _, key := range first {
