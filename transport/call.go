@@ -23,6 +23,7 @@ type call struct {
 	finished bool
 	abandon  func() // Exchange.OnAbandon's, until the call finishes
 	status   int    // Exchange.SetStatus's, 0 for none
+	noEarly  bool   // Exchange.HoldStream: no stream before the first message
 }
 
 // output is where a call's messages go; each client transport implements it.
@@ -49,7 +50,7 @@ func (c *call) init(out output, batch bool) {
 	c.sealed, c.pending, c.refs = false, 0, 1
 	c.buf, c.ends = c.buf[:0], c.ends[:0]
 	c.streamed, c.finished = false, false
-	c.abandon, c.status = nil, 0
+	c.abandon, c.status, c.noEarly = nil, 0, false
 }
 
 // add registers one more exchange on the call; the transport calls it before handing

@@ -85,6 +85,17 @@ func (x *Exchange) SetStatus(status int) {
 	c.mu.Unlock()
 }
 
+// HoldStream keeps a stateless request's reply from turning into a stream because it is
+// slow (HTTPConfig.StatelessStreamAfter): its stream opens with the first message the
+// handler sends. For a request whose first message says something the client waits for
+// (subscriptions/listen's acknowledgement: the subscription holds from then on).
+func (x *Exchange) HoldStream() {
+	c := x.call
+	c.mu.Lock()
+	c.noEarly = true
+	c.mu.Unlock()
+}
+
 // statelessOf asks the handler whether the POST body is a stateless request: only a
 // single message without a session id can be. It scans the body into in; ok is false
 // when the body is no single valid message (the session path then answers for it).
@@ -181,7 +192,7 @@ func copyHeaders(x *Exchange, own []byte, h *StatelessHeaders) []byte {
 func (s *HTTPServer) streamStateless(p *httpPost) {
 	c := &p.call
 	c.mu.Lock()
-	if !c.finished && p.stream == nil {
+	if !c.finished && p.stream == nil && !c.noEarly {
 		p.stream = s.statelessStream(p)
 		c.streamed = true
 	}
