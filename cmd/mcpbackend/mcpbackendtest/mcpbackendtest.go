@@ -287,16 +287,22 @@ func checkLogging(t testing.TB, ctx context.Context, c *Client, _ CheckOptions) 
 	drain(c.Logs)
 	call(t, ctx, c, "log", map[string]any{"level": "info", "message": "filtered out"})
 	call(t, ctx, c, "log", map[string]any{"level": "error", "message": "let through"})
+	expectLog(t, c, "error", "let through")
+	if err := c.Session.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+		t.Fatalf("logging/setLevel: %v", err)
+	}
+}
+
+// expectLog waits for the next log message, which must be data at level.
+func expectLog(t testing.TB, c *Client, level, data string) {
+	t.Helper()
 	select {
 	case l := <-c.Logs:
-		if l.Level != "error" || l.Data != "let through" {
+		if string(l.Level) != level || l.Data != data {
 			t.Fatalf("log: %+v", l)
 		}
 	case <-time.After(Wait):
 		t.Fatal("log notification not received")
-	}
-	if err := c.Session.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
-		t.Fatalf("logging/setLevel: %v", err)
 	}
 }
 
@@ -314,14 +320,7 @@ func checkLoggingModern(t testing.TB, ctx context.Context, c *Client) {
 	}
 	logAt("info", "filtered out")
 	logAt("error", "let through")
-	select {
-	case l := <-c.Logs:
-		if l.Level != "error" || l.Data != "let through" {
-			t.Fatalf("log: %+v", l)
-		}
-	case <-time.After(Wait):
-		t.Fatal("log notification not received")
-	}
+	expectLog(t, c, "error", "let through")
 }
 
 // Modern reports whether the session speaks 2026-07-28 (stateless) rather than a 2025

@@ -28,32 +28,41 @@ func FuzzServe(f *testing.F) {
 		for _, sess := range sessions {
 			r := newRecorder()
 			s.Serve(&m, sess, r)
-			r.wait(t)
-			r.mu.Lock()
-			n, late := len(r.replies)+r.dones, r.afterEnd
-			msgs := append(append([][]byte(nil), r.replies...), r.sends...)
-			r.mu.Unlock()
-			if n != 1 || late != 0 {
-				t.Fatalf("%s: %d endings and %d late calls", b, n, late)
-			}
-			for _, msg := range msgs {
-				if !json.Valid(msg) {
-					t.Fatalf("%s: invalid JSON out: %s", b, msg)
-				}
-				var out codec.Message
-				if err := codec.Scan(msg, &out); err != nil {
-					t.Fatalf("%s: the codec refuses what the server sent: %v: %s", b, err, msg)
-				}
-			}
-			if m.Kind == codec.KindRequest && len(r.replies) == 1 {
-				var out codec.Message
-				codec.Scan(r.replies[0], &out)
-				if string(out.ID) != string(m.ID) {
-					t.Fatalf("%s: reply id %s, want %s", b, out.ID, m.ID)
-				}
-			}
+			checkEnding(t, b, &m, r)
 		}
 	})
+}
+
+// checkEnding checks the contract of one served message b (scanned into m) with its
+// Responder r: exactly one Reply or Done and nothing after it, only valid JSON that the
+// codec reads on the wire, and a request's reply under the request's id.
+func checkEnding(t *testing.T, b []byte, m *codec.Message, r *recorder) {
+	t.Helper()
+	r.wait(t)
+	r.mu.Lock()
+	n, late := len(r.replies)+r.dones, r.afterEnd
+	msgs := append(append([][]byte(nil), r.replies...), r.sends...)
+	replied := len(r.replies) == 1
+	r.mu.Unlock()
+	if n != 1 || late != 0 {
+		t.Fatalf("%s: %d endings and %d late calls", b, n, late)
+	}
+	for _, msg := range msgs {
+		if !json.Valid(msg) {
+			t.Fatalf("%s: invalid JSON out: %s", b, msg)
+		}
+		var out codec.Message
+		if err := codec.Scan(msg, &out); err != nil {
+			t.Fatalf("%s: the codec refuses what the server sent: %v: %s", b, err, msg)
+		}
+	}
+	if m.Kind == codec.KindRequest && replied {
+		var out codec.Message
+		codec.Scan(msgs[0], &out) // the replies come first
+		if string(out.ID) != string(m.ID) {
+			t.Fatalf("%s: reply id %s, want %s", b, out.ID, m.ID)
+		}
+	}
 }
 
 // FuzzServeModern feeds any message the codec accepts to the 2026-07-28 side, as a
@@ -91,26 +100,6 @@ func FuzzServeModern(f *testing.F) {
 		} else {
 			s.serveModern(&m, &meta, s.requestSession(&meta), r)
 		}
-		r.wait(t)
-		r.mu.Lock()
-		n, late := len(r.replies)+r.dones, r.afterEnd
-		msgs := append(append([][]byte(nil), r.replies...), r.sends...)
-		r.mu.Unlock()
-		if n != 1 || late != 0 {
-			t.Fatalf("%s: %d endings and %d late calls", b, n, late)
-		}
-		for _, msg := range msgs {
-			var out codec.Message
-			if !json.Valid(msg) || codec.Scan(msg, &out) != nil {
-				t.Fatalf("%s: invalid message out: %s", b, msg)
-			}
-		}
-		if len(r.replies) == 1 {
-			var out codec.Message
-			codec.Scan(r.replies[0], &out)
-			if string(out.ID) != string(m.ID) {
-				t.Fatalf("%s: reply id %s, want %s", b, out.ID, m.ID)
-			}
-		}
+		checkEnding(t, b, &m, r)
 	})
 }
