@@ -46,6 +46,9 @@ type Config struct {
 	// MaxSessions and IdleTimeout bound the sessions kept (see transport.RegistryConfig).
 	MaxSessions int
 	IdleTimeout time.Duration
+	// InitTimeout ends a session whose client has not sent notifications/initialized
+	// this long after initialize (transport.RegistryConfig.InitTimeout). Default 30s.
+	InitTimeout time.Duration
 	// MaxBody bounds one incoming HTTP body or stdio message. Default 4 MiB.
 	MaxBody int
 	// AllowedHosts and AllowedOrigins override the Host/Origin checks; by default a

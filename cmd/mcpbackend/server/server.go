@@ -96,7 +96,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.initModern()
 	s.conns = make(map[*transport.Session]*modernConn)
-	s.reg = transport.NewRegistry(transport.RegistryConfig{MaxSessions: cfg.MaxSessions, IdleTimeout: cfg.IdleTimeout}, s)
+	s.reg = transport.NewRegistry(transport.RegistryConfig{MaxSessions: cfg.MaxSessions, IdleTimeout: cfg.IdleTimeout, InitTimeout: cfg.InitTimeout}, s)
 	s.http = transport.NewHTTPServer(transport.HTTPConfig{Rules: s.httpRules()}, s.reg, s)
 	if cfg.Tick > 0 {
 		s.wg.Add(1)
@@ -209,7 +209,13 @@ func (s *Server) HandleMessage(x *transport.Exchange) {
 		sess, _ = x.Session.State().(*Session)
 	}
 	if sess != nil {
+		ts := x.Session // x is the transport's again once Serve is done with it
 		s.Serve(&x.Msg, sess, x)
+		if !ts.Ready() && sess.initialized.Load() {
+			// The handshake is over: the transport no longer ends the session for an
+			// unfinished one (RegistryConfig.InitTimeout).
+			ts.MarkReady()
+		}
 		return
 	}
 	s.Stats.Messages.Add(1)
