@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -128,16 +129,8 @@ func TestLegacyClientThroughStatelessBackend(t *testing.T) {
 	defer cancel()
 
 	t.Run("tools", func(t *testing.T) {
-		tools, err := cs.ListTools(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		found := false
-		for _, tl := range tools.Tools {
-			found = found || tl.Name == "test_simple_text"
-		}
-		if !found {
-			t.Fatalf("tools/list lacks test_simple_text (%d tools)", len(tools.Tools))
+		if !listsTool(t, ctx, cs, "test_simple_text") {
+			t.Fatal("tools/list lacks test_simple_text")
 		}
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "test_simple_text"})
 		if err != nil {
@@ -213,15 +206,7 @@ func TestLegacyClientThroughStatelessBackend(t *testing.T) {
 			t.Fatal(err)
 		}
 		within(t, notes.tools, 15*time.Second, "tools/list_changed")
-		tools, err := cs.ListTools(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		found := false
-		for _, tl := range tools.Tools {
-			found = found || tl.Name == "__transient_tool_for_list_changed"
-		}
-		if !found {
+		if !listsTool(t, ctx, cs, "__transient_tool_for_list_changed") {
 			t.Fatal("the catalog was not refreshed after the list change")
 		}
 	})
@@ -299,4 +284,14 @@ func TestCancelThroughStatelessBackend(t *testing.T) {
 	if err != nil || textOf(t, res) != "still here" {
 		t.Fatalf("echo after the cancellation: %v %v", res, err)
 	}
+}
+
+// listsTool reports whether tools/list through cs names the tool name.
+func listsTool(t *testing.T, ctx context.Context, cs *mcp.ClientSession, name string) bool {
+	t.Helper()
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return slices.ContainsFunc(tools.Tools, func(tl *mcp.Tool) bool { return tl.Name == name })
 }
