@@ -37,8 +37,14 @@ type tokenBackend struct {
 	values   []string
 }
 
-func startTokenBackend(t *testing.T, op *authtest.Provider) (*tokenBackend, string) {
+// startTokenBackend starts the test OpenID provider, with the router registered as the
+// client "router" (its secret in ROUTER_SECRET), and a tokenBackend that accepts that
+// provider's tokens; it returns the backend's URL.
+func startTokenBackend(t *testing.T) (*authtest.Provider, *tokenBackend, string) {
 	t.Helper()
+	op := authtest.Start(t, authtest.Options{})
+	op.AddClient("router", "s3cret")
+	t.Setenv("ROUTER_SECRET", "s3cret")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	disc, err := oidc.NewProvider(ctx, op.Issuer)
@@ -74,7 +80,7 @@ func startTokenBackend(t *testing.T, op *authtest.Provider) (*tokenBackend, stri
 		next.ServeHTTP(w, r)
 	}))
 	t.Cleanup(ts.Close)
-	return b, ts.URL
+	return op, b, ts.URL
 }
 
 // dialAndCall opens an upstream session with d (ctx says for whom), initializes it and
@@ -116,10 +122,7 @@ func dialAndCall(t *testing.T, ctx context.Context, d fleet.Dialer) {
 // router's own session and each client's exchanged token on that client's session;
 // the client's own token never reaches the backend.
 func TestBackendAuthDials(t *testing.T) {
-	op := authtest.Start(t, authtest.Options{})
-	op.AddClient("router", "s3cret")
-	t.Setenv("ROUTER_SECRET", "s3cret")
-	b, url := startTokenBackend(t, op)
+	op, b, url := startTokenBackend(t)
 	client := "{token_url: " + op.TokenURL() + ", client_id: router, client_secret_env: ROUTER_SECRET, resource: " + backendResource + "}"
 	cfg, err := app.ParseConfig([]byte("auth: {mode: jwt, resource: \"http://127.0.0.1:8080/mcp\", issuer: \"" + op.Issuer + "\"}\n" +
 		"backends:\n  - name: crm\n    url: " + url + "\n    sessions: per-client\n" +
@@ -193,10 +196,7 @@ func refusesCalls(t *testing.T) string {
 // A backend that refuses the router's credentials gives the client a JSON-RPC error
 // that names it, not a challenge as if the client's credentials were at fault.
 func TestBackendCredentialsThroughRouter(t *testing.T) {
-	op := authtest.Start(t, authtest.Options{})
-	op.AddClient("router", "s3cret")
-	t.Setenv("ROUTER_SECRET", "s3cret")
-	b, crmURL := startTokenBackend(t, op)
+	op, b, crmURL := startTokenBackend(t)
 	const clientToken = "alice-token-4f1c2d"
 	cfg, err := app.ParseConfig([]byte(fmt.Sprintf(`listen: 127.0.0.1:0
 auth:

@@ -3,7 +3,6 @@ package app_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/mcprouter/mcprouter/cmd/mcprouter/app"
 	"github.com/mcprouter/mcprouter/cmd/mcprouter/app/apptest"
+	"github.com/mcprouter/mcprouter/internal/mcpraw"
 	"github.com/mcprouter/mcprouter/transport/auth/authtest"
 )
 
@@ -19,10 +19,7 @@ import (
 // upstream session with a token_exchange backend carries that client's exchanged token
 // (the backend sees alice), never the router's own client credentials token.
 func TestTokenExchangeThroughRouter(t *testing.T) {
-	op := authtest.Start(t, authtest.Options{})
-	op.AddClient("router", "s3cret")
-	t.Setenv("ROUTER_SECRET", "s3cret")
-	b, crmURL := startTokenBackend(t, op)
+	op, b, crmURL := startTokenBackend(t)
 	const resource = "http://127.0.0.1:8080/mcp"
 	cc := fmt.Sprintf("{token_url: %s, client_id: router, client_secret_env: ROUTER_SECRET, resource: %s}", op.TokenURL(), backendResource)
 	cfg, err := app.ParseConfig([]byte(fmt.Sprintf(`listen: 127.0.0.1:0
@@ -46,33 +43,13 @@ backends:
 	defer cancel()
 	tok := op.Token(authtest.Claims{Subject: "alice", Audience: []string{resource}})
 	// A 2025-06-18 client (sessions), by hand: initialize, initialized, tools/call.
-	sid := ""
-	post := func(body string) string {
-		t.Helper()
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, a.URL(), strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+tok)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		if sid != "" {
-			req.Header.Set("Mcp-Session-Id", sid)
-			req.Header.Set("MCP-Protocol-Version", "2025-06-18")
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		if id := resp.Header.Get("Mcp-Session-Id"); id != "" {
-			sid = id
-		}
-		return string(b)
+	c := &mcpraw.Client{URL: a.URL(), Token: tok, Version: "2025-06-18"}
+	if r, err := c.Initialize(ctx, ""); err != nil || r.Status != http.StatusOK {
+		t.Fatalf("initialize: %v %v", err, r)
 	}
-	post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"alice","version":"1"}}}`)
-	post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	reply := post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"crm__echo","arguments":{"text":"hi"}}}`)
-	if !strings.Contains(reply, `"result"`) || strings.Contains(reply, `"error"`) {
-		t.Fatalf("tools/call through the router: %s", reply)
+	r, err := c.Post(ctx, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"crm__echo","arguments":{"text":"hi"}}}`)
+	if err != nil || !strings.Contains(string(r.Body), `"result"`) || strings.Contains(string(r.Body), `"error"`) {
+		t.Fatalf("tools/call through the router: %v %v", err, r)
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
