@@ -1,14 +1,14 @@
 package cluster
 
 import (
-	"io"
-	"net/http"
+	"context"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mcprouter/mcprouter/cmd/mcprouter/app"
 	"github.com/mcprouter/mcprouter/cmd/mcprouter/app/apptest"
+	"github.com/mcprouter/mcprouter/internal/mcpraw"
 	"github.com/mcprouter/mcprouter/internal/testwait"
 	"github.com/mcprouter/mcprouter/transport/auth"
 	"github.com/mcprouter/mcprouter/transport/auth/authtest"
@@ -31,21 +31,12 @@ func startAuthRouter(t *testing.T, name, natsURL, backendURL, issuer string) *ap
 // the session id answered and the body.
 func authPost(t *testing.T, endpoint, token, sid, body string) (int, string, string) {
 	t.Helper()
-	req, _ := http.NewRequest("POST", endpoint, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Authorization", "Bearer "+token)
-	if sid != "" {
-		req.Header.Set("Mcp-Session-Id", sid)
-		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
-	}
-	resp, err := http.DefaultClient.Do(req)
+	c := &mcpraw.Client{URL: endpoint, Token: token, Session: sid}
+	r, err := c.Post(context.Background(), body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header.Get("Mcp-Session-Id"), string(b)
+	return r.Status, r.Header.Get("Mcp-Session-Id"), string(r.Body)
 }
 
 // TestAdoptedSessionKeepsItsPrincipal: a session opened by alice on instance A is

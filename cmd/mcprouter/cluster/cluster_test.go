@@ -27,6 +27,7 @@ import (
 	backendsrv "github.com/mcprouter/mcprouter/cmd/mcpbackend/server"
 	"github.com/mcprouter/mcprouter/cmd/mcprouter/app"
 	"github.com/mcprouter/mcprouter/cmd/mcprouter/app/apptest"
+	"github.com/mcprouter/mcprouter/internal/mcpraw"
 	"github.com/mcprouter/mcprouter/internal/testbin"
 	"github.com/mcprouter/mcprouter/internal/testwait"
 	"github.com/mcprouter/mcprouter/transport"
@@ -341,7 +342,6 @@ func TestSessionMovesToAnotherInstance(t *testing.T) {
 
 	h := &rawClient{t: t}
 	sid := h.initialize(a.URL())
-	h.post(a.URL(), sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	h.post(a.URL(), sid, `{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":"`+uri+`"}}`)
 	testwait.For(t, "a to hold the upstream subscription", 20*time.Second, func() bool { return a.Fleet.Subscriptions() == 1 })
 	events, stop := h.stream(a.URL(), sid, "")
@@ -394,45 +394,28 @@ func TestSessionMovesToAnotherInstance(t *testing.T) {
 	}
 }
 
-// rawClient speaks Streamable HTTP by hand, to move a session between instances.
+// rawClient speaks Streamable HTTP by hand (mcpraw), to move a session between
+// instances: each call names the instance's endpoint and the session.
 type rawClient struct {
 	t *testing.T
-	n atomic.Int64
 }
 
-func (h *rawClient) do(req *http.Request) *http.Response {
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	return resp
-}
-
+// initialize opens a session at endpoint (initialize, then initialized) and returns its id.
 func (h *rawClient) initialize(endpoint string) string {
-	req, _ := http.NewRequest("POST", endpoint, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`))
-	resp := h.do(req)
-	defer resp.Body.Close()
-	io.Copy(io.Discard, resp.Body)
-	sid := resp.Header.Get("Mcp-Session-Id")
-	if resp.StatusCode != 200 || sid == "" {
-		h.t.Fatalf("initialize: %d %q", resp.StatusCode, sid)
+	c := &mcpraw.Client{URL: endpoint}
+	if r, err := c.Initialize(context.Background(), ""); err != nil || r.Status != http.StatusOK || c.Session == "" {
+		h.t.Fatalf("initialize: %v %v", err, r)
 	}
-	return sid
+	return c.Session
 }
 
 func (h *rawClient) post(endpoint, sid, body string) string {
-	req, _ := http.NewRequest("POST", endpoint, strings.NewReader(body))
-	req.Header.Set("Mcp-Session-Id", sid)
-	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
-	resp := h.do(req)
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode >= 300 {
-		h.t.Fatalf("POST %s: %d %s", body, resp.StatusCode, b)
+	c := &mcpraw.Client{URL: endpoint, Session: sid}
+	r, err := c.Post(context.Background(), body)
+	if err != nil || r.Status >= 300 {
+		h.t.Fatalf("POST %s: %v %v", body, err, r)
 	}
-	return string(b)
+	return string(r.Body)
 }
 
 type sseEvent struct{ id, data string }
@@ -471,10 +454,7 @@ func (h *rawClient) stream(endpoint, sid, lastID string) (<-chan sseEvent, func(
 // failing.
 func (h *rawClient) openStream(endpoint, sid, lastID string) (<-chan sseEvent, func(), int) {
 	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, "GET", endpoint, nil)
-	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set("Mcp-Session-Id", sid)
-	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	req := (&mcpraw.Client{URL: endpoint, Session: sid}).NewRequest(ctx, http.MethodGet, "")
 	if lastID != "" {
 		req.Header.Set("Last-Event-ID", lastID)
 	}
