@@ -22,6 +22,7 @@ import (
 	"github.com/mcprouter/mcprouter/cmd/mcpbackend/server"
 	"github.com/mcprouter/mcprouter/cmd/mcprouter/app"
 	"github.com/mcprouter/mcprouter/cmd/mcprouter/app/apptest"
+	"github.com/mcprouter/mcprouter/internal/mcpraw"
 	"github.com/mcprouter/mcprouter/internal/testbin"
 	"github.com/mcprouter/mcprouter/internal/testio"
 	"github.com/mcprouter/mcprouter/internal/testwait"
@@ -152,33 +153,26 @@ func (s *stack) post(sid, body string) (int, http.Header, string) {
 // request builds a Streamable HTTP request to the router within ctx: a POST of body,
 // or with no body the GET that opens the session's stream; sid "" is no session.
 func (s *stack) request(ctx context.Context, sid, body string) *http.Request {
-	var req *http.Request
+	method := http.MethodPost
 	if body == "" {
-		req, _ = http.NewRequestWithContext(ctx, "GET", s.app.URL(), nil)
-		req.Header.Set("Accept", "text/event-stream")
-	} else {
-		req, _ = http.NewRequestWithContext(ctx, "POST", s.app.URL(), strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
+		method = http.MethodGet
 	}
-	req.Header.Set("MCP-Protocol-Version", version)
-	if sid != "" {
-		req.Header.Set("Mcp-Session-Id", sid)
-	}
-	return req
+	return s.client(sid).NewRequest(ctx, method, body)
 }
 
+// client is a hand-made client of the router on session sid ("" for none yet).
+func (s *stack) client(sid string) *mcpraw.Client {
+	return &mcpraw.Client{URL: s.app.URL(), Version: version, Session: sid, HTTP: s.cl}
+}
+
+// open opens a session (initialize, initialized).
 func (s *stack) open() *session {
 	s.t.Helper()
-	status, h, body := s.post("", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"`+version+`","capabilities":{},"clientInfo":{"name":"dashboards-test","version":"1"}}}`)
-	sid := h.Get("Mcp-Session-Id")
-	if status != 200 || sid == "" {
-		s.t.Fatalf("initialize: %d %s", status, body)
+	c := s.client("")
+	if r, err := c.Initialize(context.Background(), ""); err != nil || r.Status != http.StatusOK || c.Session == "" {
+		s.t.Fatalf("initialize: %v %v", err, r)
 	}
-	if status, _, body := s.post(sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); status != 202 {
-		s.t.Fatalf("initialized: %d %s", status, body)
-	}
-	return &session{s: s, id: sid}
+	return &session{s: s, id: c.Session}
 }
 
 // call sends a request and returns the response body.
