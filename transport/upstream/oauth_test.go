@@ -61,6 +61,27 @@ func newOIDCGuard(t *testing.T, p *authtest.Provider, next http.Handler) *oidcGu
 	return g
 }
 
+// startGuarded serves the SDK backend name behind an oidcGuard of p on loopback until the
+// test ends, and returns the guard and the backend's URL.
+func startGuarded(t *testing.T, p *authtest.Provider, name string) (*oidcGuard, string) {
+	t.Helper()
+	g := newOIDCGuard(t, p, sdkStreamable(name))
+	ts := httptest.NewServer(g)
+	t.Cleanup(ts.Close)
+	return g, ts.URL
+}
+
+// dialClientCredentials dials the backend "crm" at url with the router's client
+// credentials at p (its secret as given).
+func dialClientCredentials(t *testing.T, p *authtest.Provider, url, secret string) (*HTTPConn, *recSink) {
+	t.Helper()
+	cred, err := ClientCredentials(routerClient(p, secret))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dialHTTP(t, url, HTTPOptions{Name: "crm", Credentials: []Credential{cred}})
+}
+
 // lastToken is the bearer token of the last request the guard accepted.
 func (g *oidcGuard) lastToken() string {
 	rs := g.requests()
@@ -90,14 +111,8 @@ func routerClient(p *authtest.Provider, secret string) OAuthClient {
 // through on the same session.
 func TestClientCredentialsBackend(t *testing.T) {
 	p := startOP(t)
-	g := newOIDCGuard(t, p, sdkStreamable("cc"))
-	ts := httptest.NewServer(g)
-	defer ts.Close()
-	cred, err := ClientCredentials(routerClient(p, "s3cret"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, s := dialHTTP(t, ts.URL, HTTPOptions{Name: "crm", Credentials: []Credential{cred}})
+	g, url := startGuarded(t, p, "cc")
+	c, s := dialClientCredentials(t, p, url, "s3cret")
 	defer c.Close()
 	doHandshake(t, c, s)
 	for i := 0; i < 3; i++ {
@@ -134,16 +149,10 @@ func TestClientCredentialsBackend(t *testing.T) {
 // never reached without credentials.
 func TestClientCredentialsRefused(t *testing.T) {
 	p := startOP(t)
-	g := newOIDCGuard(t, p, sdkStreamable("cc"))
-	ts := httptest.NewServer(g)
-	defer ts.Close()
-	cred, err := ClientCredentials(routerClient(p, "wrong"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, _ := dialHTTP(t, ts.URL, HTTPOptions{Name: "crm", Credentials: []Credential{cred}})
+	g, url := startGuarded(t, p, "cc")
+	c, _ := dialClientCredentials(t, p, url, "wrong")
 	defer c.Close()
-	err = c.Send(testCtx(t), []byte(msgInit))
+	err := c.Send(testCtx(t), []byte(msgInit))
 	if !errors.Is(err, ErrUnauthorized) || !strings.Contains(err.Error(), "client credentials") ||
 		!strings.Contains(err.Error(), "crm") || strings.Contains(err.Error(), "wrong") {
 		t.Fatalf("err %v", err)
@@ -171,9 +180,7 @@ func offsetClock(d *atomic.Int64) func() time.Time {
 // exchange per principal serves its requests until the token expires.
 func TestTokenExchangePerPrincipal(t *testing.T) {
 	p := startOP(t)
-	g := newOIDCGuard(t, p, sdkStreamable("tx"))
-	ts := httptest.NewServer(g)
-	defer ts.Close()
+	g, url := startGuarded(t, p, "tx")
 	x, err := NewTokenExchange(routerClient(p, "s3cret"), TokenExchangeOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -188,7 +195,7 @@ func TestTokenExchangePerPrincipal(t *testing.T) {
 	for _, pr := range []*auth.Principal{alice, bob} {
 		ctx := WithClient(testCtx(t), pr)
 		s := newRecSink()
-		c, err := DialHTTP(ctx, ts.URL, HTTPOptions{Name: "crm", Credentials: []Credential{x.For(pr)}}, s)
+		c, err := DialHTTP(ctx, url, HTTPOptions{Name: "crm", Credentials: []Credential{x.For(pr)}}, s)
 		if err != nil {
 			t.Fatal(err)
 		}
