@@ -81,15 +81,6 @@ func startModernOnly(t *testing.T, addr string) *testbin.Proc {
 	return nil
 }
 
-func freeAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // httpFleet is a fleet with one backend ("ev") on the Streamable HTTP endpoint at addr.
 func httpFleet(t *testing.T, addr string, era Era, health time.Duration) *Fleet {
 	url := "http://" + addr + "/mcp"
@@ -147,7 +138,7 @@ func TestEraDiscovered(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			addr := freeAddr(t)
+			addr := testbin.FreeAddr(t)
 			tool := "test_simple_text"
 			if tc.server == modernOnly {
 				startModernOnly(t, addr)
@@ -179,7 +170,7 @@ func TestEraDiscovered(t *testing.T) {
 
 func TestEraPinned2026RefusesALegacyBackend(t *testing.T) {
 	testbin.Long(t, "starts the Go SDK's conformance server")
-	addr := freeAddr(t)
+	addr := testbin.FreeAddr(t)
 	startEverything(t, addr, false)
 	f := httpFleet(t, addr, Era2026, time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -196,7 +187,7 @@ func TestEraPinned2026RefusesALegacyBackend(t *testing.T) {
 // revision gone.
 func TestEraRecheckedAfterRestart(t *testing.T) {
 	testbin.Long(t, "starts and restarts the Go SDK's conformance server")
-	addr := freeAddr(t)
+	addr := testbin.FreeAddr(t)
 	p := startEverything(t, addr, false)
 	f := httpFleet(t, addr, EraAuto, 100*time.Millisecond)
 	f.Start(20 * time.Second)

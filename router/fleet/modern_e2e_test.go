@@ -118,7 +118,7 @@ func textOf(t *testing.T, res *mcp.CallToolResult) string {
 // dual-era, so the configuration pins it to 2026 (auto would keep a session).
 func TestLegacyClientThroughStatelessBackend(t *testing.T) {
 	testbin.Long(t, "starts mcprouter and the Go SDK's conformance server")
-	addr := freeAddr(t)
+	addr := testbin.FreeAddr(t)
 	startEverything(t, addr, true)
 	endpoint, router := startRouter(t, "http://"+addr+"/mcp", "2026")
 	if v := router.Log.Value("backend instance connected", "protocol"); v != modern.Version {
@@ -223,7 +223,7 @@ func TestLegacyClientThroughStatelessBackend(t *testing.T) {
 // initialize a session with a dual-era backend that would speak 2026-07-28.
 func TestPinnedEraThroughRouter(t *testing.T) {
 	testbin.Long(t, "starts mcprouter and the Go SDK's conformance server")
-	addr := freeAddr(t)
+	addr := testbin.FreeAddr(t)
 	startEverything(t, addr, true)
 	endpoint, router := startRouter(t, "http://"+addr+"/mcp", "2025")
 	if v := router.Log.Value("backend instance connected", "protocol"); v != "2025-11-25" {
@@ -246,7 +246,7 @@ func TestPinnedEraThroughRouter(t *testing.T) {
 // stream closed).
 func TestCancelThroughStatelessBackend(t *testing.T) {
 	testbin.Long(t, "starts mcprouter and mcpbackend")
-	addr := freeAddr(t)
+	addr := testbin.FreeAddr(t)
 	startModernOnly(t, addr)
 	endpoint, router := startRouter(t, "http://"+addr+"/mcp", "")
 	if v := router.Log.Value("backend instance connected", "protocol"); v != modern.Version {
