@@ -125,6 +125,22 @@ type catalog struct {
 	templateArgs map[string]map[string][]string
 }
 
+// listOf is the listing a */list method reads (nil for any other method), for the
+// request switches of both eras.
+func (c *catalog) listOf(method []byte) *listing {
+	switch string(method) {
+	case "tools/list":
+		return &c.tools
+	case "resources/list":
+		return &c.resources
+	case "resources/templates/list":
+		return &c.templates
+	case "prompts/list":
+		return &c.prompts
+	}
+	return nil
+}
+
 // JSON shapes of catalog entries; encoded once per era with encoding/json.
 type (
 	toolJSON struct {

@@ -125,18 +125,9 @@ func (s *Server) serveModern(m *codec.Message, meta *modern.Meta, sess *Session,
 		r.Reply(b)
 		*bp = b
 		putBuf(bp)
-	case "tools/list":
+	case "tools/list", "resources/list", "resources/templates/list", "prompts/list":
 		d.cache(s.cfg.ListTTL)
-		s.list(m, sess, d, &s.cat.tools)
-	case "resources/list":
-		d.cache(s.cfg.ListTTL)
-		s.list(m, sess, d, &s.cat.resources)
-	case "resources/templates/list":
-		d.cache(s.cfg.ListTTL)
-		s.list(m, sess, d, &s.cat.templates)
-	case "prompts/list":
-		d.cache(s.cfg.ListTTL)
-		s.list(m, sess, d, &s.cat.prompts)
+		s.list(m, sess, d, s.cat.listOf(method))
 	case "resources/read":
 		d.cache(0) // counter://tick changes every Tick
 		s.readResource(m, sess, d)

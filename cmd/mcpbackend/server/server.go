@@ -363,20 +363,15 @@ func (s *Server) notification(m *codec.Message, sess *Session) {
 
 func (s *Server) request(m *codec.Message, sess *Session, r Responder) {
 	var mb [64]byte
-	switch string(methodOf(m, mb[:0])) {
+	method := methodOf(m, mb[:0])
+	switch string(method) {
 	case "tools/call":
 		s.Stats.Calls.Add(1)
 		s.callTool(m, sess, r)
 	case "ping":
 		replyResult(r, m.ID, emptyObject)
-	case "tools/list":
-		s.list(m, sess, r, &s.cat.tools)
-	case "resources/list":
-		s.list(m, sess, r, &s.cat.resources)
-	case "resources/templates/list":
-		s.list(m, sess, r, &s.cat.templates)
-	case "prompts/list":
-		s.list(m, sess, r, &s.cat.prompts)
+	case "tools/list", "resources/list", "resources/templates/list", "prompts/list":
+		s.list(m, sess, r, s.cat.listOf(method))
 	case "resources/read":
 		s.readResource(m, sess, r)
 	case "resources/subscribe":
