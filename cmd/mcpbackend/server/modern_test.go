@@ -12,6 +12,8 @@ import (
 
 	"github.com/mcprouter/mcprouter/cmd/mcpbackend/mcpbackendtest"
 	"github.com/mcprouter/mcprouter/cmd/mcpbackend/server"
+	"github.com/mcprouter/mcprouter/internal/mcpraw"
+	"github.com/mcprouter/mcprouter/internal/testwait"
 )
 
 // Raw 2026-07-28 exchanges with the HTTP endpoint: the statuses, codes and shapes the
@@ -30,25 +32,7 @@ type reply struct {
 // one) and decodes the JSON answer, or the last event of a stream.
 func post(t *testing.T, url, body string, hdr map[string]string) reply {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-	var probe struct {
-		Method string `json:"method"`
-		Params struct {
-			Name string `json:"name"`
-			URI  string `json:"uri"`
-		} `json:"params"`
-	}
-	json.Unmarshal([]byte(body), &probe)
-	req.Header.Set("Mcp-Method", probe.Method)
-	if n := probe.Params.Name + probe.Params.URI; n != "" {
-		req.Header.Set("Mcp-Name", n)
-	}
+	req := modernRequest(url, body)
 	for k, v := range hdr {
 		if v == "" {
 			req.Header.Del(k)
@@ -74,6 +58,26 @@ func post(t *testing.T, url, body string, hdr map[string]string) reply {
 		}
 	}
 	return r
+}
+
+// modernRequest is a 2026-07-28 POST of body to url with the headers the revision asks
+// for: MCP-Protocol-Version, and Mcp-Method and Mcp-Name as the body says.
+func modernRequest(url, body string) *http.Request {
+	req := (&mcpraw.Client{URL: url}).NewRequest(context.Background(), http.MethodPost, body)
+	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	var probe struct {
+		Method string `json:"method"`
+		Params struct {
+			Name string `json:"name"`
+			URI  string `json:"uri"`
+		} `json:"params"`
+	}
+	json.Unmarshal([]byte(body), &probe)
+	req.Header.Set("Mcp-Method", probe.Method)
+	if n := probe.Params.Name + probe.Params.URI; n != "" {
+		req.Header.Set("Mcp-Name", n)
+	}
+	return req
 }
 
 func (r reply) code() float64 {
@@ -227,12 +231,7 @@ func TestModernHTTP(t *testing.T) {
 func TestModernListen(t *testing.T) {
 	s := mcpbackendtest.Start(t, server.Config{Tick: -1})
 	body := `{"jsonrpc":"2.0","id":"sub-1","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true,"resourceSubscriptions":["memo://board","nope://x"]},` + meta + `}}`
-	req, _ := http.NewRequest(http.MethodPost, s.URL(), strings.NewReader(body))
-	for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-		"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "subscriptions/listen"} {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := http.DefaultClient.Do(modernRequest(s.URL(), body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,34 +303,20 @@ func TestModernDisconnectCancels(t *testing.T) {
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":600000},` + meta + `}}`,
 		`{"jsonrpc":"2.0","id":2,"method":"subscriptions/listen","params":{"notifications":{"resourceSubscriptions":["memo://board"]},` + meta + `}}`,
 	} {
-		var probe struct {
-			Method string `json:"method"`
-		}
-		json.Unmarshal([]byte(body), &probe)
-		req, _ := http.NewRequest(http.MethodPost, s.URL(), strings.NewReader(body))
-		for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-			"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": probe.Method, "Mcp-Name": "sleep"} {
-			req.Header.Set(k, v)
-		}
-		if probe.Method != "tools/call" {
-			req.Header.Del("Mcp-Name")
-		}
+		req := modernRequest(s.URL(), body)
+		method := req.Header.Get("Mcp-Method")
 		tr := &http.Transport{}
 		resp, err := (&http.Client{Transport: tr}).Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-			t.Fatalf("%s: %d %s", probe.Method, resp.StatusCode, resp.Header.Get("Content-Type"))
+			t.Fatalf("%s: %d %s", method, resp.StatusCode, resp.Header.Get("Content-Type"))
 		}
 		resp.Body.Close()
 		tr.CloseIdleConnections()
-		deadline := time.Now().Add(mcpbackendtest.Wait)
-		for s.Stats.Cancelled.Load() < uint64(i+1) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not cancelled after the client closed its stream", probe.Method)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		testwait.For(t, method+" cancelled after the client closed its stream", mcpbackendtest.Wait, func() bool {
+			return s.Stats.Cancelled.Load() >= uint64(i+1)
+		})
 	}
 }
