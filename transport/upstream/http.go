@@ -284,7 +284,9 @@ func (c *httpBase) do(ctx context.Context, req *fasthttp.Request, resp *fasthttp
 }
 
 // exchangeErr is the error of a failed exchange: the Conn's own end, the caller's, a
-// timeout, or err itself, named after the backend.
+// timeout, a connection that closed before any byte of the answer (ErrNoResponse: the
+// message was written, so the backend may have processed it; errStaleConn is a write
+// that never happened), or err itself, named after the backend.
 func (c *httpBase) exchangeErr(ctx context.Context, err error) error {
 	switch {
 	case c.ctx.Err() != nil:
@@ -293,6 +295,8 @@ func (c *httpBase) exchangeErr(ctx context.Context, err error) error {
 		return ctx.Err()
 	case errors.Is(err, fasthttp.ErrTimeout):
 		return fmt.Errorf("upstream: %s: %w", c.opts.Name, context.DeadlineExceeded)
+	case isStaleConn(err) && !errors.Is(err, errStaleConn):
+		return fmt.Errorf("%w: %s: %w", ErrNoResponse, c.opts.Name, err)
 	}
 	return fmt.Errorf("upstream: %s: %w", c.opts.Name, err)
 }

@@ -159,6 +159,13 @@ var (
 	// arrived, and it could not be resumed. The backend may or may not have processed
 	// the request.
 	ErrStreamLost = errors.New("upstream: stream lost before the response")
+	// ErrNoResponse: the connection closed (or was reset) after the message was written
+	// and before any byte of the answer arrived: a backend killed mid-request, or its
+	// connections dropped. Unlike ErrBackendDown, the backend may have processed the
+	// message. Send has already sent it again once when RetrySafe allowed it; whether
+	// another instance may take it (a tool call may act on the world twice) is the
+	// caller's question.
+	ErrNoResponse = errors.New("upstream: connection closed before any byte of the answer (the backend may have processed the message)")
 	// ErrUnauthorized: the backend refused the router's own credentials for it (HTTP
 	// 401 or 403), or the authorization server refused to give the router a token for
 	// it. The error names the backend; the client is told the backend refused the

@@ -1,0 +1,126 @@
+package upstream
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"testing"
+
+	"github.com/mcprouter/mcprouter/codec"
+)
+
+// hangUp is a backend that reads each HTTP request whole and then closes the
+// connection without a byte of answer, as a replica killed mid-request does. It
+// records the JSON-RPC method of every request it read.
+type hangUp struct {
+	ln      net.Listener
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	methods []string
+}
+
+func newHangUp(t *testing.T) *hangUp {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &hangUp{ln: ln}
+	h.wg.Add(1)
+	go h.accept()
+	t.Cleanup(func() { ln.Close(); h.wg.Wait() })
+	return h
+}
+
+func (h *hangUp) url() string { return "http://" + h.ln.Addr().String() + "/mcp" }
+
+func (h *hangUp) accept() {
+	defer h.wg.Done()
+	for {
+		nc, err := h.ln.Accept()
+		if err != nil {
+			return
+		}
+		h.wg.Add(1)
+		go func() {
+			defer h.wg.Done()
+			defer nc.Close()
+			req, err := http.ReadRequest(bufio.NewReader(nc))
+			if err != nil {
+				return
+			}
+			body, _ := io.ReadAll(req.Body)
+			var m codec.Message
+			method := "(unreadable)"
+			if codec.Scan(body, &m) == nil {
+				method = string(m.Method)
+			}
+			h.mu.Lock()
+			h.methods = append(h.methods, method)
+			h.mu.Unlock()
+		}()
+	}
+}
+
+// got returns the methods of the requests read so far.
+func (h *hangUp) got() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]string(nil), h.methods...)
+}
+
+// TestHTTPNoResponse: a connection that closes after the request was written and before
+// any byte of the answer is ErrNoResponse (the backend may have run it), not
+// ErrBackendDown; a message RetrySafe allows was sent once more first, a tool call
+// exactly once. Both the pool and the pipeline classify it the same way.
+func TestHTTPNoResponse(t *testing.T) {
+	for _, pipeline := range []int{0, 1} {
+		for _, tc := range []struct {
+			msg  string
+			want int // requests the backend read
+		}{
+			{msgCall(5, "echo", "hi"), 1},
+			{msgList, 2},
+		} {
+			var m codec.Message
+			if err := codec.Scan([]byte(tc.msg), &m); err != nil {
+				t.Fatal(err)
+			}
+			t.Run(fmt.Sprintf("%s/pipeline=%d", m.Method, pipeline), func(t *testing.T) {
+				h := newHangUp(t)
+				c, _ := dialHTTP(t, h.url(), HTTPOptions{Name: "web", Pipeline: pipeline})
+				defer c.Close()
+				err := c.Send(testCtx(t), []byte(tc.msg))
+				if !errors.Is(err, ErrNoResponse) {
+					t.Fatalf("Send: %v, want ErrNoResponse", err)
+				}
+				if errors.Is(err, ErrBackendDown) {
+					t.Fatalf("Send: %v also matches ErrBackendDown: the backend may have run it", err)
+				}
+				if got := h.got(); len(got) != tc.want {
+					t.Fatalf("backend read %v, want %d of %s", got, tc.want, m.Method)
+				}
+			})
+		}
+	}
+}
+
+// TestHTTPRefusedIsNotNoResponse: a refused connection never carried the message: it
+// is ErrBackendDown alone.
+func TestHTTPRefusedIsNotNoResponse(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + ln.Addr().String() + "/mcp"
+	ln.Close()
+	c, _ := dialHTTP(t, url, HTTPOptions{})
+	defer c.Close()
+	err = c.Send(testCtx(t), []byte(msgCall(5, "echo", "hi")))
+	if !errors.Is(err, ErrBackendDown) || errors.Is(err, ErrNoResponse) {
+		t.Fatalf("Send: %v, want ErrBackendDown and not ErrNoResponse", err)
+	}
+}
