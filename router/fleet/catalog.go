@@ -42,12 +42,18 @@ var kindInfo = [numKinds]struct {
 type item struct {
 	key string // exposed name, URI or URI template
 	raw []byte // the item's JSON object
+	// repeatable: a tool whose annotations say that running it twice does no harm
+	// (catalog_hints.go).
+	repeatable bool
 }
 
 // route says where a named item lives and how to give the backend its own name back.
 type route struct {
 	b     *backend
 	strip int // bytes of prefix+separator to remove from the exposed name
+	// repeatable: a tool call whose answer was lost may be sent to another replica
+	// (the tool's annotations allow it; forward_retry.go).
+	repeatable bool
 }
 
 // templateRoute routes URIs matching a template's literal prefix.

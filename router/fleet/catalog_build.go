@@ -205,7 +205,7 @@ func (cb *catalogBuilder) fetchList(ctx context.Context, c *upConn, k kind) ([]i
 			if err != nil {
 				return nil, fmt.Errorf("item %s is not a string", info.field)
 			}
-			items = append(items, item{key: key, raw: append([]byte(nil), raw...)})
+			items = append(items, item{key: key, raw: append([]byte(nil), raw...), repeatable: k == kTools && toolRepeatable(raw)})
 		}
 		cursor = ""
 		if nc := pg["nextCursor"]; len(nc) > 0 && string(nc) != "null" {
@@ -252,7 +252,7 @@ func (cb *catalogBuilder) build(gen uint64) *catalog {
 		for k := kind(0); k < numKinds; k++ {
 			var kept []item
 			for _, it := range lists[k] {
-				if cb.claim(cat, k, it.key, b, strip) {
+				if cb.claim(cat, k, it, b, strip) {
 					kept = append(kept, it)
 				}
 			}
@@ -263,15 +263,16 @@ func (cb *catalogBuilder) build(gen uint64) *catalog {
 	return cat
 }
 
-// claim records that b serves key; false when an earlier backend already does.
-func (cb *catalogBuilder) claim(cat *catalog, k kind, key string, b *backend, strip int) bool {
+// claim records that b serves it; false when an earlier backend already does.
+func (cb *catalogBuilder) claim(cat *catalog, k kind, it item, b *backend, strip int) bool {
+	key := it.key
 	var owner *backend
 	switch k {
 	case kTools:
 		if r, dup := cat.tools[key]; dup {
 			owner = r.b
 		} else {
-			cat.tools[key] = route{b: b, strip: strip}
+			cat.tools[key] = route{b: b, strip: strip, repeatable: it.repeatable}
 		}
 	case kPrompts:
 		if r, dup := cat.prompts[key]; dup {

@@ -60,7 +60,8 @@ type Stats struct {
 	TimedOut  atomic.Uint64
 	Cancelled atomic.Uint64
 	Refreshes atomic.Uint64
-	// Failovers counts requests an instance refused that another replica took.
+	// Failovers counts requests sent again to another replica: ones an instance refused,
+	// and safe-to-repeat ones whose connection closed before any answer (forward_retry.go).
 	Failovers atomic.Uint64
 	// FanOut counts resource updates delivered to client sessions.
 	FanOut atomic.Uint64
@@ -101,6 +102,7 @@ func New(cfg Config) *Fleet {
 	n := &notices{life: f.life, table: f.table, sessions: f.sessions, srv: f.srv, fwd: f.fwd, rep: &f.rep, stats: &f.Stats}
 	f.notices = n
 	f.catalog = newCatalogBuilder(f.life, f.table, f.log, &f.Stats, f.backends, n.broadcast)
+	f.fwd.catalog = f.catalog // whether a tool may run twice (forward_retry.go)
 	f.bus = &changeBus{bus: cfg.Bus, life: f.life, log: f.log, backends: f.backends, catalog: f.catalog}
 	n.catalog, n.bus = f.catalog, f.bus
 	up := &subsUpstream{life: f.life, table: f.table, log: f.log, rep: &f.rep, max: cfg.MaxSubscriptions, fanOut: n.fanOut}

@@ -27,6 +27,7 @@ type forwarder struct {
 	sessions *sessions
 	rep      *reporter
 	stats    *Stats
+	catalog  *catalogBuilder // read when a request that may have run could be sent again
 }
 
 // sweep fails requests whose backend did not answer in time.
@@ -154,15 +155,13 @@ func (fw *forwarder) forward(e *entry) {
 	}
 	fw.stats.Forwarded.Add(1)
 	err = c.conn.Send(ctx, *bp)
-	if err != nil && errors.Is(err, upstream.ErrBackendDown) && !b.cfg.PerClient {
-		// The instance refused the message (connection refused, process down, 502-504):
-		// the backend did not process it, so another replica may, once.
-		c.inst.healthy.Store(false)
-		if in := b.pick(); in != nil && in != c.inst {
-			if c2 := in.conn.Load(); c2 != nil && fw.table.rebind(id, c, c2) {
-				fw.stats.Failovers.Add(1)
-				c = c2
-				err = c.conn.Send(ctx, *bp)
+	if err != nil {
+		// Another replica may take it, once, when that is safe (forward_retry.go).
+		var c2 *upConn
+		if c2, err = fw.resend(b, c, id, err); c2 != nil {
+			c = c2
+			if err = c.conn.Send(ctx, *bp); errors.Is(err, upstream.ErrNoResponse) {
+				err = mayHaveRun(err, true, "it was sent to a second replica already")
 			}
 		}
 	}

@@ -141,6 +141,13 @@ func newFleetClientEra(t testing.TB, timeout time.Duration, modern bool) *fleetC
 	if _, ok := f.catalog.load().tools["a"+Separator+"echo"]; !ok {
 		t.Fatal("Start returned before the backend's catalog landed")
 	}
+	return attachClient(t, f, up)
+}
+
+// attachClient opens one client session on started fleet f over an in-memory stdio
+// transport; up is the backend connection the test scripts (nil if none). The session
+// and the fleet end with the test.
+func attachClient(t testing.TB, f *Fleet, up *scriptedConn) *fleetClient {
 	sess := new(router.Session)
 	f.SessionOpened(sess)
 	h := fleetHandler{f: f, sess: sess}

@@ -88,6 +88,11 @@ type entry struct {
 	// strip is the length of the prefix to remove from params.name.
 	strip int
 
+	// heard: a message of the backend's about this request reached it (progress,
+	// logging, a request to the client, through with): the backend has the request, and
+	// its client may have heard of it, so it is never sent again (forward_retry.go).
+	heard bool
+
 	// stop, for a request sent to a 2026-07-28 backend, cancels its Send: closing the
 	// request's stream is how that revision cancels a request (era.go).
 	stop func()
@@ -312,23 +317,26 @@ func (t *table) abandon(e *entry) bool {
 	return true
 }
 
-// rebind moves a sent request from conn from to conn to (a failover to another replica);
-// false when the entry was settled meanwhile.
-func (t *table) rebind(id uint64, from, to *upConn) bool {
-	moved := false
-	t.with(id, func(e *entry) {
-		if e.conn == from {
-			e.conn = to
-			from.inst.outstanding.Add(-1)
-			to.inst.outstanding.Add(1)
-			moved = true
-		}
-	})
-	return moved
+// rebind moves a sent client request from conn from to conn to (a failover to another
+// replica, forward_retry.go) if may, called with the entry under its shard's lock,
+// allows it; false when the entry was settled or moved meanwhile, or may said no.
+func (t *table) rebind(id uint64, from, to *upConn, may func(e *entry) bool) bool {
+	sh := t.shard(id)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	e := sh.m[id]
+	if e == nil || e.state != stateSent || e.kind != clientRequest || e.conn != from || !may(e) {
+		return false
+	}
+	e.conn = to
+	from.inst.outstanding.Add(-1)
+	to.inst.outstanding.Add(1)
+	return true
 }
 
 // with calls fn with the sent client request id while it cannot be settled (its shard is
-// locked), so that fn may use the entry's exchange safely. fn must not block.
+// locked), so that fn may use the entry's exchange safely. fn must not block. It is how
+// a backend's message about the request reaches it, so the entry is marked heard.
 func (t *table) with(id uint64, fn func(e *entry)) bool {
 	sh := t.shard(id)
 	sh.mu.Lock()
@@ -337,6 +345,7 @@ func (t *table) with(id uint64, fn func(e *entry)) bool {
 	if e == nil || e.state != stateSent || e.kind != clientRequest {
 		return false
 	}
+	e.heard = true
 	fn(e)
 	return true
 }

@@ -389,23 +389,28 @@ func TestSettleRaces(t *testing.T) {
 }
 
 // TestRebind checks a failover's move of a sent request to another replica: only from
-// the connection it is on, only while in flight, with the outstanding counts moved.
+// the connection it is on, only while in flight, only when may allows it, with the
+// outstanding counts moved.
 func TestRebind(t *testing.T) {
 	tb, from, to := newTable(), testConn(), testConn()
+	yes := func(*entry) bool { return true }
 	e := request(new(router.Session), "1")
 	tb.add(e)
-	if tb.rebind(e.id, from, to) {
+	if tb.rebind(e.id, from, to, yes) {
 		t.Fatal("a routed request was rebound")
 	}
 	tb.bind(e, from)
-	if tb.rebind(e.id, to, from) {
+	if tb.rebind(e.id, to, from, yes) {
 		t.Fatal("a request was rebound from a connection it is not on")
 	}
-	if !tb.rebind(e.id, from, to) || e.conn != to || from.inst.outstanding.Load() != 0 || to.inst.outstanding.Load() != 1 {
+	if tb.rebind(e.id, from, to, func(*entry) bool { return false }) || e.conn != from {
+		t.Fatal("a request was rebound though may said no")
+	}
+	if !tb.rebind(e.id, from, to, yes) || e.conn != to || from.inst.outstanding.Load() != 0 || to.inst.outstanding.Load() != 1 {
 		t.Fatalf("rebind: conn moved %v, outstanding %d -> %d", e.conn == to, from.inst.outstanding.Load(), to.inst.outstanding.Load())
 	}
 	tb.take(e.id, stateAnswered)
-	if tb.rebind(e.id, to, from) {
+	if tb.rebind(e.id, to, from, yes) {
 		t.Fatal("a settled request was rebound")
 	}
 }

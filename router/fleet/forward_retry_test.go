@@ -1,0 +1,180 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/internal/testwait"
+	"github.com/mcprouter/mcprouter/router"
+	"github.com/mcprouter/mcprouter/transport/upstream"
+)
+
+// retryTools is the scripted backend's tools/list: one tool per annotation case.
+const retryTools = `{"tools":[` +
+	`{"name":"echo","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":true}},` +
+	`{"name":"put","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":false,"idempotentHint":true}},` +
+	`{"name":"touch","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":false,"destructiveHint":false,"idempotentHint":false}},` +
+	`{"name":"plain","inputSchema":{"type":"object"}},` +
+	`{"name":"odd","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":"true"}}]}`
+
+// replicas is a backend "a" of two scripted replicas. The first tools/call either of
+// them gets is lost the way a replica killed mid-request loses it: Send fails with
+// upstream.ErrNoResponse (after a progress notification, when progress is set); every
+// other call is answered at once. calls records which replica got each call.
+type replicas struct {
+	conns    [2]*scriptedConn
+	lose     atomic.Bool
+	progress bool
+	calls    chan int
+}
+
+// hungUpConn is one replica of replicas: a scriptedConn for the router's own requests.
+type hungUpConn struct {
+	*scriptedConn
+	n int
+	r *replicas
+}
+
+func (c *hungUpConn) Send(ctx context.Context, msg []byte) error {
+	var m codec.Message
+	if err := codec.Scan(msg, &m); err != nil || string(m.Method) != "tools/call" {
+		return c.scriptedConn.Send(ctx, msg)
+	}
+	c.r.calls <- c.n
+	if c.r.lose.CompareAndSwap(true, false) {
+		if c.r.progress {
+			c.sink.Message([]byte(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":` + string(m.ID) + `,"progress":1}}`))
+		}
+		return fmt.Errorf("%w: a: %w", upstream.ErrNoResponse, io.EOF)
+	}
+	c.sink.Message(codec.AppendResult(nil, m.ID, []byte(`{"content":[]}`)))
+	return nil
+}
+
+// newReplicas starts a fleet on replicas and a client session on it, and waits until
+// both replicas take requests.
+func newReplicas(t *testing.T, progress bool) (*fleetClient, *replicas) {
+	r := &replicas{progress: progress, calls: make(chan int, 4)}
+	r.lose.Store(true)
+	var dialers []Dialer
+	for i := range r.conns {
+		up := &scriptedConn{got: make(chan []byte, 16), done: make(chan struct{})}
+		tools := retryTools
+		up.tools.Store(&tools)
+		r.conns[i] = up
+		dialers = append(dialers, Dialer{Addr: "replica" + strconv.Itoa(i), Dial: func(ctx context.Context, sink upstream.Sink) (upstream.Conn, error) {
+			up.sink = sink
+			return &hungUpConn{scriptedConn: up, n: i, r: r}, nil
+		}})
+	}
+	f := New(Config{HealthInterval: time.Hour, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Backends: []BackendConfig{{
+		Name: "a", Prefix: "a", Timeout: time.Minute, Dialers: dialers,
+	}}})
+	f.Start(time.Minute)
+	testwait.For(t, "both replicas usable", time.Minute, func() bool {
+		return f.backends[0].instances[0].usable() && f.backends[0].instances[1].usable()
+	})
+	return attachClient(t, f, nil), r
+}
+
+// TestRetryOnAnotherReplica: a call lost before any byte of its answer goes once to the
+// other replica when running it twice does no harm: a read-only or idempotent tool.
+func TestRetryOnAnotherReplica(t *testing.T) {
+	for _, tool := range []string{"echo", "put"} {
+		t.Run(tool, func(t *testing.T) {
+			fc, r := newReplicas(t, false)
+			fc.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a__` + tool + `"}}`)
+			first := testwait.Recv(t, "the first attempt", time.Minute, r.calls)
+			second := testwait.Recv(t, "the second attempt", time.Minute, r.calls)
+			if first == second {
+				t.Fatalf("both attempts went to replica %d, want the other one second", first)
+			}
+			if m := fc.read(); m.Kind != codec.KindResult || string(m.ID) != "1" {
+				t.Fatalf("client got kind %v for id %s, want the result of 1", m.Kind, m.ID)
+			}
+			if n := fc.f.Stats.Failovers.Load(); n != 1 {
+				t.Fatalf("Failovers = %d, want 1", n)
+			}
+			if n := fc.f.InFlight(); n != 0 {
+				t.Fatalf("%d requests still in flight", n)
+			}
+			for i, in := range fc.f.backends[0].instances {
+				if !in.healthy.Load() || in.outstanding.Load() != 0 {
+					t.Fatalf("replica %d: healthy %v, outstanding %d; want healthy, 0 (a lost answer does not eject it)", i, in.healthy.Load(), in.outstanding.Load())
+				}
+			}
+		})
+	}
+}
+
+// TestNoRetryWhenItMayHaveRun: a lost call is not sent again when a second run could
+// do harm (a tool without readOnlyHint or idempotentHint, or a hint that is not a
+// boolean) or when the backend had already sent something about it: the client is told
+// it may have run.
+func TestNoRetryWhenItMayHaveRun(t *testing.T) {
+	for _, tc := range []struct {
+		tool, why string
+		progress  bool
+	}{
+		{"touch", `tool "a__touch" is not annotated readOnlyHint or idempotentHint`, false},
+		{"plain", `tool "a__plain" is not annotated`, false},
+		{"odd", `tool "a__odd" is not annotated`, false},
+		{"echo", "the backend had already sent messages about it", true},
+	} {
+		t.Run(tc.tool, func(t *testing.T) {
+			fc, r := newReplicas(t, tc.progress)
+			meta := ""
+			if tc.progress {
+				meta = `,"_meta":{"progressToken":"p"}`
+			}
+			fc.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"a__` + tc.tool + `"` + meta + `}}`)
+			testwait.Recv(t, "the call", time.Minute, r.calls)
+			m := fc.read()
+			if tc.progress {
+				if string(m.Method) != "notifications/progress" {
+					t.Fatalf("client got %s, want the progress first", m.Method)
+				}
+				m = fc.read()
+			}
+			if m.Kind != codec.KindError || string(m.ID) != "2" {
+				t.Fatalf("client got kind %v for id %s, want an error for 2", m.Kind, m.ID)
+			}
+			err := rpcErrorOf(m.Error).(*router.Error)
+			if err.Code != codec.CodeBackendUnavailable || !strings.Contains(err.Message, "may have run") || !strings.Contains(err.Message, tc.why) {
+				t.Fatalf("error %d %q, want %d saying it may have run because %s", err.Code, err.Message, codec.CodeBackendUnavailable, tc.why)
+			}
+			select {
+			case n := <-r.calls:
+				t.Fatalf("the call was sent again, to replica %d", n)
+			default:
+			}
+			if n := fc.f.Stats.Failovers.Load(); n != 0 {
+				t.Fatalf("Failovers = %d, want 0", n)
+			}
+		})
+	}
+}
+
+// TestToolRepeatable reads tools' annotations: only a true boolean hint counts.
+func TestToolRepeatable(t *testing.T) {
+	for raw, want := range map[string]bool{
+		`{"name":"a","annotations":{"readOnlyHint":true}}`:                         true,
+		`{"name":"a","annotations":{"readOnlyHint":false,"idempotentHint":true}}`:  true,
+		`{"name":"a","annotations":{"readOnlyHint":false,"idempotentHint":false}}`: false,
+		`{"name":"a","annotations":{"readOnlyHint":"true","idempotentHint":1}}`:    false,
+		`{"name":"a","annotations":null}`:                                          false,
+		`{"name":"a"}`:                                                             false,
+	} {
+		if got := toolRepeatable([]byte(raw)); got != want {
+			t.Errorf("toolRepeatable(%s) = %v, want %v", raw, got, want)
+		}
+	}
+}
