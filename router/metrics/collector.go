@@ -71,6 +71,7 @@ type descs struct {
 	forwarded         *prometheus.Desc
 	sendFailures      *prometheus.Desc
 	timeouts          *prometheus.Desc
+	failovers         *prometheus.Desc
 	cancellations     *prometheus.Desc
 	refreshes         *prometheus.Desc
 	subscriptions     *prometheus.Desc
@@ -150,6 +151,7 @@ func newDescs() descs {
 		forwarded:         d("backend_forwarded_total", "Requests sent to backends."),
 		sendFailures:      d("backend_send_failures_total", "Requests that could not be sent to a backend."),
 		timeouts:          d("backend_timeouts_total", "Requests that a backend did not answer in time."),
+		failovers:         d("backend_failovers_total", "Requests sent again to another replica: refused by an instance, or lost before any answer and safe to repeat (read-only methods, tools annotated readOnlyHint or idempotentHint)."),
 		cancellations:     d("backend_cancellations_total", "Forwarded requests cancelled by their client."),
 		refreshes:         d("backend_catalog_refreshes_total", "Backend catalog (tools, prompts, resources) refreshes."),
 		subscriptions:     d("upstream_subscriptions", "Resource subscriptions held upstream, each serving every subscribed client session."),
@@ -373,6 +375,7 @@ func (m *Metrics) collectFleet(ch chan<- prometheus.Metric, f *fleet.Fleet) {
 	counter(d.forwarded, f.Stats.Forwarded.Load())
 	counter(d.sendFailures, f.Stats.Failed.Load())
 	counter(d.timeouts, f.Stats.TimedOut.Load())
+	counter(d.failovers, f.Stats.Failovers.Load())
 	counter(d.cancellations, f.Stats.Cancelled.Load())
 	counter(d.refreshes, f.Stats.Refreshes.Load())
 	counter(d.fanOut, f.Stats.FanOut.Load())
