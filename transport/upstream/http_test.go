@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/internal/testbin"
 )
 
 type echoIn struct {
@@ -365,17 +366,14 @@ func TestHTTPStatusErrors(t *testing.T) {
 	}
 }
 
+// TestHTTPConnectionRefused: a refused connection never carried the message: it is
+// ErrBackendDown alone, never ErrNoResponse.
 func TestHTTPConnectionRefused(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	url := "http://" + ln.Addr().String() + "/mcp"
-	ln.Close()
-	c, _ := dialHTTP(t, url, HTTPOptions{})
+	c, _ := dialHTTP(t, "http://"+testbin.FreeAddr(t)+"/mcp", HTTPOptions{})
 	defer c.Close()
-	if err := c.Send(testCtx(t), []byte(msgInit)); !errors.Is(err, ErrBackendDown) {
-		t.Fatalf("Send: %v, want ErrBackendDown", err)
+	err := c.Send(testCtx(t), []byte(msgCall(5, "echo", "hi")))
+	if !errors.Is(err, ErrBackendDown) || errors.Is(err, ErrNoResponse) {
+		t.Fatalf("Send: %v, want ErrBackendDown and not ErrNoResponse", err)
 	}
 }
 

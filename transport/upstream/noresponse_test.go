@@ -107,20 +107,3 @@ func TestHTTPNoResponse(t *testing.T) {
 		}
 	}
 }
-
-// TestHTTPRefusedIsNotNoResponse: a refused connection never carried the message: it
-// is ErrBackendDown alone.
-func TestHTTPRefusedIsNotNoResponse(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	url := "http://" + ln.Addr().String() + "/mcp"
-	ln.Close()
-	c, _ := dialHTTP(t, url, HTTPOptions{})
-	defer c.Close()
-	err = c.Send(testCtx(t), []byte(msgCall(5, "echo", "hi")))
-	if !errors.Is(err, ErrBackendDown) || errors.Is(err, ErrNoResponse) {
-		t.Fatalf("Send: %v, want ErrBackendDown and not ErrNoResponse", err)
-	}
-}
