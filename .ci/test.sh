@@ -54,9 +54,9 @@ else
 fi
 
 # The reliability benchmarks (bench/cmd/chaos, bench/cmd/soak) are not steps of this
-# suite yet: their short runs still fail checks that issue 16 is about (calls in flight
-# on a killed HTTP replica are not retried on the other one; router memory still rising
-# two minutes into a soak). Run them by hand: go run ./bench/cmd/chaos -duration 60s,
+# suite yet: their short runs still fail checks that issue 16 is about (subscribers hear
+# nothing for more than 2s after the router holding the upstream subscription lease is
+# killed, until the lease expires; router memory still rising two minutes into a soak). Run them by hand: go run ./bench/cmd/chaos -duration 60s,
 # go run ./bench/cmd/soak -duration 2m. They join the suite when they pass.
 
 step "fuzz (${FUZZTIME} per target)"
