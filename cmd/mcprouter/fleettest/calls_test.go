@@ -1,17 +1,16 @@
 package fleettest
 
 import (
-	"bufio"
-	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/mcprouter/mcprouter/internal/ctxtime"
+	"github.com/mcprouter/mcprouter/internal/mcpraw"
 	"github.com/mcprouter/mcprouter/internal/testwait"
 )
 
@@ -304,12 +303,10 @@ func TestSameIDsRaw(t *testing.T) {
 	}
 }
 
-// rawSession is a Streamable HTTP session driven by hand, to control ids exactly.
+// rawSession is a Streamable HTTP session driven by hand (mcpraw), to control ids
+// exactly.
 type rawSession struct {
-	t   *testing.T
-	url string
-	id  string
-	hc  *http.Client
+	mcpraw.Client
 }
 
 func newRawSession(t *testing.T, f *fleet) *rawSession { return newRawSessionWith(t, f, `{}`) }
@@ -318,16 +315,11 @@ func newRawSession(t *testing.T, f *fleet) *rawSession { return newRawSessionWit
 // (raw JSON).
 func newRawSessionWith(t *testing.T, f *fleet, caps string) *rawSession {
 	t.Helper()
-	rs := &rawSession{t: t, url: f.mcpURL(), hc: &http.Client{Timeout: wait}}
-	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":` + caps + `,"clientInfo":{"name":"fleettest-raw","version":"1"}}}`
-	if _, err := rs.post(init); err != nil {
-		t.Fatalf("initialize: %v", err)
-	}
-	if rs.id == "" {
-		t.Fatal("initialize: no Mcp-Session-Id")
-	}
-	if _, err := rs.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`); err != nil {
-		t.Fatalf("initialized: %v", err)
+	rs := &rawSession{mcpraw.Client{URL: f.mcpURL(), Version: "2025-06-18", HTTP: &http.Client{Timeout: wait}}}
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if r, err := rs.Initialize(ctx, caps); err != nil || r.Status != http.StatusOK || rs.Session == "" {
+		t.Fatalf("initialize: %v %v", err, r)
 	}
 	t.Cleanup(func() { rs.close() })
 	return rs
@@ -335,10 +327,7 @@ func newRawSessionWith(t *testing.T, f *fleet, caps string) *rawSession {
 
 // close ends the session (DELETE); it returns the HTTP status, 0 when the request failed.
 func (rs *rawSession) close() int {
-	req, _ := http.NewRequest(http.MethodDelete, rs.url, nil)
-	req.Header.Set("Mcp-Session-Id", rs.id)
-	req.Header.Set("MCP-Protocol-Version", "2025-06-18")
-	resp, err := rs.hc.Do(req)
+	resp, err := rs.Do(rs.NewRequest(context.Background(), http.MethodDelete, ""))
 	if err != nil {
 		return 0
 	}
@@ -349,48 +338,17 @@ func (rs *rawSession) close() int {
 // post sends one message and returns the JSON-RPC messages of the answer (a JSON body
 // or an SSE stream), each as its raw members.
 func (rs *rawSession) post(body string) ([]map[string]json.RawMessage, error) {
-	req, err := http.NewRequest(http.MethodPost, rs.url, strings.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	if rs.id != "" {
-		req.Header.Set("Mcp-Session-Id", rs.id)
-		req.Header.Set("MCP-Protocol-Version", "2025-06-18")
-	}
-	resp, err := rs.hc.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if id := resp.Header.Get("Mcp-Session-Id"); id != "" && rs.id == "" {
-		rs.id = id
-	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return nil, err
-	}
+	r, err := rs.Post(context.Background(), body)
 	switch {
-	case resp.StatusCode == http.StatusAccepted:
+	case err != nil:
+		return nil, err
+	case r.Status == http.StatusAccepted:
 		return nil, nil
-	case resp.StatusCode != http.StatusOK:
-		return nil, fmt.Errorf("HTTP %d: %s", resp.StatusCode, data)
-	}
-	var payloads [][]byte
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		sc := bufio.NewScanner(bytes.NewReader(data))
-		sc.Buffer(make([]byte, 64<<10), 16<<20)
-		for sc.Scan() {
-			if d, ok := strings.CutPrefix(sc.Text(), "data:"); ok && strings.TrimSpace(d) != "" {
-				payloads = append(payloads, []byte(strings.TrimSpace(d)))
-			}
-		}
-	} else {
-		payloads = append(payloads, data)
+	case r.Status != http.StatusOK:
+		return nil, fmt.Errorf("HTTP %d: %s", r.Status, r.Body)
 	}
 	var msgs []map[string]json.RawMessage
-	for _, p := range payloads {
+	for _, p := range r.Messages() {
 		var m map[string]json.RawMessage
 		if err := json.Unmarshal(p, &m); err != nil {
 			return nil, fmt.Errorf("bad message %q: %v", p, err)

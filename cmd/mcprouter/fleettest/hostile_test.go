@@ -414,7 +414,7 @@ func (h *hostileFleet) settles(t *testing.T, base runtimeFigures) {
 	// theirs, not the floods'.
 	h.mu.Lock()
 	for _, c := range h.clients {
-		c.hc.CloseIdleConnections()
+		c.HTTP.CloseIdleConnections()
 	}
 	h.mu.Unlock()
 	var now runtimeFigures

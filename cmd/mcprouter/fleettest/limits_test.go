@@ -2,6 +2,7 @@ package fleettest
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -150,12 +151,7 @@ func TestServerRequestsEndWithSession(t *testing.T) {
 	stats := readStatsOf(t, big)
 	rs := newRawSessionWith(t, f, `{"sampling":{}}`)
 
-	req, _ := http.NewRequest(http.MethodPost, rs.url, strings.NewReader(sampleCall(7, "never answered")))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Session-Id", rs.id)
-	req.Header.Set("MCP-Protocol-Version", "2025-06-18")
-	resp, err := rs.hc.Do(req)
+	resp, err := rs.Do(rs.NewRequest(context.Background(), http.MethodPost, sampleCall(7, "never answered")))
 	if err != nil {
 		t.Fatal(err)
 	}
