@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -34,14 +35,15 @@ import (
 	"github.com/mcprouter/mcprouter/transport/natsbus"
 )
 
+// freePort is the port of testbin.FreeAddr, for the NATS servers' options.
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	_, port, _ := net.SplitHostPort(testbin.FreeAddr(t))
+	n, err := strconv.Atoi(port)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return n
 }
 
 // natsNode is one server of the test's NATS cluster.
