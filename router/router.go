@@ -34,6 +34,9 @@ type Config struct {
 	Observer Observer
 	// Store, when set, keeps session records so that sessions survive their instance.
 	Store SessionStore
+	// Stateless decides whether a request claiming 2026-07-28 is served statelessly
+	// (stateless.go): StatelessAuto (the default), StatelessOn or StatelessOff.
+	Stateless string
 }
 
 // SessionStore keeps session records outside the process (JetStream key-value).

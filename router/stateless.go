@@ -63,11 +63,52 @@ func newStatelessState(cfg *Config) statelessState {
 	}
 }
 
+// The modes of Config.Stateless.
+const (
+	// StatelessAuto serves 2026-07-28 requests statelessly when the fleet can answer
+	// them without translating between protocol generations (Native); otherwise such
+	// a client is answered as a 2025 server answers it (server/discover is -32601) and
+	// falls back to initialize and a session, which keeps every feature: a 2025-era
+	// backend's requests to the client (sampling, elicitation, roots), per-client
+	// upstream sessions and log levels, which the stateless path does not translate yet.
+	StatelessAuto = "auto"
+	// StatelessOn serves every 2026-07-28 request statelessly; what needs translation
+	// gets an error that says so.
+	StatelessOn = "on"
+	// StatelessOff never does: every client opens a session.
+	StatelessOff = "off"
+)
+
+// NativeFleet is a fleet that can tell whether it serves stateless clients natively:
+// every backend speaks 2026-07-28 over one shared connection, so nothing of a
+// stateless request needs translating.
+type NativeFleet interface {
+	Native() bool
+}
+
+// servesStateless applies Config.Stateless.
+func (r *Router) servesStateless() bool {
+	switch r.cfg.Stateless {
+	case StatelessOn:
+		return true
+	case StatelessOff:
+		return false
+	}
+	if r.fleet == nil {
+		return true
+	}
+	nf, ok := r.fleet.(NativeFleet)
+	return ok && nf.Native()
+}
+
 // Stateless implements transport.StatelessPolicy: a message whose _meta carries a
 // protocol version, or whose MCP-Protocol-Version header names a stateless revision, is
 // served statelessly (an unknown version then gets -32022, not a session). m nil: a GET
 // or DELETE, judged on the header.
 func (r *Router) Stateless(m *codec.Message, header []byte) bool {
+	if !r.servesStateless() {
+		return false
+	}
 	if m == nil {
 		return modern.IsModernVersion(header)
 	}

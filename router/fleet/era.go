@@ -270,3 +270,16 @@ func (b *backend) modern() bool {
 	}
 	return false
 }
+
+// Native implements router.NativeFleet: every backend is spoken to statelessly
+// (2026-07-28) over shared connections, so a stateless client's requests need no
+// translation. An instance not connected yet counts by its backend's others; a backend
+// with none connected is not native.
+func (f *Fleet) Native() bool {
+	for _, b := range f.backends {
+		if b.cfg.PerClient || !b.modern() {
+			return false
+		}
+	}
+	return true
+}

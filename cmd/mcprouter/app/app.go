@@ -71,7 +71,7 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 	// a few a second at most, with the count of those dropped.
 	reqLog := logsafe.LimitWarnings(log, 10, 50)
 	rc := router.Config{
-		Name: "mcprouter", Version: Version, Logger: reqLog,
+		Name: "mcprouter", Version: Version, Logger: reqLog, Stateless: cfg.Stateless,
 		Workers: workers.Config{Shards: cfg.Workers.Shards, QueueDepth: cfg.Workers.QueueDepth, PoolSize: cfg.Workers.PoolSize},
 	}
 	bus, err := natsbus.Start(cfg.NATS, log)

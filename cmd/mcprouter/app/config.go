@@ -15,6 +15,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/mcprouter/mcprouter/router"
 	"github.com/mcprouter/mcprouter/transport/auth"
 	"github.com/mcprouter/mcprouter/transport/natsbus"
 )
@@ -56,6 +57,11 @@ type Config struct {
 	// unit ("1536MiB", "2GiB"). Default: 90% of the cgroup's memory limit when there is
 	// one; a GOMEMLIMIT environment variable wins over both (memlimit.go).
 	MemoryLimit string `yaml:"memory_limit"`
+	// Stateless decides whether requests claiming MCP 2026-07-28 are served
+	// statelessly: auto (the default: when every backend speaks 2026-07-28 over shared
+	// connections, so nothing needs translating between generations), on (always) or
+	// off (never: such clients fall back to initialize and a session).
+	Stateless string `yaml:"stateless"`
 	// Auth authenticates MCP clients on the MCP listener (transport/auth).
 	Auth auth.Config `yaml:"auth"`
 }
@@ -210,6 +216,7 @@ func (c *Config) Defaults() {
 		}
 	}
 	def(&c.Listen, "127.0.0.1:8080")
+	def(&c.Stateless, router.StatelessAuto)
 	def(&c.Paths.MCP, "/mcp")
 	def(&c.Paths.SSE, "/sse")
 	def(&c.Paths.Message, "/message")
@@ -256,6 +263,11 @@ func (c *Config) Defaults() {
 
 // Validate checks c (after Defaults) and names the first bad key.
 func (c *Config) Validate() error {
+	switch c.Stateless {
+	case router.StatelessAuto, router.StatelessOn, router.StatelessOff:
+	default:
+		return fmt.Errorf("stateless: %q must be auto, on or off", c.Stateless)
+	}
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		return fmt.Errorf("listen: %q is not host:port: %v", c.Listen, err)
 	}
