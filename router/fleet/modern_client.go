@@ -25,8 +25,7 @@ func (f *Fleet) CancelRequest(s *router.Session, id []byte) {
 		f.endListener(l, nil) // a listen stream (stdio cancels it by notification)
 		return
 	}
-	f.fwd.cancel(s, id)
-	f.Stats.Cancelled.Add(1)
+	f.fwd.cancel(s, id) // counts it (Stats.Cancelled) when it was still in flight
 }
 
 // ListCache implements router.StatelessFleet: the caching fields of a merged list. A
