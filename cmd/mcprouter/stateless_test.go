@@ -34,7 +34,7 @@ func startEraBackend(t testing.TB, eras string) string {
 // startRouterFor starts mcprouter in front of the backend at addr, without a prefix.
 func startRouterFor(t *testing.T, addr string) *routerProc {
 	t.Helper()
-	cfg := fmt.Sprintf("backends:\n  - name: b\n    prefix: \"\"\n    url: http://%s/mcp\n", addr)
+	cfg := fmt.Sprintf("stateless: on\nbackends:\n  - name: b\n    prefix: \"\"\n    url: http://%s/mcp\n", addr)
 	return startRouter(t, "--config", writeConfig(t, cfg))
 }
 
@@ -99,7 +99,7 @@ func TestStatelessUntranslated(t *testing.T) {
 // backend refuses a header that does not match its body).
 func TestStatelessPrefix(t *testing.T) {
 	testbin.Long(t, "starts processes")
-	cfg := fmt.Sprintf("backends:\n  - name: b\n    prefix: ref\n    url: http://%s/mcp\n", startEraBackend(t, "modern"))
+	cfg := fmt.Sprintf("stateless: on\nbackends:\n  - name: b\n    prefix: ref\n    url: http://%s/mcp\n", startEraBackend(t, "modern"))
 	p := startRouter(t, "--config", writeConfig(t, cfg))
 	req, _ := http.NewRequest("POST", p.url("/mcp"), strings.NewReader(
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ref__echo","arguments":{"text":"hi"},`+statelessMeta+`}}`))
@@ -221,7 +221,7 @@ func TestStatelessCancelSlowCall(t *testing.T) {
 // and a 2025 session's call still works.
 func TestStatelessPerClientBackend(t *testing.T) {
 	testbin.Long(t, "starts processes")
-	cfg := fmt.Sprintf("backends:\n  - name: b\n    prefix: \"\"\n    sessions: per-client\n    url: http://%s/mcp\n", startEraBackend(t, "legacy"))
+	cfg := fmt.Sprintf("stateless: on\nbackends:\n  - name: b\n    prefix: \"\"\n    sessions: per-client\n    url: http://%s/mcp\n", startEraBackend(t, "legacy"))
 	p := startRouter(t, "--config", writeConfig(t, cfg))
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
