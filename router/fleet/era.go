@@ -64,7 +64,24 @@ func (k *connector) start(ctx context.Context, c *upConn) error {
 	default:
 		k.log.Debug("backend does not speak 2026-07-28: initializing a session", "backend", in.b.cfg.Name, "instance", in.dialer.Addr, "discover", err)
 	}
+	if answered := err == nil || errors.Is(err, errNotModern); answered && probedInPlace(c.conn) {
+		// The probe went over the connection itself (stdio, NATS: one stream per
+		// server, no stateless view of it), and a server that answered it may count
+		// the connection as begun: some then refuse initialize as a duplicate. The
+		// session starts on a fresh connection.
+		return errRedial
+	}
 	return k.useLegacy(ctx, c)
+}
+
+// errRedial asks open to dial the instance again and initialize a 2025 session there
+// (start's probe answered on the connection itself).
+var errRedial = errors.New("redial for a 2025 session")
+
+// probedInPlace reports whether server/discover on conn went over conn itself.
+func probedInPlace(conn upstream.Conn) bool {
+	sc, ok := upstream.Stateless(conn)
+	return ok && sc == conn
 }
 
 // useLegacy initializes a 2025 upstream session on c.

@@ -78,8 +78,17 @@ func (k *connector) open(ctx context.Context, in *instance, owner *router.Sessio
 		return nil, err
 	}
 	c.conn = conn
-	if err := k.start(ctx, c); err != nil {
+	err = k.start(ctx, c)
+	if errors.Is(err, errRedial) {
 		conn.Close()
+		if conn, err = in.dialer.Dial(dctx, c); err != nil {
+			return nil, err
+		}
+		c.conn = conn
+		err = k.useLegacy(ctx, c)
+	}
+	if err != nil {
+		c.conn.Close()
 		return nil, err
 	}
 	return c, nil
