@@ -30,6 +30,8 @@ const (
 	CodeClientGone         = -32014 // to a backend: the client session ended before answering
 	CodeSessionLimit       = -32015 // a per-session limit (subscriptions, pending requests) is reached
 	CodeBackendAuth        = -32016 // the backend refused the router's own credentials for it (HTTP 401 or 403)
+	CodePolicyDenied       = -32017 // the policy's rules deny the request; the message names what and which rule
+	CodeRateLimited        = -32018 // a policy rate limit refused the request; data.retryAfterMs says when to retry
 
 	// MCP 2026-07-28's own codes (-32020..-32099 is reserved to the specification). A
 	// 2026-07-28 request that breaks a per-request rule gets one of these with HTTP 400.
