@@ -55,9 +55,12 @@ const (
 	stateCancelled                   // left: the client cancelled
 	stateExpired                     // left: its deadline passed
 	stateFailed                      // left: not sent, send failed or connection lost
+	// stateParked: in the table, sent, its exchange answered with input_required while
+	// the backend waits for the client's retry (mrtr.go); no exchange, no client index.
+	stateParked
 )
 
-var stateNames = [...]string{"free", "routed", "sent", "answered", "cancelled", "expired", "failed"}
+var stateNames = [...]string{"free", "routed", "sent", "answered", "cancelled", "expired", "failed", "parked"}
 
 func (s entryState) String() string { return stateNames[s] }
 
@@ -191,6 +194,11 @@ func (t *table) add(e *entry) {
 func (sh *tableShard) settle(e *entry, to entryState) {
 	e.state = to
 	delete(sh.m, e.id)
+	sh.unindex(e)
+}
+
+// unindex takes e out of the shard's client index; the caller holds sh.mu.
+func (sh *tableShard) unindex(e *entry) {
 	if e.clientID == "" {
 		return
 	}
