@@ -28,6 +28,13 @@ func (h *httpHarness) initializeBody(body string) string {
 // bigObject is a JSON object of about n bytes.
 func bigObject(n int) string { return `{"x":"` + strings.Repeat("a", n-8) + `"}` }
 
+// bigInfo is a clientInfo (an Implementation: name and version, as the schema requires)
+// of n bytes.
+func bigInfo(n int) string {
+	const head = `{"name":"t","version":"1","x":"`
+	return head + strings.Repeat("a", n-len(head)-2) + `"}`
+}
+
 // TestClientFieldCaps: capabilities or clientInfo beyond 64 KiB are refused with
 // -32602 naming the field and the limit (HTTP 200 with the error, like every invalid
 // params), and no session opens; both at the limit are accepted and kept in one
@@ -39,7 +46,7 @@ func TestClientFieldCaps(t *testing.T) {
 	info := `{"name":"t","version":"1"}`
 	for _, c := range []struct{ name, body string }{
 		{"capabilities", initializeWith(bigObject(MaxClientField+1), info)},
-		{"clientInfo", initializeWith(`{}`, bigObject(2*MaxClientField))},
+		{"clientInfo", initializeWith(`{}`, bigInfo(2*MaxClientField))},
 	} {
 		resp, body := h.post("", "", c.body)
 		if resp.StatusCode != 200 || resp.Header.Get(transport.HeaderSessionID) != "" ||
@@ -51,7 +58,7 @@ func TestClientFieldCaps(t *testing.T) {
 		t.Fatalf("%d sessions opened by refused initializes", n)
 	}
 
-	sid := h.initializeBody(initializeWith(bigObject(MaxClientField), bigObject(MaxClientField)))
+	sid := h.initializeBody(initializeWith(bigObject(MaxClientField), bigInfo(MaxClientField)))
 	ts, _ := h.reg.Get([]byte(sid))
 	s := sessionOf(ts)
 	if len(s.clientCaps) != MaxClientField || len(s.clientInfo) != MaxClientField || cap(s.clientCaps) != len(s.clientCaps) ||
