@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/router/modern"
+	"github.com/mcprouter/mcprouter/router/params"
 	"github.com/mcprouter/mcprouter/transport"
 )
 
@@ -36,6 +37,15 @@ func (r *Router) handle(j *job) bool {
 		var err error
 		if method, err = codec.Unquote(nil, m.Method); err != nil {
 			method = m.Method
+		}
+	}
+	if m.Kind == codec.KindRequest || m.Kind == codec.KindNotification {
+		rev := Latest // no session yet: initialize, ping, or a request refused below
+		if j.s != nil {
+			rev = j.s.Version()
+		}
+		if j.refuseParams(rev, method) {
+			return true
 		}
 	}
 	switch m.Kind {
@@ -89,6 +99,30 @@ func (r *Router) handle(j *job) bool {
 }
 
 var emptyObject = []byte("{}")
+
+// refuseParams checks the params of j's request or notification against the schema of
+// revision rev before anything answers or routes it, and reports whether they were
+// refused: a request gets -32602 naming the member (not a routing error such as "Unknown
+// tool" for a missing name), a notification is dropped, as nothing answers one. It does
+// not allocate when the params conform.
+func (j *job) refuseParams(rev string, method []byte) bool {
+	m := &j.x.Msg
+	err := params.Validate(rev, method, m.Params)
+	if err == nil {
+		return false
+	}
+	if m.Kind != codec.KindRequest {
+		j.done()
+		return true
+	}
+	var e *params.Error
+	if !errors.As(err, &e) {
+		j.replyError(codec.CodeInvalidParams, "Invalid params: "+err.Error(), nil)
+		return true
+	}
+	j.replyError(e.Code(), e.Error(), e.AppendData(nil))
+	return true
+}
 
 func (r *Router) notification(j *job, method string) bool {
 	switch method {

@@ -148,6 +148,11 @@ func (r *Router) handleStateless(j *job) bool {
 		j.refuse(http.StatusBadRequest)
 		return true
 	}
+	// After the revision's own refusals (-32020..-32022), which say more to a client
+	// that got the revision wrong than a member of its params would.
+	if j.refuseParams(V20260728, m.Method) {
+		return true
+	}
 	if string(m.Method) == "server/discover" {
 		r.discover(j)
 		return true
