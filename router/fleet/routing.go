@@ -21,13 +21,17 @@ type routing struct {
 	fwd      *forwarder
 	subs     subscriber
 	rep      *reporter
-	pageSize int // Config.PageSize
+	pageSize int      // Config.PageSize
+	pol      *policer // nil without a policy (policy.go)
 }
 
 // request answers or routes a client's request; true sends it to Run.
 func (rt *routing) request(s *router.Session, x *transport.Exchange) bool {
 	m := &x.Msg
 	cat := rt.catalog.load()
+	if rt.pol != nil && rt.pol.list(rt, s, x, cat) {
+		return false
+	}
 	var b *backend
 	strip := 0
 	switch string(m.Method) {
@@ -62,12 +66,18 @@ func (rt *routing) request(s *router.Session, x *transport.Exchange) bool {
 		// A 2026-07-28 backend has no per-client subscription: its one listen
 		// stream serves every client.
 		if string(m.Method) != "resources/read" && (!b.cfg.PerClient || b.modern()) {
+			if rt.pol != nil && !rt.pol.admit(rt.rep, s, x, b) {
+				return false
+			}
 			return rt.subs.handle(s, x, b)
 		}
 	case "completion/complete":
 		return rt.complete(s, x, cat)
 	default:
 		return rt.rep.replyErr(x, codec.CodeMethodNotFound, "Method not found: "+string(m.Method))
+	}
+	if rt.pol != nil && !rt.pol.admit(rt.rep, s, x, b) {
+		return false
 	}
 	rt.fwd.track(s, x, b, strip)
 	return true
@@ -124,6 +134,9 @@ func (rt *routing) complete(s *router.Session, x *transport.Exchange, cat *catal
 		}
 	default:
 		return rt.rep.replyErr(x, codec.CodeInvalidParams, "Invalid params: unknown ref type "+typ)
+	}
+	if rt.pol != nil && !rt.pol.admit(rt.rep, s, x, b) {
+		return false
 	}
 	p["ref"], _ = sonic.Marshal(ref)
 	params, _ := sonic.Marshal(p)

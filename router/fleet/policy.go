@@ -1,0 +1,132 @@
+package fleet
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/router"
+	"github.com/mcprouter/mcprouter/router/policy"
+	"github.com/mcprouter/mcprouter/transport"
+	"github.com/mcprouter/mcprouter/transport/auth"
+)
+
+// The policy in the fleet: routing asks the policer, once it knows a request's backend
+// and before the forwarder records it, whether the rules allow the request and whether a
+// rate limit admits it (each element of a batch is its own exchange, so each is decided
+// on its own), and it answers the */list methods with the items the principal may use.
+// Without a policy (SetPolicy never called) routing's field is nil and nothing here
+// runs.
+
+// SetPolicy makes the fleet decide requests and filter lists with e. Call it before
+// Start; later calls replace the engine (a policy reload: the requests already deciding
+// keep the old one). nil after a policy has been set allows everything again.
+func (f *Fleet) SetPolicy(e *policy.Engine) {
+	if f.routes.pol == nil {
+		f.routes.pol = &policer{backends: f.backends}
+	}
+	f.routes.pol.eng.Store(e)
+}
+
+// policer holds the engine and the Subjects of the principals it has seen.
+type policer struct {
+	eng atomic.Pointer[policy.Engine]
+	// subjects maps the transport's *auth.Principal (one per token presented) to its
+	// Subject, made once per token rather than once per request. Bounded: past
+	// maxSubjects it starts afresh (a Subject is cheap to make again).
+	subjects sync.Map
+	n        atomic.Int64
+	// lists caches the current catalog snapshot's items as the policy sees them
+	// (policy_list.go); backends names them.
+	lists    atomic.Pointer[policyItems]
+	backends []*backend
+}
+
+const maxSubjects = 1 << 14
+
+// subject returns the Subject of x's principal: the request's own (a stateless
+// request, or the token this request presented), else the session's.
+func (p *policer) subject(s *router.Session, x *transport.Exchange) *policy.Subject {
+	pr := x.Principal
+	if pr == nil && s != nil {
+		pr = s.Principal()
+	}
+	if pr == nil {
+		return policy.Anonymous
+	}
+	if v, ok := p.subjects.Load(pr); ok {
+		return v.(*policy.Subject)
+	}
+	if p.n.Add(1) > maxSubjects {
+		p.subjects.Clear()
+		p.n.Store(1)
+	}
+	sub := policy.NewSubject(pr)
+	p.subjects.Store(pr, sub)
+	return sub
+}
+
+// admit decides x, routed to b: false when it was answered with a denial (-32017) or a
+// rate limit's refusal (-32018 with data.retryAfterMs), both audited.
+func (p *policer) admit(rep *reporter, s *router.Session, x *transport.Exchange, b *backend) bool {
+	e := p.eng.Load()
+	if e == nil || !policy.Decided(string(x.Msg.Method)) {
+		return true
+	}
+	var in policy.Input
+	if err := in.FromMessage(&x.Msg); err != nil {
+		rep.replyErr(x, codec.CodeInvalidParams, "Invalid params: "+err.Error())
+		return false
+	}
+	in.Backend = b.cfg.Name
+	sub := p.subject(s, x)
+	d := e.Decide(sub, &in)
+	if !d.Allowed {
+		p.audit(e, s, x, &policy.Event{Subject: sub, Input: &in, Outcome: policy.OutcomeDenied, Decision: &d})
+		rep.replyErr(x, codec.CodePolicyDenied, d.Message(&in))
+		return false
+	}
+	if x.Msg.Kind != codec.KindRequest {
+		return true
+	}
+	v := e.Take(sub, &in)
+	if !v.Allowed {
+		p.audit(e, s, x, &policy.Event{Subject: sub, Input: &in, Outcome: policy.OutcomeLimited, Decision: &d, Verdict: &v})
+		bp := getBuf()
+		data := codec.AppendRetryData(nil, v.RetryAfter)
+		*bp = codec.AppendError((*bp)[:0], x.Msg.ID, codec.CodeRateLimited,
+			"rate limit "+quote(v.Limit)+" reached for "+string(x.Msg.Method), data)
+		rep.local(x, router.OutcomeError)
+		x.Reply(*bp)
+		putBuf(bp)
+		return false
+	}
+	return true
+}
+
+// audit writes a refusal's line; the lines of calls that went through are written
+// where they end (the app's observer, with their outcome and latency).
+func (p *policer) audit(e *policy.Engine, s *router.Session, x *transport.Exchange, ev *policy.Event) {
+	if x.Session != nil && (s == nil || !s.Stateless()) {
+		ev.Session = x.Session.ID()
+	}
+	if start := router.Started(x); start != 0 {
+		ev.Latency = time.Duration(router.Now() - start)
+	}
+	e.Audit(context.Background(), ev)
+}
+
+// quote is strconv.Quote without its import weight on the name of a limit (a
+// configuration name, printable).
+func quote(s string) string { return `"` + s + `"` }
+
+// SubjectOf is the policy Subject of a principal as the fleet keeps it (for the
+// observer that audits finished calls): nil is the anonymous one.
+func (f *Fleet) SubjectOf(pr *auth.Principal) *policy.Subject {
+	if f.routes.pol == nil || pr == nil {
+		return policy.NewSubject(pr)
+	}
+	return f.routes.pol.subject(nil, &transport.Exchange{Principal: pr})
+}
