@@ -71,7 +71,7 @@ func BenchmarkAttackConnections(b *testing.B) {
 						c := dialAttacker(b, p, "127.0.0.1")
 						c.(*net.TCPConn).SetReadBuffer(4096)
 						msg := `{"jsonrpc":"2.0","id":` + strconv.Itoa(j+2) + `,"method":"resources/read","params":{"uri":"bytes://7000000"}}`
-						fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json\r\n"+
+						fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"+
 							"Mcp-Session-Id: %s\r\nMCP-Protocol-Version: 2025-06-18\r\nContent-Length: %d\r\n\r\n%s", p.Addr(), sid, len(msg), msg)
 						conns = append(conns, c)
 					}

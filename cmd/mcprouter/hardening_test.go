@@ -90,7 +90,7 @@ func TestWriteTimeoutCutsUnreadReply(t *testing.T) {
 	c := dialFrom(t, p, "127.0.0.1")
 	c.SetReadBuffer(4096) // the kernel buffers little of the reply for us
 	msg := `{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"bytes://` + strconv.Itoa(size) + `"}}`
-	fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json\r\n"+
+	fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"+
 		"Mcp-Session-Id: %s\r\nMCP-Protocol-Version: 2025-06-18\r\nContent-Length: %d\r\n\r\n%s", p.Addr(), sid, len(msg), msg)
 	// The router's end leaves ESTABLISHED (01) when it gives up on the write.
 	start, deadline := time.Now(), time.Now().Add(testTimeout)
