@@ -39,6 +39,7 @@ type App struct {
 	// Auth authenticates MCP clients (not Enabled with auth.mode off).
 	Auth          *auth.Authenticator
 	observability // metrics and the admin listener (admin.go)
+	policyState   // the policy engine and its cluster-wide limits (policy.go)
 
 	ln     net.Listener
 	srv    *fasthttp.Server
@@ -136,6 +137,10 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 		Audit:          auditLogger(log),
 	}, a.Reg, r)
 	if err := a.watchMetrics(); err != nil {
+		bus.Close()
+		return nil, err
+	}
+	if err := a.startPolicy(reqLog); err != nil {
 		bus.Close()
 		return nil, err
 	}
@@ -253,6 +258,7 @@ func (a *App) Shutdown(ctx context.Context) error {
 		if a.Fleet != nil {
 			a.Fleet.Close()
 		}
+		a.stopPolicy()
 		a.Bus.Close()
 		a.Auth.Close()
 		if stopped != nil {

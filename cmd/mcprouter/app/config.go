@@ -16,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/mcprouter/mcprouter/router"
+	"github.com/mcprouter/mcprouter/router/policy"
 	"github.com/mcprouter/mcprouter/transport/auth"
 	"github.com/mcprouter/mcprouter/transport/natsbus"
 )
@@ -64,6 +65,9 @@ type Config struct {
 	Stateless string `yaml:"stateless"`
 	// Auth authenticates MCP clients on the MCP listener (transport/auth).
 	Auth auth.Config `yaml:"auth"`
+	// Policy says who may do what: CEL rules over the principal and the request, the
+	// lists filtered from them, MCP-aware rate limits, audit (router/policy, policy.go).
+	Policy policy.Config `yaml:"policy"`
 }
 
 // HealthConfig times the backends' health checks.
@@ -263,6 +267,9 @@ func (c *Config) Defaults() {
 
 // Validate checks c (after Defaults) and names the first bad key.
 func (c *Config) Validate() error {
+	if err := c.Policy.Validate(); err != nil {
+		return fmt.Errorf("policy: %w", err)
+	}
 	switch c.Stateless {
 	case router.StatelessAuto, router.StatelessOn, router.StatelessOff:
 	default:

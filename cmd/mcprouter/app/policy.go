@@ -1,0 +1,164 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/mcprouter/mcprouter/router"
+	"github.com/mcprouter/mcprouter/router/policy"
+	"github.com/mcprouter/mcprouter/transport"
+	"github.com/mcprouter/mcprouter/transport/auth"
+)
+
+// The policy (router/policy) in the app: the engine compiled from the `policy:`
+// section, handed to the fleet (which decides requests and filters lists with it), its
+// rate limits shared with the other instances over the router's NATS bus, the audit
+// line of every forwarded call when `audit: true`, and its counters as metrics. With no
+// rules and no limits nothing is built and the request path pays nothing.
+
+// policyState is what the app keeps of the policy: nil fields without one.
+type policyState struct {
+	Policy *policy.Engine
+	sync   *policy.Sync
+}
+
+// hasPolicy reports whether the configuration asks for anything of the policy.
+func hasPolicy(c *policy.Config) bool { return len(c.Rules) > 0 || len(c.Limits) > 0 }
+
+// startPolicy builds the engine and wires it into the fleet; call it once the fleet, the
+// bus and the router's observer exist.
+func (a *App) startPolicy(log *slog.Logger) error {
+	cfg := a.cfg.Policy
+	col := &policyCollector{}
+	if a.Prometheus != nil {
+		if err := a.Prometheus.Register(col); err != nil {
+			return fmt.Errorf("metrics: %w", err)
+		}
+	}
+	if !hasPolicy(&cfg) || a.Fleet == nil {
+		if hasPolicy(&cfg) {
+			log.Warn("policy: no backends, nothing to decide")
+		}
+		return nil
+	}
+	e, err := policy.New(cfg, policy.Options{Logger: log})
+	if err != nil {
+		return fmt.Errorf("policy: %w", err)
+	}
+	a.Policy, col.eng = e, e
+	a.Fleet.SetPolicy(e)
+	if l := e.Limiter(); l != nil && a.Bus != nil && a.Bus.NC != nil {
+		s, err := policy.StartSync(l, a.Bus.NC, policy.SyncOptions{
+			Subject: a.Bus.Subject("policy", "limits"), Interval: e.Config().SyncInterval, Logger: log,
+		})
+		if err != nil {
+			return fmt.Errorf("policy: cluster-wide limits: %w", err)
+		}
+		a.policyState.sync = s
+	}
+	if cfg.Audit {
+		a.Fleet.SetObserver(&auditObserver{next: a.Router.Observer(), eng: e, subject: a.Fleet.SubjectOf,
+			backends: a.Fleet.BackendNames()})
+	}
+	return nil
+}
+
+// stopPolicy stops sharing the limits (after a last publish).
+func (a *App) stopPolicy() {
+	if a.policyState.sync != nil {
+		a.policyState.sync.Close()
+	}
+}
+
+// auditObserver writes the audit line of every forwarded call that the rules decide,
+// with its outcome and latency, where the fleet reports it finished; refusals are
+// audited where they are made (the fleet), and reported without a backend, so they are
+// not written twice.
+type auditObserver struct {
+	next     router.Observer
+	eng      *policy.Engine
+	subject  func(*auth.Principal) *policy.Subject
+	backends []string
+}
+
+// RequestDone implements router.Observer.
+func (o *auditObserver) RequestDone(x *transport.Exchange, backend int, out router.Outcome, start, backendNs int64) {
+	if o.next != nil {
+		o.next.RequestDone(x, backend, out, start, backendNs)
+	}
+	if backend < 0 || backend >= len(o.backends) || !policy.Decided(string(x.Msg.Method)) {
+		return
+	}
+	var in policy.Input
+	if in.FromMessage(&x.Msg) != nil {
+		return
+	}
+	in.Backend = o.backends[backend]
+	pr := x.Principal
+	if pr == nil && x.Session != nil {
+		pr = x.Session.Principal()
+	}
+	ev := policy.Event{Subject: o.subject(pr), Input: &in, Outcome: policy.OutcomeOK}
+	if out != router.OutcomeOK {
+		ev.Outcome = policy.OutcomeError
+	}
+	if x.Session != nil && !x.Stateless {
+		ev.Session = x.Session.ID()
+	}
+	if start != 0 {
+		ev.Latency = time.Duration(router.Now() - start)
+	}
+	o.eng.Audit(context.Background(), &ev)
+}
+
+// policyCollector exports the policy's counters:
+// mcprouter_policy_decisions_total{outcome} (allowed, denied, error: a rule that could
+// not be evaluated, which denies) and mcprouter_policy_limited_total.
+// Every series is exported from the start, at zero without a policy, so that
+// dashboards and alerts find them.
+type policyCollector struct {
+	eng *policy.Engine // nil without a policy
+}
+
+var (
+	policyDecisionsDesc = prometheus.NewDesc("mcprouter_policy_decisions_total",
+		"Requests decided by the policy's rules, by outcome (allowed, denied, error: a rule failed and denied).",
+		[]string{"outcome"}, nil)
+	policyLimitedDesc = prometheus.NewDesc("mcprouter_policy_limited_total",
+		"Requests refused by a policy rate limit.", nil, nil)
+)
+
+// Describe implements prometheus.Collector.
+func (c *policyCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- policyDecisionsDesc
+	ch <- policyLimitedDesc
+}
+
+// Collect implements prometheus.Collector.
+func (c *policyCollector) Collect(ch chan<- prometheus.Metric) {
+	var allowed, denied, failed, limited uint64
+	if c.eng != nil {
+		st := c.eng.Stats()
+		for reason, n := range st.Decisions {
+			switch reason {
+			case policy.ReasonDeny.String(), policy.ReasonNoAllow.String():
+				denied += n
+			case policy.ReasonError.String():
+				failed += n
+			default:
+				allowed += n
+			}
+		}
+		for _, n := range st.LimitedByLimit {
+			limited += n
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(policyDecisionsDesc, prometheus.CounterValue, float64(allowed), "allowed")
+	ch <- prometheus.MustNewConstMetric(policyDecisionsDesc, prometheus.CounterValue, float64(denied), "denied")
+	ch <- prometheus.MustNewConstMetric(policyDecisionsDesc, prometheus.CounterValue, float64(failed), "error")
+	ch <- prometheus.MustNewConstMetric(policyLimitedDesc, prometheus.CounterValue, float64(limited))
+}
