@@ -261,12 +261,11 @@ func (l *forgetLog) Forget(id string) {
 func TestReplyOverShare(t *testing.T) {
 	ts := newTestServer(t, serverOpts{reg: RegistryConfig{Budget: budget.New(1<<30, 64<<10)}})
 	sid := ts.initialize("2025-06-18")
-	// A progress notification first turns the reply into the stream's last event.
-	resp := ts.do(req{body: `{"jsonrpc":"2.0","id":7,"method":"echo","params":{"count":1,"pad":"` + strings.Repeat("x", 100<<10) + `"}}`,
-		headers: sessionHeaders(sid, "2025-06-18")})
+	resp := ts.do(req{body: `{"jsonrpc":"2.0","id":7,"method":"echo","params":{"pad":"` + strings.Repeat("x", 100<<10) + `"}}`,
+		headers: map[string]string{HeaderSessionID: sid, HeaderProtocolVersion: "2025-06-18", "Accept": "text/event-stream"}})
 	evs := readEvents(t, sse.NewReader(resp.Body, 0), -1)
 	resp.Body.Close()
-	if len(evs) != 2 || !strings.Contains(evs[1].Data, `"id":7,"error":{"code":-32603`) || !strings.Contains(evs[1].Data, "memory share") {
+	if len(evs) != 1 || !strings.Contains(evs[0].Data, `"id":7,"error":{"code":-32603`) || !strings.Contains(evs[0].Data, "memory share") {
 		t.Fatalf("reply over the share: %v", evs)
 	}
 	if resp := ts.do(req{body: `{"jsonrpc":"2.0","id":8,"method":"ping"}`, headers: sessionHeaders(sid, "2025-06-18")}); !strings.Contains(bodyOf(resp), `"id":8,"result"`) {

@@ -327,17 +327,15 @@ func (s *HTTPServer) post(ctx *fasthttp.RequestCtx, principal *auth.Principal) {
 		s.httpError(ctx, fasthttp.StatusUnsupportedMediaType, "Content-Type must be application/json")
 		return
 	}
-	// Every revision since 2025-03-26: the client MUST list both, as any POST may be
-	// answered either way (a request that turns into a stream sends its related messages
-	// on it). An absent Accept takes anything.
-	if parseAccept(ctx.Request.Header.Peek("Accept")) != acceptJSON|acceptSSE {
-		s.httpError(ctx, fasthttp.StatusNotAcceptable, "Accept must list both application/json and text/event-stream")
+	accept := parseAccept(ctx.Request.Header.Peek("Accept"))
+	if accept&acceptJSON == 0 && accept&acceptSSE == 0 {
+		s.httpError(ctx, fasthttp.StatusNotAcceptable, "Accept must allow application/json or text/event-stream")
 		return
 	}
 	if s.stateless != nil {
 		p := getPost()
 		if s.statelessOf(ctx, &p.in) {
-			p.srv, p.principal = s, principal
+			p.srv, p.accept, p.principal = s, accept, principal
 			s.postStateless(ctx, p, principal)
 			return
 		}
@@ -364,7 +362,7 @@ func (s *HTTPServer) post(ctx *fasthttp.RequestCtx, principal *auth.Principal) {
 	body := ctx.PostBody()
 
 	p := getPost()
-	p.srv, p.sess, p.version, p.client, p.principal = s, sess, version, client, principal
+	p.srv, p.sess, p.accept, p.version, p.client, p.principal = s, sess, accept, version, client, principal
 	if sess != nil {
 		sess.beginCall() // ended when the post is released
 	}
@@ -464,7 +462,7 @@ func (s *HTTPServer) await(ctx *fasthttp.RequestCtx, p *httpPost) {
 	c := &p.call
 	p.timer.Reset(s.cfg.ReplyTimeout)
 	var early <-chan time.Time
-	if p.stateless && s.cfg.StatelessStreamAfter > 0 {
+	if p.stateless && p.accept&acceptSSE != 0 && s.cfg.StatelessStreamAfter > 0 {
 		p.early.Reset(s.cfg.StatelessStreamAfter)
 		early = p.early.C
 	}
@@ -513,6 +511,11 @@ func (s *HTTPServer) await(ctx *fasthttp.RequestCtx, p *httpPost) {
 		ctx.SetStatusCode(fasthttp.StatusAccepted)
 		return
 	}
+	if p.accept&acceptJSON == 0 {
+		// The client takes event streams only: the replies go out as one.
+		s.replyAsStream(ctx, p)
+		return
+	}
 	ctx.SetContentType("application/json")
 	ctx.SetBody(c.appendBody(ctx.Response.Body()[:0]))
 	if p.stateless {
@@ -526,6 +529,32 @@ func (s *HTTPServer) await(ctx *fasthttp.RequestCtx, p *httpPost) {
 	}
 	c.mu.Unlock()
 	c.unref()
+}
+
+// replyAsStream answers a POST whose client accepts only text/event-stream with its
+// collected replies as SSE events: on a reply stream of the session (resumable like any
+// other), or, without a session (a failed initialize), as a plain one-event stream.
+// Called with p.call.mu held; releases it.
+func (s *HTTPServer) replyAsStream(ctx *fasthttp.RequestCtx, p *httpPost) {
+	c := &p.call
+	sess := p.bound
+	if sess == nil {
+		sess = p.sess
+	}
+	if sess == nil {
+		body := c.appendBody(p.tmp[:0])
+		p.tmp = body
+		startEventStream(ctx)
+		ctx.SetBody(sse.AppendEvent(ctx.Response.Body()[:0], nil, "", body))
+		c.mu.Unlock()
+		c.unref()
+		return
+	}
+	stream := sess.out.(*streamableOut).newPostStream()
+	c.replies(func(msg []byte) { publishReply(stream, msg) })
+	stream.Close(0)
+	c.mu.Unlock()
+	s.serveStream(ctx, stream, false, 0, sess, func(error) { c.unref() })
 }
 
 // serveStream turns the response into an SSE stream pumping from stream, resuming after
@@ -1045,6 +1074,7 @@ type httpPost struct {
 	srv     *HTTPServer
 	sess    *Session
 	bound   *Session
+	accept  acceptMask
 	version string
 	client  netip.Addr // the client's address key, for a session this post opens
 	// principal authenticated the post (nil without authentication): its messages'
@@ -1110,8 +1140,11 @@ func (p *httpPost) finish(*call) { p.signal() }
 
 func (p *httpPost) related(c *call, msg []byte) (bool, error) {
 	if p.stateless {
-		// No session: the POST's own stream (its client accepts one: post checks).
+		// No session: the POST's own stream, when the client takes one, or nothing.
 		if p.stream == nil {
+			if p.accept&acceptSSE == 0 {
+				return false, ErrNoStream
+			}
 			p.stream = p.srv.statelessStream(p)
 			p.signal()
 		}
@@ -1122,8 +1155,13 @@ func (p *httpPost) related(c *call, msg []byte) (bool, error) {
 	if sess == nil {
 		sess = p.bound
 	}
-	if p.stream == nil && sess == nil {
-		return false, ErrNoStream
+	if p.stream == nil && (p.accept&acceptSSE == 0 || sess == nil) {
+		// The client takes no stream on this POST: the message goes to the session's
+		// GET stream instead, where it is kept until the client reads it.
+		if sess == nil {
+			return false, ErrNoStream
+		}
+		return false, sess.Send(msg)
 	}
 	if p.stream == nil {
 		p.stream = sess.out.(*streamableOut).newPostStream()
