@@ -324,6 +324,9 @@ func newCatalog(cfg Config) *catalog {
 			return "Write a " + l + " summary of the following text:\n\n" + a["text"]
 		},
 	})
+	if cfg.UnlistedResources {
+		c.resources.items, c.templates.items = nil, nil
+	}
 	return c
 }
 

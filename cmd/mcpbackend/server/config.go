@@ -22,6 +22,11 @@ type Config struct {
 	// ExtraResources adds that many resources item://0001..., which change when the touch
 	// tool names them. Default 0.
 	ExtraResources int
+	// UnlistedResources keeps the resources and templates out of resources/list and
+	// resources/templates/list (they still read). For a second reference backend beside a
+	// first: a URI names one resource, and two backends listing the same URIs make a
+	// router hide one of them (with a warning).
+	UnlistedResources bool
 	// PageSize is the number of entries per page of every */list. Default 50.
 	PageSize int
 	// Tick is the period at which counter://tick changes (and its subscribers are told).

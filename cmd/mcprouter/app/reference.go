@@ -27,7 +27,9 @@ func ReferenceBackends(cfg *Config, n int, log *slog.Logger) (stop func(), err e
 		if i >= len(names) {
 			name = fmt.Sprintf("%s%d", name, i/len(names))
 		}
-		s, err := backendsrv.New(backendsrv.Config{Name: name, Logger: log.With("backend", name)})
+		// Tools and prompts are prefixed by the router; resources are not (a URI names one
+		// resource): only the first lists its resources, so nothing collides.
+		s, err := backendsrv.New(backendsrv.Config{Name: name, Logger: log.With("backend", name), UnlistedResources: i > 0})
 		if err != nil {
 			stop()
 			return nil, err
