@@ -58,11 +58,7 @@ func TestStatelessGoSDK(t *testing.T) {
 			if res.ServerInfo == nil || res.ServerInfo.Name != "mcprouter" {
 				t.Errorf("serverInfo %+v, want mcprouter's", res.ServerInfo)
 			}
-			skip := map[string]string{}
-			if era == "legacy" {
-				skip["Sampling"] = "a 2025 backend's sampling request is not translated into input_required yet: the call gets an error saying so (TestStatelessUntranslated)"
-			}
-			mcpbackendtest.Check(t, ctx, c, mcpbackendtest.CheckOptions{ExtraTools: 60, PageSize: routerPageSize, Skip: skip})
+			mcpbackendtest.Check(t, ctx, c, mcpbackendtest.CheckOptions{ExtraTools: 60, PageSize: routerPageSize})
 		})
 	}
 }
@@ -70,27 +66,31 @@ func TestStatelessGoSDK(t *testing.T) {
 // routerPageSize is the size of the router's pages of merged lists (the fleet's default).
 const routerPageSize = 100
 
-// TestStatelessUntranslated: a 2026-07-28 client calling a 2025 backend's tool that
-// asks the client to sample gets an error that says why (the translation into
-// input_required is not built yet), not a hang or a request it cannot answer.
-func TestStatelessUntranslated(t *testing.T) {
+// TestStatelessSampling: a 2026-07-28 client calling a 2025 backend's tool that asks
+// the client to sample: the router answers input_required, the Go SDK client's sampling
+// handler answers, its retry carries the answer to the waiting backend, and the call
+// completes (mrtr_test.go tests the requestState refusals over raw HTTP).
+func TestStatelessSampling(t *testing.T) {
 	testbin.Long(t, "starts processes")
 	p := startRouterFor(t, startEraBackend(t, "legacy"))
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	c := mcpbackendtest.Connect(t, ctx, &mcp.StreamableClientTransport{Endpoint: p.url("/mcp"), MaxRetries: -1}, "")
-	res, err := c.Session.CallTool(ctx, &mcp.CallToolParams{Name: "sample", Arguments: map[string]any{"prompt": "hi"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := ""
-	if len(res.Content) > 0 {
-		if tc, ok := res.Content[0].(*mcp.TextContent); ok {
-			text = tc.Text
+	for i := range 3 { // each call parks and resumes its own upstream request
+		prompt := fmt.Sprintf("hi %d", i)
+		res, err := c.Session.CallTool(ctx, &mcp.CallToolParams{Name: "sample", Arguments: map[string]any{"prompt": prompt}})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if !res.IsError || !strings.Contains(text, "not translated yet") {
-		t.Fatalf("sample through a 2025 backend: %+v %q, want an error saying the translation is not built", res, text)
+		text := ""
+		if len(res.Content) > 0 {
+			if tc, ok := res.Content[0].(*mcp.TextContent); ok {
+				text = tc.Text
+			}
+		}
+		if res.IsError || text != "sampled: "+prompt {
+			t.Fatalf("sample through a 2025 backend: %+v %q, want the client's sampled answer", res, text)
+		}
 	}
 }
 

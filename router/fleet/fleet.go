@@ -119,7 +119,8 @@ func New(cfg Config) *Fleet {
 		f.subs = newLocalSubs(up)
 	}
 	n.subs, up.restore = f.subs, f.subs.restore
-	f.routes = &routing{catalog: f.catalog, fwd: f.fwd, subs: f.subs, rep: &f.rep, pageSize: cfg.PageSize}
+	f.srv.park = newParking(f.srv, f.fwd)
+	f.routes = &routing{catalog: f.catalog, fwd: f.fwd, subs: f.subs, rep: &f.rep, pageSize: cfg.PageSize, park: f.srv.park}
 	return f
 }
 
@@ -213,8 +214,9 @@ func (f *Fleet) SessionAdopted(s *router.Session) { f.notices.adopted(s) }
 // UpstreamSessions is the number of per-client upstream sessions open (or opening).
 func (f *Fleet) UpstreamSessions() int { return f.sessions.inUse() }
 
-// InFlight is the number of requests waiting for a backend.
-func (f *Fleet) InFlight() int { return f.table.len() }
+// InFlight is the number of requests waiting for a backend. Requests parked for a
+// 2026-07-28 client's retry (mrtr.go) are left out: no client waits on them.
+func (f *Fleet) InFlight() int { return max(f.table.len()-f.srv.park.count(), 0) }
 
 // instanceUp is called when an instance's shared session is (re)established: the
 // backend's lists are fetched (again) and subscriptions restored.

@@ -26,6 +26,7 @@ func (f *Fleet) CancelRequest(s *router.Session, id []byte) {
 		return
 	}
 	f.fwd.cancel(s, id) // counts it (Stats.Cancelled) when it was still in flight
+	f.srv.park.cancelResumed(s, id)
 }
 
 // ListCache implements router.StatelessFleet: the caching fields of a merged list. A

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/router"
+	"github.com/mcprouter/mcprouter/router/modern"
 	"github.com/mcprouter/mcprouter/transport"
 )
 
@@ -23,11 +24,17 @@ type routing struct {
 	rep      *reporter
 	pageSize int      // Config.PageSize
 	pol      *policer // nil without a policy (policy.go)
+	park     *parking // a stateless client's retry with requestState (mrtr.go)
 }
 
 // request answers or routes a client's request; true sends it to Run.
 func (rt *routing) request(s *router.Session, x *transport.Exchange) bool {
 	m := &x.Msg
+	if x.Stateless && rt.park != nil {
+		if st := modern.RequestState(m.Params); ours(st) {
+			return rt.park.resume(s, x, st, rt.rep)
+		}
+	}
 	cat := rt.catalog.load()
 	if rt.pol != nil && rt.pol.list(rt, s, x, cat) {
 		return false

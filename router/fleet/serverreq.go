@@ -46,6 +46,7 @@ type serverRequests struct {
 	stats   *Stats
 	max     int           // Config.MaxServerRequests
 	timeout time.Duration // Config.ServerRequestTimeout; 0: the backend's own timeout
+	park    *parking      // stateless clients' requests waiting for a retry (mrtr.go)
 
 	mu     sync.Mutex
 	next   uint64
@@ -165,19 +166,30 @@ func (s *serverRequests) fromBackend(c *upConn, msg []byte, m *codec.Message, re
 	if relID != 0 {
 		s.table.with(relID, func(e *entry) { sess = e.sess })
 	}
+	if relID != 0 && sess == nil && s.table.parked(relID) {
+		s.answer(c, codec.AppendError(nil, m.ID, codec.CodeInternalError, "mcprouter: the 2026-07-28 client has not yet answered this request's previous "+method+"; the router translates one input request at a time", nil))
+		return
+	}
 	if sess == nil {
 		sess = c.owner
 	}
 	if sess != nil && sess.Stateless() {
-		s.answer(c, codec.AppendError(nil, m.ID, codec.CodeInternalError, "mcprouter: the client speaks 2026-07-28, which has no server-to-client requests; turning "+method+" into an input_required result is not translated yet", nil))
+		// The revision has no server-to-client requests: the client is answered
+		// input_required and retries with the answer (mrtr.go).
+		if !s.clientCan(c, sess, m) {
+			return
+		}
+		if relID != 0 && s.park != nil && s.park.park(c, relID, m, s.timeoutFor(c.b)) {
+			return
+		}
+		s.answer(c, codec.AppendError(nil, m.ID, codec.CodeInternalError, "mcprouter: the client speaks 2026-07-28, which has no server-to-client requests, and "+method+" came outside a request of its that can answer input_required", nil))
 		return
 	}
 	if sess == nil || sess.TransportSession() == nil {
 		s.answer(c, codec.AppendError(nil, m.ID, codec.CodeInternalError, "mcprouter: no client session to route "+method+" to (send it while handling that client's request)", nil))
 		return
 	}
-	if capName := capabilityFor(method); capName != "" && !hasMember(sess.ClientCapabilities(), capName) {
-		s.answer(c, codec.AppendError(nil, m.ID, codec.CodeMethodNotFound, "client does not support "+method+" (no "+capName+" capability)", nil))
+	if !s.clientCan(c, sess, m) {
 		return
 	}
 	sr := &serverRequest{method: method, conn: c, backendID: append([]byte(nil), m.ID...), sess: sess}
@@ -197,6 +209,16 @@ func (s *serverRequests) fromBackend(c *upConn, msg []byte, m *codec.Message, re
 			s.answer(c, codec.AppendError(nil, m.ID, codec.CodeInternalError, "mcprouter: cannot reach the client: "+err.Error(), nil))
 		}
 	}
+}
+
+// clientCan reports whether sess declared the capability the backend's request m needs,
+// and otherwise refuses it to the backend.
+func (s *serverRequests) clientCan(c *upConn, sess *router.Session, m *codec.Message) bool {
+	if capName := capabilityFor(string(m.Method)); capName != "" && !hasMember(sess.ClientCapabilities(), capName) {
+		s.answer(c, codec.AppendError(nil, m.ID, codec.CodeMethodNotFound, "client does not support "+string(m.Method)+" (no "+capName+" capability)", nil))
+		return false
+	}
+	return true
 }
 
 // answer sends a response to a backend in the background (it may be an HTTP POST).

@@ -1,0 +1,204 @@
+package main
+
+// A 2026-07-28 client in front of a 2025 backend that asks it something (issue 12's
+// translation), over raw HTTP: the input_required result the router answers, the retry
+// that completes the call, and every requestState the router refuses, each with its own
+// clear error and nothing left waiting upstream.
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcprouter/mcprouter/internal/testbin"
+)
+
+// sampleMeta is a per-request _meta declaring the sampling capability.
+const sampleMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}`
+
+// mrtrAnswer is a JSON-RPC answer of the router, as far as these tests read it.
+type mrtrAnswer struct {
+	Result struct {
+		ResultType    string                     `json:"resultType"`
+		InputRequests map[string]json.RawMessage `json:"inputRequests"`
+		RequestState  string                     `json:"requestState"`
+		Content       []struct{ Text string }    `json:"content"`
+	}
+	Error *struct {
+		Code    int
+		Message string
+	}
+}
+
+// sampleCall posts a tools/call of the backend's sample tool with prompt, and extra
+// params members (the retry's), and returns the status and the answer.
+func sampleCall(t *testing.T, p *routerProc, prompt, extra string) (int, mrtrAnswer) {
+	return sampleCallAs(t, p, "", prompt, extra)
+}
+
+// sampleCallAs is sampleCall presenting the bearer token (none when "").
+func sampleCallAs(t *testing.T, p *routerProc, token, prompt, extra string) (int, mrtrAnswer) {
+	t.Helper()
+	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"sample","arguments":{"prompt":"` + prompt + `"},` + sampleMeta + extra + `}}`
+	req, _ := http.NewRequest("POST", p.url("/mcp"), strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "tools/call")
+	req.Header.Set("Mcp-Name", "sample")
+	resp, err := authClient(token).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	// A JSON body, or the last data line of an SSE stream.
+	data := raw
+	if m := sseData.FindAllSubmatch(raw, -1); len(m) > 0 {
+		data = m[len(m)-1][1]
+	}
+	var a mrtrAnswer
+	if err := json.Unmarshal(data, &a); err != nil {
+		t.Fatalf("answer %q: %v", raw, err)
+	}
+	return resp.StatusCode, a
+}
+
+var sseData = regexp.MustCompile(`(?m)^data: (\{.*\})\r?$`)
+
+// retryParams are the retry's members: the answer to key and the state.
+func retryParams(key, text, state string) string {
+	return `,"inputResponses":{"` + key + `":{"role":"assistant","model":"m","content":{"type":"text","text":"` + text + `"}}},"requestState":"` + state + `"`
+}
+
+// askSample calls sample and returns the input request's key and the state.
+func askSample(t *testing.T, p *routerProc, prompt string) (key, state string) {
+	t.Helper()
+	return askSampleAs(t, p, "", prompt)
+}
+
+// askSampleAs is askSample presenting the bearer token.
+func askSampleAs(t *testing.T, p *routerProc, token, prompt string) (key, state string) {
+	t.Helper()
+	status, a := sampleCallAs(t, p, token, prompt, "")
+	if status != 200 || a.Error != nil || a.Result.ResultType != "input_required" || len(a.Result.InputRequests) != 1 || a.Result.RequestState == "" {
+		t.Fatalf("sample: %d %+v, want input_required with one input request and a requestState", status, a)
+	}
+	for k, v := range a.Result.InputRequests {
+		if !strings.Contains(string(v), `"method":"sampling/createMessage"`) || !strings.Contains(string(v), prompt) {
+			t.Fatalf("input request %s: %s, want the backend's sampling/createMessage", k, v)
+		}
+		key = k
+	}
+	return key, a.Result.RequestState
+}
+
+func TestInputRequiredTranslation(t *testing.T) {
+	testbin.Long(t, "starts processes")
+	p := startRouterFor(t, startEraBackend(t, "legacy"))
+
+	t.Run("retry completes the call", func(t *testing.T) {
+		key, state := askSample(t, p, "hi")
+		status, a := sampleCall(t, p, "hi", retryParams(key, "hello", state))
+		if status != 200 || a.Error != nil || len(a.Result.Content) == 0 || a.Result.Content[0].Text != "hello" {
+			t.Fatalf("retry: %d %+v, want the backend's result with the client's answer", status, a)
+		}
+		// The same state again: its request is over.
+		status, a = sampleCall(t, p, "hi", retryParams(key, "hello", state))
+		if status != 400 || a.Error == nil || a.Error.Code != -32602 || !strings.Contains(a.Error.Message, "answered already") {
+			t.Fatalf("replayed state: %d %+v, want invalid params saying it was answered", status, a)
+		}
+	})
+
+	refusals := []struct {
+		name   string
+		prompt string // of the retry
+		state  func(string) string
+		want   string
+	}{
+		{"tampered", "hi", func(s string) string {
+			b := []byte(s)
+			if b[20] == 'A' {
+				b[20] = 'B'
+			} else {
+				b[20] = 'A'
+			}
+			return string(b)
+		}, "failed verification"},
+		{"not base64", "hi", func(string) string { return "mcprouter:%%%" }, "failed verification"},
+		{"another request", "other", func(s string) string { return s }, "another request"},
+	}
+	for _, tc := range refusals {
+		t.Run(tc.name, func(t *testing.T) {
+			key, state := askSample(t, p, "hi")
+			status, a := sampleCall(t, p, tc.prompt, retryParams(key, "x", tc.state(state)))
+			if status != 400 || a.Error == nil || a.Error.Code != -32602 || !strings.Contains(a.Error.Message, tc.want) {
+				t.Fatalf("%s: %d %+v, want invalid params saying %q", tc.name, status, a, tc.want)
+			}
+			// The parked request is still there for the right retry.
+			status, a = sampleCall(t, p, "hi", retryParams(key, "ok", state))
+			if status != 200 || a.Error != nil || len(a.Result.Content) == 0 || a.Result.Content[0].Text != "ok" {
+				t.Fatalf("retry after a refused one: %d %+v", status, a)
+			}
+		})
+	}
+
+	t.Run("no answer for the key", func(t *testing.T) {
+		_, state := askSample(t, p, "hi")
+		status, a := sampleCall(t, p, "hi", retryParams("nope", "x", state))
+		if status != 400 || a.Error == nil || a.Error.Code != -32602 || !strings.Contains(a.Error.Message, "no answer for") {
+			t.Fatalf("retry without the answer: %d %+v", status, a)
+		}
+	})
+}
+
+// TestInputRequiredPrincipalAndExpiry: a requestState is bound to the principal it was
+// issued to, and expires with the router's wait for a client's answer
+// (limits.server_request_timeout), after which the backend's request was refused and
+// the call cancelled upstream.
+func TestInputRequiredPrincipalAndExpiry(t *testing.T) {
+	testbin.Long(t, "starts processes")
+	addr := testbin.FreeAddr(t)
+	cfg := fmt.Sprintf(`stateless: on
+admin: {listen: "127.0.0.1:0"}
+limits:
+  server_request_timeout: 1s
+backends:
+  - name: b
+    prefix: ""
+    url: http://%s/mcp
+auth:
+  mode: bearer
+  resource: http://%s/mcp
+  required_scopes: [mcp]
+  bearer_tokens:
+    - {principal: alice, sha256: %q, scopes: [mcp]}
+    - {principal: bob, sha256: %q, scopes: [mcp]}
+`, startEraBackend(t, "legacy"), addr, sha256Hex(aliceToken), sha256Hex(bobToken))
+	p := startRouter(t, "--config", writeConfig(t, cfg), "--listen", addr)
+
+	key, state := askSampleAs(t, p, aliceToken, "hi")
+	status, a := sampleCallAs(t, p, bobToken, "hi", retryParams(key, "x", state))
+	if status != 400 || a.Error == nil || a.Error.Code != -32602 || !strings.Contains(a.Error.Message, "another principal") {
+		t.Fatalf("bob retrying alice's state: %d %+v, want invalid params naming the principal", status, a)
+	}
+	status, a = sampleCallAs(t, p, aliceToken, "hi", retryParams(key, "mine", state))
+	if status != 200 || a.Error != nil || len(a.Result.Content) == 0 || a.Result.Content[0].Text != "mine" {
+		t.Fatalf("alice's retry: %d %+v", status, a)
+	}
+
+	key, state = askSampleAs(t, p, aliceToken, "late")
+	// The state carries its expiry: once the second passed, Open refuses it whatever
+	// the clock says of the parked request.
+	deadline := time.Now().Add(1100 * time.Millisecond)
+	time.Sleep(time.Until(deadline))
+	status, a = sampleCallAs(t, p, aliceToken, "late", retryParams(key, "x", state))
+	if status != 400 || a.Error == nil || a.Error.Code != -32602 || !strings.Contains(a.Error.Message, "expired") {
+		t.Fatalf("retry after the TTL: %d %+v, want invalid params saying it expired", status, a)
+	}
+}
