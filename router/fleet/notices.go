@@ -28,13 +28,18 @@ type notices struct {
 	fwd      *forwarder
 	rep      *reporter
 	stats    *Stats
+	pol      *policer // nil without a policy: list_changed to every session (policy_list.go)
 }
 
 // broadcast sends a notification to every client session.
 func (n *notices) broadcast(method string) {
 	msg := codec.AppendNotification(nil, method, nil)
+	var changed func(*router.Session) bool
+	if n.pol != nil {
+		changed = n.pol.changedFor(method, n.catalog.load())
+	}
 	for _, st := range n.sessions.all() {
-		if t := st.sess.TransportSession(); t != nil {
+		if t := st.sess.TransportSession(); t != nil && (changed == nil || changed(st.sess)) {
 			t.SendNotice(msg)
 		}
 	}

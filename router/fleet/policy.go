@@ -26,6 +26,7 @@ import (
 func (f *Fleet) SetPolicy(e *policy.Engine) {
 	if f.routes.pol == nil {
 		f.routes.pol = &policer{backends: f.backends}
+		f.notices.pol = f.routes.pol
 	}
 	f.routes.pol.eng.Store(e)
 }
@@ -42,6 +43,8 @@ type policer struct {
 	// (policy_list.go); backends names them.
 	lists    atomic.Pointer[policyItems]
 	backends []*backend
+	// seen is, per list, the catalog whose list_changed was last sent (changedFor).
+	seen [numKinds]atomic.Pointer[catalog]
 }
 
 const maxSubjects = 1 << 14
@@ -53,6 +56,11 @@ func (p *policer) subject(s *router.Session, x *transport.Exchange) *policy.Subj
 	if pr == nil && s != nil {
 		pr = s.Principal()
 	}
+	return p.subjectOf(pr)
+}
+
+// subjectOf returns pr's Subject, the anonymous one for nil.
+func (p *policer) subjectOf(pr *auth.Principal) *policy.Subject {
 	if pr == nil {
 		return policy.Anonymous
 	}
@@ -125,8 +133,8 @@ func quote(s string) string { return `"` + s + `"` }
 // SubjectOf is the policy Subject of a principal as the fleet keeps it (for the
 // observer that audits finished calls): nil is the anonymous one.
 func (f *Fleet) SubjectOf(pr *auth.Principal) *policy.Subject {
-	if f.routes.pol == nil || pr == nil {
+	if f.routes.pol == nil {
 		return policy.NewSubject(pr)
 	}
-	return f.routes.pol.subject(nil, &transport.Exchange{Principal: pr})
+	return f.routes.pol.subjectOf(pr)
 }

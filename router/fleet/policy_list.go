@@ -30,21 +30,27 @@ func (p *policer) itemsOf(cat *catalog) *policyItems {
 	if pi := p.lists.Load(); pi != nil && pi.cat == cat {
 		return pi
 	}
+	pi := policyItemsOf(cat, p.backends)
+	p.lists.Store(pi)
+	return pi
+}
+
+// policyItemsOf makes cat's lists as policy items; backends name each list's backend.
+func policyItemsOf(cat *catalog, backends []*backend) *policyItems {
 	pi := &policyItems{cat: cat}
 	for k := kind(0); k < numKinds; k++ {
 		pi.base[k] = make([]int, len(cat.lists[k]))
 		for bi, list := range cat.lists[k] {
 			pi.base[k][bi] = len(pi.items[k])
 			name := ""
-			if bi < len(p.backends) {
-				name = p.backends[bi].cfg.Name
+			if bi < len(backends) {
+				name = backends[bi].cfg.Name
 			}
 			for _, it := range list {
 				pi.items[k] = append(pi.items[k], policy.Item{Kind: itemKinds[k], Name: it.key, Backend: name})
 			}
 		}
 	}
-	p.lists.Store(pi)
 	return pi
 }
 
@@ -59,6 +65,7 @@ func (p *policer) list(rt *routing, s *router.Session, x *transport.Exchange, ca
 	if e == nil || !e.Filtering() {
 		return false
 	}
+	p.seen[k].CompareAndSwap(nil, cat) // the first view clients saw (changedFor)
 	pi := p.itemsOf(cat)
 	mask := e.View(p.subject(s, x)).Mask(cat.gen*uint64(numKinds)+uint64(k)+1, pi.items[k])
 	visible := func(bi, i int) bool {
@@ -122,4 +129,58 @@ func (cat *catalog) filteredPage(dst []byte, k kind, cursor []byte, size int, vi
 		dst = append(dst, '"')
 	}
 	return append(dst, '}'), nil
+}
+
+// changedFor says, for a list_changed notification (method) about catalog cur, which
+// sessions are to get it: those whose principal's view of the lists it covers differs
+// from the view of the catalog last notified (policy.Engine.Digest), so that a change
+// to tools a principal cannot use does not make its clients list again. nil: every
+// session (no policy that filters, or nothing known to compare with).
+func (p *policer) changedFor(method string, cur *catalog) func(s *router.Session) bool {
+	changed := p.viewChange(method, cur)
+	if changed == nil {
+		return nil
+	}
+	return func(s *router.Session) bool { return changed(p.subjectOf(s.Principal())) }
+}
+
+// viewChange is changedFor by Subject: the verdict is worked out once per principal.
+func (p *policer) viewChange(method string, cur *catalog) func(*policy.Subject) bool {
+	e := p.eng.Load()
+	if e == nil || !e.Filtering() || cur == nil {
+		return nil
+	}
+	var kinds []kind
+	var prevs []*catalog
+	for k := kind(0); k < numKinds; k++ {
+		if kindInfo[k].changed == method {
+			kinds = append(kinds, k)
+			prevs = append(prevs, p.seen[k].Swap(cur))
+		}
+	}
+	for _, prev := range prevs {
+		if prev == nil {
+			return nil
+		}
+	}
+	if len(kinds) == 0 {
+		return nil
+	}
+	now := p.itemsOf(cur)
+	verdicts := map[*policy.Subject]bool{}
+	return func(sub *policy.Subject) bool {
+		if v, ok := verdicts[sub]; ok {
+			return v
+		}
+		changed := false
+		for i, k := range kinds {
+			before := policyItemsOf(prevs[i], p.backends)
+			if e.Digest(sub, before.items[k]) != e.Digest(sub, now.items[k]) {
+				changed = true
+				break
+			}
+		}
+		verdicts[sub] = changed
+		return changed
+	}
 }
