@@ -140,7 +140,7 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 		bus.Close()
 		return nil, err
 	}
-	if err := a.startPolicy(reqLog); err != nil {
+	if err := a.startPolicy(log); err != nil {
 		bus.Close()
 		return nil, err
 	}

@@ -30,7 +30,8 @@ type policyState struct {
 func hasPolicy(c *policy.Config) bool { return len(c.Rules) > 0 || len(c.Limits) > 0 }
 
 // startPolicy builds the engine and wires it into the fleet; call it once the fleet, the
-// bus and the router's observer exist.
+// bus and the router's observer exist. log is the unthrottled logger: an audit line is a
+// record the operator asked for, not a warning a client may flood.
 func (a *App) startPolicy(log *slog.Logger) error {
 	cfg := a.cfg.Policy
 	col := &policyCollector{}
