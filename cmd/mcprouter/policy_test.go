@@ -22,6 +22,7 @@ import (
 	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/internal/mcpraw"
 	"github.com/mcprouter/mcprouter/internal/testbin"
+	"github.com/mcprouter/mcprouter/internal/testwait"
 )
 
 // policyTokens are the bearer tokens of the policy router, by principal.
@@ -324,4 +325,9 @@ func TestPolicyRateLimits(t *testing.T) {
 			t.Errorf("call %d: %s calling %s limited %v, want %v", i, c.who, c.tool, got, c.limited)
 		}
 	}
+	// audit: true: a line for the refusals and for the calls that went through.
+	testwait.For(t, "the audit lines of a limited and a forwarded call", testTimeout, func() bool {
+		return r.Log.Contains(`msg="policy audit" principal=dave`) && r.Log.Contains("outcome=limited") &&
+			r.Log.Contains("limit=dave-per-tool") && r.Log.Contains("outcome=ok")
+	})
 }
