@@ -23,7 +23,9 @@ import (
 // policyState is what the app keeps of the policy: nil fields without one.
 type policyState struct {
 	Policy *policy.Engine
-	sync   *policy.Sync
+	// Sync shares the rate limits' consumption with the other instances (nil without
+	// limits or NATS); its counters say what was published and applied.
+	Sync *policy.Sync
 }
 
 // hasPolicy reports whether the configuration asks for anything of the policy.
@@ -59,7 +61,7 @@ func (a *App) startPolicy(log *slog.Logger) error {
 		if err != nil {
 			return fmt.Errorf("policy: cluster-wide limits: %w", err)
 		}
-		a.policyState.sync = s
+		a.policyState.Sync = s
 	}
 	if cfg.Audit {
 		a.Fleet.SetObserver(&auditObserver{next: a.Router.Observer(), eng: e, subject: a.Fleet.SubjectOf,
@@ -70,8 +72,8 @@ func (a *App) startPolicy(log *slog.Logger) error {
 
 // stopPolicy stops sharing the limits (after a last publish).
 func (a *App) stopPolicy() {
-	if a.policyState.sync != nil {
-		a.policyState.sync.Close()
+	if a.policyState.Sync != nil {
+		a.policyState.Sync.Close()
 	}
 }
 
