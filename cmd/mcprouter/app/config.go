@@ -268,7 +268,7 @@ func (c *Config) Defaults() {
 // Validate checks c (after Defaults) and names the first bad key.
 func (c *Config) Validate() error {
 	if err := c.Policy.Validate(); err != nil {
-		return fmt.Errorf("policy: %w", err)
+		return err // each problem says policy.rules[i] or policy.limits[i] itself
 	}
 	switch c.Stateless {
 	case router.StatelessAuto, router.StatelessOn, router.StatelessOff:
