@@ -106,15 +106,14 @@ func (r *Router) servesStateless() bool {
 // served statelessly (an unknown version then gets -32022, not a session). m nil: a GET
 // or DELETE, judged on the header.
 func (r *Router) Stateless(m *codec.Message, header []byte) bool {
-	if !r.servesStateless() {
-		return false
-	}
+	// The claim first: it is read for every message, and a session's messages claim
+	// nothing; only a claiming one pays for asking the fleet (servesStateless).
 	if m == nil {
-		return modern.IsModernVersion(header)
+		return modern.IsModernVersion(header) && r.servesStateless()
 	}
 	var meta modern.Meta
 	modern.ReadMeta(m.Params, &meta)
-	return meta.Claimed(header)
+	return meta.Claimed(header) && r.servesStateless()
 }
 
 // handleStateless answers or forwards a stateless message; true: done (answered here or
