@@ -69,7 +69,7 @@ func (v *verdict) checks() []check {
 		}
 		ok := 1 - float64(s.Errors)/float64(max(s.Requests, 1))
 		out = append(out, check{tool + " calls succeed ≥ 99.9%",
-			fmt.Sprintf("%.3f%% of %d (%s)", 100*ok, s.Requests, classes(s.ErrorsByClass, s.FirstErrors)), ok >= minSuccess})
+			fmt.Sprintf("%.3f%% of %d (%s)", 100*ok, s.Requests, cluster.ErrorClasses(s.ErrorsByClass, s.FirstErrors)), ok >= minSuccess})
 	}
 
 	moved := rep.Sessions.Moved + v.watchMoves
@@ -114,21 +114,6 @@ func usageBack(b, a cluster.Usage) bool {
 	near := func(before, after, slack int) bool { return after <= before+before/10+slack }
 	return near(b.FDs, a.FDs, 8) && (b.Goroutines < 0 || a.Goroutines < 0 || near(b.Goroutines, a.Goroutines, 20)) &&
 		a.RSS <= b.RSS+b.RSS/4+32<<20
-}
-
-func classes(by map[string]int64, first map[string]string) string {
-	if len(by) == 0 {
-		return "no errors"
-	}
-	var parts []string
-	for _, k := range slices.Sorted(maps.Keys(by)) {
-		p := fmt.Sprintf("%s=%d", k, by[k])
-		if m := first[k]; m != "" {
-			p += fmt.Sprintf(" (first: %.80s)", m)
-		}
-		parts = append(parts, p)
-	}
-	return strings.Join(parts, ", ")
 }
 
 func (v *verdict) passed() bool {

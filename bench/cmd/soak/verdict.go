@@ -69,8 +69,8 @@ func (v *verdict) checks() []check {
 		fmt.Sprintf("%.0f/s → %.0f/s (%+.1f%%)", r0, r1, 100*(r1-r0)/max(r0, 1)), r0 > 0 && (r1-r0)/r0 >= -maxRateDrift})
 	out = append(out, check{fmt.Sprintf("p99 flat (first %v vs last %v)", w, w),
 		fmt.Sprintf("%s → %s (%+.0f%%)", report.FormatUS(p0), report.FormatUS(p1), 100*(p1-p0)/max(p0, 1)), p1 <= p0*(1+maxP99Increase)+1000})
-	out = append(out, check{"no call fails", fmt.Sprintf("%d calls, %d errors (%s)", v.calls.Requests, v.calls.Errors, classes(v.calls)), v.calls.Errors == 0})
-	out = append(out, check{"no session lifecycle fails", fmt.Sprintf("%d lifecycles, %d errors (%s)", v.churn.Requests, v.churn.Errors, classes(v.churn)), v.churn.Errors == 0})
+	out = append(out, check{"no call fails", fmt.Sprintf("%d calls, %d errors (%s)", v.calls.Requests, v.calls.Errors, cluster.ErrorClasses(v.calls.ErrorsByClass, v.calls.FirstErrors)), v.calls.Errors == 0})
+	out = append(out, check{"no session lifecycle fails", fmt.Sprintf("%d lifecycles, %d errors (%s)", v.churn.Requests, v.churn.Errors, cluster.ErrorClasses(v.churn.ErrorsByClass, v.churn.FirstErrors)), v.churn.Errors == 0})
 	out = append(out, check{"fan-out never stalls (every subscriber hears a change every 2s)",
 		fmt.Sprintf("%d subscribers, %d deliveries, %d stalls", v.subscribers, v.deliveries, v.stalls), v.stalls == 0})
 
@@ -102,21 +102,6 @@ func (v *verdict) checks() []check {
 // slack (small counts, such as a dozen descriptors, move by whole units).
 func flat(before, after, slack float64) bool {
 	return after <= before*(1+maxGrowth) || after-before <= slack
-}
-
-func classes(r *report.Report) string {
-	if len(r.ErrorsByClass) == 0 {
-		return "none"
-	}
-	var parts []string
-	for _, k := range slices.Sorted(maps.Keys(r.ErrorsByClass)) {
-		p := fmt.Sprintf("%s=%d", k, r.ErrorsByClass[k])
-		if m := r.FirstErrors[k]; m != "" {
-			p += fmt.Sprintf(" (first: %.80s)", m)
-		}
-		parts = append(parts, p)
-	}
-	return strings.Join(parts, ", ")
 }
 
 func (v *verdict) passed() bool {
