@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -214,21 +215,11 @@ func (f *fileCred) read() (*fileState, error) {
 	if len(b) > maxSecretFile {
 		return nil, fmt.Errorf("upstream: credential file %s is larger than %d bytes", f.path, maxSecretFile)
 	}
-	v := trimSpace(string(b))
+	v := strings.Trim(string(b), " \t\r\n")
 	if err := checkHeaderValue(v); err != nil {
 		return nil, fmt.Errorf("%w (file %s)", err, f.path)
 	}
 	return &fileState{value: f.prefix + v, info: fi, checked: time.Now()}, nil
-}
-
-func trimSpace(s string) string {
-	for len(s) > 0 && (s[0] == ' ' || s[0] == '\t' || s[0] == '\n' || s[0] == '\r') {
-		s = s[1:]
-	}
-	for len(s) > 0 && (s[len(s)-1] == ' ' || s[len(s)-1] == '\t' || s[len(s)-1] == '\n' || s[len(s)-1] == '\r') {
-		s = s[:len(s)-1]
-	}
-	return s
 }
 
 // setCredentials sets the credentials' headers on one request to the backend.
