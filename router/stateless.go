@@ -271,7 +271,7 @@ func (r *Router) ScreenReply(x *transport.Exchange, msg, buf []byte) []byte {
 	at := cap(msg) - cap(m.Result)
 	buf = append(buf, msg[:at]...)
 	result := m.Result
-	if info := objectMember(objectMember(result, "_meta"), modern.KeyServerInfo); info != nil {
+	if info := codec.Member(codec.Member(result, "_meta"), modern.KeyServerInfo); info != nil {
 		// A 2026-07-28 backend's own serverInfo: the client speaks to the router, which
 		// says who it is, as at initialize.
 		tp := resultBufs.Get().(*[]byte)
@@ -286,38 +286,18 @@ func (r *Router) ScreenReply(x *transport.Exchange, msg, buf []byte) []byte {
 // resultBufs hold a result whose serverInfo was replaced until it is decorated.
 var resultBufs = sync.Pool{New: func() any { return new([]byte) }}
 
-// objectMember returns the raw value of member key of the JSON object obj, nil if none.
-func objectMember(obj []byte, key string) []byte {
-	var w codec.Walker
-	if !w.Object(obj) {
-		return nil
-	}
-	for k, _, v, ok := w.Next(); ok; k, _, v, ok = w.Next() {
-		if string(k) == key {
-			return v
-		}
-	}
-	return nil
-}
-
 // appendModernError appends the error response msg (scanned into m) with its code in
 // the revision's numbering (modern.ErrorToModern: a 2025 backend's or the fleet's
 // resource not found is -32602 there); msg itself when the code means the same.
 func appendModernError(buf, msg []byte, m *codec.Message) []byte {
-	var w codec.Walker
-	if !w.Object(m.Error) {
+	val := codec.Member(m.Error, "code")
+	if val == nil {
 		return msg
 	}
-	for key, _, val, ok := w.Next(); ok; key, _, val, ok = w.Next() {
-		if string(key) != "code" {
-			continue
-		}
-		code := modern.ErrorCode(m.Error)
-		if out, reshape := modern.ErrorToModern(code); !reshape && out != code {
-			var nb [12]byte
-			return codec.AppendSplices(buf, msg, []codec.Splice{{Old: val, New: strconv.AppendInt(nb[:0], int64(out), 10)}})
-		}
-		return msg
+	code := modern.ErrorCode(m.Error)
+	if out, reshape := modern.ErrorToModern(code); !reshape && out != code {
+		var nb [12]byte
+		return codec.AppendSplices(buf, msg, []codec.Splice{{Old: val, New: strconv.AppendInt(nb[:0], int64(out), 10)}})
 	}
 	return msg
 }
@@ -353,7 +333,7 @@ func (r *Router) ScreenSend(x *transport.Exchange, msg, buf []byte) ([]byte, boo
 // logLevelOf returns the contents of a notifications/message's params.level, nil when
 // it has none.
 func logLevelOf(params []byte) []byte {
-	if v := objectMember(params, "level"); len(v) >= 2 && v[0] == '"' {
+	if v := codec.Member(params, "level"); len(v) >= 2 && v[0] == '"' {
 		return v[1 : len(v)-1]
 	}
 	return nil
