@@ -13,14 +13,18 @@ import (
 	"github.com/mcprouter/mcprouter/internal/testbin"
 )
 
-// suites are the conformance suite versions the issue names: 0.1.16 with its default
-// suite, and 0.2.0-alpha.12's active suite for revision 2025-11-25. .ci/deps.sh installs
-// both (the alpha under the alias conformance-alpha).
-var suites = []struct {
+// suite is one conformance suite run: its name in test output, the npm package that
+// ships it and the arguments that select its scenarios.
+type suite struct {
 	name string
 	pkg  string
 	args []string
-}{
+}
+
+// suites are the conformance suite versions the issue names: 0.1.16 with its default
+// suite, and 0.2.0-alpha.12's active suite for revision 2025-11-25. .ci/deps.sh installs
+// both (the alpha under the alias conformance-alpha).
+var suites = []suite{
 	{"0.1.16", "@modelcontextprotocol/conformance", nil},
 	{"0.2.0-alpha.12", "conformance-alpha", []string{"--suite", "active", "--spec-version", "2025-11-25"}},
 }
@@ -79,19 +83,18 @@ func waitTCP(t *testing.T, addr string, d time.Duration) {
 	t.Fatalf("%s not listening after %v", addr, d)
 }
 
-// runSuite runs one suite against url and fails the test for every problem Verdict finds
-// in its output and exit status.
-func runSuite(t *testing.T, node, url string, suite int) {
+// runSuite runs suite s against url, allowing it limit, and fails the test for every
+// problem Verdict finds in its output and exit status given the expected failures.
+func runSuite(t *testing.T, node, url string, s suite, expected map[string]string, limit time.Duration) {
 	t.Helper()
-	s := suites[suite]
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	args := append([]string{filepath.Join(node, "node_modules", s.pkg, "dist", "index.js"), "server", "--url", url}, s.args...)
 	cmd := exec.CommandContext(ctx, filepath.Join(node, "node_modules", ".bin", "node"), args...)
 	cmd.Dir = t.TempDir()
 	out, err := cmd.CombinedOutput()
 	text := string(out)
-	problems := Verdict(text, err, expectedFailures)
+	problems := Verdict(text, err, expected)
 	for _, p := range problems {
 		t.Errorf("suite %s: %s", s.name, p)
 	}
@@ -101,7 +104,7 @@ func runSuite(t *testing.T, node, url string, suite int) {
 	}
 	sum, _ := ParseSummary(text)
 	for _, sc := range sum.Scenarios {
-		if why, ok := expectedFailures[sc.Name]; ok {
+		if why, ok := expected[sc.Name]; ok {
 			t.Logf("suite %s: %s fails as expected: %s", s.name, sc.Name, why)
 		}
 	}
@@ -139,7 +142,9 @@ func TestConformance(t *testing.T) {
 			}
 			listen := testbin.Start(t, testbin.Spec{Bin: router, Args: []string{"--config", cfg}, Ready: []string{"mcprouter listening"}}).Addr()
 			for i := range suites {
-				t.Run(suites[i].name, func(t *testing.T) { runSuite(t, node, "http://"+listen+"/mcp", i) })
+				t.Run(suites[i].name, func(t *testing.T) {
+					runSuite(t, node, "http://"+listen+"/mcp", suites[i], expectedFailures, 5*time.Minute)
+				})
 			}
 		})
 	}

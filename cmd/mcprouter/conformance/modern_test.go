@@ -1,10 +1,8 @@
 package conformance
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -18,11 +16,7 @@ import (
 // revision natively and passes the backend's own messages on. The backend is pinned to
 // 2026-07-28: it speaks both generations, and unpinned the router keeps a 2025 session
 // with such a backend (its input_required would then need the translation).
-var modernSuite = struct {
-	name string
-	pkg  string
-	args []string
-}{"0.2.0-alpha.12/2026-07-28", "conformance-alpha", []string{"--suite", "all", "--spec-version", "2026-07-28"}}
+var modernSuite = suite{"0.2.0-alpha.12/2026-07-28", "conformance-alpha", []string{"--suite", "all", "--spec-version", "2026-07-28"}}
 
 // modernExpectedFailures names the scenarios of modernSuite allowed to fail through the
 // router, each with its reason; a listed scenario that passes fails the test, so that
@@ -45,27 +39,5 @@ func TestConformanceModern(t *testing.T) {
 	}
 	listen := testbin.Start(t, testbin.Spec{Bin: router, Args: []string{"--config", cfg}, Ready: []string{"mcprouter listening"}}).Addr()
 
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
-	s := modernSuite
-	args := append([]string{filepath.Join(node, "node_modules", s.pkg, "dist", "index.js"), "server", "--url", "http://" + listen + "/mcp"}, s.args...)
-	cmd := exec.CommandContext(ctx, filepath.Join(node, "node_modules", ".bin", "node"), args...)
-	cmd.Dir = t.TempDir()
-	out, err := cmd.CombinedOutput()
-	text := string(out)
-	problems := Verdict(text, err, modernExpectedFailures)
-	for _, p := range problems {
-		t.Errorf("suite %s: %s", s.name, p)
-	}
-	if len(problems) > 0 {
-		t.Logf("output:\n%s", tail(text, 8000))
-		return
-	}
-	sum, _ := ParseSummary(text)
-	for _, sc := range sum.Scenarios {
-		if why, ok := modernExpectedFailures[sc.Name]; ok {
-			t.Logf("suite %s: %s fails as expected: %s", s.name, sc.Name, why)
-		}
-	}
-	t.Logf("suite %s: %d scenarios, %d checks passed, %d failed", s.name, len(sum.Scenarios), sum.Passed, sum.Failed)
+	runSuite(t, node, "http://"+listen+"/mcp", modernSuite, modernExpectedFailures, 8*time.Minute)
 }
