@@ -85,7 +85,7 @@ func run() int {
 	table := v.table()
 	fmt.Print(table)
 	if o.out != "" {
-		if err := writeSection(o.out, v.section(&o, table)); err != nil {
+		if err := results.WriteSection(o.out, "## chaos", v.section(&o, table)); err != nil {
 			logf("chaos: %v", err)
 			return 2
 		}
@@ -209,13 +209,4 @@ func errText(err error) string {
 		return ""
 	}
 	return "; ERROR " + err.Error()
-}
-
-// writeSection writes the section into the results file.
-func writeSection(path, section string) error {
-	doc, err := os.ReadFile(path)
-	if err != nil && !os.IsNotExist(err) {
-		return err
-	}
-	return os.WriteFile(path, results.ReplaceSection(doc, "## chaos", section), 0o644)
 }

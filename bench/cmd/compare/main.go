@@ -112,11 +112,7 @@ func run() error {
 		fmt.Print(section)
 		return nil
 	}
-	doc, err := os.ReadFile(*out)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	if err := os.WriteFile(*out, results.ReplaceSection(doc, compare.SectionHeading, section), 0o644); err != nil {
+	if err := results.WriteSection(*out, compare.SectionHeading, section); err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "wrote the %q section of %s and the reports in %s (%s)\n", compare.SectionHeading, *out, o.ReportsDir, time.Since(start).Round(time.Second))

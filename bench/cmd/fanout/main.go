@@ -177,15 +177,7 @@ func run() error {
 	if env.Machine == "" {
 		env.Machine = machineNote()
 	}
-	doc, err := os.ReadFile(*out)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	if len(doc) == 0 {
-		doc = []byte("# Benchmark results\n")
-	}
-	doc = results.ReplaceSection(doc, "## fan-out", rep.Markdown(env))
-	if err := os.WriteFile(*out, doc, 0o644); err != nil {
+	if err := results.WriteSection(*out, "## fan-out", rep.Markdown(env)); err != nil {
 		return err
 	}
 	fmt.Fprintln(os.Stderr, "wrote the fan-out section of", *out)

@@ -79,11 +79,7 @@ func run() int {
 	table := v.table()
 	fmt.Print(table)
 	if o.out != "" {
-		doc, err := os.ReadFile(o.out)
-		if err == nil || os.IsNotExist(err) {
-			err = os.WriteFile(o.out, results.ReplaceSection(doc, "## soak", v.section(&o, table)), 0o644)
-		}
-		if err != nil {
+		if err := results.WriteSection(o.out, "## soak", v.section(&o, table)); err != nil {
 			logf("soak: %v", err)
 			return 2
 		}
