@@ -5,7 +5,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/mcprouter/mcprouter/bench/internal/cluster"
@@ -35,18 +34,15 @@ type verdict struct {
 }
 
 // check is one line of the table.
-type check struct {
-	what, figure string
-	pass         bool
-}
+type check = cluster.Check
 
-func (v *verdict) checks() []check {
+func (v *verdict) checks() cluster.Checks {
 	rep := v.rep
-	var out []check
+	var out cluster.Checks
 	protocol := rep.ErrorsByClass["protocol"]
-	out = append(out, check{"every call answered exactly once",
-		fmt.Sprintf("%d sends, %d answers (%d errors), %d protocol violations", rep.Generator.Sends, rep.Requests, rep.Errors, protocol),
-		rep.Requests == rep.Generator.Sends && protocol == 0})
+	out = append(out, check{What: "every call answered exactly once",
+		Figure: fmt.Sprintf("%d sends, %d answers (%d errors), %d protocol violations", rep.Generator.Sends, rep.Requests, rep.Errors, protocol),
+		Pass:   rep.Requests == rep.Generator.Sends && protocol == 0})
 
 	worst := rep.LatencyUncorrected.Max
 	var failedMax float64
@@ -56,27 +52,27 @@ func (v *verdict) checks() []check {
 		}
 	}
 	bound := float64(v.timeout+time.Second) / 1e3
-	out = append(out, check{"no call hangs past its timeout",
-		fmt.Sprintf("slowest success %s, slowest failure %s (from its intended send), timeout %v, %d timed out",
+	out = append(out, check{What: "no call hangs past its timeout",
+		Figure: fmt.Sprintf("slowest success %s, slowest failure %s (from its intended send), timeout %v, %d timed out",
 			report.FormatUS(worst), report.FormatUS(failedMax), v.timeout, rep.ErrorsByClass["timeout"]),
-		worst <= bound})
+		Pass: worst <= bound})
 
 	for _, tool := range []string{v.tools.Web, v.tools.CLI} {
 		s := rep.ByTool[tool]
 		if s == nil {
-			out = append(out, check{tool + " calls succeed ≥ 99.9%", "no calls", false})
+			out = append(out, check{What: tool + " calls succeed ≥ 99.9%", Figure: "no calls", Pass: false})
 			continue
 		}
 		ok := 1 - float64(s.Errors)/float64(max(s.Requests, 1))
-		out = append(out, check{tool + " calls succeed ≥ 99.9%",
-			fmt.Sprintf("%.3f%% of %d (%s)", 100*ok, s.Requests, cluster.ErrorClasses(s.ErrorsByClass, s.FirstErrors)), ok >= minSuccess})
+		out = append(out, check{What: tool + " calls succeed ≥ 99.9%",
+			Figure: fmt.Sprintf("%.3f%% of %d (%s)", 100*ok, s.Requests, cluster.ErrorClasses(s.ErrorsByClass, s.FirstErrors)), Pass: ok >= minSuccess})
 	}
 
 	moved := rep.Sessions.Moved + v.watchMoves
-	out = append(out, check{"sessions carry on through another instance",
-		fmt.Sprintf("%d router kills; %d session moves (%d load, %d subscribers), %d sessions opened again", v.routerKills, moved,
+	out = append(out, check{What: "sessions carry on through another instance",
+		Figure: fmt.Sprintf("%d router kills; %d session moves (%d load, %d subscribers), %d sessions opened again", v.routerKills, moved,
 			rep.Sessions.Moved, v.watchMoves, rep.Sessions.Reconnects),
-		rep.Sessions.Reconnects == 0 && (v.routerKills == 0 || moved > 0)})
+		Pass: rep.Sessions.Reconnects == 0 && (v.routerKills == 0 || moved > 0)})
 
 	var worstLag time.Duration
 	late, broken := 0, 0
@@ -87,10 +83,10 @@ func (v *verdict) checks() []check {
 			broken++
 		}
 	}
-	out = append(out, check{fmt.Sprintf("subscribers hear the latest change ≤ %v after each fault", subscriberBound),
-		fmt.Sprintf("worst %v over %d faults, %d late, %d deliveries in all", worstLag.Round(time.Millisecond), len(v.faults), late, v.deliveries),
-		late == 0 && len(v.faults) > 0})
-	out = append(out, check{"every fault cleared (restarts came back)", fmt.Sprintf("%d of %d", len(v.faults)-broken, len(v.faults)), broken == 0})
+	out = append(out, check{What: fmt.Sprintf("subscribers hear the latest change ≤ %v after each fault", subscriberBound),
+		Figure: fmt.Sprintf("worst %v over %d faults, %d late, %d deliveries in all", worstLag.Round(time.Millisecond), len(v.faults), late, v.deliveries),
+		Pass:   late == 0 && len(v.faults) > 0})
+	out = append(out, check{What: "every fault cleared (restarts came back)", Figure: fmt.Sprintf("%d of %d", len(v.faults)-broken, len(v.faults)), Pass: broken == 0})
 
 	for _, name := range slices.Sorted(maps.Keys(v.after)) {
 		b, ok := v.before[name]
@@ -102,7 +98,7 @@ func (v *verdict) checks() []check {
 		if v.restarted[name] {
 			what = name + " (restarted) back to the level before the run"
 		}
-		out = append(out, check{what, "before " + b.String() + "; after " + a.String(), usageBack(b, a)})
+		out = append(out, check{What: what, Figure: "before " + b.String() + "; after " + a.String(), Pass: usageBack(b, a)})
 	}
 	return out
 }
@@ -116,14 +112,7 @@ func usageBack(b, a cluster.Usage) bool {
 		a.RSS <= b.RSS+b.RSS/4+32<<20
 }
 
-func (v *verdict) passed() bool {
-	for _, c := range v.checks() {
-		if !c.pass {
-			return false
-		}
-	}
-	return true
-}
+func (v *verdict) passed() bool { return v.checks().Passed() }
 
 // table renders the faults and the checks.
 func (v *verdict) table() string {
@@ -137,17 +126,7 @@ func (v *verdict) table() string {
 		fmt.Fprintf(&b, " %s ×%d,", k, counts[k])
 	}
 	b.WriteString("\n\n")
-	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "| check\t| figures\t| verdict\t|")
-	fmt.Fprintln(tw, "|---\t|---\t|---\t|")
-	for _, c := range v.checks() {
-		verdict := "PASS"
-		if !c.pass {
-			verdict = "FAIL"
-		}
-		fmt.Fprintf(tw, "| %s\t| %s\t| %s\t|\n", c.what, c.figure, verdict)
-	}
-	tw.Flush()
+	v.checks().WriteTable(&b)
 	return b.String()
 }
 

@@ -5,7 +5,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/mcprouter/mcprouter/bench/internal/cluster"
@@ -30,10 +29,8 @@ type verdict struct {
 	stalls         int
 }
 
-type check struct {
-	what, figure string
-	pass         bool
-}
+// check is one line of the table.
+type check = cluster.Check
 
 // window is the length compared at both ends: 5 of 30 minutes.
 func (v *verdict) window() time.Duration { return v.duration / 6 }
@@ -61,18 +58,18 @@ func (v *verdict) ends() (rate0, rate1, p990, p991 float64) {
 	return
 }
 
-func (v *verdict) checks() []check {
-	var out []check
+func (v *verdict) checks() cluster.Checks {
+	var out cluster.Checks
 	r0, r1, p0, p1 := v.ends()
 	w := v.window().Round(time.Second)
-	out = append(out, check{fmt.Sprintf("throughput flat (first %v vs last %v)", w, w),
-		fmt.Sprintf("%.0f/s → %.0f/s (%+.1f%%)", r0, r1, 100*(r1-r0)/max(r0, 1)), r0 > 0 && (r1-r0)/r0 >= -maxRateDrift})
-	out = append(out, check{fmt.Sprintf("p99 flat (first %v vs last %v)", w, w),
-		fmt.Sprintf("%s → %s (%+.0f%%)", report.FormatUS(p0), report.FormatUS(p1), 100*(p1-p0)/max(p0, 1)), p1 <= p0*(1+maxP99Increase)+1000})
-	out = append(out, check{"no call fails", fmt.Sprintf("%d calls, %d errors (%s)", v.calls.Requests, v.calls.Errors, cluster.ErrorClasses(v.calls.ErrorsByClass, v.calls.FirstErrors)), v.calls.Errors == 0})
-	out = append(out, check{"no session lifecycle fails", fmt.Sprintf("%d lifecycles, %d errors (%s)", v.churn.Requests, v.churn.Errors, cluster.ErrorClasses(v.churn.ErrorsByClass, v.churn.FirstErrors)), v.churn.Errors == 0})
-	out = append(out, check{"fan-out never stalls (every subscriber hears a change every 2s)",
-		fmt.Sprintf("%d subscribers, %d deliveries, %d stalls", v.subscribers, v.deliveries, v.stalls), v.stalls == 0})
+	out = append(out, check{What: fmt.Sprintf("throughput flat (first %v vs last %v)", w, w),
+		Figure: fmt.Sprintf("%.0f/s → %.0f/s (%+.1f%%)", r0, r1, 100*(r1-r0)/max(r0, 1)), Pass: r0 > 0 && (r1-r0)/r0 >= -maxRateDrift})
+	out = append(out, check{What: fmt.Sprintf("p99 flat (first %v vs last %v)", w, w),
+		Figure: fmt.Sprintf("%s → %s (%+.0f%%)", report.FormatUS(p0), report.FormatUS(p1), 100*(p1-p0)/max(p0, 1)), Pass: p1 <= p0*(1+maxP99Increase)+1000})
+	out = append(out, check{What: "no call fails", Figure: fmt.Sprintf("%d calls, %d errors (%s)", v.calls.Requests, v.calls.Errors, cluster.ErrorClasses(v.calls.ErrorsByClass, v.calls.FirstErrors)), Pass: v.calls.Errors == 0})
+	out = append(out, check{What: "no session lifecycle fails", Figure: fmt.Sprintf("%d lifecycles, %d errors (%s)", v.churn.Requests, v.churn.Errors, cluster.ErrorClasses(v.churn.ErrorsByClass, v.churn.FirstErrors)), Pass: v.churn.Errors == 0})
+	out = append(out, check{What: "fan-out never stalls (every subscriber hears a change every 2s)",
+		Figure: fmt.Sprintf("%d subscribers, %d deliveries, %d stalls", v.subscribers, v.deliveries, v.stalls), Pass: v.stalls == 0})
 
 	// Growth over the last two thirds: the mean of its first tenth against the mean of
 	// its last tenth (single samples are noisy).
@@ -93,7 +90,7 @@ func (v *verdict) checks() []check {
 		}
 		ok := flat(float64(a.RSS), float64(b.RSS), 2<<20) && flat(float64(a.FDs), float64(b.FDs), 2) &&
 			(a.Goroutines < 0 || flat(float64(a.Goroutines), float64(b.Goroutines), 5))
-		out = append(out, check{name + " flat over the last two thirds", a.String() + " → " + b.String(), ok})
+		out = append(out, check{What: name + " flat over the last two thirds", Figure: a.String() + " → " + b.String(), Pass: ok})
 	}
 	return out
 }
@@ -104,30 +101,13 @@ func flat(before, after, slack float64) bool {
 	return after <= before*(1+maxGrowth) || after-before <= slack
 }
 
-func (v *verdict) passed() bool {
-	for _, c := range v.checks() {
-		if !c.pass {
-			return false
-		}
-	}
-	return true
-}
+func (v *verdict) passed() bool { return v.checks().Passed() }
 
 func (v *verdict) table() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\ncapacity %.0f calls/s; calls offered at %.0f/s for %v; p50 %s p99 %s over the run\n\n", v.capacity, v.rate, v.duration,
 		report.FormatUS(v.calls.Latency.P50), report.FormatUS(v.calls.Latency.P99))
-	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "| check\t| figures\t| verdict\t|")
-	fmt.Fprintln(tw, "|---\t|---\t|---\t|")
-	for _, c := range v.checks() {
-		verdict := "PASS"
-		if !c.pass {
-			verdict = "FAIL"
-		}
-		fmt.Fprintf(tw, "| %s\t| %s\t| %s\t|\n", c.what, c.figure, verdict)
-	}
-	tw.Flush()
+	v.checks().WriteTable(&b)
 	return b.String()
 }
 
