@@ -94,6 +94,25 @@ func TestStatelessSampling(t *testing.T) {
 	}
 }
 
+// postModern sends body to p's MCP endpoint as a 2026-07-28 request: the revision
+// header and the Mcp-Method (and, when name is set, Mcp-Name) routing headers.
+func postModern(t *testing.T, p *routerProc, body, method, name string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest("POST", p.url("/mcp"), strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", method)
+	if name != "" {
+		req.Header.Set("Mcp-Name", name)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
 // TestStatelessPrefix: a tool renamed by the router (a backend prefix) is called on a
 // 2026-07-28 backend under its own name, with an Mcp-Name header that says so (the
 // backend refuses a header that does not match its body).
@@ -101,17 +120,7 @@ func TestStatelessPrefix(t *testing.T) {
 	testbin.Long(t, "starts processes")
 	cfg := fmt.Sprintf("stateless: on\nbackends:\n  - name: b\n    prefix: ref\n    url: http://%s/mcp\n", startEraBackend(t, "modern"))
 	p := startRouter(t, "--config", writeConfig(t, cfg))
-	req, _ := http.NewRequest("POST", p.url("/mcp"), strings.NewReader(
-		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ref__echo","arguments":{"text":"hi"},`+statelessMeta+`}}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", "tools/call")
-	req.Header.Set("Mcp-Name", "ref__echo")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := postModern(t, p, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ref__echo","arguments":{"text":"hi"},`+statelessMeta+`}}`, "tools/call", "ref__echo")
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != 200 || !strings.Contains(string(body), `"text":"hi"`) || strings.Contains(string(body), `"error"`) {
@@ -128,15 +137,7 @@ func TestStatelessListen(t *testing.T) {
 	p := startRouterFor(t, startEraBackend(t, "legacy"))
 	body := `{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":{` + statelessMeta +
 		`,"notifications":{"toolsListChanged":true,"resourceSubscriptions":["memo://board","nope://x"]}}}`
-	req, _ := http.NewRequest("POST", p.url("/mcp"), strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", "subscriptions/listen")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := postModern(t, p, body, "subscriptions/listen", "")
 	defer resp.Body.Close()
 	events := make(chan string, 16)
 	go func() {
@@ -159,15 +160,7 @@ func TestStatelessListen(t *testing.T) {
 	}
 	// A change of the resource, made by another request, reaches the stream.
 	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"touch","arguments":{"uri":"memo://board"},` + statelessMeta + `}}`
-	creq, _ := http.NewRequest("POST", p.url("/mcp"), strings.NewReader(call))
-	creq.Header.Set("Content-Type", "application/json")
-	creq.Header.Set("MCP-Protocol-Version", "2026-07-28")
-	creq.Header.Set("Mcp-Method", "tools/call")
-	creq.Header.Set("Mcp-Name", "touch")
-	cresp, err := http.DefaultClient.Do(creq)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cresp := postModern(t, p, call, "tools/call", "touch")
 	io.Copy(io.Discard, cresp.Body)
 	cresp.Body.Close()
 	upd := next("the resource update")
