@@ -111,13 +111,7 @@ func chaos(ctx context.Context, o *options) (*verdict, error) {
 		return nil, err
 	}
 	defer c.Close()
-	var tools cluster.Tools
-	for deadline := time.Now().Add(time.Minute); ; {
-		if tools, err = c.FindTools(10 * time.Second); err == nil || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(500 * time.Millisecond) // the routers' catalogs fill as the backends answer
-	}
+	tools, err := c.FindTools(ctx, time.Minute)
 	if err != nil {
 		return nil, err
 	}

@@ -13,9 +13,26 @@ import (
 // Tools are the names under which the routers expose the two backends' echo tools.
 type Tools struct{ Web, CLI string }
 
-// FindTools lists the tools through the first router and picks the two echoes (the
-// names carry each backend's prefix).
-func (c *Cluster) FindTools(timeout time.Duration) (Tools, error) {
+// FindTools waits, up to within, for the first router to list both echo tools: the
+// routers' catalogs fill as the backends answer, so a fresh cluster may list none yet.
+func (c *Cluster) FindTools(ctx context.Context, within time.Duration) (Tools, error) {
+	deadline := time.Now().Add(within)
+	for {
+		t, err := c.findTools(10 * time.Second)
+		if err == nil || time.Now().After(deadline) {
+			return t, err
+		}
+		select {
+		case <-ctx.Done():
+			return t, ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// findTools lists the tools through the first router once and picks the two echoes
+// (the names carry each backend's prefix).
+func (c *Cluster) findTools(timeout time.Duration) (Tools, error) {
 	tools, err := loadgen.ListTools(client.Options{URL: c.Routers[0].URL()}, timeout)
 	if err != nil {
 		return Tools{}, err
