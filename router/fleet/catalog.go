@@ -92,8 +92,10 @@ func (cat *catalog) resourceOwner(uri string) *backend {
 
 // page appends one page of list k to dst as a result object, starting at the cursor, and
 // the cursor of the next page if any. The cursor encodes every backend's position, so
-// paging reaches every item of every backend.
-func (cat *catalog) page(dst []byte, k kind, cursor []byte, size int) ([]byte, error) {
+// paging reaches every item of every backend. visible, when not nil, says which items
+// are shown (a policy that filters lists): size of them per page, and a next cursor only
+// when some shown item remains.
+func (cat *catalog) page(dst []byte, k kind, cursor []byte, size int, visible func(bi, i int) bool) ([]byte, error) {
 	pos := make([]int, len(cat.lists[k]))
 	if len(cursor) > 0 {
 		if err := decodeCursor(cursor, pos); err != nil {
@@ -104,9 +106,18 @@ func (cat *catalog) page(dst []byte, k kind, cursor []byte, size int) ([]byte, e
 	dst = append(dst, kindInfo[k].list...)
 	dst = append(dst, `":[`...)
 	n := 0
+	more := false
 	for bi := range pos {
 		list := cat.lists[k][bi]
-		for pos[bi] < len(list) && n < size {
+		for pos[bi] < len(list) {
+			if visible != nil && !visible(bi, pos[bi]) {
+				pos[bi]++
+				continue
+			}
+			if n == size {
+				more = true
+				break
+			}
 			if n > 0 {
 				dst = append(dst, ',')
 			}
@@ -116,12 +127,6 @@ func (cat *catalog) page(dst []byte, k kind, cursor []byte, size int) ([]byte, e
 		}
 	}
 	dst = append(dst, ']')
-	more := false
-	for bi, p := range pos {
-		if p < len(cat.lists[k][bi]) {
-			more = true
-		}
-	}
 	if more {
 		dst = append(dst, `,"nextCursor":"`...)
 		dst = appendCursor(dst, pos)

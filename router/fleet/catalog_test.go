@@ -48,7 +48,7 @@ func pageAll(t *testing.T, cat *catalog, size int) []string {
 	var seen []string
 	var cursor []byte
 	for pages := 0; pages < 1000; pages++ {
-		res, err := cat.page(nil, kTools, cursor, size)
+		res, err := cat.page(nil, kTools, cursor, size, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,7 +106,7 @@ func TestCollisionFirstBackendWins(t *testing.T) {
 func TestInvalidCursors(t *testing.T) {
 	f := testFleet(t, []string{"a", "b"}, [][]string{names(3, "x"), names(3, "y")})
 	for _, c := range []string{"%%%", "djE", appendCursorString([]int{1}), appendCursorString([]int{1, -1}), "dj.x"} {
-		if _, err := f.catalog.load().page(nil, kTools, []byte(c), 2); err == nil {
+		if _, err := f.catalog.load().page(nil, kTools, []byte(c), 2, nil); err == nil {
 			t.Errorf("cursor %q accepted", c)
 		}
 	}

@@ -1,7 +1,6 @@
 package fleet
 
 import (
-	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/router"
 	"github.com/mcprouter/mcprouter/router/policy"
 	"github.com/mcprouter/mcprouter/transport"
@@ -72,63 +71,8 @@ func (p *policer) list(rt *routing, s *router.Session, x *transport.Exchange, ca
 		n := pi.base[k][bi] + i
 		return mask[n/64]&(1<<(n%64)) != 0
 	}
-	cursor := x.Msg.Cursor
-	if x.Msg.Flags&codec.CursorEscaped != 0 {
-		cursor, _ = codec.Unquote(nil, cursor)
-	}
-	bp := getBuf()
-	res, err := cat.filteredPage((*bp)[:0], k, cursor, rt.pageSize, visible)
-	if err != nil {
-		putBuf(bp)
-		rt.rep.replyErr(x, codec.CodeInvalidParams, "Invalid params: invalid cursor")
-		return true
-	}
-	*bp = res
-	rt.rep.reply(x, res)
-	putBuf(bp)
+	rt.list(x, cat, k, visible)
 	return true
-}
-
-// filteredPage is page for the items visible says are shown: size of them per page,
-// and a next cursor only when some shown item remains.
-func (cat *catalog) filteredPage(dst []byte, k kind, cursor []byte, size int, visible func(bi, i int) bool) ([]byte, error) {
-	pos := make([]int, len(cat.lists[k]))
-	if len(cursor) > 0 {
-		if err := decodeCursor(cursor, pos); err != nil {
-			return dst, err
-		}
-	}
-	dst = append(dst, `{"`...)
-	dst = append(dst, kindInfo[k].list...)
-	dst = append(dst, `":[`...)
-	n := 0
-	more := false
-	for bi := range pos {
-		list := cat.lists[k][bi]
-		for pos[bi] < len(list) {
-			if !visible(bi, pos[bi]) {
-				pos[bi]++
-				continue
-			}
-			if n == size {
-				more = true
-				break
-			}
-			if n > 0 {
-				dst = append(dst, ',')
-			}
-			dst = append(dst, list[pos[bi]].raw...)
-			pos[bi]++
-			n++
-		}
-	}
-	dst = append(dst, ']')
-	if more {
-		dst = append(dst, `,"nextCursor":"`...)
-		dst = appendCursor(dst, pos)
-		dst = append(dst, '"')
-	}
-	return append(dst, '}'), nil
 }
 
 // changedFor says, for a list_changed notification (method) about catalog cur, which

@@ -78,7 +78,7 @@ func TestPolicyFilteredPage(t *testing.T) {
 	var got []string
 	cursor := []byte(nil)
 	for range 10 {
-		res, err := cat.filteredPage(nil, kTools, cursor, 2, visible)
+		res, err := cat.page(nil, kTools, cursor, 2, visible)
 		if err != nil {
 			t.Fatal(err)
 		}

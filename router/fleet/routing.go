@@ -43,13 +43,13 @@ func (rt *routing) request(s *router.Session, x *transport.Exchange) bool {
 	strip := 0
 	switch string(m.Method) {
 	case "tools/list":
-		return rt.list(x, cat, kTools)
+		return rt.list(x, cat, kTools, nil)
 	case "prompts/list":
-		return rt.list(x, cat, kPrompts)
+		return rt.list(x, cat, kPrompts, nil)
 	case "resources/list":
-		return rt.list(x, cat, kResources)
+		return rt.list(x, cat, kResources, nil)
 	case "resources/templates/list":
-		return rt.list(x, cat, kTemplates)
+		return rt.list(x, cat, kTemplates, nil)
 	case "tools/call", "prompts/get":
 		table, what := cat.tools, "tool"
 		if string(m.Method) == "prompts/get" {
@@ -90,14 +90,15 @@ func (rt *routing) request(s *router.Session, x *transport.Exchange) bool {
 	return true
 }
 
-// list answers a */list request from the merged catalog.
-func (rt *routing) list(x *transport.Exchange, cat *catalog, k kind) bool {
+// list answers a */list request from the merged catalog, showing the items visible
+// allows (nil: all).
+func (rt *routing) list(x *transport.Exchange, cat *catalog, k kind, visible func(bi, i int) bool) bool {
 	cursor := x.Msg.Cursor
 	if x.Msg.Flags&codec.CursorEscaped != 0 {
 		cursor, _ = codec.Unquote(nil, cursor)
 	}
 	bp := getBuf()
-	res, err := cat.page((*bp)[:0], k, cursor, rt.pageSize)
+	res, err := cat.page((*bp)[:0], k, cursor, rt.pageSize, visible)
 	if err != nil {
 		putBuf(bp)
 		return rt.rep.replyErr(x, codec.CodeInvalidParams, "Invalid params: invalid cursor")
