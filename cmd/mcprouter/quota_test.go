@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcprouter/mcprouter/internal/testwait"
 )
 
 // clientFrom is an HTTP client whose connections come from the loopback address ip.
@@ -115,13 +117,9 @@ func TestAttackLargeReplies(t *testing.T) {
 		t.Errorf("budget used %v after 20 replies of 4 MB, want within the share %d", used, share)
 	}
 	rawDelete(t, p, sid)
-	deadline := time.Now().Add(testTimeout)
-	for gaugeValue(t, metrics, "mcprouter_sessions_budget_used_bytes") != 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("budget not given back after the session ended")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.For(t, "the budget given back after the session ended", testTimeout, func() bool {
+		return gaugeValue(t, metrics, "mcprouter_sessions_budget_used_bytes") == 0
+	})
 }
 
 // largeReplies opens a session and reads n replies of size bytes, each on a reply
