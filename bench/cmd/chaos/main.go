@@ -22,12 +22,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/mcprouter/mcprouter/bench/internal/cluster"
-	"github.com/mcprouter/mcprouter/bench/results"
 	"github.com/mcprouter/mcprouter/loadgen"
 	"github.com/mcprouter/mcprouter/loadgen/report"
 )
@@ -67,37 +64,15 @@ func run() int {
 	flag.StringVar(&o.out, "out", "", "results file whose \"## chaos\" section is written or replaced (e.g. bench/RESULTS.md)")
 	flag.Parse()
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if o.dir == "" {
-		d, err := os.MkdirTemp("", "chaos-")
+	return cluster.Main("chaos", o.dir, o.keep, o.out, logf, func(ctx context.Context, dir string) (cluster.Outcome, error) {
+		o.dir = dir
+		v, err := chaos(ctx, &o)
 		if err != nil {
-			logf("chaos: %v", err)
-			return 2
+			return cluster.Outcome{}, err
 		}
-		o.dir = d
-	}
-	v, err := chaos(ctx, &o)
-	if err != nil {
-		logf("chaos: %v (logs in %s)", err, o.dir)
-		return 2
-	}
-	table := v.table()
-	fmt.Print(table)
-	if o.out != "" {
-		if err := results.WriteSection(o.out, "## chaos", v.section(&o, table)); err != nil {
-			logf("chaos: %v", err)
-			return 2
-		}
-	}
-	if !v.passed() {
-		logf("chaos: FAILED; logs in %s", o.dir)
-		return 1
-	}
-	if !o.keep {
-		os.RemoveAll(o.dir)
-	}
-	return 0
+		table := v.table()
+		return cluster.Outcome{Table: table, Section: v.section(&o, table), Passed: v.passed()}, nil
+	})
 }
 
 // chaos sets the cluster up, runs the load and the faults, and gathers the figures.

@@ -18,12 +18,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/mcprouter/mcprouter/bench/internal/cluster"
-	"github.com/mcprouter/mcprouter/bench/results"
 	"github.com/mcprouter/mcprouter/loadgen"
 	"github.com/mcprouter/mcprouter/loadgen/report"
 )
@@ -61,37 +58,15 @@ func run() int {
 	flag.BoolVar(&o.keep, "keep", false, "keep the working directory")
 	flag.StringVar(&o.out, "out", "", "results file whose \"## soak\" section is written or replaced (e.g. bench/RESULTS.md)")
 	flag.Parse()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if o.dir == "" {
-		d, err := os.MkdirTemp("", "soak-")
+	return cluster.Main("soak", o.dir, o.keep, o.out, logf, func(ctx context.Context, dir string) (cluster.Outcome, error) {
+		o.dir = dir
+		v, err := soak(ctx, &o)
 		if err != nil {
-			logf("soak: %v", err)
-			return 2
+			return cluster.Outcome{}, err
 		}
-		o.dir = d
-	}
-	v, err := soak(ctx, &o)
-	if err != nil {
-		logf("soak: %v (logs in %s)", err, o.dir)
-		return 2
-	}
-	table := v.table()
-	fmt.Print(table)
-	if o.out != "" {
-		if err := results.WriteSection(o.out, "## soak", v.section(&o, table)); err != nil {
-			logf("soak: %v", err)
-			return 2
-		}
-	}
-	if !v.passed() {
-		logf("soak: FAILED; logs in %s", o.dir)
-		return 1
-	}
-	if !o.keep {
-		os.RemoveAll(o.dir)
-	}
-	return 0
+		table := v.table()
+		return cluster.Outcome{Table: table, Section: v.section(&o, table), Passed: v.passed()}, nil
+	})
 }
 
 // soak sets the deployment up, measures its capacity, runs the mixed load and gathers
