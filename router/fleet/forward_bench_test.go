@@ -22,18 +22,23 @@ func BenchmarkForwardRoundTrip(b *testing.B) {
 	}{{"session-2025", false}, {"stateless-2026", true}} {
 		b.Run(era.name, func(b *testing.B) {
 			fc := newFleetClientEra(b, time.Minute, era.modern)
-			req := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a__echo","arguments":{}}}`
-			b.ReportAllocs()
-			b.SetBytes(int64(len(req)))
-			b.ResetTimer()
-			for range b.N {
-				fc.send(req)
-				m := fc.upstream()
-				fc.answer(m.ID, `{"content":[]}`)
-				if r := fc.read(); r.Kind != codec.KindResult {
-					b.Fatalf("client got kind %v, want a result", r.Kind)
-				}
-			}
+			benchToolCalls(b, fc)
 		})
+	}
+}
+
+// benchToolCalls times b.N tools/call round trips through fc, one at a time.
+func benchToolCalls(b *testing.B, fc *fleetClient) {
+	req := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a__echo","arguments":{}}}`
+	b.ReportAllocs()
+	b.SetBytes(int64(len(req)))
+	b.ResetTimer()
+	for range b.N {
+		fc.send(req)
+		m := fc.upstream()
+		fc.answer(m.ID, `{"content":[]}`)
+		if r := fc.read(); r.Kind != codec.KindResult {
+			b.Fatalf("client got kind %v, want a result", r.Kind)
+		}
 	}
 }

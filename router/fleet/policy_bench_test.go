@@ -43,18 +43,7 @@ func BenchmarkForwardPolicy(b *testing.B) {
 			if withPolicy {
 				fc.f.SetPolicy(benchPolicy(b))
 			}
-			req := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a__echo","arguments":{}}}`
-			b.ReportAllocs()
-			b.SetBytes(int64(len(req)))
-			b.ResetTimer()
-			for range b.N {
-				fc.send(req)
-				m := fc.upstream()
-				fc.answer(m.ID, `{"content":[]}`)
-				if r := fc.read(); r.Kind != codec.KindResult {
-					b.Fatalf("client got kind %v, want a result", r.Kind)
-				}
-			}
+			benchToolCalls(b, fc)
 		})
 	}
 }
