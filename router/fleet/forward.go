@@ -367,9 +367,7 @@ func (fw *forwarder) cancel(s *router.Session, clientID []byte) {
 		if e.stop != nil {
 			e.stop()
 		}
-		if _, closes := e.conn.conn.(interface{ CancelsByClosing() bool }); !closes {
-			fw.tellCancelled(e.conn, e.id)
-		}
+		fw.gaveUp(e.conn, e.id) // the backend is told, as when the router gives up
 		fw.finishCancelled(e)
 	}
 }
