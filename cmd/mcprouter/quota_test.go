@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/mcprouter/mcprouter/internal/testwait"
 )
@@ -153,16 +152,14 @@ func rawDelete(t testing.TB, p *routerProc, sid string) {
 // adminURL is the base URL of the router's admin listener, from its log.
 func adminURL(t testing.TB, p *routerProc) string {
 	t.Helper()
-	deadline := time.Now().Add(testTimeout)
-	for {
-		if addr := p.Log.Value("admin listening", "addr"); addr != "" {
-			return "http://" + addr
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no admin address in the log\n%s", p.Log)
-		}
-		time.Sleep(10 * time.Millisecond)
+	var addr string
+	if !testwait.Poll(testTimeout, func() bool {
+		addr = p.Log.Value("admin listening", "addr")
+		return addr != ""
+	}) {
+		t.Fatalf("no admin address in the log\n%s", p.Log)
 	}
+	return "http://" + addr
 }
 
 // gaugeValue reads one unlabelled metric from a Prometheus text endpoint (-1 if absent).
