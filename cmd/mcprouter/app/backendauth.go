@@ -1,14 +1,16 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/url"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -180,7 +182,7 @@ func (a *BackendAuthConfig) validate(key string, b *BackendConfig, mode string) 
 	if b.URL == "" && len(b.URLs) == 0 {
 		return fmt.Errorf("%s: only HTTP backends (url, urls) take credentials: a command backend gets its secrets in env, a NATS backend is reached with the router's NATS connection", key)
 	}
-	for _, name := range sortedKeys(a.Headers) {
+	for _, name := range slices.Sorted(maps.Keys(a.Headers)) {
 		hk := key + ".headers." + name
 		if _, err := upstream.StaticHeader(name, "x"); err != nil {
 			return fmt.Errorf("%s: %v", hk, strings.TrimPrefix(err.Error(), "upstream: "))
@@ -189,7 +191,7 @@ func (a *BackendAuthConfig) validate(key string, b *BackendConfig, mode string) 
 			return fmt.Errorf("%s: empty header value", hk)
 		}
 		if strings.EqualFold(name, upstream.AuthorizationHeader) && (a.ownToken() != "" || a.TokenExchange != nil) {
-			return fmt.Errorf("%s: Authorization is set by %s already", hk, firstNonEmpty(a.ownToken(), "token_exchange"))
+			return fmt.Errorf("%s: Authorization is set by %s already", hk, cmp.Or(a.ownToken(), "token_exchange"))
 		}
 	}
 	if own := a.ownTokens(); len(own) > 1 {
@@ -203,7 +205,7 @@ func (a *BackendAuthConfig) validate(key string, b *BackendConfig, mode string) 
 	if x := a.TokenExchange; x != nil {
 		xk := key + ".token_exchange"
 		if mode != auth.ModeJWT {
-			return fmt.Errorf("%s: needs auth.mode: jwt, not %q: the clients' tokens are sent to token_url, and only JWT access tokens from the issuer are meant to be (in mode bearer they are the router's own static secrets, in mode off there are none)", xk, firstNonEmpty(mode, auth.ModeOff))
+			return fmt.Errorf("%s: needs auth.mode: jwt, not %q: the clients' tokens are sent to token_url, and only JWT access tokens from the issuer are meant to be (in mode bearer they are the router's own static secrets, in mode off there are none)", xk, cmp.Or(mode, auth.ModeOff))
 		}
 		if err := x.validate(xk); err != nil {
 			return err
@@ -264,24 +266,6 @@ func subjectTokenType(t string) (string, error) {
 	return "", fmt.Errorf("%q is neither access_token nor jwt", t)
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
-func firstNonEmpty(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
-}
-
 // backendCreds are a backend's credentials, built at start: what every upstream
 // session carries (headers), the router's own token, and the token exchange for the
 // clients' own sessions.
@@ -319,7 +303,7 @@ func buildBackendAuth(cfg *Config, i int, log *slog.Logger) (*backendCreds, erro
 		return nil, nil
 	}
 	bc := &backendCreds{}
-	for _, name := range sortedKeys(a.Headers) {
+	for _, name := range slices.Sorted(maps.Keys(a.Headers)) {
 		hk := key + ".headers." + name
 		v := a.Headers[name]
 		var c upstream.Credential
