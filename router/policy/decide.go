@@ -14,6 +14,7 @@ type Engine struct {
 	limiter *Limiter // nil when neither this policy nor the one before had limits
 	log     *slog.Logger
 	stats   *Stats
+	scope   *scope // nil: every backend, tool and prompt (Options.Scope)
 }
 
 // Options are what an Engine needs besides its configuration.
@@ -26,6 +27,9 @@ type Options struct {
 	// configuration has limits. A Limiter holds one policy's limits: each virtual server
 	// with its own policy has its own Limiter (and its own Sync subject).
 	Limiter *Limiter
+	// Scope is what the endpoint this engine decides for exposes (a virtual server's
+	// selection), applied before the rules; the zero Scope exposes everything.
+	Scope Scope
 }
 
 // New compiles cfg. Its error lists every problem (errors.Join of *ConfigError and
@@ -38,7 +42,7 @@ func New(cfg Config, opts Options) (*Engine, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	e := &Engine{c: c, views: newViewCache(c.cfg.ViewCache), log: opts.Logger, stats: newStats(c)}
+	e := &Engine{c: c, views: newViewCache(c.cfg.ViewCache), log: opts.Logger, stats: newStats(c), scope: newScope(opts.Scope)}
 	if len(c.limits) > 0 || opts.Limiter != nil {
 		e.limiter = opts.Limiter
 		if e.limiter == nil {
@@ -53,9 +57,9 @@ func New(cfg Config, opts Options) (*Engine, error) {
 // check to print, and for Sync's interval).
 func (e *Engine) Config() Config { return e.c.cfg }
 
-// Filtering reports whether lists are filtered (the policy has rules): a 2026-07-28
-// list result then says cacheScope: private.
-func (e *Engine) Filtering() bool { return len(e.c.rules) > 0 }
+// Filtering reports whether lists are filtered (the policy has rules, or a Scope that
+// selects): a 2026-07-28 list result then says cacheScope: private.
+func (e *Engine) Filtering() bool { return len(e.c.rules) > 0 || e.scope != nil }
 
 // Limiter returns the engine's rate-limit state (nil without limits), to hand to the
 // next engine on reload and to Sync.
@@ -77,9 +81,12 @@ const (
 	ReasonNoAllow
 	// ReasonError: a rule could not be evaluated: denied (fail closed).
 	ReasonError
+	// ReasonScope: the request is outside what the endpoint exposes (Options.Scope):
+	// denied before any rule.
+	ReasonScope
 )
 
-var reasonNames = [...]string{"exempt", "no_rules", "allow", "deny", "no_allow", "error"}
+var reasonNames = [...]string{"exempt", "no_rules", "allow", "deny", "no_allow", "error", "scope"}
 
 func (r Reason) String() string {
 	if int(r) < len(reasonNames) {
@@ -119,9 +126,12 @@ func (e *Engine) Decide(s *Subject, in *Input) Decision {
 	}
 	in.subj, in.unknown = s, 0
 	var d Decision
-	if len(e.c.rules) == 0 {
+	switch {
+	case e.scope != nil && !e.scope.admits(in):
+		d = Decision{Reason: ReasonScope, Rule: -1}
+	case len(e.c.rules) == 0:
 		d = Decision{Allowed: true, Reason: ReasonNoRules, Rule: -1}
-	} else {
+	default:
 		v := e.views.get(s.view(e.c.uses))
 		k := callKey{in.Method, in.Tool, in.Prompt, in.URI, in.Backend}
 		p, ok := v.plan(&k)
@@ -197,6 +207,8 @@ func (d *Decision) Message(in *Input) string {
 		b = append(b, ')')
 	case ReasonNoAllow:
 		b = append(b, " (no allow rule matches)"...)
+	case ReasonScope:
+		b = append(b, " (not exposed by this endpoint)"...)
 	case ReasonError:
 		b = append(b, " (rule "...)
 		b = strconv.AppendQuote(b, d.Name)

@@ -73,7 +73,7 @@ type View struct {
 
 // View returns s's view.
 func (e *Engine) View(s *Subject) View {
-	if len(e.c.rules) == 0 {
+	if len(e.c.rules) == 0 && e.scope == nil {
 		return View{e: e, s: s}
 	}
 	return View{e: e, s: s, v: e.views.get(s.view(e.c.uses))}
@@ -126,6 +126,9 @@ func (w View) Mask(gen uint64, items []Item) []uint64 {
 }
 
 func (e *Engine) visible(in *Input) bool {
+	if e.scope != nil && !e.scope.admits(in) {
+		return false
+	}
 	allowed := !e.c.hasAllow
 	for i := range e.c.rules {
 		r := &e.c.rules[i]
