@@ -129,7 +129,7 @@ type policyCollector struct {
 
 var (
 	policyDecisionsDesc = prometheus.NewDesc("mcprouter_policy_decisions_total",
-		"Requests decided by the policy's rules, by outcome (allowed, denied, error: a rule failed and denied).",
+		"Requests decided by the policy's rules and endpoint selection, by outcome (allowed, denied, error: a rule failed and denied).",
 		[]string{"outcome"}, nil)
 	policyLimitedDesc = prometheus.NewDesc("mcprouter_policy_limited_total",
 		"Requests refused by a policy rate limit.", nil, nil)
@@ -148,7 +148,7 @@ func (c *policyCollector) Collect(ch chan<- prometheus.Metric) {
 		st := c.eng.Stats()
 		for reason, n := range st.Decisions {
 			switch reason {
-			case policy.ReasonDeny.String(), policy.ReasonNoAllow.String():
+			case policy.ReasonDeny.String(), policy.ReasonNoAllow.String(), policy.ReasonScope.String():
 				denied += n
 			case policy.ReasonError.String():
 				failed += n
