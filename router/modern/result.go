@@ -30,7 +30,10 @@ type Decoration struct {
 }
 
 // AppendDecorated appends the result object result with what a 2026-07-28 result needs
-// and lacks: resultType "complete" when it has none (a 2025 backend's result), the
+// and lacks: a resultType when it has none (a 2025 backend's result: "complete", or
+// "input_required" when it carries inputRequests, as a 2025-era server written for both
+// generations answers a call it re-ran with its client's answers and that still needs
+// more: the client must see that it has to retry), the
 // serverInfo in _meta unless it has one, and d.Cache's fields. It copies the bytes with
 // a few insertions (codec.AppendSplices) and allocates nothing beyond growing dst. A
 // result that is not an object is copied unchanged.
@@ -39,7 +42,7 @@ func AppendDecorated(dst, result []byte, d *Decoration) []byte {
 	if start >= len(result) || result[start] != '{' {
 		return append(dst, result...)
 	}
-	var hasType, hasInfo bool
+	var hasType, hasInfo, asks bool
 	var meta, ttl, scope []byte
 	empty := true
 	eachMember(result, func(k, v []byte) bool {
@@ -52,6 +55,8 @@ func AppendDecorated(dst, result []byte, d *Decoration) []byte {
 				meta = v
 				hasInfo = codec.Member(v, KeyServerInfo) != nil
 			}
+		case codec.KeyIs(k, "inputRequests"):
+			asks = isObject(v)
 		case codec.KeyIs(k, "ttlMs"):
 			ttl = v
 		case codec.KeyIs(k, "cacheScope"):
@@ -78,7 +83,11 @@ func AppendDecorated(dst, result []byte, d *Decoration) []byte {
 	}
 	if !hasType {
 		lead()
-		add(at, typeComplete)
+		if asks {
+			add(at, typeInputRequired)
+		} else {
+			add(at, typeComplete)
+		}
 	}
 	if d.ServerInfo != nil && meta == nil {
 		lead()
@@ -120,15 +129,16 @@ func AppendDecorated(dst, result []byte, d *Decoration) []byte {
 }
 
 var (
-	comma        = []byte(",")
-	closeBrace   = []byte("}")
-	typeComplete = []byte(`"resultType":"complete"`)
-	metaInfoOpen = []byte(`"_meta":{"` + KeyServerInfo + `":`)
-	infoKey      = []byte(`"` + KeyServerInfo + `":`)
-	ttlKey       = []byte(`"ttlMs":`)
-	scopeKey     = []byte(`"cacheScope":`)
-	scopePublic  = []byte(`"public"`)
-	scopePrivate = []byte(`"private"`)
+	comma             = []byte(",")
+	closeBrace        = []byte("}")
+	typeComplete      = []byte(`"resultType":"complete"`)
+	typeInputRequired = []byte(`"resultType":"input_required"`)
+	metaInfoOpen      = []byte(`"_meta":{"` + KeyServerInfo + `":`)
+	infoKey           = []byte(`"` + KeyServerInfo + `":`)
+	ttlKey            = []byte(`"ttlMs":`)
+	scopeKey          = []byte(`"cacheScope":`)
+	scopePublic       = []byte(`"public"`)
+	scopePrivate      = []byte(`"private"`)
 )
 
 // AppendImplementation appends an Implementation object {"name":...,"version":...}: the
@@ -184,14 +194,21 @@ func AppendDiscoverResult(dst []byte, d *Discover) []byte {
 	return append(dst, '}')
 }
 
-// ReadResultType returns the contents of a raw result's resultType, "complete" when it
-// has none (the specification: a result from an earlier-protocol server that omits the
-// field is complete).
+// ReadResultType returns the contents of a raw result's resultType; when it has none,
+// "complete" (the specification: a result from an earlier-protocol server that omits
+// the field is complete), or "input_required" when it carries inputRequests (see
+// AppendDecorated).
 func ReadResultType(result []byte) []byte {
 	if s, ok := stringContents(codec.Member(result, "resultType")); ok {
 		return s
 	}
+	if isObject(codec.Member(result, "inputRequests")) {
+		return inputRequiredBytes
+	}
 	return completeBytes
 }
 
-var completeBytes = []byte(ResultComplete)
+var (
+	completeBytes      = []byte(ResultComplete)
+	inputRequiredBytes = []byte(ResultInputRequired)
+)

@@ -23,6 +23,8 @@ func TestAppendDecorated(t *testing.T) {
 			`{"resultType":"complete", "_meta" : {"io.modelcontextprotocol/serverInfo":{"name":"mcprouter","version":"1.2.3"} } }`},
 		{"backend's serverInfo kept", `{"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"b"}}}`, Decoration{ServerInfo: serverInfo},
 			`{"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"b"}}}`},
+		{"legacy result asking for input", `{"content":[],"inputRequests":{"a":{"method":"roots/list"}},"requestState":"s"}`, Decoration{},
+			`{"resultType":"input_required","content":[],"inputRequests":{"a":{"method":"roots/list"}},"requestState":"s"}`},
 		{"no serverInfo", `{"x":1}`, Decoration{}, `{"resultType":"complete","x":1}`},
 		{"cache added", `{"tools":[]}`, Decoration{Cache: &public},
 			`{"resultType":"complete","ttlMs":5000,"cacheScope":"public","tools":[]}`},
@@ -61,7 +63,8 @@ func TestAppendDiscoverResult(t *testing.T) {
 
 func TestReadResultType(t *testing.T) {
 	if string(ReadResultType([]byte(`{"tools":[]}`))) != ResultComplete ||
-		string(ReadResultType([]byte(`{"resultType":"input_required"}`))) != ResultInputRequired {
+		string(ReadResultType([]byte(`{"resultType":"input_required"}`))) != ResultInputRequired ||
+		string(ReadResultType([]byte(`{"content":[],"inputRequests":{"k":{}}}`))) != ResultInputRequired {
 		t.Error("ReadResultType")
 	}
 }
