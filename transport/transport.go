@@ -94,6 +94,8 @@ type Exchange struct {
 	// Tag is the handler's own per-exchange data (the router's in-flight entry); the
 	// transport clears it when the exchange is recycled.
 	Tag any
+	// Trace is the handler's trace of the request (its span), nil when tracing is off.
+	Trace any
 
 	call   *call
 	screen StatelessScreen // the handler's, for a stateless exchange
