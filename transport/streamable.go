@@ -88,6 +88,9 @@ type HTTPConfig struct {
 	// (stateless.go): a revision without sessions says some errors with a status too
 	// (400, 404). 0 keeps 200.
 	StatusOf func(reply []byte) int
+	// TraceHeaders: keep each POST's W3C trace context headers for the handler
+	// (Exchange.TraceHeaders, trace.go); off (the default), they are not looked at.
+	TraceHeaders bool
 }
 
 // SessionResolver finds sessions this process does not hold.
@@ -336,6 +339,7 @@ func (s *HTTPServer) post(ctx *fasthttp.RequestCtx, principal *auth.Principal) {
 		p := getPost()
 		if s.statelessOf(ctx, &p.in) {
 			p.srv, p.accept, p.principal = s, accept, principal
+			p.trace.take(s.cfg.TraceHeaders, &ctx.Request.Header)
 			s.postStateless(ctx, p, principal)
 			return
 		}
@@ -363,6 +367,7 @@ func (s *HTTPServer) post(ctx *fasthttp.RequestCtx, principal *auth.Principal) {
 
 	p := getPost()
 	p.srv, p.sess, p.accept, p.version, p.client, p.principal = s, sess, accept, version, client, principal
+	p.trace.take(s.cfg.TraceHeaders, &ctx.Request.Header)
 	if sess != nil {
 		sess.beginCall() // ended when the post is released
 	}
@@ -1085,6 +1090,7 @@ type httpPost struct {
 	// Mcp-Param-* headers while they are handed over.
 	stateless bool
 	hdrs      []byte
+	trace     TraceHeaders    // HTTPConfig.TraceHeaders's copies
 	acct      *budget.Account // the stateless stream's, nil before it opens
 	in        inbound
 	tmp       []byte
