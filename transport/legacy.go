@@ -7,6 +7,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/transport/auth"
 	"github.com/mcprouter/mcprouter/transport/sse"
 )
 
@@ -21,16 +22,7 @@ const LegacyVersion = "2024-11-05"
 
 // ServeLegacyStream is the fasthttp handler of the legacy stream endpoint (GET /sse).
 func (s *HTTPServer) ServeLegacyStream(ctx *fasthttp.RequestCtx) {
-	s.Stats.Requests.Add(1)
-	if !s.checkOrigin(ctx) {
-		return
-	}
-	if !ctx.IsGet() {
-		ctx.Response.Header.Set("Allow", "GET")
-		s.httpError(ctx, fasthttp.StatusMethodNotAllowed, "method not allowed: GET opens the event stream")
-		return
-	}
-	principal, ok := s.authorize(ctx)
+	principal, ok := s.admitLegacy(ctx, fasthttp.MethodGet, "method not allowed: GET opens the event stream")
 	if !ok {
 		return
 	}
@@ -89,6 +81,23 @@ func (s *HTTPServer) ServeLegacyStream(ctx *fasthttp.RequestCtx) {
 	})
 }
 
+// admitLegacy runs the checks both legacy endpoints start with, in the order of the
+// Streamable endpoint: count the request, Host and Origin, the one HTTP method the
+// endpoint serves (405 naming it in Allow, with wrongMethod as the message), and the
+// principal. Not ok: the answer is written.
+func (s *HTTPServer) admitLegacy(ctx *fasthttp.RequestCtx, method, wrongMethod string) (*auth.Principal, bool) {
+	s.Stats.Requests.Add(1)
+	if !s.checkOrigin(ctx) {
+		return nil, false
+	}
+	if string(ctx.Method()) != method {
+		ctx.Response.Header.Set("Allow", method)
+		s.httpError(ctx, fasthttp.StatusMethodNotAllowed, wrongMethod)
+		return nil, false
+	}
+	return s.authorize(ctx)
+}
+
 // sessionRefusal is the message of a new session refused by the registry.
 func sessionRefusal(err error) string {
 	if err == ErrClientQuota {
@@ -99,16 +108,7 @@ func sessionRefusal(err error) string {
 
 // ServeLegacyMessage is the fasthttp handler of the legacy POST endpoint (/message).
 func (s *HTTPServer) ServeLegacyMessage(ctx *fasthttp.RequestCtx) {
-	s.Stats.Requests.Add(1)
-	if !s.checkOrigin(ctx) {
-		return
-	}
-	if !ctx.IsPost() {
-		ctx.Response.Header.Set("Allow", "POST")
-		s.httpError(ctx, fasthttp.StatusMethodNotAllowed, "method not allowed: POST messages here")
-		return
-	}
-	principal, ok := s.authorize(ctx)
+	principal, ok := s.admitLegacy(ctx, fasthttp.MethodPost, "method not allowed: POST messages here")
 	if !ok {
 		return
 	}
