@@ -37,6 +37,9 @@ type Config struct {
 	// Stateless decides whether a request claiming 2026-07-28 is served statelessly
 	// (stateless.go): StatelessAuto (the default), StatelessOn or StatelessOff.
 	Stateless string
+	// Tracer, when set, starts the trace of every client request as it arrives (it sets
+	// x.Trace; the tracing package's); nil traces nothing and costs nothing.
+	Tracer interface{ Start(x *transport.Exchange) }
 }
 
 // SessionStore keeps session records outside the process (JetStream key-value).
@@ -237,6 +240,9 @@ func (r *Router) HandleMessage(x *transport.Exchange) {
 		key = workers.KeyOfString(x.Session.ID())
 	} else {
 		key = r.rr.Add(1)
+	}
+	if r.cfg.Tracer != nil {
+		r.cfg.Tracer.Start(x)
 	}
 	j := getJob()
 	j.r, j.x = r, x
