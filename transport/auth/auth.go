@@ -88,6 +88,11 @@ type Principal struct {
 	// Principal's JSON and of its log value, so that a Principal handed to a logger or
 	// an encoder whole does not carry it there.
 	Token string `json:"-"`
+	// Endpoint names the virtual server whose Authenticator made the Principal ("" for
+	// the router's main endpoint; Options.Endpoint). It is part of ID, so that a session
+	// opened on one endpoint belongs to nobody on another, and the router picks the
+	// endpoint's policy and selection by it.
+	Endpoint string `json:",omitempty"`
 }
 
 // String names the principal without its token (safe for logs).
@@ -104,15 +109,20 @@ func (p *Principal) LogValue() slog.Value { return slog.StringValue(p.String()) 
 // ID is the principal's stable identity, what a session is bound to: the issuer and the
 // subject, joined by a space (static tokens have no issuer). The two forms never meet:
 // an issuer is a URL without spaces, and a static principal's name has none
-// (Config.Validate), so a static name cannot pass for a JWT user.
+// (Config.Validate), so a static name cannot pass for a JWT user. A virtual server's
+// principal has "@<endpoint> " in front, which neither form can start with.
 func (p *Principal) ID() string {
 	if p == nil {
 		return ""
 	}
-	if p.Issuer == "" {
-		return p.Subject
+	id := p.Subject
+	if p.Issuer != "" {
+		id = p.Issuer + " " + p.Subject
 	}
-	return p.Issuer + " " + p.Subject
+	if p.Endpoint != "" {
+		id = "@" + p.Endpoint + " " + id
+	}
+	return id
 }
 
 // HasScope reports whether p was granted scope.

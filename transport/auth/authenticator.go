@@ -27,6 +27,12 @@ type Options struct {
 	CacheSize int
 	// Now is the clock (tests). nil: time.Now.
 	Now func() time.Time
+	// Endpoint names the virtual server the Authenticator guards ("" for the main
+	// endpoint): every Principal it makes carries it (Principal.Endpoint). With mode off
+	// such an Authenticator still lets every request through, as the one principal
+	// "anonymous" of the endpoint, so that the endpoint's sessions and policy are its
+	// own.
+	Endpoint string
 }
 
 // Authenticator checks the credentials of requests against one Config. It is safe for
@@ -42,6 +48,7 @@ type Authenticator struct {
 	metadata  []byte
 	resource  string
 	metaURL   string
+	anon      *Principal      // mode off on a virtual server: every request's principal
 	counts    []atomic.Uint64 // by reasonIndex
 	closeOnce atomic.Bool
 }
@@ -64,6 +71,9 @@ func New(ctx context.Context, cfg Config, o Options) (*Authenticator, error) {
 		counts: make([]atomic.Uint64, len(Reasons))}
 	if cfg.Mode == "" || cfg.Mode == ModeOff {
 		a.mode = ModeOff
+		if o.Endpoint != "" {
+			a.anon = &Principal{Subject: "anonymous", Endpoint: o.Endpoint}
+		}
 		return a, nil
 	}
 	a.metaURL = cfg.ResourceMetadataURL
@@ -82,7 +92,7 @@ func New(ctx context.Context, cfg Config, o Options) (*Authenticator, error) {
 	a.metadata = meta
 	switch cfg.Mode {
 	case ModeBearer:
-		a.static = newStaticTokens(cfg.BearerTokens)
+		a.static = newStaticTokens(cfg.BearerTokens, o.Endpoint)
 	case ModeJWT:
 		if err := a.startJWT(ctx, cfg, o); err != nil {
 			return nil, err
@@ -115,6 +125,7 @@ func (a *Authenticator) startJWT(ctx context.Context, cfg Config, o Options) err
 		audiences: make(map[string]bool),
 		skew:      cfg.ClockSkew,
 		now:       o.Now,
+		endpoint:  o.Endpoint,
 	}
 	for _, aud := range append([]string{cfg.Resource}, cfg.Audiences...) {
 		v.audiences[canonicalURI(aud)] = true
@@ -142,8 +153,15 @@ func (a *Authenticator) startJWT(ctx context.Context, cfg Config, o Options) err
 	return nil
 }
 
-// Enabled reports whether requests are checked at all (false for mode off).
+// Enabled reports whether requests are checked at all: false for mode off, except on a
+// virtual server (Options.Endpoint), whose requests all get its anonymous principal.
 func (a *Authenticator) Enabled() bool {
+	return a != nil && (a.mode != ModeOff || a.anon != nil)
+}
+
+// Authenticates reports whether requests must present credentials (mode bearer or jwt):
+// only then is there a metadata document to serve.
+func (a *Authenticator) Authenticates() bool {
 	return a != nil && a.mode != ModeOff
 }
 
@@ -153,8 +171,8 @@ func (a *Authenticator) Enabled() bool {
 // authorization spec forbids tokens in the query; RFC 6750 2.3 makes it the least
 // trusted method, and a token in a URL ends up in logs). Then required_scopes apply.
 func (a *Authenticator) Check(authorization []byte, tokenInQuery bool) Verdict {
-	if !a.Enabled() {
-		return Verdict{Reason: ReasonOK}
+	if !a.Authenticates() {
+		return Verdict{Principal: a.anonymous(), Reason: ReasonOK}
 	}
 	var v Verdict
 	switch {
@@ -200,6 +218,15 @@ func (a *Authenticator) checkHeader(h []byte) Verdict {
 		return a.ch.invalidToken(ReasonMalformed, malformedToken)
 	}
 	return a.ch.fixed[r]
+}
+
+// anonymous is the principal of a request when nothing is checked: the endpoint's
+// anonymous one on a virtual server, else nil.
+func (a *Authenticator) anonymous() *Principal {
+	if a == nil {
+		return nil
+	}
+	return a.anon
 }
 
 // bearerToken splits "Bearer <token>" (RFC 6750 2.1: the scheme is case-insensitive).

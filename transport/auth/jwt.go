@@ -29,6 +29,7 @@ type jwtVerifier struct {
 	keys      *keyring
 	cache     *tokenCache
 	now       func() time.Time
+	endpoint  string // Principal.Endpoint
 }
 
 // cached returns the Principal of a token verified recently, or nil.
@@ -112,12 +113,13 @@ func (v *jwtVerifier) claims(token, payload []byte, now time.Time, gen uint64) (
 		return nil, ReasonBadClaims
 	}
 	p := &Principal{
-		Subject: reg.Subject,
-		Issuer:  reg.Issuer,
-		Scopes:  scopes,
-		Claims:  all,
-		Expiry:  exp,
-		Token:   string(token),
+		Subject:  reg.Subject,
+		Issuer:   reg.Issuer,
+		Scopes:   scopes,
+		Claims:   all,
+		Expiry:   exp,
+		Token:    string(token),
+		Endpoint: v.endpoint,
 	}
 	until := exp.Add(v.skew)
 	if limit := now.Add(maxCacheAge); limit.Before(until) {

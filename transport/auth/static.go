@@ -19,11 +19,11 @@ type staticEntry struct {
 	filled atomic.Pointer[Principal] // proto with Token, once a request presented it
 }
 
-func newStaticTokens(tokens []BearerToken) *staticTokens {
+func newStaticTokens(tokens []BearerToken, endpoint string) *staticTokens {
 	s := &staticTokens{entries: make([]staticEntry, len(tokens))}
 	for i, t := range tokens {
 		hex.Decode(s.entries[i].sum[:], []byte(strings.ToLower(t.SHA256))) // Validate checked it
-		s.entries[i].proto = Principal{Subject: t.Principal, Scopes: t.Scopes}
+		s.entries[i].proto = Principal{Subject: t.Principal, Scopes: t.Scopes, Endpoint: endpoint}
 	}
 	return s
 }
