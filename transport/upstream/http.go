@@ -251,6 +251,7 @@ func (c *HTTPConn) prepare(ctx context.Context, req *fasthttp.Request, method st
 	if err := c.setCredentials(ctx, &req.Header); err != nil {
 		return err
 	}
+	setTraceHeaders(ctx, &req.Header)
 	if sess != nil {
 		req.Header.Set("Mcp-Session-Id", sess.id)
 	}

@@ -27,6 +27,11 @@ func WithParamHeaders(ctx context.Context, lines []byte) context.Context {
 // setParamHeaders sets the Mcp-Param-* headers ctx carries (WithParamHeaders).
 func setParamHeaders(ctx context.Context, hd *fasthttp.RequestHeader) {
 	lines, _ := ctx.Value(paramHeadersKey{}).([]byte)
+	addHeaderLines(hd, lines)
+}
+
+// addHeaderLines adds the headers of lines, one "Name: value\n" line each, to hd.
+func addHeaderLines(hd *fasthttp.RequestHeader, lines []byte) {
 	for len(lines) > 0 {
 		line := lines
 		if i := bytes.IndexByte(lines, '\n'); i >= 0 {
