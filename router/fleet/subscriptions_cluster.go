@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -35,18 +36,25 @@ import (
 //   - the owner publishes the backend's notifications/resources/updated on P.res.<key>
 //     once; every instance delivers it to its own sessions;
 //   - leases expire when not renewed (the bucket's TTL), so an instance that dies releases
-//     its memberships, and its ownerships pass to an instance that still has members.
+//     its memberships, and its ownerships pass to an instance that still has members;
+//   - an owner that dies does not keep its subscribers waiting for its lease to expire:
+//     the others notice at once that its process is gone and take over (presence.go).
 type clusterSubs struct {
 	up  *subsUpstream
 	bus *natsbus.Bus
 	kv  jetstream.KeyValue
+	// id names this process in owner leases and in its presence subject: the instance's
+	// name and a random part, so that an instance restarted under the same name is not
+	// taken for its predecessor (whose upstream subscriptions died with it).
+	id    string
+	alive *nats.Subscription // answers presence requests for id
 
 	mu     sync.Mutex
 	keys   map[subKey]*clusterSub
 	bySess map[*router.Session]map[subKey]struct{}
 
 	stop    chan struct{}
-	done    chan struct{}
+	bg      sync.WaitGroup // the heartbeat and the presence watch
 	leaving sync.WaitGroup // asynchronous leaves of closed sessions
 	// closing is set (under mu) when close starts waiting for leaving: a session closed
 	// after that adds nothing to leaving (WaitGroup.Add must not race with Wait), and
@@ -63,6 +71,9 @@ type clusterSub struct {
 	member   bool   // our member lease is written
 	owner    bool   // we hold the upstream subscription
 	ownerRev uint64 // revision of our owner lease
+	// holder is the id in the owner lease when another process holds it, as last read
+	// (empty when unknown); presence asks whether it is still alive.
+	holder string
 }
 
 func newClusterSubs(up *subsUpstream, bus *natsbus.Bus) (*clusterSubs, error) {
@@ -75,12 +86,17 @@ func newClusterSubs(up *subsUpstream, bus *natsbus.Bus) (*clusterSubs, error) {
 	s := &clusterSubs{
 		up: up, bus: bus, kv: kv,
 		keys: map[subKey]*clusterSub{}, bySess: map[*router.Session]map[subKey]struct{}{},
-		stop: make(chan struct{}), done: make(chan struct{}),
+		stop: make(chan struct{}), id: bus.Name() + "-" + rand.Text(),
 	}
 	if _, err := bus.NC.Subscribe(bus.Subject("subs", "free", "*"), s.onFree); err != nil {
 		return nil, err
 	}
+	if s.alive, err = bus.NC.Subscribe(s.aliveSubject(s.id), answerAlive); err != nil {
+		return nil, err
+	}
+	s.bg.Add(2)
 	go s.heartbeat()
+	go s.presence()
 	return s, nil
 }
 
@@ -208,6 +224,9 @@ func (s *clusterSubs) join(ctx context.Context, key subKey) error {
 }
 
 // ensureOwner takes the owner lease if nobody holds it, and subscribes upstream then.
+// When another process holds it, its id is noted for the presence watch: reading the
+// lease costs the heartbeat what creating it did, and the holder stays current even
+// when the lease changes hands between two live instances.
 func (s *clusterSubs) ensureOwner(ctx context.Context, cs *clusterSub) error {
 	s.mu.Lock()
 	owner := cs.owner
@@ -215,9 +234,17 @@ func (s *clusterSubs) ensureOwner(ctx context.Context, cs *clusterSub) error {
 	if owner {
 		return nil
 	}
-	rev, err := s.kv.Create(ctx, s.ownerKey(cs), []byte(s.bus.Name()))
-	if errors.Is(err, jetstream.ErrKeyExists) {
+	e, err := s.kv.Get(ctx, s.ownerKey(cs))
+	if err == nil {
+		s.setHolder(cs, string(e.Value()))
 		return nil // another instance holds the upstream subscription
+	}
+	var rev uint64
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		rev, err = s.kv.Create(ctx, s.ownerKey(cs), []byte(s.id))
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			return nil // taken meanwhile; the next beat reads by whom
+		}
 	}
 	if err != nil {
 		// The lease store did not answer (a leader election, a loaded server): the
@@ -225,14 +252,29 @@ func (s *clusterSubs) ensureOwner(ctx context.Context, cs *clusterSub) error {
 		s.up.log.Warn("cannot take the upstream subscription lease yet", "backend", cs.key.b.cfg.Name, "uri", cs.key.uri, "err", err)
 		return nil
 	}
+	return s.own(ctx, cs, rev)
+}
+
+// own subscribes upstream under the owner lease just written at rev, and gives the
+// lease back when the backend refuses.
+func (s *clusterSubs) own(ctx context.Context, cs *clusterSub, rev uint64) error {
 	if err := s.up.subscribe(cs.key, "resources/subscribe", nil); err != nil {
 		s.kv.Delete(ctx, s.ownerKey(cs), jetstream.LastRevision(rev))
 		return err
 	}
 	s.mu.Lock()
-	cs.owner, cs.ownerRev = true, rev
+	cs.owner, cs.ownerRev, cs.holder = true, rev, ""
 	s.mu.Unlock()
 	return nil
+}
+
+// setHolder notes which process holds cs's owner lease.
+func (s *clusterSubs) setHolder(cs *clusterSub, id string) {
+	s.mu.Lock()
+	if !cs.owner {
+		cs.holder = id
+	}
+	s.mu.Unlock()
 }
 
 // leave drops this instance's listening and member lease when it has no sessions left
@@ -381,7 +423,7 @@ func (s *clusterSubs) upstreamCount() int {
 // heartbeat renews this instance's leases, takes over orphaned upstream subscriptions and
 // releases the ones nobody needs any more.
 func (s *clusterSubs) heartbeat() {
-	defer close(s.done)
+	defer s.bg.Done()
 	period := s.bus.Lease() / 3
 	ctxtime.Every(s.stop, period, func() {
 		s.mu.Lock()
@@ -410,7 +452,7 @@ func (s *clusterSubs) renew(ctx context.Context, cs *clusterSub) {
 		}
 	}
 	if owner {
-		nrev, err := s.kv.Update(ctx, s.ownerKey(cs), []byte(s.bus.Name()), rev)
+		nrev, err := s.kv.Update(ctx, s.ownerKey(cs), []byte(s.id), rev)
 		if err != nil && (errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists)) {
 			// The lease expired (we were cut off) and another instance may hold it with
 			// its own upstream subscription: ours goes, or every update would be
@@ -451,7 +493,7 @@ func (s *clusterSubs) close() {
 	default:
 	}
 	close(s.stop)
-	<-s.done
+	s.bg.Wait()
 	s.mu.Lock()
 	s.closing = true
 	s.mu.Unlock()
@@ -480,6 +522,9 @@ func (s *clusterSubs) close() {
 		s.kv.Delete(ctx, s.ownerKey(cs), jetstream.LastRevision(cs.ownerRev))
 		s.bus.NC.Publish(s.bus.Subject("subs", "free", cs.hash), nil)
 	}
+	// Gone from presence only now: the leases above are released already, so nobody
+	// races to take them over from a live instance.
+	s.alive.Unsubscribe()
 	s.bus.NC.Flush()
 }
 

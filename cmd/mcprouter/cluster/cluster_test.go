@@ -643,32 +643,42 @@ func TestListChangedReachesEveryInstance(t *testing.T) {
 	}
 }
 
-// TestInstanceKilled: an instance dies without a word (SIGKILL): its leases expire, and
-// an instance that still has subscribers takes the upstream subscription over, so
-// updates keep flowing to the survivors' clients.
+// TestInstanceKilled: an instance dies without a word (SIGKILL): it releases nothing,
+// its owner lease stays in the store. An instance that still has subscribers notices at
+// once that the holder's process is gone and takes the upstream subscription over, not
+// when the lease expires: the lease here is a minute, longer than the test waits, so
+// only that can pass. Updates keep flowing to the survivors' clients.
 func TestInstanceKilled(t *testing.T) {
 	nodes, backend := startCluster(t)
+	const lease = time.Minute
 	cfgFile := filepath.Join(t.TempDir(), "a.yaml")
-	cfg := fmt.Sprintf("listen: 127.0.0.1:0\nadmin: {listen: \"off\"}\nbackends:\n  - {name: ref, url: %q, prefix: \"\"}\nnats: {url: %q, name: doomed, replicas: 3, lease: 5s}\n",
-		backend.URL(), nodes[0].url())
+	cfg := fmt.Sprintf("listen: 127.0.0.1:0\nadmin: {listen: \"off\"}\nbackends:\n  - {name: ref, url: %q, prefix: \"\"}\nnats: {url: %q, name: doomed, replicas: 3, lease: %s}\n",
+		backend.URL(), nodes[0].url(), lease)
 	if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	doomed := testbin.Start(t, testbin.Spec{Bin: testbin.Build(t, testbin.Router), Args: []string{"--config", cfgFile}, Ready: []string{"mcprouter listening"}})
-	b := startRouter(t, "b", nodes[1].url(), backend.URL())
+	bcfg := routerConfig("b", nodes[1].url(), backend.URL())
+	bcfg.NATS.Lease = lease
+	b := apptest.Start(t, bcfg, quiet(t), 10*time.Second)
 	const uri = "memo://board"
 	ca := connect(t, "http://"+doomed.Addr()+"/mcp")
 	cb := connect(t, b.URL())
 	subscribe(t, ca, uri) // the doomed instance subscribes first: it owns
 	subscribe(t, cb, uri)
 	// The doomed instance subscribed first; under load its lease may land a heartbeat
-	// later, so wait for the lease store to name it before killing it.
-	testwait.For(t, "the doomed instance to hold the owner lease", 20*time.Second, func() bool { return storedRecord(t, nodes[1].url(), "mcpr_subs", "s.*.owner") == "doomed" })
+	// later, so wait for the lease store to name it (its name and a random part for
+	// this process) before killing it.
+	testwait.For(t, "the doomed instance to hold the owner lease", 20*time.Second, func() bool {
+		return strings.HasPrefix(storedRecord(t, nodes[1].url(), "mcpr_subs", "s.*.owner"), "doomed-")
+	})
 	if b.Fleet.Subscriptions() != 0 {
 		t.Fatal("b should not hold the upstream subscription while the first instance lives")
 	}
+	killed := time.Now()
 	doomed.Kill()
-	testwait.For(t, "b to take over after the lease expired", 20*time.Second, func() bool { return b.Fleet.Subscriptions() == 1 })
+	testwait.For(t, "b to take over long before the lease expires", lease/2, func() bool { return b.Fleet.Subscriptions() == 1 })
+	t.Logf("b took the upstream subscription over %v after the kill (lease %v)", time.Since(killed).Round(time.Millisecond), lease)
 	touch(t, cb, uri)
 	cb.waitUpdate(t, uri, 10*time.Second)
 }
