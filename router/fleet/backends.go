@@ -42,9 +42,19 @@ type upkeep struct {
 type backend struct {
 	keep      *upkeep
 	cfg       BackendConfig
-	index     int // position in the configuration: the tie-breaker of name collisions
+	index     int // the Observer's index of it: its position in the first configuration
 	instances []*instance
 	sem       chan struct{}
+
+	// ctx ends the backend's maintainers (stop, on removal by Reconfigure, or the
+	// fleet's Close); running counts them.
+	ctx     context.Context
+	stop    context.CancelFunc
+	running sync.WaitGroup
+	// late: added by Reconfigure, so its first lists are news to clients already
+	// connected. retired: removed by Reconfigure, draining its calls.
+	late    bool
+	retired atomic.Bool
 
 	// caps is the capabilities object of the backend's initialize result (from the first
 	// instance that answered), raw.
@@ -254,7 +264,7 @@ func (in *instance) check(ctx context.Context) {
 // AppendCapabilities implements router.Fleet: the union of what the backends offer.
 func (f *Fleet) AppendCapabilities(dst []byte, version string) []byte {
 	var tools, prompts, resources, subscribe, completions bool
-	for _, b := range f.backends {
+	for _, b := range f.set.all() {
 		b.mu.Lock()
 		caps := b.caps
 		b.mu.Unlock()
@@ -296,7 +306,7 @@ func (f *Fleet) SetLogLevel(s *router.Session, level string) {
 	params := append([]byte(`{"level":`), '"')
 	params = append(params, level...)
 	params = append(params, `"}`...)
-	for _, b := range f.backends {
+	for _, b := range f.set.all() {
 		b.mu.Lock()
 		logging := hasMember(b.caps, "logging")
 		b.mu.Unlock()

@@ -18,11 +18,11 @@ import (
 // runs on the NATS client's handler goroutine from Start until the fleet's lifecycle
 // ends, and refreshes in the background.
 type changeBus struct {
-	bus      *natsbus.Bus // nil: a single instance, nothing to tell
-	life     *lifecycle
-	log      *slog.Logger
-	backends []*backend
-	catalog  *catalogBuilder
+	bus     *natsbus.Bus // nil: a single instance, nothing to tell
+	life    *lifecycle
+	log     *slog.Logger
+	set     *backendSet
+	catalog *catalogBuilder
 }
 
 // announce tells the other router instances that b's lists changed.
@@ -39,13 +39,9 @@ func (cb *changeBus) listen() {
 	if bus == nil {
 		return
 	}
-	byToken := map[string]*backend{}
-	for _, b := range cb.backends {
-		byToken[backendToken(b.cfg.Name)] = b
-	}
 	sub, err := bus.NC.Subscribe(bus.Subject("changed", "*"), func(m *nats.Msg) {
 		tok := m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]
-		b := byToken[tok]
+		b := cb.set.byToken(tok)
 		if b == nil {
 			return
 		}

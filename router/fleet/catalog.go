@@ -65,7 +65,10 @@ type templateRoute struct {
 // catalog is an immutable snapshot of every backend's lists, merged. A refresh builds a
 // new one and swaps it in.
 type catalog struct {
-	gen       uint64
+	gen uint64
+	// backends are the backends the snapshot was built from, in configuration order:
+	// lists' second index is a position in it.
+	backends  []*backend
 	lists     [numKinds][][]item // [kind][backend index]
 	tools     map[string]route
 	prompts   map[string]route

@@ -28,11 +28,11 @@ import (
 // load is called by routing on dispatcher workers and never blocks. A change to the
 // exposed lists is told to clients through changed.
 type catalogBuilder struct {
-	life     *lifecycle
-	table    *table // the router's own list requests
-	log      *slog.Logger
-	stats    *Stats
-	backends []*backend
+	life  *lifecycle
+	table *table // the router's own list requests
+	log   *slog.Logger
+	stats *Stats
+	set   *backendSet // the backends, in configuration order
 	// changed tells every client session that a list changed (its list_changed method).
 	changed func(method string)
 
@@ -54,8 +54,8 @@ type refreshRun struct {
 	again   *upConn
 }
 
-func newCatalogBuilder(life *lifecycle, table *table, log *slog.Logger, stats *Stats, backends []*backend, changed func(string)) *catalogBuilder {
-	cb := &catalogBuilder{life: life, table: table, log: log, stats: stats, backends: backends, changed: changed}
+func newCatalogBuilder(life *lifecycle, table *table, log *slog.Logger, stats *Stats, set *backendSet, changed func(string)) *catalogBuilder {
+	cb := &catalogBuilder{life: life, table: table, log: log, stats: stats, set: set, changed: changed}
 	cb.cur.Store(cb.build(0))
 	return cb
 }
@@ -101,6 +101,9 @@ func (cb *catalogBuilder) refresh(b *backend, c *upConn) {
 
 // refreshOnce reads b's lists through c and swaps in a new catalog.
 func (cb *catalogBuilder) refreshOnce(b *backend, c *upConn) {
+	if b.retired.Load() {
+		return // removed by Reconfigure: its lists are no longer anyone's
+	}
 	ctx, cancel := context.WithTimeout(cb.life.ctx, b.cfg.Timeout)
 	defer cancel()
 	lists, err := cb.fetchLists(ctx, c)
@@ -115,7 +118,10 @@ func (cb *catalogBuilder) refreshOnce(b *backend, c *upConn) {
 	cb.rebuild()
 	b.markListed()
 	if old == nil {
-		return
+		if !b.late {
+			return // the first lists of a backend the router started with: no news
+		}
+		old = new([numKinds][]item) // a backend added at run time: its lists are news
 	}
 	for k := kind(0); k < numKinds; k++ {
 		if !sameItems(old[k], lists[k]) {
@@ -237,10 +243,11 @@ func (cb *catalogBuilder) build(gen uint64) *catalog {
 		gen: gen, tools: map[string]route{}, prompts: map[string]route{}, resources: map[string]*backend{},
 		templateOwners: map[string]*backend{},
 	}
+	cat.backends = cb.set.all()
 	for k := range cat.lists {
-		cat.lists[k] = make([][]item, len(cb.backends))
+		cat.lists[k] = make([][]item, len(cat.backends))
 	}
-	for bi, b := range cb.backends {
+	for bi, b := range cat.backends {
 		lists := b.lists.Load()
 		if lists == nil {
 			continue

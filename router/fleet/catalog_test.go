@@ -19,7 +19,7 @@ func testFleet(t *testing.T, prefixes []string, tools [][]string) *Fleet {
 		cfg.Backends = append(cfg.Backends, BackendConfig{Name: fmt.Sprintf("b%d", i), Prefix: p})
 	}
 	f := New(cfg)
-	for i, b := range f.backends {
+	for i, b := range f.set.all() {
 		var lists [numKinds][]item
 		for _, name := range tools[i] {
 			exposed := name
@@ -95,7 +95,7 @@ func TestMergedPaginationReachesEveryItem(t *testing.T) {
 func TestCollisionFirstBackendWins(t *testing.T) {
 	f := testFleet(t, []string{"", ""}, [][]string{{"echo", "only_a"}, {"echo", "only_b"}})
 	cat := f.catalog.load()
-	if r := cat.tools["echo"]; r.b != f.backends[0] {
+	if r := cat.tools["echo"]; r.b != f.set.all()[0] {
 		t.Fatalf("echo routed to %s, want the first backend", r.b.cfg.Name)
 	}
 	if diff := cmp.Diff([]string{"echo", "only_a", "only_b"}, pageAll(t, cat, 10)); diff != "" {
@@ -116,12 +116,12 @@ func appendCursorString(pos []int) string { return string(appendCursor(nil, pos)
 
 func TestResourceOwnerLongestTemplatePrefix(t *testing.T) {
 	f := testFleet(t, []string{"a", "b"}, [][]string{nil, nil})
-	cat := &catalog{resources: map[string]*backend{"file:///x": f.backends[1]}}
-	cat.templates = []templateRoute{{prefix: "file:///docs/", b: f.backends[1]}, {prefix: "file:///", b: f.backends[0]}}
+	cat := &catalog{resources: map[string]*backend{"file:///x": f.set.all()[1]}}
+	cat.templates = []templateRoute{{prefix: "file:///docs/", b: f.set.all()[1]}, {prefix: "file:///", b: f.set.all()[0]}}
 	for uri, want := range map[string]*backend{
-		"file:///x":          f.backends[1],
-		"file:///docs/a.md":  f.backends[1],
-		"file:///etc/passwd": f.backends[0],
+		"file:///x":          f.set.all()[1],
+		"file:///docs/a.md":  f.set.all()[1],
+		"file:///etc/passwd": f.set.all()[0],
 		"http://nowhere":     nil,
 	} {
 		if got := cat.resourceOwner(uri); got != want {

@@ -35,6 +35,11 @@ type BackendConfig struct {
 	// Era pins the protocol generation spoken to the backend (EraAuto: discovered on
 	// every connect, server/discover first and initialize as the fall-back).
 	Era Era
+	// Digest identifies the configuration the backend was built from (the caller's
+	// choice: a hash of its configuration section). Reconfigure keeps a backend whose
+	// name and Digest are unchanged and replaces one whose Digest changed; "" is never
+	// unchanged.
+	Digest string
 }
 
 // Era is the protocol generation a backend is spoken to in.
@@ -144,12 +149,15 @@ func (c *Config) defaults() {
 		c.UpstreamSessionWait = 10 * time.Second
 	}
 	for i := range c.Backends {
-		b := &c.Backends[i]
-		if b.Timeout <= 0 {
-			b.Timeout = 60 * time.Second
-		}
-		if b.MaxConcurrency <= 0 {
-			b.MaxConcurrency = 256
-		}
+		c.Backends[i].defaults()
+	}
+}
+
+func (b *BackendConfig) defaults() {
+	if b.Timeout <= 0 {
+		b.Timeout = 60 * time.Second
+	}
+	if b.MaxConcurrency <= 0 {
+		b.MaxConcurrency = 256
 	}
 }

@@ -293,7 +293,7 @@ func (b *backend) modern() bool {
 // translation. An instance not connected yet counts by its backend's others; a backend
 // with none connected is not native.
 func (f *Fleet) Native() bool {
-	for _, b := range f.backends {
+	for _, b := range f.set.all() {
 		if b.cfg.PerClient || !b.modern() {
 			return false
 		}

@@ -148,7 +148,7 @@ func TestEraDiscovered(t *testing.T) {
 			}
 			f := httpFleet(t, addr, tc.pin, time.Second)
 			f.Start(20 * time.Second)
-			in := f.backends[0].instances[0]
+			in := f.set.all()[0].instances[0]
 			if got := in.era.Load(); got != tc.want {
 				t.Fatalf("era %d, want %d", got, tc.want)
 			}
@@ -175,7 +175,7 @@ func TestEraPinned2026RefusesALegacyBackend(t *testing.T) {
 	f := httpFleet(t, addr, Era2026, time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, err := f.conns.open(ctx, f.backends[0].instances[0], nil)
+	_, err := f.conns.open(ctx, f.set.all()[0].instances[0], nil)
 	if err == nil || !strings.Contains(err.Error(), "pinned to 2026-07-28") || !strings.Contains(err.Error(), "does not offer") {
 		t.Fatalf("open: %v, want the pin named and the backend's versions", err)
 	}
@@ -191,7 +191,7 @@ func TestEraRecheckedAfterRestart(t *testing.T) {
 	p := startEverything(t, addr, false)
 	f := httpFleet(t, addr, EraAuto, 100*time.Millisecond)
 	f.Start(20 * time.Second)
-	in := f.backends[0].instances[0]
+	in := f.set.all()[0].instances[0]
 	if liveEra(in) != eraLegacy {
 		t.Fatalf("era %d before the restart, want legacy", liveEra(in))
 	}

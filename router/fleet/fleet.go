@@ -37,7 +37,9 @@ type Fleet struct {
 	log  *slog.Logger
 	life *lifecycle // the context and goroutines Close ends
 
-	backends []*backend      // each with its instances and their shared sessions
+	set      *backendSet     // the backends, each with its instances and their shared sessions
+	keep     *upkeep         // what every backend's maintainers share
+	reconf   reconfigurer    // Reconfigure's state (upkeep_reconfigure.go)
 	conns    *connector      // opens upstream sessions
 	table    *table          // the in-flight table
 	catalog  *catalogBuilder // the merged lists
@@ -83,15 +85,14 @@ type Stats struct {
 // stop and answer for them.
 func New(cfg Config) *Fleet {
 	cfg.defaults()
-	f := &Fleet{log: cfg.Logger, life: newLifecycle(), table: newTable()}
+	f := &Fleet{log: cfg.Logger, life: newLifecycle(), table: newTable(), set: new(backendSet)}
 	keep := &upkeep{table: f.table, log: f.log, interval: cfg.HealthInterval, timeout: cfg.HealthTimeout}
-	for i, bc := range cfg.Backends {
-		b := &backend{keep: keep, cfg: bc, index: i, sem: make(chan struct{}, bc.MaxConcurrency), listed: make(chan struct{})}
-		for n, d := range bc.Dialers {
-			b.instances = append(b.instances, &instance{b: b, n: n, dialer: d})
-		}
-		f.backends = append(f.backends, b)
+	f.keep = keep
+	var bs []*backend
+	for _, bc := range cfg.Backends {
+		bs = append(bs, f.newBackend(bc))
 	}
+	f.set.store(bs)
 	f.conns = &connector{table: f.table, events: f, log: f.log, name: cfg.ClientName, version: cfg.ClientVersion,
 		info: modern.AppendImplementation(nil, cfg.ClientName, cfg.ClientVersion), probe: 2 * cfg.HealthTimeout}
 	keep.conns = f.conns
@@ -101,9 +102,9 @@ func New(cfg Config) *Fleet {
 	f.srv = newServerRequests(f.life, f.table, f.log, &f.Stats, cfg.MaxServerRequests, cfg.ServerRequestTimeout)
 	n := &notices{life: f.life, table: f.table, sessions: f.sessions, srv: f.srv, fwd: f.fwd, rep: &f.rep, stats: &f.Stats}
 	f.notices = n
-	f.catalog = newCatalogBuilder(f.life, f.table, f.log, &f.Stats, f.backends, n.broadcast)
+	f.catalog = newCatalogBuilder(f.life, f.table, f.log, &f.Stats, f.set, n.broadcast)
 	f.fwd.catalog = f.catalog // whether a tool may run twice (forward_retry.go)
-	f.bus = &changeBus{bus: cfg.Bus, life: f.life, log: f.log, backends: f.backends, catalog: f.catalog}
+	f.bus = &changeBus{bus: cfg.Bus, life: f.life, log: f.log, set: f.set, catalog: f.catalog}
 	n.catalog, n.bus = f.catalog, f.bus
 	up := &subsUpstream{life: f.life, table: f.table, log: f.log, rep: &f.rep, max: cfg.MaxSubscriptions, fanOut: n.fanOut}
 	keep.failover = up.failover
@@ -128,16 +129,14 @@ func New(cfg Config) *Fleet {
 // until Close. It waits up to wait for the first catalog of every backend, so that a
 // router that starts answering knows its tools.
 func (f *Fleet) Start(wait time.Duration) {
-	for _, b := range f.backends {
-		for _, in := range b.instances {
-			f.life.spawn(func() { in.maintain(f.life.ctx) })
-		}
+	for _, b := range f.set.all() {
+		f.startBackend(b)
 	}
 	f.life.spawn(f.fwd.sweep)
 	f.bus.listen()
 	timeout := time.NewTimer(wait)
 	defer timeout.Stop()
-	for _, b := range f.backends {
+	for _, b := range f.set.all() {
 		select {
 		case <-b.listed:
 		case <-timeout.C:
@@ -150,7 +149,7 @@ func (f *Fleet) Start(wait time.Duration) {
 func (f *Fleet) Close() {
 	f.life.stop()
 	f.subs.close()
-	for _, b := range f.backends {
+	for _, b := range f.set.all() {
 		for _, in := range b.instances {
 			if c := in.conn.Load(); c != nil {
 				c.conn.Close()
@@ -168,7 +167,7 @@ func (f *Fleet) Close() {
 
 // Ready reports whether every backend has at least one healthy instance.
 func (f *Fleet) Ready() bool {
-	for _, b := range f.backends {
+	for _, b := range f.set.all() {
 		ok := false
 		for _, in := range b.instances {
 			if in.usable() {
@@ -184,7 +183,7 @@ func (f *Fleet) Ready() bool {
 
 // BackendHealth reports, per backend, how many instances are healthy out of how many.
 func (f *Fleet) BackendHealth(fn func(name string, healthy, total int)) {
-	for _, b := range f.backends {
+	for _, b := range f.set.all() {
 		h := 0
 		for _, in := range b.instances {
 			if in.usable() {
@@ -222,7 +221,7 @@ func (f *Fleet) InFlight() int { return max(f.table.len()-f.srv.park.count(), 0)
 // backend's lists are fetched (again) and subscriptions restored.
 func (f *Fleet) instanceUp(in *instance, c *upConn) {
 	if c.listen != nil {
-		f.life.spawn(func() { c.listen.run(f.life.ctx, func() { f.catalog.refresh(in.b, c) }) })
+		f.life.spawn(func() { c.listen.run(in.b.ctx, func() { f.catalog.refresh(in.b, c) }) })
 	}
 	f.life.spawn(func() {
 		f.catalog.refresh(in.b, c)

@@ -80,7 +80,7 @@ func newReplicas(t *testing.T, progress bool) (*fleetClient, *replicas) {
 	}}})
 	f.Start(time.Minute)
 	testwait.For(t, "both replicas usable", time.Minute, func() bool {
-		return f.backends[0].instances[0].usable() && f.backends[0].instances[1].usable()
+		return f.set.all()[0].instances[0].usable() && f.set.all()[0].instances[1].usable()
 	})
 	return attachClient(t, f, nil), r
 }
@@ -106,7 +106,7 @@ func TestRetryOnAnotherReplica(t *testing.T) {
 			if n := fc.f.InFlight(); n != 0 {
 				t.Fatalf("%d requests still in flight", n)
 			}
-			for i, in := range fc.f.backends[0].instances {
+			for i, in := range fc.f.set.all()[0].instances {
 				if !in.healthy.Load() || in.outstanding.Load() != 0 {
 					t.Fatalf("replica %d: healthy %v, outstanding %d; want healthy, 0 (a lost answer does not eject it)", i, in.healthy.Load(), in.outstanding.Load())
 				}

@@ -125,7 +125,7 @@ func (f *Fleet) endListener(l *clientListener, reply []byte) {
 // offers reports whether any backend declares the capability cap (tools, prompts,
 // resources): the list changes the router can tell of.
 func (f *Fleet) offers(cap string) bool {
-	for _, b := range f.backends {
+	for _, b := range f.set.all() {
 		b.mu.Lock()
 		has := hasMember(b.caps, cap)
 		b.mu.Unlock()

@@ -98,7 +98,7 @@ func TestToLegacyAnswer(t *testing.T) {
 // the progress token kept in it), the client gets the answer under its own id.
 func TestForwardStateless(t *testing.T) {
 	fc := newFleetClientEra(t, time.Minute, true)
-	in := fc.f.backends[0].instances[0]
+	in := fc.f.set.all()[0].instances[0]
 	if c := in.conn.Load(); c == nil || !c.modern || in.era.Load() != eraModern {
 		t.Fatal("the 2026-only backend is not used statelessly")
 	}

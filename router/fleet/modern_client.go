@@ -64,7 +64,7 @@ func (cb *catalogBuilder) listCache(method []byte) modern.Cache {
 	}
 	var merged modern.Cache
 	first := true
-	for _, b := range cb.backends {
+	for _, b := range cb.set.all() {
 		v, ok := cb.caches.Load(listKey{b, k})
 		if !ok {
 			continue

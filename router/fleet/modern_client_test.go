@@ -10,7 +10,8 @@ import (
 // across the pages of one backend, and public only when every part is.
 func TestListCache(t *testing.T) {
 	a, b := &backend{}, &backend{}
-	cb := &catalogBuilder{backends: []*backend{a, b}}
+	cb := &catalogBuilder{set: new(backendSet)}
+	cb.set.store([]*backend{a, b})
 	if got := cb.listCache([]byte("tools/list")); got != (modern.Cache{}) {
 		t.Errorf("nothing listed: %+v, want ttlMs 0 and private", got)
 	}

@@ -35,7 +35,7 @@ func TestRefreshSwapsCatalog(t *testing.T) {
 	fc := newFleetClient(t, time.Minute)
 	tools := `{"tools":[{"name":"echo","inputSchema":{}},{"name":"sum","inputSchema":{}}]}`
 	fc.up.tools.Store(&tools)
-	b := fc.f.backends[0]
+	b := fc.f.set.all()[0]
 	before := fc.f.Stats.Refreshes.Load()
 	fc.f.catalog.refresh(b, b.instances[0].conn.Load())
 	if _, ok := fc.f.catalog.load().tools["a"+Separator+"sum"]; !ok {

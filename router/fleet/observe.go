@@ -88,8 +88,9 @@ func outcomeOfCode(code int) router.Outcome {
 // BackendNames returns the configured backends' names in configuration order: the
 // index an Observer receives names an element of it.
 func (f *Fleet) BackendNames() []string {
-	names := make([]string, len(f.backends))
-	for i, b := range f.backends {
+	bs := f.set.all()
+	names := make([]string, len(bs))
+	for i, b := range bs {
 		names[i] = b.cfg.Name
 	}
 	return names
@@ -117,7 +118,7 @@ type InstanceStats struct {
 // EachInstance calls fn for every backend instance, in configuration order. It takes
 // no lock that the forwarding path takes.
 func (f *Fleet) EachInstance(fn func(InstanceStats)) {
-	for _, b := range f.backends {
+	for _, b := range f.set.all() {
 		for _, in := range b.instances {
 			st := InstanceStats{
 				Backend:     b.cfg.Name,

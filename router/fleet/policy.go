@@ -25,7 +25,7 @@ import (
 // keep the old one). nil after a policy has been set allows everything again.
 func (f *Fleet) SetPolicy(e *policy.Engine) {
 	if f.routes.pol == nil {
-		f.routes.pol = &policer{backends: f.backends}
+		f.routes.pol = &policer{}
 		f.notices.pol = f.routes.pol
 	}
 	f.routes.pol.eng.Store(e)
@@ -40,9 +40,8 @@ type policer struct {
 	subjects sync.Map
 	n        atomic.Int64
 	// lists caches the current catalog snapshot's items as the policy sees them
-	// (policy_list.go); backends names them.
-	lists    atomic.Pointer[policyItems]
-	backends []*backend
+	// (policy_list.go).
+	lists atomic.Pointer[policyItems]
 	// seen is, per list, the catalog whose list_changed was last sent (changedFor).
 	seen [numKinds]atomic.Pointer[catalog]
 }

@@ -29,21 +29,21 @@ func (p *policer) itemsOf(cat *catalog) *policyItems {
 	if pi := p.lists.Load(); pi != nil && pi.cat == cat {
 		return pi
 	}
-	pi := policyItemsOf(cat, p.backends)
+	pi := policyItemsOf(cat)
 	p.lists.Store(pi)
 	return pi
 }
 
-// policyItemsOf makes cat's lists as policy items; backends name each list's backend.
-func policyItemsOf(cat *catalog, backends []*backend) *policyItems {
+// policyItemsOf makes cat's lists as policy items, each named by its backend.
+func policyItemsOf(cat *catalog) *policyItems {
 	pi := &policyItems{cat: cat}
 	for k := kind(0); k < numKinds; k++ {
 		pi.base[k] = make([]int, len(cat.lists[k]))
 		for bi, list := range cat.lists[k] {
 			pi.base[k][bi] = len(pi.items[k])
 			name := ""
-			if bi < len(backends) {
-				name = backends[bi].cfg.Name
+			if bi < len(cat.backends) {
+				name = cat.backends[bi].cfg.Name
 			}
 			for _, it := range list {
 				pi.items[k] = append(pi.items[k], policy.Item{Kind: itemKinds[k], Name: it.key, Backend: name})
@@ -118,7 +118,7 @@ func (p *policer) viewChange(method string, cur *catalog) func(*policy.Subject) 
 		}
 		changed := false
 		for i, k := range kinds {
-			before := policyItemsOf(prevs[i], p.backends)
+			before := policyItemsOf(prevs[i])
 			if e.Digest(sub, before.items[k]) != e.Digest(sub, now.items[k]) {
 				changed = true
 				break

@@ -13,7 +13,7 @@ import (
 
 // toolsCatalog is a catalog snapshot whose one backend (a) lists names as tools.
 func toolsCatalog(gen uint64, names ...string) *catalog {
-	cat := &catalog{gen: gen}
+	cat := &catalog{gen: gen, backends: []*backend{{cfg: BackendConfig{Name: "a"}}}}
 	var list []item
 	for _, n := range names {
 		list = append(list, item{key: n, raw: []byte(`{"name":"` + n + `"}`)})
@@ -34,7 +34,7 @@ func testPolicer(t *testing.T) *policer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &policer{backends: []*backend{{cfg: BackendConfig{Name: "a"}}}}
+	p := &policer{}
 	p.eng.Store(e)
 	return p
 }

@@ -64,7 +64,7 @@ func perClientFleet(t *testing.T, max int, wait time.Duration) (*Fleet, *fakeBac
 		{Name: "pc", PerClient: true, Timeout: time.Minute, Dialers: []Dialer{fb.dialer()}},
 	}})
 	t.Cleanup(f.life.cancel)
-	f.backends[0].instances[0].healthy.Store(true)
+	f.set.all()[0].instances[0].healthy.Store(true)
 	return f, fb
 }
 
@@ -73,7 +73,7 @@ func perClientFleet(t *testing.T, max int, wait time.Duration) (*Fleet, *fakeBac
 // table).
 func testSessions(t *testing.T, max int, wait time.Duration) (*sessions, *backend, *fakeBackend) {
 	f, fb := perClientFleet(t, max, wait)
-	return f.sessions, f.backends[0], fb
+	return f.sessions, f.set.all()[0], fb
 }
 
 // openFor opens (or finds) sess's upstream session with b as a forwarded request would.
@@ -237,7 +237,7 @@ func TestCloseWaitsForUpstreamSessions(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		sess := new(router.Session)
 		f.SessionOpened(sess)
-		if _, err := openFor(f.sessions, f.backends[0], sess); err != nil {
+		if _, err := openFor(f.sessions, f.set.all()[0], sess); err != nil {
 			t.Fatal(err)
 		}
 	}

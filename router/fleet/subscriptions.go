@@ -32,7 +32,7 @@ func (f *Fleet) SessionSubscriptions(s *router.Session) [][2]string {
 func (f *Fleet) Resubscribe(s *router.Session, subs [][2]string) {
 	var keys []subKey
 	for _, sub := range subs {
-		for _, b := range f.backends {
+		for _, b := range f.set.all() {
 			if b.cfg.Name == sub[0] {
 				keys = append(keys, subKey{b: b, uri: sub[1]})
 			}
