@@ -121,6 +121,7 @@ func New(cfg Config) *Fleet {
 	}
 	n.subs, up.restore = f.subs, f.subs.restore
 	f.srv.park = newParking(f.srv, f.fwd)
+	f.fwd.rev = newReversals(f.fwd, f.srv)
 	f.routes = &routing{catalog: f.catalog, fwd: f.fwd, subs: f.subs, rep: &f.rep, pageSize: cfg.PageSize, park: f.srv.park}
 	return f
 }

@@ -28,6 +28,7 @@ type forwarder struct {
 	rep      *reporter
 	stats    *Stats
 	catalog  *catalogBuilder // read when a request that may have run could be sent again
+	rev      *reversals      // a 2026-07-28 backend's input_required for a 2025 client (reverse.go)
 }
 
 // sweep fails requests whose backend did not answer in time.
@@ -301,6 +302,9 @@ func (fw *forwarder) backendResponse(c *upConn, msg []byte, m *codec.Message) {
 		e.recv = router.Now()
 	}
 	if c.modern && legacyClient(e.sess) {
+		if fw.rev.input(c, e, m) {
+			return
+		}
 		if code, text, data, ok := toLegacyAnswer(c.b, m); ok {
 			fw.completeErrData(e, code, text, data)
 			return
@@ -363,6 +367,7 @@ func (fw *forwarder) completeErrData(e *entry, code int, msg string, data []byte
 // that reached the backend is settled as cancelled, the backend is told, and the
 // client's exchange ends without a response, as cancellation asks.
 func (fw *forwarder) cancel(s *router.Session, clientID []byte) {
+	fw.rev.cancel(s, clientID) // between input rounds (reverse.go)
 	if e := fw.table.takeClient(s, clientID); e != nil {
 		if e.stop != nil {
 			e.stop()
