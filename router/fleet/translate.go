@@ -11,9 +11,9 @@ import (
 // What a 2025 client is told of a 2026-07-28 backend's answer (backendResponse): a
 // complete result passes as it is (its resultType and serverInfo are members a 2025
 // client ignores), an error whose code the revisions number differently is renumbered
-// (modern.ErrorToLegacy), and an input_required result, which would need the router to
-// ask the client itself and retry (issue 12's translation, not built yet), becomes an
-// error that says so. A 2026-07-28 client gets the backend's answer untouched.
+// (modern.ErrorToLegacy). An input_required result is the reversals' (reverse.go: the
+// router asks the client and retries); only a forwarder without them (a test's) makes
+// it an error that says so. A 2026-07-28 client gets the backend's answer untouched.
 
 // legacyClient reports whether s speaks a 2025 revision (nil: no client session, the
 // answer goes back untouched).
