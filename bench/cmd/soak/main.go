@@ -18,6 +18,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/mcprouter/mcprouter/bench/internal/cluster"
@@ -131,6 +132,9 @@ func soak(ctx context.Context, o *options) (*verdict, error) {
 	}
 	cr, ch := <-calls, <-churn
 	v.samples = sampler.Stop()
+	if err := cluster.WriteSamples(filepath.Join(o.dir, "samples.tsv"), v.samples); err != nil {
+		logf("samples: %v", err)
+	}
 	v.deliveries, v.subscribers = w.Deliveries(), w.Len()
 	if cr.err != nil {
 		return nil, cr.err

@@ -193,7 +193,7 @@ func (c *Cluster) routerConfig(i int, r *Router, webURLs []string) string {
 	}
 	replicas := min(len(c.NATS), 3)
 	return fmt.Sprintf(`listen: 127.0.0.1:%d
-admin: {listen: "127.0.0.1:%d"}
+admin: {listen: "127.0.0.1:%d", pprof: true}
 backends:
   - {name: web, urls: [%s], timeout: %s}
   - {name: cli, command: [%q, stdio, "--tick=0s", --log-level, warn], instances: %d, timeout: %s}

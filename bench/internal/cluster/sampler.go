@@ -1,6 +1,11 @@
 package cluster
 
 import (
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -76,4 +81,19 @@ func Mean(samples []Sample, name string, from, to time.Time) (Usage, int) {
 		m.Goroutines = sum.Goroutines / ng
 	}
 	return m, n
+}
+
+// WriteSamples writes the samples as tab-separated lines (seconds since the first
+// sample, process, resident KiB, descriptors, goroutines) for a look at how each figure
+// moved over the run: a bound being filled levels off, a leak does not.
+func WriteSamples(path string, samples []Sample) error {
+	var b strings.Builder
+	b.WriteString("t_s\tprocess\trss_kib\tfds\tgoroutines\n")
+	for _, s := range samples {
+		for _, name := range slices.Sorted(maps.Keys(s.Usage)) {
+			u := s.Usage[name]
+			fmt.Fprintf(&b, "%.0f\t%s\t%d\t%d\t%d\n", s.At.Sub(samples[0].At).Seconds(), name, u.RSS>>10, u.FDs, u.Goroutines)
+		}
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o644)
 }
