@@ -1,0 +1,124 @@
+package tracing
+
+import (
+	"context"
+	"os"
+	"strings"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Tracer makes the spans of one router. A nil *Tracer is tracing off; its methods are
+// not to be called then (the router and the fleet check for nil once, not per call).
+// It is safe for concurrent use.
+type Tracer struct {
+	tp   *sdktrace.TracerProvider
+	tr   trace.Tracer
+	prop propagation.TextMapPropagator
+}
+
+// scope is the instrumentation scope the spans are reported under.
+const scope = "github.com/mcprouter/mcprouter/tracing"
+
+// New starts tracing as c and the environment say, exporting over OTLP in batches:
+// nil (and no error) when tracing is off. version is the router's, for service.version.
+// The exporter connects lazily: a collector that is down loses spans, never requests.
+func New(ctx context.Context, c Config, version string) (*Tracer, error) {
+	if !c.On() {
+		return nil, nil
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	exp, err := newExporter(ctx, &c, os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	res, err := newResource(ctx, &c, version)
+	if err != nil {
+		return nil, err
+	}
+	opts := []sdktrace.TracerProviderOption{sdktrace.WithBatcher(exp), sdktrace.WithResource(res)}
+	if r := c.SampleRatio; r != nil {
+		opts = append(opts, sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(*r))))
+	} else if os.Getenv("OTEL_TRACES_SAMPLER") == "" {
+		opts = append(opts, sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.AlwaysSample())))
+	} // else the SDK reads OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG itself
+	return newTracer(sdktrace.NewTracerProvider(opts...)), nil
+}
+
+// newTracer is the Tracer of provider tp (tests give one with an in-memory exporter).
+func newTracer(tp *sdktrace.TracerProvider) *Tracer {
+	return &Tracer{
+		tp:   tp,
+		tr:   tp.Tracer(scope),
+		prop: propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
+	}
+}
+
+// Shutdown exports the spans still queued (within ctx) and stops the exporter. Spans
+// ended afterwards are dropped.
+func (t *Tracer) Shutdown(ctx context.Context) error { return t.tp.Shutdown(ctx) }
+
+// ForceFlush exports the spans ended so far, within ctx.
+func (t *Tracer) ForceFlush(ctx context.Context) error { return t.tp.ForceFlush(ctx) }
+
+// newExporter makes the OTLP exporter c names. What c leaves unset the exporter takes
+// from the OTEL_EXPORTER_OTLP_* environment variables itself.
+func newExporter(ctx context.Context, c *Config, getenv func(string) string) (sdktrace.SpanExporter, error) {
+	kind, err := c.exporter(getenv)
+	if err != nil {
+		return nil, err
+	}
+	url := strings.Contains(c.Endpoint, "://")
+	if kind == ExporterGRPC {
+		var opts []otlptracegrpc.Option
+		switch {
+		case url:
+			opts = append(opts, otlptracegrpc.WithEndpointURL(c.Endpoint))
+		case c.Endpoint != "":
+			opts = append(opts, otlptracegrpc.WithEndpoint(c.Endpoint))
+		}
+		if c.Insecure {
+			opts = append(opts, otlptracegrpc.WithInsecure())
+		}
+		if len(c.Headers) > 0 {
+			opts = append(opts, otlptracegrpc.WithHeaders(c.Headers))
+		}
+		return otlptracegrpc.New(ctx, opts...)
+	}
+	var opts []otlptracehttp.Option
+	switch {
+	case url:
+		opts = append(opts, otlptracehttp.WithEndpointURL(c.Endpoint))
+	case c.Endpoint != "":
+		opts = append(opts, otlptracehttp.WithEndpoint(c.Endpoint))
+	}
+	if c.Insecure {
+		opts = append(opts, otlptracehttp.WithInsecure())
+	}
+	if len(c.Headers) > 0 {
+		opts = append(opts, otlptracehttp.WithHeaders(c.Headers))
+	}
+	return otlptracehttp.New(ctx, opts...)
+}
+
+// newResource describes the router: service.name (the configured one, else the
+// environment's, else mcprouter) and service.version, with OTEL_RESOURCE_ATTRIBUTES.
+func newResource(ctx context.Context, c *Config, version string) (*resource.Resource, error) {
+	attrs := []attribute.KeyValue{attribute.String("service.version", version)}
+	if c.ServiceName == "" && os.Getenv("OTEL_SERVICE_NAME") == "" && !strings.Contains(os.Getenv("OTEL_RESOURCE_ATTRIBUTES"), "service.name=") {
+		attrs = append(attrs, attribute.String("service.name", "mcprouter"))
+	}
+	opts := []resource.Option{resource.WithAttributes(attrs...), resource.WithFromEnv(), resource.WithHost(), resource.WithProcessPID()}
+	if c.ServiceName != "" {
+		opts = append(opts, resource.WithAttributes(attribute.String("service.name", c.ServiceName)))
+	}
+	return resource.New(ctx, opts...)
+}
