@@ -110,12 +110,7 @@ func (c *HTTPConn) Send(ctx context.Context, msg []byte) error {
 		return deadErr(c.Err())
 	}
 	var m codec.Message
-	mp := &m
-	if codec.Scan(msg, &m) != nil {
-		mp = nil // a batch or something the backend will judge: send it as is
-	} else {
-		c.hs.observe(msg, &m)
-	}
+	mp := c.hs.scan(msg, &m)
 	isInit := mp != nil && m.Kind == codec.KindRequest && isMethod(mp, "initialize")
 	for attempt := 0; ; attempt++ {
 		var sess *session

@@ -340,12 +340,7 @@ func (c *SSEConn) Send(ctx context.Context, msg []byte) error {
 		return deadErr(c.Err())
 	}
 	var m codec.Message
-	mp := &m
-	if codec.Scan(msg, &m) != nil {
-		mp = nil
-	} else {
-		c.hs.observe(msg, &m)
-	}
+	mp := c.hs.scan(msg, &m)
 	for attempt := 0; ; attempt++ {
 		st, changed, down := c.current()
 		if st == nil {

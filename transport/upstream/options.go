@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"cmp"
 	"crypto/tls"
 	"errors"
 	"log/slog"
@@ -106,49 +107,40 @@ const (
 
 // withDefaults returns a copy of o with zero fields defaulted.
 func (o HTTPOptions) withDefaults() HTTPOptions {
-	if o.Name == "" {
-		o.Name = "backend"
-	}
-	if o.MaxConns <= 0 {
-		o.MaxConns = DefaultMaxConns
-	}
-	if o.ConnWait <= 0 {
-		o.ConnWait = defaultConnWait
-	}
-	if o.MaxMessage <= 0 {
-		o.MaxMessage = DefaultMaxMessage
-	}
-	if o.DialTimeout <= 0 {
-		o.DialTimeout = defaultDialTimeout
-	}
-	if o.IdleTimeout <= 0 {
-		o.IdleTimeout = defaultIdleTimeout
-	}
-	if o.Linger <= 0 {
-		o.Linger = defaultLinger
-	}
-	if o.InitTimeout <= 0 {
-		o.InitTimeout = defaultInitTimeout
-	}
-	if o.ReconnectMin <= 0 {
-		o.ReconnectMin = defaultReconnectMin
-	}
-	if o.ReconnectMax < o.ReconnectMin {
-		o.ReconnectMax = max(defaultReconnectMax, o.ReconnectMin)
-	}
-	if o.ReconnectAttempts <= 0 {
-		o.ReconnectAttempts = defaultReconnects
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
-	if o.PipelineDepth <= 0 {
-		o.PipelineDepth = defaultPipelineDepth
-	}
-	if o.PipelineWindow <= 0 {
-		o.PipelineWindow = defaultPipelineWindow
-	}
+	o.Name = cmp.Or(o.Name, "backend")
+	o.MaxConns = orDefault(o.MaxConns, DefaultMaxConns)
+	o.ConnWait = orDefault(o.ConnWait, defaultConnWait)
+	o.MaxMessage = orDefault(o.MaxMessage, DefaultMaxMessage)
+	o.DialTimeout = orDefault(o.DialTimeout, defaultDialTimeout)
+	o.IdleTimeout = orDefault(o.IdleTimeout, defaultIdleTimeout)
+	o.Linger = orDefault(o.Linger, defaultLinger)
+	o.InitTimeout = orDefault(o.InitTimeout, defaultInitTimeout)
+	o.ReconnectMin, o.ReconnectMax = backoffRange(o.ReconnectMin, o.ReconnectMax, defaultReconnectMin, defaultReconnectMax)
+	o.ReconnectAttempts = orDefault(o.ReconnectAttempts, defaultReconnects)
+	o.PipelineDepth = orDefault(o.PipelineDepth, defaultPipelineDepth)
+	o.PipelineWindow = orDefault(o.PipelineWindow, defaultPipelineWindow)
+	o.Logger = cmp.Or(o.Logger, slog.Default())
 	return o
+}
+
+// orDefault is the rule of every numeric option of this package (HTTPOptions,
+// StdioOptions): zero, or anything below, means the documented default.
+func orDefault[T int | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
+// backoffRange defaults the bounds of a backoff (the HTTP clients' reconnects, a stdio
+// child's restarts): lo as orDefault, and hi, when below lo, to defHi or lo if larger,
+// so that a configured minimum alone is never capped below itself.
+func backoffRange(lo, hi, defLo, defHi time.Duration) (time.Duration, time.Duration) {
+	lo = orDefault(lo, defLo)
+	if hi < lo {
+		hi = max(defHi, lo)
+	}
+	return lo, hi
 }
 
 // retrySafe applies the RetrySafe policy. It takes a copy of the scan so that the

@@ -41,6 +41,17 @@ func (h *handshake) observe(msg []byte, m *codec.Message) {
 	}
 }
 
+// scan scans msg, an outgoing message, into m and records it when it is one of the
+// handshake messages. It returns m, or nil when msg does not scan (a batch, or
+// something the backend will judge): such a message is sent as it is.
+func (h *handshake) scan(msg []byte, m *codec.Message) *codec.Message {
+	if codec.Scan(msg, m) != nil {
+		return nil
+	}
+	h.observe(msg, m)
+	return m
+}
+
 func (h *handshake) setVersion(v string) {
 	h.mu.Lock()
 	h.version = v

@@ -3,6 +3,7 @@ package upstream
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -90,33 +91,14 @@ const (
 )
 
 func (o StdioOptions) withDefaults() StdioOptions {
-	if o.Name == "" {
-		o.Name = "backend"
-	}
-	if o.MaxMessage <= 0 {
-		o.MaxMessage = DefaultMaxMessage
-	}
-	if o.QueueLen <= 0 {
-		o.QueueLen = defaultQueueLen
-	}
-	if o.BackoffMin <= 0 {
-		o.BackoffMin = defaultBackoffMin
-	}
-	if o.BackoffMax < o.BackoffMin {
-		o.BackoffMax = max(defaultBackoffMax, o.BackoffMin)
-	}
-	if o.StableAfter <= 0 {
-		o.StableAfter = defaultStableAfter
-	}
-	if o.StopTimeout <= 0 {
-		o.StopTimeout = defaultStopTimeout
-	}
-	if o.InitTimeout <= 0 {
-		o.InitTimeout = defaultInitTimeout
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
+	o.Name = cmp.Or(o.Name, "backend")
+	o.MaxMessage = orDefault(o.MaxMessage, DefaultMaxMessage)
+	o.QueueLen = orDefault(o.QueueLen, defaultQueueLen)
+	o.BackoffMin, o.BackoffMax = backoffRange(o.BackoffMin, o.BackoffMax, defaultBackoffMin, defaultBackoffMax)
+	o.StableAfter = orDefault(o.StableAfter, defaultStableAfter)
+	o.StopTimeout = orDefault(o.StopTimeout, defaultStopTimeout)
+	o.InitTimeout = orDefault(o.InitTimeout, defaultInitTimeout)
+	o.Logger = cmp.Or(o.Logger, slog.Default())
 	return o
 }
 
@@ -235,9 +217,7 @@ func (in *Instance) Send(ctx context.Context, msg []byte) error {
 	// every other message.
 	if bytes.Contains(msg, []byte("initialize")) {
 		var m codec.Message
-		if codec.Scan(msg, &m) == nil {
-			in.hs.observe(msg, &m)
-		}
+		in.hs.scan(msg, &m)
 	}
 	return p.send(ctx, msg)
 }
