@@ -74,21 +74,12 @@ func (s *jsonSchema) typeName() string {
 
 // writeValue writes the minimal value of s.
 func (s *jsonSchema) writeValue(b *strings.Builder, depth int) {
-	switch {
-	case s == nil || depth > maxSchemaDepth:
+	if s == nil || depth > maxSchemaDepth {
 		b.WriteString("null")
 		return
-	case len(s.Default) > 0:
-		b.Write(s.Default)
-		return
-	case len(s.Examples) > 0:
-		b.Write(s.Examples[0])
-		return
-	case len(s.Const) > 0:
-		b.Write(s.Const)
-		return
-	case len(s.Enum) > 0:
-		b.Write(s.Enum[0])
+	}
+	if v := s.offered(); v != nil {
+		b.Write(v)
 		return
 	}
 	for _, alts := range [][]*jsonSchema{s.AnyOf, s.OneOf, s.AllOf} {
@@ -118,6 +109,18 @@ func (s *jsonSchema) writeValue(b *strings.Builder, depth int) {
 	default:
 		b.WriteString("null")
 	}
+}
+
+// offered is the value the schema itself offers, in the order MinimalArgs promises: its
+// default, else its first example, else its const, else its first enum value; nil when
+// it offers none.
+func (s *jsonSchema) offered() json.RawMessage {
+	for _, vs := range [...][]json.RawMessage{{s.Default}, s.Examples, {s.Const}, s.Enum} {
+		if len(vs) > 0 && len(vs[0]) > 0 {
+			return vs[0]
+		}
+	}
+	return nil
 }
 
 // writeObject writes an object of s's required members.
