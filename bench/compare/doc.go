@@ -9,6 +9,13 @@
 //     JSON-response mode and in session mode, and mark3labs/mcp-go in session and
 //     stateless mode, all serving the same `echo` tool (the peers module under bench/peers,
 //     built on its own so that the router's module does not depend on them);
+//   - haproxy and nginx (Debian packages, installed with apt-get when missing) as
+//     keep-alive reverse proxies in front of that same mcpbackend: they know nothing of
+//     MCP, so they are the floor of what an HTTP hop costs;
+//   - mcprouter in front of `mcpbackend stdio` against the stdio bridges supergateway
+//     (--stateful) and mcp-proxy (npm packages at pinned versions, installed into the
+//     user's cache directory) in front of the same stdio program, each charged with the
+//     CPU of its child processes too;
 //   - `mcpload stub`, a trivial endpoint, to show what mcpload itself can sustain;
 //   - an open-loop run at half of the direct maximum rate, direct and through the router,
 //     for the tail-latency cost of the hop;
@@ -21,7 +28,10 @@
 // so that the generator and the servers do not steal each other's cycles; they still share
 // the machine (memory bandwidth, caches, the kernel's loopback path) and the report says so.
 //
-// The server processes' own CPU time is read from /proc around each run, so each result
+// A program that cannot be found or installed is skipped with a warning, and so are the
+// targets that need it.
+//
+// The server processes' own CPU time (with their children's) is read from /proc around each run, so each result
 // also says how many microseconds of server CPU one operation cost: on a shared machine that
 // figure moves much less than the throughput does.
 //

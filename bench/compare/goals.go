@@ -93,6 +93,12 @@ const (
 	goalOpenP99DeltaUS = 100.0 // open loop p99, router minus direct
 	goalLoadVsRouter   = 2.0   // mcpload's ceiling vs the router's maximum
 	goalLoadCPUPct     = 100.0 // ... using at most one core
+	// Issue 15 (performance at the floor): against haproxy, and the stdio bridges.
+	goalRouterVsHAProxy    = 1.0   // router calls/s vs haproxy's, same backend
+	goalRouterCPUVsHAProxy = 1.0   // router process CPU per call vs haproxy's
+	goalOpenP99VsHAProxyUS = 100.0 // open loop: router's p99 minus haproxy's
+	goalStdioVsBridge      = 5.0   // router over stdio vs the faster bridge, calls/s
+	goalStdioCPUVsBridge   = 0.1   // ... CPU per call (with the children) vs the cheaper
 )
 
 // evaluate computes every goal whose targets were run. Throughputs count successful
@@ -217,13 +223,85 @@ func evaluate(res *Result) []Goal {
 				peerRatio(rt, []*TargetResult{d}))
 		}
 	}
+	if rt, ha := closed[TargetRouter], closed[TargetHAProxy]; rt != nil && ha != nil {
+		ratioGoal("mcprouter -> mcpbackend vs haproxy -> mcpbackend (throughput)", goalRouterVsHAProxy, "",
+			cpuRatio(ha.serverCPUPerCall(), rt.serverCPUPerCall()), []*TargetResult{rt, ha}, peerRatio(rt, []*TargetResult{ha}))
+		goals = append(goals, cpuRatioGoal("mcprouter's CPU per forwarded call vs haproxy's (the proxy process alone)",
+			goalRouterCPUVsHAProxy, rounds, rt, []*TargetResult{ha}))
+	}
+	if rs, bridges := closed[TargetRouterStdio], family(familyBridge); rs != nil && len(bridges) > 0 {
+		ratioGoal("mcprouter -> mcpbackend stdio vs the faster stdio bridge (throughput)", goalStdioVsBridge,
+			"fastest bridge: "+fastestMedian(bridges), cpuRatio(cheapest(bridges), rs.serverCPUPerCall()),
+			append([]*TargetResult{rs}, bridges...), peerRatio(rs, bridges))
+		goals = append(goals, cpuRatioGoal("mcprouter -> mcpbackend stdio: CPU per call (with the child) vs the cheaper stdio bridge's (with its children)",
+			goalStdioCPUVsBridge, rounds, rs, bridges))
+	}
 	if set := res.openSet(TargetDirect); set != nil {
 		goals = append(goals, openP99Goal(res, set)...)
+	}
+	if set := res.openSet(TargetRouter); set != nil {
+		goals = append(goals, openP99VsHAProxyGoal(res, set)...)
 	}
 	if st, rt := closed[TargetStub], closed[TargetRouter]; st != nil && rt != nil {
 		goals = append(goals, loadGoals(res, st, rt)...)
 	}
 	return goals
+}
+
+// cpuPerOp is the CPU microseconds per operation of the run's first server (the proxy
+// under test); NaN when unknown.
+func cpuPerOp(run *LoadRun) float64 {
+	if run == nil || len(run.ServerCPU) == 0 || run.Ops == 0 || run.ServerCPU[0] <= 0 {
+		return math.NaN()
+	}
+	return float64(run.ServerCPU[0].Microseconds()) / float64(run.Ops)
+}
+
+// cpuRatioGoal compares, round by round, the CPU per call of t's first server with the
+// lowest among others' first servers: at most limit.
+func cpuRatioGoal(name string, limit float64, rounds int, t *TargetResult, others []*TargetResult) Goal {
+	g := Goal{Name: name, Limit: limit, Unit: "x"}
+	for r := 1; r <= rounds; r++ {
+		this := cpuPerOp(t.inRound(r))
+		best := math.NaN()
+		for _, o := range others {
+			if v := cpuPerOp(o.inRound(r)); !math.IsNaN(v) && (math.IsNaN(best) || v < best) {
+				best = v
+			}
+		}
+		if !math.IsNaN(this) && !math.IsNaN(best) {
+			g.PerRound = append(g.PerRound, this/best)
+		}
+	}
+	g.Measured = median(g.PerRound)
+	g.Problems = t.problems()
+	for _, o := range others {
+		g.Problems = append(g.Problems, o.problems()...)
+	}
+	g.judge()
+	return g
+}
+
+// openP99VsHAProxyGoal: at the same fraction of the router's own maximum, the p99 the
+// router adds over direct minus the p99 haproxy adds over direct, that is the router's
+// p99 minus haproxy's, round by round.
+func openP99VsHAProxyGoal(res *Result, set *OpenSet) []Goal {
+	rt, ha := set.target(TargetRouter), set.target(TargetHAProxy)
+	if rt == nil || ha == nil || len(rt.Runs) == 0 || len(ha.Runs) == 0 {
+		return nil
+	}
+	g := Goal{Name: fmt.Sprintf("open loop at %.0f%% of the router's maximum: p99 the router adds over direct minus the p99 haproxy adds", 100*res.Options.OpenLoadFraction),
+		Limit: goalOpenP99VsHAProxyUS, Unit: "µs", Note: fmt.Sprintf("%s/s offered, %d sessions", formatRate(set.Rate), res.Options.OpenSessions)}
+	for r := 1; r <= res.Options.Rounds; r++ {
+		a, b := rt.inRound(r), ha.inRound(r)
+		if a != nil && b != nil && a.sampled() && b.sampled() {
+			g.PerRound = append(g.PerRound, a.Report.Latency.P99-b.Report.Latency.P99)
+		}
+	}
+	g.Measured = median(g.PerRound)
+	g.Problems = append(rt.problems(), ha.problems()...)
+	g.judge()
+	return []Goal{g}
 }
 
 // openP99Goal is the open-loop tail goal: p99 through the router minus p99 direct, round

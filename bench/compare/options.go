@@ -87,6 +87,11 @@ const (
 	TargetGoSDKSession    = "gosdk-session"
 	TargetMCPGoSession    = "mcpgo-session"
 	TargetMCPGoStateless  = "mcpgo-stateless"
+	TargetHAProxy         = "haproxy"
+	TargetNginx           = "nginx"
+	TargetRouterStdio     = "router-stdio"
+	TargetSupergateway    = "supergateway"
+	TargetMCPProxy        = "mcp-proxy"
 )
 
 // TargetNames lists every target in the order they are measured in the first round.

@@ -292,8 +292,30 @@ type harness struct {
 	loadSet  []int
 	srvSet   []int
 	procs    map[string]*proc
+	started  []string // servers in the order they were started
 	urls     map[string]string
 	admin    string // the router's admin address
+	// skipped: external servers that could not be had, with the reason.
+	skipped map[string]error
+	// Package installs are tried once per run (see external.go).
+	aptTried, npmTried bool
+	aptErr, npmErr     error
+}
+
+// selected reports whether target name is to be measured: selected in the options and
+// none of its servers skipped.
+func (h *harness) selected(name string) bool {
+	if !h.o.selected(name) {
+		return false
+	}
+	if t := targetByName(name); t != nil {
+		for _, s := range t.servers {
+			if h.skipped[s] != nil {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // Run measures every selected target and returns the result. It starts and stops its own
@@ -304,7 +326,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	res := &Result{Options: o, Started: time.Now()}
 	res.Machine = Machine{CPUs: runtime.NumCPU(), Model: cpuModel(), Kernel: kernelRelease(), LoadStart: loadAverage()}
-	h := &harness{o: o, res: res, procs: map[string]*proc{}, urls: map[string]string{}}
+	h := &harness{o: o, res: res, procs: map[string]*proc{}, urls: map[string]string{}, skipped: map[string]error{}}
 
 	if o.WorkDir == "" {
 		dir, err := os.MkdirTemp("", "mcprouter-compare-")
@@ -334,7 +356,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	defer h.stopAll()
-	if err := h.startServers(); err != nil {
+	if err := h.startServers(ctx); err != nil {
 		return nil, err
 	}
 	if err := h.closedLoop(ctx); err != nil {
@@ -343,7 +365,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := h.openLoop(ctx); err != nil {
 		return nil, err
 	}
-	if o.Profile && o.selected(TargetRouter) {
+	if o.Profile && h.selected(TargetRouter) {
 		p, err := h.profileRouter(ctx)
 		if err != nil {
 			h.warn("router profile: %v", err)
@@ -438,7 +460,7 @@ func (h *harness) neededServers() []string {
 		out = append(out, name)
 	}
 	for _, t := range targets {
-		if h.o.selected(t.name) {
+		if h.selected(t.name) {
 			for _, s := range t.servers {
 				add(s)
 			}
@@ -451,14 +473,25 @@ func (h *harness) neededServers() []string {
 const readyTimeout = 30 * time.Second
 
 // startServers starts every needed server, pinned to the server CPUs, and waits until
-// each accepts requests.
-func (h *harness) startServers() error {
+// each accepts requests. An external server that cannot be had is skipped with a warning,
+// and so are the targets that need it.
+func (h *harness) startServers(ctx context.Context) error {
 	for _, name := range h.neededServers() {
 		spec := serverByName(name)
+		if spec.external {
+			if err := h.startExternal(ctx, name); err != nil {
+				return err
+			}
+			continue
+		}
 		args := spec.args
 		if isRouter(name) {
+			backend := h.urls[srvBackend]
+			if name == srvRouterStdio {
+				backend = filepath.Join(h.bin, binBackend)
+			}
 			cfg := filepath.Join(h.work, name+".yaml")
-			if err := os.WriteFile(cfg, []byte(routerConfig(name, h.urls[srvBackend], h.o.Profile)), 0o644); err != nil {
+			if err := os.WriteFile(cfg, []byte(routerConfig(name, backend, h.o.Profile)), 0o644); err != nil {
 				return err
 			}
 			args = []string{"--config", cfg}
@@ -477,6 +510,7 @@ func (h *harness) startServers() error {
 			return err
 		}
 		h.procs[name] = p
+		h.started = append(h.started, name)
 		m, err := p.waitMatches(readyTimeout)
 		if err != nil {
 			return err
@@ -504,6 +538,49 @@ func (h *harness) startServers() error {
 	return nil
 }
 
+// startExternal starts an external server on a port it picks; one that cannot be found
+// or installed is skipped (a warning), one that fails to start is an error.
+func (h *harness) startExternal(ctx context.Context, name string) error {
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	argv, shown, err := h.externalArgv(ctx, name, port)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		h.skipped[name] = err
+		var skipped []string
+		for _, t := range targets {
+			if h.o.selected(t.name) && slices.Contains(t.servers, name) {
+				skipped = append(skipped, t.name)
+			}
+		}
+		h.warn("%s skipped (targets %s): %v", name, strings.Join(skipped, ", "), err)
+		return nil
+	}
+	var env []string
+	if h.o.ServerGOMAXPROCS > 0 {
+		env = []string{"GOMAXPROCS=" + strconv.Itoa(h.o.ServerGOMAXPROCS)}
+	}
+	p, err := startProc(name, h.work, filepath.Join(h.work, "logs", name+".log"), h.srvCPUs, env, argv)
+	if err != nil {
+		return err
+	}
+	h.procs[name] = p
+	h.started = append(h.started, name)
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	if err := waitListening(p, addr, readyTimeout); err != nil {
+		return err
+	}
+	url := "http://" + addr + "/mcp"
+	h.urls[name] = url
+	h.res.Servers = append(h.res.Servers, ServerRecord{Name: name, Argv: shown, URL: url})
+	h.logf("%s ready at %s (pid %d)", name, url, p.pid())
+	return nil
+}
+
 // waitReady polls url until it answers 200, at most timeout.
 func waitReady(url string, timeout time.Duration) error {
 	c := &http.Client{Timeout: time.Second}
@@ -528,13 +605,13 @@ func waitReady(url string, timeout time.Duration) error {
 
 // stopAll stops every server, the last started first (the router before its backend).
 func (h *harness) stopAll() {
-	names := h.neededServers()
-	for i := len(names) - 1; i >= 0; i-- {
-		if p := h.procs[names[i]]; p != nil {
+	for i := len(h.started) - 1; i >= 0; i-- {
+		if p := h.procs[h.started[i]]; p != nil {
 			p.stop()
-			delete(h.procs, names[i])
+			delete(h.procs, h.started[i])
 		}
 	}
+	h.started = nil
 }
 
 // closedLoop runs every selected target once per round. The stub (mcpload's own ceiling)
@@ -543,7 +620,7 @@ func (h *harness) closedLoop(ctx context.Context) error {
 	byName := map[string]*TargetResult{}
 	var order []string
 	for _, t := range targets {
-		if !h.o.selected(t.name) {
+		if !h.selected(t.name) {
 			continue
 		}
 		tr := &TargetResult{Name: t.name, Label: t.label, Family: t.family, Servers: t.servers}
@@ -579,8 +656,8 @@ func (h *harness) openLoop(ctx context.Context) error {
 		closed[t.Name] = t
 	}
 	var names []string
-	for _, name := range []string{TargetDirect, TargetRouter, TargetRouterPipelined} {
-		if h.o.selected(name) {
+	for _, name := range []string{TargetDirect, TargetHAProxy, TargetRouter, TargetRouterPipelined} {
+		if h.selected(name) {
 			names = append(names, name)
 		}
 	}

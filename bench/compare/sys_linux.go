@@ -4,6 +4,7 @@ package compare
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -24,30 +25,91 @@ func childAttr() *syscall.SysProcAttr {
 // architecture Go supports).
 const userHZ = 100
 
-// procCPU returns the CPU time (user + system, all threads) process pid has used.
+// procCPU returns the CPU time (user + system, all threads) process pid has used, with
+// the CPU of the children it has reaped and of every descendant still running: a proxy
+// that runs its backend as a child process (a stdio bridge, the router in front of a stdio
+// server) or hands the work to worker processes (nginx) is charged for all of it.
 func procCPU(pid int) (time.Duration, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	own, _, err := readStat(pid)
 	if err != nil {
 		return 0, err
 	}
-	// The command name (field 2) is in parentheses and may contain spaces: fields are
-	// counted after the last ')'.
+	total := own
+	for _, d := range descendants(pid) {
+		if c, _, err := readStat(d); err == nil { // a child may exit meanwhile
+			total += c
+		}
+	}
+	return total * time.Second / userHZ, nil
+}
+
+// readStat returns, from /proc/<pid>/stat, utime+stime+cutime+cstime (in USER_HZ ticks)
+// and the parent's id.
+func readStat(pid int) (ticks time.Duration, ppid int, err error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, 0, err
+	}
+	return parseStat(b)
+}
+
+// parseStat reads one /proc/<pid>/stat line. The command name (field 2) is in
+// parentheses and may contain spaces: fields are counted after the last ')'.
+func parseStat(b []byte) (ticks time.Duration, ppid int, err error) {
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+		return 0, 0, errors.New("/proc stat: unexpected format")
 	}
 	f := bytes.Fields(b[i+1:])
-	// After ')': state(3) ppid(4) ... utime(14) stime(15), so indexes 11 and 12.
-	if len(f) < 13 {
-		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	// After ')': state(3) ppid(4) ... utime(14) stime(15) cutime(16) cstime(17), so
+	// indexes 1 and 11 to 14.
+	if len(f) < 15 {
+		return 0, 0, errors.New("/proc stat: unexpected format")
 	}
-	ut, err1 := strconv.ParseInt(string(f[11]), 10, 64)
-	st, err2 := strconv.ParseInt(string(f[12]), 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	ppid, err = strconv.Atoi(string(f[1]))
+	if err != nil {
+		return 0, 0, errors.New("/proc stat: unexpected format")
 	}
-	return time.Duration(ut+st) * time.Second / userHZ, nil
+	for _, v := range f[11:15] {
+		n, err := strconv.ParseInt(string(v), 10, 64)
+		if err != nil {
+			return 0, 0, errors.New("/proc stat: unexpected format")
+		}
+		ticks += time.Duration(n)
+	}
+	return ticks, ppid, nil
 }
+
+// descendants lists the running descendants of pid (children, their children, ...).
+func descendants(pid int) []int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	children := map[int][]int{}
+	for _, e := range ents {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if _, pp, err := readStat(p); err == nil {
+			children[pp] = append(children[pp], p)
+		}
+	}
+	var out []int
+	queue := children[pid]
+	for len(queue) > 0 && len(out) < maxDescendants {
+		p := queue[0]
+		queue = queue[1:]
+		out = append(out, p)
+		queue = append(queue, children[p]...)
+	}
+	return out
+}
+
+// maxDescendants bounds the walk (a pid table read while processes come and go must not
+// loop).
+const maxDescendants = 4096
 
 // cpuTimes returns the busy and total time of the given CPUs so far, from /proc/stat.
 // Busy is user, nice, system, irq and steal time; total adds idle, iowait and softirq.

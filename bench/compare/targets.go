@@ -16,6 +16,11 @@ const (
 	srvGoSDKSession   = "gosdk-session"
 	srvMCPGoSession   = "mcpgo-session"
 	srvMCPGoStateless = "mcpgo-stateless"
+	srvRouterStdio    = "mcprouter-stdio"
+	srvHAProxy        = "haproxy"
+	srvNginx          = "nginx"
+	srvSupergateway   = "supergateway"
+	srvMCPProxy       = "mcp-proxy"
 )
 
 // Binaries built by the harness.
@@ -54,6 +59,10 @@ type serverSpec struct {
 	// admin: the server also announces an admin listener whose /readyz must say yes
 	// before it takes load (the router: it is ready once its backend is connected).
 	admin bool
+	// external: a program the harness does not build (see external.go). It listens on
+	// a port the harness picks and is ready once that port accepts connections; when it
+	// cannot be found or installed, the targets that need it are skipped.
+	external bool
 }
 
 var servers = []serverSpec{
@@ -65,6 +74,11 @@ var servers = []serverSpec{
 	{name: srvGoSDKSession, binary: binPeers, args: peerArgs("gosdk", "session"), pattern: reServingURL},
 	{name: srvMCPGoSession, binary: binPeers, args: peerArgs("mcpgo", "session"), pattern: reServingURL},
 	{name: srvMCPGoStateless, binary: binPeers, args: peerArgs("mcpgo", "stateless"), pattern: reServingURL},
+	{name: srvRouterStdio, binary: binRouter, pattern: reRouterAddr, addrOnly: true, admin: true},
+	{name: srvHAProxy, needs: []string{srvBackend}, external: true},
+	{name: srvNginx, needs: []string{srvBackend}, external: true},
+	{name: srvSupergateway, external: true},
+	{name: srvMCPProxy, external: true},
 }
 
 func peerArgs(impl, mode string) []string {
@@ -86,11 +100,15 @@ const benchPipeline = 2
 
 // routerConfig is a router's configuration file: ephemeral ports, one backend, the admin
 // listener on (its /readyz tells when the backend is connected; /debug/pprof for
-// profiles), the backend's connections pipelined for srvRouterPipe.
-func routerConfig(server, backendURL string, pprof bool) string {
-	pipeline := ""
-	if server == srvRouterPipe {
-		pipeline = fmt.Sprintf("    pipeline: %d\n", benchPipeline)
+// profiles), the backend's connections pipelined for srvRouterPipe. backend is
+// mcpbackend's URL, or for srvRouterStdio the mcpbackend program run as its stdio child.
+func routerConfig(server, backend string, pprof bool) string {
+	target := "url: " + backend
+	switch server {
+	case srvRouterPipe:
+		target += fmt.Sprintf("\n    pipeline: %d", benchPipeline)
+	case srvRouterStdio:
+		target = fmt.Sprintf("command: [%s, stdio]", strconv.Quote(backend))
 	}
 	return fmt.Sprintf(`# written by bench/compare
 listen: 127.0.0.1:0
@@ -99,12 +117,14 @@ admin:
   pprof: %s
 backends:
   - name: %s
-    url: %s
-%s`, strconv.FormatBool(pprof), routerBackendName, backendURL, pipeline)
+    %s
+`, strconv.FormatBool(pprof), routerBackendName, target)
 }
 
 // isRouter reports whether a server is one of the router configurations.
-func isRouter(server string) bool { return server == srvRouter || server == srvRouterPipe }
+func isRouter(server string) bool {
+	return server == srvRouter || server == srvRouterPipe || server == srvRouterStdio
+}
 
 // Implementation families, for the goals that compare against "the fastest peer".
 const (
@@ -112,6 +132,10 @@ const (
 	familyGoSDK = "gosdk"
 	familyMCPGo = "mcpgo"
 	familyStub  = "stub"
+	// familyFloor: HTTP reverse proxies that know nothing of MCP, the floor of a hop.
+	familyFloor = "floor"
+	// familyBridge: the stdio bridges (a stdio server put on Streamable HTTP).
+	familyBridge = "bridge"
 )
 
 // targetSpec is one thing measured: an endpoint, the tool called there and the server
@@ -134,6 +158,11 @@ var targets = []targetSpec{
 	{name: TargetGoSDKSession, label: "official Go SDK, sessions, SSE replies", servers: []string{srvGoSDKSession}, tool: "echo", family: familyGoSDK},
 	{name: TargetMCPGoSession, label: "mcp-go, sessions, JSON replies", servers: []string{srvMCPGoSession}, tool: "echo", family: familyMCPGo},
 	{name: TargetMCPGoStateless, label: "mcp-go, stateless, JSON replies", servers: []string{srvMCPGoStateless}, tool: "echo", family: familyMCPGo},
+	{name: TargetHAProxy, label: "haproxy -> mcpbackend (keep-alive reverse proxy)", servers: []string{srvHAProxy, srvBackend}, tool: "echo", family: familyFloor},
+	{name: TargetNginx, label: "nginx -> mcpbackend (keep-alive reverse proxy)", servers: []string{srvNginx, srvBackend}, tool: "echo", family: familyFloor},
+	{name: TargetRouterStdio, label: "mcprouter -> mcpbackend stdio (CPU with its child)", servers: []string{srvRouterStdio}, tool: routerBackendName + "__echo", family: familyOurs},
+	{name: TargetSupergateway, label: "supergateway --stateful -> mcpbackend stdio (CPU with its children)", servers: []string{srvSupergateway}, tool: "echo", family: familyBridge},
+	{name: TargetMCPProxy, label: "mcp-proxy -> mcpbackend stdio (CPU with its children)", servers: []string{srvMCPProxy}, tool: "echo", family: familyBridge},
 }
 
 func targetByName(name string) *targetSpec {
