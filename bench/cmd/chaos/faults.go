@@ -24,39 +24,30 @@ const down = time.Second
 
 var faults = []fault{
 	{name: "kill web replica", play: func(c *cluster.Cluster, rng *rand.Rand, _ *options) (string, time.Time, error) {
-		w := c.Web[rng.IntN(len(c.Web))]
-		w.Proc.Kill()
-		time.Sleep(down)
-		err := w.Start()
-		return "SIGKILL " + w.Name + ", restarted", time.Now(), err
+		w := pick(rng, c.Web)
+		return killRestart(w.Name, w.Proc, w.Start)
 	}},
 	{name: "kill cli replica", play: func(c *cluster.Cluster, rng *rand.Rand, _ *options) (string, time.Time, error) {
-		r := c.Routers[rng.IntN(len(c.Routers))]
+		r := pick(rng, c.Routers)
 		kids := r.StdioChildren()
 		if len(kids) == 0 {
 			return "no stdio child of " + r.Name, time.Now(), nil
 		}
-		pid := kids[rng.IntN(len(kids))]
+		pid := pick(rng, kids)
 		// A child of a router this command started; the router restarts it.
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 		return fmt.Sprintf("SIGKILL stdio backend %d of %s", pid, r.Name), time.Now(), nil
 	}},
 	{name: "kill router", router: true, play: func(c *cluster.Cluster, rng *rand.Rand, _ *options) (string, time.Time, error) {
-		r := c.Routers[rng.IntN(len(c.Routers))]
-		r.Proc.Kill()
-		time.Sleep(down)
-		err := r.Start()
-		return "SIGKILL " + r.Name + ", restarted", time.Now(), err
+		r := pick(rng, c.Routers)
+		return killRestart(r.Name, r.Proc, r.Start)
 	}},
 	{name: "kill NATS node", play: func(c *cluster.Cluster, rng *rand.Rand, _ *options) (string, time.Time, error) {
-		n := c.NATS[rng.IntN(len(c.NATS))]
-		n.Proc.Kill()
-		time.Sleep(down)
-		err := n.Start()
-		return "SIGKILL " + n.Name + ", restarted", time.Now(), err
+		n := pick(rng, c.NATS)
+		return killRestart(n.Name, n.Proc, n.Start)
 	}},
 	{name: "pause web replica", play: func(c *cluster.Cluster, rng *rand.Rand, o *options) (string, time.Time, error) {
-		w := c.Web[rng.IntN(len(c.Web))]
+		w := pick(rng, c.Web)
 		pause := o.backendTimeout + time.Second
 		w.Proc.Signal(syscall.SIGSTOP)
 		time.Sleep(pause)
@@ -64,10 +55,22 @@ var faults = []fault{
 		return fmt.Sprintf("SIGSTOP %s for %v, SIGCONT", w.Name, pause), time.Now(), nil
 	}},
 	{name: "drop web connections", play: func(c *cluster.Cluster, rng *rand.Rand, _ *options) (string, time.Time, error) {
-		w := c.Web[rng.IntN(len(c.Web))]
+		w := pick(rng, c.Web)
 		n := w.Proxy.Drop()
 		return fmt.Sprintf("dropped %d connections of %s", n, w.Name), time.Now(), nil
 	}},
+}
+
+// pick is one element of s at random.
+func pick[T any](rng *rand.Rand, s []T) T { return s[rng.IntN(len(s))] }
+
+// killRestart is the shape of every kill of a process this command started: SIGKILL,
+// down for a while, started again; the fault clears when it is back.
+func killRestart(name string, p *cluster.Proc, start func() error) (string, time.Time, error) {
+	p.Kill()
+	time.Sleep(down)
+	err := start()
+	return "SIGKILL " + name + ", restarted", time.Now(), err
 }
 
 // played is one fault as it happened.

@@ -43,9 +43,7 @@ func main() {
 	os.Exit(run())
 }
 
-func logf(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, time.Now().Format("15:04:05 ")+format+"\n", args...)
-}
+var logf = cluster.Logf
 
 func run() int {
 	var o options
@@ -64,14 +62,13 @@ func run() int {
 	flag.StringVar(&o.out, "out", "", "results file whose \"## chaos\" section is written or replaced (e.g. bench/RESULTS.md)")
 	flag.Parse()
 
-	return cluster.Main("chaos", o.dir, o.keep, o.out, logf, func(ctx context.Context, dir string) (cluster.Outcome, error) {
+	return cluster.Main("chaos", o.dir, o.keep, o.out, logf, func(ctx context.Context, dir string) (cluster.Report, error) {
 		o.dir = dir
 		v, err := chaos(ctx, &o)
 		if err != nil {
-			return cluster.Outcome{}, err
+			return cluster.Report{}, err
 		}
-		table := v.table()
-		return cluster.Outcome{Table: table, Section: v.section(&o, table), Passed: v.passed()}, nil
+		return v.report(&o), nil
 	})
 }
 

@@ -112,30 +112,17 @@ func usageBack(b, a cluster.Usage) bool {
 		a.RSS <= b.RSS+b.RSS/4+32<<20
 }
 
-func (v *verdict) passed() bool { return v.checks().Passed() }
-
-// table renders the faults and the checks.
-func (v *verdict) table() string {
+// report is the run's summary, checks and command line.
+func (v *verdict) report(o *options) cluster.Report {
 	var b strings.Builder
 	counts := map[string]int{}
 	for _, f := range v.faults {
 		counts[f.kind]++
 	}
-	fmt.Fprintf(&b, "\ncapacity %.0f calls/s; offered %.0f/s; %d calls answered, %d failed; faults:", v.capacity, v.rate, v.rep.Requests, v.rep.Errors)
+	fmt.Fprintf(&b, "capacity %.0f calls/s; offered %.0f/s; %d calls answered, %d failed; faults:", v.capacity, v.rate, v.rep.Requests, v.rep.Errors)
 	for _, k := range slices.Sorted(maps.Keys(counts)) {
 		fmt.Fprintf(&b, " %s ×%d,", k, counts[k])
 	}
-	b.WriteString("\n\n")
-	v.checks().WriteTable(&b)
-	return b.String()
-}
-
-// section is the "## chaos" section of the results file.
-func (v *verdict) section(o *options, table string) string {
-	var b strings.Builder
-	b.WriteString("## chaos\n\n")
-	fmt.Fprintf(&b, "`go run ./bench/cmd/chaos -duration %v -every %v -share %g -seed %d -out bench/RESULTS.md` (%s):\n", o.duration, o.every, o.share, o.seed,
-		time.Now().UTC().Format("2006-01-02"))
-	b.WriteString(table)
-	return b.String()
+	return cluster.Report{Summary: strings.TrimSuffix(b.String(), ","), Checks: v.checks(),
+		Command: fmt.Sprintf("go run ./bench/cmd/chaos -duration %v -every %v -share %g -seed %d -out bench/RESULTS.md", o.duration, o.every, o.share, o.seed)}
 }

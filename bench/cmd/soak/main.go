@@ -16,7 +16,6 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
 	"os"
 	"path/filepath"
 	"time"
@@ -40,9 +39,7 @@ func main() {
 	os.Exit(run())
 }
 
-func logf(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, time.Now().Format("15:04:05 ")+format+"\n", args...)
-}
+var logf = cluster.Logf
 
 func run() int {
 	var o options
@@ -59,14 +56,13 @@ func run() int {
 	flag.BoolVar(&o.keep, "keep", false, "keep the working directory")
 	flag.StringVar(&o.out, "out", "", "results file whose \"## soak\" section is written or replaced (e.g. bench/RESULTS.md)")
 	flag.Parse()
-	return cluster.Main("soak", o.dir, o.keep, o.out, logf, func(ctx context.Context, dir string) (cluster.Outcome, error) {
+	return cluster.Main("soak", o.dir, o.keep, o.out, logf, func(ctx context.Context, dir string) (cluster.Report, error) {
 		o.dir = dir
 		v, err := soak(ctx, &o)
 		if err != nil {
-			return cluster.Outcome{}, err
+			return cluster.Report{}, err
 		}
-		table := v.table()
-		return cluster.Outcome{Table: table, Section: v.section(&o, table), Passed: v.passed()}, nil
+		return v.report(&o), nil
 	})
 }
 

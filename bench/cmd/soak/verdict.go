@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/mcprouter/mcprouter/bench/internal/cluster"
@@ -101,20 +100,12 @@ func flat(before, after, slack float64) bool {
 	return after <= before*(1+maxGrowth) || after-before <= slack
 }
 
-func (v *verdict) passed() bool { return v.checks().Passed() }
-
-func (v *verdict) table() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "\ncapacity %.0f calls/s; calls offered at %.0f/s for %v; p50 %s p99 %s over the run\n\n", v.capacity, v.rate, v.duration,
-		report.FormatUS(v.calls.Latency.P50), report.FormatUS(v.calls.Latency.P99))
-	v.checks().WriteTable(&b)
-	return b.String()
-}
-
-func (v *verdict) section(o *options, table string) string {
-	var b strings.Builder
-	b.WriteString("## soak\n\n")
-	fmt.Fprintf(&b, "`go run ./bench/cmd/soak -duration %v -share %g -out bench/RESULTS.md` (%s):\n", o.duration, o.share, time.Now().UTC().Format("2006-01-02"))
-	b.WriteString(table)
-	return b.String()
+// report is the run's summary, checks and command line.
+func (v *verdict) report(o *options) cluster.Report {
+	return cluster.Report{
+		Summary: fmt.Sprintf("capacity %.0f calls/s; calls offered at %.0f/s for %v; p50 %s p99 %s over the run", v.capacity, v.rate, v.duration,
+			report.FormatUS(v.calls.Latency.P50), report.FormatUS(v.calls.Latency.P99)),
+		Checks:  v.checks(),
+		Command: fmt.Sprintf("go run ./bench/cmd/soak -duration %v -share %g -out bench/RESULTS.md", o.duration, o.share),
+	}
 }

@@ -5,16 +5,38 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/mcprouter/mcprouter/bench/results"
 )
 
-// Outcome is what a long run ends with: its table, the results section around it, and
-// whether every check held.
-type Outcome struct {
-	Table, Section string
-	Passed         bool
+// Report is what a long run ends with: a paragraph of figures, the checks, and the
+// command line that reproduces the run (quoted in the results section).
+type Report struct {
+	Summary string
+	Checks  Checks
+	Command string
+}
+
+// Table is the summary and the checks as printed.
+func (r Report) Table() string {
+	var b strings.Builder
+	b.WriteString("\n" + r.Summary + "\n\n")
+	r.Checks.WriteTable(&b)
+	return b.String()
+}
+
+// Section is the "## name" section of the results file: the command line, the day it
+// ran, and the table.
+func (r Report) Section(name string, day time.Time) string {
+	return fmt.Sprintf("## %s\n\n`%s` (%s):\n%s", name, r.Command, day.UTC().Format("2006-01-02"), r.Table())
+}
+
+// Logf logs a line on stderr with the time of day, the long runs' progress log.
+func Logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, time.Now().Format("15:04:05 ")+format+"\n", args...)
 }
 
 // Main is the outline the long-run commands (chaos, soak) share: a working directory
@@ -22,7 +44,7 @@ type Outcome struct {
 // SIGTERM end, the table printed, the "## name" section written into out when set.
 // The directory is removed only when every check held and keep is false, so a failure
 // leaves its logs. It returns the exit code: 0 passed, 1 a check failed, 2 an error.
-func Main(name, dir string, keep bool, out string, logf func(string, ...any), run func(ctx context.Context, dir string) (Outcome, error)) int {
+func Main(name, dir string, keep bool, out string, logf func(string, ...any), run func(ctx context.Context, dir string) (Report, error)) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if dir == "" {
@@ -33,19 +55,19 @@ func Main(name, dir string, keep bool, out string, logf func(string, ...any), ru
 		}
 		dir = d
 	}
-	o, err := run(ctx, dir)
+	r, err := run(ctx, dir)
 	if err != nil {
 		logf("%s: %v (logs in %s)", name, err, dir)
 		return 2
 	}
-	fmt.Print(o.Table)
+	fmt.Print(r.Table())
 	if out != "" {
-		if err := results.WriteSection(out, "## "+name, o.Section); err != nil {
+		if err := results.WriteSection(out, "## "+name, r.Section(name, time.Now())); err != nil {
 			logf("%s: %v", name, err)
 			return 2
 		}
 	}
-	if !o.Passed {
+	if !r.Checks.Passed() {
 		logf("%s: FAILED; logs in %s", name, dir)
 		return 1
 	}
