@@ -34,8 +34,8 @@ type options struct {
 	share                                                 float64
 	sessions, subscribers, capSessions                    int
 	seed                                                  uint64
-	dir, out                                              string
-	keep                                                  bool
+	place                                                 cluster.Place
+	dir                                                   string // the working directory, once Main made it
 }
 
 func main() {
@@ -57,12 +57,10 @@ func run() int {
 	flag.IntVar(&o.capSessions, "capacity-sessions", 32, "closed-loop sessions of the capacity measurement")
 	flag.DurationVar(&o.capDuration, "capacity-duration", 5*time.Second, "length of the capacity measurement")
 	flag.Uint64Var(&o.seed, "seed", uint64(time.Now().UnixNano()), "random seed of the faults")
-	flag.StringVar(&o.dir, "dir", "", "working directory for binaries, configurations and logs (default: a temporary one, kept when a check fails)")
-	flag.BoolVar(&o.keep, "keep", false, "keep the working directory")
-	flag.StringVar(&o.out, "out", "", "results file whose \"## chaos\" section is written or replaced (e.g. bench/RESULTS.md)")
+	o.place.Flags("chaos")
 	flag.Parse()
 
-	return cluster.Main("chaos", o.dir, o.keep, o.out, logf, func(ctx context.Context, dir string) (cluster.Report, error) {
+	return cluster.Main("chaos", o.place, logf, func(ctx context.Context, dir string) (cluster.Report, error) {
 		o.dir = dir
 		v, err := chaos(ctx, &o)
 		if err != nil {

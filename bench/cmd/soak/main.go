@@ -30,8 +30,8 @@ type options struct {
 	share                                  float64
 	sessions, subscribers, routers         int
 	churnRate                              float64
-	dir, out                               string
-	keep                                   bool
+	place                                  cluster.Place
+	dir                                    string // the working directory, once Main made it
 }
 
 func main() {
@@ -52,11 +52,9 @@ func run() int {
 	flag.DurationVar(&o.timeout, "timeout", 10*time.Second, "per-call timeout")
 	flag.DurationVar(&o.sample, "sample", 5*time.Second, "how often the processes are measured")
 	flag.DurationVar(&o.capDuration, "capacity-duration", 5*time.Second, "length of the capacity measurement")
-	flag.StringVar(&o.dir, "dir", "", "working directory (default: a temporary one, kept when a check fails)")
-	flag.BoolVar(&o.keep, "keep", false, "keep the working directory")
-	flag.StringVar(&o.out, "out", "", "results file whose \"## soak\" section is written or replaced (e.g. bench/RESULTS.md)")
+	o.place.Flags("soak")
 	flag.Parse()
-	return cluster.Main("soak", o.dir, o.keep, o.out, logf, func(ctx context.Context, dir string) (cluster.Report, error) {
+	return cluster.Main("soak", o.place, logf, func(ctx context.Context, dir string) (cluster.Report, error) {
 		o.dir = dir
 		v, err := soak(ctx, &o)
 		if err != nil {

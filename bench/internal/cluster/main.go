@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -34,17 +35,33 @@ func (r Report) Section(name string, day time.Time) string {
 	return fmt.Sprintf("## %s\n\n`%s` (%s):\n%s", name, r.Command, day.UTC().Format("2006-01-02"), r.Table())
 }
 
+// Place is where a long run works and reports, the flags every long run takes: the
+// working directory (empty: a temporary one), whether to keep it when every check held,
+// and the results file whose section the run writes.
+type Place struct {
+	Dir, Out string
+	Keep     bool
+}
+
+// Flags registers -dir, -keep and -out on the command line for the run name.
+func (p *Place) Flags(name string) {
+	flag.StringVar(&p.Dir, "dir", "", "working directory for binaries, configurations and logs (default: a temporary one, kept when a check fails)")
+	flag.BoolVar(&p.Keep, "keep", false, "keep the working directory")
+	flag.StringVar(&p.Out, "out", "", "results file whose \"## "+name+"\" section is written or replaced (e.g. bench/RESULTS.md)")
+}
+
 // Logf logs a line on stderr with the time of day, the long runs' progress log.
 func Logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, time.Now().Format("15:04:05 ")+format+"\n", args...)
 }
 
 // Main is the outline the long-run commands (chaos, soak) share: a working directory
-// (a temporary one unless dir names one), the run under a context that SIGINT and
-// SIGTERM end, the table printed, the "## name" section written into out when set.
-// The directory is removed only when every check held and keep is false, so a failure
+// (a temporary one unless p.Dir names one), the run under a context that SIGINT and
+// SIGTERM end, the table printed, the "## name" section written into p.Out when set.
+// The directory is removed only when every check held and p.Keep is false, so a failure
 // leaves its logs. It returns the exit code: 0 passed, 1 a check failed, 2 an error.
-func Main(name, dir string, keep bool, out string, logf func(string, ...any), run func(ctx context.Context, dir string) (Report, error)) int {
+func Main(name string, p Place, logf func(string, ...any), run func(ctx context.Context, dir string) (Report, error)) int {
+	dir, keep, out := p.Dir, p.Keep, p.Out
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if dir == "" {

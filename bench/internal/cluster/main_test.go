@@ -20,7 +20,7 @@ func TestMainOutline(t *testing.T) {
 		return func(_ context.Context, dir string) (Report, error) { seen = dir; return r, err }
 	}
 	pass := Report{Summary: "figures", Checks: Checks{{What: "ok", Pass: true}}, Command: "go run ./x"}
-	if code := Main("x", "", false, out, logf, run(pass, nil)); code != 0 {
+	if code := Main("x", Place{Out: out}, logf, run(pass, nil)); code != 0 {
 		t.Fatalf("pass: exit %d", code)
 	}
 	if _, err := os.Stat(seen); !os.IsNotExist(err) {
@@ -30,13 +30,13 @@ func TestMainOutline(t *testing.T) {
 		t.Fatalf("pass: results file is %q", doc)
 	}
 	dir := t.TempDir()
-	if code := Main("x", dir, false, "", logf, run(Report{Checks: Checks{{What: "bad"}}}, nil)); code != 1 {
+	if code := Main("x", Place{Dir: dir}, logf, run(Report{Checks: Checks{{What: "bad"}}}, nil)); code != 1 {
 		t.Fatalf("fail: exit %d", code)
 	}
 	if _, err := os.Stat(dir); err != nil {
 		t.Fatalf("fail: %s not kept: %v", dir, err)
 	}
-	if code := Main("x", dir, false, "", logf, run(Report{}, errors.New("boom"))); code != 2 {
+	if code := Main("x", Place{Dir: dir}, logf, run(Report{}, errors.New("boom"))); code != 2 {
 		t.Fatalf("error: exit %d", code)
 	}
 }
