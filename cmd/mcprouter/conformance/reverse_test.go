@@ -1,0 +1,62 @@
+package conformance
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/mcprouter/mcprouter/internal/testbin"
+)
+
+// reverseExpectedFailures names the scenarios of the 2025 suites allowed to fail through
+// the router in front of the stateless conformance server, each with its reason; as
+// for expectedFailures, a listed scenario that passes fails the test. The four listed
+// fail against the stateless server alone too (both suites, a 2025 client straight to
+// it): their tools make the server-to-client request themselves (ServerSession's
+// CreateMessage, Elicit), which a server without sessions cannot send in either
+// generation; the tools that answer input_required instead (test_input_required_result_*)
+// are translated (router/fleet/reverse_test.go).
+var reverseExpectedFailures = map[string]string{
+	"tools-call-sampling":          statelessCannotAsk,
+	"tools-call-elicitation":       statelessCannotAsk,
+	"elicitation-sep1034-defaults": statelessCannotAsk,
+	"elicitation-sep1330-enums":    statelessCannotAsk,
+}
+
+// statelessCannotAsk is why a scenario whose tool sends a server-to-client request fails
+// behind a stateless backend.
+const statelessCannotAsk = "the stateless conformance server fails it alone: its tool sends a server-to-client request, which it cannot without a session"
+
+// TestConformanceReverse runs the 2025 suites (suites: the ones TestConformance runs
+// over HTTP and stdio backends) through the router in front of the Go SDK's conformance
+// server in stateless mode, pinned to 2026-07-28 (issue 12, translation the other way):
+// the suite's client holds a 2025 session with the router, which uses the backend
+// without one (server/discover, per-request _meta, subscriptions/listen) and turns the
+// backend's input_required results into sampling, elicitation and roots requests on the
+// client's session (router/fleet/reverse.go).
+func TestConformanceReverse(t *testing.T) {
+	testbin.Long(t, "starts processes and Node")
+	node := nodeDir(t)
+	router := testbin.Build(t, testbin.Router)
+	everything := testbin.BuildFixture(t, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server")
+
+	addr := freePort(t)
+	testbin.Start(t, testbin.Spec{Bin: everything, Args: []string{"-http", addr, "-stateless=true"}})
+	waitTCP(t, addr, 20*time.Second)
+	cfg := filepath.Join(t.TempDir(), "mcprouter.yaml")
+	yaml := fmt.Sprintf("listen: 127.0.0.1:0\nbackends:\n  - name: everything\n    prefix: \"\"\n    era: \"2026\"\n    url: http://%s/mcp\n", addr)
+	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := testbin.Start(t, testbin.Spec{Bin: router, Args: []string{"--config", cfg}, Ready: []string{"mcprouter listening"}})
+	if v := p.Log.Value("backend instance connected", "protocol"); v != "2026-07-28" {
+		t.Fatalf("the router speaks %q to the backend, want 2026-07-28:\n%s", v, p.Log)
+	}
+	for i := range suites {
+		t.Run(suites[i].name, func(t *testing.T) {
+			runSuite(t, node, "http://"+p.Addr()+"/mcp", suites[i], reverseExpectedFailures, 5*time.Minute)
+		})
+	}
+}
