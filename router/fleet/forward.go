@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/router"
+	"github.com/mcprouter/mcprouter/tracing"
 	"github.com/mcprouter/mcprouter/transport"
 	"github.com/mcprouter/mcprouter/transport/upstream"
 )
@@ -146,6 +147,9 @@ func (fw *forwarder) forward(e *entry) {
 		// The client's newest token, so that a per-client backend's exchanged token
 		// follows it when the one the session was opened with has expired.
 		ctx = upstream.WithClient(ctx, e.x.Principal)
+	}
+	if tr, ok := e.x.Trace.(*tracing.Request); ok { // the backend continues the trace (tracing.go)
+		ctx = traced(ctx, tr, c, bp)
 	}
 	if !fw.table.bind(e, c) { // cancelled before it left: nothing to tell the backend
 		cancel()
@@ -322,6 +326,9 @@ func (fw *forwarder) backendResponse(c *upConn, msg []byte, m *codec.Message) {
 
 // finish answers a settled client request with reply and releases it.
 func (fw *forwarder) finish(e *entry, reply []byte, outcome router.Outcome) {
+	if tr, ok := e.x.Trace.(*tracing.Request); ok {
+		tr.Answered(reply)
+	}
 	fw.rep.done(e, outcome)
 	x := e.x
 	e.x, x.Tag = nil, nil
