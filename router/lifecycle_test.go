@@ -37,11 +37,7 @@ func newTestRouter(t testing.TB, fleet Fleet) *Router {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-		defer cancel()
-		r.Close(ctx)
-	})
+	testwait.Cleanup(t, waitLimit, r.Close)
 	return r
 }
 

@@ -1,10 +1,11 @@
 // Package testwait holds the bounded waits that tests share: until a condition holds,
-// and for a value on a channel. Each is bounded by the duration the caller gives, so a
+// for a value on a channel, and for the shutdown of what a test started. Each is bounded by the duration the caller gives, so a
 // broken test fails instead of hanging. Only tests import it; any goroutine of a test
 // may call Poll, the others fail the test and so belong to its own goroutine.
 package testwait
 
 import (
+	"context"
 	"testing"
 	"time"
 )
@@ -52,4 +53,17 @@ func Recv[T any](tb testing.TB, what string, d time.Duration, ch <-chan T) T {
 		var zero T
 		return zero
 	}
+}
+
+// Cleanup registers stop (a server's Close or Shutdown) to run when the test ends, with
+// a context that ends after d, so that a shutdown that hangs is cut off after d instead
+// of hanging the test binary. Its error is logged, not failed on: the test is over.
+func Cleanup(tb testing.TB, d time.Duration, stop func(context.Context) error) {
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), d)
+		defer cancel()
+		if err := stop(ctx); err != nil {
+			tb.Logf("cleanup: %v", err)
+		}
+	})
 }

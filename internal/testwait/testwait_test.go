@@ -1,6 +1,8 @@
 package testwait
 
 import (
+	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -38,5 +40,21 @@ func TestRecv(t *testing.T) {
 	ch <- 7
 	if v := Recv(t, "the value", time.Second, ch); v != 7 {
 		t.Errorf("Recv = %d, want 7", v)
+	}
+}
+
+// Cleanup runs stop at the end of the test with a context that ends after the limit:
+// a stop that waits for its context returns once the limit has passed.
+func TestCleanup(t *testing.T) {
+	var err error
+	t.Run("inner", func(t *testing.T) {
+		Cleanup(t, 20*time.Millisecond, func(ctx context.Context) error {
+			<-ctx.Done()
+			err = ctx.Err()
+			return err
+		})
+	})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("stop saw %v, want the deadline", err)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcprouter/mcprouter/cmd/mcpbackend/server"
+	"github.com/mcprouter/mcprouter/internal/testwait"
 )
 
 // Wait bounds every wait of this package: generous on a busy machine, and never an
@@ -35,13 +36,7 @@ func Start(t testing.TB, cfg server.Config) *server.Server {
 	if err := s.Listen("127.0.0.1:0"); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), Wait)
-		defer cancel()
-		if err := s.Close(ctx); err != nil {
-			t.Logf("closing the backend: %v", err)
-		}
-	})
+	testwait.Cleanup(t, Wait, s.Close)
 	return s
 }
 

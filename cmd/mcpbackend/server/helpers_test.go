@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"encoding/json"
 	"path/filepath"
 	"sync"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/internal/golden"
+	"github.com/mcprouter/mcprouter/internal/testwait"
 )
 
 // waitLimit bounds every wait in the tests: generous, because the machine is shared, and
@@ -144,11 +144,7 @@ func newTestServer(t testing.TB, cfg Config) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-		defer cancel()
-		s.Close(ctx)
-	})
+	testwait.Cleanup(t, waitLimit, s.Close)
 	return s
 }
 

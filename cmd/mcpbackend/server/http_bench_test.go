@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcprouter/mcprouter/cmd/mcpbackend/mcpbackendtest"
 	"github.com/mcprouter/mcprouter/cmd/mcpbackend/server"
+	"github.com/mcprouter/mcprouter/internal/testwait"
 )
 
 const benchVersion = "2025-06-18"
@@ -142,10 +143,6 @@ func startSDKEcho(b *testing.B) string {
 	}
 	hs := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
 	go hs.Serve(ln)
-	b.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), mcpbackendtest.Wait)
-		defer cancel()
-		hs.Shutdown(ctx)
-	})
+	testwait.Cleanup(b, mcpbackendtest.Wait, hs.Shutdown)
 	return ln.Addr().String()
 }

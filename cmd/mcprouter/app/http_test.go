@@ -7,7 +7,6 @@ package app
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,6 +16,8 @@ import (
 
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttputil"
+
+	"github.com/mcprouter/mcprouter/internal/testwait"
 )
 
 // waitLimit bounds every wait of these tests.
@@ -55,11 +56,7 @@ func startMemAppLog(t testing.TB, cfg Config, log *slog.Logger) *memApp {
 	}
 	ln := fasthttputil.NewInmemoryListener()
 	a.Serve(ln)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-		defer cancel()
-		a.Shutdown(ctx)
-	})
+	testwait.Cleanup(t, waitLimit, a.Shutdown)
 	return &memApp{App: a, ln: ln}
 }
 

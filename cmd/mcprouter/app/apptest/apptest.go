@@ -4,12 +4,12 @@
 package apptest
 
 import (
-	"context"
 	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/mcprouter/mcprouter/cmd/mcprouter/app"
+	"github.com/mcprouter/mcprouter/internal/testwait"
 )
 
 // Start builds a router from cfg, waits up to wait for its backends' catalogs, and
@@ -23,11 +23,7 @@ func Start(tb testing.TB, cfg app.Config, log *slog.Logger, wait time.Duration) 
 	}
 	// Registered before Listen: a router that fails to listen is shut down too (its
 	// backends and NATS are running by then).
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), wait)
-		defer cancel()
-		a.Shutdown(ctx)
-	})
+	testwait.Cleanup(tb, wait, a.Shutdown)
 	a.Start(wait)
 	if err := a.Listen(); err != nil {
 		tb.Fatal(err)
