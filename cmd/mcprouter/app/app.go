@@ -39,6 +39,7 @@ type App struct {
 	// Auth authenticates MCP clients (not Enabled with auth.mode off).
 	Auth          *auth.Authenticator
 	observability // metrics and the admin listener (admin.go)
+	tracingState  // OpenTelemetry traces (tracing.go)
 	policyState   // the policy engine and its cluster-wide limits (policy.go)
 
 	ln     net.Listener
@@ -106,6 +107,10 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 		}
 	}
 	a.initMetrics(&rc)
+	if err := a.startTracing(&rc); err != nil {
+		bus.Close()
+		return nil, err
+	}
 	r, err := router.New(rc)
 	if err != nil {
 		bus.Close()
@@ -135,6 +140,7 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 		Auth:           a.Auth,
 		StatusOf:       router.StatusOf,
 		Audit:          auditLogger(log),
+		TraceHeaders:   rc.Tracer != nil,
 	}, a.Reg, r)
 	if err := a.watchMetrics(); err != nil {
 		bus.Close()
@@ -260,6 +266,7 @@ func (a *App) Shutdown(ctx context.Context) error {
 		}
 		a.stopPolicy()
 		a.Bus.Close()
+		a.stopTracing()
 		a.Auth.Close()
 		if stopped != nil {
 			if serr := <-stopped; serr != nil && err == nil {

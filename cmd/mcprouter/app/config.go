@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcprouter/mcprouter/router"
 	"github.com/mcprouter/mcprouter/router/policy"
+	"github.com/mcprouter/mcprouter/tracing"
 	"github.com/mcprouter/mcprouter/transport/auth"
 	"github.com/mcprouter/mcprouter/transport/natsbus"
 )
@@ -68,6 +69,9 @@ type Config struct {
 	// Policy says who may do what: CEL rules over the principal and the request, the
 	// lists filtered from them, MCP-aware rate limits, audit (router/policy, policy.go).
 	Policy policy.Config `yaml:"policy"`
+	// Tracing exports OpenTelemetry traces of client requests and backend calls over
+	// OTLP; off by default (the tracing package; OTEL_* variables fill in the rest).
+	Tracing tracing.Config `yaml:"tracing"`
 }
 
 // HealthConfig times the backends' health checks.
@@ -269,6 +273,9 @@ func (c *Config) Defaults() {
 func (c *Config) Validate() error {
 	if err := c.Policy.Validate(); err != nil {
 		return err // each problem says policy.rules[i] or policy.limits[i] itself
+	}
+	if err := c.Tracing.Validate(); err != nil {
+		return err
 	}
 	switch c.Stateless {
 	case router.StatelessAuto, router.StatelessOn, router.StatelessOff:
