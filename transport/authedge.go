@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"strconv"
 	"strings"
 	"time"
 
@@ -140,4 +141,24 @@ func tokenBound(opts *sse.PumpOptions, p *auth.Principal) {
 	if opts.MaxDuration == 0 || d < opts.MaxDuration {
 		opts.MaxDuration = d
 	}
+}
+
+// refusedWhole sets the status of a POST whose one message the handler refused whole
+// (Exchange.SetStatus): with 429, Retry-After in whole seconds, rounded up, from the
+// JSON-RPC error's data.retryAfterMs (RFC 9110 10.2.3), so that HTTP-level clients and
+// proxies back off as the JSON-RPC error says.
+func refusedWhole(ctx *fasthttp.RequestCtx, status int) {
+	ctx.SetStatusCode(status)
+	if status != fasthttp.StatusTooManyRequests {
+		return
+	}
+	var m codec.Message
+	if codec.Scan(ctx.Response.Body(), &m) != nil || m.Kind != codec.KindError {
+		return
+	}
+	ms, err := strconv.ParseInt(string(codec.Member(codec.Member(m.Error, "data"), "retryAfterMs")), 10, 64)
+	if err != nil || ms < 0 {
+		return
+	}
+	ctx.Response.Header.Set(fasthttp.HeaderRetryAfter, strconv.FormatInt((ms+999)/1000, 10))
 }

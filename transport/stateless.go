@@ -75,9 +75,11 @@ const (
 // goroutine without its locks. Calling it after Reply or Done is a no-op.
 func (x *Exchange) OnAbandon(fn func()) { x.call.onAbandon(fn) }
 
-// SetStatus sets the HTTP status of a stateless request's reply, for an answer whose
-// status the handler knows better than HTTPConfig.StatusOf can tell from its code. Call
-// it before Reply; other exchanges ignore it.
+// SetStatus sets the HTTP status of the JSON reply to a POST of one message (stateless
+// or of a session), for an answer whose status the handler knows better than
+// HTTPConfig.StatusOf can tell from its code: a request refused whole (403, or 429 with
+// Retry-After from the error's data.retryAfterMs, see refusedWhole). Call it before
+// Reply; batch elements, streamed replies and other transports ignore it.
 func (x *Exchange) SetStatus(status int) {
 	c := x.call
 	c.mu.Lock()

@@ -523,14 +523,12 @@ func (s *HTTPServer) await(ctx *fasthttp.RequestCtx, p *httpPost) {
 	}
 	ctx.SetContentType("application/json")
 	ctx.SetBody(c.appendBody(ctx.Response.Body()[:0]))
-	if p.stateless {
-		st := c.status
-		if st == 0 && s.cfg.StatusOf != nil {
-			st = s.cfg.StatusOf(ctx.Response.Body())
-		}
-		if st != 0 {
-			ctx.SetStatusCode(st)
-		}
+	st := c.status
+	if p.stateless && st == 0 && s.cfg.StatusOf != nil {
+		st = s.cfg.StatusOf(ctx.Response.Body())
+	}
+	if st != 0 && !c.batch {
+		refusedWhole(ctx, st)
 	}
 	c.mu.Unlock()
 	c.unref()
