@@ -22,20 +22,38 @@ import (
 // client is answered an input_required result whose requestState (sealed by
 // modern.Sealer: bound to the principal, the original request's digest and a TTL)
 // names this process, the entry and the round. The client's retry with inputResponses
-// is opened in routing (resume), the answer goes to the backend under its own id, and
+// is opened in routing (resume), the answers go to the backend under its own ids, and
 // the retry's exchange takes the entry over: it gets the result, or the next
 // input_required. A parked request no retry claims within its TTL is cancelled
 // upstream; a principal has at most max of them parked.
 //
-// One backend request at a time: a second one while the request is parked is refused
-// to the backend (a client answers one round before the next). A retry that lands on
-// another router process fails to open (each process seals with its own key) and is
-// refused with invalid params; forwarding it to the owner is not built.
+// Several asks for one call: a backend may ask more than one thing, in parallel (the Go
+// SDK's 2025 compatibility sends every entry of its inputRequests at once) or one after
+// the other. The first ask parks the call and opens a round; asks that arrive within
+// gatherWindow join it, so that parallel asks reach the client in one input_required,
+// as a 2026-07-28 server would have asked them. An ask that arrives after the round was
+// shown waits for the next one: the retry answering the round is then answered at once
+// with a new input_required (a new round, a new state) instead of taking the call over.
+// The retry must answer every ask of its round.
+//
+// A retry that lands on another router process fails to open (each process seals with
+// its own key) and is refused with invalid params; forwarding it to the owner is
+// mrtr_remote.go's job when the fleet is clustered.
 
-// parking is the book of parked requests. Who calls it: park from serverRequests on an
-// upstream connection's reader goroutine, resume from routing (Prepare, the retry's
-// order), expire on a timer's goroutine, cancelResumed from CancelRequest. Its lock is
-// held for no I/O; the table's shard lock decides who owns an entry.
+// gatherWindow is how long a round stays open for more asks after the first: long
+// enough for a backend's parallel asks (written by goroutines of the same process, a
+// few microseconds apart) to join, short beside the human or model round trip that
+// answers them.
+const gatherWindow = 20 * time.Millisecond
+
+// maxAsks bounds the asks one call may have waiting; a backend asking more is refused.
+const maxAsks = 16
+
+// parking is the book of parked requests. Who calls it: park and more from
+// serverRequests on an upstream connection's reader goroutine, resume from routing
+// (Prepare, the retry's order), show and expire on timers' goroutines, cancelResumed
+// from CancelRequest. Its lock is held for no I/O; it is taken before a shard lock of
+// the table, never after.
 type parking struct {
 	srv      *serverRequests // answers backends
 	life     *lifecycle
@@ -45,6 +63,7 @@ type parking struct {
 	sealer   *modern.Sealer
 	instance [8]byte // random: this process, in every state it seals
 	max      int     // per principal (Config.MaxServerRequests)
+	gather   time.Duration
 
 	mu      sync.Mutex
 	seq     uint64
@@ -52,16 +71,28 @@ type parking struct {
 	byPrinc map[string]int
 }
 
-// parked is one request waiting for its client's retry.
+// parked is one call waiting for its client's retry.
 type parked struct {
 	entryID   uint64
-	seq       uint64 // the round: a state of an earlier round no longer claims it
+	seq       uint64 // the round shown: a state of an earlier round no longer claims it
 	conn      *upConn
-	backendID []byte // the backend's request the retry answers
-	key       string // its key in inputRequests
-	method    string
 	principal string
+	digest    modern.Digest // of the original request, sealed in every round's state
+	caps      []byte        // the client's capabilities, for the asks that follow
+	shown     []ask         // the round the client was shown (or is gathering)
+	next      []ask         // asks that came after it was shown
+	x         *transport.Exchange
+	done      entry // what the Observer is told when x is answered
+	ttl       time.Duration
 	timer     *time.Timer
+}
+
+// ask is one backend request waiting for the client's answer.
+type ask struct {
+	key       string
+	method    string
+	backendID []byte
+	params    []byte
 }
 
 // payloadSize is the sealed payload: instance | entry id | round.
@@ -85,7 +116,7 @@ func newParking(srv *serverRequests, fwd *forwarder) *parking {
 		panic(err) // 32 bytes: cannot fail
 	}
 	p := &parking{srv: srv, life: srv.life, table: srv.table, fwd: fwd, stats: srv.stats, sealer: sealer, max: srv.max,
-		m: map[uint64]*parked{}, byPrinc: map[string]int{}}
+		gather: gatherWindow, m: map[uint64]*parked{}, byPrinc: map[string]int{}}
 	rand.Read(p.instance[:])
 	return p
 }
@@ -98,58 +129,122 @@ func principalKey(p *auth.Principal) string {
 	return p.Issuer + "\x00" + p.Subject
 }
 
-// park turns backend request m (raw msg) on c, made while handling the stateless
-// client request relID, into an input_required answer to that client; false when relID
-// is not a stateless request in flight (the caller refuses the backend's request).
+// newAsk copies backend request m into an ask with a fresh key; the caller holds p.mu.
+func (p *parking) newAsk(m *codec.Message) ask {
+	p.seq++
+	return ask{key: "input-" + strconv.FormatUint(p.seq, 10), method: string(m.Method),
+		backendID: append([]byte(nil), m.ID...), params: append([]byte(nil), m.Params...)}
+}
+
+// park turns backend request m on c, made while handling the stateless client request
+// relID, into an input_required answer to that client: the first ask parks the call and
+// opens a round, shown gatherWindow later; false when relID is not a stateless request
+// in flight (the caller refuses the backend's request).
 func (p *parking) park(c *upConn, relID uint64, m *codec.Message, ttl time.Duration) bool {
-	var principal string
-	var done entry // what the Observer is told of the answered round
+	p.mu.Lock()
+	var pk *parked
 	full := false
 	x := p.table.park(relID, func(e *entry) bool {
-		done = entry{kind: clientRequest, backend: e.backend, start: e.start, sent: e.sent}
-		principal = principalKey(e.x.Principal)
-		p.mu.Lock()
-		defer p.mu.Unlock()
+		principal := principalKey(e.x.Principal)
 		if p.byPrinc[principal] >= p.max {
 			full = true
 			return false
 		}
 		p.byPrinc[principal]++
+		pk = &parked{entryID: relID, conn: c, principal: principal, digest: modern.RequestDigest(&e.x.Msg), ttl: ttl,
+			done: entry{kind: clientRequest, backend: e.backend, start: e.start, sent: e.sent}}
+		if e.sess != nil {
+			pk.caps = append([]byte(nil), e.sess.ClientCapabilities()...)
+		}
 		return true
 	})
 	if x == nil {
+		p.mu.Unlock()
 		if full {
 			p.srv.answer(c, codec.AppendError(nil, m.ID, CodeSessionLimit, "mcprouter: the client already has "+strconv.Itoa(p.max)+" requests waiting for its input; "+string(m.Method)+" refused", nil))
 			return true
 		}
 		return false
 	}
-	p.mu.Lock()
-	p.seq++
-	pk := &parked{entryID: relID, seq: p.seq, conn: c, backendID: append([]byte(nil), m.ID...),
-		key: "input-" + strconv.FormatUint(p.seq, 10), method: string(m.Method), principal: principal}
+	x.Tag = nil
+	pk.x = x
+	pk.shown = append(pk.shown, p.newAsk(m))
 	p.m[relID] = pk
 	pk.timer = time.AfterFunc(ttl, func() { p.expire(relID, pk) })
 	p.mu.Unlock()
-
-	var payload [payloadSize]byte
-	copy(payload[:8], p.instance[:])
-	binary.BigEndian.PutUint64(payload[8:16], relID)
-	binary.BigEndian.PutUint64(payload[16:], pk.seq)
-	state := statePrefix + p.sealer.Seal(payload[:], principal, modern.RequestDigest(&x.Msg), ttl)
-	res := modern.AppendInputRequired(nil, []modern.InputRequest{{Key: pk.key, Method: pk.method, Params: m.Params}}, state)
-	if p.fwd.rep.on() {
-		done.x, done.recv = x, router.Now()
-		p.fwd.rep.done(&done, router.OutcomeOK)
-	}
-	x.Tag = nil
-	x.Reply(codec.AppendResult(nil, x.Msg.ID, res))
+	time.AfterFunc(p.gather, func() { p.show(pk) })
 	return true
 }
 
+// more adds backend request m on c to call relID when that call is parked (its client
+// has not retried yet): to the round being gathered, or to the next one. false when
+// relID is not parked here.
+func (p *parking) more(c *upConn, relID uint64, m *codec.Message) bool {
+	p.mu.Lock()
+	pk := p.m[relID]
+	if pk == nil || pk.conn != c {
+		p.mu.Unlock()
+		return false
+	}
+	var refuse []byte
+	switch capName := capabilityFor(string(m.Method)); {
+	case capName != "" && !hasMember(pk.caps, capName):
+		refuse = codec.AppendError(nil, m.ID, codec.CodeMethodNotFound, "client does not support "+string(m.Method)+" (no "+capName+" capability)", nil)
+	case len(pk.shown)+len(pk.next) >= maxAsks:
+		refuse = codec.AppendError(nil, m.ID, CodeSessionLimit, "mcprouter: the call already has "+strconv.Itoa(maxAsks)+" requests waiting for its client's input; "+string(m.Method)+" refused", nil)
+	case pk.x != nil:
+		pk.shown = append(pk.shown, p.newAsk(m))
+	default:
+		pk.next = append(pk.next, p.newAsk(m))
+	}
+	p.mu.Unlock()
+	if refuse != nil {
+		p.srv.answer(c, refuse)
+	}
+	return true
+}
+
+// show ends pk's gathering: the client is answered the round's input_required.
+func (p *parking) show(pk *parked) {
+	p.mu.Lock()
+	x := pk.x
+	if x == nil || p.m[pk.entryID] != pk {
+		p.mu.Unlock()
+		return // expired meanwhile: expire answered x
+	}
+	pk.x = nil
+	res := p.roundLocked(pk)
+	p.mu.Unlock()
+	if p.fwd.rep.on() {
+		pk.done.x, pk.done.recv = x, router.Now()
+		p.fwd.rep.done(&pk.done, router.OutcomeOK)
+	}
+	x.Reply(codec.AppendResult(nil, x.Msg.ID, res))
+}
+
+// roundLocked starts a new round of pk with its shown asks and returns the
+// input_required result showing them, with the round's sealed state; the caller holds
+// p.mu.
+func (p *parking) roundLocked(pk *parked) []byte {
+	p.seq++
+	pk.seq = p.seq
+	var payload [payloadSize]byte
+	copy(payload[:8], p.instance[:])
+	binary.BigEndian.PutUint64(payload[8:16], pk.entryID)
+	binary.BigEndian.PutUint64(payload[16:], pk.seq)
+	state := statePrefix + p.sealer.Seal(payload[:], pk.principal, pk.digest, pk.ttl)
+	reqs := make([]modern.InputRequest, len(pk.shown))
+	for i, a := range pk.shown {
+		reqs[i] = modern.InputRequest{Key: a.key, Method: a.method, Params: a.params}
+	}
+	return modern.AppendInputRequired(nil, reqs, state)
+}
+
 // resume takes a stateless client's retry carrying a requestState of the router's
-// (ours), in Prepare: the state is opened, the answer goes to the waiting backend
-// request and x takes the parked request over. Always false: x is answered here or by the request's settlement.
+// (ours), in Prepare: the state is opened, the answers go to the waiting backend
+// requests, and x takes the parked request over, or is answered the next round when
+// the backend asked more meanwhile. Always false: x is answered here or by the
+// request's settlement.
 func (p *parking) resume(s *router.Session, x *transport.Exchange, state []byte, rep *reporter) bool {
 	payload, err := p.sealer.Open(state[len(statePrefix):], principalKey(x.Principal), modern.RequestDigest(&x.Msg))
 	if err != nil {
@@ -162,30 +257,50 @@ func (p *parking) resume(s *router.Session, x *transport.Exchange, state []byte,
 		return rep.replyErr(x, codec.CodeInvalidParams, "Invalid params: requestState belongs to another router instance (forwarding retries between instances is not supported)")
 	}
 	id, seq := binary.BigEndian.Uint64(payload[8:16]), binary.BigEndian.Uint64(payload[16:])
-	p.mu.Lock()
-	pk := p.m[id]
-	if pk == nil || pk.seq != seq {
-		p.mu.Unlock()
-		x.SetStatus(http.StatusBadRequest)
-		return rep.replyErr(x, codec.CodeInvalidParams, "Invalid params: requestState was answered already or its request ended: send the original request again, without requestState")
-	}
-	answer := modern.InputResponse(x.Msg.Params, pk.key)
-	if answer == nil {
-		p.mu.Unlock()
-		x.SetStatus(http.StatusBadRequest)
-		return rep.replyErr(x, codec.CodeInvalidParams, "Invalid params: inputResponses has no answer for "+strconv.Quote(pk.key)+" ("+pk.method+")")
-	}
-	p.dropLocked(pk)
-	p.mu.Unlock()
 	var start int64
 	if rep.on() {
 		start = router.Started(x) // before x.Tag changes hands
 	}
-	if !p.table.claim(id, s, x, start) {
+	p.mu.Lock()
+	pk := p.m[id]
+	if pk == nil || pk.seq != seq || pk.x != nil {
+		p.mu.Unlock()
+		x.SetStatus(http.StatusBadRequest)
+		return rep.replyErr(x, codec.CodeInvalidParams, "Invalid params: requestState was answered already or its request ended: send the original request again, without requestState")
+	}
+	answers := make([][]byte, len(pk.shown))
+	for i, a := range pk.shown {
+		answers[i] = modern.InputResponse(x.Msg.Params, a.key)
+		if answers[i] == nil {
+			p.mu.Unlock()
+			x.SetStatus(http.StatusBadRequest)
+			return rep.replyErr(x, codec.CodeInvalidParams, "Invalid params: inputResponses has no answer for "+strconv.Quote(a.key)+" ("+a.method+")")
+		}
+	}
+	answered, conn := pk.shown, pk.conn
+	var next []byte
+	claimed := true
+	if len(pk.next) > 0 {
+		// The backend asked more after the round was shown: the retry is answered the
+		// next round, and the call stays parked.
+		pk.shown, pk.next = pk.next, nil
+		next = p.roundLocked(pk)
+		pk.timer.Reset(pk.ttl)
+	} else {
+		p.dropLocked(pk)
+		claimed = p.table.claim(id, s, x, start)
+	}
+	p.mu.Unlock()
+	if !claimed {
 		// Settled meanwhile (its connection was lost, the router is closing).
 		return rep.replyErr(x, CodeBackendUnavailable, "backend request ended while waiting for input")
 	}
-	p.srv.answer(pk.conn, codec.AppendResult(nil, pk.backendID, answer))
+	for i, a := range answered {
+		p.srv.answer(conn, codec.AppendResult(nil, a.backendID, answers[i]))
+	}
+	if next != nil {
+		return rep.reply(x, next)
+	}
 	return false
 }
 
@@ -198,7 +313,7 @@ func (p *parking) dropLocked(pk *parked) {
 	}
 }
 
-// expire ends pk when no retry claimed it in time: the backend's request is refused,
+// expire ends pk when no retry claimed it in time: the backend's requests are refused,
 // the client's request cancelled upstream, and the entry released.
 func (p *parking) expire(id uint64, pk *parked) {
 	p.mu.Lock()
@@ -207,14 +322,21 @@ func (p *parking) expire(id uint64, pk *parked) {
 		return
 	}
 	p.dropLocked(pk)
+	x, asks := pk.x, append(pk.shown, pk.next...)
+	pk.x = nil
 	p.mu.Unlock()
+	if x != nil {
+		p.fwd.rep.replyErr(x, CodeClientTimeout, "mcprouter: the backend's requests for input were not shown in time")
+	}
 	e := p.table.takeParked(id)
 	if e == nil {
 		return
 	}
 	p.stats.ServerRequestsExpired.Add(1)
 	if !p.life.ended() {
-		p.srv.answer(pk.conn, codec.AppendError(nil, pk.backendID, CodeClientTimeout, "mcprouter: the client did not retry with an answer to "+pk.method+" in time", nil))
+		for _, a := range asks {
+			p.srv.answer(pk.conn, codec.AppendError(nil, a.backendID, CodeClientTimeout, "mcprouter: the client did not retry with an answer to "+a.method+" in time", nil))
+		}
 		p.fwd.tellCancelled(e.conn, e.id)
 	}
 	p.fwd.release(e)
@@ -240,76 +362,6 @@ func (p *parking) cancelResumed(s *router.Session, clientID []byte) {
 			return
 		}
 	}
-}
-
-// park moves the sent stateless client request id to parked when may (called under the
-// shard lock) allows it, and returns its exchange, which the caller answers; nil when
-// id is not such a request.
-func (t *table) park(id uint64, may func(e *entry) bool) *transport.Exchange {
-	sh := t.shard(id)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	e := sh.m[id]
-	if e == nil || e.state != stateSent || e.kind != clientRequest || e.x == nil || !e.x.Stateless || !may(e) {
-		return nil
-	}
-	sh.unindex(e)
-	x := e.x
-	e.state, e.x, e.sess = stateParked, nil, nil
-	e.clientID, e.clientHash = "", 0
-	e.progress, e.origToken = false, nil // views into x's bytes
-	return x
-}
-
-// claim gives parked request id to the retry x of stateless session s, which the router
-// received at start (0: no Observer): it is sent again, with a fresh deadline, indexed
-// under the retry's id. false when it is no
-// longer parked.
-func (t *table) claim(id uint64, s *router.Session, x *transport.Exchange, start int64) bool {
-	sh := t.shard(id)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	e := sh.m[id]
-	if e == nil || e.state != stateParked {
-		return false
-	}
-	e.x, e.sess, e.state = x, s, stateSent
-	e.deadline = deadlineIn(e.backend.cfg.Timeout)
-	e.start, e.sent, e.recv = start, 0, 0 // the retry's timings: the Observer sees router time
-	if tok := x.Msg.ProgressToken; tok != nil {
-		e.progress, e.origToken = true, tok
-	}
-	if len(x.Msg.ID) > 0 {
-		e.clientID = string(x.Msg.ID)
-		e.clientHash = clientHash(s, e.clientID)
-		e.sameHash = sh.byClient[e.clientHash]
-		sh.byClient[e.clientHash] = e
-	}
-	x.Tag = e
-	return true
-}
-
-// takeParked settles parked request id as expired and returns it; nil when it is not
-// parked.
-func (t *table) takeParked(id uint64) *entry {
-	sh := t.shard(id)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	e := sh.m[id]
-	if e == nil || e.state != stateParked {
-		return nil
-	}
-	sh.settle(e, stateExpired)
-	return e
-}
-
-// parked reports whether request id is parked.
-func (t *table) parked(id uint64) bool {
-	sh := t.shard(id)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	e := sh.m[id]
-	return e != nil && e.state == stateParked
 }
 
 // count is the number of parked requests.

@@ -166,9 +166,12 @@ func (s *serverRequests) fromBackend(c *upConn, msg []byte, m *codec.Message, re
 	if relID != 0 {
 		s.table.with(relID, func(e *entry) { sess = e.sess })
 	}
-	if relID != 0 && sess == nil && s.table.parked(relID) {
-		s.answer(c, codec.AppendError(nil, m.ID, codec.CodeInternalError, "mcprouter: the 2026-07-28 client has not yet answered this request's previous "+method+"; the router translates one input request at a time", nil))
-		return
+	if relID != 0 && sess == nil && s.park != nil {
+		// A parked call asking more (mrtr.go); unless its retry claimed it meanwhile.
+		if s.park.more(c, relID, m) {
+			return
+		}
+		s.table.with(relID, func(e *entry) { sess = e.sess })
 	}
 	if sess == nil {
 		sess = c.owner
