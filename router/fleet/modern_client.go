@@ -32,9 +32,10 @@ func (f *Fleet) CancelRequest(s *router.Session, id []byte) {
 // ListCache implements router.StatelessFleet: the caching fields of a merged list. A
 // list built from several backends may be kept no longer than the shortest-lived part,
 // and is public only when every part is (never public from a private part); a backend
-// that said nothing (a 2025 one) counts as ttlMs 0 and private.
+// that said nothing (a 2025 one) counts as ttlMs 0 and private. A list filtered by a
+// policy is private (policy_endpoints.go).
 func (f *Fleet) ListCache(method []byte) modern.Cache {
-	return f.catalog.listCache(method)
+	return f.routes.pol.privateCache(f.catalog.listCache(method))
 }
 
 // listKey names one backend's list of one kind.

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,20 +21,20 @@ import (
 // Without a policy (SetPolicy never called) routing's field is nil and nothing here
 // runs.
 
-// SetPolicy makes the fleet decide requests and filter lists with e. Call it before
-// Start; later calls replace the engine (a policy reload: the requests already deciding
-// keep the old one). nil after a policy has been set allows everything again.
+// SetPolicy makes the fleet decide the main endpoint's requests and filter its lists
+// with e (nil: allow everything). The first call must come before Start (it installs
+// the policer, which a fleet that never had a policy does without); later calls swap
+// the engine atomically at run time (a policy reload: the requests already deciding
+// keep the old one) and send list_changed to exactly the sessions whose view of a list
+// changed (policy_endpoints.go).
 func (f *Fleet) SetPolicy(e *policy.Engine) {
-	if f.routes.pol == nil {
-		f.routes.pol = &policer{}
-		f.notices.pol = f.routes.pol
-	}
-	f.routes.pol.eng.Store(e)
+	f.setEngines(func(es *engines) { es.main = e })
 }
 
 // policer holds the engine and the Subjects of the principals it has seen.
 type policer struct {
-	eng atomic.Pointer[policy.Engine]
+	eng atomic.Pointer[engines] // nil until SetPolicy or SetEndpointPolicy
+	mu  sync.Mutex              // serialises the swaps of eng (setEngines)
 	// subjects maps the transport's *auth.Principal (one per token presented) to its
 	// Subject, made once per token rather than once per request. Bounded: past
 	// maxSubjects it starts afresh (a Subject is cheap to make again).
@@ -51,11 +52,25 @@ const maxSubjects = 1 << 14
 // subject returns the Subject of x's principal: the request's own (a stateless
 // request, or the token this request presented), else the session's.
 func (p *policer) subject(s *router.Session, x *transport.Exchange) *policy.Subject {
-	pr := x.Principal
-	if pr == nil && s != nil {
-		pr = s.Principal()
+	return p.subjectOf(principalOf(s, x))
+}
+
+// principalOf is who sent x: the request's own principal (a stateless request, or the
+// token this request presented), else the session's.
+func principalOf(s *router.Session, x *transport.Exchange) *auth.Principal {
+	if x.Principal == nil && s != nil {
+		return s.Principal()
 	}
-	return p.subjectOf(pr)
+	return x.Principal
+}
+
+// engine is the engine that decides x (nil: none): its principal's endpoint's.
+func (p *policer) engine(s *router.Session, x *transport.Exchange) *policy.Engine {
+	es := p.eng.Load()
+	if es == nil {
+		return nil
+	}
+	return es.engineFor(principalOf(s, x))
 }
 
 // subjectOf returns pr's Subject, the anonymous one for nil.
@@ -76,9 +91,10 @@ func (p *policer) subjectOf(pr *auth.Principal) *policy.Subject {
 }
 
 // admit decides x, routed to b: false when it was answered with a denial (-32017) or a
-// rate limit's refusal (-32018 with data.retryAfterMs), both audited.
+// rate limit's refusal (-32018 with data.retryAfterMs), both audited; a POST of that
+// one message is answered 403 or 429 (refuseWhole).
 func (p *policer) admit(rep *reporter, s *router.Session, x *transport.Exchange, b *backend) bool {
-	e := p.eng.Load()
+	e := p.engine(s, x)
 	if e == nil || !policy.Decided(string(x.Msg.Method)) {
 		return true
 	}
@@ -92,6 +108,7 @@ func (p *policer) admit(rep *reporter, s *router.Session, x *transport.Exchange,
 	d := e.Decide(sub, &in)
 	if !d.Allowed {
 		p.audit(e, s, x, &policy.Event{Subject: sub, Input: &in, Outcome: policy.OutcomeDenied, Decision: &d})
+		refuseWhole(x, http.StatusForbidden)
 		rep.replyErr(x, codec.CodePolicyDenied, d.Message(&in))
 		return false
 	}
@@ -106,11 +123,22 @@ func (p *policer) admit(rep *reporter, s *router.Session, x *transport.Exchange,
 		*bp = codec.AppendError((*bp)[:0], x.Msg.ID, codec.CodeRateLimited,
 			"rate limit "+quote(v.Limit)+" reached for "+string(x.Msg.Method), data)
 		rep.local(x, router.OutcomeError)
+		refuseWhole(x, http.StatusTooManyRequests)
 		x.Reply(*bp)
 		putBuf(bp)
 		return false
 	}
 	return true
+}
+
+// refuseWhole gives the HTTP reply to x the status of a refusal (403 denied, 429
+// limited, with Retry-After) when x is the only message of its POST: the whole HTTP
+// request is refused. A batch's elements are decided one by one and the batch is
+// answered 200 with each element's JSON-RPC error.
+func refuseWhole(x *transport.Exchange, status int) {
+	if !x.Batch {
+		x.SetStatus(status)
+	}
 }
 
 // audit writes a refusal's line; the lines of calls that went through are written

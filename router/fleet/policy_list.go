@@ -1,9 +1,12 @@
 package fleet
 
 import (
+	"slices"
+
 	"github.com/mcprouter/mcprouter/router"
 	"github.com/mcprouter/mcprouter/router/policy"
 	"github.com/mcprouter/mcprouter/transport"
+	"github.com/mcprouter/mcprouter/transport/auth"
 )
 
 // Filtered lists: a */list answered under a policy shows a principal the items a call
@@ -60,7 +63,7 @@ func (p *policer) list(rt *routing, s *router.Session, x *transport.Exchange, ca
 	if !ok {
 		return false
 	}
-	e := p.eng.Load()
+	e := p.engine(s, x)
 	if e == nil || !e.Filtering() {
 		return false
 	}
@@ -77,21 +80,22 @@ func (p *policer) list(rt *routing, s *router.Session, x *transport.Exchange, ca
 
 // changedFor says, for a list_changed notification (method) about catalog cur, which
 // sessions are to get it: those whose principal's view of the lists it covers differs
-// from the view of the catalog last notified (policy.Engine.Digest), so that a change
-// to tools a principal cannot use does not make its clients list again. nil: every
-// session (no policy that filters, or nothing known to compare with).
+// from the view of the catalog last notified (policy.Engine.Digest, under the engine of
+// the principal's endpoint), so that a change to tools a principal cannot use does not
+// make its clients list again. A session whose engine does not filter gets it. nil:
+// every session (no policy that filters, or nothing known to compare with).
 func (p *policer) changedFor(method string, cur *catalog) func(s *router.Session) bool {
 	changed := p.viewChange(method, cur)
 	if changed == nil {
 		return nil
 	}
-	return func(s *router.Session) bool { return changed(p.subjectOf(s.Principal())) }
+	return func(s *router.Session) bool { return changed(s.Principal()) }
 }
 
-// viewChange is changedFor by Subject: the verdict is worked out once per principal.
-func (p *policer) viewChange(method string, cur *catalog) func(*policy.Subject) bool {
-	e := p.eng.Load()
-	if e == nil || !e.Filtering() || cur == nil {
+// viewChange is changedFor by principal: the verdict is worked out once per principal.
+func (p *policer) viewChange(method string, cur *catalog) func(*auth.Principal) bool {
+	es := p.eng.Load()
+	if es == nil || !es.filtering() || cur == nil {
 		return nil
 	}
 	var kinds []kind
@@ -102,24 +106,27 @@ func (p *policer) viewChange(method string, cur *catalog) func(*policy.Subject) 
 			prevs = append(prevs, p.seen[k].Swap(cur))
 		}
 	}
-	for _, prev := range prevs {
-		if prev == nil {
-			return nil
-		}
-	}
-	if len(kinds) == 0 {
+	if len(kinds) == 0 || slices.Contains(prevs, nil) {
 		return nil
 	}
+	before := make([]*policyItems, len(prevs))
+	for i, prev := range prevs {
+		before[i] = policyItemsOf(prev)
+	}
 	now := p.itemsOf(cur)
-	verdicts := map[*policy.Subject]bool{}
-	return func(sub *policy.Subject) bool {
+	verdicts := map[*policy.Subject]bool{} // a Subject is one principal, of one endpoint
+	return func(pr *auth.Principal) bool {
+		e := es.engineFor(pr)
+		if e == nil || !e.Filtering() {
+			return true
+		}
+		sub := p.subjectOf(pr)
 		if v, ok := verdicts[sub]; ok {
 			return v
 		}
 		changed := false
 		for i, k := range kinds {
-			before := policyItemsOf(prevs[i])
-			if e.Digest(sub, before.items[k]) != e.Digest(sub, now.items[k]) {
+			if e.Digest(sub, before[i].items[k]) != e.Digest(sub, now.items[k]) {
 				changed = true
 				break
 			}

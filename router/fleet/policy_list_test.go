@@ -35,7 +35,7 @@ func testPolicer(t *testing.T) *policer {
 		t.Fatal(err)
 	}
 	p := &policer{}
-	p.eng.Store(e)
+	p.eng.Store(&engines{main: e})
 	return p
 }
 
@@ -44,8 +44,8 @@ func testPolicer(t *testing.T) *policer {
 // notification compares that list.
 func TestPolicyListChanged(t *testing.T) {
 	p := testPolicer(t)
-	alice := p.subjectOf(&auth.Principal{Subject: "alice"})
-	bob := p.subjectOf(&auth.Principal{Subject: "bob"})
+	alice := &auth.Principal{Subject: "alice"}
+	bob := &auth.Principal{Subject: "bob"}
 	const toolsChanged = "notifications/tools/list_changed"
 
 	if p.viewChange(toolsChanged, toolsCatalog(1, "a__echo", "a__x")) != nil {
