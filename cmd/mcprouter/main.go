@@ -45,7 +45,8 @@ func run(args []string) int {
 	fs := flag.NewFlagSet("mcprouter", flag.ContinueOnError)
 	listen := fs.String("listen", "", "address of the MCP endpoints (default 127.0.0.1:8080)")
 	adminListen := fs.String("admin", "", "address of the admin listener: /metrics, /healthz, /readyz, status page (default 127.0.0.1:8081; \"off\" disables)")
-	configPath := fs.String("config", "", "YAML configuration file")
+	configPath := fs.String("config", "", "YAML configuration file (read again on SIGHUP)")
+	watch := fs.Bool("watch-config", false, "read the configuration file again when it changes (reload.watch)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	logJSON := fs.Bool("log-json", false, "log as JSON lines")
 	var backends backendFlags
@@ -67,28 +68,42 @@ func run(args []string) int {
 	log := slog.New(h)
 	slog.SetDefault(log)
 
-	var cfg app.Config
-	if *configPath != "" {
-		c, err := app.LoadConfig(*configPath)
-		if err != nil {
-			log.Error("cannot load configuration", "file", *configPath, "err", err)
-			return 2
-		}
-		cfg = c
-	}
-	if *listen != "" {
-		cfg.Listen = *listen
-	}
-	if *adminListen != "" {
-		cfg.Admin.Listen = *adminListen
-	}
+	var flagBackends []app.BackendConfig
 	for _, b := range backends {
 		bc, err := app.ParseBackendFlag(b)
 		if err != nil {
 			log.Error("bad --backend", "value", b, "err", err)
 			return 2
 		}
-		cfg.Backends = append(cfg.Backends, bc)
+		flagBackends = append(flagBackends, bc)
+	}
+	// load reads the configuration with the flags over it: at start, and again at
+	// every reload, so that the flags keep their meaning.
+	load := func() (app.Config, error) {
+		var cfg app.Config
+		if *configPath != "" {
+			c, err := app.LoadConfig(*configPath)
+			if err != nil {
+				return cfg, err
+			}
+			cfg = c
+		}
+		if *listen != "" {
+			cfg.Listen = *listen
+		}
+		if *adminListen != "" {
+			cfg.Admin.Listen = *adminListen
+		}
+		if *watch {
+			cfg.Reload.Watch = true
+		}
+		cfg.Backends = append(cfg.Backends, flagBackends...)
+		return cfg, nil
+	}
+	cfg, err := load()
+	if err != nil {
+		log.Error("cannot load configuration", "file", *configPath, "err", err)
+		return 2
 	}
 
 	if *configPath == "" && len(backends) == 0 && len(cfg.Backends) == 0 {
@@ -112,6 +127,9 @@ func run(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	a.Start(10 * time.Second)
+	if *configPath != "" {
+		a.EnableReload(*configPath, load)
+	}
 
 	if stdio {
 		err := a.ServeStdio(ctx, os.Stdin, os.Stdout)

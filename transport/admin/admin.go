@@ -39,6 +39,10 @@ type Config struct {
 	// Ready reports whether the router should receive traffic: nil for ready, or why
 	// not. Nil means always ready.
 	Ready func() error
+	// Notes, when not nil, returns what /readyz's body adds whatever the verdict ("" for
+	// nothing): conditions worth an operator's eye that do not stop traffic, such as a
+	// refused configuration reload while the previous configuration keeps running.
+	Notes func() string
 	// Pprof serves /debug/pprof/. Off by default: profiles expose internals and cost CPU.
 	Pprof bool
 	// Status feeds the status page: called once, when the server starts serving (or
@@ -192,11 +196,22 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 	}
 	if s.cfg.Ready != nil {
 		if err := s.cfg.Ready(); err != nil {
-			plain(w, http.StatusServiceUnavailable, "not ready: "+err.Error()+"\n")
+			plain(w, http.StatusServiceUnavailable, "not ready: "+err.Error()+"\n"+s.notes())
 			return
 		}
 	}
-	plain(w, http.StatusOK, "ready\n")
+	plain(w, http.StatusOK, "ready\n"+s.notes())
+}
+
+// notes is Config.Notes' text as lines of /readyz's body.
+func (s *Server) notes() string {
+	if s.cfg.Notes == nil {
+		return ""
+	}
+	if n := s.cfg.Notes(); n != "" {
+		return n + "\n"
+	}
+	return ""
 }
 
 // pageCSP forbids the page anything beyond itself: its inline script and style, and

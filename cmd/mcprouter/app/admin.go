@@ -130,6 +130,7 @@ func (a *App) watchMetrics() error {
 		Addr:     a.cfg.Admin.Listen,
 		Gatherer: a.Prometheus,
 		Ready:    a.ready,
+		Notes:    a.reloadNote,
 		Pprof:    a.cfg.Admin.Pprof,
 		Status: func() func([]byte) []byte {
 			return a.Metrics.NewStatusFeed().AppendJSON

@@ -27,7 +27,8 @@ func fleetConfig(cfg *Config, log *slog.Logger, bus *natsbus.Bus) (fleet.Config,
 		bc := fleet.BackendConfig{
 			Name: b.Name, Prefix: *b.Prefix, Timeout: b.Timeout,
 			MaxConcurrency: b.MaxConcurrency, PerClient: b.Sessions == "per-client",
-			Era: map[string]fleet.Era{"2025": fleet.Era2025, "2026": fleet.Era2026}[b.Era],
+			Era:    map[string]fleet.Era{"2025": fleet.Era2025, "2026": fleet.Era2026}[b.Era],
+			Digest: backendDigest(&cfg.Backends[i]),
 		}
 		urls := b.URLs
 		if b.URL != "" {

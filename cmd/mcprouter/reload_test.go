@@ -1,0 +1,221 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcprouter/mcprouter/internal/testwait"
+)
+
+// reloadConfig writes a router configuration with the named stdio backends to path the
+// way editors and orchestrators do: a new file renamed over the old one. extra is
+// appended as is.
+func reloadConfig(t *testing.T, path string, backends []string, extra string) {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("admin:\n  listen: 127.0.0.1:0\nhealth:\n  interval: 200ms\nreload:\n  watch: true\n  debounce: 50ms\n")
+	b.WriteString(extra)
+	b.WriteString("backends:\n")
+	for _, name := range backends {
+		fmt.Fprintf(&b, "  - name: %s\n    command: [%q, stdio]\n    timeout: 20s\n", name, backendBin(t))
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readyz returns the admin /readyz status and body.
+func readyz(t *testing.T, admin string) (int, string) {
+	t.Helper()
+	c := http.Client{Timeout: testTimeout}
+	resp, err := c.Get(admin + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+// TestReloadUnderLoad: a client calls a backend that stays in a loop while the
+// configuration file is rewritten (a backend added, another removed, a setting that
+// needs a restart changed): no call to the backend that stays fails, the removed
+// backend's call in flight completes, the client hears list_changed and sees the new
+// tools and not the old ones. Then a configuration that does not validate (SIGHUP) is
+// refused: logged, shown in /readyz's body with readiness kept, the old configuration
+// still serving; the next good one clears it. The reloads are counted in /metrics.
+func TestReloadUnderLoad(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "mcprouter.yaml")
+	reloadConfig(t, path, []string{"keep", "gone"}, "")
+	p := startRouter(t, "--config", path)
+	admin := adminURL(t, p)
+
+	changed := make(chan struct{}, 16)
+	progress := make(chan struct{}, 64)
+	client := mcp.NewClient(&mcp.Implementation{Name: "reload", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		},
+		ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) {
+			select {
+			case progress <- struct{}{}:
+			default:
+			}
+		},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*testTimeout)
+	defer cancel()
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: p.url("/mcp"), MaxRetries: -1}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatalf("connect: %v\n%s", err, p.Log)
+	}
+	defer cs.Close()
+	if names, _ := toolNames(t, cs); !slices.Contains(names, "keep__echo") || !slices.Contains(names, "gone__echo") {
+		t.Fatalf("tools before the reload: %v\n%s", names, p.Log)
+	}
+
+	// The load: four callers of the backend that stays, until told to stop (and at
+	// most maxCalls calls each).
+	const maxCalls = 5000
+	var calls, failed atomic.Int64
+	var firstErr atomic.Value
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < maxCalls; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "keep__echo", Arguments: map[string]any{"text": "x"}})
+				calls.Add(1)
+				if err != nil || res.IsError {
+					failed.Add(1)
+					firstErr.CompareAndSwap(nil, fmt.Sprint(err, res))
+				}
+			}
+		}()
+	}
+	stopLoad := func() {
+		select {
+		case <-stop:
+		default:
+			close(stop)
+		}
+		wg.Wait()
+	}
+	defer stopLoad()
+
+	// A call to the backend about to be removed, in flight across the reload.
+	type outcome struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	inflight := make(chan outcome, 1)
+	go func() {
+		params := &mcp.CallToolParams{Name: "gone__progress", Arguments: map[string]any{"steps": 6, "intervalMs": 250}}
+		params.SetProgressToken("reload")
+		res, err := cs.CallTool(ctx, params)
+		inflight <- outcome{res, err}
+	}()
+	testwait.Recv(t, "progress of the call in flight", testTimeout, progress)
+
+	// The new configuration: gone removed, added added, and a setting only a restart
+	// changes.
+	reloadConfig(t, path, []string{"keep", "added"}, "sessions:\n  max: 77\n")
+	testwait.Recv(t, "list_changed after the reload", testTimeout, changed)
+	testwait.For(t, "the added backend's tools, the removed one's gone", testTimeout, func() bool {
+		names, _ := toolNames(t, cs)
+		return slices.Contains(names, "added__echo") && !slices.Contains(names, "gone__echo") &&
+			slices.Contains(names, "keep__echo")
+	})
+	o := testwait.Recv(t, "the removed backend's call in flight", testTimeout, inflight)
+	if o.err != nil || o.res.IsError {
+		t.Fatalf("the call in flight on the removed backend failed: %v %+v\n%s", o.err, o.res, p.Log)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "added__echo", Arguments: map[string]any{"text": "new"}})
+	if err != nil || res.IsError {
+		t.Fatalf("call to the added backend: %v %+v\n%s", err, res, p.Log)
+	}
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "gone__echo", Arguments: map[string]any{"text": "x"}}); err == nil && !res.IsError {
+		t.Fatalf("the removed backend still answers: %+v", res)
+	}
+	testwait.For(t, "the removed backend drained and closed", testTimeout, func() bool {
+		return p.Log.Contains("backend removed: drained and closed")
+	})
+	if !p.Log.Contains("settings=sessions") {
+		t.Errorf("the restart-only setting was not named in the log\n%s", p.Log)
+	}
+
+	// A configuration that does not validate, asked for by SIGHUP: refused, shown in
+	// /readyz with readiness kept, and the old configuration still serves.
+	reloadRaw(t, path, []byte("backends:\n  - name: x\n    url: ftp://nowhere\n"))
+	if err := p.Cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, "the refused reload in /readyz", testTimeout, func() bool {
+		code, body := readyz(t, admin)
+		return code == http.StatusOK && strings.Contains(body, "reload refused") && strings.Contains(body, "ftp://nowhere")
+	})
+	testwait.For(t, "the SIGHUP reload refused too", testTimeout, func() bool {
+		return p.Log.Contains("trigger=SIGHUP")
+	})
+	if !p.Log.Contains("configuration reload refused") {
+		t.Errorf("the refusal was not logged\n%s", p.Log)
+	}
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "added__echo", Arguments: map[string]any{"text": "still"}}); err != nil || res.IsError {
+		t.Fatalf("the running configuration stopped serving after a refused reload: %v %+v\n%s", err, res, p.Log)
+	}
+	// The next good configuration clears it.
+	reloadConfig(t, path, []string{"keep", "added"}, "")
+	testwait.For(t, "readyz cleared by the next good reload", testTimeout, func() bool {
+		code, body := readyz(t, admin)
+		return code == http.StatusOK && !strings.Contains(body, "refused")
+	})
+
+	stopLoad()
+	if calls.Load() == 0 || failed.Load() != 0 {
+		t.Fatalf("calls to the backend that stayed: %d, %d failed (first: %v)\n%s", calls.Load(), failed.Load(), firstErr.Load(), p.Log)
+	}
+	if v := gaugeValue(t, admin+"/metrics", `mcprouter_config_reloads_total{outcome="success"}`); v < 2 {
+		t.Errorf("successful reloads counted: %v, want at least 2", v)
+	}
+	if v := gaugeValue(t, admin+"/metrics", `mcprouter_config_reloads_total{outcome="failure"}`); v < 1 {
+		t.Errorf("refused reloads counted: %v, want at least 1", v)
+	}
+	t.Logf("%d calls to the backend that stayed during the reloads, none failed", calls.Load())
+}
+
+// reloadRaw puts data at path by a rename, like reloadConfig.
+func reloadRaw(t *testing.T, path string, data []byte) {
+	t.Helper()
+	if err := os.WriteFile(path+".tmp", data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path+".tmp", path); err != nil {
+		t.Fatal(err)
+	}
+}
