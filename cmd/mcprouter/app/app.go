@@ -20,6 +20,7 @@ import (
 	"github.com/mcprouter/mcprouter/transport/auth"
 	"github.com/mcprouter/mcprouter/transport/logsafe"
 	"github.com/mcprouter/mcprouter/transport/natsbus"
+	"github.com/mcprouter/mcprouter/transport/readahead"
 	"github.com/mcprouter/mcprouter/transport/sse"
 	"github.com/mcprouter/mcprouter/workers"
 )
@@ -191,7 +192,7 @@ func (a *App) Serve(ln net.Listener) {
 	a.ln = ln
 	a.srv = a.newServer()
 	a.served = make(chan error, 1)
-	go func() { a.served <- a.srv.Serve(ln) }()
+	go func() { a.served <- a.srv.Serve(readahead.Listen(ln)) }() // one read per request (transport/readahead)
 }
 
 // rejectRequest answers a request fasthttp refused before any handler saw it: a body
