@@ -42,6 +42,7 @@ type App struct {
 	observability // metrics and the admin listener (admin.go)
 	tracingState  // OpenTelemetry traces (tracing.go)
 	policyState   // the policy engine and its cluster-wide limits (policy.go)
+	reloadState   // live configuration reload (reload.go)
 
 	ln     net.Listener
 	srv    *fasthttp.Server
@@ -59,6 +60,7 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 		log = slog.Default()
 	}
 	a := &App{cfg: cfg, log: log}
+	a.lastSuccess.Store(time.Now().UnixNano())
 	authn, err := startAuth(&cfg, log)
 	if err != nil {
 		return nil, err
@@ -73,6 +75,7 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 	// The router and the fleet log per-request warnings a client can provoke at will:
 	// a few a second at most, with the count of those dropped.
 	reqLog := logsafe.LimitWarnings(log, 10, 50)
+	a.reqLog = reqLog
 	rc := router.Config{
 		Name: "mcprouter", Version: Version, Logger: reqLog, Stateless: cfg.Stateless,
 		Workers: workers.Config{Shards: cfg.Workers.Shards, QueueDepth: cfg.Workers.QueueDepth, PoolSize: cfg.Workers.PoolSize},
@@ -148,6 +151,11 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 		return nil, err
 	}
 	if err := a.startPolicy(log); err != nil {
+		bus.Close()
+		return nil, err
+	}
+	if err := a.registerReloadMetrics(); err != nil {
+		a.stopPolicy()
 		bus.Close()
 		return nil, err
 	}
@@ -240,6 +248,7 @@ func (a *App) Shutdown(ctx context.Context) error {
 	var err error
 	a.once.Do(func() {
 		a.stopping.Store(true) // /readyz turns away new traffic while the rest drains
+		a.stopReload()         // no reload starts now, and one under way is over
 		grace, cancel := context.WithTimeout(ctx, a.cfg.ShutdownGrace)
 		defer cancel()
 		// Stop accepting connections at once (the listener closes; idle keep-alive

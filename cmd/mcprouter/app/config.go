@@ -72,6 +72,8 @@ type Config struct {
 	// Tracing exports OpenTelemetry traces of client requests and backend calls over
 	// OTLP; off by default (the tracing package; OTEL_* variables fill in the rest).
 	Tracing tracing.Config `yaml:"tracing"`
+	// Reload says when the configuration file is read again besides SIGHUP (reload.go).
+	Reload ReloadConfig `yaml:"reload"`
 }
 
 // HealthConfig times the backends' health checks.
@@ -252,6 +254,7 @@ func (c *Config) Defaults() {
 		c.ShutdownGrace = 10 * time.Second
 	}
 	c.Admin.defaults(c.Listen)
+	c.Reload.defaults()
 	c.Connections.defaults()
 	c.authDefaults()
 	for i := range c.Backends {
@@ -329,6 +332,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.Admin.validate(c.Listen); err != nil {
+		return err
+	}
+	if err := c.Reload.validate(); err != nil {
 		return err
 	}
 	if err := c.validateEdge(); err != nil {
