@@ -48,14 +48,7 @@ func TestProcessStdio(t *testing.T) {
 // stdin open and silent (a read of stdin cannot be interrupted).
 func TestProcessStdioSignal(t *testing.T) {
 	cmd := exec.Command(testbin.Build(t, testbin.Backend), "stdio", "--tick", "0")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
+	stdin, stdout := testbin.Pipes(t, cmd)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

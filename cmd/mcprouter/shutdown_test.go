@@ -136,14 +136,7 @@ func (p *stdioProc) Exited() <-chan struct{} { return p.exited }
 func startStdio(t *testing.T, args ...string) *stdioProc {
 	t.Helper()
 	cmd := exec.Command(routerBin(t), append([]string{"stdio"}, args...)...)
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
+	in, out := testbin.Pipes(t, cmd)
 	p := &stdioProc{Cmd: cmd, in: in, out: bufio.NewScanner(out), Log: new(testbin.Log), exited: make(chan struct{})}
 	cmd.Stderr = p.Log
 	if err := cmd.Start(); err != nil {

@@ -189,3 +189,19 @@ func (p *Proc) Stop(d time.Duration) bool {
 	p.Kill()
 	return false
 }
+
+// Pipes connects the standard input and output of cmd, not yet started, for a test
+// that speaks to the process over stdio (a stdio backend, the router's stdio mode),
+// failing the test when either pipe cannot be made.
+func Pipes(tb testing.TB, cmd *exec.Cmd) (stdin io.WriteCloser, stdout io.ReadCloser) {
+	tb.Helper()
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	stdout, err = cmd.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return stdin, stdout
+}
