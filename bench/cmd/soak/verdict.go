@@ -106,6 +106,6 @@ func (v *verdict) report(o *options) cluster.Report {
 		Summary: fmt.Sprintf("capacity %.0f calls/s; calls offered at %.0f/s for %v; p50 %s p99 %s over the run", v.capacity, v.rate, v.duration,
 			report.FormatUS(v.calls.Latency.P50), report.FormatUS(v.calls.Latency.P99)),
 		Checks:  v.checks(),
-		Command: fmt.Sprintf("go run ./bench/cmd/soak -duration %v -share %g -out bench/RESULTS.md", o.duration, o.share),
+		Command: fmt.Sprintf("go run ./bench/cmd/soak -duration %v -warmup %v -share %g -out bench/RESULTS.md", o.duration, o.warmup, o.share),
 	}
 }
