@@ -35,6 +35,16 @@ func newAuthServer(t *testing.T, o serverOpts) (*testServer, *testio.Buffer) {
 	t.Helper()
 	cfg := auth.Config{Mode: auth.ModeBearer, Resource: "http://127.0.0.1/mcp",
 		BearerTokens: []auth.BearerToken{{Principal: "alice", SHA256: sha256Hex(aliceToken)}, {Principal: "bob", SHA256: sha256Hex(bobToken)}}}
+	logs := &testio.Buffer{}
+	o.cfg.Auth = newAuth(t, cfg)
+	o.cfg.Audit = slog.New(slog.NewTextHandler(logs, nil))
+	return newTestServer(t, o), logs
+}
+
+// newAuth is the authenticator of cfg, defaulted and validated as the router's
+// configuration does, closed at the end of the test.
+func newAuth(t *testing.T, cfg auth.Config) *auth.Authenticator {
+	t.Helper()
 	cfg.Defaults()
 	if err := cfg.Validate(true); err != nil {
 		t.Fatal(err)
@@ -44,10 +54,7 @@ func newAuthServer(t *testing.T, o serverOpts) (*testServer, *testio.Buffer) {
 		t.Fatal(err)
 	}
 	t.Cleanup(a.Close)
-	logs := &testio.Buffer{}
-	o.cfg.Auth = a
-	o.cfg.Audit = slog.New(slog.NewTextHandler(logs, nil))
-	return newTestServer(t, o), logs
+	return a
 }
 
 // as adds the Authorization header of token to h (a copy).

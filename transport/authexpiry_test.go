@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"context"
 	"io"
 	"testing"
 	"time"
@@ -16,16 +15,7 @@ import (
 func TestStreamEndsWithItsToken(t *testing.T) {
 	op := authtest.Start(t, authtest.Options{})
 	cfg := auth.Config{Mode: auth.ModeJWT, Resource: "http://127.0.0.1/mcp", Issuer: op.Issuer, ClockSkew: time.Millisecond}
-	cfg.Defaults()
-	if err := cfg.Validate(true); err != nil {
-		t.Fatal(err)
-	}
-	a, err := auth.New(context.Background(), cfg, auth.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(a.Close)
-	ts := newTestServer(t, serverOpts{cfg: HTTPConfig{Auth: a}})
+	ts := newTestServer(t, serverOpts{cfg: HTTPConfig{Auth: newAuth(t, cfg)}})
 	exp := time.Now().Add(3 * time.Second)
 	tok := op.Token(authtest.Claims{Subject: "alice", Audience: []string{cfg.Resource}, Expiry: exp})
 	sid := ts.initializeAs(tok, "2025-06-18")
