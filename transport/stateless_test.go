@@ -108,7 +108,13 @@ func startStateless(t *testing.T, streamAfter time.Duration) (*statelessHandler,
 
 func statelessPost(t *testing.T, cl *http.Client, body string, headers map[string]string) *http.Response {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", strings.NewReader(body))
+	return statelessPostCtx(t, context.Background(), cl, body, headers)
+}
+
+// statelessPostCtx is statelessPost whose request ends with ctx: a client that leaves.
+func statelessPostCtx(t *testing.T, ctx context.Context, cl *http.Client, body string, headers map[string]string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://127.0.0.1/mcp", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set(HeaderProtocolVersion, "stateless-1")
@@ -197,14 +203,7 @@ func TestStatelessStream(t *testing.T) {
 func TestStatelessAbandon(t *testing.T) {
 	h, cl := startStateless(t, -1)
 	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://127.0.0.1/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"wait"}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set(HeaderProtocolVersion, "stateless-1")
-	resp, err := cl.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := statelessPostCtx(t, ctx, cl, `{"jsonrpc":"2.0","id":1,"method":"wait"}`, nil)
 	line, err := bufio.NewReader(resp.Body).ReadString('}') // the first event is there
 	if err != nil || !strings.Contains(line, "notifications/progress") {
 		t.Fatalf("first event: %q %v", line, err)
@@ -239,14 +238,7 @@ func TestStatelessGetDelete(t *testing.T) {
 func TestStatelessSlowReply(t *testing.T) {
 	h, cl := startStateless(t, 20*time.Millisecond)
 	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://127.0.0.1/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"slow"}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set(HeaderProtocolVersion, "stateless-1")
-	resp, err := cl.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := statelessPostCtx(t, ctx, cl, `{"jsonrpc":"2.0","id":1,"method":"slow"}`, nil)
 	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
 		t.Fatalf("slow reply as %q, want a stream", ct)
 	}
