@@ -43,6 +43,7 @@ type App struct {
 	tracingState  // OpenTelemetry traces (tracing.go)
 	policyState   // the policy engine and its cluster-wide limits (policy.go)
 	reloadState   // live configuration reload (reload.go)
+	vservers      // the virtual servers (vserver_serve.go)
 
 	ln     net.Listener
 	srv    *fasthttp.Server
@@ -129,7 +130,7 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 	if len(cfg.Security.AllowedOrigins) > 0 {
 		rules.AllowedOrigins = cfg.Security.AllowedOrigins
 	}
-	a.HTTP = transport.NewHTTPServer(transport.HTTPConfig{
+	hc := transport.HTTPConfig{
 		Rules:          rules,
 		MaxBatch:       cfg.Limits.MaxBatch,
 		Stream:         sse.StreamConfig{RingBytes: cfg.Streams.RingBytes, QueueBytes: cfg.Streams.QueueBytes, Stats: a.StreamStats},
@@ -145,7 +146,8 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 		StatusOf:       router.StatusOf,
 		Audit:          auditLogger(log),
 		TraceHeaders:   rc.Tracer != nil,
-	}, a.Reg, r)
+	}
+	a.HTTP = transport.NewHTTPServer(hc, a.Reg, r)
 	if err := a.watchMetrics(); err != nil {
 		bus.Close()
 		return nil, err
@@ -155,6 +157,11 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 		return nil, err
 	}
 	if err := a.registerReloadMetrics(); err != nil {
+		a.stopPolicy()
+		bus.Close()
+		return nil, err
+	}
+	if err := a.startVServers(hc, log); err != nil {
 		a.stopPolicy()
 		bus.Close()
 		return nil, err
@@ -169,16 +176,19 @@ func (a *App) Handler() fasthttp.RequestHandler {
 	p := a.cfg.Paths
 	h := mcphttp.Handler(a.HTTP, mcphttp.Paths{MCP: p.MCP, SSE: p.SSE, Message: p.Message},
 		"not found: the MCP endpoint is "+p.MCP)
-	if !a.Auth.Enabled() {
-		return h
+	if a.Auth.Enabled() {
+		h = withMetadata(h, a.HTTP, a.HTTP.MetadataPaths(p.MCP))
 	}
-	return withMetadata(h, a.HTTP, a.HTTP.MetadataPaths(p.MCP))
+	return a.withVServers(h)
 }
 
 // Start connects the backends, waiting up to wait for their catalogs.
 func (a *App) Start(wait time.Duration) {
 	if a.Fleet != nil {
 		a.Fleet.Start(wait)
+	}
+	if a.load != nil {
+		a.startReload()
 	}
 }
 
@@ -271,6 +281,7 @@ func (a *App) Shutdown(ctx context.Context) error {
 		}
 		a.HTTP.Shutdown()
 		a.Reg.Close()
+		a.stopVServers()
 		if a.Fleet != nil {
 			a.Fleet.Close()
 		}

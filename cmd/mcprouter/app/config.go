@@ -74,6 +74,9 @@ type Config struct {
 	Tracing tracing.Config `yaml:"tracing"`
 	// Reload says when the configuration file is read again besides SIGHUP (reload.go).
 	Reload ReloadConfig `yaml:"reload"`
+	// VirtualServers are more MCP endpoints, each at <paths.mcp>/<name> with its own
+	// backends and tools, auth and policy (vserver.go).
+	VirtualServers []VirtualServer `yaml:"virtual_servers"`
 }
 
 // HealthConfig times the backends' health checks.
@@ -257,6 +260,7 @@ func (c *Config) Defaults() {
 	c.Reload.defaults()
 	c.Connections.defaults()
 	c.authDefaults()
+	c.vserverDefaults()
 	for i := range c.Backends {
 		b := &c.Backends[i]
 		defInt(&b.Instances, 1)
@@ -338,6 +342,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.validateEdge(); err != nil {
+		return err
+	}
+	if err := c.validateVServers(); err != nil {
 		return err
 	}
 	seen := map[string]bool{}

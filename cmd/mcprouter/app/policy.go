@@ -42,10 +42,17 @@ func (a *App) startPolicy(log *slog.Logger) error {
 			return fmt.Errorf("metrics: %w", err)
 		}
 	}
-	if !hasPolicy(&cfg) || a.Fleet == nil {
+	if a.Fleet == nil {
 		if hasPolicy(&cfg) {
 			log.Warn("policy: no backends, nothing to decide")
 		}
+		return nil
+	}
+	if !hasPolicy(&cfg) {
+		// No engine, but the fleet's policer is in place, so that a reload can swap
+		// one in at run time (Fleet.SetPolicy); until then a request pays one load.
+		a.Fleet.SetPolicy(nil)
+		a.installAudit()
 		return nil
 	}
 	e, err := policy.New(cfg, policy.Options{Logger: log})
@@ -63,11 +70,21 @@ func (a *App) startPolicy(log *slog.Logger) error {
 		}
 		a.policyState.Sync = s
 	}
-	if cfg.Audit {
-		a.Fleet.SetObserver(&auditObserver{next: a.Router.Observer(), eng: e, subject: a.Fleet.SubjectOf,
+	a.installAudit()
+	return nil
+}
+
+// installAudit puts the audit observer in front of the router's when the main policy or
+// a virtual server's asks for audit: true.
+func (a *App) installAudit() {
+	want := a.cfg.Policy.Audit
+	for _, v := range a.cfg.VirtualServers {
+		want = want || v.Policy.Audit
+	}
+	if want {
+		a.Fleet.SetObserver(&auditObserver{next: a.Router.Observer(), engine: a.Fleet.PolicyFor, subject: a.Fleet.SubjectOf,
 			backends: a.Fleet.BackendNames()})
 	}
-	return nil
 }
 
 // stopPolicy stops sharing the limits (after a last publish).
@@ -83,7 +100,7 @@ func (a *App) stopPolicy() {
 // not written twice.
 type auditObserver struct {
 	next     router.Observer
-	eng      *policy.Engine
+	engine   func(*auth.Principal) *policy.Engine // the engine of the principal's endpoint
 	subject  func(*auth.Principal) *policy.Subject
 	backends []string
 }
@@ -105,6 +122,10 @@ func (o *auditObserver) RequestDone(x *transport.Exchange, backend int, out rout
 	if pr == nil && x.Session != nil {
 		pr = x.Session.Principal()
 	}
+	eng := o.engine(pr)
+	if eng == nil {
+		return
+	}
 	ev := policy.Event{Subject: o.subject(pr), Input: &in, Outcome: policy.OutcomeOK}
 	if out != router.OutcomeOK {
 		ev.Outcome = policy.OutcomeError
@@ -115,7 +136,7 @@ func (o *auditObserver) RequestDone(x *transport.Exchange, backend int, out rout
 	if start != 0 {
 		ev.Latency = time.Duration(router.Now() - start)
 	}
-	o.eng.Audit(context.Background(), &ev)
+	eng.Audit(context.Background(), &ev)
 }
 
 // policyCollector exports the policy's counters:

@@ -1,0 +1,264 @@
+package main
+
+// End-to-end tests of virtual servers (issue 14): one mcprouter process in front of two
+// reference backends serves its main endpoint and two more, /mcp/team-a (backend a
+// without a__fail, static bearer tokens) and /mcp/team-b (b__echo and b's prompts
+// only, JWT access tokens of a real OpenID provider on loopback, and a rule of its
+// own). The Go SDK and mcp-go clients see and call each endpoint's selection only; raw
+// HTTP checks that credentials and sessions do not cross endpoints and that each one
+// has its own protected resource metadata.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	mcpgoclient "github.com/mark3labs/mcp-go/client"
+	mcpgotransport "github.com/mark3labs/mcp-go/client/transport"
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcprouter/mcprouter/cmd/mcpbackend/mcpbackendtest"
+	backendsrv "github.com/mcprouter/mcprouter/cmd/mcpbackend/server"
+	"github.com/mcprouter/mcprouter/internal/mcpraw"
+	"github.com/mcprouter/mcprouter/internal/testbin"
+	"github.com/mcprouter/mcprouter/transport/auth/authtest"
+)
+
+// The static tokens of the virtual server router: the main endpoint's alice, and team-a's.
+const (
+	vsMainToken = "vs-main-alice-token-1"
+	vsTeamToken = "vs-team-a-alice-token-2"
+)
+
+// vsRouter is the virtual server router and the provider of team-b's tokens.
+type vsRouter struct {
+	*routerProc
+	addr string
+	op   *authtest.Provider
+}
+
+func (r *vsRouter) teamBResource() string { return "http://" + r.addr + "/mcp/team-b" }
+
+// teamBToken is a JWT of subject for team-b.
+func (r *vsRouter) teamBToken(subject string) string {
+	return r.op.Token(authtest.Claims{Subject: subject, Audience: []string{r.teamBResource()}, Scopes: []string{"mcp"}})
+}
+
+func startVSRouter(t *testing.T) *vsRouter {
+	t.Helper()
+	a := mcpbackendtest.Start(t, backendsrv.Config{Name: "a", Tick: -1})
+	b := mcpbackendtest.Start(t, backendsrv.Config{Name: "b", Tick: -1})
+	op := authtest.Start(t, authtest.Options{})
+	addr := testbin.FreeAddr(t)
+	cfg := fmt.Sprintf(`backends:
+  - {name: a, url: %q}
+  - {name: b, url: %q}
+auth:
+  mode: bearer
+  resource: http://%[3]s/mcp
+  bearer_tokens:
+    - {principal: alice, sha256: %[4]q}
+virtual_servers:
+  - name: team-a
+    backends: [a]
+    exclude: ["a__fail"]
+    auth:
+      mode: bearer
+      resource: http://%[3]s/mcp/team-a
+      bearer_tokens:
+        - {principal: alice, sha256: %[5]q}
+  - name: team-b
+    backends: [b]
+    include: ["b__echo", "b__greet", "b__summarize"]
+    auth:
+      mode: jwt
+      resource: http://%[3]s/mcp/team-b
+      issuer: %[6]s
+      required_scopes: [mcp]
+    policy:
+      rules:
+        - name: no-summaries-for-mallory
+          deny: 'principal.sub == "mallory" && mcp.prompt == "b__summarize"'
+`, a.URL(), b.URL(), addr, sha256Hex(vsMainToken), sha256Hex(vsTeamToken), op.Issuer)
+	return &vsRouter{routerProc: startRouter(t, "--config", writeConfig(t, cfg), "--listen", addr), addr: addr, op: op}
+}
+
+// TestVirtualServers: each endpoint shows and serves its own selection to the Go SDK
+// (team-a, bearer) and mcp-go (team-b, JWT); the main endpoint still serves everything.
+func TestVirtualServers(t *testing.T) {
+	testbin.Long(t, "starts processes")
+	r := startVSRouter(t)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+
+	connect := func(path, token string) *mcp.ClientSession {
+		t.Helper()
+		s, err := goSDKClient().Connect(ctx, &mcp.StreamableClientTransport{Endpoint: r.url(path), HTTPClient: authClient(token), MaxRetries: -1}, nil)
+		if err != nil {
+			t.Fatalf("%s: connect: %v", path, err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	main, team := connect("/mcp", vsMainToken), connect("/mcp/team-a", vsTeamToken)
+	all, _ := toolNames(t, main)
+	if !slices.Contains(all, "a__fail") || !slices.Contains(all, "b__echo") {
+		t.Fatalf("the main endpoint lists %v, want every tool of both backends", all)
+	}
+	got, _ := toolNames(t, team)
+	var want []string
+	for _, n := range all {
+		if strings.HasPrefix(n, "a__") && n != "a__fail" {
+			want = append(want, n)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("team-a lists %v, want %v", got, want)
+	}
+	prompts, err := team.ListPrompts(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range prompts.Prompts {
+		if !strings.HasPrefix(p.Name, "a__") {
+			t.Errorf("team-a lists prompt %s of another backend", p.Name)
+		}
+	}
+	if _, err := team.CallTool(ctx, &mcp.CallToolParams{Name: "a__echo", Arguments: map[string]any{"text": "team-a"}}); err != nil {
+		t.Fatalf("team-a calling a__echo: %v", err)
+	}
+	for _, tool := range []string{"a__fail", "b__echo"} {
+		_, err := team.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"text": "x"}})
+		if err == nil || !strings.Contains(err.Error(), "not exposed by this endpoint") {
+			t.Errorf("team-a calling %s: %v, want a denial saying it is not exposed", tool, err)
+		}
+	}
+
+	// team-b with mcp-go and JWTs: its include list, and its own rule.
+	mcpgoTeamB := func(subject string) *mcpgoclient.Client {
+		c, err := mcpgoclient.NewStreamableHttpClient(r.teamBResource(), mcpgotransport.WithHTTPTimeout(testTimeout),
+			mcpgotransport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + r.teamBToken(subject)}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		startMCPGo(t, ctx, c, "2025-06-18", "vserver-e2e-"+subject)
+		return c
+	}
+	bob, mallory := mcpgoTeamB("bob"), mcpgoTeamB("mallory")
+	tools, err := bob.ListTools(ctx, mcpgo.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tools.Tools) != 1 || tools.Tools[0].Name != "b__echo" {
+		t.Fatalf("team-b lists %+v, want b__echo alone", tools.Tools)
+	}
+	call := mcpgo.CallToolRequest{}
+	call.Params.Name, call.Params.Arguments = "b__echo", map[string]any{"text": "team-b"}
+	if res, err := bob.CallTool(ctx, call); err != nil || res.IsError {
+		t.Fatalf("team-b calling b__echo: %v %+v", err, res)
+	}
+	call.Params.Name = "a__echo"
+	if _, err := bob.CallTool(ctx, call); err == nil || !strings.Contains(err.Error(), "not exposed") {
+		t.Fatalf("team-b calling a__echo: %v, want refused", err)
+	}
+	for who, c := range map[string]*mcpgoclient.Client{"bob": bob, "mallory": mallory} {
+		ps, err := c.ListPrompts(ctx, mcpgo.ListPromptsRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, p := range ps.Prompts {
+			names = append(names, p.Name)
+		}
+		slices.Sort(names)
+		want := []string{"b__greet", "b__summarize"}
+		if who == "mallory" {
+			want = []string{"b__greet"}
+		}
+		if !slices.Equal(names, want) {
+			t.Errorf("%s lists prompts %v on team-b, want %v (the endpoint's own rule)", who, names, want)
+		}
+	}
+}
+
+// TestVirtualServerIsolation: credentials of one endpoint are refused on another, a
+// session opened on one is not found on another (even for a principal of the same
+// name), and each endpoint names its own resource in its metadata document.
+func TestVirtualServerIsolation(t *testing.T) {
+	testbin.Long(t, "starts processes")
+	r := startVSRouter(t)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	hc := &http.Client{Timeout: testTimeout}
+
+	for _, c := range []struct{ path, token string }{
+		{"/mcp/team-a", vsMainToken},
+		{"/mcp", vsTeamToken},
+		{"/mcp/team-b", vsTeamToken},
+		{"/mcp/team-a", r.teamBToken("bob")},
+	} {
+		raw := &mcpraw.Client{URL: r.url(c.path), Token: c.token, Version: "2025-03-26", HTTP: hc}
+		if rep, err := raw.Initialize(ctx, "{}"); err != nil || rep.Status != http.StatusUnauthorized {
+			t.Errorf("%s with another endpoint's token: %v %v, want 401", c.path, err, rep)
+		}
+	}
+
+	team := &mcpraw.Client{URL: r.url("/mcp/team-a"), Token: vsTeamToken, Version: "2025-03-26", HTTP: hc}
+	if rep, err := team.Initialize(ctx, "{}"); err != nil || rep.Status != 200 || team.Session == "" {
+		t.Fatalf("team-a initialize: %v %v", err, rep)
+	}
+	ping := `{"jsonrpc":"2.0","id":9,"method":"ping"}`
+	if rep, err := team.Post(ctx, ping); err != nil || rep.Status != 200 {
+		t.Fatalf("team-a ping on its own session: %v %v", err, rep)
+	}
+	// alice of the main endpoint presents team-a alice's session there.
+	stolen := &mcpraw.Client{URL: r.url("/mcp"), Token: vsMainToken, Version: "2025-03-26", HTTP: hc, Session: team.Session}
+	if rep, err := stolen.Post(ctx, ping); err != nil || rep.Status != http.StatusNotFound {
+		t.Errorf("team-a's session on the main endpoint: %v %v, want 404", err, rep)
+	}
+	other := &mcpraw.Client{URL: r.teamBResource(), Token: r.teamBToken("alice"), Version: "2025-03-26", HTTP: hc, Session: team.Session}
+	if rep, err := other.Post(ctx, ping); err != nil || rep.Status != http.StatusNotFound {
+		t.Errorf("team-a's session on team-b: %v %v, want 404", err, rep)
+	}
+
+	for path, want := range map[string]string{
+		"/.well-known/oauth-protected-resource/mcp":        "http://" + r.addr + "/mcp",
+		"/.well-known/oauth-protected-resource/mcp/team-a": "http://" + r.addr + "/mcp/team-a",
+		"/.well-known/oauth-protected-resource/mcp/team-b": r.teamBResource(),
+	} {
+		resp, err := hc.Get(r.url(path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var doc struct {
+			Resource             string   `json:"resource"`
+			AuthorizationServers []string `json:"authorization_servers"`
+		}
+		if resp.StatusCode != 200 || json.Unmarshal(body, &doc) != nil || doc.Resource != want {
+			t.Errorf("GET %s: %d %s, want the metadata of %s", path, resp.StatusCode, body, want)
+		}
+		if strings.HasSuffix(path, "team-b") && !slices.Equal(doc.AuthorizationServers, []string{r.op.Issuer}) {
+			t.Errorf("team-b's metadata names %v, want its issuer", doc.AuthorizationServers)
+		}
+	}
+	// A client without a token is pointed at its endpoint's metadata.
+	raw := &mcpraw.Client{URL: r.teamBResource(), Version: "2025-03-26", HTTP: hc}
+	req := raw.NewRequest(ctx, http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`)
+	resp, err := raw.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if ch := resp.Header.Get("WWW-Authenticate"); resp.StatusCode != 401 || !strings.Contains(ch, "/.well-known/oauth-protected-resource/mcp/team-b") {
+		t.Errorf("team-b without a token: %d %q, want 401 naming its own metadata", resp.StatusCode, ch)
+	}
+}
