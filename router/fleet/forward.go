@@ -57,8 +57,10 @@ func (fw *forwarder) sweep() {
 	}
 }
 
-// connLost fails every request in flight on c: their answers will not come.
+// connLost fails every request in flight on c: their answers will not come. Those
+// another replica may take go there first (forward_failover.go).
 func (fw *forwarder) connLost(c *upConn, cause error) {
+	fw.failover(c, cause)
 	msg := "backend " + c.b.cfg.Name + " connection lost"
 	if cause != nil {
 		msg += ": " + cause.Error()
@@ -126,15 +128,7 @@ func (fw *forwarder) forward(e *entry) {
 		return
 	}
 	id, deadline := e.id, e.deadline
-	bp := getBuf()
-	*bp = appendWire((*bp)[:0], e)
-	bp = forLegacyBackend(c, e, bp) // modern_client.go
-	if c.modern {
-		mp := getBuf()
-		*mp = c.withMeta((*mp)[:0], *bp, e.sess)
-		putBuf(bp)
-		bp = mp
-	}
+	bp := wireFor(c, e)
 	if fw.rep.on() {
 		e.sent = router.Now()
 	}
@@ -175,6 +169,21 @@ func (fw *forwarder) forward(e *entry) {
 	if err != nil {
 		fw.sendFailed(b, c, id, err)
 	}
+}
+
+// wireFor is routed or sent e as c's backend sees it, in a pooled buffer: the client's
+// request rewritten (appendWire), in the form of c's era.
+func wireFor(c *upConn, e *entry) *[]byte {
+	bp := getBuf()
+	*bp = appendWire((*bp)[:0], e)
+	bp = forLegacyBackend(c, e, bp) // modern_client.go
+	if c.modern {
+		mp := getBuf()
+		*mp = c.withMeta((*mp)[:0], *bp, e.sess)
+		putBuf(bp)
+		bp = mp
+	}
+	return bp
 }
 
 // appendWire appends the bytes the backend sees for routed e: the client's request with

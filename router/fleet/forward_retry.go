@@ -29,6 +29,13 @@ import (
 // connection of another replica it was moved to, or nil and the error to answer with
 // (err, saying why it was not sent again when the request may have run).
 func (fw *forwarder) resend(b *backend, c *upConn, id uint64, err error) (*upConn, error) {
+	return fw.resendBuilding(b, c, id, err, nil)
+}
+
+// resendBuilding is resend; build, when set, is called with the entry and the connection
+// it moves to while it moves (under its shard's lock): the last moment its exchange may
+// be read, to build the bytes sent again when the caller no longer has them.
+func (fw *forwarder) resendBuilding(b *backend, c *upConn, id uint64, err error, build func(e *entry, to *upConn)) (*upConn, error) {
 	down := errors.Is(err, upstream.ErrBackendDown)
 	lost := !down && errors.Is(err, upstream.ErrNoResponse)
 	if !down && !lost {
@@ -53,6 +60,9 @@ func (fw *forwarder) resend(b *backend, c *upConn, id uint64, err error) (*upCon
 	if !fw.table.rebind(id, c, c2, func(e *entry) bool {
 		if lost {
 			why = fw.whyNotRepeat(e)
+		}
+		if why == "" && build != nil {
+			build(e, c2)
 		}
 		return why == ""
 	}) {

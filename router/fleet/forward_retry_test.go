@@ -60,8 +60,9 @@ func (c *hungUpConn) Send(ctx context.Context, msg []byte) error {
 }
 
 // newReplicas starts a fleet on replicas and a client session on it, and waits until
-// both replicas take requests.
-func newReplicas(t *testing.T, progress bool) (*fleetClient, *replicas) {
+// both replicas take requests. apart makes them answer apart from Send, as stdio
+// children do (apartConn).
+func newReplicas(t *testing.T, progress, apart bool) (*fleetClient, *replicas) {
 	r := &replicas{progress: progress, calls: make(chan int, 4)}
 	r.lose.Store(true)
 	var dialers []Dialer
@@ -72,6 +73,9 @@ func newReplicas(t *testing.T, progress bool) (*fleetClient, *replicas) {
 		r.conns[i] = up
 		dialers = append(dialers, Dialer{Addr: "replica" + strconv.Itoa(i), Dial: func(ctx context.Context, sink upstream.Sink) (upstream.Conn, error) {
 			up.sink = sink
+			if apart {
+				return &apartConn{hungUpConn{scriptedConn: up, n: i, r: r}}, nil
+			}
 			return &hungUpConn{scriptedConn: up, n: i, r: r}, nil
 		}})
 	}
@@ -90,7 +94,7 @@ func newReplicas(t *testing.T, progress bool) (*fleetClient, *replicas) {
 func TestRetryOnAnotherReplica(t *testing.T) {
 	for _, tool := range []string{"echo", "put"} {
 		t.Run(tool, func(t *testing.T) {
-			fc, r := newReplicas(t, false)
+			fc, r := newReplicas(t, false, false)
 			fc.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a__` + tool + `"}}`)
 			first := testwait.Recv(t, "the first attempt", time.Minute, r.calls)
 			second := testwait.Recv(t, "the second attempt", time.Minute, r.calls)
@@ -130,7 +134,7 @@ func TestNoRetryWhenItMayHaveRun(t *testing.T) {
 		{"echo", "the backend had already sent messages about it", true},
 	} {
 		t.Run(tc.tool, func(t *testing.T) {
-			fc, r := newReplicas(t, tc.progress)
+			fc, r := newReplicas(t, tc.progress, false)
 			meta := ""
 			if tc.progress {
 				meta = `,"_meta":{"progressToken":"p"}`

@@ -67,6 +67,22 @@ type Conn interface {
 	Err() error
 }
 
+// AnswersApart reports whether c's answers come apart from Send: Send returns once the
+// message is written and the answer arrives later on the Sink (a stdio child, a legacy
+// HTTP+SSE stream). When such a connection dies, no Send is left to see that the
+// requests it carried lost their answers (an HTTP Send returns ErrNoResponse itself):
+// their owner learns it from EventDown. A Conn of another package says so with a method
+// AnswersApart() bool.
+func AnswersApart(c Conn) bool {
+	switch c := c.(type) {
+	case *Instance, *SSEConn:
+		return true
+	case interface{ AnswersApart() bool }:
+		return c.AnswersApart()
+	}
+	return false
+}
+
 // Sink receives what a backend sends. Its methods must not block for long: the router
 // copies and dispatches. They may be called concurrently from different streams.
 type Sink interface {

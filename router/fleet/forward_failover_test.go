@@ -1,0 +1,110 @@
+package fleet
+
+import (
+	"context"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/internal/testwait"
+	"github.com/mcprouter/mcprouter/router"
+	"github.com/mcprouter/mcprouter/transport/upstream"
+)
+
+// apartConn is a replica of replicas whose answers come apart from Send, as a stdio
+// child's: the call to lose is written and never answered (Send returns nil); the test
+// then reports the replica down, as the child's death does.
+type apartConn struct{ hungUpConn }
+
+func (c *apartConn) AnswersApart() bool { return true }
+
+func (c *apartConn) Send(ctx context.Context, msg []byte) error {
+	var m codec.Message
+	if err := codec.Scan(msg, &m); err != nil || string(m.Method) != "tools/call" {
+		return c.scriptedConn.Send(ctx, msg)
+	}
+	c.r.calls <- c.n
+	if c.r.lose.CompareAndSwap(true, false) {
+		if c.r.progress {
+			c.sink.Message([]byte(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":` + string(m.ID) + `,"progress":1}}`))
+		}
+		return nil
+	}
+	c.sink.Message(codec.AppendResult(nil, m.ID, []byte(`{"content":[]}`)))
+	return nil
+}
+
+// TestFailoverOnLostReplica: a replica whose answers come apart from the send dies with
+// a call in flight. A call that may run twice (a read-only or idempotent tool, nothing
+// heard of it) goes once to the other replica, whose answer the client gets; any
+// other is answered with the loss, and is not sent again.
+func TestFailoverOnLostReplica(t *testing.T) {
+	for _, tc := range []struct {
+		tool     string
+		progress bool
+		moves    bool
+	}{
+		{tool: "echo", moves: true},
+		{tool: "put", moves: true},
+		{tool: "touch"},
+		{tool: "echo", progress: true},
+	} {
+		name := tc.tool
+		if tc.progress {
+			name += "+progress"
+		}
+		t.Run(name, func(t *testing.T) {
+			fc, r := newReplicas(t, tc.progress, true)
+			meta := ""
+			if tc.progress {
+				meta = `,"_meta":{"progressToken":"p"}`
+			}
+			fc.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a__` + tc.tool + `"` + meta + `}}`)
+			first := testwait.Recv(t, "the first attempt", time.Minute, r.calls)
+			if tc.progress {
+				if m := fc.read(); string(m.Method) != "notifications/progress" {
+					t.Fatalf("client got %s, want the progress first", m.Method)
+				}
+			}
+			// The replica that holds the call dies: its connection reports it.
+			r.conns[first].sink.Event(upstream.EventDown, io.ErrUnexpectedEOF)
+			if tc.moves {
+				if second := testwait.Recv(t, "the second attempt", time.Minute, r.calls); second == first {
+					t.Fatalf("both attempts went to replica %d", first)
+				}
+			}
+			m := fc.read()
+			if tc.moves {
+				if m.Kind != codec.KindResult || string(m.ID) != "1" {
+					t.Fatalf("client got kind %v for id %s, want the result of 1", m.Kind, m.ID)
+				}
+				if n := fc.f.Stats.Failovers.Load(); n != 1 {
+					t.Fatalf("Failovers = %d, want 1", n)
+				}
+			} else {
+				if m.Kind != codec.KindError || string(m.ID) != "1" {
+					t.Fatalf("client got kind %v for id %s, want an error for 1", m.Kind, m.ID)
+				}
+				if err := rpcErrorOf(m.Error).(*router.Error); err.Code != CodeBackendUnavailable || !strings.Contains(err.Message, "connection lost") {
+					t.Fatalf("error %d %q, want %d saying the connection was lost", err.Code, err.Message, CodeBackendUnavailable)
+				}
+				select {
+				case n := <-r.calls:
+					t.Fatalf("the call was sent again, to replica %d", n)
+				default:
+				}
+				if n := fc.f.Stats.Failovers.Load(); n != 0 {
+					t.Fatalf("Failovers = %d, want 0", n)
+				}
+			}
+			testwait.For(t, "nothing in flight", time.Minute, func() bool { return fc.f.InFlight() == 0 })
+			for i, in := range fc.f.set.all()[0].instances {
+				if n := in.outstanding.Load(); n != 0 {
+					t.Fatalf("replica %d: %d outstanding, want 0", i, n)
+				}
+			}
+		})
+	}
+}
