@@ -229,14 +229,25 @@ func rawClient(t *testing.T, r *routerProc, principal string) *mcpraw.Client {
 	return c
 }
 
-// post sends body and returns the JSON-RPC replies, a batch's elements one by one.
+// post sends body, which must be answered 200, and returns the JSON-RPC replies, a
+// batch's elements one by one.
 func post(t *testing.T, c *mcpraw.Client, body string) []rawError {
+	t.Helper()
+	rep, out := postStatus(t, c, body)
+	if rep.Status != 200 {
+		t.Fatalf("POST %s: %v", body, rep)
+	}
+	return out
+}
+
+// postStatus is post whatever the HTTP status, which it returns with the headers.
+func postStatus(t *testing.T, c *mcpraw.Client, body string) (*mcpraw.Reply, []rawError) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	rep, err := c.Post(ctx, body)
-	if err != nil || rep.Status != 200 {
-		t.Fatalf("POST %s: %v %v", body, err, rep)
+	if err != nil {
+		t.Fatalf("POST %s: %v", body, err)
 	}
 	var out []rawError
 	for _, m := range rep.Messages() {
@@ -251,7 +262,7 @@ func post(t *testing.T, c *mcpraw.Client, body string) []rawError {
 		}
 		out = append(out, many...)
 	}
-	return out
+	return rep, out
 }
 
 func callBody(id int, tool string) string {
@@ -287,7 +298,8 @@ func TestPolicyBatch(t *testing.T) {
 // TestPolicyRateLimits: dave's limit keys on the principal and the tool (two calls of
 // each tool, the third of one tool refused while another tool still goes through);
 // erin's on the principal alone (one call in all). A refusal is -32018 with
-// data.retryAfterMs; other principals are not counted.
+// data.retryAfterMs, answered 429 with Retry-After (the POST's one request is refused
+// whole); other principals are not counted.
 func TestPolicyRateLimits(t *testing.T) {
 	r := startPolicyRouter(t)
 	dave, erin, alice := rawClient(t, r, "dave"), rawClient(t, r, "erin"), rawClient(t, r, "alice")
@@ -321,8 +333,15 @@ func TestPolicyRateLimits(t *testing.T) {
 		{"alice", alice, "a__echo", false},
 		{"alice", alice, "a__echo", false},
 	} {
-		if got := limited(c.who, post(t, c.c, callBody(10+i, c.tool))); got != c.limited {
+		rep, errs := postStatus(t, c.c, callBody(10+i, c.tool))
+		if got := limited(c.who, errs); got != c.limited {
 			t.Errorf("call %d: %s calling %s limited %v, want %v", i, c.who, c.tool, got, c.limited)
+		}
+		switch {
+		case c.limited && (rep.Status != http.StatusTooManyRequests || rep.Header.Get("Retry-After") == "" || rep.Header.Get("Retry-After") == "0"):
+			t.Errorf("call %d: limited with HTTP %d, Retry-After %q; want 429 with a wait in seconds", i, rep.Status, rep.Header.Get("Retry-After"))
+		case !c.limited && rep.Status != http.StatusOK:
+			t.Errorf("call %d: HTTP %d, want 200", i, rep.Status)
 		}
 	}
 	// audit: true: a line for the refusals and for the calls that went through.
@@ -330,4 +349,28 @@ func TestPolicyRateLimits(t *testing.T) {
 		return r.Log.Contains(`msg="policy audit" principal=dave`) && r.Log.Contains("outcome=limited") &&
 			r.Log.Contains("limit=dave-per-tool") && r.Log.Contains("outcome=ok")
 	})
+}
+
+// TestPolicyWholeRequestRefused: a POST whose one request the rules deny is answered 403
+// (with the -32017 error in its body); a batch whose every element is denied is not
+// refused whole: 200 and an error per element, as any batch.
+func TestPolicyWholeRequestRefused(t *testing.T) {
+	r := startPolicyRouter(t)
+	bob := rawClient(t, r, "bob")
+	rep, errs := postStatus(t, bob, callBody(1, "a__fail"))
+	if rep.Status != http.StatusForbidden || len(errs) != 1 || errs[0].Error == nil || errs[0].Error.Code != codec.CodePolicyDenied {
+		t.Fatalf("bob's denied call: %v, want 403 with -32017", rep)
+	}
+	if rep, errs := postStatus(t, bob, callBody(2, "a__echo")); rep.Status != http.StatusOK || len(errs) != 1 || errs[0].Error != nil {
+		t.Fatalf("bob's allowed call: %v, want 200 with a result", rep)
+	}
+	rep, errs = postStatus(t, bob, "["+callBody(3, "a__fail")+","+callBody(4, "a__payload")+"]")
+	if rep.Status != http.StatusOK || len(errs) != 2 {
+		t.Fatalf("a batch of two denied calls: %v, want 200 with two errors", rep)
+	}
+	for _, e := range errs {
+		if e.Error == nil || e.Error.Code != codec.CodePolicyDenied {
+			t.Errorf("batch element %s: %+v, want -32017", e.ID, e.Error)
+		}
+	}
 }
