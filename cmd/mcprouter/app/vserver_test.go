@@ -1,0 +1,142 @@
+package app_test
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcprouter/mcprouter/cmd/mcpbackend/mcpbackendtest"
+	backendsrv "github.com/mcprouter/mcprouter/cmd/mcpbackend/server"
+	"github.com/mcprouter/mcprouter/cmd/mcprouter/app"
+	"github.com/mcprouter/mcprouter/cmd/mcprouter/app/apptest"
+	"github.com/mcprouter/mcprouter/internal/mcpraw"
+	"github.com/mcprouter/mcprouter/router/policy"
+	"github.com/mcprouter/mcprouter/transport/auth"
+)
+
+// TestVirtualServersConfig: each mistake in virtual_servers is refused naming its key.
+func TestVirtualServersConfig(t *testing.T) {
+	base := "backends:\n  - {name: a, url: \"http://127.0.0.1:1/mcp\"}\nvirtual_servers:\n"
+	for _, c := range []struct{ vs, want string }{
+		{"  - {backends: [a]}\n", "virtual_servers[0].name: required"},
+		{"  - {name: \"team a\"}\n", "virtual_servers[0].name: \"team a\": only letters"},
+		{"  - {name: t}\n  - {name: t}\n", "virtual_servers[1].name: \"t\" is used twice"},
+		{"  - {name: t, backends: [a, z]}\n", "virtual_servers[0].backends[1]: \"z\" is not the name of a backend"},
+		{"  - {name: t, include: [\"\"]}\n", "virtual_servers[0].include[0]: an empty pattern"},
+		{"  - {name: t, auth: {mode: bearer}}\n", "virtual_servers[0].auth.resource: required"},
+		{"  - {name: t, auth: {mode: magic}}\n", "virtual_servers[0].auth.mode: unknown mode"},
+		{"  - {name: t, auth: {mode: bearer, resource: \"http://h/mcp\", bearer_tokens: [{principal: a, sha256: " + strings.Repeat("ab", 32) + "}]}}\n",
+			"virtual_servers[0].auth.resource: \"http://h/mcp\" is the main endpoint's"},
+		{"  - {name: t, policy: {rules: [{allow: 'principal.sub ==='}]}}\n", "virtual_servers[0].policy.rules[0]"},
+	} {
+		cfg, err := app.ParseConfig([]byte(base + c.vs))
+		if err == nil {
+			cfg.Defaults()
+			err = cfg.Validate()
+		}
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error with %q", strings.TrimSpace(c.vs), err, c.want)
+		}
+	}
+	cfg, err := app.ParseConfig([]byte(base + "  - {name: team-a, backends: [a], include: [\"a__*\"], exclude: [a__fail], policy: {rules: [{allow: 'principal.sub == \"x\"'}]}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Defaults()
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("a valid virtual server: %v", err)
+	}
+}
+
+// TestPolicySwapListChanged: Fleet.SetPolicy swaps the policy of a running router, and
+// the sessions whose view of a list changed, and only those, get that list's
+// list_changed. Each client's GET stream delivers in order, so the first notice a
+// client gets after two swaps says which swap changed its view.
+func TestPolicySwapListChanged(t *testing.T) {
+	a := mcpbackendtest.Start(t, backendsrv.Config{Name: "a", Tick: -1})
+	b := mcpbackendtest.Start(t, backendsrv.Config{Name: "b", Tick: -1})
+	tokens := map[string]string{"alice": "swap-alice-token-1", "bob": "swap-bob-token-2"}
+	var cfg app.Config
+	cfg.Listen = "127.0.0.1:0"
+	cfg.Backends = []app.BackendConfig{{Name: "a", URL: a.URL()}, {Name: "b", URL: b.URL()}}
+	cfg.Auth.Mode, cfg.Auth.Resource = "bearer", "http://127.0.0.1/mcp"
+	for p, tok := range tokens {
+		sum := sha256.Sum256([]byte(tok))
+		cfg.Auth.BearerTokens = append(cfg.Auth.BearerTokens, auth.BearerToken{Principal: p, SHA256: hex.EncodeToString(sum[:])})
+	}
+	first := []policy.Rule{{Allow: `principal.sub == "alice"`}, {Allow: `principal.sub == "bob" && mcp.tool == "a__echo"`}}
+	cfg.Policy.Rules = first
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	r := apptest.Start(t, cfg, log, 20*time.Second)
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	notices := map[string]<-chan string{}
+	for p, tok := range tokens {
+		c := &mcpraw.Client{URL: r.URL(), Token: tok, Version: "2025-03-26", HTTP: &http.Client{}}
+		if rep, err := c.Initialize(ctx, "{}"); err != nil || rep.Status != 200 {
+			t.Fatalf("%s: initialize: %v %v", p, err, rep)
+		}
+		notices[p] = stream(t, ctx, c)
+	}
+
+	swap := func(rules ...policy.Rule) {
+		e, err := policy.New(policy.Config{Rules: rules}, policy.Options{Logger: log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Fleet.SetPolicy(e)
+	}
+	// Bob may now use b__echo too: his tools changed, alice's did not.
+	swap(append(first, policy.Rule{Allow: `principal.sub == "bob" && mcp.tool == "b__echo"`})...)
+	// Alice may no longer get a__greet: her prompts changed, bob's (none) did not.
+	swap(append(first, policy.Rule{Allow: `principal.sub == "bob" && mcp.tool == "b__echo"`},
+		policy.Rule{Deny: `principal.sub == "alice" && mcp.prompt == "a__greet"`})...)
+	for p, want := range map[string]string{"bob": "notifications/tools/list_changed", "alice": "notifications/prompts/list_changed"} {
+		select {
+		case got := <-notices[p]:
+			if got != want {
+				t.Errorf("%s's first notice after the swaps is %s, want %s", p, got, want)
+			}
+		case <-ctx.Done():
+			t.Fatalf("%s got no notice after the swaps", p)
+		}
+	}
+}
+
+// stream opens c's GET stream and sends the method of each notification on it, until
+// ctx ends; it returns once the stream is open.
+func stream(t *testing.T, ctx context.Context, c *mcpraw.Client) <-chan string {
+	t.Helper()
+	resp, err := c.Do(c.NewRequest(ctx, http.MethodGet, ""))
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET stream: %v %v", err, resp)
+	}
+	out := make(chan string, 16)
+	go func() {
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			line, ok := strings.CutPrefix(sc.Text(), "data: ")
+			if !ok {
+				continue
+			}
+			if _, rest, ok := strings.Cut(line, `"method":"`); ok {
+				m, _, _ := strings.Cut(rest, `"`)
+				select {
+				case out <- m:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+	}()
+	return out
+}
