@@ -25,6 +25,7 @@ type routing struct {
 	pageSize int      // Config.PageSize
 	pol      *policer // nil without a policy (policy.go)
 	park     *parking // a stateless client's retry with requestState (mrtr.go)
+	params   toolHeaders // a stateless call's Mcp-Param-* headers (paramheaders.go)
 }
 
 // request answers or routes a client's request; true sends it to Run.
@@ -66,6 +67,12 @@ func (rt *routing) request(s *router.Session, x *transport.Exchange) bool {
 			return rt.rep.replyErr(x, codec.CodeInvalidParams, "Unknown "+what+": "+string(name))
 		}
 		b, strip = r.b, r.strip
+		if x.Stateless && x.Carrier == transport.CarrierStreamable && what == "tool" {
+			if rej := rt.params.check(cat, string(name), b, x); !rej.OK() {
+				x.SetStatus(rej.Status)
+				return rt.rep.replyErr(x, rej.Code, rej.Message)
+			}
+		}
 	case "resources/read", "resources/subscribe", "resources/unsubscribe":
 		if b = cat.resourceOwner(string(m.URI)); b == nil {
 			return rt.rep.replyErr(x, CodeResourceNotFound, "Resource not found: "+string(m.URI))

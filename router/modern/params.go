@@ -1,0 +1,119 @@
+package modern
+
+import (
+	"bytes"
+	"encoding/json"
+
+	"github.com/mcprouter/mcprouter/codec"
+)
+
+// Mcp-Param-{Name} headers (basic/transports/streamable-http, "Custom Headers from Tool
+// Parameters"): a tool's inputSchema may mark properties with x-mcp-header, and a
+// client then mirrors their values into headers. Any server that processes the body
+// must check that they agree (-32020, HTTP 400). A 2026-07-28 backend checks its own;
+// a 2025 backend knows nothing of them, so the router, which serves the revision in its
+// place, checks them against the tool definitions it lists.
+
+// ParamHeader is one x-mcp-header declaration of a tool's inputSchema: the header's
+// name part and the chain of properties keys that leads to the argument it mirrors.
+type ParamHeader struct {
+	Name string
+	Path []string
+}
+
+// ParamHeaders returns the x-mcp-header declarations of a tool object (raw JSON),
+// reachable from inputSchema through properties keys alone (the only ones the
+// specification allows); nil when it has none.
+func ParamHeaders(tool []byte) []ParamHeader {
+	var t struct {
+		InputSchema json.RawMessage `json:"inputSchema"`
+	}
+	if json.Unmarshal(tool, &t) != nil || t.InputSchema == nil {
+		return nil
+	}
+	var out []ParamHeader
+	collectParamHeaders(t.InputSchema, nil, &out, 0)
+	return out
+}
+
+// maxSchemaDepth bounds the walk through nested properties.
+const maxSchemaDepth = 16
+
+func collectParamHeaders(schema json.RawMessage, path []string, out *[]ParamHeader, depth int) {
+	if depth > maxSchemaDepth {
+		return
+	}
+	var s struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+		Header     *string                    `json:"x-mcp-header"`
+	}
+	if json.Unmarshal(schema, &s) != nil {
+		return
+	}
+	if s.Header != nil && len(path) > 0 && *s.Header != "" {
+		*out = append(*out, ParamHeader{Name: *s.Header, Path: append([]string(nil), path...)})
+	}
+	for k, sub := range s.Properties {
+		collectParamHeaders(sub, append(path, k), out, depth+1)
+	}
+}
+
+var (
+	rejectParamMissing = mismatch("an Mcp-Param header the tool declares (x-mcp-header) is missing while its argument is in the body")
+	rejectParamValue   = mismatch("an Mcp-Param header does not match the argument it mirrors")
+	rejectParamChars   = mismatch("an Mcp-Param header has invalid characters or invalid Base64")
+)
+
+// CheckParamHeaders judges the Mcp-Param-* headers of a tools/call (params, "Name:
+// value\n" lines as the transport keeps them) against the arguments (raw object) for
+// the tool's declarations decls: an argument present and not null needs its header, and
+// a header must match its argument (MatchParam).
+func CheckParamHeaders(decls []ParamHeader, arguments, params []byte) Reject {
+	for _, d := range decls {
+		body := arguments
+		for _, k := range d.Path {
+			body = codec.Member(body, k)
+		}
+		header, present := paramHeader(params, d.Name)
+		if body == nil || string(body) == "null" {
+			if present {
+				return rejectParamValue
+			}
+			continue
+		}
+		if !present {
+			return rejectParamMissing
+		}
+		match, valid := MatchParam(header, body)
+		if !valid {
+			return rejectParamChars
+		}
+		if !match {
+			return rejectParamValue
+		}
+	}
+	return Reject{}
+}
+
+// paramHeader finds the value of Mcp-Param-{name} (case-insensitive) in lines of
+// "Name: value\n", where Name is the whole header name.
+func paramHeader(lines []byte, name string) ([]byte, bool) {
+	const prefix = "mcp-param-"
+	for len(lines) > 0 {
+		line := lines
+		if i := bytes.IndexByte(lines, '\n'); i >= 0 {
+			line, lines = lines[:i], lines[i+1:]
+		} else {
+			lines = nil
+		}
+		colon := bytes.IndexByte(line, ':')
+		if colon < 0 {
+			continue
+		}
+		k := line[:colon]
+		if len(k) == len(prefix)+len(name) && bytes.EqualFold(k[:len(prefix)], []byte(prefix)) && bytes.EqualFold(k[len(prefix):], []byte(name)) {
+			return line[colon+1:], true
+		}
+	}
+	return nil, false
+}

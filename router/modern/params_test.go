@@ -1,0 +1,65 @@
+package modern
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/mcprouter/mcprouter/codec"
+)
+
+func TestParamHeaders(t *testing.T) {
+	tool := `{"name":"t","inputSchema":{"type":"object","properties":{
+		"region":{"type":"string","x-mcp-header":"Region"},
+		"level":{"type":"integer"},
+		"db":{"type":"object","properties":{"shard":{"type":"integer","x-mcp-header":"Shard"}}},
+		"list":{"type":"array","items":{"type":"string","x-mcp-header":"Item"}}}}}`
+	got := ParamHeaders([]byte(tool))
+	slices.SortFunc(got, func(a, b ParamHeader) int {
+		if a.Name < b.Name {
+			return -1
+		}
+		return 1
+	})
+	if len(got) != 2 || got[0].Name != "Region" || !slices.Equal(got[0].Path, []string{"region"}) ||
+		got[1].Name != "Shard" || !slices.Equal(got[1].Path, []string{"db", "shard"}) {
+		t.Fatalf("declarations %+v, want Region at region and Shard at db.shard (nothing under items)", got)
+	}
+	if ParamHeaders([]byte(`{"name":"t","inputSchema":{"type":"object"}}`)) != nil || ParamHeaders([]byte(`not json`)) != nil {
+		t.Error("declarations from a tool without any")
+	}
+}
+
+func TestCheckParamHeaders(t *testing.T) {
+	decls := []ParamHeader{{Name: "Region", Path: []string{"region"}}, {Name: "Shard", Path: []string{"db", "shard"}}}
+	for _, tc := range []struct {
+		name, args, headers string
+		want                int
+	}{
+		{"plain", `{"region":"us-west1"}`, "Mcp-Param-Region: us-west1\n", 0},
+		{"name in another case", `{"region":"us-west1"}`, "mcp-param-region: us-west1\n", 0},
+		{"base64", `{"region":"Hello"}`, "Mcp-Param-Region: =?base64?SGVsbG8=?=\n", 0},
+		{"base64 without padding", `{"region":"Hello"}`, "Mcp-Param-Region: =?base64?SGVsbG8?=\n", codec.CodeHeaderMismatch},
+		{"base64 with a bad character", `{"region":"Hello"}`, "Mcp-Param-Region: =?base64?SGVs!!!bG8=?=\n", codec.CodeHeaderMismatch},
+		{"no suffix: literal", `{"region":"=?base64?SGVsbG8="}`, "Mcp-Param-Region: =?base64?SGVsbG8=\n", 0},
+		{"no prefix: literal", `{"region":"SGVsbG8="}`, "Mcp-Param-Region: SGVsbG8=\n", 0},
+		{"other value", `{"region":"eu"}`, "Mcp-Param-Region: us\n", codec.CodeHeaderMismatch},
+		{"missing header", `{"region":"eu"}`, "", codec.CodeHeaderMismatch},
+		{"no argument, no header", `{}`, "", 0},
+		{"null argument, no header", `{"region":null}`, "", 0},
+		{"header without its argument", `{}`, "Mcp-Param-Region: eu\n", codec.CodeHeaderMismatch},
+		{"nested integer, numerically", `{"db":{"shard":42}}`, "Mcp-Param-Shard: 42.0\n", 0},
+		{"nested integer, other", `{"db":{"shard":42}}`, "Mcp-Param-Shard: 43\n", codec.CodeHeaderMismatch},
+		{"unknown headers pass", `{"region":"eu"}`, "Mcp-Param-Other: x\nMcp-Param-Region: eu\n", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var h []byte
+			if tc.headers != "" {
+				h = []byte(tc.headers)
+			}
+			rej := CheckParamHeaders(decls, []byte(tc.args), h)
+			if rej.Code != tc.want || (tc.want != 0 && rej.Status != 400) {
+				t.Fatalf("code %d status %d (%s), want %d", rej.Code, rej.Status, rej.Message, tc.want)
+			}
+		})
+	}
+}
