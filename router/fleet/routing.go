@@ -22,9 +22,9 @@ type routing struct {
 	fwd      *forwarder
 	subs     subscriber
 	rep      *reporter
-	pageSize int      // Config.PageSize
-	pol      *policer // nil without a policy (policy.go)
-	park     *parking // a stateless client's retry with requestState (mrtr.go)
+	pageSize int         // Config.PageSize
+	pol      *policer    // nil without a policy (policy.go)
+	park     *parking    // a stateless client's retry with requestState (mrtr.go)
 	params   toolHeaders // a stateless call's Mcp-Param-* headers (paramheaders.go)
 }
 
