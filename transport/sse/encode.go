@@ -52,13 +52,7 @@ func appendBody(dst []byte, event string, data []byte) []byte {
 	}
 	for {
 		i := lineEnd(data)
-		if i == 0 {
-			dst = append(dst, "data:\n"...)
-		} else {
-			dst = append(dst, "data: "...)
-			dst = append(dst, data[:i]...)
-			dst = append(dst, '\n')
-		}
+		dst = appendField(dst, "data:", data[:i])
 		if i == len(data) {
 			return dst
 		}
@@ -67,6 +61,19 @@ func appendBody(dst []byte, event string, data []byte) []byte {
 		}
 		data = data[i+1:]
 	}
+}
+
+// appendField appends one line of a field: its name and colon (":" alone makes a
+// comment line), then a space and value unless value is empty. value holds no CR or
+// LF. It takes a data line ([]byte) and a comment line (string) alike, each converted
+// by neither.
+func appendField[T ~[]byte | ~string](dst []byte, nameColon string, value T) []byte {
+	dst = append(dst, nameColon...)
+	if len(value) > 0 {
+		dst = append(dst, ' ')
+		dst = append(dst, value...)
+	}
+	return append(dst, '\n')
 }
 
 // lineEnd returns the index of the first CR or LF in b, or len(b).
@@ -108,13 +115,7 @@ func AppendComment(dst []byte, text string) []byte {
 		for i < len(text) && text[i] != '\r' && text[i] != '\n' {
 			i++
 		}
-		if i == 0 {
-			dst = append(dst, ":\n"...)
-		} else {
-			dst = append(dst, ": "...)
-			dst = append(dst, text[:i]...)
-			dst = append(dst, '\n')
-		}
+		dst = appendField(dst, ":", text[:i])
 		if i == len(text) {
 			return append(dst, '\n')
 		}
