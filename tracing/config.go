@@ -45,7 +45,8 @@ type Config struct {
 	Insecure bool `yaml:"insecure"`
 	// SampleRatio is the fraction of new traces recorded, 0 to 1; a trace a client
 	// continues keeps the client's decision (its sampled flag). Default:
-	// OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG, else 1 (every trace).
+	// OTEL_TRACES_SAMPLER (always_on, always_off, traceidratio, or their parentbased_
+	// forms, which this is) with OTEL_TRACES_SAMPLER_ARG, else 1 (every trace).
 	SampleRatio *float64 `yaml:"sample_ratio"`
 	// Headers are sent with every export (a collector's API key). When set they replace
 	// OTEL_EXPORTER_OTLP_HEADERS.
@@ -119,4 +120,32 @@ func (c *Config) exporter(getenv func(string) string) (string, error) {
 		return ExporterGRPC, nil
 	}
 	return "", errors.New("tracing: OTEL_EXPORTER_OTLP_PROTOCOL " + strconv.Quote(proto) + " is not supported (grpc or http/protobuf)")
+}
+
+// ratio is the fraction of new traces to record: SampleRatio, else the one
+// OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG say, else 1. The router decides it
+// itself, before any span exists, so that a request it does not record costs next to
+// nothing; a client's sampled flag always decides for the trace it continues.
+func (c *Config) ratio(getenv func(string) string) (float64, error) {
+	if c.SampleRatio != nil {
+		return *c.SampleRatio, nil
+	}
+	switch s := strings.TrimSpace(getenv("OTEL_TRACES_SAMPLER")); s {
+	case "", "always_on", "parentbased_always_on":
+		return 1, nil
+	case "always_off", "parentbased_always_off":
+		return 0, nil
+	case "traceidratio", "parentbased_traceidratio":
+		arg := strings.TrimSpace(getenv("OTEL_TRACES_SAMPLER_ARG"))
+		if arg == "" {
+			return 1, nil
+		}
+		r, err := strconv.ParseFloat(arg, 64)
+		if err != nil || !(r >= 0 && r <= 1) {
+			return 0, errors.New("tracing: OTEL_TRACES_SAMPLER_ARG " + strconv.Quote(arg) + " is not a ratio between 0 and 1")
+		}
+		return r, nil
+	default:
+		return 0, errors.New("tracing: OTEL_TRACES_SAMPLER " + strconv.Quote(s) + " is not supported (always_on, always_off, traceidratio, or parentbased_ of these)")
+	}
 }

@@ -65,9 +65,12 @@ func (t *Tracer) Start(x *transport.Exchange) {
 			in.fromHeaders(h.Parent, h.State, h.Baggage)
 		}
 	}
+	if in.empty() && !t.sampleNew() {
+		return // a new trace not to be recorded: no span, nothing to pass on
+	}
 	parent := context.Background()
 	if !in.empty() {
-		parent = t.prop.Extract(parent, &in)
+		parent = t.extract(in)
 	}
 	method := router.MethodOf(x.Msg.Method)
 	ctx, span := t.tr.Start(parent, method.String(), trace.WithSpanKind(trace.SpanKindServer))
@@ -79,6 +82,12 @@ func (t *Tracer) Start(x *transport.Exchange) {
 		r.describe(x, method)
 	}
 	x.Trace = r
+}
+
+// extract is the context continuing in. in is a copy: only a request that continues a
+// trace pays for the carrier escaping to the heap.
+func (t *Tracer) extract(in carrier) context.Context {
+	return t.prop.Extract(context.Background(), &in)
 }
 
 // describe names the server span {mcp.method.name} {target} and gives it the

@@ -2,6 +2,7 @@ package tracing
 
 import (
 	"context"
+	"math/rand/v2"
 	"os"
 	"strings"
 
@@ -21,6 +22,10 @@ type Tracer struct {
 	tp   *sdktrace.TracerProvider
 	tr   trace.Tracer
 	prop propagation.TextMapPropagator
+	// sample is the share of new traces recorded, out of 1<<63 (sampleNew); the SDK's
+	// sampler then records every span it is asked for that a client did not mark
+	// unsampled.
+	sample uint64
 }
 
 // scope is the instrumentation scope the spans are reported under.
@@ -44,22 +49,30 @@ func New(ctx context.Context, c Config, version string) (*Tracer, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := []sdktrace.TracerProviderOption{sdktrace.WithBatcher(exp), sdktrace.WithResource(res)}
-	if r := c.SampleRatio; r != nil {
-		opts = append(opts, sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(*r))))
-	} else if os.Getenv("OTEL_TRACES_SAMPLER") == "" {
-		opts = append(opts, sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.AlwaysSample())))
-	} // else the SDK reads OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG itself
-	return newTracer(sdktrace.NewTracerProvider(opts...)), nil
+	ratio, err := c.ratio(os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	return newTracer(sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res),
+		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.AlwaysSample()))), ratio), nil
 }
 
-// newTracer is the Tracer of provider tp (tests give one with an in-memory exporter).
-func newTracer(tp *sdktrace.TracerProvider) *Tracer {
+// newTracer is the Tracer of provider tp, whose sampler must record what it is asked
+// to (ParentBased(AlwaysSample())), recording ratio of the new traces (tests give one
+// with an in-memory exporter).
+func newTracer(tp *sdktrace.TracerProvider, ratio float64) *Tracer {
 	return &Tracer{
-		tp:   tp,
-		tr:   tp.Tracer(scope),
-		prop: propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
+		tp:     tp,
+		tr:     tp.Tracer(scope),
+		prop:   propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
+		sample: uint64(max(0, min(ratio, 1)) * (1 << 63)),
 	}
+}
+
+// sampleNew decides whether to record a new trace: a draw from the runtime's cheap
+// per-thread generator, no lock and no span.
+func (t *Tracer) sampleNew() bool {
+	return t.sample == 1<<63 || rand.Uint64()>>1 < t.sample
 }
 
 // Shutdown exports the spans still queued (within ctx) and stops the exporter. Spans

@@ -18,10 +18,9 @@ import (
 // recorded is a Tracer whose spans land in an in-memory exporter, sampled at ratio.
 func recorded(t *testing.T, ratio float64) (*Tracer, *tracetest.InMemoryExporter) {
 	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp),
-		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(ratio))))
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp), sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.AlwaysSample())))
 	t.Cleanup(func() { tp.Shutdown(context.Background()) })
-	return newTracer(tp), exp
+	return newTracer(tp, ratio), exp
 }
 
 // exchange is a request exchange of raw, as a transport hands it over.
@@ -170,6 +169,17 @@ func TestConfig(t *testing.T) {
 	}
 	if _, err := (&Config{}).exporter(env("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")); err == nil {
 		t.Error("http/json accepted")
+	}
+	for _, c := range []struct {
+		env  []string
+		want float64
+	}{{nil, 1}, {[]string{"OTEL_TRACES_SAMPLER", "always_off"}, 0}, {[]string{"OTEL_TRACES_SAMPLER", "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG", "0.25"}, 0.25}} {
+		if r, err := (&Config{}).ratio(env(c.env...)); err != nil || r != c.want {
+			t.Errorf("ratio from %v: %v, %v; want %v", c.env, r, err, c.want)
+		}
+	}
+	if _, err := (&Config{}).ratio(env("OTEL_TRACES_SAMPLER", "jaeger_remote")); err == nil {
+		t.Error("an unsupported sampler accepted")
 	}
 	two := 2.0
 	for _, bad := range []Config{{Exporter: "zipkin"}, {SampleRatio: &two}, {Endpoint: "ftp://x"}, {Headers: map[string]string{"a b": "c"}}} {
