@@ -27,14 +27,22 @@ func BenchmarkForwardRoundTrip(b *testing.B) {
 	}
 }
 
+// benchCall is the tools/call the round-trip benchmarks send.
+const benchCall = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a__echo","arguments":{}}}`
+
 // benchToolCalls times b.N tools/call round trips through fc, one at a time.
 func benchToolCalls(b *testing.B, fc *fleetClient) {
-	req := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a__echo","arguments":{}}}`
 	b.ReportAllocs()
-	b.SetBytes(int64(len(req)))
+	b.SetBytes(int64(len(benchCall)))
 	b.ResetTimer()
-	for range b.N {
-		fc.send(req)
+	toolCalls(b, fc, b.N)
+}
+
+// toolCalls makes n tools/call round trips through fc, one at a time, the backend
+// answering each at once.
+func toolCalls(b *testing.B, fc *fleetClient, n int) {
+	for range n {
+		fc.send(benchCall)
 		m := fc.upstream()
 		fc.answer(m.ID, `{"content":[]}`)
 		if r := fc.read(); r.Kind != codec.KindResult {

@@ -110,11 +110,15 @@ type fleetClient struct {
 // fleetHandler hands a client's messages to the fleet as the router does: Prepare in
 // order, Run on a goroutine of its own.
 type fleetHandler struct {
-	f    *Fleet
-	sess *router.Session
+	f      *Fleet
+	sess   *router.Session
+	tracer interface{ Start(*transport.Exchange) } // as the router's Config.Tracer; nil: none
 }
 
 func (h fleetHandler) HandleMessage(x *transport.Exchange) {
+	if h.tracer != nil {
+		h.tracer.Start(x)
+	}
 	if h.f.Prepare(h.sess, x) {
 		go h.f.Run(h.sess, x)
 	}
@@ -128,6 +132,13 @@ func newFleetClient(t testing.TB, timeout time.Duration) *fleetClient {
 
 // newFleetClientEra is newFleetClient with a 2026-07-28-only backend when modern.
 func newFleetClientEra(t testing.TB, timeout time.Duration, modern bool) *fleetClient {
+	f, up := newScriptedFleet(t, timeout, modern)
+	return attachClient(t, f, up)
+}
+
+// newScriptedFleet starts a fleet of one backend, "a", on a scripted connection (a
+// 2026-07-28-only backend when modern), and waits for its catalog.
+func newScriptedFleet(t testing.TB, timeout time.Duration, modern bool) (*Fleet, *scriptedConn) {
 	up := &scriptedConn{got: make(chan []byte, 16), done: make(chan struct{}), modern: modern}
 	f := New(Config{HealthInterval: time.Hour, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Backends: []BackendConfig{{
 		Name: "a", Prefix: "a", Timeout: timeout,
@@ -141,16 +152,22 @@ func newFleetClientEra(t testing.TB, timeout time.Duration, modern bool) *fleetC
 	if _, ok := f.catalog.load().tools["a"+Separator+"echo"]; !ok {
 		t.Fatal("Start returned before the backend's catalog landed")
 	}
-	return attachClient(t, f, up)
+	return f, up
 }
 
 // attachClient opens one client session on started fleet f over an in-memory stdio
 // transport; up is the backend connection the test scripts (nil if none). The session
 // and the fleet end with the test.
 func attachClient(t testing.TB, f *Fleet, up *scriptedConn) *fleetClient {
+	return attachTracedClient(t, f, up, nil)
+}
+
+// attachTracedClient is attachClient with a tracer starting each request's trace, as
+// the router does.
+func attachTracedClient(t testing.TB, f *Fleet, up *scriptedConn, tracer interface{ Start(*transport.Exchange) }) *fleetClient {
 	sess := new(router.Session)
 	f.SessionOpened(sess)
-	h := fleetHandler{f: f, sess: sess}
+	h := fleetHandler{f: f, sess: sess, tracer: tracer}
 	reg := transport.NewRegistry(transport.RegistryConfig{InitTimeout: -1, IdleTimeout: -1}, h)
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
