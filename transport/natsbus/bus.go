@@ -477,12 +477,20 @@ func (b *Bus) Subject(tokens ...string) string {
 // unless rewritten, within nats.jetstream.max_bytes (writes beyond are refused) and
 // max_msg_bytes.
 func (b *Bus) KeyValue(ctx context.Context, name string, ttl time.Duration) (jetstream.KeyValue, error) {
+	return b.keyValue(ctx, name, ttl, 0)
+}
+
+// keyValue is KeyValue; markers > 0 also lets the bucket's messages carry TTLs of their
+// own (a purge marker that goes after markers: jetstream.PurgeTTL), and keeps the
+// markers of expired entries that long (NATS 2.11 and later).
+func (b *Bus) keyValue(ctx context.Context, name string, ttl, markers time.Duration) (jetstream.KeyValue, error) {
 	if b.JS == nil {
 		return nil, errors.New("nats: JetStream not available")
 	}
 	return b.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket: b.cfg.Prefix + "_" + name, TTL: ttl, History: 1, Storage: jetstream.MemoryStorage,
 		Replicas: b.replicas(), MaxBytes: b.cfg.JetStream.MaxBytes, MaxValueSize: b.cfg.JetStream.MaxMsgBytes,
+		LimitMarkerTTL: markers,
 	})
 }
 

@@ -19,18 +19,40 @@ import (
 type SessionStore struct {
 	kv      jetstream.KeyValue
 	timeout time.Duration
-	Errors  atomic.Uint64
+	// marker is the TTL of the marker Delete leaves (0: the bucket's own TTL).
+	marker time.Duration
+	Errors atomic.Uint64
 }
 
-// Sessions opens the session store.
+// markerTTL is how long the marker of a forgotten session stays in the bucket. A purge
+// marker without a TTL of its own stays as long as a record would (twice the idle
+// timeout: an hour by default), so with sessions coming and going the bucket held one
+// more marker per ended session for that long: a 30-minute soak at 10 sessions a second
+// saw the NATS node's memory grow by a third, and the markers count against max_bytes,
+// beyond which session records are refused. Nobody watches the bucket: a marker only
+// needs to outlive a Load racing the Delete.
+const markerTTL = time.Minute
+
+// Sessions opens the session store. Its bucket lets the markers of ended sessions go
+// after markerTTL where the server can (NATS 2.11 and later); elsewhere they stay for
+// ttl, as before.
 func (b *Bus) Sessions(ttl time.Duration) (*SessionStore, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	kv, err := b.KeyValue(ctx, "sessions", ttl)
+	marker := min(markerTTL, ttl)
+	if marker < time.Second { // the least a message TTL may be
+		marker = 0
+	}
+	kv, err := b.keyValue(ctx, "sessions", ttl, marker)
+	if err != nil && marker > 0 {
+		// A server without message TTLs, or a bucket that cannot take them.
+		marker = 0
+		kv, err = b.KeyValue(ctx, "sessions", ttl)
+	}
 	if err != nil {
 		return nil, err
 	}
-	return &SessionStore{kv: kv, timeout: 5 * time.Second}, nil
+	return &SessionStore{kv: kv, timeout: 5 * time.Second, marker: marker}, nil
 }
 
 // Save writes a session's record.
@@ -70,6 +92,10 @@ func (s *SessionStore) Load(id string) ([]byte, bool) {
 func (s *SessionStore) Delete(id string) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
 	defer cancel()
+	if s.marker > 0 {
+		s.kv.Purge(ctx, id, jetstream.PurgeTTL(s.marker))
+		return
+	}
 	s.kv.Purge(ctx, id)
 }
 

@@ -1,10 +1,13 @@
 package natsbus
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/mcprouter/mcprouter/transport"
 )
@@ -265,5 +268,35 @@ func TestEventLogClosed(t *testing.T) {
 	}
 	if _, err := l.Since("s"); err == nil {
 		t.Fatal("Since on a closed bus succeeded")
+	}
+}
+
+// A forgotten session's purge marker carries a TTL of its own (markerTTL), so that ended
+// sessions do not pile up markers in the bucket for as long as a record would live.
+func TestSessionStoreMarkerTTL(t *testing.T) {
+	b := startBus(t, Config{})
+	s, err := b.Sessions(time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Save("ended", []byte("r")); err != nil {
+		t.Fatal(err)
+	}
+	s.Delete("ended")
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	st, err := b.JS.Stream(ctx, "KV_"+b.Prefix()+"_sessions")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := st.GetLastMsgForSubject(ctx, "$KV."+b.Prefix()+"_sessions.ended")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if op, ttl := m.Header.Get("KV-Operation"), m.Header.Get(jetstream.MsgTTLHeader); op != "PURGE" || ttl != markerTTL.String() {
+		t.Fatalf("the last message of the ended session: operation %q, TTL %q; want PURGE with TTL %v", op, ttl, markerTTL)
+	}
+	if _, ok := s.Load("ended"); ok {
+		t.Fatal("a deleted record still loads")
 	}
 }
