@@ -125,23 +125,18 @@ func (s *Server) serveModern(m *codec.Message, meta *modern.Meta, sess *Session,
 		r.Reply(b)
 		*bp = b
 		putBuf(bp)
-	case "tools/list", "resources/list", "resources/templates/list", "prompts/list":
-		d.cache(s.cfg.ListTTL)
-		s.list(m, sess, d, s.cat.listOf(method))
-	case "resources/read":
-		d.cache(0) // counter://tick changes every Tick
-		s.readResource(m, sess, d)
-	case "tools/call":
-		s.Stats.Calls.Add(1)
-		s.callTool(m, sess, d)
-	case "prompts/get":
-		s.getPrompt(m, d)
-	case "completion/complete":
-		s.complete(m, d)
 	case "subscriptions/listen":
 		s.listen(m, sess, r)
-	default: // the tasks extension: Check passed it because the client declared it
-		replyError(r, m.ID, codec.CodeMethodNotFound, "Method not found: this server does not offer the tasks extension", nil)
+	case "tools/list", "resources/list", "resources/templates/list", "prompts/list":
+		d.cache(s.cfg.ListTTL)
+		s.serveShared(method, m, sess, d)
+	case "resources/read":
+		d.cache(0) // counter://tick changes every Tick
+		s.serveShared(method, m, sess, d)
+	default:
+		if !s.serveShared(method, m, sess, d) { // the tasks extension: Check passed it because the client declared it
+			replyError(r, m.ID, codec.CodeMethodNotFound, "Method not found: this server does not offer the tasks extension", nil)
+		}
 	}
 }
 

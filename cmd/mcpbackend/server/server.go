@@ -364,24 +364,16 @@ func (s *Server) notification(m *codec.Message, sess *Session) {
 func (s *Server) request(m *codec.Message, sess *Session, r Responder) {
 	var mb [64]byte
 	method := methodOf(m, mb[:0])
+	if s.serveShared(method, m, sess, r) {
+		return
+	}
 	switch string(method) {
-	case "tools/call":
-		s.Stats.Calls.Add(1)
-		s.callTool(m, sess, r)
 	case "ping":
 		replyResult(r, m.ID, emptyObject)
-	case "tools/list", "resources/list", "resources/templates/list", "prompts/list":
-		s.list(m, sess, r, s.cat.listOf(method))
-	case "resources/read":
-		s.readResource(m, sess, r)
 	case "resources/subscribe":
 		s.subscribe(m, sess, r, true)
 	case "resources/unsubscribe":
 		s.subscribe(m, sess, r, false)
-	case "prompts/get":
-		s.getPrompt(m, r)
-	case "completion/complete":
-		s.complete(m, r)
 	case "logging/setLevel":
 		s.setLevel(m, sess, r)
 	case "initialize":
@@ -395,6 +387,28 @@ func (s *Server) request(m *codec.Message, sess *Session, r Responder) {
 	default:
 		replyError(r, m.ID, codec.CodeMethodNotFound, "Method not found", nil)
 	}
+}
+
+// serveShared answers the requests both protocol generations serve alike (tools, lists,
+// resources/read, prompts/get, completion), through r: a 2025 session's Responder, or
+// the decorator of a 2026-07-28 request. It reports false for any other method.
+func (s *Server) serveShared(method []byte, m *codec.Message, sess *Session, r Responder) bool {
+	switch string(method) {
+	case "tools/call":
+		s.Stats.Calls.Add(1)
+		s.callTool(m, sess, r)
+	case "tools/list", "resources/list", "resources/templates/list", "prompts/list":
+		s.list(m, sess, r, s.cat.listOf(method))
+	case "resources/read":
+		s.readResource(m, sess, r)
+	case "prompts/get":
+		s.getPrompt(m, r)
+	case "completion/complete":
+		s.complete(m, r)
+	default:
+		return false
+	}
+	return true
 }
 
 // methodOf returns the method name, decoded into buf in the rare case it was written
