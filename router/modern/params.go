@@ -99,20 +99,10 @@ func CheckParamHeaders(decls []ParamHeader, arguments, params []byte) Reject {
 // "Name: value\n", where Name is the whole header name.
 func paramHeader(lines []byte, name string) ([]byte, bool) {
 	const prefix = "mcp-param-"
-	for len(lines) > 0 {
-		line := lines
-		if i := bytes.IndexByte(lines, '\n'); i >= 0 {
-			line, lines = lines[:i], lines[i+1:]
-		} else {
-			lines = nil
-		}
-		colon := bytes.IndexByte(line, ':')
-		if colon < 0 {
-			continue
-		}
-		k := line[:colon]
-		if len(k) == len(prefix)+len(name) && bytes.EqualFold(k[:len(prefix)], []byte(prefix)) && bytes.EqualFold(k[len(prefix):], []byte(name)) {
-			return line[colon+1:], true
+	for line := range bytes.Lines(lines) {
+		k, v, ok := bytes.Cut(bytes.TrimSuffix(line, []byte("\n")), []byte(":"))
+		if ok && len(k) == len(prefix)+len(name) && bytes.EqualFold(k[:len(prefix)], []byte(prefix)) && bytes.EqualFold(k[len(prefix):], []byte(name)) {
+			return v, true
 		}
 	}
 	return nil, false
