@@ -1,6 +1,8 @@
 package tracing
 
 import (
+	"bytes"
+
 	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/router/modern"
 )
@@ -14,6 +16,9 @@ type carrier struct {
 
 // keys are the members a carrier fills, in the order they are written.
 var keys = [3]string{"traceparent", "tracestate", "baggage"}
+
+// metaKey is the member name of params._meta, quoted as written without escapes.
+var metaKey = []byte(`"_meta"`)
 
 // maxValue bounds a value taken from a client: W3C Baggage allows 8192 bytes.
 const maxValue = 8192
@@ -55,8 +60,13 @@ func (c *carrier) empty() bool { return c.parent == "" && c.baggage == "" }
 func (c *carrier) values() [3]string { return [3]string{c.parent, c.state, c.baggage} }
 
 // fromMeta fills c from the members of params._meta, and reports whether there was a
-// traceparent or baggage. Values that are not strings, or too long, are ignored.
+// traceparent or baggage. Values that are not strings, or too long, are ignored, and so
+// are keys written with escapes: a byte search rules out most requests, which have no
+// _meta, before any walk.
 func (c *carrier) fromMeta(params []byte) bool {
+	if !bytes.Contains(params, metaKey) {
+		return false
+	}
 	meta := codec.Member(params, "_meta")
 	if len(meta) == 0 || meta[0] != '{' {
 		return false
