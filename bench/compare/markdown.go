@@ -289,9 +289,13 @@ func formatGoalValue(v float64, unit string) string {
 func (r *Result) openTable(b *strings.Builder, reportsLink string) {
 	for _, set := range r.Open {
 		frac := 100 * r.Options.OpenLoadFraction
+		basis := "the direct"
+		if set.Basis == TargetRouter {
+			basis = "the router's"
+		}
+		fmt.Fprintf(b, "### Open loop at %.0f%% of %s maximum\n\n", frac, basis)
 		switch set.Basis {
 		case TargetDirect:
-			fmt.Fprintf(b, "### Open loop at %.0f%% of the direct maximum\n\n", frac)
 			fmt.Fprintf(b, "Arrivals at a constant %s calls/s (%.0f%% of mcpbackend's closed-loop median), the load of the "+
 				"p99 goal, sent whether or not earlier calls have returned; latency is measured from each call's "+
 				"intended send time (corrected for coordinated omission), so a server that cannot keep up shows its "+
@@ -300,7 +304,6 @@ func (r *Result) openTable(b *strings.Builder, reportsLink string) {
 				"would be the bottleneck (\"late sends\" says when it was).%s\n\n",
 				formatRate(set.Rate), frac, r.Options.OpenSessions, r.Options.Sessions, r.openGOMAXPROCSNote(set))
 		case TargetRouter:
-			fmt.Fprintf(b, "### Open loop at %.0f%% of the router's maximum\n\n", frac)
 			fmt.Fprintf(b, "Both again at %s calls/s, %.0f%% of the router's own closed-loop median: the same load on both "+
 				"sides, meant to leave both unsaturated so that the difference is the latency of the hop itself. Check "+
 				"\"server CPU busy\": below saturation every call pays its own wake-ups (fewer calls share an epoll "+
