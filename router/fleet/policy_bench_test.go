@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/router/policy"
+	"github.com/mcprouter/mcprouter/transport/auth"
 )
 
 // benchPolicy is the issue's figure: 20 rules (19 deny rules that do not match the
@@ -70,5 +72,76 @@ func TestForwardPolicyDenies(t *testing.T) {
 	fc.answer(m.ID, `{"content":[]}`)
 	if r := fc.read(); r.Kind != codec.KindResult {
 		t.Fatalf("allowed call answered %+v, want a result", r)
+	}
+}
+
+// BenchmarkListPolicy is the issue's list figure: a client listing every tool of a
+// catalog of 1,000 (10 backends of 100, pages of 100) without a policy, and as a
+// principal whom 20 rules allow one backend's tools (10%), the filter's cache warm as
+// after the first list. Each op is the whole listing: 10 pages unfiltered, 1 filtered.
+func BenchmarkListPolicy(b *testing.B) {
+	cat := &catalog{gen: 1}
+	for bi := range 10 {
+		name := fmt.Sprintf("b%d", bi)
+		cat.backends = append(cat.backends, &backend{cfg: BackendConfig{Name: name}})
+		var list []item
+		for i := range 100 {
+			n := fmt.Sprintf("%s__tool%03d", name, i)
+			list = append(list, item{key: n, raw: []byte(`{"name":"` + n + `","inputSchema":{"type":"object"}}`)})
+		}
+		for k := kind(0); k < numKinds; k++ {
+			cat.lists[k] = append(cat.lists[k], nil)
+		}
+		cat.lists[kTools][bi] = list
+	}
+	var cfg policy.Config
+	for i := range 19 {
+		cfg.Rules = append(cfg.Rules, policy.Rule{Deny: fmt.Sprintf(`mcp.tool == "b3__blocked_%d" && !("admin" in principal.scopes)`, i)})
+	}
+	cfg.Rules = append(cfg.Rules, policy.Rule{Allow: `mcp.backend == "b3" && "tools" in principal.scopes`})
+	e, err := policy.New(cfg, policy.Options{Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := &policer{}
+	sub := p.subjectOf(&auth.Principal{Subject: "svc", Scopes: []string{"tools"}})
+	buf := make([]byte, 0, 64<<10)
+	listAll := func(b *testing.B, e *policy.Engine) int {
+		var visible func(bi, i int) bool
+		if e != nil {
+			visible = p.visible(e, sub, cat, kTools)
+		}
+		n := 0
+		var cursor []byte
+		for range 100 {
+			res, err := cat.page(buf[:0], kTools, cursor, 100, visible)
+			if err != nil {
+				b.Fatal(err)
+			}
+			n += bytes.Count(res, []byte(`{"name":`))
+			i := bytes.LastIndex(res, []byte(`"nextCursor":"`))
+			if i < 0 {
+				return n
+			}
+			cursor = append(cursor[:0], res[i+len(`"nextCursor":"`):]...)
+			cursor = cursor[:bytes.IndexByte(cursor, '"')]
+		}
+		b.Fatal("more than 100 pages")
+		return 0
+	}
+	for _, c := range []struct {
+		name string
+		e    *policy.Engine
+		want int
+	}{{"unfiltered", nil, 1000}, {"filtered-10pct", e, 100}} {
+		b.Run(c.name, func(b *testing.B) {
+			if n := listAll(b, c.e); n != c.want {
+				b.Fatalf("listed %d tools, want %d", n, c.want)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				listAll(b, c.e)
+			}
+		})
 	}
 }

@@ -68,14 +68,19 @@ func (p *policer) list(rt *routing, s *router.Session, x *transport.Exchange, ca
 		return false
 	}
 	p.seen[k].CompareAndSwap(nil, cat) // the first view clients saw (changedFor)
+	rt.list(x, cat, k, p.visible(e, p.subject(s, x), cat, k))
+	return true
+}
+
+// visible is what sub may see of cat's list k under e, as catalog.page takes it: item
+// i of backend bi's list.
+func (p *policer) visible(e *policy.Engine, sub *policy.Subject, cat *catalog, k kind) func(bi, i int) bool {
 	pi := p.itemsOf(cat)
-	mask := e.View(p.subject(s, x)).Mask(cat.gen*uint64(numKinds)+uint64(k)+1, pi.items[k])
-	visible := func(bi, i int) bool {
+	mask := e.View(sub).Mask(cat.gen*uint64(numKinds)+uint64(k)+1, pi.items[k])
+	return func(bi, i int) bool {
 		n := pi.base[k][bi] + i
 		return mask[n/64]&(1<<(n%64)) != 0
 	}
-	rt.list(x, cat, k, visible)
-	return true
 }
 
 // changedFor says, for a list_changed notification (method) about catalog cur, which
