@@ -1,0 +1,81 @@
+package tsclient
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/mcprouter/mcprouter/cmd/mcpbackend/mcpbackendtest"
+	backendsrv "github.com/mcprouter/mcprouter/cmd/mcpbackend/server"
+	"github.com/mcprouter/mcprouter/internal/testbin"
+)
+
+type policyResult struct {
+	Tools  []string `json:"tools"`
+	Echo   string   `json:"echo"`
+	Denied string   `json:"denied"`
+}
+
+// TestTypeScriptClientPolicy: the TypeScript SDK client as a principal a policy allows
+// one tool sees that tool alone in the merged list, calls it, and is refused another
+// naming the denial; on a virtual server it sees and calls that endpoint's selection
+// only.
+func TestTypeScriptClientPolicy(t *testing.T) {
+	testbin.Long(t, "starts processes and Node")
+	nodeBin, sdk := node(t)
+	a := mcpbackendtest.Start(t, backendsrv.Config{Name: "a", Tick: -1})
+	b := mcpbackendtest.Start(t, backendsrv.Config{Name: "b", Tick: -1})
+	hash := func(s string) string { sum := sha256.Sum256([]byte(s)); return hex.EncodeToString(sum[:]) }
+	addr := testbin.FreeAddr(t)
+	cfg := fmt.Sprintf(`backends:
+  - {name: a, url: %q}
+  - {name: b, url: %q}
+auth:
+  mode: bearer
+  resource: http://%[3]s/mcp
+  bearer_tokens: [{principal: bob, sha256: %[4]q}]
+policy:
+  rules:
+    - name: bob-echo
+      allow: 'principal.sub == "bob" && mcp.tool == "a__echo"'
+virtual_servers:
+  - name: team
+    backends: [b]
+    include: ["b__echo"]
+    auth:
+      mode: bearer
+      resource: http://%[3]s/mcp/team
+      bearer_tokens: [{principal: bob, sha256: %[5]q}]
+`, a.URL(), b.URL(), addr, hash("ts-policy-bob"), hash("ts-policy-team-bob"))
+	cfgPath := filepath.Join(t.TempDir(), "mcprouter.yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bin := testbin.Build(t, testbin.Router)
+	testbin.Start(t, testbin.Spec{Bin: bin, Args: []string{"--config", cfgPath, "--listen", addr}, Ready: []string{"mcprouter listening"}})
+
+	for _, c := range []struct {
+		name, path, token, allowed, denied, says string
+	}{
+		{"main endpoint", "/mcp", "ts-policy-bob", "a__echo", "b__echo", "no allow rule matches"},
+		{"virtual server", "/mcp/team", "ts-policy-team-bob", "b__echo", "a__echo", "not exposed by this endpoint"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := runScript[policyResult](t, nodeBin, "policy.mjs", sdk, "http://"+addr+c.path, c.token, c.allowed, c.denied)
+			if !slices.Equal(r.Tools, []string{c.allowed}) {
+				t.Errorf("listed %v, want %s alone", r.Tools, c.allowed)
+			}
+			if r.Echo != "from typescript" {
+				t.Errorf("%s answered %q", c.allowed, r.Echo)
+			}
+			if !strings.Contains(r.Denied, "policy denies") || !strings.Contains(r.Denied, c.says) {
+				t.Errorf("calling %s: %q, want a denial saying %q", c.denied, r.Denied, c.says)
+			}
+		})
+	}
+}
