@@ -44,13 +44,21 @@ func sampleCall(t *testing.T, p *routerProc, prompt, extra string) (int, mrtrAns
 // sampleCallAs is sampleCall presenting the bearer token (none when "").
 func sampleCallAs(t *testing.T, p *routerProc, token, prompt, extra string) (int, mrtrAnswer) {
 	t.Helper()
-	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"sample","arguments":{"prompt":"` + prompt + `"},` + sampleMeta + extra + `}}`
+	return toolCallAs(t, p, token, "sample", `{"prompt":"`+prompt+`"}`, sampleMeta+extra)
+}
+
+// toolCallAs posts a 2026-07-28 tools/call of tool with arguments args and the further
+// params members rest (its _meta, a retry's members), presenting the bearer token (none
+// when ""), and returns the status and the answer.
+func toolCallAs(t *testing.T, p *routerProc, token, tool, args, rest string) (int, mrtrAnswer) {
+	t.Helper()
+	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"` + tool + `","arguments":` + args + `,` + rest + `}}`
 	req, _ := http.NewRequest("POST", p.url("/mcp"), strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
 	req.Header.Set("Mcp-Method", "tools/call")
-	req.Header.Set("Mcp-Name", "sample")
+	req.Header.Set("Mcp-Name", tool)
 	resp, err := authClient(token).Do(req)
 	if err != nil {
 		t.Fatal(err)
