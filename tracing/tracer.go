@@ -57,9 +57,14 @@ func New(ctx context.Context, c Config, version string) (*Tracer, error) {
 		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.AlwaysSample()))), ratio), nil
 }
 
-// newTracer is the Tracer of provider tp, whose sampler must record what it is asked
-// to (ParentBased(AlwaysSample())), recording ratio of the new traces (tests give one
-// with an in-memory exporter).
+// NewFromProvider is the Tracer of provider tp, recording ratio (0 to 1) of the new
+// traces: for a program that builds its own provider (another exporter, span
+// processors of its own) and for tests. tp's sampler must record what it is asked to,
+// as ParentBased(AlwaysSample()) does: the Tracer decides for new traces itself.
+// Shutdown shuts tp down.
+func NewFromProvider(tp *sdktrace.TracerProvider, ratio float64) *Tracer { return newTracer(tp, ratio) }
+
+// newTracer is NewFromProvider.
 func newTracer(tp *sdktrace.TracerProvider, ratio float64) *Tracer {
 	return &Tracer{
 		tp:     tp,
