@@ -126,10 +126,10 @@ func run(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	a.Start(10 * time.Second)
 	if *configPath != "" {
 		a.EnableReload(*configPath, load)
 	}
+	a.Start(10 * time.Second)
 
 	if stdio {
 		err := a.ServeStdio(ctx, os.Stdin, os.Stdout)

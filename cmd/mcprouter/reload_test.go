@@ -206,7 +206,7 @@ func TestReloadUnderLoad(t *testing.T) {
 	if v := gaugeValue(t, admin+"/metrics", `mcprouter_config_reloads_total{outcome="failure"}`); v < 1 {
 		t.Errorf("refused reloads counted: %v, want at least 1", v)
 	}
-	t.Logf("%d calls to the backend that stayed during the reloads, none failed", calls.Load())
+	t.Logf("%d calls to the backend that stayed during the reloads, none failed\n%s", calls.Load(), p.Log)
 }
 
 // reloadRaw puts data at path by a rename, like reloadConfig.
@@ -217,5 +217,60 @@ func reloadRaw(t *testing.T, path string, data []byte) {
 	}
 	if err := os.Rename(path+".tmp", path); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestReloadPolicy: the policy's rules and limits change with a reload. A new rate
+// limit applies at once, and says nothing to clients (their lists did not change); a
+// rule that hid a tool, once removed, shows it, and the client hears list_changed
+// (issue 14). Notifications keep their order on the client's stream, so the one
+// list_changed heard after the second reload is also the only one sent.
+func TestReloadPolicy(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "mcprouter.yaml")
+	hidden := "policy:\n  rules:\n    - allow: 'true'\n    - deny: 'mcp.tool == \"keep__fail\"'\n"
+	reloadConfig(t, path, []string{"keep"}, hidden)
+	p := startRouter(t, "--config", path)
+
+	changed := make(chan struct{}, 16)
+	client := mcp.NewClient(&mcp.Implementation{Name: "reload-policy", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: p.url("/mcp"), MaxRetries: -1}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatalf("connect: %v\n%s", err, p.Log)
+	}
+	defer cs.Close()
+	if names, _ := toolNames(t, cs); !slices.Contains(names, "keep__echo") || slices.Contains(names, "keep__fail") {
+		t.Fatalf("tools under the first policy: %v", names)
+	}
+	echo := func() (*mcp.CallToolResult, error) {
+		return cs.CallTool(ctx, &mcp.CallToolParams{Name: "keep__echo", Arguments: map[string]any{"text": "x"}})
+	}
+
+	// A limit added: one keep__echo an hour.
+	reloadConfig(t, path, []string{"keep"}, hidden+"  limits:\n    - match: 'mcp.tool == \"keep__echo\"'\n      rate: 1\n      per: 1h\n      burst: 1\n")
+	testwait.For(t, "the first reload", testTimeout, func() bool { return p.Log.Count("configuration reloaded") >= 1 })
+	if res, err := echo(); err != nil || res.IsError {
+		t.Fatalf("the call within the new limit: %v %+v\n%s", err, res, p.Log)
+	}
+	if res, err := echo(); err == nil && !res.IsError {
+		t.Fatalf("the call past the new limit went through: %+v", res)
+	} else if err != nil && !strings.Contains(err.Error(), "Too Many Requests") {
+		t.Fatalf("the call past the new limit: %v, want 429", err)
+	}
+
+	// The rule that hid keep__fail removed (and the limit with it).
+	reloadConfig(t, path, []string{"keep"}, "policy:\n  rules:\n    - allow: 'true'\n")
+	testwait.Recv(t, "list_changed after the rule went", testTimeout, changed)
+	if n := len(changed); n != 0 {
+		t.Errorf("%d more list_changed, want only the one of the view that changed", n)
+	}
+	if names, _ := toolNames(t, cs); !slices.Contains(names, "keep__fail") {
+		t.Fatalf("keep__fail still hidden after the reload: %v", names)
+	}
+	if res, err := echo(); err != nil || res.IsError {
+		t.Fatalf("the limit outlived its reload: %v %+v", err, res)
 	}
 }

@@ -20,14 +20,24 @@ import (
 // the directory, changes nothing). Both run on one goroutine, ended by Shutdown.
 
 // EnableReload makes the router read its configuration again with load on SIGHUP, and
-// when the file at path changes if the configuration says reload.watch. Call it once,
-// after New; the file's current content counts as loaded. A watch that cannot be set up
-// is logged; SIGHUP still reloads.
+// when the file at path changes if the configuration says reload.watch, from Start on.
+// Call it once, after New and before Start: a fleet without a policy gets an empty one,
+// so that a reload may bring rules (the fleet installs its policy machinery only before
+// it starts).
 func (a *App) EnableReload(path string, load Loader) {
 	a.reloadMu.Lock()
+	defer a.reloadMu.Unlock()
 	a.load, a.configPath = load, path
-	a.reloadMu.Unlock()
-	a.lastSuccess.Store(time.Now().UnixNano())
+	if a.Fleet != nil && a.Policy == nil {
+		a.Fleet.SetPolicy(nil)
+	}
+}
+
+// startReload starts listening for SIGHUP and watching the file (Start, when
+// EnableReload was called); the file's current content counts as loaded. A watch that
+// cannot be set up is logged; SIGHUP still reloads.
+func (a *App) startReload() {
+	path := a.configPath
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	var w *fsnotify.Watcher
