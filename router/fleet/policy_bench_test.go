@@ -80,6 +80,34 @@ func TestForwardPolicyDenies(t *testing.T) {
 // principal whom 20 rules allow one backend's tools (10%), the filter's cache warm as
 // after the first list. Each op is the whole listing: 10 pages unfiltered, 1 filtered.
 func BenchmarkListPolicy(b *testing.B) {
+	lb := newListBench(b)
+	for _, c := range []struct {
+		name string
+		e    *policy.Engine
+		want int
+	}{{"unfiltered", nil, 1000}, {"filtered-10pct", lb.e, 100}} {
+		b.Run(c.name, func(b *testing.B) {
+			if n := lb.listAll(b, c.e); n != c.want {
+				b.Fatalf("listed %d tools, want %d", n, c.want)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				lb.listAll(b, c.e)
+			}
+		})
+	}
+}
+
+// listBench is the catalog, the policy and the principal of the list figures.
+type listBench struct {
+	cat *catalog
+	e   *policy.Engine
+	p   *policer
+	sub *policy.Subject
+	buf []byte
+}
+
+func newListBench(b *testing.B) *listBench {
 	cat := &catalog{gen: 1}
 	for bi := range 10 {
 		name := fmt.Sprintf("b%d", bi)
@@ -104,44 +132,32 @@ func BenchmarkListPolicy(b *testing.B) {
 		b.Fatal(err)
 	}
 	p := &policer{}
-	sub := p.subjectOf(&auth.Principal{Subject: "svc", Scopes: []string{"tools"}})
-	buf := make([]byte, 0, 64<<10)
-	listAll := func(b *testing.B, e *policy.Engine) int {
-		var visible func(bi, i int) bool
-		if e != nil {
-			visible = p.visible(e, sub, cat, kTools)
-		}
-		n := 0
-		var cursor []byte
-		for range 100 {
-			res, err := cat.page(buf[:0], kTools, cursor, 100, visible)
-			if err != nil {
-				b.Fatal(err)
-			}
-			n += bytes.Count(res, []byte(`{"name":`))
-			i := bytes.LastIndex(res, []byte(`"nextCursor":"`))
-			if i < 0 {
-				return n
-			}
-			cursor = append(cursor[:0], res[i+len(`"nextCursor":"`):]...)
-			cursor = cursor[:bytes.IndexByte(cursor, '"')]
-		}
-		b.Fatal("more than 100 pages")
-		return 0
+	return &listBench{cat: cat, e: e, p: p, sub: p.subjectOf(&auth.Principal{Subject: "svc", Scopes: []string{"tools"}}),
+		buf: make([]byte, 0, 64<<10)}
+}
+
+// listAll lists every tool page by page as a client does, under e (nil: no policy),
+// and returns how many it got.
+func (lb *listBench) listAll(b *testing.B, e *policy.Engine) int {
+	var visible func(bi, i int) bool
+	if e != nil {
+		visible = lb.p.visible(e, lb.sub, lb.cat, kTools)
 	}
-	for _, c := range []struct {
-		name string
-		e    *policy.Engine
-		want int
-	}{{"unfiltered", nil, 1000}, {"filtered-10pct", e, 100}} {
-		b.Run(c.name, func(b *testing.B) {
-			if n := listAll(b, c.e); n != c.want {
-				b.Fatalf("listed %d tools, want %d", n, c.want)
-			}
-			b.ReportAllocs()
-			for b.Loop() {
-				listAll(b, c.e)
-			}
-		})
+	n := 0
+	var cursor []byte
+	for range 100 {
+		res, err := lb.cat.page(lb.buf[:0], kTools, cursor, 100, visible)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n += bytes.Count(res, []byte(`{"name":`))
+		i := bytes.LastIndex(res, []byte(`"nextCursor":"`))
+		if i < 0 {
+			return n
+		}
+		cursor = append(cursor[:0], res[i+len(`"nextCursor":"`):]...)
+		cursor = cursor[:bytes.IndexByte(cursor, '"')]
 	}
+	b.Fatal("more than 100 pages")
+	return 0
 }
