@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -20,6 +21,7 @@ import (
 	collpb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/mcprouter/mcprouter/cmd/mcpbackend/mcpbackendtest"
@@ -45,19 +47,49 @@ func startReceiver(t *testing.T) *otlpReceiver {
 			http.Error(w, "not an OTLP trace export", http.StatusBadRequest)
 			return
 		}
-		r.mu.Lock()
-		for _, rs := range ex.ResourceSpans {
-			for _, ss := range rs.ScopeSpans {
-				r.spans = append(r.spans, ss.Spans...)
-			}
-		}
-		r.mu.Unlock()
+		r.add(&ex)
 		resp, _ := proto.Marshal(&collpb.ExportTraceServiceResponse{})
 		w.Header().Set("Content-Type", "application/x-protobuf")
 		w.Write(resp)
 	}))
 	t.Cleanup(ts.Close)
 	r.url = ts.URL + "/v1/traces"
+	return r
+}
+
+// add keeps the spans of an export.
+func (r *otlpReceiver) add(ex *collpb.ExportTraceServiceRequest) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, rs := range ex.ResourceSpans {
+		for _, ss := range rs.ScopeSpans {
+			r.spans = append(r.spans, ss.Spans...)
+		}
+	}
+}
+
+// grpcTraces is the OTLP/gRPC trace service of an otlpReceiver.
+type grpcTraces struct {
+	collpb.UnimplementedTraceServiceServer
+	r *otlpReceiver
+}
+
+func (g grpcTraces) Export(_ context.Context, ex *collpb.ExportTraceServiceRequest) (*collpb.ExportTraceServiceResponse, error) {
+	g.r.add(ex)
+	return &collpb.ExportTraceServiceResponse{}, nil
+}
+
+// startGRPCReceiver is startReceiver speaking OTLP/gRPC; its url is host:port.
+func startGRPCReceiver(t *testing.T) *otlpReceiver {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &otlpReceiver{url: ln.Addr().String()}
+	srv := grpc.NewServer()
+	collpb.RegisterTraceServiceServer(srv, grpcTraces{r: r})
+	go srv.Serve(ln)
+	t.Cleanup(srv.Stop)
 	return r
 }
 
@@ -207,19 +239,32 @@ func attr(s *tracepb.Span, key string) string {
 // span, child of the client's, with a backend call span as its child; the backend
 // receives the call span's context in its headers and in _meta; a JSON-RPC error's code
 // is on the spans; a request the router answers itself (initialize) has its span too.
+// The spans go over OTLP/HTTP, then over OTLP/gRPC.
 func TestTracingEndToEnd(t *testing.T) {
-	for _, k := range []string{"OTEL_SDK_DISABLED", "OTEL_TRACES_EXPORTER", "OTEL_TRACES_SAMPLER", "OTEL_EXPORTER_OTLP_ENDPOINT"} {
+	for _, k := range []string{"OTEL_SDK_DISABLED", "OTEL_TRACES_EXPORTER", "OTEL_TRACES_SAMPLER", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_PROTOCOL"} {
 		t.Setenv(k, "")
 	}
-	recv := startReceiver(t)
+	t.Run("otlp-http", func(t *testing.T) {
+		recv := startReceiver(t)
+		checkTracing(t, recv, fmt.Sprintf("{enabled: true, endpoint: %q, sample_ratio: 1}", recv.url))
+	})
+	t.Run("otlp-grpc", func(t *testing.T) {
+		recv := startGRPCReceiver(t)
+		checkTracing(t, recv, fmt.Sprintf("{enabled: true, exporter: otlp-grpc, endpoint: %q, insecure: true}", recv.url))
+	})
+}
+
+// checkTracing runs TestTracingEndToEnd's calls through a router whose tracing
+// section is tracingYAML, exporting to recv, and checks what arrived.
+func checkTracing(t *testing.T, recv *otlpReceiver, tracingYAML string) {
 	backendURL, saw := startSeenBackend(t)
 	cfg, err := app.ParseConfig([]byte(fmt.Sprintf(`listen: 127.0.0.1:0
-tracing: {enabled: true, endpoint: %q, sample_ratio: 1, service_name: router-under-test}
+tracing: %s
 backends:
   - name: b
     prefix: ""
     url: %s
-`, recv.url, backendURL)))
+`, tracingYAML, backendURL)))
 	if err != nil {
 		t.Fatal(err)
 	}
