@@ -17,10 +17,11 @@ import (
 // the router makes of a stateless backend's input_required results: elicitation (a
 // name, a colour, a confirmation, by the question), sampling (sampled) and roots. With
 // elicit false it declares no elicitation capability; with decline it declines every
-// elicitation; hold, when set, receives each elicitation's context and the handler
-// waits for it to end.
+// elicitation; with refuse it answers sampling with an error; hold, when set, receives
+// each elicitation's context and the handler waits for it to end.
 type askedClient struct {
 	sampled string
+	refuse  bool
 	decline bool
 	elicit  bool
 	hold    chan context.Context
@@ -30,6 +31,9 @@ func (a askedClient) connect(t *testing.T, endpoint string) *mcp.ClientSession {
 	t.Helper()
 	opts := &mcp.ClientOptions{
 		CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			if a.refuse {
+				return nil, errors.New("no model here")
+			}
 			return &mcp.CreateMessageResult{Role: "assistant", Model: "test", Content: &mcp.TextContent{Text: a.sampled}}, nil
 		},
 	}
@@ -96,6 +100,14 @@ func TestInputRequiredForLegacyClient(t *testing.T) {
 		_, err := bare.CallTool(ctx, &mcp.CallToolParams{Name: "test_input_required_result_elicitation"})
 		if err == nil || !strings.Contains(err.Error(), "did not declare the elicitation capability") {
 			t.Fatalf("err %v, want the missing capability named", err)
+		}
+	})
+
+	t.Run("the client's error ends the request", func(t *testing.T) {
+		refusing := askedClient{refuse: true}.connect(t, endpoint)
+		_, err := refusing.CallTool(ctx, &mcp.CallToolParams{Name: "test_input_required_result_sampling"})
+		if err == nil || !strings.Contains(err.Error(), "sampling/createMessage for backend ev (input_required) failed: no model here") {
+			t.Fatalf("err %v, want the client's error passed on", err)
 		}
 	})
 
