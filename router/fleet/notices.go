@@ -126,9 +126,13 @@ func (n *notices) fromBackend(c *upConn, msg []byte, m *codec.Message, reqID []b
 		// belongs to: the requester when known, the session owner in per-client mode.
 		sent := false
 		if id := n.table.related(c, reqID); id != 0 {
-			sent = n.table.with(id, func(e *entry) { e.x.Send(msg) })
+			sent = n.table.with(id, func(e *entry) {
+				if !n.sessions.conns.belowLevel(e.sess, m) { // loglevel.go
+					e.x.Send(msg)
+				}
+			})
 		}
-		if !sent && c.owner != nil && c.owner.TransportSession() != nil {
+		if !sent && c.owner != nil && c.owner.TransportSession() != nil && !n.sessions.conns.belowLevel(c.owner, m) {
 			c.owner.TransportSession().Send(msg)
 		}
 	}
