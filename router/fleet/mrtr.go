@@ -246,17 +246,11 @@ func (p *parking) roundLocked(pk *parked) []byte {
 // the backend asked more meanwhile. Always false: x is answered here or by the
 // request's settlement.
 func (p *parking) resume(s *router.Session, x *transport.Exchange, state []byte, rep *reporter) bool {
-	payload, err := p.sealer.Open(state[len(statePrefix):], principalKey(x.Principal), modern.RequestDigest(&x.Msg))
-	if err != nil {
-		rej := modern.RejectState(err)
+	id, seq, rej := p.open(state, x)
+	if !rej.OK() {
 		x.SetStatus(rej.Status)
 		return rep.replyErr(x, rej.Code, rej.Message)
 	}
-	if len(payload) != payloadSize || [8]byte(payload[:8]) != p.instance {
-		x.SetStatus(http.StatusBadRequest)
-		return rep.replyErr(x, codec.CodeInvalidParams, "Invalid params: requestState belongs to another router instance (forwarding retries between instances is not supported)")
-	}
-	id, seq := binary.BigEndian.Uint64(payload[8:16]), binary.BigEndian.Uint64(payload[16:])
 	var start int64
 	if rep.on() {
 		start = router.Started(x) // before x.Tag changes hands
@@ -302,6 +296,25 @@ func (p *parking) resume(s *router.Session, x *transport.Exchange, state []byte,
 		return rep.reply(x, next)
 	}
 	return false
+}
+
+// rejectOtherInstance refuses a state another router process sealed that its key
+// happened to open (the cluster shares none yet; see the package comment).
+var rejectOtherInstance = modern.Reject{Code: codec.CodeInvalidParams, Status: http.StatusBadRequest,
+	Message: "Invalid params: requestState belongs to another router instance (forwarding retries between instances is not supported)"}
+
+// open opens state, a retry's requestState of the router's (ours), for the retry x:
+// the entry and round it names, or why it is refused (modern.Open's checks: integrity,
+// the request's digest, the principal, the expiry; then this process).
+func (p *parking) open(state []byte, x *transport.Exchange) (id, seq uint64, rej modern.Reject) {
+	payload, err := p.sealer.Open(state[len(statePrefix):], principalKey(x.Principal), modern.RequestDigest(&x.Msg))
+	if err != nil {
+		return 0, 0, modern.RejectState(err)
+	}
+	if len(payload) != payloadSize || [8]byte(payload[:8]) != p.instance {
+		return 0, 0, rejectOtherInstance
+	}
+	return binary.BigEndian.Uint64(payload[8:16]), binary.BigEndian.Uint64(payload[16:]), modern.Reject{}
 }
 
 // dropLocked forgets pk; the caller holds p.mu.

@@ -1,10 +1,16 @@
 package fleet
 
 import (
+	"log/slog"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/router"
+	"github.com/mcprouter/mcprouter/router/modern"
 	"github.com/mcprouter/mcprouter/transport"
+	"github.com/mcprouter/mcprouter/transport/auth"
 )
 
 // TestParkedEntry follows a stateless request through the table's parked state: parked,
@@ -74,5 +80,71 @@ func TestParkedEntry(t *testing.T) {
 	}
 	if got := tb.takeParked(e.id); got != e || e.state != stateExpired || tb.claim(e.id, s2, retry, 0) {
 		t.Fatal("takeParked")
+	}
+}
+
+// TestOpenState: what a retry's requestState is refused for, each with its own message
+// and invalid params (HTTP 400): altered, another principal's (or an anonymous
+// client's), another request's, expired (the sealer's clock moved past the TTL, no
+// waiting), sealed by another router process; and what a good one names.
+func TestOpenState(t *testing.T) {
+	life := newLifecycle()
+	t.Cleanup(life.stop)
+	p := newParking(newServerRequests(life, newTable(), slog.New(slog.DiscardHandler), &Stats{}, 4, 0), nil)
+	now := time.Unix(1_800_000_000, 0)
+	p.sealer.Now = func() time.Time { return now }
+
+	retry := func(principal, args string) *transport.Exchange {
+		x := &transport.Exchange{Raw: []byte(`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"sample","arguments":` + args + `}}`)}
+		if err := codec.Scan(x.Raw, &x.Msg); err != nil {
+			t.Fatal(err)
+		}
+		if principal != "" {
+			x.Principal = &auth.Principal{Issuer: "https://issuer", Subject: principal}
+		}
+		return x
+	}
+	orig := retry("alice", `{"prompt":"hi"}`)
+	pk := &parked{entryID: 42, principal: principalKey(orig.Principal), digest: modern.RequestDigest(&orig.Msg), ttl: time.Minute,
+		shown: []ask{{key: "input-1", method: "sampling/createMessage"}}}
+	p.mu.Lock()
+	res := p.roundLocked(pk)
+	p.mu.Unlock()
+	state := modern.RequestState(res) // base64url: nothing escaped
+	if !ours(state) {
+		t.Fatalf("input_required %s: no state of the router's", res)
+	}
+
+	if id, seq, rej := p.open(state, retry("alice", `{ "prompt" : "hi" }`)); !rej.OK() || id != 42 || seq != pk.seq {
+		t.Fatalf("a good state: entry %d round %d (%s), want entry 42 round %d", id, seq, rej.Message, pk.seq)
+	}
+
+	tampered := append([]byte(nil), state...)
+	tampered[len(statePrefix)+5] ^= 1
+	other := newParking(p.srv, nil)
+	other.sealer = p.sealer // the same key, another process
+	for _, tc := range []struct {
+		name    string
+		p       *parking
+		state   []byte
+		x       *transport.Exchange
+		advance time.Duration
+		want    string
+	}{
+		{"tampered", p, tampered, retry("alice", `{"prompt":"hi"}`), 0, "failed verification"},
+		{"another principal", p, state, retry("bob", `{"prompt":"hi"}`), 0, "another principal"},
+		{"anonymous", p, state, retry("", `{"prompt":"hi"}`), 0, "another principal"},
+		{"another request", p, state, retry("alice", `{"prompt":"bye"}`), 0, "another request"},
+		{"after the TTL", p, state, retry("alice", `{"prompt":"hi"}`), time.Minute, "expired"},
+		{"another instance", other, state, retry("alice", `{"prompt":"hi"}`), 0, "another router instance"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			now = now.Add(tc.advance)
+			defer func() { now = now.Add(-tc.advance) }()
+			_, _, rej := tc.p.open(tc.state, tc.x)
+			if rej.Code != codec.CodeInvalidParams || rej.Status != 400 || !strings.Contains(rej.Message, tc.want) {
+				t.Fatalf("refusal %+v, want invalid params (400) saying %q", rej, tc.want)
+			}
+		})
 	}
 }
