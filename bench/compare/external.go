@@ -204,7 +204,14 @@ func (h *harness) externalArgv(ctx context.Context, server string, port int) (ar
 		if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
 			return nil, nil, err
 		}
-		shown = append([]string{server}, argv[1:len(argv)-1]...)
+		// What the report shows names no local path: the work directory is temporary.
+		shown = []string{server}
+		for _, a := range argv[1 : len(argv)-1] {
+			if strings.HasPrefix(a, h.work) {
+				a = "WORKDIR" + strings.TrimPrefix(a, h.work)
+			}
+			shown = append(shown, a)
+		}
 		shown = append(shown, server+".conf")
 		return argv, shown, nil
 	case srvSupergateway, srvMCPProxy:

@@ -6,28 +6,31 @@
 #
 #   bash bench/scripts/hop-before-after.sh OLD_ROUTER_BIN NEW_ROUTER_BIN
 #   ROUNDS=10 DUR=4s RATE=12000 bash bench/scripts/hop-before-after.sh ...   # RATE: open loop
+#   PIN=1 bash bench/scripts/hop-before-after.sh ...   # backend and routers on CPU 1, mcpload on CPU 0
 #
 # Build the old router from a worktree of the older commit (go build -o ... ./cmd/mcprouter).
 set -euo pipefail
 OLD=$1 NEW=$2
 ROUNDS=${ROUNDS:-6} DUR=${DUR:-5s} RATE=${RATE:-0}
+srv=() load=()
+if [ "${PIN:-0}" = 1 ]; then srv=(taskset -c 1) load=(taskset -c 0); fi
 cd "$(dirname "$0")/../.."
 work=$(mktemp -d)
 trap 'kill "$bepid" 2>/dev/null; rm -rf "$work"' EXIT
 go build -o "$work/mcpbackend" ./cmd/mcpbackend
 go build -o "$work/mcpload" ./cmd/mcpload
 printf 'admin: {listen: "off"}\n' >"$work/router.yaml"
-"$work/mcpbackend" -listen 127.0.0.1:18190 >"$work/backend.log" 2>&1 &
+"${srv[@]}" "$work/mcpbackend" -listen 127.0.0.1:18190 >"$work/backend.log" 2>&1 &
 bepid=$!
 tck=$(getconf CLK_TCK)
 
 run() { # name bin port
 	local name=$1 bin=$2 port=$3 pid c0 c1
-	"$bin" --listen "127.0.0.1:$port" --backend b=http://127.0.0.1:18190/mcp --config "$work/router.yaml" >"$work/$name.log" 2>&1 &
+	"${srv[@]}" "$bin" --listen "127.0.0.1:$port" --backend b=http://127.0.0.1:18190/mcp --config "$work/router.yaml" >"$work/$name.log" 2>&1 &
 	pid=$!
 	for _ in $(seq 1 100); do grep -q "mcprouter listening" "$work/$name.log" && break; sleep 0.05; done
 	c0=$(awk '{print $14+$15}' "/proc/$pid/stat")
-	"$work/mcpload" --url "http://127.0.0.1:$port/mcp" --sessions 32 --rate "$RATE" --duration "$DUR" --warmup 1s \
+	"${load[@]}" "$work/mcpload" --url "http://127.0.0.1:$port/mcp" --sessions 32 --rate "$RATE" --duration "$DUR" --warmup 1s \
 		--tool b__echo --args '{"text":"hello"}' --quiet --json "$work/$name.json" >/dev/null 2>&1
 	c1=$(awk '{print $14+$15}' "/proc/$pid/stat")
 	kill "$pid"; wait "$pid" 2>/dev/null || true

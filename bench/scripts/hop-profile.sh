@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Where a forwarded call's CPU goes: one mcprouter build in front of mcpbackend (default
+# configuration plus EXTRA, a YAML line appended under the backend), router and backend
+# pinned to one CPU and mcpload (32 sessions, tools/call echo) to another, as
+# bench/cmd/compare pins them. Prints the router's CPU per call split into user and system
+# time, its system calls per call (strace -c over 3 s of the run), and the top of a CPU
+# profile taken from its admin listener (written to OUT.pprof).
+#
+#   bash bench/scripts/hop-profile.sh ROUTER_BIN OUT
+#   EXTRA='    pipeline: 2' bash bench/scripts/hop-profile.sh ROUTER_BIN OUT
+#
+# Needs strace and taskset; the system call counts are skipped without strace.
+set -euo pipefail
+R=$1 OUT=$2 EXTRA=${EXTRA:-} DUR=${DUR:-20}
+cd "$(dirname "$0")/../.."
+work=$(mktemp -d)
+trap 'kill "$bepid" "$rpid" 2>/dev/null; rm -rf "$work"' EXIT
+go build -o "$work/mcpbackend" ./cmd/mcpbackend
+go build -o "$work/mcpload" ./cmd/mcpload
+taskset -c 1 "$work/mcpbackend" -listen 127.0.0.1:18390 >"$work/backend.log" 2>&1 &
+bepid=$!
+printf 'listen: 127.0.0.1:18391\nadmin: {listen: 127.0.0.1:18392, pprof: true}\nbackends:\n  - name: b\n    url: http://127.0.0.1:18390/mcp\n%s\n' "$EXTRA" >"$work/router.yaml"
+taskset -c 1 "$R" --config "$work/router.yaml" >"$work/router.log" 2>&1 &
+rpid=$!
+for _ in $(seq 1 100); do curl -sf http://127.0.0.1:18392/readyz >/dev/null && break; sleep 0.1; done
+tck=$(getconf CLK_TCK)
+read -r u0 s0 < <(awk '{print $14, $15}' "/proc/$rpid/stat")
+taskset -c 0 "$work/mcpload" --url http://127.0.0.1:18391/mcp --sessions 32 --duration "$((DUR + 6))s" --warmup 1s \
+	--tool b__echo --args '{"text":"hello"}' --quiet --json "$work/load.json" >/dev/null 2>&1 &
+lpid=$!
+sleep 2
+curl -s "http://127.0.0.1:18392/debug/pprof/profile?seconds=$DUR" >"$OUT.pprof"
+if command -v strace >/dev/null; then
+	timeout -s INT 3 strace -c -f -p "$rpid" -o "$work/strace.txt" >/dev/null 2>&1 || true
+fi
+wait "$lpid"
+read -r u1 s1 < <(awk '{print $14, $15}' "/proc/$rpid/stat")
+python3 - "$work/load.json" $((u1 - u0)) $((s1 - s0)) "$tck" "$work/strace.txt" <<'PY'
+import json, os, sys
+f, ut, st, tck, trace = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+r = json.load(open(f))
+calls = r["requests"] + r["excluded_requests"]
+print("calls/s %.0f  errors %d  p99 %.2f ms  router CPU per call %.1f µs (user %.1f, system %.1f)"
+      % (r["throughput_rps"], r["errors"], r["latency_us"]["p99"] / 1000,
+         (ut + st) / tck / calls * 1e6, ut / tck / calls * 1e6, st / tck / calls * 1e6))
+if os.path.exists(trace):
+    counts = {}
+    for line in open(trace):
+        p = line.split()
+        if len(p) >= 5 and p[-1].isidentifier() and p[3].isdigit():
+            counts[p[-1]] = (int(p[3]), int(p[4]) if len(p) == 6 else 0)
+    writes = counts.get("write", (0, 0))[0]
+    if writes:
+        per = writes / 2  # one write to the backend and one to the client per call
+        print("system calls per call (strace, calls = writes / 2): " + ", ".join(
+            "%s %.2f%s" % (k, n / per, " (%.2f failed)" % (e / per) if e else "")
+            for k, (n, e) in sorted(counts.items(), key=lambda kv: -kv[1][0])[:6]))
+PY
+go tool pprof -top -nodecount=25 "$R" "$OUT.pprof" 2>/dev/null | sed -n '4,40p'
