@@ -5,8 +5,10 @@
 //	go run ./bench/cmd/compare [-duration 10s] [-sessions 32] [-rounds 2] [-profile]
 //	go run ./bench/cmd/compare -quick     # under a minute; prints the section, writes nothing
 //
-// It builds mcpload, mcpbackend, mcprouter and the peer servers (bench/peers), starts each
-// server as a process on loopback, drives each with mcpload (closed loop, then open loop at
+// It builds mcpload, mcpbackend, mcprouter and the peer servers (bench/peers), finds or
+// installs haproxy and nginx (apt-get) and the stdio bridges supergateway and mcp-proxy
+// (npm, into the user's cache directory), skipping with a warning what cannot be had,
+// starts each server as a process on loopback, drives each with mcpload (closed loop, then open loop at
 // half of the direct maximum for mcpbackend alone and through the router), runs the codec
 // micro-benchmarks and writes the tables, the goals met or missed and the commands. The
 // HTML and JSON reports go to bench/reports/. See package bench/compare.
