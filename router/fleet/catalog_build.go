@@ -9,10 +9,12 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/bytedance/sonic"
 
 	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/internal/ctxtime"
 )
 
 // catalogBuilder is the part that keeps the merged catalog: it fetches a backend's lists
@@ -52,6 +54,9 @@ type refreshRun struct {
 	mu      sync.Mutex
 	running bool
 	again   *upConn
+	// partial: the backend's lists in the catalog are what a failed read got (written
+	// by the running refresh only).
+	partial bool
 }
 
 func newCatalogBuilder(life *lifecycle, table *table, log *slog.Logger, stats *Stats, set *backendSet, changed func(string)) *catalogBuilder {
@@ -91,7 +96,7 @@ func (cb *catalogBuilder) refresh(b *backend, c *upConn) {
 	run.running = true
 	run.mu.Unlock()
 	for c != nil {
-		cb.refreshOnce(b, c)
+		run.partial = cb.refreshOnce(b, c, run.partial)
 		run.mu.Lock()
 		c, run.again = run.again, nil
 		run.running = c != nil
@@ -99,27 +104,34 @@ func (cb *catalogBuilder) refresh(b *backend, c *upConn) {
 	}
 }
 
-// refreshOnce reads b's lists through c and swaps in a new catalog.
-func (cb *catalogBuilder) refreshOnce(b *backend, c *upConn) {
+// refreshOnce reads b's lists through c and swaps in a new catalog; it reports whether
+// what it swapped in is partial. A failed read keeps complete lists read before; with
+// none (the first read, or only partial ones), what it read serves meanwhile and the
+// read is tried again later (retryLater): a backend slow to answer one list at start
+// would otherwise lack the lists after it (and what they route: a resource falling to
+// another backend's hidden one) until it announced a change.
+func (cb *catalogBuilder) refreshOnce(b *backend, c *upConn, partial bool) bool {
 	if b.retired.Load() {
-		return // removed by Reconfigure: its lists are no longer anyone's
+		return partial // removed by Reconfigure: its lists are no longer anyone's
 	}
 	ctx, cancel := context.WithTimeout(cb.life.ctx, b.cfg.Timeout)
 	defer cancel()
 	lists, err := cb.fetchLists(ctx, c)
 	if err != nil {
 		cb.log.Warn("cannot read backend catalog", "backend", b.cfg.Name, "err", err)
-		if b.lists.Load() != nil {
-			return
+		if b.lists.Load() != nil && !partial {
+			return false
 		}
+		cb.retryLater(b, c)
 	}
+	partial = err != nil
 	cb.stats.Refreshes.Add(1)
 	old := b.lists.Swap(&lists)
 	cb.rebuild()
 	b.markListed()
 	if old == nil {
 		if !b.late {
-			return // the first lists of a backend the router started with: no news
+			return partial // the first lists of a backend the router started with: no news
 		}
 		old = new([numKinds][]item) // a backend added at run time: its lists are news
 	}
@@ -129,6 +141,18 @@ func (cb *catalogBuilder) refreshOnce(b *backend, c *upConn) {
 			cb.listeners.changed(kindInfo[k].changed)
 		}
 	}
+	return partial
+}
+
+// retryLater reads b's lists through c again after a while (the backend's timeout, at
+// least a second), unless c is gone or b removed by then.
+func (cb *catalogBuilder) retryLater(b *backend, c *upConn) {
+	cb.life.spawn(func() {
+		if !ctxtime.Sleep(cb.life.ctx, max(b.cfg.Timeout, time.Second)) || c.dead() || b.retired.Load() {
+			return
+		}
+		cb.refresh(b, c)
+	})
 }
 
 func sameItems(a, b []item) bool {
