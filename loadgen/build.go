@@ -5,8 +5,6 @@ import (
 	"runtime"
 	"time"
 
-	hdr "github.com/HdrHistogram/hdrhistogram-go"
-
 	"github.com/mcprouter/mcprouter/loadgen/report"
 	"github.com/mcprouter/mcprouter/loadgen/stats"
 )
@@ -20,48 +18,43 @@ const maxLatePct = 1.0
 
 // group accumulates the totals of several operations.
 type group struct {
-	corr, unc      *hdr.Histogram
-	failed         *hdr.Histogram // corrected latencies of the failed operations
-	n, errs, pages int64
-	byErr          map[string]int64
-	primary        bool
-	dropped        int64
-	ops            []int // the recorder's operations added
+	stats.OpTotals
+	primary bool
+	ops     []int // the recorder's operations added
 }
 
 func newGroup() *group {
-	return &group{corr: stats.NewHistogram(), unc: stats.NewHistogram(), failed: stats.NewHistogram(), byErr: map[string]int64{}}
+	return &group{OpTotals: stats.OpTotals{Corrected: stats.NewHistogram(), Uncorrected: stats.NewHistogram(),
+		FailedCorrected: stats.NewHistogram(), ByErr: map[stats.ErrKey]int64{}}}
 }
 
 func (g *group) add(op int, t *stats.OpTotals) {
 	g.ops = append(g.ops, op)
-	g.corr.Merge(t.Corrected)
-	g.unc.Merge(t.Uncorrected)
-	if t.FailedCorrected != nil {
-		g.failed.Merge(t.FailedCorrected)
-	}
-	g.n += t.Count
-	g.errs += t.Errors
-	g.pages += t.Pages
-	g.dropped += t.Dropped
+	g.Add(t)
 	g.primary = g.primary || t.Op.Primary
-	for k, v := range t.ByErr {
-		g.byErr[k.String()] += v
+}
+
+// byClass is the error counts by class name.
+func (g *group) byClass() map[string]int64 {
+	m := make(map[string]int64, len(g.ByErr))
+	for k, v := range g.ByErr {
+		m[k.String()] += v
 	}
+	return m
 }
 
 func (g *group) stats(dur float64, errs *firstErrors) *report.Stats {
-	s := &report.Stats{Requests: g.n, Errors: g.errs, Pages: g.pages, Primary: g.primary,
-		Latency: report.Summarize(g.corr), LatencyUncorrected: report.Summarize(g.unc)}
+	s := &report.Stats{Requests: g.Count, Errors: g.Errors, Pages: g.Pages, Primary: g.primary,
+		Latency: report.Summarize(g.Corrected), LatencyUncorrected: report.Summarize(g.Uncorrected)}
 	if dur > 0 {
-		s.ThroughputRPS = round3(float64(g.n) / dur)
+		s.ThroughputRPS = round3(float64(g.Count) / dur)
 	}
-	if len(g.byErr) > 0 {
-		s.ErrorsByClass = g.byErr
+	if len(g.ByErr) > 0 {
+		s.ErrorsByClass = g.byClass()
 		s.FirstErrors = errs.of(g.ops)
 	}
-	if g.failed.TotalCount() > 0 {
-		l := report.Summarize(g.failed)
+	if g.FailedCorrected.TotalCount() > 0 {
+		l := report.Summarize(g.FailedCorrected)
 		s.ErrorLatency = &l
 	}
 	if !g.primary {
@@ -131,8 +124,8 @@ func (r *run) buildReport() *report.Report {
 			byTool[t.Op.Name].add(i, t)
 		}
 	}
-	rep.Requests, rep.Errors, rep.Excluded = primary.n, primary.errs, pacing.Excluded
-	rep.ErrorsByClass = primary.byErr
+	rep.Requests, rep.Errors, rep.Excluded = primary.Count, primary.Errors, pacing.Excluded
+	rep.ErrorsByClass = primary.byClass()
 	rep.FirstErrors = r.errs.all()
 	if rep.Requests > 0 {
 		rep.ErrorRate = float64(rep.Errors) / float64(rep.Requests)
@@ -141,11 +134,11 @@ func (r *run) buildReport() *report.Report {
 		span := max(dur, float64(pacing.LastDone-mf)/1e9)
 		rep.ThroughputRPS = round3(float64(rep.Requests) / span)
 	}
-	rep.Latency = report.Summarize(primary.corr)
-	rep.LatencyUncorrected = report.Summarize(primary.unc)
-	rep.Distribution = report.Curve(primary.corr, primary.unc)
+	rep.Latency = report.Summarize(primary.Corrected)
+	rep.LatencyUncorrected = report.Summarize(primary.Uncorrected)
+	rep.Distribution = report.Curve(primary.Corrected, primary.Uncorrected)
 	for k, g := range byMethod {
-		if k == "connect" && g.n == 0 {
+		if k == "connect" && g.Count == 0 {
 			continue
 		}
 		rep.ByMethod[k] = g.stats(dur, &r.errs)
@@ -166,7 +159,7 @@ func (r *run) buildReport() *report.Report {
 		rep.Fanout = r.fan.summary(totals[r.deliveryOp])
 		rep.Sessions.Target++ // the publisher
 	}
-	rep.Generator = r.generator(rep, pacing, primary.dropped)
+	rep.Generator = r.generator(rep, pacing, primary.Dropped)
 	return rep
 }
 

@@ -259,6 +259,24 @@ type OpTotals struct {
 	Dropped         int64
 }
 
+// Add merges o's figures into t, whose histograms and map must exist; o's may be nil
+// (an operation a shard never recorded). The recorder merges its shards with it, the
+// report the operations of a method or tool.
+func (t *OpTotals) Add(o *OpTotals) {
+	t.Count += o.Count
+	t.Errors += o.Errors
+	t.Pages += o.Pages
+	t.Dropped += o.Dropped
+	for k, v := range o.ByErr {
+		t.ByErr[k] += v
+	}
+	for _, h := range [...][2]*hdr.Histogram{{t.Corrected, o.Corrected}, {t.Uncorrected, o.Uncorrected}, {t.FailedCorrected, o.FailedCorrected}} {
+		if h[1] != nil {
+			h[0].Merge(h[1])
+		}
+	}
+}
+
 // Pacing are the open-loop pacing counters over measured samples, and the number of
 // primary operations that completed outside the measured window (ramp, warm-up).
 type Pacing struct {
@@ -279,21 +297,9 @@ func (r *Recorder) Totals() ([]OpTotals, Pacing) {
 		sh := &r.shards[i]
 		sh.mu.Lock()
 		for j := range sh.ops {
-			d, t := &sh.ops[j], &out[j]
-			t.Count += d.n
-			t.Errors += d.errs
-			t.Pages += d.pages
-			t.Dropped += d.dropped
-			for k, v := range d.byErr {
-				t.ByErr[k] += v
-			}
-			if d.corr != nil {
-				t.Corrected.Merge(d.corr)
-				t.Uncorrected.Merge(d.unc)
-			}
-			if d.errCorr != nil {
-				t.FailedCorrected.Merge(d.errCorr)
-			}
+			d := &sh.ops[j]
+			out[j].Add(&OpTotals{Corrected: d.corr, Uncorrected: d.unc, FailedCorrected: d.errCorr,
+				Count: d.n, Errors: d.errs, ByErr: d.byErr, Pages: d.pages, Dropped: d.dropped})
 		}
 		p.Sends += sh.sends
 		p.Late += sh.late
