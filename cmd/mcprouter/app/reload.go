@@ -193,6 +193,8 @@ func fixedChanges(cur, next *Config) []string {
 		{"stateless", cur.Stateless, next.Stateless},
 		{"auth", cur.Auth, next.Auth},
 		{"reload", cur.Reload, next.Reload},
+		{"tracing", cur.Tracing, next.Tracing},
+		{"virtual_servers", cur.VirtualServers, next.VirtualServers},
 		{"policy.sync_interval", cur.Policy.SyncInterval, next.Policy.SyncInterval},
 	}
 	var out []string

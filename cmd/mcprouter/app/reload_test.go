@@ -1,0 +1,70 @@
+package app
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/mcprouter/mcprouter/internal/testbin"
+)
+
+// TestReloadRefusedAndFixed: a reload that does not load or validate is refused whole,
+// counted and noted (the note /readyz shows) until a good one clears it; a good one
+// that changes settings only a restart applies names them in its warning and keeps
+// their running values.
+func TestReloadRefusedAndFixed(t *testing.T) {
+	logs := new(testbin.Log)
+	log := slog.New(slog.NewTextHandler(logs, nil))
+	base := "listen: 127.0.0.1:0\nadmin: {listen: \"off\"}\n"
+	a, err := New(Config{Listen: "127.0.0.1:0", Admin: AdminConfig{Listen: AdminOff}}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Shutdown(context.Background())
+	if err := a.Reload("test"); err != errNoReload {
+		t.Fatalf("reload without EnableReload: %v, want errNoReload", err)
+	}
+	file := base
+	a.EnableReload("mcprouter.yaml", func() (Config, error) { return ParseConfig([]byte(file)) })
+
+	for _, c := range []struct{ yaml, want string }{
+		{base + "lisen: 127.0.0.1:1\n", "field lisen not found"},
+		{base + "sessions: {max: -1}\n", "sessions.max: must not be negative"},
+		{base + "backends:\n  - {name: a, url: 'ftp://x'}\n", "backends[0].url"},
+		{base + "policy:\n  rules:\n    - allow: 'mcp.tool =='\n", "policy.rules[0]"},
+		{base + "reload: {debounce: -1s}\n", "reload.debounce"},
+	} {
+		file = c.yaml
+		err := a.Reload("test")
+		if !wantErr(t, c.yaml, err, c.want) {
+			continue
+		}
+		if note := a.reloadNote(); !strings.Contains(note, c.want) || !strings.Contains(note, "refused") {
+			t.Errorf("%q: readyz note %q, want the error", c.yaml, note)
+		}
+	}
+	if got := a.reloadsBad.Load(); got != 5 {
+		t.Errorf("refused reloads counted: %d, want 5", got)
+	}
+	if a.cfg.Sessions.Max != 10000 {
+		t.Errorf("a refused reload changed sessions.max to %d", a.cfg.Sessions.Max)
+	}
+
+	file = base + "sessions: {max: 5}\nhealth: {interval: 1s}\n"
+	if err := a.Reload("test"); err != nil {
+		t.Fatalf("good reload: %v", err)
+	}
+	if note := a.reloadNote(); note != "" {
+		t.Errorf("readyz note after a good reload: %q, want none", note)
+	}
+	if a.reloadsOK.Load() != 1 || a.lastSuccess.Load() == 0 {
+		t.Errorf("good reloads counted: %d, last success %d", a.reloadsOK.Load(), a.lastSuccess.Load())
+	}
+	if !logs.Contains("settings=\"sessions, health\"") {
+		t.Errorf("restart-only settings not named:\n%s", logs)
+	}
+	if a.cfg.Sessions.Max != 10000 {
+		t.Errorf("sessions.max changed at run time to %d", a.cfg.Sessions.Max)
+	}
+}
