@@ -98,26 +98,31 @@ func (p *policer) admit(rep *reporter, s *router.Session, x *transport.Exchange,
 	if e == nil || !policy.Decided(string(x.Msg.Method)) {
 		return true
 	}
-	var in policy.Input
+	in := inputs.Get().(*policy.Input)
+	defer putInput(in)
 	if err := in.FromMessage(&x.Msg); err != nil {
 		rep.replyErr(x, codec.CodeInvalidParams, "Invalid params: "+err.Error())
 		return false
 	}
 	in.Backend = b.cfg.Name
 	sub := p.subject(s, x)
-	d := e.Decide(sub, &in)
+	d := e.Decide(sub, in)
 	if !d.Allowed {
-		p.audit(e, s, x, &policy.Event{Subject: sub, Input: &in, Outcome: policy.OutcomeDenied, Decision: &d})
+		// The audit takes copies: d and v themselves would escape to the heap on every
+		// call, refused or not.
+		dd := d
+		p.audit(e, s, x, &policy.Event{Subject: sub, Input: in, Outcome: policy.OutcomeDenied, Decision: &dd})
 		refuseWhole(x, http.StatusForbidden)
-		rep.replyErr(x, codec.CodePolicyDenied, d.Message(&in))
+		rep.replyErr(x, codec.CodePolicyDenied, d.Message(in))
 		return false
 	}
 	if x.Msg.Kind != codec.KindRequest {
 		return true
 	}
-	v := e.Take(sub, &in)
+	v := e.Take(sub, in)
 	if !v.Allowed {
-		p.audit(e, s, x, &policy.Event{Subject: sub, Input: &in, Outcome: policy.OutcomeLimited, Decision: &d, Verdict: &v})
+		dd, vv := d, v
+		p.audit(e, s, x, &policy.Event{Subject: sub, Input: in, Outcome: policy.OutcomeLimited, Decision: &dd, Verdict: &vv})
 		bp := getBuf()
 		data := codec.AppendRetryData(nil, v.RetryAfter)
 		*bp = codec.AppendError((*bp)[:0], x.Msg.ID, codec.CodeRateLimited,
@@ -129,6 +134,16 @@ func (p *policer) admit(rep *reporter, s *router.Session, x *transport.Exchange,
 		return false
 	}
 	return true
+}
+
+// inputs recycles the Inputs of admit: one is a few hundred bytes (the CEL values it
+// makes once per request), which escaped to the heap on every decided call.
+var inputs = sync.Pool{New: func() any { return new(policy.Input) }}
+
+// putInput clears in (it points into the request's bytes) and returns it to inputs.
+func putInput(in *policy.Input) {
+	*in = policy.Input{}
+	inputs.Put(in)
 }
 
 // refuseWhole gives the HTTP reply to x the status of a refusal (403 denied, 429
