@@ -129,9 +129,9 @@ var errNotModern = errors.New("server/discover does not offer " + modern.Version
 type discovered struct {
 	caps []byte // its capabilities, raw
 	// dualEra: it offers a 2025 revision too. Unpinned, such a backend keeps a 2025
-	// session: its server-to-client requests (sampling, elicitation, roots) reach 2025
-	// clients as they are, where a stateless backend's input_required results are not
-	// translated yet (issue 12); pinned to 2026 it is used statelessly.
+	// session: its tools that send server-to-client requests themselves (sampling,
+	// elicitation, roots) work only in a session, and its input_required results reach
+	// 2025 clients either way (reverse.go); pinned to 2026 it is used statelessly.
 	dualEra bool
 }
 
