@@ -273,13 +273,12 @@ func (c *Config) Validate() error {
 		if c.Fanout.Grace <= 0 {
 			c.Fanout.Grace = min(c.Timeout, 5*time.Second)
 		}
-		if c.Target.Protocol == client.Version20260728 {
-			return errors.New("fan-out mode needs resources/subscribe, which the stateless revision replaced; use a session revision")
-		}
 		if c.Target.Transport == client.Stdio {
 			return errors.New("fan-out mode over stdio would need one trigger per process; use http or sse")
 		}
-		c.Target.Stream = true
+		// The stateless revision has no GET stream: its subscribers hold
+		// subscriptions/listen streams instead.
+		c.Target.Stream = c.Target.Protocol != client.Version20260728
 	default:
 		return fmt.Errorf("unknown mode %q (steady, churn, fanout)", c.Mode)
 	}

@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"bytes"
+	"errors"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -10,12 +11,14 @@ import (
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/loadgen/client"
 	"github.com/mcprouter/mcprouter/loadgen/report"
 	"github.com/mcprouter/mcprouter/loadgen/stats"
 )
 
 // fanout runs fan-out mode: Sessions subscribers hold their server-to-client stream
-// open and subscribe to one resource; one more session (the publisher) sends the
+// open and subscribe to one resource (on the stateless revision: each holds a
+// subscriptions/listen stream for it); one more session (the publisher) sends the
 // trigger call at Fanout.Rate on an open-loop schedule, starting once every subscriber
 // is in place. Each subscriber's notifications/resources/updated are matched to the
 // triggers in order (its first notification to the first trigger, and so on), and the
@@ -130,7 +133,7 @@ func (f *fanout) subscriber(i int, sub *compiledOp) {
 	w, ok := r.startWorker(i)
 	if ok {
 		t := r.now()
-		key, _ := w.exec(sub)
+		key := f.subscribe(w, sub)
 		r.rec.Record(i, stats.Sample{Op: sub.stat, Intended: t, Sent: t, Done: r.now(), Err: key, Measured: true})
 		if key.Class == 0 {
 			f.active.Add(1)
@@ -145,6 +148,21 @@ func (f *fanout) subscriber(i int, sub *compiledOp) {
 	case <-r.stopCh:
 	}
 	w.close(false, false)
+}
+
+// subscribe makes w's session a subscriber: resources/subscribe on a session revision
+// (the updates arrive on its GET stream), a subscriptions/listen stream on the
+// stateless revision.
+func (f *fanout) subscribe(w *worker, sub *compiledOp) stats.ErrKey {
+	if f.r.cfg.Target.Protocol != client.Version20260728 {
+		key, _ := w.exec(sub)
+		return key
+	}
+	l, ok := w.sess.(client.Listener)
+	if !ok {
+		return f.r.failure(sub.stat, errors.New("the session cannot hold subscriptions/listen streams"))
+	}
+	return f.r.failure(sub.stat, l.Listen([]string{string(f.uri)}, time.Now().Add(f.r.cfg.Timeout)))
 }
 
 func (f *fanout) publisher(trig *compiledOp) {

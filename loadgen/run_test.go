@@ -478,7 +478,6 @@ func TestConfigValidation(t *testing.T) {
 		{Mix: []OpSpec{{Tool: "echo", Params: "{}"}}},
 		{Mode: Fanout},
 		{Mode: Fanout, Fanout: FanoutSpec{URI: "x://y"}},
-		{Mode: Fanout, Fanout: FanoutSpec{URI: "x://y", Trigger: OpSpec{Tool: "t"}}, Target: client.Options{Protocol: client.Version20260728}},
 	}
 	for i, c := range bad {
 		if err := c.Validate(); err == nil {

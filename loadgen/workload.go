@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"sort"
 
+	"github.com/mcprouter/mcprouter/loadgen/client"
 	"github.com/mcprouter/mcprouter/loadgen/internal/wire"
 	"github.com/mcprouter/mcprouter/loadgen/stats"
 )
@@ -102,7 +103,11 @@ func (r *run) compile() error {
 		r.closeOp = add("close", "", false)
 		r.cycleOp = add("session", "", true)
 	case Fanout:
-		r.subscribeOp = add("resources/subscribe", "", false)
+		sub := "resources/subscribe"
+		if r.cfg.Target.Protocol == client.Version20260728 {
+			sub = "subscriptions/listen"
+		}
+		r.subscribeOp = add(sub, "", false)
 		r.triggerOp = add("trigger", r.cfg.Fanout.Trigger.Label(), false)
 		r.deliveryOp = add("delivery", r.cfg.Fanout.URI, true)
 	}

@@ -46,7 +46,10 @@ type httpSession struct {
 	info      Info
 
 	stream *getStream
-	closed atomic.Bool
+	// subscriptions/listen streams (stateless revision), ended by Close
+	listenMu sync.Mutex
+	listens  []*listenStream
+	closed   atomic.Bool
 	// per-call reading state, pooled per session
 	scratches sync.Pool
 }
@@ -381,6 +384,13 @@ func (s *httpSession) Close(deadline time.Time) error {
 	}
 	if s.stream != nil {
 		s.stream.close()
+	}
+	s.listenMu.Lock()
+	listens := s.listens
+	s.listens = nil
+	s.listenMu.Unlock()
+	for _, l := range listens {
+		l.close()
 	}
 	if len(s.sessionID) == 0 {
 		return nil
