@@ -19,14 +19,16 @@ import (
 )
 
 // startRouter starts mcprouter fronting the one backend at url, with era as its pin
-// ("" for the default), and returns its MCP endpoint and process.
-func startRouter(t *testing.T, url, era string) (string, *testbin.Proc) {
+// ("" for the default) and extra top-level configuration, and returns its MCP endpoint
+// and process.
+func startRouter(t *testing.T, url, era string, extra ...string) (string, *testbin.Proc) {
 	t.Helper()
 	bin := testbin.Build(t, testbin.Router)
 	yaml := "listen: 127.0.0.1:0\nhealth:\n  interval: 200ms\nbackends:\n  - name: ev\n    prefix: \"\"\n    url: " + url + "\n"
 	if era != "" {
 		yaml += "    era: " + era + "\n"
 	}
+	yaml += strings.Join(extra, "")
 	cfg := filepath.Join(t.TempDir(), "mcprouter.yaml")
 	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)

@@ -142,3 +142,23 @@ func TestInputRequiredForLegacyClient(t *testing.T) {
 		}
 	})
 }
+
+// TestInputRequiredClientTimeout: a 2025 client that does not answer the router's
+// elicitation/create within limits.server_request_timeout is told to stop working on it,
+// and its call fails with an error that says so.
+func TestInputRequiredClientTimeout(t *testing.T) {
+	testbin.Long(t, "starts mcprouter and the Go SDK's conformance server")
+	addr := testbin.FreeAddr(t)
+	startEverything(t, addr, true)
+	endpoint, _ := startRouter(t, "http://"+addr+"/mcp", "2026", "limits:\n  server_request_timeout: 1s\n")
+	hold := make(chan context.Context, 1)
+	cs := askedClient{elicit: true, hold: hold}.connect(t, endpoint)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "test_input_required_result_elicitation"})
+	if err == nil || !strings.Contains(err.Error(), "did not answer elicitation/create within 1s") {
+		t.Fatalf("err %v, want the client's timeout named", err)
+	}
+	asked := testwait.Recv(t, "the elicitation to reach the client", 20*time.Second, hold)
+	testwait.Recv(t, "the elicitation to be cancelled", 20*time.Second, asked.Done())
+}
