@@ -11,6 +11,9 @@
 //	                                                       # a session moves on when its own stops answering
 //	mcpload --url ... --rate 5000 --warmup 5s --json run.json --html run.html --assert 'p99<5ms' --assert 'errors<0.1%'
 //	mcpload --scenario mix.yaml
+//	mcpload --url ... --protocol 2026-07-28 --tool echo   # stateless: no initialize, _meta and Mcp-Method/Mcp-Name on every request
+//	mcpload --url ... --mode fanout --fanout-uri memo://board --fanout-tool touch --fanout-args '{"uri":"memo://board"}' --sessions 2000
+//	                                                       # GET streams; with --protocol 2026-07-28, subscriptions/listen streams
 //	mcpload --transport stdio -- ./my-server --stdio
 //	mcpload compare before.json after.json
 //	mcpload stub --listen 127.0.0.1:9000      # a trivial endpoint to measure mcpload itself
@@ -151,7 +154,7 @@ func newLoadFlagSet(f *loadFlags, stderr io.Writer) *flag.FlagSet {
 	fs.Float64Var(&f.cfg.Rate, "rate", 0, "open loop: operations per second (latency from intended send times); 0 = closed loop")
 	fs.DurationVar(&f.cfg.Timeout, "timeout", 10*time.Second, "per-call timeout")
 	fs.DurationVar(&f.cfg.LateThreshold, "late-threshold", time.Millisecond, "an open-loop send starting later than this is late")
-	fs.StringVar((*string)(&f.cfg.Mode), "mode", "steady", "steady, churn (connect, call, close) or fanout (subscribe, trigger, measure delivery)")
+	fs.StringVar((*string)(&f.cfg.Mode), "mode", "steady", "steady, churn (connect, call, close) or fanout (subscribe, trigger, measure delivery; on 2026-07-28 each session holds a subscriptions/listen stream)")
 	fs.StringVar(&f.tool, "tool", "", "tool to call (tools/call)")
 	fs.StringVar(&f.args, "args", "", "tool or prompt arguments, JSON template ({{seq}}, {{session}}, {{rand A B}}, {{randstr N}}, {{uuid}}, {{now}})")
 	fs.StringVar(&f.method, "method", "", "method to call when not a tool: ping, tools/list, resources/list, ...")
