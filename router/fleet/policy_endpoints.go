@@ -182,3 +182,23 @@ func (p *policer) privateCache(c modern.Cache) modern.Cache {
 	}
 	return c
 }
+
+// Policies returns the engines in force, the main endpoint's first (when it has one),
+// then the virtual servers' in no particular order: for the counters an exporter sums.
+func (f *Fleet) Policies() []*policy.Engine {
+	if f.routes.pol == nil {
+		return nil
+	}
+	es := f.routes.pol.eng.Load()
+	if es == nil {
+		return nil
+	}
+	var out []*policy.Engine
+	if es.main != nil {
+		out = append(out, es.main)
+	}
+	for _, e := range es.by {
+		out = append(out, e)
+	}
+	return out
+}

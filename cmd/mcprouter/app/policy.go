@@ -36,7 +36,10 @@ func hasPolicy(c *policy.Config) bool { return len(c.Rules) > 0 || len(c.Limits)
 // record the operator asked for, not a warning a client may flood.
 func (a *App) startPolicy(log *slog.Logger) error {
 	cfg := a.cfg.Policy
-	col := &policyCollector{}
+	col := &policyCollector{engines: func() []*policy.Engine { return nil }}
+	if a.Fleet != nil {
+		col.engines = a.Fleet.Policies // the engines in force, reloads and virtual servers included
+	}
 	if a.Prometheus != nil {
 		if err := a.Prometheus.Register(col); err != nil {
 			return fmt.Errorf("metrics: %w", err)
@@ -59,7 +62,7 @@ func (a *App) startPolicy(log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("policy: %w", err)
 	}
-	a.Policy, col.eng = e, e
+	a.Policy = e
 	a.Fleet.SetPolicy(e)
 	if l := e.Limiter(); l != nil && a.Bus != nil && a.Bus.NC != nil {
 		s, err := policy.StartSync(l, a.Bus.NC, policy.SyncOptions{
@@ -143,9 +146,11 @@ func (o *auditObserver) RequestDone(x *transport.Exchange, backend int, out rout
 // mcprouter_policy_decisions_total{outcome} (allowed, denied, error: a rule that could
 // not be evaluated, which denies) and mcprouter_policy_limited_total.
 // Every series is exported from the start, at zero without a policy, so that
-// dashboards and alerts find them.
+// dashboards and alerts find them. They sum the engines in force: the main endpoint's
+// and each virtual server's; a policy reload starts its engine's share afresh (to
+// Prometheus, a counter reset).
 type policyCollector struct {
-	eng *policy.Engine // nil without a policy
+	engines func() []*policy.Engine // those in force (none without a policy)
 }
 
 var (
@@ -165,8 +170,8 @@ func (c *policyCollector) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector.
 func (c *policyCollector) Collect(ch chan<- prometheus.Metric) {
 	var allowed, denied, failed, limited uint64
-	if c.eng != nil {
-		st := c.eng.Stats()
+	for _, e := range c.engines() {
+		st := e.Stats()
 		for reason, n := range st.Decisions {
 			switch reason {
 			case policy.ReasonDeny.String(), policy.ReasonNoAllow.String(), policy.ReasonScope.String():

@@ -99,6 +99,37 @@ func TestPolicySwapListChanged(t *testing.T) {
 	// Alice may no longer get a__greet: her prompts changed, bob's (none) did not.
 	swap(append(first, policy.Rule{Allow: `principal.sub == "bob" && mcp.tool == "b__echo"`},
 		policy.Rule{Deny: `principal.sub == "alice" && mcp.prompt == "a__greet"`})...)
+	// The counters are the engine in force's: bob's denied call counts.
+	bob := &mcpraw.Client{URL: r.URL(), Token: tokens["bob"], Version: "2025-03-26", HTTP: &http.Client{}}
+	if rep, err := bob.Initialize(ctx, "{}"); err != nil || rep.Status != 200 {
+		t.Fatalf("bob: initialize: %v %v", err, rep)
+	}
+	if rep, err := bob.Post(ctx, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"a__fail","arguments":{}}}`); err != nil || rep.Status != http.StatusForbidden {
+		t.Fatalf("bob calling a__fail: %v %v, want 403", err, rep)
+	}
+	if r.Prometheus == nil {
+		t.Fatal("no metrics registry")
+	}
+	mfs, err := r.Prometheus.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	denied := -1.0
+	for _, mf := range mfs {
+		if mf.GetName() != "mcprouter_policy_decisions_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "outcome" && l.GetValue() == "denied" {
+					denied = m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	if denied < 1 {
+		t.Errorf("mcprouter_policy_decisions_total{outcome=denied} = %v after a denial under the swapped policy", denied)
+	}
 	for p, want := range map[string]string{"bob": "notifications/tools/list_changed", "alice": "notifications/prompts/list_changed"} {
 		select {
 		case got := <-notices[p]:
