@@ -171,3 +171,38 @@ func stream(t *testing.T, ctx context.Context, c *mcpraw.Client) <-chan string {
 	}()
 	return out
 }
+
+// TestVirtualServersAuthOff: two virtual servers with auth off each serve their
+// backend's tools to anyone, as their own anonymous principal: a session opened on one
+// is not found on the other.
+func TestVirtualServersAuthOff(t *testing.T) {
+	a := mcpbackendtest.Start(t, backendsrv.Config{Name: "a", Tick: -1})
+	b := mcpbackendtest.Start(t, backendsrv.Config{Name: "b", Tick: -1})
+	var cfg app.Config
+	cfg.Listen = "127.0.0.1:0"
+	cfg.Backends = []app.BackendConfig{{Name: "a", URL: a.URL()}, {Name: "b", URL: b.URL()}}
+	cfg.VirtualServers = []app.VirtualServer{
+		{Name: "x", Backends: []string{"a"}, Auth: auth.Config{Mode: auth.ModeOff}},
+		{Name: "y", Backends: []string{"b"}, Auth: auth.Config{Mode: auth.ModeOff}},
+	}
+	r := apptest.Start(t, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	x := &mcpraw.Client{URL: r.VServerURL("x"), Version: "2025-03-26", HTTP: &http.Client{}}
+	if rep, err := x.Initialize(ctx, "{}"); err != nil || rep.Status != 200 || x.Session == "" {
+		t.Fatalf("x: initialize: %v %v", err, rep)
+	}
+	rep, err := x.Post(ctx, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	if err != nil || rep.Status != 200 || !strings.Contains(string(rep.Body), `"a__echo"`) || strings.Contains(string(rep.Body), `"b__`) {
+		t.Fatalf("x: tools/list: %v %v, want a's tools only", err, rep)
+	}
+	y := &mcpraw.Client{URL: r.VServerURL("y"), Version: "2025-03-26", HTTP: &http.Client{}, Session: x.Session}
+	if rep, err := y.Post(ctx, `{"jsonrpc":"2.0","id":3,"method":"ping"}`); err != nil || rep.Status != http.StatusNotFound {
+		t.Fatalf("x's session on y: %v %v, want 404", err, rep)
+	}
+	main := &mcpraw.Client{URL: r.URL(), Version: "2025-03-26", HTTP: &http.Client{}, Session: x.Session}
+	if rep, err := main.Post(ctx, `{"jsonrpc":"2.0","id":4,"method":"ping"}`); err != nil || rep.Status != http.StatusNotFound {
+		t.Fatalf("x's session on the main endpoint: %v %v, want 404", err, rep)
+	}
+}
