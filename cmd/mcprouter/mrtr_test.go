@@ -129,11 +129,11 @@ func TestInputRequiredTranslation(t *testing.T) {
 		want   string
 	}{
 		{"tampered", "hi", func(s string) string {
-			b := []byte(s)
-			if b[20] == 'A' {
-				b[20] = 'B'
+			b := []byte(s) // byte 40: in the sealed part, past "mcprouter:" and the owner
+			if b[40] == 'A' {
+				b[40] = 'B'
 			} else {
-				b[20] = 'A'
+				b[40] = 'A'
 			}
 			return string(b)
 		}, "failed verification"},

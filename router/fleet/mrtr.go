@@ -3,6 +3,7 @@ package fleet
 import (
 	"crypto/rand"
 	"encoding/binary"
+	"encoding/hex"
 	"net/http"
 	"strconv"
 	"sync"
@@ -100,8 +101,14 @@ const payloadSize = 8 + 8 + 8
 
 // statePrefix starts every requestState the router seals (the sealed part is base64url,
 // which has no colon): a retry carrying any other state answers a 2026-07-28 backend's
-// own input_required and goes to that backend untouched.
+// own input_required and goes to that backend untouched. The owner follows in the
+// clear (16 hex digits of its instance id, then a colon), so that a process that does
+// not own a state says so instead of calling it tampered, and knows where it belongs;
+// the sealed payload names the owner again, and that is the one trusted.
 const statePrefix = "mcprouter:"
+
+// ownerSize is the clear owner part after statePrefix: hex instance id and a colon.
+const ownerSize = 16 + 1
 
 // ours reports whether state (a retry's requestState) is one the router sealed.
 func ours(state []byte) bool {
@@ -232,7 +239,7 @@ func (p *parking) roundLocked(pk *parked) []byte {
 	copy(payload[:8], p.instance[:])
 	binary.BigEndian.PutUint64(payload[8:16], pk.entryID)
 	binary.BigEndian.PutUint64(payload[16:], pk.seq)
-	state := statePrefix + p.sealer.Seal(payload[:], pk.principal, pk.digest, pk.ttl)
+	state := statePrefix + hex.EncodeToString(p.instance[:]) + ":" + p.sealer.Seal(payload[:], pk.principal, pk.digest, pk.ttl)
 	reqs := make([]modern.InputRequest, len(pk.shown))
 	for i, a := range pk.shown {
 		reqs[i] = modern.InputRequest{Key: a.key, Method: a.method, Params: a.params}
@@ -298,8 +305,8 @@ func (p *parking) resume(s *router.Session, x *transport.Exchange, state []byte,
 	return false
 }
 
-// rejectOtherInstance refuses a state another router process sealed that its key
-// happened to open (the cluster shares none yet; see the package comment).
+// rejectOtherInstance refuses a state another router process owns (its clear owner
+// part, or the sealed one, names another instance): see the package comment.
 var rejectOtherInstance = modern.Reject{Code: codec.CodeInvalidParams, Status: http.StatusBadRequest,
 	Message: "Invalid params: requestState belongs to another router instance (forwarding retries between instances is not supported)"}
 
@@ -307,7 +314,18 @@ var rejectOtherInstance = modern.Reject{Code: codec.CodeInvalidParams, Status: h
 // the entry and round it names, or why it is refused (modern.Open's checks: integrity,
 // the request's digest, the principal, the expiry; then this process).
 func (p *parking) open(state []byte, x *transport.Exchange) (id, seq uint64, rej modern.Reject) {
-	payload, err := p.sealer.Open(state[len(statePrefix):], principalKey(x.Principal), modern.RequestDigest(&x.Msg))
+	rest := state[len(statePrefix):]
+	var owner [8]byte
+	if len(rest) < ownerSize || rest[ownerSize-1] != ':' {
+		return 0, 0, modern.RejectState(modern.ErrStateTampered)
+	}
+	if _, err := hex.Decode(owner[:], rest[:ownerSize-1]); err != nil {
+		return 0, 0, modern.RejectState(modern.ErrStateTampered)
+	}
+	if owner != p.instance {
+		return 0, 0, rejectOtherInstance
+	}
+	payload, err := p.sealer.Open(rest[ownerSize:], principalKey(x.Principal), modern.RequestDigest(&x.Msg))
 	if err != nil {
 		return 0, 0, modern.RejectState(err)
 	}

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"encoding/hex"
 	"log/slog"
 	"strings"
 	"testing"
@@ -120,9 +121,12 @@ func TestOpenState(t *testing.T) {
 	}
 
 	tampered := append([]byte(nil), state...)
-	tampered[len(statePrefix)+5] ^= 1
+	tampered[len(statePrefix)+ownerSize+5] ^= 1 // in the sealed part
+	// another process (another key and instance), and one sharing this one's key
 	other := newParking(p.srv, nil)
-	other.sealer = p.sealer // the same key, another process
+	sameKey := newParking(p.srv, nil)
+	sameKey.sealer = p.sealer
+	forged := append([]byte(statePrefix+hex.EncodeToString(sameKey.instance[:])), state[len(statePrefix)+ownerSize-1:]...)
 	for _, tc := range []struct {
 		name    string
 		p       *parking
@@ -137,6 +141,8 @@ func TestOpenState(t *testing.T) {
 		{"another request", p, state, retry("alice", `{"prompt":"bye"}`), 0, "another request"},
 		{"after the TTL", p, state, retry("alice", `{"prompt":"hi"}`), time.Minute, "expired"},
 		{"another instance", other, state, retry("alice", `{"prompt":"hi"}`), 0, "another router instance"},
+		{"owner part rewritten", sameKey, forged, retry("alice", `{"prompt":"hi"}`), 0, "another router instance"},
+		{"owner part garbled", p, []byte(statePrefix + "zz" + string(state[len(statePrefix)+2:])), retry("alice", `{"prompt":"hi"}`), 0, "failed verification"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			now = now.Add(tc.advance)
