@@ -61,3 +61,27 @@ func TestFanoutListen(t *testing.T) {
 		})
 	}
 }
+
+// TestFanoutListenRefused: a resource the server does not serve is left out of the
+// acknowledgement; mcpload counts that subscriber's listen as failed, not as a
+// subscriber that receives nothing.
+func TestFanoutListenRefused(t *testing.T) {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	direct := mcpbackendtest.Start(t, backendsrv.Config{Tick: -1, Eras: backendsrv.ErasModern, Logger: quiet})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rep, err := loadgen.Run(ctx, loadgen.Config{
+		Target: client.Options{URL: direct.URL(), Protocol: client.Version20260728}, Mode: loadgen.Fanout,
+		Sessions: 2, Duration: 300 * time.Millisecond,
+		Fanout: loadgen.FanoutSpec{URI: "nope://x", Rate: 10, Trigger: loadgen.OpSpec{Tool: "touch", Args: `{"uri":"memo://board"}`}},
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Fanout == nil || rep.Fanout.Subscribers != 0 || rep.Fanout.Delivered != 0 {
+		t.Fatalf("fan-out %+v, want no subscriber", rep.Fanout)
+	}
+	if m := rep.ByMethod["subscriptions/listen"]; m == nil || m.Errors != 2 {
+		t.Errorf("subscriptions/listen %+v, want 2 failed (first errors %v)", m, rep.FirstErrors)
+	}
+}

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# The two revisions side by side through one mcprouter, in front of one mcpbackend that
+# serves both (--eras both), in the same run, alternating the order every round:
+#
+#   calls:  mcpload steady tools/call echo as 2025-11-25 sessions, then as 2026-07-28
+#           stateless requests (per-request _meta, Mcp-Method/Mcp-Name headers); prints
+#           calls/s, p99 and the router's CPU per call (utime+stime from /proc over the
+#           warm-up and measured window, divided by every call made in it).
+#   fanout: mcpload fan-out on memo://board with N subscribers holding 2025-11-25 GET
+#           streams (resources/subscribe), then N holding 2026-07-28 subscriptions/listen
+#           streams; prints deliveries/s, missing, p99 delivery and router CPU per delivery.
+#
+#   bash bench/scripts/eras-figures.sh                      # both parts
+#   PART=calls ROUNDS=6 DUR=5s bash bench/scripts/eras-figures.sh
+#   PART=fanout SUBS="500 2000" FRATE=10 bash bench/scripts/eras-figures.sh
+#
+# On a shared machine compare the rounds' ratios, not the absolute figures.
+set -euo pipefail
+PART=${PART:-all} ROUNDS=${ROUNDS:-6} DUR=${DUR:-5s} SUBS=${SUBS:-500 2000} FRATE=${FRATE:-10}
+cd "$(dirname "$0")/../.."
+work=$(mktemp -d)
+pids=()
+trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"' EXIT
+go build -o "$work/mcpbackend" ./cmd/mcpbackend
+go build -o "$work/mcprouter" ./cmd/mcprouter
+go build -o "$work/mcpload" ./cmd/mcpload
+tck=$(getconf CLK_TCK)
+
+# waitlog file marker: waits (bounded) for a process to say it is ready.
+waitlog() {
+	for _ in $(seq 1 200); do grep -q "$2" "$1" && return 0; sleep 0.05; done
+	echo "not ready: $1" >&2
+	exit 1
+}
+
+"$work/mcpbackend" --listen 127.0.0.1:18390 --eras both --tick 1h >"$work/backend.log" 2>&1 &
+pids+=($!)
+waitlog "$work/backend.log" "mcpbackend listening"
+cat >"$work/router.yaml" <<YAML
+listen: 127.0.0.1:18391
+admin: {listen: "off"}
+stateless: on
+# Every client comes from one loopback address: the per-address caps are lifted.
+connections: {max_per_address: -1}
+sessions: {init_rate: -1, max_per_client: -1}
+backends:
+  - {name: b, prefix: "", url: "http://127.0.0.1:18390/mcp"}
+YAML
+"$work/mcprouter" --config "$work/router.yaml" >"$work/router.log" 2>&1 &
+rpid=$!
+pids+=("$rpid")
+waitlog "$work/router.log" "mcprouter listening"
+cpu() { awk '{print $14+$15}' "/proc/$rpid/stat"; }
+
+# one name protocol [mcpload flags...]: one mcpload run, its figures on one line.
+one() {
+	local name=$1 proto=$2 c0 c1
+	shift 2
+	c0=$(cpu)
+	"$work/mcpload" --url http://127.0.0.1:18391/mcp --protocol "$proto" --quiet --json "$work/$name.json" "$@" >/dev/null 2>&1 || true
+	c1=$(cpu)
+	python3 - "$name" "$work/$name.json" $((c1 - c0)) "$tck" <<'PY'
+import json, sys
+name, f, ticks, tck = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+r = json.load(open(f))
+cpu_us = ticks / tck * 1e6
+fo = r.get("fanout")
+if fo:
+    d = fo["delivered"]
+    print("%s subscribers=%d deliveries_per_s=%.0f missing=%d p50_ms=%.2f p99_ms=%.2f router_cpu_us_per_delivery=%.2f"
+          % (name, fo["subscribers"], d / r["duration_s"], fo["missing"], fo["latency_us"]["p50"] / 1000,
+             fo["latency_us"]["p99"] / 1000, cpu_us / max(d, 1)))
+else:
+    calls = r["requests"] + r["excluded_requests"]
+    print("%s calls_per_s=%.0f errors=%d p99_ms=%.2f router_cpu_us_per_call=%.1f"
+          % (name, r["throughput_rps"], r["errors"], r["latency_us"]["p99"] / 1000, cpu_us / max(calls, 1)))
+PY
+}
+
+calls() { # name protocol
+	one "$1" "$2" --sessions 32 --duration "$DUR" --warmup 1s --tool echo --args '{"text":"hello"}'
+}
+fanout() { # name protocol subscribers
+	one "$1" "$2" --mode fanout --sessions "$3" --ramp 2s --duration "$DUR" --warmup 0s --timeout 30s \
+		--fanout-uri memo://board --fanout-tool touch --fanout-args '{"uri":"memo://board"}' --fanout-rate "$FRATE"
+}
+
+for r in $(seq 1 "$ROUNDS"); do
+	if [ "$PART" = all ] || [ "$PART" = calls ]; then
+		if [ $((r % 2)) = 1 ]; then calls "calls-2025 r$r" 2025-11-25; calls "calls-2026 r$r" 2026-07-28
+		else calls "calls-2026 r$r" 2026-07-28; calls "calls-2025 r$r" 2025-11-25; fi
+	fi
+	if [ "$PART" = all ] || [ "$PART" = fanout ]; then
+		for n in $SUBS; do
+			if [ $((r % 2)) = 1 ]; then fanout "get-$n r$r" 2025-11-25 "$n"; fanout "listen-$n r$r" 2026-07-28 "$n"
+			else fanout "listen-$n r$r" 2026-07-28 "$n"; fanout "get-$n r$r" 2025-11-25 "$n"; fi
+		done
+	fi
+done
