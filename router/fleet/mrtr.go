@@ -37,9 +37,10 @@ import (
 // with a new input_required (a new round, a new state) instead of taking the call over.
 // The retry must answer every ask of its round.
 //
-// A retry that lands on another router process fails to open (each process seals with
-// its own key) and is refused with invalid params; forwarding it to the owner is
-// mrtr_remote.go's job when the fleet is clustered.
+// A retry that lands on another router process is refused with invalid params: each
+// process seals with its own key, and the state names its owner in the clear, so the
+// refusal says where it belongs. Forwarding it to the owner over the cluster's NATS bus
+// is not built.
 
 // gatherWindow is how long a round stays open for more asks after the first: long
 // enough for a backend's parallel asks (written by goroutines of the same process, a
