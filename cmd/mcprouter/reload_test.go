@@ -206,6 +206,9 @@ func TestReloadUnderLoad(t *testing.T) {
 	if v := gaugeValue(t, admin+"/metrics", `mcprouter_config_reloads_total{outcome="failure"}`); v < 1 {
 		t.Errorf("refused reloads counted: %v, want at least 1", v)
 	}
+	if v := gaugeValue(t, admin+"/metrics", `mcprouter_requests_total{backend="added",method="tools/call",outcome="ok"}`); v < 1 {
+		t.Errorf("calls to the added backend counted under its name: %v, want at least 1", v)
+	}
 	t.Logf("%d calls to the backend that stayed during the reloads, none failed\n%s", calls.Load(), p.Log)
 }
 

@@ -68,6 +68,20 @@ func (f *Fleet) newBackend(bc BackendConfig) *backend {
 	return b
 }
 
+// BackendName names the backend an Observer's index stands for, whether the router
+// started with it or a Reconfigure added it (and even once removed: its figures keep
+// their name); "" for an index never given.
+func (f *Fleet) BackendName(i int) string {
+	f.reconf.mu.Lock()
+	defer f.reconf.mu.Unlock()
+	for name, idx := range f.reconf.indexes {
+		if idx == i {
+			return name
+		}
+	}
+	return ""
+}
+
 // startBackend starts the maintainer of each of b's instances: they connect it and keep
 // it connected and checked until b stops or the fleet closes.
 func (f *Fleet) startBackend(b *backend) {

@@ -31,6 +31,13 @@ type Options struct {
 	// Backends are the backends' names in configuration order (fleet.BackendNames): the
 	// index a router.Observer receives names one of them.
 	Backends []string
+	// Spare is how many backends added at run time (a configuration reload) get their
+	// own figures, named by Name; those past it count as the router's. Each costs one
+	// cell per method.
+	Spare int
+	// Name names a backend index past Backends (fleet.Fleet.BackendName); "" or nil
+	// counts it as the router's.
+	Name func(i int) string
 	// Version is reported in mcprouter_build_info and on the status page.
 	Version string
 }
@@ -83,7 +90,7 @@ func New(opts Options) *Metrics {
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
-	m := &Metrics{opts: opts, started: time.Now(), backends: len(opts.Backends), now: router.Now}
+	m := &Metrics{opts: opts, started: time.Now(), backends: len(opts.Backends) + max(opts.Spare, 0), now: router.Now}
 	m.cells = make([]cell, int(router.NumMethods)*(m.backends+1))
 	m.descs = newDescs()
 	return m
@@ -141,10 +148,17 @@ func (m *Metrics) backendOfCell(i int) int          { return i%(m.backends+1) - 
 // backendName labels a backend index; requests the router answered itself get
 // "router".
 func (m *Metrics) backendName(i int) string {
-	if i < 0 || i >= m.backends {
+	switch {
+	case i < 0 || i >= m.backends:
 		return noBackendLabel
+	case i < len(m.opts.Backends):
+		return m.opts.Backends[i]
+	case m.opts.Name != nil:
+		if name := m.opts.Name(i); name != "" {
+			return name
+		}
 	}
-	return m.opts.Backends[i]
+	return noBackendLabel
 }
 
 // noBackendLabel is the backend label of requests the router answered itself.

@@ -266,7 +266,7 @@ func (f *StatusFeed) next(now time.Time) Status {
 	}
 	st.Workers.OverloadRate = rate(cur.overloads, prev.overloads)
 
-	for i, name := range m.opts.Backends {
+	for i, name := range m.opts.Backends { // the page shows the backends the router started with
 		b, pb := &cur.backends[i], &prev.backends[i]
 		var t, pt, e, pe uint64
 		for o := range b.outcomes {

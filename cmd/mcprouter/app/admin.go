@@ -96,11 +96,12 @@ func (a *App) initMetrics(rc *router.Config) {
 	if !a.cfg.Admin.Enabled() {
 		return
 	}
-	var names []string
+	opts := metrics.Options{Version: Version}
 	if a.Fleet != nil {
-		names = a.Fleet.BackendNames()
+		// Backends a reload adds get figures of their own too, up to reloadSpare.
+		opts.Backends, opts.Spare, opts.Name = a.Fleet.BackendNames(), reloadSpare, a.Fleet.BackendName
 	}
-	a.Metrics = metrics.New(metrics.Options{Backends: names, Version: Version})
+	a.Metrics = metrics.New(opts)
 	rc.Observer = a.Metrics
 }
 

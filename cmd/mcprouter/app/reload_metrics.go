@@ -6,6 +6,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
+// reloadSpare is how many backends added by reloads get request metrics of their own
+// (metrics.Options.Spare); later ones count under backend="router" until a restart.
+const reloadSpare = 16
+
 // reloadCollector exports the reloads: mcprouter_config_reloads_total{outcome}
 // (success, failure: refused) and mcprouter_config_last_reload_success_timestamp_seconds
 // (the start counts as the first success), read at scrape time.
