@@ -8,6 +8,7 @@ import (
 
 	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/internal/testwait"
+	"github.com/mcprouter/mcprouter/router"
 	"github.com/mcprouter/mcprouter/transport/upstream"
 )
 
@@ -66,4 +67,30 @@ func TestReconfigureReplaceDrains(t *testing.T) {
 		t.Fatalf("same configuration again: %+v, want a kept as it is", r)
 	}
 	testwait.Recv(t, "nothing to drain", 10*time.Second, r.Drained)
+}
+
+// TestRetirePerClient: removing a per-client backend closes the upstream sessions its
+// clients had with it and gives their slots back; the client sessions stay open.
+func TestRetirePerClient(t *testing.T) {
+	f, fb := perClientFleet(t, 4, time.Minute)
+	b := f.set.all()[0]
+	sess := []*router.Session{new(router.Session), new(router.Session)}
+	for _, s := range sess {
+		f.sessions.open(s)
+		if _, err := openFor(f.sessions, b, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if fb.open.Load() != 2 || f.sessions.inUse() != 2 {
+		t.Fatalf("%d upstream sessions open, %d slots taken, want 2 and 2", fb.open.Load(), f.sessions.inUse())
+	}
+	f.retire(b)
+	if fb.open.Load() != 0 || f.sessions.inUse() != 0 {
+		t.Fatalf("after the removal %d upstream sessions open, %d slots taken, want none", fb.open.Load(), f.sessions.inUse())
+	}
+	for i, s := range sess {
+		if st := f.sessions.state(s); st == nil || st.conn(b.instances[0]) != nil {
+			t.Fatalf("client session %d: state %v, want open without its upstream session", i, st)
+		}
+	}
 }
