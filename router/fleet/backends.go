@@ -52,8 +52,9 @@ type backend struct {
 	stop    context.CancelFunc
 	running sync.WaitGroup
 	// late: added by Reconfigure, so its first lists are news to clients already
-	// connected. retired: removed by Reconfigure, draining its calls.
-	late    bool
+	// connected (a replacement only once it takes the old one's place). retired:
+	// removed by Reconfigure, draining its calls.
+	late    atomic.Bool
 	retired atomic.Bool
 
 	// caps is the capabilities object of the backend's initialize result (from the first

@@ -130,7 +130,7 @@ func (cb *catalogBuilder) refreshOnce(b *backend, c *upConn, partial bool) bool 
 	cb.rebuild()
 	b.markListed()
 	if old == nil {
-		if !b.late {
+		if !b.late.Load() {
 			return partial // the first lists of a backend the router started with: no news
 		}
 		old = new([numKinds][]item) // a backend added at run time: its lists are news

@@ -110,15 +110,22 @@ func (r Reconfiguration) Changed() bool {
 // errRemoved fails what a removed backend still had in flight past its drain.
 var errRemoved = errors.New("backend removed from the configuration")
 
+// replaceWait bounds how long Reconfigure waits for a changed backend's replacement to
+// list its tools before it takes the old one's place anyway.
+const replaceWait = 10 * time.Second
+
 // Reconfigure makes the fleet serve cfgs (validated, defaults applied, names unique)
 // instead of its current backends; call it after Start. A backend whose name and Digest
 // are unchanged is kept as it is (sessions, subscriptions, calls untouched), at its new
 // position; a new name is added; a name gone is removed; a name whose Digest changed
-// is replaced (removed and added). Clients hear list_changed for the lists that the
-// removed backends had items in at once, and for those of the added backends once
-// their first lists are read (sessions whose view a policy filters hear only of
-// changes they can see: notices.broadcast). Reconfigure does not wait for the drain:
-// the result's Drained says when it is over.
+// is replaced: its replacement is started first and takes its place once it listed its
+// tools (or after replaceWait, or its timeout if shorter), so that its names never stop
+// being served; then the old one drains like a removed one. Clients hear list_changed
+// for the lists that removed backends had items in and that replacements changed, and
+// for those of added backends once their first lists are read (sessions whose view a
+// policy filters hear only of changes they can see: notices.broadcast). Reconfigure
+// waits for replacements, not for drains: the result's Drained says when those are
+// over.
 func (f *Fleet) Reconfigure(cfgs []BackendConfig) Reconfiguration {
 	f.reconf.mu.Lock()
 	defer f.reconf.mu.Unlock()
@@ -127,7 +134,7 @@ func (f *Fleet) Reconfigure(cfgs []BackendConfig) Reconfiguration {
 	for _, b := range f.set.all() {
 		current[b.cfg.Name] = b
 	}
-	var next, added, gone []*backend
+	var next, added, gone, olds, news []*backend
 	for _, bc := range cfgs {
 		old := current[bc.Name]
 		if old != nil && old.cfg.Digest == bc.Digest && bc.Digest != "" {
@@ -136,18 +143,18 @@ func (f *Fleet) Reconfigure(cfgs []BackendConfig) Reconfiguration {
 			r.Kept = append(r.Kept, bc.Name)
 			continue
 		}
-		if old != nil {
-			delete(current, bc.Name)
-			gone = append(gone, old)
-			r.Replaced = append(r.Replaced, bc.Name)
-		} else {
-			r.Added = append(r.Added, bc.Name)
-		}
 		bc.defaults()
 		b := f.newBackend(bc)
-		b.late = true
 		next = append(next, b)
-		added = append(added, b)
+		if old != nil {
+			delete(current, bc.Name)
+			olds, news = append(olds, old), append(news, b)
+			r.Replaced = append(r.Replaced, bc.Name)
+		} else {
+			b.late.Store(true)
+			added = append(added, b)
+			r.Added = append(r.Added, bc.Name)
+		}
 	}
 	for _, b := range f.set.all() {
 		if current[b.cfg.Name] == b {
@@ -155,12 +162,35 @@ func (f *Fleet) Reconfigure(cfgs []BackendConfig) Reconfiguration {
 			r.Removed = append(r.Removed, b.cfg.Name)
 		}
 	}
+	// Replacements connect and list their tools while the old ones still serve.
+	for _, b := range news {
+		f.startBackend(b)
+	}
+	for _, b := range news {
+		wait := time.NewTimer(min(replaceWait, b.cfg.Timeout))
+		select {
+		case <-b.listed:
+		case <-wait.C:
+		case <-f.life.ctx.Done():
+		}
+		wait.Stop()
+		// Its lists are told below if it has them by then, else when it gets them.
+		b.late.Store(true)
+	}
+	var told [numKinds]bool
+	for _, b := range gone {
+		told = b.listsDiffer(nil, told)
+	}
+	for i, old := range olds {
+		told = old.listsDiffer(news[i], told)
+	}
+	gone = append(gone, olds...)
 	for _, b := range gone {
 		b.retired.Store(true)
 	}
 	f.set.store(next)
 	f.catalog.rebuild()
-	f.catalog.announceGone(gone)
+	f.catalog.announce(told)
 	for _, b := range added {
 		f.startBackend(b)
 	}
@@ -178,20 +208,28 @@ func (f *Fleet) Reconfigure(cfgs []BackendConfig) Reconfiguration {
 	return r
 }
 
-// announceGone tells clients of every list that the removed backends had items in.
-func (cb *catalogBuilder) announceGone(gone []*backend) {
-	var told [numKinds]bool
-	for _, b := range gone {
-		lists := b.lists.Load()
-		if lists == nil {
-			continue
-		}
-		for k := kind(0); k < numKinds; k++ {
-			if len(lists[k]) > 0 {
-				told[k] = true
-			}
+// listsDiffer marks in told the lists whose items differ between b and its
+// replacement (nil: none), and returns it.
+func (b *backend) listsDiffer(by *backend, told [numKinds]bool) [numKinds]bool {
+	var was, now [numKinds][]item
+	if l := b.lists.Load(); l != nil {
+		was = *l
+	}
+	if by != nil {
+		if l := by.lists.Load(); l != nil {
+			now = *l
 		}
 	}
+	for k := kind(0); k < numKinds; k++ {
+		if !sameItems(was[k], now[k]) {
+			told[k] = true
+		}
+	}
+	return told
+}
+
+// announce tells clients of every list marked in told, once per notification.
+func (cb *catalogBuilder) announce(told [numKinds]bool) {
 	sent := map[string]bool{}
 	for k := kind(0); k < numKinds; k++ {
 		if m := kindInfo[k].changed; told[k] && !sent[m] {
