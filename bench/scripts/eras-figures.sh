@@ -4,8 +4,8 @@
 #
 #   calls:  mcpload steady tools/call echo as 2025-11-25 sessions, then as 2026-07-28
 #           stateless requests (per-request _meta, Mcp-Method/Mcp-Name headers); prints
-#           calls/s, p99 and the router's CPU per call (utime+stime from /proc over the
-#           warm-up and measured window, divided by every call made in it).
+#           calls/s, p99 and the router's and the backend's CPU per call (utime+stime
+#           from /proc over the warm-up and measured window, divided by every call made).
 #   fanout: mcpload fan-out on memo://board with N subscribers holding 2025-11-25 GET
 #           streams (resources/subscribe), then N holding 2026-07-28 subscriptions/listen
 #           streams; prints deliveries/s, missing, p99 delivery and router CPU per delivery.
@@ -13,10 +13,12 @@
 #   bash bench/scripts/eras-figures.sh                      # both parts
 #   PART=calls ROUNDS=6 DUR=5s bash bench/scripts/eras-figures.sh
 #   PART=fanout SUBS="500 2000" FRATE=10 bash bench/scripts/eras-figures.sh
+#   ERA=2025 PART=calls bash bench/scripts/eras-figures.sh  # the router's upstream pinned to
+#                              # a 2025 session (default auto: 2026-07-28, discovered)
 #
 # On a shared machine compare the rounds' ratios, not the absolute figures.
 set -euo pipefail
-PART=${PART:-all} ROUNDS=${ROUNDS:-6} DUR=${DUR:-5s} SUBS=${SUBS:-500 2000} FRATE=${FRATE:-10}
+PART=${PART:-all} ERA=${ERA:-auto} ROUNDS=${ROUNDS:-6} DUR=${DUR:-5s} SUBS=${SUBS:-500 2000} FRATE=${FRATE:-10}
 cd "$(dirname "$0")/../.."
 work=$(mktemp -d)
 pids=()
@@ -34,7 +36,8 @@ waitlog() {
 }
 
 "$work/mcpbackend" --listen 127.0.0.1:18390 --eras both --tick 1h >"$work/backend.log" 2>&1 &
-pids+=($!)
+bpid=$!
+pids+=("$bpid")
 waitlog "$work/backend.log" "mcpbackend listening"
 cat >"$work/router.yaml" <<YAML
 listen: 127.0.0.1:18391
@@ -44,24 +47,24 @@ stateless: on
 connections: {max_per_address: -1}
 sessions: {init_rate: -1, max_per_client: -1}
 backends:
-  - {name: b, prefix: "", url: "http://127.0.0.1:18390/mcp"}
+  - {name: b, prefix: "", era: "$ERA", url: "http://127.0.0.1:18390/mcp"}
 YAML
 "$work/mcprouter" --config "$work/router.yaml" >"$work/router.log" 2>&1 &
 rpid=$!
 pids+=("$rpid")
 waitlog "$work/router.log" "mcprouter listening"
-cpu() { awk '{print $14+$15}' "/proc/$rpid/stat"; }
+cpu() { awk '{print $14+$15}' "/proc/$1/stat"; }
 
 # one name protocol [mcpload flags...]: one mcpload run, its figures on one line.
 one() {
-	local name=$1 proto=$2 c0 c1
+	local name=$1 proto=$2 c0 c1 b0 b1
 	shift 2
-	c0=$(cpu)
+	c0=$(cpu "$rpid") b0=$(cpu "$bpid")
 	"$work/mcpload" --url http://127.0.0.1:18391/mcp --protocol "$proto" --quiet --json "$work/$name.json" "$@" >/dev/null 2>&1 || true
-	c1=$(cpu)
-	python3 - "$name" "$work/$name.json" $((c1 - c0)) "$tck" <<'PY'
+	c1=$(cpu "$rpid") b1=$(cpu "$bpid")
+	python3 - "$name" "$work/$name.json" $((c1 - c0)) "$tck" $((b1 - b0)) <<'PY'
 import json, sys
-name, f, ticks, tck = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+name, f, ticks, tck, bticks = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 r = json.load(open(f))
 cpu_us = ticks / tck * 1e6
 fo = r.get("fanout")
@@ -72,8 +75,9 @@ if fo:
              fo["latency_us"]["p99"] / 1000, cpu_us / max(d, 1)))
 else:
     calls = r["requests"] + r["excluded_requests"]
-    print("%s calls_per_s=%.0f errors=%d p99_ms=%.2f router_cpu_us_per_call=%.1f"
-          % (name, r["throughput_rps"], r["errors"], r["latency_us"]["p99"] / 1000, cpu_us / max(calls, 1)))
+    print("%s calls_per_s=%.0f errors=%d p99_ms=%.2f router_cpu_us_per_call=%.1f backend_cpu_us_per_call=%.1f"
+          % (name, r["throughput_rps"], r["errors"], r["latency_us"]["p99"] / 1000, cpu_us / max(calls, 1),
+             bticks / tck * 1e6 / max(calls, 1)))
 PY
 }
 
