@@ -86,7 +86,7 @@ func (a *App) installAudit() {
 	}
 	if want {
 		a.Fleet.SetObserver(&auditObserver{next: a.Router.Observer(), engine: a.Fleet.PolicyFor, subject: a.Fleet.SubjectOf,
-			backends: a.Fleet.BackendNames()})
+			backend: a.Fleet.BackendName})
 	}
 }
 
@@ -102,10 +102,10 @@ func (a *App) stopPolicy() {
 // audited where they are made (the fleet), and reported without a backend, so they are
 // not written twice.
 type auditObserver struct {
-	next     router.Observer
-	engine   func(*auth.Principal) *policy.Engine // the engine of the principal's endpoint
-	subject  func(*auth.Principal) *policy.Subject
-	backends []string
+	next    router.Observer
+	engine  func(*auth.Principal) *policy.Engine // the engine of the principal's endpoint
+	subject func(*auth.Principal) *policy.Subject
+	backend func(int) string // names a backend index, including those a reload added
 }
 
 // RequestDone implements router.Observer.
@@ -113,14 +113,16 @@ func (o *auditObserver) RequestDone(x *transport.Exchange, backend int, out rout
 	if o.next != nil {
 		o.next.RequestDone(x, backend, out, start, backendNs)
 	}
-	if backend < 0 || backend >= len(o.backends) || !policy.Decided(string(x.Msg.Method)) {
+	if backend < 0 || !policy.Decided(string(x.Msg.Method)) {
 		return
 	}
 	var in policy.Input
 	if in.FromMessage(&x.Msg) != nil {
 		return
 	}
-	in.Backend = o.backends[backend]
+	if in.Backend = o.backend(backend); in.Backend == "" {
+		return
+	}
 	pr := x.Principal
 	if pr == nil && x.Session != nil {
 		pr = x.Session.Principal()
