@@ -53,11 +53,16 @@ else
 	echo "no test depends on the race detector"
 fi
 
-# The reliability benchmarks (bench/cmd/chaos, bench/cmd/soak) are not steps of this
-# suite yet: their short runs still fail checks that issue 16 is about (subscribers hear
-# nothing for more than 2s after the router holding the upstream subscription lease is
-# killed, until the lease expires; router memory still rising two minutes into a soak). Run them by hand: go run ./bench/cmd/chaos -duration 60s,
-# go run ./bench/cmd/soak -duration 2m. They join the suite when they pass.
+# The reliability benchmarks of issue 16. chaos, in its short version, is a step: a
+# three-instance cluster of real processes on loopback broken at random under load for
+# a minute; it prints its table and exits non-zero when a check fails (about 2.5
+# minutes with its build). soak is not a step yet: its 2-minute version (after a
+# 2-minute warm-up) passes every memory, error and fan-out check, but on a 2-core
+# machine shared with other work "p99 flat" over its 20-second windows failed once in
+# three runs (13.5ms -> 29ms) at 30% of the measured capacity. Run it by hand:
+# go run ./bench/cmd/soak -duration 2m -share 0.3. Full runs: bench/RESULTS.md.
+step "chaos (60s)"
+go run ./bench/cmd/chaos -duration 60s || failed=1
 
 step "fuzz (${FUZZTIME} per target)"
 for pkg in $(go list ./...); do
