@@ -16,7 +16,9 @@
 #   ERA=2025 PART=calls bash bench/scripts/eras-figures.sh  # the router's upstream pinned to
 #                              # a 2025 session (default auto: 2026-07-28, discovered)
 #
-# On a shared machine compare the rounds' ratios, not the absolute figures.
+# On a shared machine compare the rounds' ratios, not the absolute figures: the script
+# ends with each ratio (2026-07-28 run ÷ 2025-11-25 run of the same round) per round
+# and its median.
 set -euo pipefail
 PART=${PART:-all} ERA=${ERA:-auto} ROUNDS=${ROUNDS:-6} DUR=${DUR:-5s} SUBS=${SUBS:-500 2000} FRATE=${FRATE:-10}
 cd "$(dirname "$0")/../.."
@@ -80,6 +82,8 @@ else:
              bticks / tck * 1e6 / max(calls, 1)))
 PY
 }
+# Every run's line also goes to lines.txt, for the ratios at the end.
+exec > >(tee "$work/lines.txt")
 
 calls() { # name protocol
 	one "$1" "$2" --sessions 32 --duration "$DUR" --warmup 1s --tool echo --args '{"text":"hello"}'
@@ -101,3 +105,20 @@ for r in $(seq 1 "$ROUNDS"); do
 		done
 	fi
 done
+python3 - "$work/lines.txt" <<'PY'
+import statistics, sys
+rows = {}  # round -> run name -> figures
+for line in open(sys.argv[1]):
+    p = line.split()
+    if len(p) > 2 and p[1].startswith("r"):
+        rows.setdefault(p[1], {})[p[0]] = {k: float(v) for k, v in (x.split("=") for x in p[2:])}
+def ratio(new, old, key):
+    xs = [r[new][key] / r[old][key] for r in rows.values() if new in r and old in r and r[old][key] > 0]
+    if xs:
+        print("%-48s median %.2f  rounds %s" % ("%s/%s %s" % (new, old, key), statistics.median(xs), " ".join("%.2f" % x for x in xs)))
+for key in ("calls_per_s", "router_cpu_us_per_call", "backend_cpu_us_per_call", "p99_ms"):
+    ratio("calls-2026", "calls-2025", key)
+for n in sorted({k.split("-")[1] for r in rows.values() for k in r if k.startswith("get-")}, key=int):
+    for key in ("p50_ms", "p99_ms", "router_cpu_us_per_delivery"):
+        ratio("listen-" + n, "get-" + n, key)
+PY
