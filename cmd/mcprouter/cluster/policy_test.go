@@ -1,8 +1,10 @@
 package cluster
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +12,7 @@ import (
 	"github.com/mcprouter/mcprouter/cmd/mcprouter/app"
 	"github.com/mcprouter/mcprouter/cmd/mcprouter/app/apptest"
 	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/internal/mcpraw"
 	"github.com/mcprouter/mcprouter/internal/testwait"
 	"github.com/mcprouter/mcprouter/router/policy"
 )
@@ -39,7 +42,17 @@ func TestPolicyLimitAcrossInstances(t *testing.T) {
 		t.Helper()
 		endpoint := "http://" + r.Addr() + "/mcp"
 		sid := h.initialize(endpoint)
-		body := h.post(endpoint, sid, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}`, id))
+		// A limited request alone in its POST is refused whole: 429 with Retry-After,
+		// the JSON-RPC error in the body.
+		c := &mcpraw.Client{URL: endpoint, Session: sid}
+		reply, err := c.Post(context.Background(), fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}`, id))
+		if err != nil || (reply.Status != http.StatusOK && reply.Status != http.StatusTooManyRequests) {
+			t.Fatalf("tools/call: %v %v", err, reply)
+		}
+		if reply.Status == http.StatusTooManyRequests && reply.Header.Get("Retry-After") == "" {
+			t.Fatalf("429 without Retry-After: %v", reply)
+		}
+		body := string(reply.Body)
 		var rep struct {
 			Error *struct {
 				Code int `json:"code"`
