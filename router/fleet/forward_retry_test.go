@@ -107,12 +107,15 @@ func TestRetryOnAnotherReplica(t *testing.T) {
 			if n := fc.f.Stats.Failovers.Load(); n != 1 {
 				t.Fatalf("Failovers = %d, want 1", n)
 			}
-			if n := fc.f.InFlight(); n != 0 {
-				t.Fatalf("%d requests still in flight", n)
-			}
+			// The answer reaches the client just before its entry is released (the
+			// in-flight count and the instance's outstanding count): wait for that.
+			testwait.For(t, "the request released", time.Minute, func() bool {
+				return fc.f.InFlight() == 0 && fc.f.set.all()[0].instances[0].outstanding.Load() == 0 &&
+					fc.f.set.all()[0].instances[1].outstanding.Load() == 0
+			})
 			for i, in := range fc.f.set.all()[0].instances {
-				if !in.healthy.Load() || in.outstanding.Load() != 0 {
-					t.Fatalf("replica %d: healthy %v, outstanding %d; want healthy, 0 (a lost answer does not eject it)", i, in.healthy.Load(), in.outstanding.Load())
+				if !in.healthy.Load() {
+					t.Fatalf("replica %d is unhealthy; a lost answer must not eject it", i)
 				}
 			}
 		})
