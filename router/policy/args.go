@@ -40,7 +40,7 @@ func (in *Input) parseArguments() (ref.Val, error) {
 	}
 	p := parsers.Get()
 	defer parsers.Put(p)
-	params, err := p.ParseBytes(in.params)
+	params, err := p.ParseBytes(replaceLoneSurrogates(in.params))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInput, err)
 	}
