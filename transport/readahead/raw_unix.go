@@ -3,7 +3,6 @@
 package readahead
 
 import (
-	"errors"
 	"io"
 	"net"
 	"os"
@@ -55,5 +54,3 @@ func (r fdReader) readInto(take func() []byte, give func()) (int, error) {
 	}
 	return n, nil
 }
-
-func isEOF(err error) bool { return errors.Is(err, io.EOF) }

@@ -11,6 +11,7 @@
 package readahead
 
 import (
+	"io"
 	"net"
 	"sync"
 )
@@ -95,7 +96,7 @@ func (c *conn) Read(p []byte) (int, error) {
 // test for timeouts, closed connections and resets see what they expect; io.EOF stays
 // itself.
 func (c *conn) opError(err error) error {
-	if err == nil || isEOF(err) {
+	if err == nil || err == io.EOF { // the raw reader returns io.EOF itself
 		return err
 	}
 	if _, ok := err.(*net.OpError); ok {
