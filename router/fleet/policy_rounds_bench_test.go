@@ -26,31 +26,16 @@ func BenchmarkPolicyRounds(b *testing.B) {
 
 	const rounds = 16
 	n := max(b.N/(2*rounds), 1)
-	var sumNone, sumPol phase
-	var wall, cpu []float64
 	b.ReportAllocs()
 	b.ResetTimer()
-	for r := range rounds {
-		var pn, pp phase
-		if r%2 == 0 {
-			pn.run(b, none, n)
-			pp.run(b, pol, n)
-		} else {
-			pp.run(b, pol, n)
-			pn.run(b, none, n)
-		}
-		wall = append(wall, float64(pn.wall)/float64(pp.wall))
-		cpu = append(cpu, float64(pn.cpu)/float64(max(pp.cpu, 1)))
-		sumNone.wall, sumNone.cpu = sumNone.wall+pn.wall, sumNone.cpu+pn.cpu
-		sumPol.wall, sumPol.cpu = sumPol.wall+pp.wall, sumPol.cpu+pp.cpu
-	}
+	sumNone, sumPol := interleave(b, rounds,
+		func(p *phase) { p.run(b, none, n) },
+		func(p *phase) { p.run(b, pol, n) })
 	calls := float64(rounds * n)
 	b.ReportMetric(float64(sumNone.wall)/calls, "none-ns/call")
 	b.ReportMetric(float64(sumPol.wall)/calls, "policy-ns/call")
 	b.ReportMetric(float64(sumNone.cpu)/calls, "none-cpu-ns/call")
 	b.ReportMetric(float64(sumPol.cpu)/calls, "policy-cpu-ns/call")
-	b.ReportMetric(median(wall), "ratio")
-	b.ReportMetric(median(cpu), "cpu-ratio")
 }
 
 // BenchmarkListPolicyRounds is BenchmarkListPolicy's two listings of 1,000 tools
@@ -75,31 +60,40 @@ func BenchmarkListPolicyRounds(b *testing.B) {
 		p.wall += time.Since(t0)
 		p.cpu += cpuTime() - c0
 	}
-	var sumU, sumF phase
-	var wall, cpu []float64
 	b.ReportAllocs()
 	b.ResetTimer()
-	for r := range rounds {
-		var pu, pf phase
-		if r%2 == 0 {
-			run(&pu, false)
-			run(&pf, true)
-		} else {
-			run(&pf, true)
-			run(&pu, false)
-		}
-		wall = append(wall, float64(pu.wall)/float64(pf.wall))
-		cpu = append(cpu, float64(pu.cpu)/float64(max(pf.cpu, 1)))
-		sumU.wall, sumU.cpu = sumU.wall+pu.wall, sumU.cpu+pu.cpu
-		sumF.wall, sumF.cpu = sumF.wall+pf.wall, sumF.cpu+pf.cpu
-	}
+	sumU, sumF := interleave(b, rounds,
+		func(p *phase) { run(p, false) },
+		func(p *phase) { run(p, true) })
 	lists := float64(rounds * n)
 	b.ReportMetric(float64(sumU.wall)/lists, "unfiltered-ns/list")
 	b.ReportMetric(float64(sumF.wall)/lists, "filtered-ns/list")
 	b.ReportMetric(float64(sumU.cpu)/lists, "unfiltered-cpu-ns/list")
 	b.ReportMetric(float64(sumF.cpu)/lists, "filtered-cpu-ns/list")
+}
+
+// interleave runs a and c for rounds rounds, alternating which goes first, and
+// reports ratio and cpu-ratio: the median over the rounds of a's time over c's, by
+// wall and by CPU time. It returns each side's totals.
+func interleave(b *testing.B, rounds int, a, c func(*phase)) (sumA, sumC phase) {
+	var wall, cpu []float64
+	for r := range rounds {
+		var pa, pc phase
+		if r%2 == 0 {
+			a(&pa)
+			c(&pc)
+		} else {
+			c(&pc)
+			a(&pa)
+		}
+		wall = append(wall, float64(pa.wall)/float64(pc.wall))
+		cpu = append(cpu, float64(pa.cpu)/float64(max(pc.cpu, 1)))
+		sumA.wall, sumA.cpu = sumA.wall+pa.wall, sumA.cpu+pa.cpu
+		sumC.wall, sumC.cpu = sumC.wall+pc.wall, sumC.cpu+pc.cpu
+	}
 	b.ReportMetric(median(wall), "ratio")
 	b.ReportMetric(median(cpu), "cpu-ratio")
+	return sumA, sumC
 }
 
 // median of xs (which it sorts).
