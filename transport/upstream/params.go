@@ -12,26 +12,39 @@ import (
 // body. The router passes them on as the client sent them (the tool's arguments travel
 // unchanged too), carried to StatelessConn.Send by the request's context.
 
-type paramHeadersKey struct{}
-
 // WithParamHeaders returns ctx carrying a client's Mcp-Param-* headers, one
 // "Name: value\n" line each (transport.StatelessHeaders.Params), for the request sent
 // with it on a StatelessConn. lines must stay unchanged until Send returns.
 func WithParamHeaders(ctx context.Context, lines []byte) context.Context {
-	if len(lines) == 0 {
-		return ctx
-	}
-	return context.WithValue(ctx, paramHeadersKey{}, lines)
+	return withHeaderLines(ctx, paramHeadersKey, lines)
 }
 
 // setParamHeaders sets the Mcp-Param-* headers ctx carries (WithParamHeaders).
 func setParamHeaders(ctx context.Context, hd *fasthttp.RequestHeader) {
-	lines, _ := ctx.Value(paramHeadersKey{}).([]byte)
-	addHeaderLines(hd, lines)
+	setHeaderLines(ctx, paramHeadersKey, hd)
 }
 
-// addHeaderLines adds the headers of lines, one "Name: value\n" line each, to hd.
-func addHeaderLines(hd *fasthttp.RequestHeader, lines []byte) {
+// headerLinesKey keys the header lines, one "Name: value\n" line each, that a request's
+// context carries for its HTTP request: the client's Mcp-Param-* headers, the trace
+// context headers (trace.go).
+type headerLinesKey uint8
+
+const (
+	paramHeadersKey headerLinesKey = iota
+	traceHeadersKey
+)
+
+// withHeaderLines returns ctx carrying lines under key; ctx itself when there are none.
+func withHeaderLines(ctx context.Context, key headerLinesKey, lines []byte) context.Context {
+	if len(lines) == 0 {
+		return ctx
+	}
+	return context.WithValue(ctx, key, lines)
+}
+
+// setHeaderLines adds to hd the headers of the lines ctx carries under key.
+func setHeaderLines(ctx context.Context, key headerLinesKey, hd *fasthttp.RequestHeader) {
+	lines, _ := ctx.Value(key).([]byte)
 	for len(lines) > 0 {
 		line := lines
 		if i := bytes.IndexByte(lines, '\n'); i >= 0 {

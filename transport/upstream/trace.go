@@ -11,20 +11,14 @@ import (
 // layer is instrumented continues the same trace as one that reads _meta. The router
 // builds the values (package tracing); they reach the request through its context.
 
-type traceHeadersKey struct{}
-
 // WithTraceHeaders returns ctx carrying trace context headers, one "name: value\n" line
 // each, for the request sent with it on an HTTPConn or a StatelessConn. lines must stay
 // unchanged until Send returns. Transports without headers (stdio) ignore them.
 func WithTraceHeaders(ctx context.Context, lines []byte) context.Context {
-	if len(lines) == 0 {
-		return ctx
-	}
-	return context.WithValue(ctx, traceHeadersKey{}, lines)
+	return withHeaderLines(ctx, traceHeadersKey, lines)
 }
 
 // setTraceHeaders sets the trace context headers ctx carries (WithTraceHeaders).
 func setTraceHeaders(ctx context.Context, hd *fasthttp.RequestHeader) {
-	lines, _ := ctx.Value(traceHeadersKey{}).([]byte)
-	addHeaderLines(hd, lines)
+	setHeaderLines(ctx, traceHeadersKey, hd)
 }
