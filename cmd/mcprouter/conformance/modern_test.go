@@ -26,20 +26,31 @@ var modernExpectedFailures = map[string]string{}
 func TestConformanceModern(t *testing.T) {
 	testbin.Long(t, "starts processes and Node")
 	node := nodeDir(t)
+	p := routerBeforeEverything(t, true, "admin:\n  listen: 127.0.0.1:0\n")
+	runSuite(t, node, "http://"+p.Addr()+"/mcp", modernSuite, modernExpectedFailures, 8*time.Minute)
+}
+
+// routerBeforeEverything starts the Go SDK's conformance server, stateless or stateful
+// (era 2026 or 2025 in the router's configuration), and the router in front of it with
+// extra (top-level YAML lines) in its configuration.
+func routerBeforeEverything(t *testing.T, stateless bool, extra string) *testbin.Proc {
+	t.Helper()
 	router := testbin.Build(t, testbin.Router)
 	everything := testbin.BuildFixture(t, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server")
 
 	addr := freePort(t)
-	testbin.Start(t, testbin.Spec{Bin: everything, Args: []string{"-http", addr, "-stateless=true"}})
+	testbin.Start(t, testbin.Spec{Bin: everything, Args: []string{"-http", addr, fmt.Sprintf("-stateless=%t", stateless)}})
 	waitTCP(t, addr, 20*time.Second)
+	era := "2025"
+	if stateless {
+		era = "2026"
+	}
 	cfg := filepath.Join(t.TempDir(), "mcprouter.yaml")
-	yaml := fmt.Sprintf("listen: 127.0.0.1:0\nadmin:\n  listen: 127.0.0.1:0\nbackends:\n  - name: everything\n    prefix: \"\"\n    era: \"2026\"\n    url: http://%s/mcp\n", addr)
+	yaml := fmt.Sprintf("listen: 127.0.0.1:0\n%sbackends:\n  - name: everything\n    prefix: \"\"\n    era: %q\n    url: http://%s/mcp\n", extra, era, addr)
 	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	listen := testbin.Start(t, testbin.Spec{Bin: router, Args: []string{"--config", cfg}, Ready: []string{"mcprouter listening"}}).Addr()
-
-	runSuite(t, node, "http://"+listen+"/mcp", modernSuite, modernExpectedFailures, 8*time.Minute)
+	return testbin.Start(t, testbin.Spec{Bin: router, Args: []string{"--config", cfg}, Ready: []string{"mcprouter listening"}})
 }
 
 // translatedExpectedFailures names the scenarios of modernSuite allowed to fail through
@@ -65,20 +76,8 @@ var translatedExpectedFailures = map[string]string{
 func TestConformanceModernTranslated(t *testing.T) {
 	testbin.Long(t, "starts processes and Node")
 	node := nodeDir(t)
-	router := testbin.Build(t, testbin.Router)
-	everything := testbin.BuildFixture(t, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server")
-
-	addr := freePort(t)
-	testbin.Start(t, testbin.Spec{Bin: everything, Args: []string{"-http", addr, "-stateless=false"}})
-	waitTCP(t, addr, 20*time.Second)
-	cfg := filepath.Join(t.TempDir(), "mcprouter.yaml")
 	// stateless: on, so that 2026-07-28 requests are served statelessly (and translated)
 	// rather than answered as a 2025 server answers them.
-	yaml := fmt.Sprintf("listen: 127.0.0.1:0\nstateless: on\nadmin:\n  listen: 127.0.0.1:0\nbackends:\n  - name: everything\n    prefix: \"\"\n    era: \"2025\"\n    url: http://%s/mcp\n", addr)
-	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	listen := testbin.Start(t, testbin.Spec{Bin: router, Args: []string{"--config", cfg}, Ready: []string{"mcprouter listening"}}).Addr()
-
-	runSuite(t, node, "http://"+listen+"/mcp", modernSuite, translatedExpectedFailures, 8*time.Minute)
+	p := routerBeforeEverything(t, false, "stateless: on\nadmin:\n  listen: 127.0.0.1:0\n")
+	runSuite(t, node, "http://"+p.Addr()+"/mcp", modernSuite, translatedExpectedFailures, 8*time.Minute)
 }

@@ -1,9 +1,6 @@
 package conformance
 
 import (
-	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -39,18 +36,7 @@ const statelessCannotAsk = "the stateless conformance server fails it alone: its
 func TestConformanceReverse(t *testing.T) {
 	testbin.Long(t, "starts processes and Node")
 	node := nodeDir(t)
-	router := testbin.Build(t, testbin.Router)
-	everything := testbin.BuildFixture(t, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server")
-
-	addr := freePort(t)
-	testbin.Start(t, testbin.Spec{Bin: everything, Args: []string{"-http", addr, "-stateless=true"}})
-	waitTCP(t, addr, 20*time.Second)
-	cfg := filepath.Join(t.TempDir(), "mcprouter.yaml")
-	yaml := fmt.Sprintf("listen: 127.0.0.1:0\nbackends:\n  - name: everything\n    prefix: \"\"\n    era: \"2026\"\n    url: http://%s/mcp\n", addr)
-	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	p := testbin.Start(t, testbin.Spec{Bin: router, Args: []string{"--config", cfg}, Ready: []string{"mcprouter listening"}})
+	p := routerBeforeEverything(t, true, "")
 	if v := p.Log.Value("backend instance connected", "protocol"); v != "2026-07-28" {
 		t.Fatalf("the router speaks %q to the backend, want 2026-07-28:\n%s", v, p.Log)
 	}
