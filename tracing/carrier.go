@@ -89,11 +89,9 @@ func (c *carrier) fromMeta(params []byte) bool {
 	return !c.empty()
 }
 
-// fromHeaders fills c from HTTP header values, and reports whether there was a
-// traceparent or baggage.
-func (c *carrier) fromHeaders(parent, state, baggage []byte) bool {
+// fromHeaders fills c from HTTP header values.
+func (c *carrier) fromHeaders(parent, state, baggage []byte) {
 	c.parent, c.state, c.baggage = string(parent), string(state), string(baggage)
-	return !c.empty()
 }
 
 // appendHeaders appends c's values as header lines, "name: value\n" each

@@ -184,7 +184,8 @@ func (r *Request) end(o router.Outcome, backendNs int64) {
 		attrs = append(attrs, semconv.RPCResponseStatusCode(code), ErrorCodeKey.Int(r.code))
 		errType = code
 	}
-	if o != router.OutcomeOK || r.coded {
+	failed := o != router.OutcomeOK || r.coded
+	if failed {
 		attrs = append(attrs, semconv.ErrorTypeKey.String(errType))
 	}
 	for _, s := range [2]trace.Span{r.call, r.span} {
@@ -192,7 +193,7 @@ func (r *Request) end(o router.Outcome, backendNs int64) {
 			continue
 		}
 		s.SetAttributes(attrs...)
-		if o != router.OutcomeOK || r.coded {
+		if failed {
 			s.SetStatus(codes.Error, errType)
 		}
 	}
