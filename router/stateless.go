@@ -324,19 +324,10 @@ func (r *Router) ScreenSend(x *transport.Exchange, msg, buf []byte) ([]byte, boo
 	if meta.LogLevel == nil {
 		return nil, false
 	}
-	if l := logLevelOf(m.Params); l != nil && modern.LogLevelIndex(l) < modern.LogLevelIndex(meta.LogLevel) {
+	if l := modern.MessageLevel(m.Params); l != nil && modern.LogLevelIndex(l) < modern.LogLevelIndex(meta.LogLevel) {
 		return nil, false
 	}
 	return msg, true
-}
-
-// logLevelOf returns the contents of a notifications/message's params.level, nil when
-// it has none.
-func logLevelOf(params []byte) []byte {
-	if v := codec.Member(params, "level"); len(v) >= 2 && v[0] == '"' {
-		return v[1 : len(v)-1]
-	}
-	return nil
 }
 
 // StatusOf is the HTTP status of a stateless request's JSON reply

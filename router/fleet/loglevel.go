@@ -22,10 +22,10 @@ func (k *connector) belowLevel(s *router.Session, m *codec.Message) bool {
 	if set == "" {
 		return false
 	}
-	l := codec.Member(m.Params, "level")
-	if len(l) < 2 || l[0] != '"' {
+	l := modern.MessageLevel(m.Params)
+	if l == nil {
 		return false
 	}
-	at := modern.LogLevelIndex(l[1 : len(l)-1])
+	at := modern.LogLevelIndex(l)
 	return at >= 0 && at < modern.LogLevelIndex([]byte(set))
 }

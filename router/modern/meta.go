@@ -135,6 +135,15 @@ func AppendCapabilities(dst []byte, c Capability) []byte {
 // Log levels in order of severity (RFC 5424, as in LoggingLevel).
 var logLevels = [...]string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
 
+// MessageLevel returns the contents of a notifications/message's params.level, nil
+// when it has none or it is not a string.
+func MessageLevel(params []byte) []byte {
+	if v := codec.Member(params, "level"); len(v) >= 2 && v[0] == '"' {
+		return v[1 : len(v)-1]
+	}
+	return nil
+}
+
 // LogLevelIndex returns the severity index of a level name (0 = debug), or -1 for a
 // level that does not exist. A request without a log level gets no log messages at all:
 // callers test len(Meta.LogLevel) first.
