@@ -34,11 +34,10 @@ func procCPU(pid int) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
+	children, ticks := procTable()
 	total := own
-	for _, d := range descendants(pid) {
-		if c, _, err := readStat(d); err == nil { // a child may exit meanwhile
-			total += c
-		}
+	for _, d := range walk(children, pid) {
+		total += ticks[d] // read once, by procTable
 	}
 	return total * time.Second / userHZ, nil
 }
@@ -82,20 +81,33 @@ func parseStat(b []byte) (ticks time.Duration, ppid int, err error) {
 
 // descendants lists the running descendants of pid (children, their children, ...).
 func descendants(pid int) []int {
+	children, _ := procTable()
+	return walk(children, pid)
+}
+
+// procTable reads every running process's stat once: the children of each pid, and each
+// process's CPU ticks (as readStat). A process that exits meanwhile is left out.
+func procTable() (children map[int][]int, ticks map[int]time.Duration) {
+	children, ticks = map[int][]int{}, map[int]time.Duration{}
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
-		return nil
+		return children, ticks
 	}
-	children := map[int][]int{}
 	for _, e := range ents {
 		p, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		if _, pp, err := readStat(p); err == nil {
+		if t, pp, err := readStat(p); err == nil {
 			children[pp] = append(children[pp], p)
+			ticks[p] = t
 		}
 	}
+	return children, ticks
+}
+
+// walk lists the descendants of pid in children, breadth first.
+func walk(children map[int][]int, pid int) []int {
 	var out []int
 	queue := children[pid]
 	for len(queue) > 0 && len(out) < maxDescendants {
