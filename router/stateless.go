@@ -291,10 +291,10 @@ var resultBufs = sync.Pool{New: func() any { return new([]byte) }}
 // resource not found is -32602 there); msg itself when the code means the same.
 func appendModernError(buf, msg []byte, m *codec.Message) []byte {
 	val := codec.Member(m.Error, "code")
-	if val == nil {
+	code, err := strconv.Atoi(string(val))
+	if err != nil {
 		return msg
 	}
-	code := modern.ErrorCode(m.Error)
 	if out, reshape := modern.ErrorToModern(code); !reshape && out != code {
 		var nb [12]byte
 		return codec.AppendSplices(buf, msg, []codec.Splice{{Old: val, New: strconv.AppendInt(nb[:0], int64(out), 10)}})
