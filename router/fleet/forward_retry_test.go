@@ -44,6 +44,11 @@ type hungUpConn struct {
 }
 
 func (c *hungUpConn) Send(ctx context.Context, msg []byte) error {
+	return c.send(ctx, msg, fmt.Errorf("%w: a: %w", upstream.ErrNoResponse, io.EOF))
+}
+
+// send answers msg at once, or, for the call to lose, returns lost (see replicas).
+func (c *hungUpConn) send(ctx context.Context, msg []byte, lost error) error {
 	var m codec.Message
 	if err := codec.Scan(msg, &m); err != nil || string(m.Method) != "tools/call" {
 		return c.scriptedConn.Send(ctx, msg)
@@ -53,7 +58,7 @@ func (c *hungUpConn) Send(ctx context.Context, msg []byte) error {
 		if c.r.progress {
 			c.sink.Message([]byte(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":` + string(m.ID) + `,"progress":1}}`))
 		}
-		return fmt.Errorf("%w: a: %w", upstream.ErrNoResponse, io.EOF)
+		return lost
 	}
 	c.sink.Message(codec.AppendResult(nil, m.ID, []byte(`{"content":[]}`)))
 	return nil
@@ -89,6 +94,24 @@ func newReplicas(t *testing.T, progress, apart bool) (*fleetClient, *replicas) {
 	return attachClient(t, f, nil), r
 }
 
+// waitReleased waits until the request is released: nothing in flight and nothing
+// outstanding on either replica. The answer reaches the client just before its entry
+// is released, so these counts go down just after the client's read.
+func waitReleased(t *testing.T, fc *fleetClient) {
+	t.Helper()
+	testwait.For(t, "the request released", time.Minute, func() bool {
+		if fc.f.InFlight() != 0 {
+			return false
+		}
+		for _, in := range fc.f.set.all()[0].instances {
+			if in.outstanding.Load() != 0 {
+				return false
+			}
+		}
+		return true
+	})
+}
+
 // TestRetryOnAnotherReplica: a call lost before any byte of its answer goes once to the
 // other replica when running it twice does no harm: a read-only or idempotent tool.
 func TestRetryOnAnotherReplica(t *testing.T) {
@@ -107,12 +130,7 @@ func TestRetryOnAnotherReplica(t *testing.T) {
 			if n := fc.f.Stats.Failovers.Load(); n != 1 {
 				t.Fatalf("Failovers = %d, want 1", n)
 			}
-			// The answer reaches the client just before its entry is released (the
-			// in-flight count and the instance's outstanding count): wait for that.
-			testwait.For(t, "the request released", time.Minute, func() bool {
-				return fc.f.InFlight() == 0 && fc.f.set.all()[0].instances[0].outstanding.Load() == 0 &&
-					fc.f.set.all()[0].instances[1].outstanding.Load() == 0
-			})
+			waitReleased(t, fc)
 			for i, in := range fc.f.set.all()[0].instances {
 				if !in.healthy.Load() {
 					t.Fatalf("replica %d is unhealthy; a lost answer must not eject it", i)
