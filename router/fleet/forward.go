@@ -157,7 +157,7 @@ func (fw *forwarder) forward(e *entry) {
 	if err != nil {
 		// Another replica may take it, once, when that is safe (forward_retry.go).
 		var c2 *upConn
-		if c2, err = fw.resend(b, c, id, err); c2 != nil {
+		if c2, err = fw.resendBuilding(b, c, id, err, nil); c2 != nil {
 			c = c2
 			if err = c.conn.Send(ctx, *bp); errors.Is(err, upstream.ErrNoResponse) {
 				err = mayHaveRun(err, true, "it was sent to a second replica already")

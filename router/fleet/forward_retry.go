@@ -25,16 +25,12 @@ import (
 // Once, never on a client's own upstream session (its state lives on that instance
 // alone), and only to a replica of the same era (the bytes were built for it).
 
-// resend finds where request id, whose send on c failed with err, goes next: the
-// connection of another replica it was moved to, or nil and the error to answer with
-// (err, saying why it was not sent again when the request may have run).
-func (fw *forwarder) resend(b *backend, c *upConn, id uint64, err error) (*upConn, error) {
-	return fw.resendBuilding(b, c, id, err, nil)
-}
-
-// resendBuilding is resend; build, when set, is called with the entry and the connection
-// it moves to while it moves (under its shard's lock): the last moment its exchange may
-// be read, to build the bytes sent again when the caller no longer has them.
+// resendBuilding finds where request id, whose send on c failed with err, goes next:
+// the connection of another replica it was moved to, or nil and the error to answer
+// with (err, saying why it was not sent again when the request may have run). build,
+// when set, is called with the entry and the connection it moves to while it moves
+// (under its shard's lock): the last moment its exchange may be read, to build the
+// bytes sent again when the caller no longer has them.
 func (fw *forwarder) resendBuilding(b *backend, c *upConn, id uint64, err error, build func(e *entry, to *upConn)) (*upConn, error) {
 	down := errors.Is(err, upstream.ErrBackendDown)
 	lost := !down && errors.Is(err, upstream.ErrNoResponse)
