@@ -15,7 +15,8 @@ type TraceHeaders struct {
 }
 
 // maxTraceHeader bounds each value kept: W3C Baggage allows 8192 bytes, a traceparent
-// is 55, a tracestate at most 32 members of a few hundred bytes.
+// is 55, a tracestate at most 32 members of a few hundred bytes. The three copies thus
+// stay well under maxPooledBuf, and their buffer is kept.
 const maxTraceHeader = 8192
 
 // take keeps the trace headers of h when on (HTTPConfig.TraceHeaders); off, it only
@@ -33,10 +34,6 @@ func (t *TraceHeaders) take(on bool, h *fasthttp.RequestHeader) {
 			t.buf = append(t.buf, v...)
 		}
 		ends[i] = len(t.buf)
-	}
-	if cap(t.buf) > maxPooledBuf {
-		t.buf = nil
-		return
 	}
 	view := func(from, to int) []byte {
 		if from == to {
