@@ -1,5 +1,7 @@
 package policy
 
+import "bytes"
+
 // fastjson keeps a lone surrogate escape (\ud800 not followed by its low half) as the six
 // characters it was written with, which is also what "\\ud800" (an escaped backslash)
 // decodes to: a rule could not tell the two apart, and a backend decoding with
@@ -13,8 +15,12 @@ package policy
 func replaceLoneSurrogates(b []byte) []byte {
 	out := b
 	for i := 0; i < len(b); i++ {
-		if b[i] != '\\' || i+1 >= len(b) {
-			continue
+		j := bytes.IndexByte(b[i:], '\\') // most arguments have no escape at all
+		if j < 0 {
+			break
+		}
+		if i += j; i+1 >= len(b) {
+			break
 		}
 		if b[i+1] != 'u' {
 			i++ // an escape of another character, such as \\ or \"
