@@ -15,17 +15,15 @@ import (
 
 // vserver is a running virtual server: its Authenticator, its own session registry
 // (sessions opened here are found nowhere else) and Streamable HTTP server on the
-// shared router, and its policy engine in the fleet.
+// shared router, and its limit sharing (its policy engine is the fleet's).
 type vserver struct {
-	name  string
-	path  string
-	auth  *auth.Authenticator
-	reg   *transport.Registry
-	http  *transport.HTTPServer
-	eng   *policy.Engine
-	sync  *policy.Sync
-	meta  []string // paths of its protected resource metadata (none with auth off)
-	serve fasthttp.RequestHandler
+	name string
+	path string
+	auth *auth.Authenticator
+	reg  *transport.Registry
+	http *transport.HTTPServer
+	sync *policy.Sync
+	meta []string // paths of its protected resource metadata (none with auth off)
 }
 
 // vservers are the App's virtual servers, by path.
@@ -74,7 +72,6 @@ func (a *App) startVServer(c *VirtualServer, hc transport.HTTPConfig, log *slog.
 		authn.Close()
 		return nil, fmt.Errorf("policy: %w", err)
 	}
-	v.eng = e
 	if l := e.Limiter(); l != nil && a.Bus != nil && a.Bus.NC != nil {
 		s, err := policy.StartSync(l, a.Bus.NC, policy.SyncOptions{
 			Subject: a.Bus.Subject("policy", "limits", "vs", c.Name), Interval: e.Config().SyncInterval, Logger: log,
