@@ -63,3 +63,21 @@ func TestCheckParamHeaders(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckParamHeadersAllocs: a tools/call whose headers agree with its arguments is
+// judged without allocating (the per-request path of a tool that declares headers).
+func TestCheckParamHeadersAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are meaningless under -race")
+	}
+	decls := []ParamHeader{{Name: "Region", Path: []string{"region"}}, {Name: "Shard", Path: []string{"db", "shard"}}}
+	args := []byte(`{"region":"Hello","db":{"shard":42}}`)
+	h := []byte("Mcp-Param-Other: x\nmcp-param-region: =?base64?SGVsbG8=?=\nMcp-Param-Shard: 42\n")
+	if n := testing.AllocsPerRun(100, func() {
+		if r := CheckParamHeaders(decls, args, h); r.Code != 0 {
+			t.Fatal(r.Message)
+		}
+	}); n != 0 {
+		t.Errorf("matching headers: %v allocs", n)
+	}
+}
