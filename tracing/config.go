@@ -5,8 +5,8 @@
 //
 // Off by default. When off, nothing here runs: the router and the fleet see a nil
 // *Tracer, read no header and parse no _meta. When on but a request is not sampled
-// (and its client sent no trace context), the request costs one unrecorded span and
-// nothing is passed on.
+// (and its client sent no trace context), the request costs one look for _meta and a
+// draw: no span, no allocation, nothing passed on.
 //
 // Attributes follow the OpenTelemetry semantic conventions for MCP and JSON-RPC
 // (mcp.method.name, mcp.session.id, mcp.resource.uri, mcp.protocol.version,
