@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcprouter/mcprouter/internal/testbin"
+	"github.com/mcprouter/mcprouter/internal/testwait"
 )
 
 // suite is one conformance suite run: its name in test output, the npm package that
@@ -59,28 +60,17 @@ func nodeDir(t *testing.T) string {
 	return dir
 }
 
-func freePort(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // waitTCP waits until addr accepts connections: the everything-server logs its address
 // before it listens, so its log line is no ready event.
 func waitTCP(t *testing.T, addr string, d time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond); err == nil {
+	testwait.For(t, addr+" listening", d, func() bool {
+		c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
+		if err == nil {
 			c.Close()
-			return
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("%s not listening after %v", addr, d)
+		return err == nil
+	})
 }
 
 // runSuite runs suite s against url, allowing it limit, and fails the test for every
@@ -128,7 +118,7 @@ func TestConformance(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			var backend string
 			if mode == "http" {
-				addr := freePort(t)
+				addr := testbin.FreeAddr(t)
 				testbin.Start(t, testbin.Spec{Bin: everything, Args: []string{"-http", addr, "-stateless=false"}})
 				waitTCP(t, addr, 20*time.Second)
 				backend = fmt.Sprintf("    url: http://%s/mcp\n", addr)

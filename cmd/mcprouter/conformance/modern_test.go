@@ -38,7 +38,7 @@ func routerBeforeEverything(t *testing.T, stateless bool, extra string) *testbin
 	router := testbin.Build(t, testbin.Router)
 	everything := testbin.BuildFixture(t, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server")
 
-	addr := freePort(t)
+	addr := testbin.FreeAddr(t)
 	testbin.Start(t, testbin.Spec{Bin: everything, Args: []string{"-http", addr, fmt.Sprintf("-stateless=%t", stateless)}})
 	waitTCP(t, addr, 20*time.Second)
 	era := "2025"
