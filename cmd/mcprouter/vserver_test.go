@@ -39,11 +39,10 @@ const (
 // vsRouter is the virtual server router and the provider of team-b's tokens.
 type vsRouter struct {
 	*routerProc
-	addr string
-	op   *authtest.Provider
+	op *authtest.Provider
 }
 
-func (r *vsRouter) teamBResource() string { return "http://" + r.addr + "/mcp/team-b" }
+func (r *vsRouter) teamBResource() string { return r.url("/mcp/team-b") }
 
 // teamBToken is a JWT of subject for team-b.
 func (r *vsRouter) teamBToken(subject string) string {
@@ -86,7 +85,7 @@ virtual_servers:
         - name: no-summaries-for-mallory
           deny: 'principal.sub == "mallory" && mcp.prompt == "b__summarize"'
 `, a.URL(), b.URL(), addr, sha256Hex(vsMainToken), sha256Hex(vsTeamToken), op.Issuer)
-	return &vsRouter{routerProc: startRouter(t, "--config", writeConfig(t, cfg), "--listen", addr), addr: addr, op: op}
+	return &vsRouter{routerProc: startRouter(t, "--config", writeConfig(t, cfg), "--listen", addr), op: op}
 }
 
 // TestVirtualServers: each endpoint shows and serves its own selection to the Go SDK
@@ -229,8 +228,8 @@ func TestVirtualServerIsolation(t *testing.T) {
 	}
 
 	for path, want := range map[string]string{
-		"/.well-known/oauth-protected-resource/mcp":        "http://" + r.addr + "/mcp",
-		"/.well-known/oauth-protected-resource/mcp/team-a": "http://" + r.addr + "/mcp/team-a",
+		"/.well-known/oauth-protected-resource/mcp":        r.url("/mcp"),
+		"/.well-known/oauth-protected-resource/mcp/team-a": r.url("/mcp/team-a"),
 		"/.well-known/oauth-protected-resource/mcp/team-b": r.teamBResource(),
 	} {
 		resp, err := hc.Get(r.url(path))
