@@ -135,12 +135,11 @@ func (cb *catalogBuilder) refreshOnce(b *backend, c *upConn, partial bool) bool 
 		}
 		old = new([numKinds][]item) // a backend added at run time: its lists are news
 	}
-	for k := kind(0); k < numKinds; k++ {
-		if !sameItems(old[k], lists[k]) {
-			cb.changed(kindInfo[k].changed)
-			cb.listeners.changed(kindInfo[k].changed)
-		}
+	var told [numKinds]bool
+	for k := range told {
+		told[k] = !sameItems(old[k], lists[k])
 	}
+	cb.announce(told) // once per notification: resources and templates share one
 	return partial
 }
 
