@@ -195,7 +195,6 @@ func fixedChanges(cur, next *Config) []string {
 		{"reload", cur.Reload, next.Reload},
 		{"tracing", cur.Tracing, next.Tracing},
 		{"virtual_servers", cur.VirtualServers, next.VirtualServers},
-		{"policy.sync_interval", cur.Policy.SyncInterval, next.Policy.SyncInterval},
 	}
 	var out []string
 	for _, s := range sections {
