@@ -1,7 +1,6 @@
 package fleet
 
 import (
-	"io"
 	"log/slog"
 	"maps"
 	"sync"
@@ -51,7 +50,7 @@ func (es *engines) filtering() bool {
 }
 
 // quiet is the logger of the fleet's own engines, which log nothing worth reading.
-var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+var quiet = slog.New(slog.DiscardHandler)
 
 // closedEngine denies every decided request: the engine of an endpoint that is gone.
 var closedEngine = sync.OnceValue(func() *policy.Engine {
