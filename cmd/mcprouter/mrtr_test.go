@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"regexp"
 	"strings"
 	"testing"
@@ -52,16 +51,7 @@ func sampleCallAs(t *testing.T, p *routerProc, token, prompt, extra string) (int
 func toolCallAs(t *testing.T, p *routerProc, token, tool, args, rest string) (int, mrtrAnswer) {
 	t.Helper()
 	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"` + tool + `","arguments":` + args + `,` + rest + `}}`
-	req, _ := http.NewRequest("POST", p.url("/mcp"), strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", "tools/call")
-	req.Header.Set("Mcp-Name", tool)
-	resp, err := authClient(token).Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := postModernAs(t, p, token, body, "tools/call", tool)
 	raw, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	// A JSON body, or the last data line of an SSE stream.

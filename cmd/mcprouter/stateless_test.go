@@ -98,6 +98,12 @@ func TestStatelessSampling(t *testing.T) {
 // header and the Mcp-Method (and, when name is set, Mcp-Name) routing headers.
 func postModern(t *testing.T, p *routerProc, body, method, name string) *http.Response {
 	t.Helper()
+	return postModernAs(t, p, "", body, method, name)
+}
+
+// postModernAs is postModern presenting the bearer token (none when "").
+func postModernAs(t *testing.T, p *routerProc, token, body, method, name string) *http.Response {
+	t.Helper()
 	req, _ := http.NewRequest("POST", p.url("/mcp"), strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
@@ -106,7 +112,11 @@ func postModern(t *testing.T, p *routerProc, body, method, name string) *http.Re
 	if name != "" {
 		req.Header.Set("Mcp-Name", name)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	client := http.DefaultClient
+	if token != "" {
+		client = authClient(token)
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
