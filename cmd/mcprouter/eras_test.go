@@ -12,7 +12,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -345,7 +344,7 @@ func TestErasElicitation(t *testing.T) {
 		t.Run("backend "+be.name, func(t *testing.T) {
 			addr := testbin.FreeAddr(t)
 			testbin.Start(t, testbin.Spec{Name: "everything-server", Bin: everything, Args: []string{"-http", addr, "-stateless=" + be.stateless}})
-			waitListening(t, addr)
+			testbin.WaitListening(t, addr, testTimeout)
 			cfg := fmt.Sprintf("stateless: on\nbackends:\n  - name: b\n    prefix: \"\"\n    era: %q\n    url: http://%s/mcp\n", be.era, addr)
 			p := startRouter(t, "--config", writeConfig(t, cfg))
 			args := map[string]any{"message": "Who are you?"}
@@ -392,17 +391,4 @@ func TestErasElicitation(t *testing.T) {
 			}
 		})
 	}
-}
-
-// waitListening waits until addr accepts connections: the conformance server logs its
-// address before it listens.
-func waitListening(t *testing.T, addr string) {
-	t.Helper()
-	testwait.For(t, addr+" listening", testTimeout, func() bool {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-		}
-		return err == nil
-	})
 }

@@ -3,6 +3,9 @@ package testbin
 import (
 	"net"
 	"testing"
+	"time"
+
+	"github.com/mcprouter/mcprouter/internal/testwait"
 )
 
 // FreeAddr returns a loopback address (host:port) that the kernel just handed out and
@@ -17,4 +20,17 @@ func FreeAddr(tb testing.TB) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
+}
+
+// WaitListening waits up to d until addr accepts TCP connections, for a process that
+// logs its address before it listens (so its log line is no ready event).
+func WaitListening(tb testing.TB, addr string, d time.Duration) {
+	tb.Helper()
+	testwait.For(tb, addr+" listening", d, func() bool {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
 }

@@ -3,7 +3,6 @@ package conformance
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,7 +10,6 @@ import (
 	"time"
 
 	"github.com/mcprouter/mcprouter/internal/testbin"
-	"github.com/mcprouter/mcprouter/internal/testwait"
 )
 
 // suite is one conformance suite run: its name in test output, the npm package that
@@ -58,19 +56,6 @@ func nodeDir(t *testing.T) string {
 		t.Skipf("conformance suite not installed (run bash .ci/deps.sh): %v", err)
 	}
 	return dir
-}
-
-// waitTCP waits until addr accepts connections: the everything-server logs its address
-// before it listens, so its log line is no ready event.
-func waitTCP(t *testing.T, addr string, d time.Duration) {
-	t.Helper()
-	testwait.For(t, addr+" listening", d, func() bool {
-		c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
-		if err == nil {
-			c.Close()
-		}
-		return err == nil
-	})
 }
 
 // runSuite runs suite s against url, allowing it limit, and fails the test for every
@@ -120,7 +105,7 @@ func TestConformance(t *testing.T) {
 			if mode == "http" {
 				addr := testbin.FreeAddr(t)
 				testbin.Start(t, testbin.Spec{Bin: everything, Args: []string{"-http", addr, "-stateless=false"}})
-				waitTCP(t, addr, 20*time.Second)
+				testbin.WaitListening(t, addr, 20*time.Second)
 				backend = fmt.Sprintf("    url: http://%s/mcp\n", addr)
 			} else {
 				backend = fmt.Sprintf("    command: [%q]\n", everything)

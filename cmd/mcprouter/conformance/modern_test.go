@@ -40,7 +40,7 @@ func routerBeforeEverything(t *testing.T, stateless bool, extra string) *testbin
 
 	addr := testbin.FreeAddr(t)
 	testbin.Start(t, testbin.Spec{Bin: everything, Args: []string{"-http", addr, fmt.Sprintf("-stateless=%t", stateless)}})
-	waitTCP(t, addr, 20*time.Second)
+	testbin.WaitListening(t, addr, 20*time.Second)
 	era := "2025"
 	if stateless {
 		era = "2026"
