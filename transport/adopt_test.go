@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -74,6 +75,29 @@ func TestConcurrentAdoptionOnce(t *testing.T) {
 		t.Errorf("%d sessions left after DELETE", n)
 	}
 	ts.h.checkClosedOnly(t, sid)
+
+	// The store may still hold the session's record for a moment after DELETE (its
+	// delete is written after the answer): a request naming it is 404, not adopted back.
+	if resp := ts.do(req{body: `{"jsonrpc":"2.0","id":2,"method":"ping"}`, headers: h}); resp.StatusCode != 404 {
+		t.Fatalf("request after DELETE: %d %s, want 404", resp.StatusCode, bodyOf(resp))
+	}
+	if n := res.resolves.Load(); n != 1 {
+		t.Errorf("ResolveSession called %d times after DELETE, want still 1", n)
+	}
+}
+
+// TestEndedHereBounded: the set of sessions ended here keeps the newest endedHereMax ids.
+func TestEndedHereBounded(t *testing.T) {
+	var e endedHere
+	for i := 0; i < endedHereMax+10; i++ {
+		e.add(strconv.Itoa(i))
+	}
+	if len(e.ids) != endedHereMax {
+		t.Fatalf("%d ids kept, want %d", len(e.ids), endedHereMax)
+	}
+	if e.has([]byte("0")) || e.has([]byte("9")) || !e.has([]byte("10")) || !e.has([]byte(strconv.Itoa(endedHereMax+9))) {
+		t.Fatal("the oldest ids must go first, the newest stay")
+	}
 }
 
 // TestRefusedAdoptionReleased: a moved session that finds no room here (the table is

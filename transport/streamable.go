@@ -205,6 +205,7 @@ type HTTPServer struct {
 	stopOnce  sync.Once
 	inits     *rateLimiter
 	adopting  adoptions
+	ended     endedHere // sessions ended here by DELETE: never adopted back
 	Stats     HTTPStats
 }
 
@@ -304,7 +305,7 @@ func (s *HTTPServer) sessionFor(ctx *fasthttp.RequestCtx, p *auth.Principal) (*S
 		return nil, true
 	}
 	sess, ok := s.reg.Get(id)
-	if !ok && s.cfg.Resolver != nil {
+	if !ok && s.cfg.Resolver != nil && !s.ended.has(id) {
 		var err error
 		sess, err = s.adoptOnce(string(id), standaloneSeq(ctx.Request.Header.Peek(HeaderLastEventID)), p)
 		if err == ErrForeignSession {
@@ -788,6 +789,7 @@ func (s *HTTPServer) delete(ctx *fasthttp.RequestCtx, p *auth.Principal) {
 	if !ok {
 		return
 	}
+	s.ended.add(sess.ID())
 	sess.Close()
 	ctx.SetStatusCode(fasthttp.StatusOK)
 }
