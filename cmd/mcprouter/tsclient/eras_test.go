@@ -1,0 +1,120 @@
+package tsclient
+
+// The TypeScript SDK client in front of backends of each era through mcprouter (issue
+// 12). The SDK installed by .ci/deps.sh speaks 2025-11-25 at most (no 2026-07-28), so it
+// holds a session with the router in every case: relayed as it is in front of a 2025
+// backend, translated in front of a 2026-07-28 one (the router keeps the session and
+// turns resources/subscribe into subscriptions/listen, input_required into sampling
+// and elicitation requests on the client's session, the session's cancellation into
+// the closing of the upstream request).
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/mcprouter/mcprouter/cmd/mcpbackend/mcpbackendtest"
+	backendsrv "github.com/mcprouter/mcprouter/cmd/mcpbackend/server"
+	"github.com/mcprouter/mcprouter/internal/testbin"
+)
+
+// tsSession is the newest revision the installed TypeScript SDK negotiates.
+const tsSession = "2025-11-25"
+
+type erasResult struct {
+	Negotiated       string    `json:"negotiated"`
+	Server           string    `json:"server"`
+	Echo             string    `json:"echo"`
+	Read             string    `json:"read"`
+	Prompt           string    `json:"prompt"`
+	Progress         []float64 `json:"progress"`
+	Sampled          string    `json:"sampled"`
+	Updated          bool      `json:"updated"`
+	CallRejected     bool      `json:"callRejected"`
+	BackendCancelled bool      `json:"backendCancelled"`
+	EchoAfter        string    `json:"echoAfter"`
+	Elicited         string    `json:"elicited"`
+}
+
+// startRouter starts mcprouter in front of one backend at url, without a prefix; era
+// pins the backend's era ("" lets the router discover it).
+func startRouter(t *testing.T, url, era string) string {
+	t.Helper()
+	cfg := fmt.Sprintf("stateless: on\nbackends:\n  - name: b\n    prefix: \"\"\n    url: %s\n", url)
+	if era != "" {
+		cfg += fmt.Sprintf("    era: %q\n", era)
+	}
+	cfgPath := filepath.Join(t.TempDir(), "mcprouter.yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bin := testbin.Build(t, testbin.Router)
+	p := testbin.Start(t, testbin.Spec{Bin: bin, Args: []string{"--config", cfgPath, "--listen", "127.0.0.1:0"}, Ready: []string{"mcprouter listening"}})
+	return "http://" + p.Addr() + "/mcp"
+}
+
+// TestTypeScriptClientEras: the TypeScript SDK client calls a tool, reads a resource,
+// subscribes and hears the update, gets a prompt, follows progress, answers sampling
+// with its own handler and cancels a running call (the backend stops it), in front of
+// the reference backend serving 2025 revisions only and 2026-07-28 only.
+func TestTypeScriptClientEras(t *testing.T) {
+	testbin.Long(t, "starts processes and Node")
+	nodeBin, sdk := node(t)
+	for _, era := range []backendsrv.Eras{backendsrv.ErasLegacy, backendsrv.ErasModern} {
+		t.Run(era.String(), func(t *testing.T) {
+			be := mcpbackendtest.Start(t, backendsrv.Config{Name: era.String(), Eras: era, Tick: -1})
+			r := runScript[erasResult](t, nodeBin, "eras.mjs", sdk, startRouter(t, be.URL(), ""), "reference")
+			t.Logf("%+v", r)
+			if r.Negotiated != tsSession || r.Server != "mcprouter" {
+				t.Errorf("negotiated %q with %q, want %s with mcprouter", r.Negotiated, r.Server, tsSession)
+			}
+			for _, c := range []struct{ what, got, want string }{
+				{"tools/call echo", r.Echo, "from typescript"},
+				{"resources/read", r.Read, "hello you"},
+				{"prompts/get", r.Prompt, "Ahoy, Ada!"},
+				{"sampling", r.Sampled, "sampled: say hi"},
+				{"echo after the cancellation", r.EchoAfter, "still here"},
+			} {
+				if c.got != c.want {
+					t.Errorf("%s: %q, want %q", c.what, c.got, c.want)
+				}
+			}
+			if !slices.Equal(r.Progress, []float64{1, 2, 3}) {
+				t.Errorf("progress %v, want 1, 2, 3", r.Progress)
+			}
+			if !r.Updated {
+				t.Error("no notifications/resources/updated for memo://board after subscribing")
+			}
+			if !r.CallRejected || !r.BackendCancelled {
+				t.Errorf("cancellation: call rejected %v, backend stopped it %v", r.CallRejected, r.BackendCancelled)
+			}
+		})
+	}
+}
+
+// TestTypeScriptClientErasElicitation: the TypeScript SDK client's elicitation handler
+// answers the Go SDK conformance server in stateful mode (2025: elicitation/create
+// relayed) and in stateless mode (2026-07-28: its input_required result becomes
+// elicitation/create on the client's session, and the router retries with the answer).
+func TestTypeScriptClientErasElicitation(t *testing.T) {
+	testbin.Long(t, "starts processes and Node")
+	nodeBin, sdk := node(t)
+	everything := testbin.BuildFixture(t, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server")
+	for _, be := range []struct{ name, stateless, tool, want string }{
+		{"2025", "false", "test_elicitation", "Elicitation result: action=accept, content=map[username:ada]"},
+		{"2026", "true", "test_input_required_result_elicitation", "Hello, Ada!"},
+	} {
+		t.Run("backend "+be.name, func(t *testing.T) {
+			addr := testbin.FreeAddr(t)
+			testbin.Start(t, testbin.Spec{Name: "everything-server", Bin: everything, Args: []string{"-http", addr, "-stateless=" + be.stateless}})
+			testbin.WaitListening(t, addr, mcpbackendtest.Wait)
+			url := startRouter(t, "http://"+addr+"/mcp", be.name)
+			r := runScript[erasResult](t, nodeBin, "eras.mjs", sdk, url, "elicit", be.tool, "Who are you?")
+			if r.Negotiated != tsSession || r.Elicited != be.want {
+				t.Fatalf("negotiated %q, elicited %q; want %s, %q", r.Negotiated, r.Elicited, tsSession, be.want)
+			}
+		})
+	}
+}
