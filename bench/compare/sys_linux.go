@@ -42,6 +42,10 @@ func procCPU(pid int) (time.Duration, error) {
 	return total * time.Second / userHZ, nil
 }
 
+// ProcCPU is procCPU for the other harnesses that charge a process its CPU (the soak's
+// router CPU per call).
+func ProcCPU(pid int) (time.Duration, error) { return procCPU(pid) }
+
 // readStat returns, from /proc/<pid>/stat, utime+stime+cutime+cstime (in USER_HZ ticks)
 // and the parent's id.
 func readStat(pid int) (ticks time.Duration, ppid int, err error) {
