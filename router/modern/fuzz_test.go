@@ -57,9 +57,11 @@ func FuzzCheck(f *testing.F) {
 			}
 		}
 		if m.Result != nil {
-			d := Decoration{ServerInfo: serverInfo, Cache: &Cache{TTLms: 1}}
-			if out := AppendDecorated(nil, m.Result, &d); !json.Valid(out) {
-				t.Fatalf("decorated %s into invalid %s", m.Result, out)
+			for _, replace := range []bool{false, true} {
+				d := Decoration{ServerInfo: serverInfo, ReplaceInfo: replace, Cache: &Cache{TTLms: 1}}
+				if out := AppendDecorated(nil, m.Result, &d); !json.Valid(out) {
+					t.Fatalf("decorated %s into invalid %s", m.Result, out)
+				}
 			}
 			_ = ReadCache(m.Result)
 		}

@@ -12,38 +12,36 @@ const (
 	ResultInputRequired = "input_required"
 )
 
-// Decoration is what a 2026-07-28 server adds to every result it passes on. Without
-// Cache it is read only and may be shared by every goroutine (the router's serverInfo);
-// with Cache it is written by AppendDecorated, so each goroutine uses its own.
+// Decoration is what a 2026-07-28 server adds to every result it passes on. It is read
+// only and may be shared by every goroutine (the router's serverInfo).
 type Decoration struct {
 	// ServerInfo is the raw Implementation object for _meta's serverInfo, encoded once
 	// (AppendImplementation); nil adds none.
 	ServerInfo []byte
+	// ReplaceInfo replaces a serverInfo the result has with ServerInfo: a gateway speaks
+	// for itself, where a server passing on its own results keeps what they say.
+	ReplaceInfo bool
 	// Cache, when set, is written as the result's ttlMs and cacheScope, replacing the
 	// ones it has: the router's merged or policy-restricted fields win over a backend's.
 	Cache *Cache
-
-	// num holds the encoded ttlMs while AppendDecorated splices it in: scratch space in
-	// the caller's Decoration rather than a buffer of the function's, which would escape
-	// through the splices.
-	num [20]byte
 }
 
 // AppendDecorated appends the result object result with what a 2026-07-28 result needs
 // and lacks: a resultType when it has none (a 2025 backend's result: "complete", or
 // "input_required" when it carries inputRequests, as a 2025-era server written for both
 // generations answers a call it re-ran with its client's answers and that still needs
-// more: the client must see that it has to retry), the
-// serverInfo in _meta unless it has one, and d.Cache's fields. It copies the bytes with
-// a few insertions (codec.AppendSplices) and allocates nothing beyond growing dst. A
-// result that is not an object is copied unchanged.
+// more: the client must see that it has to retry), the serverInfo in _meta unless it
+// has one (or in place of it, with ReplaceInfo), and d.Cache's fields. It walks the
+// result's members once and copies its bytes with the insertions and replacements in
+// one pass, allocating nothing beyond growing dst. A result that is not an object is
+// copied unchanged.
 func AppendDecorated(dst, result []byte, d *Decoration) []byte {
 	start := skipWS(result, 0)
 	if start >= len(result) || result[start] != '{' {
 		return append(dst, result...)
 	}
-	var hasType, hasInfo, asks bool
-	var meta, ttl, scope []byte
+	var hasType, asks bool
+	var meta, info, ttl, scope []byte
 	empty := true
 	eachMember(result, func(k, v []byte) bool {
 		empty = false
@@ -53,7 +51,7 @@ func AppendDecorated(dst, result []byte, d *Decoration) []byte {
 		case codec.KeyIs(k, "_meta"):
 			if isObject(v) {
 				meta = v
-				hasInfo = codec.Member(v, KeyServerInfo) != nil
+				info = codec.Member(v, KeyServerInfo)
 			}
 		case codec.KeyIs(k, "inputRequests"):
 			asks = isObject(v)
@@ -65,67 +63,130 @@ func AppendDecorated(dst, result []byte, d *Decoration) []byte {
 		return true
 	})
 
-	var sp [12]codec.Splice
-	n := 0
-	at := result[start+1 : start+1] // just after the opening brace
-	add := func(old, new []byte) {
-		sp[n] = codec.Splice{Old: old, New: new}
-		n++
-	}
-	// Insertions after the brace, each followed by a comma unless it is the last thing
-	// in an object that was empty.
-	var inserted int
-	lead := func() {
-		if inserted > 0 {
-			add(at, comma)
-		}
-		inserted++
-	}
+	// Members inserted first, just after the opening brace.
+	head := start + 1
+	dst = append(dst, result[:head]...)
+	n := 0 // members inserted
 	if !hasType {
-		lead()
+		dst = lead(dst, &n)
 		if asks {
-			add(at, typeInputRequired)
+			dst = append(dst, typeInputRequired...)
 		} else {
-			add(at, typeComplete)
+			dst = append(dst, typeComplete...)
 		}
 	}
 	if d.ServerInfo != nil && meta == nil {
-		lead()
-		add(at, metaInfoOpen)
-		add(at, d.ServerInfo)
-		add(at, closeBrace)
+		dst = lead(dst, &n)
+		dst = append(dst, metaInfoOpen...)
+		dst = append(dst, d.ServerInfo...)
+		dst = append(dst, '}')
 	}
+	var num [20]byte
+	var ttlVal, scopeVal []byte
 	if d.Cache != nil {
-		ttlVal := strconv.AppendInt(d.num[:0], max(d.Cache.TTLms, 0), 10)
-		scopeVal := scopePrivate
+		ttlVal = strconv.AppendInt(num[:0], max(d.Cache.TTLms, 0), 10)
+		scopeVal = scopePrivate
 		if d.Cache.Scope == ScopePublic {
 			scopeVal = scopePublic
 		}
-		// A member the result has gets its value replaced; one it lacks is inserted.
-		set := func(old, key, val []byte) {
-			if old != nil {
-				add(old, val)
-				return
+		if ttl == nil {
+			dst = lead(dst, &n)
+			dst = append(dst, ttlKey...)
+			dst = append(dst, ttlVal...)
+		}
+		if scope == nil {
+			dst = lead(dst, &n)
+			dst = append(dst, scopeKey...)
+			dst = append(dst, scopeVal...)
+		}
+	}
+	if n > 0 && !empty {
+		dst = append(dst, ',')
+	}
+
+	// Then the rest, with the values replaced or the serverInfo put into _meta, in the
+	// order they come.
+	var eds [3]edit
+	k := 0
+	add := func(sub []byte, at, end int, what uint8) {
+		if off := cap(result) - cap(sub); off >= head && off <= len(result) {
+			eds[k] = edit{at: off + at, end: off + end, what: what}
+			k++
+		}
+	}
+	if d.Cache != nil {
+		if ttl != nil {
+			add(ttl, 0, len(ttl), editTTL)
+		}
+		if scope != nil {
+			add(scope, 0, len(scope), editScope)
+		}
+	}
+	metaEmpty := false
+	if d.ServerInfo != nil && meta != nil {
+		switch {
+		case info == nil:
+			ws := skipWS(meta, 1)
+			metaEmpty = ws >= len(meta) || meta[ws] == '}'
+			add(meta, 1, 1, editInfoIn)
+		case d.ReplaceInfo:
+			add(info, 0, len(info), editInfo)
+		}
+	}
+	for i := 1; i < k; i++ { // a handful: insertion sort by offset
+		for j := i; j > 0 && eds[j].at < eds[j-1].at; j-- {
+			eds[j], eds[j-1] = eds[j-1], eds[j]
+		}
+	}
+	last := head
+	for _, e := range eds[:k] {
+		if e.at < last || e.end > len(result) {
+			continue // overlapping views: only malformed JSON has them
+		}
+		dst = append(dst, result[last:e.at]...)
+		switch e.what {
+		case editTTL:
+			dst = append(dst, ttlVal...)
+		case editScope:
+			dst = append(dst, scopeVal...)
+		case editInfoIn:
+			dst = append(dst, infoKey...)
+			dst = append(dst, d.ServerInfo...)
+			if !metaEmpty {
+				dst = append(dst, ',')
 			}
-			lead()
-			add(at, key)
-			add(at, val)
+		case editInfo:
+			dst = append(dst, d.ServerInfo...)
 		}
-		set(ttl, ttlKey, ttlVal)
-		set(scope, scopeKey, scopeVal)
+		last = e.end
 	}
-	if inserted > 0 && !empty {
-		add(at, comma)
+	return append(dst, result[last:]...)
+}
+
+// edit is one change AppendDecorated makes past the members it inserts: the bytes
+// result[at:end] (none: an insertion) give way to what it says. Offsets, not views, so
+// that nothing of the caller's escapes through them.
+type edit struct {
+	at, end int
+	what    uint8
+}
+
+// What an edit writes.
+const (
+	editTTL    = iota // the ttlMs value
+	editScope         // the cacheScope value
+	editInfoIn        // the serverInfo member, first in _meta
+	editInfo          // the serverInfo value, in place of the result's own
+)
+
+// lead appends the comma before an inserted member unless it is the first, and counts
+// it.
+func lead(dst []byte, n *int) []byte {
+	if *n > 0 {
+		dst = append(dst, ',')
 	}
-	if d.ServerInfo != nil && meta != nil && !hasInfo {
-		in := meta[1:1]
-		add(in, infoKey)
-		add(in, d.ServerInfo)
-		if ws := skipWS(meta, 1); ws < len(meta) && meta[ws] != '}' {
-			add(in, comma)
-		}
-	}
-	return codec.AppendSplices(dst, result, sp[:n])
+	*n++
+	return dst
 }
 
 var (
