@@ -35,3 +35,11 @@ type Fleet interface {
 	// SessionClosed releases what the fleet held for the session.
 	SessionClosed(s *Session)
 }
+
+// RelayFleet is implemented by fleets that serve requests other router instances send
+// to this one: a 2026-07-28 client's retry whose requestState this instance owns, which
+// landed on another (router/fleet, mrtr_owner.go). New hands the router over as their
+// handler, so that they are served as the router's own stateless requests.
+type RelayFleet interface {
+	SetRelayHandler(h transport.Handler)
+}

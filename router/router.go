@@ -104,6 +104,9 @@ func New(cfg Config) (*Router, error) {
 		return nil, err
 	}
 	r.disp = d
+	if rf, ok := cfg.Fleet.(RelayFleet); ok {
+		rf.SetRelayHandler(r) // retries other instances send to this one (RelayFleet)
+	}
 	return r, nil
 }
 
