@@ -261,3 +261,62 @@ func TestVirtualServerIsolation(t *testing.T) {
 		t.Errorf("team-b without a token: %d %q, want 401 naming its own metadata", resp.StatusCode, ch)
 	}
 }
+
+// TestVirtualServerLegacySSE: a legacy HTTP+SSE client (mcp-go's) on team-a's
+// /mcp/team-a/sse sees and calls the endpoint's selection only, under its auth: its
+// stream announces the endpoint's own message path, and another endpoint's token is
+// refused.
+func TestVirtualServerLegacySSE(t *testing.T) {
+	testbin.Long(t, "starts processes")
+	r := startVSRouter(t)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+
+	hc := &http.Client{Timeout: testTimeout}
+	for token, want := range map[string]int{vsMainToken: http.StatusUnauthorized, "": http.StatusUnauthorized} {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, r.url("/mcp/team-a/sse"), nil)
+		req.Header.Set("Accept", "text/event-stream")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("GET /mcp/team-a/sse with token %q: %d, want %d", token, resp.StatusCode, want)
+		}
+	}
+
+	c, err := mcpgoclient.NewSSEMCPClient(r.url("/mcp/team-a/sse"),
+		mcpgoclient.WithHeaders(map[string]string{"Authorization": "Bearer " + vsTeamToken}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	startMCPGo(t, ctx, c, "2024-11-05", "vserver-legacy")
+	if ep := c.GetTransport().(*mcpgotransport.SSE).GetEndpoint(); ep == nil || ep.Path != "/mcp/team-a/message" {
+		t.Errorf("team-a's stream announced %v, want its own /mcp/team-a/message", ep)
+	}
+	tools, err := c.ListTools(ctx, mcpgo.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range tools.Tools {
+		names = append(names, tl.Name)
+	}
+	if !slices.Contains(names, "a__echo") || slices.ContainsFunc(names, func(n string) bool { return n == "a__fail" || !strings.HasPrefix(n, "a__") }) {
+		t.Fatalf("team-a over legacy SSE lists %v, want a's tools without a__fail", names)
+	}
+	call := mcpgo.CallToolRequest{}
+	call.Params.Name, call.Params.Arguments = "a__echo", map[string]any{"text": "legacy"}
+	if res, err := c.CallTool(ctx, call); err != nil || res.IsError {
+		t.Fatalf("team-a calling a__echo over legacy SSE: %v %+v", err, res)
+	}
+	call.Params.Name = "a__fail"
+	if _, err := c.CallTool(ctx, call); err == nil || !strings.Contains(err.Error(), "not exposed") {
+		t.Fatalf("team-a calling a__fail over legacy SSE: %v, want refused as not exposed", err)
+	}
+}

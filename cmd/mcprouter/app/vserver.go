@@ -12,8 +12,10 @@ import (
 )
 
 // Virtual servers (tenancy, issue 14): more MCP endpoints on the one listener, each at
-// <paths.mcp>/<name> with its own selection of the backends and of their tools and
-// prompts, its own authentication (and protected resource metadata) and its own policy.
+// <paths.mcp>/<name> (Streamable HTTP; legacy HTTP+SSE clients open
+// <paths.mcp>/<name>/sse, whose endpoint event names <paths.mcp>/<name>/message) with
+// its own selection of the backends and of their tools and prompts, its own
+// authentication (and protected resource metadata) and its own policy.
 // They share the router, its backends and their connections; what keeps them apart is
 // the principal: each endpoint's Authenticator stamps its name on the principals it
 // makes (auth.Principal.Endpoint), so a session opened on one endpoint belongs to nobody
@@ -84,8 +86,10 @@ func (c *Config) validateVServers() error {
 		}
 		seen[v.Name] = true
 		p := c.vserverPath(v.Name)
-		if p == c.Paths.SSE || p == c.Paths.Message {
-			return fmt.Errorf("%s.name: its path %s is paths.sse or paths.message", key, p)
+		for _, vp := range []string{p, p + vserverSSE, p + vserverMessage} {
+			if vp == c.Paths.SSE || vp == c.Paths.Message {
+				return fmt.Errorf("%s.name: its path %s is paths.sse or paths.message", key, vp)
+			}
 		}
 		for j, b := range v.Backends {
 			if !backends[b] {
