@@ -22,7 +22,7 @@ const maxTraceHeader = 8192
 // take keeps the trace headers of h when on (HTTPConfig.TraceHeaders); off, it only
 // forgets the previous request's, so that a server not asked for them reads nothing.
 func (t *TraceHeaders) take(on bool, h *fasthttp.RequestHeader) {
-	t.Parent, t.State, t.Baggage = nil, nil, nil
+	t.forget()
 	if !on {
 		return
 	}
@@ -44,17 +44,29 @@ func (t *TraceHeaders) take(on bool, h *fasthttp.RequestHeader) {
 	t.Parent, t.State, t.Baggage = view(0, ends[0]), view(ends[0], ends[1]), view(ends[1], ends[2])
 }
 
-// TraceHeaders returns the trace context headers of the Streamable HTTP POST that
-// carried x, or nil when it came another way, carried neither a traceparent nor
-// baggage, or the server does not read them (HTTPConfig.TraceHeaders). They are valid
-// until Reply or Done.
+// forget drops the values kept, keeping the buffer: a pooled holder carries nothing of
+// the request it served before.
+func (t *TraceHeaders) forget() { t.Parent, t.State, t.Baggage = nil, nil, nil }
+
+// TraceHeaders returns the trace context headers of the HTTP POST that carried x
+// (Streamable HTTP, or legacy HTTP+SSE), or nil when it came another way (stdio),
+// carried neither a traceparent nor baggage, or the server does not read them
+// (HTTPConfig.TraceHeaders). They are valid until Reply or Done.
 func (x *Exchange) TraceHeaders() *TraceHeaders {
 	if x.call == nil {
 		return nil
 	}
-	p, ok := x.call.out.(*httpPost)
-	if !ok || (p.trace.Parent == nil && p.trace.Baggage == nil) {
+	var t *TraceHeaders
+	switch o := x.call.out.(type) {
+	case *httpPost:
+		t = &o.trace
+	case *unit:
+		t = &o.trace
+	default:
 		return nil
 	}
-	return &p.trace
+	if t.Parent == nil && t.Baggage == nil {
+		return nil
+	}
+	return t
 }

@@ -17,6 +17,7 @@ type unit struct {
 	pending *ctxtime.Counter // told when the unit is released (stdio waits for it at EOF)
 	in      inbound
 	tmp     []byte
+	trace   TraceHeaders // a legacy HTTP+SSE POST's (HTTPConfig.TraceHeaders)
 }
 
 var unitPool = sync.Pool{New: func() any { return new(unit) }}
@@ -25,6 +26,7 @@ func getUnit() *unit { return unitPool.Get().(*unit) }
 
 func putUnit(u *unit) {
 	u.sess = nil
+	u.trace.forget()
 	u.in.reset()
 	if cap(u.call.buf) > maxPooledBuf {
 		u.call.buf = nil
