@@ -181,13 +181,15 @@ func (c *upConn) kill() {
 const routerCaps = `{"roots":{"listChanged":true},"sampling":{},"elicitation":{}}`
 
 // handshake initializes the upstream session: initialize, then notifications/initialized.
-// c.owner, when set, is the client whose capabilities are presented (per-client).
+// c.owner, when set, is the client whose capabilities are presented (per-client); a
+// 2026-07-28 principal's session presents the router's, each request being checked for
+// its own client's (serverreq.go clientCan).
 func (k *connector) handshake(ctx context.Context, c *upConn) error {
 	owner := c.owner
 	params := append([]byte(nil), `{"protocolVersion":`...)
 	params = codec.AppendString(params, router.Latest)
 	params = append(params, `,"capabilities":`...)
-	if owner != nil && len(owner.ClientCapabilities()) > 0 {
+	if owner != nil && !owner.Stateless() && len(owner.ClientCapabilities()) > 0 {
 		params = append(params, owner.ClientCapabilities()...)
 	} else {
 		params = append(params, routerCaps...)
