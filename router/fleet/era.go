@@ -245,7 +245,7 @@ func (c *upConn) withMeta(dst, msg []byte, sess *router.Session) []byte {
 		return append(dst, msg...)
 	}
 	caps, info := []byte(routerCaps), c.via.info
-	if c.owner != nil {
+	if c.owner != nil && !c.owner.Stateless() { // a principal's: see sessions_principal.go
 		if oc := c.owner.ClientCapabilities(); len(oc) > 0 {
 			caps = oc
 		}

@@ -2,7 +2,6 @@ package fleet
 
 import (
 	"bytes"
-	"errors"
 
 	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/router"
@@ -163,8 +162,3 @@ func memberValue(obj []byte, key string) []byte {
 	}
 	return nil
 }
-
-// errNoClientSession refuses a stateless client's request to a backend with an upstream
-// session per client session (BackendConfig.PerClient): such a client has no session to
-// own one, and the shared connection may not speak for it (its per-client credentials).
-var errNoClientSession = errors.New("it keeps an upstream session per client session (sessions: per-client), and a 2026-07-28 client has none: call it from a 2025-era session")

@@ -21,7 +21,8 @@ import (
 // that waits its turn (first come, first served) for at most
 // Config.UpstreamSessionWait, then gets an overload error. A slot is given back once
 // the upstream session is closed (its child has exited), when its client session ends
-// or when it is found dead.
+// or when it is found dead. A 2026-07-28 client has no session: its principal holds its
+// per-client upstream sessions instead (sessions_principal.go), under the same cap.
 //
 // Who calls it: open and end from the router (SessionOpened/SessionClosed), upstreamFor
 // from forwarding on dispatcher workers, the lookups from anywhere. Its lock guards the
@@ -35,6 +36,9 @@ type sessions struct {
 	wait  time.Duration // Config.UpstreamSessionWait
 	// slots holds one token per per-client upstream session open (or opening).
 	slots chan struct{}
+	// principals holds the 2026-07-28 clients' upstream sessions, by principal
+	// (sessions_principal.go).
+	principals principals
 
 	mu sync.Mutex
 	m  map[*router.Session]*sessionState
@@ -42,7 +46,7 @@ type sessions struct {
 
 func newSessions(life *lifecycle, conns *connector, stats *Stats, max int, wait time.Duration) *sessions {
 	return &sessions{life: life, conns: conns, stats: stats, max: max, wait: wait,
-		slots: make(chan struct{}, max), m: map[*router.Session]*sessionState{}}
+		slots: make(chan struct{}, max), m: map[*router.Session]*sessionState{}, principals: principals{idle: principalIdle}}
 }
 
 // sessionState is the fleet's state of one client session. sess is the one place the
@@ -115,6 +119,7 @@ func (ss *sessions) closeAll() {
 	for _, st := range ss.all() {
 		st.closeAll(&closing)
 	}
+	ss.closePrincipals(&closing)
 	closing.Wait()
 }
 
@@ -161,13 +166,15 @@ var errUpstreamFull = errors.New("too many upstream sessions")
 var errSessionEnded = errors.New("the client session ended")
 
 // acquire takes a slot for one per-client upstream session, waiting at most wait,
-// until ctx ends or the client session ends (gone).
+// until ctx ends or the client session ends (gone). With none free, the principal idle
+// the longest is closed to free one (sessions_principal.go).
 func (ss *sessions) acquire(ctx context.Context, gone <-chan struct{}) error {
 	select {
 	case ss.slots <- struct{}{}:
 		return nil
 	default:
 	}
+	ss.evictIdle()
 	ss.stats.UpstreamQueued.Add(1)
 	defer ss.stats.UpstreamQueued.Add(-1)
 	t := time.NewTimer(ss.wait)
@@ -233,10 +240,13 @@ func (ss *sessions) upstreamFor(e *entry) (*upConn, error) {
 		}
 		return nil, errors.New("instance " + in.dialer.Addr + " not connected")
 	}
-	st := ss.state(e.sess)
-	if st == nil && e.sess != nil && e.sess.Stateless() {
-		return nil, errNoClientSession // modern_client.go
+	if e.sess != nil && e.sess.Stateless() {
+		// A 2026-07-28 client: its principal's upstream session (sessions_principal.go).
+		ctx, cancel := context.WithDeadline(ss.life.ctx, time.Unix(0, e.deadline))
+		defer cancel()
+		return ss.principalConn(ctx, principalID(e.sess), e.sess, in)
 	}
+	st := ss.state(e.sess)
 	if st == nil {
 		return nil, errSessionEnded
 	}

@@ -1,0 +1,247 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcprouter/mcprouter/router"
+)
+
+// Per-principal upstream sessions: the 2026-07-28 clients' side of per-client backends
+// (BackendConfig.PerClient). Such a client has no session to own an upstream one, so
+// the fleet keeps one per principal instead (the authenticated principal's ID, which
+// names its virtual-server endpoint too): opened by the principal's first request,
+// reused by its next ones, closed once it has been idle for principalIdle
+// and when the fleet closes. Every anonymous client is the one principal "": they share
+// an upstream session, which the router opens with no client token; a backend whose
+// credentials are the client's own (token exchange) refuses it with an authorization
+// error that says the client presented no token.
+//
+// Bounds: each principal's upstream sessions take slots of the cap every per-client
+// session shares (Config.MaxUpstreamSessions), and the principals held are at most that
+// many. When the cap is reached, the principal idle the longest (nothing in flight on
+// its sessions for at least evictAfter) is closed to make room; when none is idle, a
+// new principal is refused at once as overloaded (errUpstreamFull), and a request
+// waiting for a slot waits as a 2025 client's does (sessions.acquire).
+//
+// Who calls it: forwarding (sessions.upstreamFor) on dispatcher workers, the reaper on
+// its own goroutine (started with the first principal, ended with the fleet). Its lock
+// guards the registry; the states' own locks guard their connections; no I/O under
+// either (closing happens in the background, as a client session's).
+
+// principalIdle is how long a principal's upstream sessions stay open unused: long
+// enough for an agent's pauses between tool calls, short enough that a client gone for
+// good gives its backend session (a child process, for stdio) back.
+const principalIdle = 5 * time.Minute
+
+// evictAfter is how long a principal's upstream sessions must have been unused before
+// another principal may take their place when the cap is reached: the window between
+// a request finding its upstream session and sending on it is far shorter.
+const evictAfter = time.Second
+
+// errShuttingDown: the fleet is closing, and opens nothing more.
+var errShuttingDown = errors.New("the router is shutting down")
+
+// principals is the registry of per-principal states.
+type principals struct {
+	idle time.Duration // principalIdle; tests shorten it
+
+	mu      sync.Mutex
+	m       map[string]*principalState
+	reaping bool // the reaper was started
+}
+
+// principalState is one principal's upstream sessions: a sessionState (whose sess,
+// the principal's first request, is the client the upstream sessions speak for, with
+// the router's capabilities: connector.handshake) and when it was last used.
+type principalState struct {
+	id   string
+	st   *sessionState
+	last atomic.Int64 // unix nanoseconds of the last request that asked for it
+}
+
+// principalID is the key of the principal a stateless request s belongs to.
+func principalID(s *router.Session) string { return s.Principal().ID() }
+
+// principalConn returns the upstream session with instance in of the principal id,
+// opening it on first use for owner (the request asking). A state being closed by the
+// reaper or an eviction as the request found it is replaced once.
+func (ss *sessions) principalConn(ctx context.Context, id string, owner *router.Session, in *instance) (*upConn, error) {
+	for try := 0; ; try++ {
+		ps, err := ss.principal(id, owner)
+		if err != nil {
+			return nil, err
+		}
+		c, err := ss.clientConn(ctx, ps.st, in)
+		if errors.Is(err, errSessionEnded) && try == 0 {
+			continue
+		}
+		return c, err
+	}
+}
+
+// principal finds or makes the state of principal id, marking it used now. A new one
+// past the cap takes the place of the principal idle the longest, or is refused.
+func (ss *sessions) principal(id string, owner *router.Session) (*principalState, error) {
+	if ss.life.ended() {
+		return nil, errShuttingDown
+	}
+	now := time.Now().UnixNano()
+	p := &ss.principals
+	p.mu.Lock()
+	if ps := p.m[id]; ps != nil {
+		ps.last.Store(now)
+		p.mu.Unlock()
+		return ps, nil
+	}
+	var evicted *principalState
+	if len(p.m) >= ss.max {
+		if evicted = ss.idlest(now-int64(evictAfter), false); evicted == nil {
+			p.mu.Unlock()
+			ss.stats.UpstreamRefused.Add(1)
+			return nil, errUpstreamFull
+		}
+		delete(p.m, evicted.id)
+	}
+	if p.m == nil {
+		p.m = map[string]*principalState{}
+	}
+	ps := &principalState{id: id, st: newSessionState(owner)}
+	ps.last.Store(now)
+	p.m[id] = ps
+	start := !p.reaping
+	p.reaping = true
+	p.mu.Unlock()
+	if evicted != nil {
+		evicted.st.closeAll(nil)
+	}
+	if start {
+		ss.life.spawn(ss.reap)
+	}
+	return ps, nil
+}
+
+// idlest returns the least recently used principal unused since before, with nothing
+// in flight on its upstream sessions (and, when holding, at least one open: one whose
+// closing frees a slot); nil if none. Called with the registry locked.
+func (ss *sessions) idlest(before int64, holding bool) *principalState {
+	busy := ss.busyConns()
+	var found *principalState
+	for _, ps := range ss.principals.m {
+		last := ps.last.Load()
+		if last >= before || (found != nil && last >= found.last.Load()) || ps.busy(busy) || (holding && ps.open() == 0) {
+			continue
+		}
+		found = ps
+	}
+	return found
+}
+
+// open is the number of the principal's upstream sessions open.
+func (ps *principalState) open() int {
+	ps.st.mu.Lock()
+	defer ps.st.mu.Unlock()
+	return len(ps.st.conns)
+}
+
+// evictIdle closes the principal idle the longest that holds upstream sessions, so
+// that their slots come free for a request waiting for one.
+func (ss *sessions) evictIdle() {
+	p := &ss.principals
+	p.mu.Lock()
+	ps := ss.idlest(time.Now().Add(-evictAfter).UnixNano(), true)
+	if ps != nil {
+		delete(p.m, ps.id)
+	}
+	p.mu.Unlock()
+	if ps != nil {
+		ps.st.closeAll(nil)
+	}
+}
+
+// busyConns is the set of upstream sessions some request is in flight on.
+func (ss *sessions) busyConns() map[*upConn]bool {
+	busy := map[*upConn]bool{}
+	t := ss.conns.table
+	for i := range t.shards {
+		sh := &t.shards[i]
+		sh.mu.Lock()
+		for _, e := range sh.m {
+			if e.conn != nil {
+				busy[e.conn] = true
+			}
+		}
+		sh.mu.Unlock()
+	}
+	return busy
+}
+
+// busy reports whether one of the principal's upstream sessions is in busy, or is
+// being opened.
+func (ps *principalState) busy(busy map[*upConn]bool) bool {
+	ps.st.mu.Lock()
+	defer ps.st.mu.Unlock()
+	if len(ps.st.opening) > 0 {
+		return true
+	}
+	for _, c := range ps.st.conns {
+		if busy[c] {
+			return true
+		}
+	}
+	return false
+}
+
+// reap closes, every half idle period until the fleet closes, the principals unused
+// for the idle period with nothing in flight.
+func (ss *sessions) reap() {
+	p := &ss.principals
+	tick := time.NewTicker(max(p.idle/2, time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-ss.life.ctx.Done():
+			return
+		case <-tick.C:
+		}
+		before := time.Now().Add(-p.idle).UnixNano()
+		var gone []*principalState
+		p.mu.Lock()
+		if len(p.m) > 0 {
+			busy := ss.busyConns()
+			for id, ps := range p.m {
+				if ps.last.Load() < before && !ps.busy(busy) {
+					delete(p.m, id)
+					gone = append(gone, ps)
+				}
+			}
+		}
+		p.mu.Unlock()
+		for _, ps := range gone {
+			ps.st.closeAll(nil)
+		}
+	}
+}
+
+// closePrincipals forgets every principal and closes their upstream sessions, counting
+// them in closing until they are: the fleet's shutdown.
+func (ss *sessions) closePrincipals(closing *sync.WaitGroup) {
+	p := &ss.principals
+	p.mu.Lock()
+	all := p.m
+	p.m = nil
+	p.mu.Unlock()
+	for _, ps := range all {
+		ps.st.closeAll(closing)
+	}
+}
+
+// principalCount is the number of principals holding state.
+func (ss *sessions) principalCount() int {
+	ss.principals.mu.Lock()
+	defer ss.principals.mu.Unlock()
+	return len(ss.principals.m)
+}
