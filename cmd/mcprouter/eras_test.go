@@ -392,3 +392,50 @@ func TestErasElicitation(t *testing.T) {
 		})
 	}
 }
+
+// TestErasPerClientBackend: 2026-07-28 clients (the Go SDK on its default revision) in
+// front of a per-client backend (sessions: per-client) of the 2025 era: each principal
+// gets one upstream session of its own, which its later connections reuse, and the
+// backend's sampling request comes back to it as input_required on that session.
+func TestErasPerClientBackend(t *testing.T) {
+	testbin.Long(t, "starts processes")
+	addr := testbin.FreeAddr(t)
+	cfg := fmt.Sprintf(`stateless: on
+backends:
+  - name: b
+    prefix: ""
+    sessions: per-client
+    url: http://%s/mcp
+auth:
+  mode: bearer
+  resource: http://%s/mcp
+  bearer_tokens:
+    - {principal: alice, sha256: %q}
+    - {principal: bob, sha256: %q}
+`, startEraBackend(t, "legacy"), addr, sha256Hex(aliceToken), sha256Hex(bobToken))
+	p := startRouter(t, "--config", writeConfig(t, cfg), "--listen", addr)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	connect := func(token string) *mcpbackendtest.Client {
+		c := mcpbackendtest.Connect(t, ctx, &mcp.StreamableClientTransport{Endpoint: p.url("/mcp"), HTTPClient: authClient(token), MaxRetries: -1}, "")
+		if !c.Modern() {
+			t.Fatalf("the client negotiated %q, want 2026-07-28", c.Version())
+		}
+		return c
+	}
+	// sessions is the number of sessions the backend holds, read through c.
+	sessions := func(c *mcpbackendtest.Client) float64 { return mcpbackendtest.Stats(t, ctx, c)["sessions"] }
+	alice := connect(aliceToken)
+	withAlice := sessions(alice)
+	mcpbackendtest.Check(t, ctx, alice, mcpbackendtest.CheckOptions{ExtraTools: 60, PageSize: routerPageSize,
+		Skip: map[string]string{"Subscribe": "subscriptions/listen honours no URI of a per-client 2025 backend: its updates arrive on the principal's upstream session, which no listen stream is fed from"}})
+	if n := sessions(connect(aliceToken)); n != withAlice {
+		t.Errorf("alice's second connection: the backend holds %v sessions, want the %v it held", n, withAlice)
+	}
+	if n := sessions(connect(bobToken)); n != withAlice+1 {
+		t.Errorf("bob: the backend holds %v sessions, want one more than %v", n, withAlice)
+	}
+	if n := sessions(alice); n != withAlice+1 {
+		t.Errorf("alice again: the backend holds %v sessions, want %v", n, withAlice+1)
+	}
+}
