@@ -62,6 +62,10 @@ type subscriber interface {
 	resubscribe(sess *router.Session, keys []subKey)
 	// upstreamCount is the number of (backend, URI) pairs this instance subscribed upstream.
 	upstreamCount() int
+	// moveBackend hands the subscriptions on retired backend from to the backend
+	// owner names for each URI (nil: dropped), and forgets from's upstream state
+	// (upkeep_reconfigure_subs.go). It blocks on the new owners.
+	moveBackend(from *backend, owner func(uri string) *backend)
 	close()
 }
 

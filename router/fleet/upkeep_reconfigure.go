@@ -246,7 +246,8 @@ const drainPoll = 10 * time.Millisecond
 // retire drains a removed backend and closes it: it waits (up to its timeout, the
 // longest any of its calls may run) for its calls in flight to finish, stops its
 // maintainers, closes its shared and per-client upstream sessions and fails whatever
-// was still in flight on them.
+// was still in flight on them, and hands its clients' resource subscriptions on to
+// whatever serves their URIs now (or drops them).
 func (f *Fleet) retire(b *backend) {
 	deadline := time.Now().Add(b.cfg.Timeout + time.Second)
 	t := time.NewTicker(drainPoll)
@@ -274,6 +275,7 @@ func (f *Fleet) retire(b *backend) {
 		c.closeUpstream()
 		f.fwd.connLost(c, errRemoved)
 	}
+	f.subs.moveBackend(b, f.subsOwner)
 	f.catalog.forget(b)
 	f.log.Info("backend removed: drained and closed", "backend", b.cfg.Name)
 }

@@ -1,0 +1,125 @@
+package fleet
+
+import (
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/internal/testwait"
+)
+
+// subscribeR subscribes fc's session to file:///r (served by backend "a") and answers
+// the upstream subscription.
+func subscribeR(t *testing.T, fc *fleetClient) {
+	t.Helper()
+	fc.send(`{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"file:///r"}}`)
+	up := fc.upstream()
+	if string(up.Method) != "resources/subscribe" {
+		t.Fatalf("backend got %s, want resources/subscribe", up.Method)
+	}
+	fc.answer(up.ID, `{}`)
+	if r := fc.read(); string(r.ID) != "1" || r.Kind != codec.KindResult {
+		t.Fatalf("client got %v for %s, want the result of 1", r.Kind, r.ID)
+	}
+}
+
+// subsOn counts what the process's subscription tables still hold of b: index entries
+// by key and by session, and upstream holders.
+func subsOn(f *Fleet, b *backend) int {
+	s := f.subs.(*localSubs)
+	n := 0
+	s.mu.Lock()
+	for key := range s.byKey {
+		if key.b == b {
+			n++
+		}
+	}
+	for _, keys := range s.bySess {
+		for key := range keys {
+			if key.b == b {
+				n++
+			}
+		}
+	}
+	s.mu.Unlock()
+	s.up.held.mu.Lock()
+	for key := range s.up.held.m {
+		if key.b == b {
+			n++
+		}
+	}
+	s.up.held.mu.Unlock()
+	return n
+}
+
+// TestRemovedBackendDropsSubscriptions: a client subscribed to a backend's resource;
+// the backend is removed: once it drained, the subscription tables hold nothing of it
+// (no entry, no upstream holder), the session lists no subscription, and the
+// goroutines the backend ran are gone.
+func TestRemovedBackendDropsSubscriptions(t *testing.T) {
+	fc := newFleetClient(t, time.Minute)
+	subscribeR(t, fc)
+	b := fc.f.set.all()[0]
+	if subsOn(fc.f, b) == 0 {
+		t.Fatal("the subscription is not in the tables")
+	}
+	before := runtime.NumGoroutine()
+	r := fc.f.Reconfigure(nil)
+	if len(r.Removed) != 1 {
+		t.Fatalf("reconfiguration %+v, want a removed", r)
+	}
+	testwait.Recv(t, "the backend drained", 10*time.Second, r.Drained)
+	if n := subsOn(fc.f, b); n != 0 {
+		t.Fatalf("%d subscription entries left on the removed backend", n)
+	}
+	if got := fc.f.SessionSubscriptions(fc.sess); len(got) != 0 {
+		t.Fatalf("session still lists %v", got)
+	}
+	if n := fc.f.Subscriptions(); n != 0 {
+		t.Fatalf("%d upstream subscriptions left", n)
+	}
+	testwait.For(t, "the removed backend's goroutines to end", 10*time.Second, func() bool {
+		return runtime.NumGoroutine() < before
+	})
+}
+
+// TestReplacedBackendKeepsSubscriptions: the backend is replaced by one that serves
+// the same resource: the subscription moves to it (one upstream subscribe on the new
+// backend), the session keeps it, the old backend's entries go, and the new backend's
+// updates reach the client's session.
+func TestReplacedBackendKeepsSubscriptions(t *testing.T) {
+	fc := newFleetClient(t, time.Minute)
+	subscribeR(t, fc)
+	old := fc.f.set.all()[0]
+	v2, up2 := scriptedBackend("v2")
+	r := fc.f.Reconfigure([]BackendConfig{v2})
+	fc.up = up2
+	if up := fc.upstream(); string(up.Method) != "resources/subscribe" || string(up.URI) != "file:///r" {
+		t.Fatalf("new backend got %s %s, want resources/subscribe file:///r", up.Method, up.URI)
+	} else {
+		fc.answer(up.ID, `{}`)
+	}
+	testwait.Recv(t, "the old backend drained", 10*time.Second, r.Drained)
+	if n := subsOn(fc.f, old); n != 0 {
+		t.Fatalf("%d subscription entries left on the replaced backend", n)
+	}
+	if got := fc.f.SessionSubscriptions(fc.sess); len(got) != 1 || got[0] != [2]string{"a", "file:///r"} {
+		t.Fatalf("SessionSubscriptions = %v, want a file:///r", got)
+	}
+	before := fc.f.Stats.FanOut.Load()
+	up2.sink.Message([]byte(`{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"file:///r"}}`))
+	if got := fc.f.Stats.FanOut.Load() - before; got != 1 {
+		t.Fatalf("the new backend's update reached %d sessions, want 1", got)
+	}
+	// The last subscriber leaving ends the subscription on the new backend.
+	fc.send(`{"jsonrpc":"2.0","id":2,"method":"resources/unsubscribe","params":{"uri":"file:///r"}}`)
+	if up := fc.upstream(); string(up.Method) != "resources/unsubscribe" {
+		t.Fatalf("new backend got %s, want resources/unsubscribe", up.Method)
+	} else {
+		fc.answer(up.ID, `{}`)
+	}
+	if r := fc.read(); string(r.ID) != "2" {
+		t.Fatalf("client got %s, want the answer to 2", r.ID)
+	}
+}
