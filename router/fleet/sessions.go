@@ -198,7 +198,8 @@ func (ss *sessions) inUse() int { return len(ss.slots) }
 // fullMessage explains an errUpstreamFull to the client.
 func (ss *sessions) fullMessage(b *backend) string {
 	return "mcprouter: overloaded: backend " + b.cfg.Name + " needs a session of its own for this client, and all " +
-		strconv.Itoa(ss.max) + " per-client upstream sessions stayed busy for " + ss.wait.String()
+		strconv.Itoa(ss.max) + " per-client upstream sessions are in use (a request waits at most " + ss.wait.String() +
+		" for one, a new 2026-07-28 principal only the place of an idle one)"
 }
 
 // closeUpstream closes a per-client upstream session and then gives its slot back
