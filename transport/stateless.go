@@ -2,6 +2,7 @@ package transport
 
 import (
 	"bytes"
+	"unsafe"
 
 	"github.com/valyala/fasthttp"
 
@@ -87,6 +88,22 @@ func (x *Exchange) SetStatus(status int) {
 	c.mu.Unlock()
 }
 
+// SettleStatus sets the HTTP status of x's JSON reply as SetStatus does, unless the
+// handler set one already: for a StatelessScreen, which reads the reply anyway and so
+// knows its status (a result 200), so that HTTPConfig.StatusOf need not scan the reply a
+// second time. An exchange on no call (made outside the transport) has no status.
+func (x *Exchange) SettleStatus(status int) {
+	c := x.call
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	if c.status == 0 {
+		c.status = status
+	}
+	c.mu.Unlock()
+}
+
 // HoldStream keeps a stateless request's reply from turning into a stream because it is
 // slow (HTTPConfig.StatelessStreamAfter): its stream opens with the first message the
 // handler sends. For a request whose first message says something the client waits for
@@ -96,6 +113,25 @@ func (x *Exchange) HoldStream() {
 	c.mu.Lock()
 	c.noEarly = true
 	c.mu.Unlock()
+}
+
+// keepScreenBuf puts the pooled buffer bp back with what a screen grew it into (out),
+// so that the next reply screened does not grow one again; when out is msg, or a view
+// into it, it is not the pool's to keep.
+func keepScreenBuf(bp *[]byte, out, msg []byte) {
+	if cap(out) > cap(*bp) && !within(out, msg) {
+		*bp = out[:0]
+	}
+	putScreenBuf(bp)
+}
+
+// within reports whether b's bytes lie in the backing array of msg.
+func within(b, msg []byte) bool {
+	if cap(b) == 0 || cap(msg) == 0 {
+		return false
+	}
+	p, lo := uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(unsafe.Pointer(unsafe.SliceData(msg)))
+	return p >= lo && p < lo+uintptr(cap(msg))
 }
 
 // statelessOf asks the handler whether the POST body is a stateless request: only a

@@ -29,8 +29,13 @@ func (h *statelessHandler) Stateless(m *codec.Message, header []byte) bool {
 
 func (h *statelessHandler) SessionClosed(*Session) {}
 
-// ScreenReply marks every reply it passed; ScreenSend drops what mentions "secret".
+// ScreenReply marks every reply it passed and settles 409 for the errors "settled" and
+// "Method not found" (the latter's handler set 404, which stays); ScreenSend drops what
+// mentions "secret".
 func (h *statelessHandler) ScreenReply(x *Exchange, msg, buf []byte) []byte {
+	if strings.Contains(string(msg), `"message":"settled"`) || strings.Contains(string(msg), `"message":"Method not found"`) {
+		x.SettleStatus(http.StatusConflict)
+	}
 	buf = append(buf, msg[:len(msg)-1]...)
 	return append(buf, `,"screened":true}`...)
 }
@@ -60,6 +65,8 @@ func (h *statelessHandler) HandleMessage(x *Exchange) {
 		x.Reply(codec.AppendError(nil, id, codec.CodeMethodNotFound, "Method not found", nil))
 	case "failed":
 		x.Reply(codec.AppendError(nil, id, codec.CodeInvalidParams, "bad", nil))
+	case "settled":
+		x.Reply(codec.AppendError(nil, id, codec.CodeInvalidParams, "settled", nil))
 	case "slow": // answers when the test ends, sending nothing before
 		x.OnAbandon(func() { h.abandoned <- method })
 		go func() {
@@ -140,7 +147,8 @@ func readAll(t *testing.T, resp *http.Response) string {
 
 // TestStatelessRequest: a request the handler claims is served without a session, with
 // its raw headers (Mcp-Param-* as lines), the handler's screen applied to the reply, and
-// the status the handler or HTTPConfig.StatusOf gives.
+// the status the handler, its screen (SettleStatus: never over the handler's) or
+// HTTPConfig.StatusOf gives.
 func TestStatelessRequest(t *testing.T) {
 	_, cl := startStateless(t, -1)
 	resp := statelessPost(t, cl, `{"jsonrpc":"2.0","id":1,"method":"headers"}`, map[string]string{
@@ -164,6 +172,11 @@ func TestStatelessRequest(t *testing.T) {
 	resp = statelessPost(t, cl, `{"jsonrpc":"2.0","id":3,"method":"failed"}`, nil)
 	if body := readAll(t, resp); resp.StatusCode != http.StatusTeapot {
 		t.Errorf("StatusOf: %d, want 418: %s", resp.StatusCode, body)
+	}
+	// The screen settled the status: StatusOf (418) is not asked.
+	resp = statelessPost(t, cl, `{"jsonrpc":"2.0","id":5,"method":"settled"}`, nil)
+	if body := readAll(t, resp); resp.StatusCode != http.StatusConflict {
+		t.Errorf("SettleStatus: %d, want 409: %s", resp.StatusCode, body)
 	}
 	resp = statelessPost(t, cl, `{"jsonrpc":"2.0","method":"notifications/x"}`, nil)
 	if body := readAll(t, resp); resp.StatusCode != http.StatusAccepted {
@@ -246,5 +259,27 @@ func TestStatelessSlowReply(t *testing.T) {
 	resp.Body.Close()
 	if got := testwait.Recv(t, "OnAbandon after the client left", waitLimit, h.abandoned); got != "slow" {
 		t.Errorf("abandoned %q", got)
+	}
+}
+
+// TestKeepScreenBuf: the screen buffer goes back to its pool with what a screen grew it
+// into, never with the message the screen passed as it was (or a view into it).
+func TestKeepScreenBuf(t *testing.T) {
+	msg := []byte(`{"jsonrpc":"2.0","id":1,"result":{}}`)
+	for _, tc := range []struct {
+		name string
+		out  []byte
+		keep bool
+	}{
+		{"grown", append([]byte(nil), msg...), true},
+		{"msg itself", msg, false},
+		{"a view into msg", msg[3:9], false},
+		{"empty", nil, false},
+	} {
+		bp := new([]byte)
+		keepScreenBuf(bp, tc.out, msg)
+		if kept := cap(*bp) > 0; kept != tc.keep || len(*bp) != 0 {
+			t.Errorf("%s: kept %v (len %d), want %v", tc.name, kept, len(*bp), tc.keep)
+		}
 	}
 }

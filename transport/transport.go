@@ -106,9 +106,9 @@ type Exchange struct {
 func (x *Exchange) Reply(msg []byte) {
 	if x.screen != nil {
 		bp := screenBufs.Get().(*[]byte)
-		// Only the pooled buffer goes back to the pool, whatever the screen returned.
-		x.call.reply(x.screen.ScreenReply(x, msg, (*bp)[:0]))
-		putScreenBuf(bp)
+		out := x.screen.ScreenReply(x, msg, (*bp)[:0])
+		x.call.reply(out)
+		keepScreenBuf(bp, out, msg)
 		x.release()
 		return
 	}
