@@ -107,13 +107,18 @@ func (r *Router) servesStateless() bool {
 // or DELETE, judged on the header.
 func (r *Router) Stateless(m *codec.Message, header []byte) bool {
 	// The claim first: it is read for every message, and a session's messages claim
-	// nothing; only a claiming one pays for asking the fleet (servesStateless).
-	if m == nil {
-		return modern.IsModernVersion(header) && r.servesStateless()
+	// nothing; only a claiming one pays for asking the fleet (servesStateless). The
+	// header claims on its own, so an HTTP request that has it (every 2026-07-28 one)
+	// is not read twice: handleStateless reads its _meta.
+	switch {
+	case modern.IsModernVersion(header):
+		return r.servesStateless()
+	case m == nil:
+		return false
 	}
 	var meta modern.Meta
 	modern.ReadMeta(m.Params, &meta)
-	return meta.Claimed(header) && r.servesStateless()
+	return meta.Claimed(nil) && r.servesStateless()
 }
 
 // handleStateless answers or forwards a stateless message; true: done (answered here or
@@ -238,10 +243,11 @@ func (r *Router) discover(j *job) {
 
 // ScreenReply implements transport.StatelessScreen: a result gets what every 2026-07-28
 // result carries and lacks (resultType, the router's serverInfo in _meta, in place of a
-// backend's own) and, for a
-// cacheable method, ttlMs and cacheScope: the fleet's merged fields for a list it
-// answers, the backend's (or the conservative default, 0 and private) for the rest.
-// Errors pass as they are.
+// backend's own) and, for a cacheable method, ttlMs and cacheScope: the fleet's merged
+// fields for a list it answers, the backend's (or the conservative default, 0 and
+// private) for the rest. Errors pass with their codes in the revision's numbering. The
+// reply is scanned once here, and its HTTP status settled from that scan (a result 200,
+// an error by its code), so that the transport does not scan it again (StatusOf).
 func (r *Router) ScreenReply(x *transport.Exchange, msg, buf []byte) []byte {
 	if x.Session != nil {
 		r.modern.open.Delete(openKey{x.Session, string(x.Msg.ID)})
@@ -250,13 +256,19 @@ func (r *Router) ScreenReply(x *transport.Exchange, msg, buf []byte) []byte {
 	if codec.Scan(msg, &m) != nil {
 		return msg
 	}
-	if m.Kind == codec.KindError {
-		return appendModernError(buf, msg, &m)
-	}
-	if m.Kind != codec.KindResult {
+	switch m.Kind {
+	case codec.KindError:
+		out, code := appendModernError(buf, msg, &m)
+		x.SettleStatus(modern.HTTPStatus(code))
+		return out
+	case codec.KindResult:
+		x.SettleStatus(http.StatusOK)
+	default:
 		return msg
 	}
-	d := modern.Decoration{ServerInfo: r.modern.serverInfo}
+	// A 2026-07-28 backend's own serverInfo is replaced: the client speaks to the router,
+	// which says who it is, as at initialize.
+	d := modern.Decoration{ServerInfo: r.modern.serverInfo, ReplaceInfo: true}
 	var cache modern.Cache
 	if def := modern.LookupMethod(x.Msg.Method); def != nil && def.Cacheable &&
 		string(modern.ReadResultType(m.Result)) == modern.ResultComplete {
@@ -270,36 +282,25 @@ func (r *Router) ScreenReply(x *transport.Exchange, msg, buf []byte) []byte {
 	}
 	at := cap(msg) - cap(m.Result)
 	buf = append(buf, msg[:at]...)
-	result := m.Result
-	if info := codec.Member(codec.Member(result, "_meta"), modern.KeyServerInfo); info != nil {
-		// A 2026-07-28 backend's own serverInfo: the client speaks to the router, which
-		// says who it is, as at initialize.
-		tp := resultBufs.Get().(*[]byte)
-		defer resultBufs.Put(tp)
-		*tp = codec.AppendSplices((*tp)[:0], result, []codec.Splice{{Old: info, New: r.modern.serverInfo}})
-		result = *tp
-	}
-	buf = modern.AppendDecorated(buf, result, &d)
+	buf = modern.AppendDecorated(buf, m.Result, &d)
 	return append(buf, msg[at+len(m.Result):]...)
 }
 
-// resultBufs hold a result whose serverInfo was replaced until it is decorated.
-var resultBufs = sync.Pool{New: func() any { return new([]byte) }}
-
 // appendModernError appends the error response msg (scanned into m) with its code in
 // the revision's numbering (modern.ErrorToModern: a 2025 backend's or the fleet's
-// resource not found is -32602 there); msg itself when the code means the same.
-func appendModernError(buf, msg []byte, m *codec.Message) []byte {
+// resource not found is -32602 there), or returns msg itself when the code means the
+// same; code is the code of what it returns (0 when msg has none).
+func appendModernError(buf, msg []byte, m *codec.Message) (out []byte, code int) {
 	val := codec.Member(m.Error, "code")
 	code, err := strconv.Atoi(string(val))
 	if err != nil {
-		return msg
+		return msg, 0
 	}
-	if out, reshape := modern.ErrorToModern(code); !reshape && out != code {
+	if mod, reshape := modern.ErrorToModern(code); !reshape && mod != code {
 		var nb [12]byte
-		return codec.AppendSplices(buf, msg, []codec.Splice{{Old: val, New: strconv.AppendInt(nb[:0], int64(out), 10)}})
+		return codec.AppendSplices(buf, msg, []codec.Splice{{Old: val, New: strconv.AppendInt(nb[:0], int64(mod), 10)}}), mod
 	}
-	return msg
+	return msg, code
 }
 
 // isList reports whether a method is one of the lists the fleet merges.

@@ -142,3 +142,36 @@ func TestStatelessClaim(t *testing.T) {
 		t.Errorf("server/discover should prefer 2026-07-28: %v", DiscoverVersions)
 	}
 }
+
+// TestStatelessReplyStatus: the HTTP status of a stateless reply comes from the router's
+// screen, which scans the reply anyway (no StatusOf here): 200 for a result, the
+// revision's status for an error the fleet answered with, whatever the backend said.
+func TestStatelessReplyStatus(t *testing.T) {
+	for _, tc := range []struct {
+		code, want int
+	}{{0, 200}, {codec.CodeMethodNotFound, 404}, {codec.CodeHeaderMismatch, 400}, {codec.CodeInternalError, 200}} {
+		p := newEraPoster(t, &replyFleet{legacy: []byte(benchResLegacy), modern: []byte(benchResModern), code: tc.code}, nil)
+		p.post(benchCallModern, true)
+		if got := p.ctx.Response.StatusCode(); got != tc.want {
+			t.Errorf("code %d: status %d, want %d: %s", tc.code, got, tc.want, p.ctx.Response.Body())
+		}
+	}
+}
+
+// TestScreenReplyAllocs: a result screened into a buffer large enough allocates nothing
+// (resultType added, the backend's serverInfo replaced, the status settled).
+func TestScreenReplyAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are meaningless under -race")
+	}
+	r := newTestRouter(t, nil)
+	x := statelessExchange(t, benchCallModern)
+	reply := []byte(`{"jsonrpc":"2.0","id":7,"result":` + benchResModern + `}`)
+	buf := make([]byte, 0, 1024)
+	if n := testing.AllocsPerRun(100, func() { buf = r.ScreenReply(x, reply, buf[:0]) }); n != 0 {
+		t.Errorf("ScreenReply: %v allocs", n)
+	}
+	if !strings.Contains(string(buf), `"name":"mcprouter"`) {
+		t.Errorf("screened %s", buf)
+	}
+}
