@@ -91,6 +91,9 @@ func (a *App) Reload(why string) error {
 	if err == nil {
 		p, err = a.planReload(&cfg)
 	}
+	if err == nil {
+		err = a.reloadVServers(&cfg) // applied whole or not at all (vserver_reload.go)
+	}
 	if err != nil {
 		msg := err.Error()
 		a.refused.Store(&msg)
@@ -194,7 +197,6 @@ func fixedChanges(cur, next *Config) []string {
 		{"auth", cur.Auth, next.Auth},
 		{"reload", cur.Reload, next.Reload},
 		{"tracing", cur.Tracing, next.Tracing},
-		{"virtual_servers", cur.VirtualServers, next.VirtualServers},
 	}
 	var out []string
 	for _, s := range sections {
