@@ -1097,6 +1097,8 @@ type httpPost struct {
 	wake      chan struct{}
 	timer     *time.Timer
 	early     *time.Timer // HTTPConfig.StatelessStreamAfter's
+
+	shdr StatelessHeaders // postStateless's headers, in the post rather than on the heap
 }
 
 var postPool = sync.Pool{New: func() any {
