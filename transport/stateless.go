@@ -184,13 +184,15 @@ func (s *HTTPServer) postStateless(ctx *fasthttp.RequestCtx, p *httpPost, princi
 			p.hdrs = append(p.hdrs, '\n')
 		}
 	})
-	hd := &StatelessHeaders{Version: h.Peek(HeaderProtocolVersion), Method: h.Peek(HeaderMethod), Name: h.Peek(HeaderName)}
+	hd := &p.shdr
+	*hd = StatelessHeaders{Version: h.Peek(HeaderProtocolVersion), Method: h.Peek(HeaderMethod), Name: h.Peek(HeaderName)}
 	if len(p.hdrs) > 0 {
 		hd.Params = p.hdrs
 	}
 	c := &p.call
 	c.init(p, false)
 	p.in.handOff(c, s.handler, arrival{carrier: CarrierStreamable, principal: principal, stateless: hd, screen: s.screen}, &p.tmp)
+	*hd = StatelessHeaders{} // copied onto the exchange: the post keeps no view of the request
 	if p.in.msgs[0].Kind != codec.KindRequest {
 		c.unref()
 		ctx.SetStatusCode(fasthttp.StatusAccepted)
