@@ -166,7 +166,7 @@ func (r *Router) handleStateless(j *job) bool {
 		j.refuse(http.StatusNotFound)
 		return true
 	}
-	s := r.statelessSession(x, &meta)
+	s, id := r.statelessSession(x, &meta)
 	j.s = s
 	sf, ok := r.fleet.(StatelessFleet)
 	if ok && x.Session != nil {
@@ -179,7 +179,6 @@ func (r *Router) handleStateless(j *job) bool {
 		return true
 	}
 	if ok {
-		id := append([]byte(nil), m.ID...)
 		x.OnAbandon(func() { sf.CancelRequest(s, id) })
 	}
 	return !r.fleet.Prepare(s, x)
@@ -208,15 +207,41 @@ func (r *Router) cancelStateless(t *transport.Session, id []byte) {
 
 // statelessSession makes the Session of one stateless request: its revision, the
 // client's capabilities and clientInfo from its _meta (copied: the request's bytes go
-// with its answer), its sender, and its log level. It is never bound to the transport,
-// never opened with the fleet, and never persisted.
-func (r *Router) statelessSession(x *transport.Exchange, meta *modern.Meta) *Session {
-	s := &Session{version: V20260728, r: r, stateless: true, principal: x.Principal}
-	s.keepClient(meta.Capabilities, meta.ClientInfo)
+// with its answer), its sender, and its log level; id is a copy of the request's id, for
+// its cancellation. It is never bound to the transport, never opened with the fleet, and
+// never persisted. The Session and the copies come in one allocation (statelessCall).
+func (r *Router) statelessSession(x *transport.Exchange, meta *modern.Meta) (s *Session, id []byte) {
+	q := new(statelessCall)
+	s = &q.s
+	s.version, s.r, s.stateless, s.principal = V20260728, r, true, x.Principal
+	caps, info, rid := meta.Capabilities, meta.ClientInfo, x.Msg.ID
+	buf := q.inline[:0]
+	if n := len(caps) + len(info) + len(rid); n > len(q.inline) {
+		buf = make([]byte, 0, n)
+	}
+	buf = append(buf, caps...)
+	buf = append(buf, info...)
+	buf = append(buf, rid...)
+	if len(caps) > 0 {
+		s.clientCaps = buf[:len(caps):len(caps)]
+	}
+	if len(info) > 0 {
+		s.clientInfo = buf[len(caps) : len(caps)+len(info) : len(caps)+len(info)]
+	}
 	s.logLevel.Store(int32(modern.LogLevelIndex(meta.LogLevel))) // -1: no log messages
 	s.initialized.Store(true)
-	return s
+	return s, buf[len(caps)+len(info):]
 }
+
+// statelessCall is the Session of one stateless request with room for what it keeps of
+// the request: client capabilities and info as most clients send them, and the id.
+type statelessCall struct {
+	s      Session
+	inline [statelessInline]byte
+}
+
+// statelessInline holds `{}`, a clientInfo of a name and a version, and an id.
+const statelessInline = 128
 
 // discover answers server/discover: every revision the router speaks (it serves both
 // generations whatever its backends speak), the capabilities merged over its backends,

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/router/modern"
 	"github.com/mcprouter/mcprouter/transport"
 )
 
@@ -173,5 +174,27 @@ func TestScreenReplyAllocs(t *testing.T) {
 	}
 	if !strings.Contains(string(buf), `"name":"mcprouter"`) {
 		t.Errorf("screened %s", buf)
+	}
+}
+
+// TestStatelessSession: a stateless request's Session keeps copies of the client's
+// capabilities and info and of the request id, whether they fit in its own room or not.
+func TestStatelessSession(t *testing.T) {
+	r := newTestRouter(t, nil)
+	for _, info := range []string{`{"name":"c","version":"1"}`, `{"name":"` + strings.Repeat("x", 300) + `","version":"1"}`} {
+		req := `{"jsonrpc":"2.0","id":"abc","method":"tools/call","params":{"name":"t","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
+			`"io.modelcontextprotocol/clientCapabilities":{"sampling":{}},"io.modelcontextprotocol/clientInfo":` + info + `}}}`
+		x := statelessExchange(t, req)
+		var meta modern.Meta
+		modern.ReadMeta(x.Msg.Params, &meta)
+		s, id := r.statelessSession(x, &meta)
+		clear(x.Raw) // the request's bytes go with its answer
+		if string(s.ClientCapabilities()) != `{"sampling":{}}` || string(s.ClientInfo()) != info || string(id) != `"abc"` ||
+			!s.Stateless() || s.Version() != V20260728 {
+			t.Errorf("caps %s, info %s, id %s", s.ClientCapabilities(), s.ClientInfo(), id)
+		}
+		if cap(s.ClientCapabilities()) != len(s.ClientCapabilities()) || cap(s.ClientInfo()) != len(s.ClientInfo()) {
+			t.Error("an append to a kept field would overwrite the next")
+		}
 	}
 }
