@@ -132,11 +132,18 @@ func (fw *forwarder) forward(e *entry) {
 	if fw.rep.on() {
 		e.sent = router.Now()
 	}
-	ctx, cancel := context.WithDeadline(fw.life.ctx, time.Unix(0, deadline))
+	// A 2026-07-28 request is cancelled by ending its context (e.stop); any other ends
+	// only at its deadline, which needs no timer (upstream.Deadline).
+	var ctx context.Context
+	var dl *upstream.Deadline
 	if c.modern {
-		e.stop = cancel
+		ctx, e.stop = context.WithDeadline(fw.life.ctx, time.Unix(0, deadline))
 		ctx = upstream.WithParamHeaders(ctx, paramHeaders(e)) // modern_client.go
+	} else {
+		dl = upstream.NewDeadline(fw.life.ctx, time.Unix(0, deadline))
+		ctx = dl
 	}
+	stop := e.stop // e is not ours once bound
 	if c.owner != nil && e.x != nil && e.x.Principal != nil {
 		// The client's newest token, so that a per-client backend's exchanged token
 		// follows it when the one the session was opened with has expired.
@@ -146,7 +153,7 @@ func (fw *forwarder) forward(e *entry) {
 		ctx = traced(ctx, tr, c, bp)
 	}
 	if !fw.table.bind(e, c) { // cancelled before it left: nothing to tell the backend
-		cancel()
+		endCtx(stop, dl)
 		b.release()
 		putBuf(bp)
 		fw.finishCancelled(e)
@@ -164,11 +171,21 @@ func (fw *forwarder) forward(e *entry) {
 			}
 		}
 	}
-	cancel()
+	endCtx(stop, dl)
 	putBuf(bp)
 	if err != nil {
 		fw.sendFailed(b, c, id, err)
 	}
+}
+
+// endCtx releases a forwarded request's context: its cancel function (2026-07-28) or
+// its Deadline.
+func endCtx(stop func(), dl *upstream.Deadline) {
+	if stop != nil {
+		stop()
+		return
+	}
+	dl.Release()
 }
 
 // wireFor is routed or sent e as c's backend sees it, in a pooled buffer: the client's

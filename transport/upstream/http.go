@@ -381,14 +381,18 @@ func (c *httpBase) lateErr(ctx context.Context) error {
 
 // watchBody closes a streamed body when ctx ends, so that a read blocked on a backend
 // that stopped writing (or writes a byte at a time) returns; it returns the function
-// that stops watching.
+// that stops watching. A pooled exchange's body under a Deadline needs no watch: do
+// made its deadline the connection's read deadline, and nothing else ends it early
+// but the Conn's Close, which closes the connection.
 func watchBody(ctx context.Context, body io.Reader) func() bool {
 	rc, _ := body.(fasthttp.ReadCloserWithError)
-	if rc == nil || ctx.Done() == nil {
-		return func() bool { return false }
+	if _, piped := body.(*pipeBody); rc == nil || timerless(ctx) && !piped || ctx.Done() == nil {
+		return noWatch
 	}
 	return context.AfterFunc(ctx, func() { _ = rc.CloseWithError(context.Cause(ctx)) })
 }
+
+func noWatch() bool { return false }
 
 // statusError builds the error for an unexpected status, with a body excerpt. body is
 // the body stream, nil when resp holds the body whole.
