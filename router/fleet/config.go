@@ -91,6 +91,12 @@ type Config struct {
 	// Bus, when set, spreads subscriptions and catalog changes across every router
 	// instance on the same NATS.
 	Bus *natsbus.Bus
+	// StateKey seals the requestState handed to 2026-07-28 clients (mrtr.go): 32
+	// secret bytes shared by every router instance of the cluster, so that any of them
+	// can verify a state and route its retry to the instance that owns it over Bus
+	// (mrtr_owner.go). Nil: a random key of this process; a state another instance
+	// sealed is then refused.
+	StateKey []byte
 
 	// Limits that keep one client from exhausting the router.
 

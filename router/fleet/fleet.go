@@ -120,7 +120,8 @@ func New(cfg Config) *Fleet {
 		f.subs = newLocalSubs(up)
 	}
 	n.subs, up.restore = f.subs, f.subs.restore
-	f.srv.park = newParking(f.srv, f.fwd)
+	f.srv.park = newParking(f.srv, f.fwd, cfg.StateKey)
+	f.srv.park.relay = newOwnerRelay(cfg.Bus, f.srv.park.instance, f.life, f.log, &f.rep, f.longestTimeout)
 	f.fwd.rev = newReversals(f.fwd, f.srv)
 	f.routes = &routing{catalog: f.catalog, fwd: f.fwd, subs: f.subs, rep: &f.rep, pageSize: cfg.PageSize, park: f.srv.park}
 	return f

@@ -37,10 +37,11 @@ import (
 // with a new input_required (a new round, a new state) instead of taking the call over.
 // The retry must answer every ask of its round.
 //
-// A retry that lands on another router process is refused with invalid params: each
-// process seals with its own key, and the state names its owner in the clear, so the
-// refusal says where it belongs. Forwarding it to the owner over the cluster's NATS bus
-// is not built.
+// A retry that lands on another router process: the state names its owner in the
+// clear. When the instances share the sealing key (Config.StateKey), this one verifies
+// the state and sends the retry to the owner over the cluster's NATS bus, which answers
+// it as its own (mrtr_owner.go). Without a shared key it cannot tell a good state from
+// a forged one, and refuses it with invalid params, saying where it belongs.
 
 // gatherWindow is how long a round stays open for more asks after the first: long
 // enough for a backend's parallel asks (written by goroutines of the same process, a
@@ -63,8 +64,10 @@ type parking struct {
 	fwd      *forwarder
 	stats    *Stats
 	sealer   *modern.Sealer
-	instance [8]byte // random: this process, in every state it seals
-	max      int     // per principal (Config.MaxServerRequests)
+	shared   bool        // sealer's key is the cluster's (Config.StateKey)
+	relay    *ownerRelay // retries of states other instances own (nil: no bus)
+	instance [8]byte     // random: this process, in every state it seals
+	max      int         // per principal (Config.MaxServerRequests)
 	gather   time.Duration
 
 	mu      sync.Mutex
@@ -116,14 +119,19 @@ func ours(state []byte) bool {
 	return len(state) > len(statePrefix) && string(state[:len(statePrefix)]) == statePrefix
 }
 
-func newParking(srv *serverRequests, fwd *forwarder) *parking {
-	key := make([]byte, 32)
-	rand.Read(key)
+// newParking makes the book of parked requests, sealing with key (Config.StateKey; nil:
+// a random key of this process).
+func newParking(srv *serverRequests, fwd *forwarder, key []byte) *parking {
+	shared := key != nil
+	if !shared {
+		key = make([]byte, 32)
+		rand.Read(key)
+	}
 	sealer, err := modern.NewSealer(key)
 	if err != nil {
-		panic(err) // 32 bytes: cannot fail
+		panic("fleet: Config.StateKey must be 32 bytes: " + err.Error())
 	}
-	p := &parking{srv: srv, life: srv.life, table: srv.table, fwd: fwd, stats: srv.stats, sealer: sealer, max: srv.max,
+	p := &parking{srv: srv, life: srv.life, table: srv.table, fwd: fwd, stats: srv.stats, sealer: sealer, shared: shared, max: srv.max,
 		gather: gatherWindow, m: map[uint64]*parked{}, byPrinc: map[string]int{}}
 	rand.Read(p.instance[:])
 	return p
@@ -254,7 +262,14 @@ func (p *parking) roundLocked(pk *parked) []byte {
 // the backend asked more meanwhile. Always false: x is answered here or by the
 // request's settlement.
 func (p *parking) resume(s *router.Session, x *transport.Exchange, state []byte, rep *reporter) bool {
-	id, seq, rej := p.open(state, x)
+	owner, id, seq, rej := p.open(state, x)
+	if rej.OK() && owner != p.instance {
+		if p.relay == nil {
+			rej = rejectUnreachable
+		} else {
+			return p.relay.forward(s, x, owner)
+		}
+	}
 	if !rej.OK() {
 		x.SetStatus(rej.Status)
 		return rep.replyErr(x, rej.Code, rej.Message)
@@ -306,34 +321,44 @@ func (p *parking) resume(s *router.Session, x *transport.Exchange, state []byte,
 	return false
 }
 
-// rejectOtherInstance refuses a state another router process owns (its clear owner
-// part, or the sealed one, names another instance): see the package comment.
+// rejectOtherInstance refuses a state another router process owns when this one cannot
+// verify it (each process seals with a key of its own): see the package comment.
 var rejectOtherInstance = modern.Reject{Code: codec.CodeInvalidParams, Status: http.StatusBadRequest,
-	Message: "Invalid params: requestState belongs to another router instance (forwarding retries between instances is not supported)"}
+	Message: "Invalid params: requestState belongs to another router instance, which this one cannot verify: give every instance the same request_state key to route retries between them"}
+
+// rejectUnreachable refuses a verified state another router process owns when there is
+// no NATS bus to reach it by.
+var rejectUnreachable = modern.Reject{Code: codec.CodeInvalidParams, Status: http.StatusBadRequest,
+	Message: "Invalid params: requestState belongs to another router instance, and this one has no NATS bus to reach it"}
 
 // open opens state, a retry's requestState of the router's (ours), for the retry x:
-// the entry and round it names, or why it is refused (modern.Open's checks: integrity,
-// the request's digest, the principal, the expiry; then this process).
-func (p *parking) open(state []byte, x *transport.Exchange) (id, seq uint64, rej modern.Reject) {
+// the instance that owns it and the entry and round it names there, or why it is
+// refused (modern.Open's checks: integrity, the request's digest, the principal, the
+// expiry). A state of another instance is opened only with the cluster's shared key;
+// the owner sealed inside is the one trusted.
+func (p *parking) open(state []byte, x *transport.Exchange) (owner [8]byte, id, seq uint64, rej modern.Reject) {
 	rest := state[len(statePrefix):]
-	var owner [8]byte
 	if len(rest) < ownerSize || rest[ownerSize-1] != ':' {
-		return 0, 0, modern.RejectState(modern.ErrStateTampered)
+		return owner, 0, 0, modern.RejectState(modern.ErrStateTampered)
 	}
 	if _, err := hex.Decode(owner[:], rest[:ownerSize-1]); err != nil {
-		return 0, 0, modern.RejectState(modern.ErrStateTampered)
+		return owner, 0, 0, modern.RejectState(modern.ErrStateTampered)
 	}
-	if owner != p.instance {
-		return 0, 0, rejectOtherInstance
+	if owner != p.instance && !p.shared {
+		return owner, 0, 0, rejectOtherInstance
 	}
 	payload, err := p.sealer.Open(rest[ownerSize:], principalKey(x.Principal), modern.RequestDigest(&x.Msg))
 	if err != nil {
-		return 0, 0, modern.RejectState(err)
+		return owner, 0, 0, modern.RejectState(err)
 	}
-	if len(payload) != payloadSize || [8]byte(payload[:8]) != p.instance {
-		return 0, 0, rejectOtherInstance
+	if len(payload) != payloadSize {
+		return owner, 0, 0, modern.RejectState(modern.ErrStateTampered)
 	}
-	return binary.BigEndian.Uint64(payload[8:16]), binary.BigEndian.Uint64(payload[16:]), modern.Reject{}
+	owner = [8]byte(payload[:8])
+	if owner != p.instance && !p.shared {
+		return owner, 0, 0, rejectOtherInstance
+	}
+	return owner, binary.BigEndian.Uint64(payload[8:16]), binary.BigEndian.Uint64(payload[16:]), modern.Reject{}
 }
 
 // dropLocked forgets pk; the caller holds p.mu.
@@ -376,8 +401,12 @@ func (p *parking) expire(id uint64, pk *parked) {
 
 // cancelResumed cancels the resumed request whose retry was x's request id of
 // stateless session s: its index lives in the shard of the first request's session,
-// so the forwarder's lookup (the retry's session's shard) may miss it.
+// so the forwarder's lookup (the retry's session's shard) may miss it. A retry sent to
+// the instance that owns its state is cancelled there.
 func (p *parking) cancelResumed(s *router.Session, clientID []byte) {
+	if p.relay != nil && p.relay.cancel(s, clientID) {
+		return // a retry sent to its owner (mrtr_owner.go)
+	}
 	for i := range p.table.shards {
 		sh := &p.table.shards[i]
 		sh.mu.Lock()

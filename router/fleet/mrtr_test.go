@@ -91,7 +91,7 @@ func TestParkedEntry(t *testing.T) {
 func TestOpenState(t *testing.T) {
 	life := newLifecycle()
 	t.Cleanup(life.stop)
-	p := newParking(newServerRequests(life, newTable(), slog.New(slog.DiscardHandler), &Stats{}, 4, 0), nil)
+	p := newParking(newServerRequests(life, newTable(), slog.New(slog.DiscardHandler), &Stats{}, 4, 0), nil, nil)
 	now := time.Unix(1_800_000_000, 0)
 	p.sealer.Now = func() time.Time { return now }
 
@@ -116,15 +116,15 @@ func TestOpenState(t *testing.T) {
 		t.Fatalf("input_required %s: no state of the router's", res)
 	}
 
-	if id, seq, rej := p.open(state, retry("alice", `{ "prompt" : "hi" }`)); !rej.OK() || id != 42 || seq != pk.seq {
+	if _, id, seq, rej := p.open(state, retry("alice", `{ "prompt" : "hi" }`)); !rej.OK() || id != 42 || seq != pk.seq {
 		t.Fatalf("a good state: entry %d round %d (%s), want entry 42 round %d", id, seq, rej.Message, pk.seq)
 	}
 
 	tampered := append([]byte(nil), state...)
 	tampered[len(statePrefix)+ownerSize+5] ^= 1 // in the sealed part
 	// another process (another key and instance), and one sharing this one's key
-	other := newParking(p.srv, nil)
-	sameKey := newParking(p.srv, nil)
+	other := newParking(p.srv, nil, nil)
+	sameKey := newParking(p.srv, nil, nil)
 	sameKey.sealer = p.sealer
 	forged := append([]byte(statePrefix+hex.EncodeToString(sameKey.instance[:])), state[len(statePrefix)+ownerSize-1:]...)
 	for _, tc := range []struct {
@@ -147,7 +147,7 @@ func TestOpenState(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			now = now.Add(tc.advance)
 			defer func() { now = now.Add(-tc.advance) }()
-			_, _, rej := tc.p.open(tc.state, tc.x)
+			_, _, _, rej := tc.p.open(tc.state, tc.x)
 			if rej.Code != codec.CodeInvalidParams || rej.Status != 400 || !strings.Contains(rej.Message, tc.want) {
 				t.Fatalf("refusal %+v, want invalid params (400) saying %q", rej, tc.want)
 			}
