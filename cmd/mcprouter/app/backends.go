@@ -19,6 +19,11 @@ func fleetConfig(cfg *Config, log *slog.Logger, bus *natsbus.Bus) (fleet.Config,
 		MaxSubscriptions: cfg.Limits.MaxSubscriptionsPerSession, MaxServerRequests: cfg.Limits.MaxPendingServerRequests,
 		ServerRequestTimeout: cfg.Limits.ServerRequestTimeout,
 		MaxUpstreamSessions:  cfg.Limits.MaxUpstreamSessions, UpstreamSessionWait: cfg.Limits.UpstreamSessionWait}
+	key, err := cfg.RequestState.key()
+	if err != nil {
+		return fc, err
+	}
+	fc.StateKey = key
 	for i, b := range cfg.Backends {
 		creds, err := buildBackendAuth(cfg, i, log)
 		if err != nil {

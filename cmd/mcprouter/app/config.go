@@ -74,6 +74,10 @@ type Config struct {
 	Tracing tracing.Config `yaml:"tracing"`
 	// Reload says when the configuration file is read again besides SIGHUP (reload.go).
 	Reload ReloadConfig `yaml:"reload"`
+	// RequestState keys the requestState handed to 2026-07-28 clients: the same
+	// secret on every instance routes a client's retry to the instance that owns its
+	// state (requeststate.go).
+	RequestState RequestStateConfig `yaml:"request_state"`
 	// VirtualServers are more MCP endpoints, each at <paths.mcp>/<name> with its own
 	// backends and tools, auth and policy (vserver.go).
 	VirtualServers []VirtualServer `yaml:"virtual_servers"`
@@ -282,6 +286,9 @@ func (c *Config) Validate() error {
 		return err // each problem says policy.rules[i] or policy.limits[i] itself
 	}
 	if err := c.Tracing.Validate(); err != nil {
+		return err
+	}
+	if err := c.RequestState.validate(); err != nil {
 		return err
 	}
 	switch c.Stateless {
