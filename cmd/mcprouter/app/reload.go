@@ -18,12 +18,13 @@ import (
 )
 
 // Live reload: on SIGHUP, or when the configuration file changes (reload.watch), the
-// router reads its configuration again and applies what may change while it runs:
-// backends (added, removed, changed: fleet.Reconfigure drains what goes) and the policy
-// (rules, limits). The new configuration is checked in full first, as `mcprouter check`
-// does, and everything that can fail is built before anything changes: one that does
-// not pass is refused, logged, and shown in /readyz's body (the old one keeps running,
-// and readiness is unaffected) until a later reload succeeds. Settings that only a
+// router reads its configuration again and applies what may change while it runs
+// (reloadParts): backends (added, removed, changed: fleet.Reconfigure drains what
+// goes), the policy (rules, limits) and tracing (reload_tracing.go). The new
+// configuration is checked in full first, as `mcprouter check` does, and everything
+// that can fail is built before anything changes: one that does not pass is refused,
+// logged, and shown in /readyz's body (the old one keeps running, and readiness is
+// unaffected) until a later reload succeeds. Settings that only a
 // restart can change (listen addresses, NATS, sessions...) are named in a warning and
 // kept as they are.
 
@@ -111,44 +112,95 @@ func (a *App) Reload(why string) error {
 // reloadPlan is a checked configuration and everything built from it that could fail:
 // applying it cannot.
 type reloadPlan struct {
-	cfg      Config
-	fixed    []string              // sections that changed but need a restart
-	backends []fleet.BackendConfig // nil: the backends stay (no fleet, or unchanged)
-	policy   bool                  // the policy section changed
-	engine   *policy.Engine        // the new policy, nil for none
+	cfg   Config
+	fixed []string     // sections that changed but need a restart
+	steps []reloadStep // what changes, in reloadParts' order
+}
+
+// reloadStep puts one changed part into service.
+type reloadStep struct {
+	key   string
+	apply func()
+}
+
+// reloadPart is one section of the configuration that a reload applies while the
+// router runs. plan compares next (p.cfg) with the running configuration and builds
+// whatever could fail; when the section changed it adds the step that puts it into
+// service (to p.steps), and names in p.fixed what of it only a restart changes.
+type reloadPart struct {
+	key  string
+	plan func(a *App, p *reloadPlan) error
+}
+
+// reloadParts are the reloadable sections, planned and applied in this order; every
+// other section is compared by fixedChanges. A new reloadable section is one entry
+// here (and out of fixedChanges).
+var reloadParts = []reloadPart{
+	{"backends", (*App).planBackends},
+	{"policy", (*App).planPolicy},
+	{"tracing", (*App).planTracing},
 }
 
 // planReload checks cfg against the running configuration and builds what it needs.
 func (a *App) planReload(cfg *Config) (*reloadPlan, error) {
 	p := &reloadPlan{cfg: *cfg, fixed: fixedChanges(&a.cfg, cfg)}
-	switch {
-	case a.Fleet != nil:
-		fc, err := fleetConfig(cfg, a.reqLog, a.Bus)
-		if err != nil {
+	for _, part := range reloadParts {
+		if err := part.plan(a, p); err != nil {
 			return nil, err
 		}
-		p.backends = fc.Backends
-		if p.backends == nil {
-			p.backends = []fleet.BackendConfig{}
-		}
-	case len(cfg.Backends) > 0:
-		p.fixed = append(p.fixed, "backends (the router started without any)")
-	}
-	if sameYAML(a.cfg.Policy, cfg.Policy) {
-		return p, nil
-	}
-	if a.cfg.Policy.Audit != cfg.Policy.Audit {
-		p.fixed = append(p.fixed, "policy.audit")
-	}
-	p.policy = true
-	if hasPolicy(&cfg.Policy) && a.Fleet != nil {
-		e, err := policy.New(cfg.Policy, policy.Options{Logger: a.log})
-		if err != nil {
-			return nil, fmt.Errorf("policy: %w", err)
-		}
-		p.engine = e
 	}
 	return p, nil
+}
+
+// planBackends: the fleet serves the new list (fleet.Reconfigure: added, removed and
+// replaced backends, the removed ones drained). The fleet exists even with no
+// backends, so that a router started without any gains them here.
+func (a *App) planBackends(p *reloadPlan) error {
+	if sameYAML(a.cfg.Backends, p.cfg.Backends) {
+		return nil
+	}
+	fc, err := fleetConfig(&p.cfg, a.reqLog, a.Bus)
+	if err != nil {
+		return err
+	}
+	backends := fc.Backends
+	if backends == nil {
+		backends = []fleet.BackendConfig{}
+	}
+	p.steps = append(p.steps, reloadStep{"backends", func() {
+		r := a.Fleet.Reconfigure(backends)
+		a.cfg.Backends = p.cfg.Backends
+		if r.Changed() {
+			a.log.Info("configuration reload: backends changed",
+				"added", r.Added, "removed", r.Removed, "replaced", r.Replaced)
+		}
+	}})
+	return nil
+}
+
+// planPolicy: the new rules and limits decide the next requests (swapPolicy).
+// policy.audit changes only at restart.
+func (a *App) planPolicy(p *reloadPlan) error {
+	if sameYAML(a.cfg.Policy, p.cfg.Policy) {
+		return nil
+	}
+	if a.cfg.Policy.Audit != p.cfg.Policy.Audit {
+		p.fixed = append(p.fixed, "policy.audit")
+	}
+	var e *policy.Engine
+	if hasPolicy(&p.cfg.Policy) {
+		var err error
+		if e, err = policy.New(p.cfg.Policy, policy.Options{Logger: a.log}); err != nil {
+			return fmt.Errorf("policy: %w", err)
+		}
+	}
+	p.steps = append(p.steps, reloadStep{"policy", func() {
+		a.swapPolicy(e)
+		audit := a.cfg.Policy.Audit // only a restart changes it (fixed)
+		a.cfg.Policy = p.cfg.Policy
+		a.cfg.Policy.Audit = audit
+	}})
+	return nil
 }
 
 // applyReload puts a checked plan into service.
@@ -157,20 +209,12 @@ func (a *App) applyReload(p *reloadPlan, why string) {
 		a.log.Warn("configuration reload: these settings change only at restart; their running values stay",
 			"settings", strings.Join(p.fixed, ", "))
 	}
-	var r fleet.Reconfiguration
-	if p.backends != nil {
-		r = a.Fleet.Reconfigure(p.backends)
-		a.cfg.Backends = p.cfg.Backends
+	changed := make([]string, 0, len(p.steps))
+	for _, s := range p.steps {
+		s.apply()
+		changed = append(changed, s.key)
 	}
-	if p.policy && a.Fleet != nil {
-		a.swapPolicy(p.engine)
-		audit := a.cfg.Policy.Audit // only a restart changes it (fixed)
-		a.cfg.Policy = p.cfg.Policy
-		a.cfg.Policy.Audit = audit
-	}
-	a.log.Info("configuration reloaded", "file", a.configPath, "trigger", why,
-		"backends_added", r.Added, "backends_removed", r.Removed, "backends_replaced", r.Replaced,
-		"policy_changed", p.policy)
+	a.log.Info("configuration reloaded", "file", a.configPath, "trigger", why, "applied", changed)
 }
 
 // fixedChanges names the sections of next that differ from cur but that only a restart
@@ -196,7 +240,7 @@ func fixedChanges(cur, next *Config) []string {
 		{"stateless", cur.Stateless, next.Stateless},
 		{"auth", cur.Auth, next.Auth},
 		{"reload", cur.Reload, next.Reload},
-		{"tracing", cur.Tracing, next.Tracing},
+		{"request_state", cur.RequestState, next.RequestState},
 	}
 	var out []string
 	for _, s := range sections {
