@@ -1,0 +1,126 @@
+package main
+
+// A 2026-07-28 client's retry that lands on another router instance than the one that
+// answered input_required (issue 12: "route it to the owner over NATS"): real router
+// processes on one NATS, a 2025 backend whose sample tool asks the client, raw HTTP.
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mcprouter/mcprouter/internal/testbin"
+)
+
+// clusterToken is the embedded NATS server's client token in these tests.
+const clusterToken = "mrtr-cluster-token"
+
+// startMRTRNode starts a router in front of the backend at backend, joined to the NATS
+// at natsURL ("": its own embedded server, listening for the others), with the
+// requestState secret in file keyFile ("": none).
+func startMRTRNode(t *testing.T, backend, natsURL, keyFile string) *routerProc {
+	t.Helper()
+	cfg := fmt.Sprintf("stateless: on\nbackends:\n  - name: b\n    prefix: \"\"\n    url: http://%s/mcp\n", backend)
+	if natsURL == "" {
+		cfg += "nats:\n  listen: 127.0.0.1:0\n  token: " + clusterToken + "\n"
+	} else {
+		cfg += "nats:\n  url: " + natsURL + "\n  token: " + clusterToken + "\n"
+	}
+	if keyFile != "" {
+		cfg += "request_state:\n  key_file: " + keyFile + "\n"
+	}
+	return startRouter(t, "--config", writeConfig(t, cfg))
+}
+
+// natsURLOf is the client URL of p's embedded NATS server.
+func natsURLOf(t *testing.T, p *routerProc) string {
+	t.Helper()
+	url := p.Log.Value("embedded NATS accepting clients", "url")
+	if url == "" {
+		t.Fatalf("no NATS client URL in the log:\n%s", p.Log)
+	}
+	return url
+}
+
+// TestInputRequiredOtherInstance: with the cluster's requestState secret, a retry sent
+// to instance B of a state instance A issued reaches A over NATS and gets the tool's
+// result; B still refuses a tampered state itself; a state whose owner is gone gets a
+// clear error at once. Without the secret B refuses the state, saying why.
+func TestInputRequiredOtherInstance(t *testing.T) {
+	testbin.Long(t, "starts processes")
+	backend := startEraBackend(t, "legacy")
+	keyFile := filepath.Join(t.TempDir(), "state.key")
+	if err := os.WriteFile(keyFile, []byte("an-e2e-secret-of-more-than-32-characters\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a := startMRTRNode(t, backend, "", keyFile)
+	url := natsURLOf(t, a)
+	b := startMRTRNode(t, backend, url, keyFile)
+
+	t.Run("retry on the other instance", func(t *testing.T) {
+		key, state := askSample(t, a, "hi")
+		status, res := sampleCall(t, b, "hi", retryParams(key, "hello from b", state))
+		if status != 200 || res.Error != nil || len(res.Result.Content) == 0 || res.Result.Content[0].Text != "hello from b" {
+			t.Fatalf("retry on b: %d %+v, want the backend's result with the client's answer", status, res)
+		}
+		// The call is over on its owner: the same state again, through b, says so.
+		status, res = sampleCall(t, b, "hi", retryParams(key, "again", state))
+		if status != 400 || res.Error == nil || res.Error.Code != -32602 || !strings.Contains(res.Error.Message, "answered already") {
+			t.Fatalf("replayed state on b: %d %+v, want invalid params saying it was answered", status, res)
+		}
+	})
+
+	t.Run("both ways", func(t *testing.T) {
+		key, state := askSample(t, b, "there")
+		status, res := sampleCall(t, a, "there", retryParams(key, "hello from a", state))
+		if status != 200 || res.Error != nil || len(res.Result.Content) == 0 || res.Result.Content[0].Text != "hello from a" {
+			t.Fatalf("retry on a: %d %+v", status, res)
+		}
+	})
+
+	t.Run("tampered on the other instance", func(t *testing.T) {
+		key, state := askSample(t, a, "hi")
+		bad := []byte(state) // byte 40: in the sealed part, past "mcprouter:" and the owner
+		if bad[40] == 'A' {
+			bad[40] = 'B'
+		} else {
+			bad[40] = 'A'
+		}
+		status, res := sampleCall(t, b, "hi", retryParams(key, "x", string(bad)))
+		if status != 400 || res.Error == nil || res.Error.Code != -32602 || !strings.Contains(res.Error.Message, "failed verification") {
+			t.Fatalf("tampered state on b: %d %+v, want invalid params saying it failed verification", status, res)
+		}
+		// Another request's state, too, is refused by b.
+		status, res = sampleCall(t, b, "other", retryParams(key, "x", state))
+		if status != 400 || res.Error == nil || res.Error.Code != -32602 || !strings.Contains(res.Error.Message, "another request") {
+			t.Fatalf("another request's state on b: %d %+v", status, res)
+		}
+		// The call still waits on a for the right retry.
+		status, res = sampleCall(t, b, "hi", retryParams(key, "ok", state))
+		if status != 200 || res.Error != nil || len(res.Result.Content) == 0 || res.Result.Content[0].Text != "ok" {
+			t.Fatalf("retry after the refused ones: %d %+v", status, res)
+		}
+	})
+
+	t.Run("owner gone", func(t *testing.T) {
+		c := startMRTRNode(t, backend, url, keyFile)
+		key, state := askSample(t, c, "bye")
+		c.stop(t)
+		status, res := sampleCall(t, b, "bye", retryParams(key, "x", state))
+		if res.Error == nil || !strings.Contains(res.Error.Message, "is gone") {
+			t.Fatalf("retry of a gone instance's state: %d %+v, want an error saying its owner is gone", status, res)
+		}
+	})
+
+	t.Run("no shared secret", func(t *testing.T) {
+		d := startMRTRNode(t, backend, url, "")
+		key, state := askSample(t, a, "hi")
+		status, res := sampleCall(t, d, "hi", retryParams(key, "x", state))
+		if status != 400 || res.Error == nil || res.Error.Code != -32602 || !strings.Contains(res.Error.Message, "another router instance") ||
+			!strings.Contains(res.Error.Message, "request_state") {
+			t.Fatalf("retry on an instance without the secret: %d %+v, want invalid params naming the missing key", status, res)
+		}
+	})
+}
