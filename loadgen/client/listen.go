@@ -3,11 +3,13 @@ package client
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"time"
 
 	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/internal/ctxtime"
 	"github.com/mcprouter/mcprouter/loadgen/internal/wire"
 	"github.com/mcprouter/mcprouter/transport/sse"
 )
@@ -23,11 +25,28 @@ type Listener interface {
 
 const methodAcknowledged = "notifications/subscriptions/acknowledged"
 
-// listenStream is one open subscriptions/listen request of an httpSession.
+// listenStream is one subscriptions/listen request of an httpSession, held open for
+// as long as the session lives: when the server ends it (its completion result, a
+// restart, a lost connection) it is opened again, with a backoff between attempts
+// that fail, and on the next instance (Options.URLs) when its own stops answering, as
+// a session's calls and GET stream move. Updates sent while it was down are not
+// replayed: the revision's listen streams have no resumption.
 type listenStream struct {
+	s      *httpSession
+	params []byte // the request's params, with _meta
+	uris   []string
+	mux    *mux
+	ctx    context.Context // ended by close
 	cancel context.CancelFunc
 	done   chan struct{}
 }
+
+// Listen backoff: the first reopen waits listenRetryMin, each failure doubles it up to
+// listenRetryMax, and maxStreamFailures failures in a row end the stream for good.
+const (
+	listenRetryMin = 100 * time.Millisecond
+	listenRetryMax = 5 * time.Second
+)
 
 func (l *listenStream) close() {
 	l.cancel()
@@ -39,6 +58,7 @@ func (l *listenStream) close() {
 
 // Listen implements Listener. The long-lived POST goes through net/http, as GET
 // streams do: its cost is per event, and its body is read for as long as it lives.
+// A first attempt that fails is reported; later ones are the stream's own (run).
 func (s *httpSession) Listen(uris []string, deadline time.Time) error {
 	if s.d.meta == nil {
 		return protocolErr("subscriptions/listen needs the stateless revision (2026-07-28)")
@@ -54,17 +74,40 @@ func (s *httpSession) Listen(uris []string, deadline time.Time) error {
 		params = codec.AppendString(params, u)
 	}
 	params = append(params, "]}}"...)
-	body := wire.AppendRequest(nil, s.ids.Add(1), "subscriptions/listen", appendWithMeta(nil, params, s.d.meta))
-
-	// The deadline bounds the wait for the acknowledgement only; the stream lives on.
 	ctx, cancel := context.WithCancel(context.Background())
-	timer := time.AfterFunc(time.Until(deadline), cancel)
-	fail := func(err error) error {
-		timer.Stop()
+	l := &listenStream{s: s, params: appendWithMeta(nil, params, s.d.meta), uris: uris, ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	l.mux = newMux(s.index, s.d.o.OnNotification)
+	l.mux.send = newAnswerer(func(msg []byte) { s.post(msg, time.Now().Add(10*time.Second)) })
+	c, rd, err := l.open(deadline)
+	if err != nil {
 		cancel()
 		return err
 	}
-	ep, _ := s.instance()
+	go l.run(c, rd)
+	s.listenMu.Lock()
+	s.listens = append(s.listens, l)
+	s.listenMu.Unlock()
+	if s.closed.Load() { // Close ran meanwhile and did not see this stream
+		l.close()
+	}
+	return nil
+}
+
+// open sends the request on the session's instance and returns once the server has
+// acknowledged it (so that a change made afterwards cannot be missed); deadline bounds
+// that wait only, the stream lives on. An instance that does not answer moves the
+// session to the next one.
+func (l *listenStream) open(deadline time.Time) (conn, *sse.Reader, error) {
+	s := l.s
+	ctx, cancel := context.WithCancel(l.ctx)
+	timer := time.AfterFunc(time.Until(deadline), cancel)
+	fail := func(err error) (conn, *sse.Reader, error) {
+		timer.Stop()
+		cancel()
+		return conn{}, nil, err
+	}
+	body := wire.AppendRequest(nil, s.ids.Add(1), "subscriptions/listen", l.params)
+	ep, at := s.instance()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ep.url, bytes.NewReader(body))
 	if err != nil {
 		return fail(transportErr("subscriptions/listen", err))
@@ -78,12 +121,15 @@ func (s *httpSession) Listen(uris []string, deadline time.Time) error {
 	req.Header.Set(hdrMethod, "subscriptions/listen")
 	resp, err := s.d.streams.Do(req)
 	if err != nil {
-		if ctx.Err() != nil {
+		if ctx.Err() != nil && l.ctx.Err() == nil {
 			return fail(&Error{Class: ClassTimeout, Err: ErrTimeout, Msg: "subscriptions/listen"})
+		}
+		if unanswered(err) {
+			s.failover(at)
 		}
 		return fail(transportErr("subscriptions/listen", err))
 	}
-	closeBody := func(err error) error {
+	closeBody := func(err error) (conn, *sse.Reader, error) {
 		resp.Body.Close()
 		return fail(err)
 	}
@@ -97,8 +143,8 @@ func (s *httpSession) Listen(uris []string, deadline time.Time) error {
 		return closeBody(listenRefused(b))
 	}
 	rd := sse.NewReader(resp.Body, s.d.o.MaxMessage)
-	if err := awaitAck(rd, uris); err != nil {
-		if ctx.Err() != nil {
+	if err := awaitAck(rd, l.uris); err != nil {
+		if ctx.Err() != nil && l.ctx.Err() == nil {
 			err = &Error{Class: ClassTimeout, Err: ErrTimeout, Msg: "subscriptions/listen acknowledgement"}
 		}
 		return closeBody(err)
@@ -106,29 +152,67 @@ func (s *httpSession) Listen(uris []string, deadline time.Time) error {
 	if !timer.Stop() {
 		return closeBody(&Error{Class: ClassTimeout, Err: ErrTimeout, Msg: "subscriptions/listen acknowledgement"})
 	}
-	l := &listenStream{cancel: cancel, done: make(chan struct{})}
-	m := newMux(s.index, s.d.o.OnNotification)
-	m.send = newAnswerer(func(msg []byte) { s.post(msg, time.Now().Add(10*time.Second)) })
-	go func() {
-		defer close(l.done)
-		defer resp.Body.Close()
-		for {
-			ev, err := rd.Next()
-			if err != nil {
-				return // the client closed it, or the server ended it (its completion result)
-			}
-			if len(ev.Data) > 0 && isMessage(ev) {
-				m.deliver(ev.Data, time.Now())
-			}
+	return conn{body: resp.Body, cancel: cancel}, rd, nil
+}
+
+// run delivers the stream's notifications until the session closes it, opening it
+// again whenever the server ends it. A refusal that another attempt would meet again
+// (a JSON-RPC error, a protocol breach) or maxStreamFailures failures in a row end it.
+func (l *listenStream) run(c conn, rd *sse.Reader) {
+	defer close(l.done)
+	for {
+		l.read(rd)
+		c.close()
+		if l.ctx.Err() != nil {
+			return
 		}
-	}()
-	s.listenMu.Lock()
-	s.listens = append(s.listens, l)
-	s.listenMu.Unlock()
-	if s.closed.Load() { // Close ran meanwhile and did not see this stream
-		l.close()
+		var err error
+		if c, rd, err = l.reopen(); err != nil {
+			l.mux.fail(transportErr("subscriptions/listen lost", err))
+			return
+		}
 	}
-	return nil
+}
+
+// reopen opens the stream again after the server ended it: at once on the next
+// instance when the session moved (each instance tried once in a row), else after the
+// backoff.
+func (l *listenStream) reopen() (conn, *sse.Reader, error) {
+	delay, failures := listenRetryMin, 0
+	_, at := l.s.instance()
+	for {
+		if _, now := l.s.instance(); now != at && failures < len(l.s.insts) {
+			at = now // moved on: the next instance is tried without waiting
+		} else if !ctxtime.Sleep(l.ctx, delay) {
+			return conn{}, nil, ErrClosed
+		} else {
+			delay = min(2*delay, listenRetryMax)
+		}
+		c, rd, err := l.open(time.Now().Add(30 * time.Second))
+		if err == nil {
+			return c, rd, nil
+		}
+		if l.ctx.Err() != nil {
+			return conn{}, nil, ErrClosed
+		}
+		var e *Error
+		if failures++; failures >= maxStreamFailures || errors.As(err, &e) && (e.Class == ClassJSONRPC || e.Class == ClassProtocol) {
+			return conn{}, nil, err
+		}
+	}
+}
+
+// read delivers one connection's notifications until it ends.
+func (l *listenStream) read(rd *sse.Reader) {
+	for {
+		ev, err := rd.Next()
+		if err != nil {
+			return // the client closed it, or the server ended it (its completion result)
+		}
+		if len(ev.Data) > 0 && isMessage(ev) {
+			l.mux.deliver(ev.Data, time.Now())
+		}
+	}
 }
 
 // awaitAck reads the stream up to its acknowledgement, which must honour every uri.
