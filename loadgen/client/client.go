@@ -49,7 +49,8 @@ type Options struct {
 	// instances share sessions, reached without a balancer). Session i opens on instance
 	// i mod n of URL and URLs, and when its instance stops answering (connection refused,
 	// or closed before an answer) it moves to the next one with the same session id,
-	// its call is sent there, and its stream resumes there with Last-Event-ID.
+	// its call is sent there, and its stream resumes there with Last-Event-ID (its
+	// subscriptions/listen streams are opened again there).
 	URLs []string
 	// Command is the server command line for Stdio; one process per session.
 	Command []string
