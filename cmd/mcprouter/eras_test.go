@@ -394,13 +394,18 @@ func TestErasElicitation(t *testing.T) {
 }
 
 // TestErasPerClientBackend: 2026-07-28 clients (the Go SDK on its default revision) in
-// front of a per-client backend (sessions: per-client) of the 2025 era: each principal
-// gets one upstream session of its own, which its later connections reuse, and the
-// backend's sampling request comes back to it as input_required on that session.
+// front of a per-client backend (sessions: per-client) of each era: each principal gets
+// one upstream session of its own, which its later connections reuse (the router's
+// gauge of per-client upstream sessions, and a 2025 backend's own count of sessions,
+// say so), and everything but subscriptions works through it: the backend's sampling
+// request comes back to the client as input_required.
 func TestErasPerClientBackend(t *testing.T) {
 	testbin.Long(t, "starts processes")
-	addr := testbin.FreeAddr(t)
-	cfg := fmt.Sprintf(`stateless: on
+	for _, era := range backendEras {
+		t.Run(era, func(t *testing.T) {
+			addr := testbin.FreeAddr(t)
+			cfg := fmt.Sprintf(`stateless: on
+admin: {listen: "127.0.0.1:0"}
 backends:
   - name: b
     prefix: ""
@@ -412,30 +417,40 @@ auth:
   bearer_tokens:
     - {principal: alice, sha256: %q}
     - {principal: bob, sha256: %q}
-`, startEraBackend(t, "legacy"), addr, sha256Hex(aliceToken), sha256Hex(bobToken))
-	p := startRouter(t, "--config", writeConfig(t, cfg), "--listen", addr)
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	defer cancel()
-	connect := func(token string) *mcpbackendtest.Client {
-		c := mcpbackendtest.Connect(t, ctx, &mcp.StreamableClientTransport{Endpoint: p.url("/mcp"), HTTPClient: authClient(token), MaxRetries: -1}, "")
-		if !c.Modern() {
-			t.Fatalf("the client negotiated %q, want 2026-07-28", c.Version())
-		}
-		return c
-	}
-	// sessions is the number of sessions the backend holds, read through c.
-	sessions := func(c *mcpbackendtest.Client) float64 { return mcpbackendtest.Stats(t, ctx, c)["sessions"] }
-	alice := connect(aliceToken)
-	withAlice := sessions(alice)
-	mcpbackendtest.Check(t, ctx, alice, mcpbackendtest.CheckOptions{ExtraTools: 60, PageSize: routerPageSize,
-		Skip: map[string]string{"Subscribe": "subscriptions/listen honours no URI of a per-client 2025 backend: its updates arrive on the principal's upstream session, which no listen stream is fed from"}})
-	if n := sessions(connect(aliceToken)); n != withAlice {
-		t.Errorf("alice's second connection: the backend holds %v sessions, want the %v it held", n, withAlice)
-	}
-	if n := sessions(connect(bobToken)); n != withAlice+1 {
-		t.Errorf("bob: the backend holds %v sessions, want one more than %v", n, withAlice)
-	}
-	if n := sessions(alice); n != withAlice+1 {
-		t.Errorf("alice again: the backend holds %v sessions, want %v", n, withAlice+1)
+`, startEraBackend(t, era), addr, sha256Hex(aliceToken), sha256Hex(bobToken))
+			p := startRouter(t, "--config", writeConfig(t, cfg), "--listen", addr)
+			metrics := adminURL(t, p) + "/metrics"
+			ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+			defer cancel()
+			connect := func(token string) *mcpbackendtest.Client {
+				c := mcpbackendtest.Connect(t, ctx, &mcp.StreamableClientTransport{Endpoint: p.url("/mcp"), HTTPClient: authClient(token), MaxRetries: -1}, "")
+				if !c.Modern() {
+					t.Fatalf("the client negotiated %q, want 2026-07-28", c.Version())
+				}
+				return c
+			}
+			// open reads the backend's stats through c (a request that needs its
+			// principal's upstream session), then checks the router's per-client
+			// upstream sessions and a 2025 backend's count of its sessions (base more:
+			// the router's shared one).
+			var base float64
+			open := func(c *mcpbackendtest.Client, want float64, when string) {
+				t.Helper()
+				sessions := mcpbackendtest.Stats(t, ctx, c)["sessions"]
+				if got := gaugeValue(t, metrics, "mcprouter_upstream_client_sessions"); got != want {
+					t.Errorf("%s: %v per-client upstream sessions, want %v", when, got, want)
+				}
+				if era == "legacy" && sessions != base+want {
+					t.Errorf("%s: the backend holds %v sessions, want %v", when, sessions, base+want)
+				}
+			}
+			alice := connect(aliceToken)
+			base = mcpbackendtest.Stats(t, ctx, alice)["sessions"] - 1
+			open(alice, 1, "alice")
+			mcpbackendtest.Check(t, ctx, alice, mcpbackendtest.CheckOptions{ExtraTools: 60, PageSize: routerPageSize,
+				Skip: map[string]string{"Subscribe": "subscriptions/listen honours no URI of a per-client backend: its updates arrive on the principal's upstream session, which no listen stream is fed from"}})
+			open(connect(aliceToken), 1, "alice's second connection")
+			open(connect(bobToken), 2, "bob")
+		})
 	}
 }
