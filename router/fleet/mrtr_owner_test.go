@@ -1,0 +1,258 @@
+package fleet
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcprouter/mcprouter/router"
+	"github.com/mcprouter/mcprouter/transport"
+	"github.com/mcprouter/mcprouter/transport/natsbus"
+	"github.com/mcprouter/mcprouter/transport/upstream"
+)
+
+// A retry routed to the instance that owns its requestState, in one process: two
+// fleets, each behind its own router, on a real NATS (the first one's embedded
+// server, listening on loopback; the second connects to it as another instance does),
+// in front of one 2025 backend (the Go SDK's stateful server) whose tool elicits a
+// name, reports progress, then asks for a sampling. The client's requests enter each
+// router as stateless requests through transport.ServeRelayed, whose output the test
+// reads.
+
+// relayClient is a transport.RelayOutput that keeps what a router sends.
+type relayClient struct {
+	related chan []byte
+	reply   chan []byte
+}
+
+func newRelayClient() *relayClient {
+	return &relayClient{related: make(chan []byte, 64), reply: make(chan []byte, 1)}
+}
+
+func (c *relayClient) Related(msg []byte) error {
+	c.related <- append([]byte(nil), msg...)
+	return nil
+}
+
+func (c *relayClient) Reply(msg []byte, _ int) { c.reply <- append([]byte(nil), msg...) }
+
+// startOwnerBackend serves the asking tool on loopback; its address.
+func startOwnerBackend(t *testing.T) string {
+	t.Helper()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "asker", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "ask"}, func(ctx context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
+		r, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "name?", RequestedSchema: map[string]any{
+			"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}})
+		if err != nil {
+			return nil, nil, err
+		}
+		name, _ := r.Content["name"].(string)
+		if tok := req.Params.GetProgressToken(); tok != nil {
+			req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 1, Message: "named " + name})
+		}
+		s, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 10,
+			Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "greet " + name}}}})
+		if err != nil {
+			return nil, nil, err
+		}
+		text, _ := s.Content.(*mcp.TextContent)
+		if text == nil {
+			return nil, nil, context.Canceled
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: name + ":" + text.Text}}}, nil, nil
+	})
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: mux}
+	go hs.Serve(l)
+	t.Cleanup(func() { hs.Close() })
+	return l.Addr().String()
+}
+
+// ownerNode is one router instance of the test: its fleet and router.
+type ownerNode struct {
+	f *Fleet
+	r *router.Router
+}
+
+// startOwnerNode starts a fleet in front of the backend at addr on bus, sealing with
+// key, behind a router.
+func startOwnerNode(t *testing.T, addr string, bus *natsbus.Bus, key []byte) *ownerNode {
+	t.Helper()
+	url := "http://" + addr + "/mcp"
+	log := slog.New(slog.DiscardHandler)
+	f := New(Config{Logger: log, Bus: bus, StateKey: key, Backends: []BackendConfig{{
+		Name: "ask", Timeout: 10 * time.Second, Era: Era2025,
+		Dialers: []Dialer{{Addr: url, Dial: func(ctx context.Context, sink upstream.Sink) (upstream.Conn, error) {
+			return upstream.DialHTTP(ctx, url, upstream.HTTPOptions{Name: "ask"}, sink)
+		}}},
+	}}})
+	f.Start(10 * time.Second)
+	r, err := router.New(router.Config{Fleet: f, Stateless: router.StatelessOn, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close(context.Background()) })
+	// The fleet closes first: the calls still parked end with it, where the router
+	// would wait for them.
+	t.Cleanup(f.Close)
+	return &ownerNode{f: f, r: r}
+}
+
+// call sends a 2026-07-28 tools/call of ask to n with the further params members
+// extra, and returns the client that reads its answer.
+func (n *ownerNode) call(t *testing.T, extra string) *relayClient {
+	t.Helper()
+	body := `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"ask","arguments":{},` +
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{},"elicitation":{}},"progressToken":"p1"}` + extra + `}}`
+	c := newRelayClient()
+	if _, err := transport.ServeRelayed(n.r, []byte(body), nil, c); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// ownerAnswer is what the tests read of an answer.
+type ownerAnswer struct {
+	Result struct {
+		ResultType    string                     `json:"resultType"`
+		InputRequests map[string]json.RawMessage `json:"inputRequests"`
+		RequestState  string                     `json:"requestState"`
+		Content       []struct{ Text string }    `json:"content"`
+	}
+	Error *struct {
+		Code    int
+		Message string
+	}
+}
+
+// answer waits for c's reply.
+func (c *relayClient) answer(t *testing.T) ownerAnswer {
+	t.Helper()
+	select {
+	case msg := <-c.reply:
+		var a ownerAnswer
+		if err := json.Unmarshal(msg, &a); err != nil {
+			t.Fatalf("answer %s: %v", msg, err)
+		}
+		return a
+	case <-time.After(20 * time.Second):
+		t.Fatal("no answer")
+	}
+	return ownerAnswer{}
+}
+
+// asked checks that a is an input_required asking method once, and returns the
+// retry's members answering it with answer.
+func asked(t *testing.T, a ownerAnswer, method, answer string) string {
+	t.Helper()
+	if a.Error != nil || a.Result.ResultType != "input_required" || len(a.Result.InputRequests) != 1 {
+		t.Fatalf("answer %+v, want input_required asking %s", a, method)
+	}
+	for key, req := range a.Result.InputRequests {
+		if !strings.Contains(string(req), `"method":"`+method+`"`) {
+			t.Fatalf("input request %s, want %s", req, method)
+		}
+		return `,"inputResponses":{"` + key + `":` + answer + `},"requestState":"` + a.Result.RequestState + `"`
+	}
+	return ""
+}
+
+const (
+	elicitAnswer = `{"action":"accept","content":{"name":"Ann"}}`
+	sampleAnswer = `{"role":"assistant","model":"m","content":{"type":"text","text":"hello"}}`
+)
+
+// startNATSPair starts the first instance's bus (an embedded server listening on
+// loopback) and the second's, connected to it.
+func startNATSPair(t *testing.T) (a, b *natsbus.Bus) {
+	t.Helper()
+	log := slog.New(slog.DiscardHandler)
+	a, err := natsbus.Start(natsbus.Config{Listen: "127.0.0.1:0", Token: "owner-test", NoJetStream: true}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.Close)
+	b, err = natsbus.Start(natsbus.Config{URL: a.ClientURL(), Token: "owner-test"}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	return a, b
+}
+
+// TestRetryRoutedToOwner: the call starts on A; its first retry lands on B, which
+// sends it to A: the progress the backend reports after the client's answer reaches
+// the client through B, then the next round (owned by A) comes back through B; the
+// retry of that round, on B again, gets the tool's result. A tampered state is refused
+// by B itself; a retry whose owner has no subscriber any more (gone) is answered at
+// once.
+func TestRetryRoutedToOwner(t *testing.T) {
+	addr := startOwnerBackend(t)
+	busA, busB := startNATSPair(t)
+	key := make([]byte, 32)
+	copy(key, "a test key shared by both fleets")
+	a := startOwnerNode(t, addr, busA, key)
+	b := startOwnerNode(t, addr, busB, key)
+
+	first := a.call(t, "").answer(t)
+	retry := asked(t, first, "elicitation/create", elicitAnswer)
+
+	c := b.call(t, retry)
+	second := c.answer(t)
+	retry = asked(t, second, "sampling/createMessage", sampleAnswer)
+	if !strings.Contains(second.Result.RequestState, ":"+hexInstance(a)+":") {
+		t.Fatalf("the next round's state %q is not A's", second.Result.RequestState)
+	}
+	select {
+	case msg := <-c.related:
+		if !strings.Contains(string(msg), `"notifications/progress"`) || !strings.Contains(string(msg), `"named Ann"`) ||
+			!strings.Contains(string(msg), `"progressToken":"p1"`) {
+			t.Fatalf("relayed message %s, want the backend's progress under the retry's token", msg)
+		}
+	default:
+		t.Fatal("the progress the owner saw did not come through B before its answer")
+	}
+
+	done := b.call(t, retry).answer(t)
+	if done.Error != nil || len(done.Result.Content) != 1 || done.Result.Content[0].Text != "Ann:hello" {
+		t.Fatalf("last retry through B: %+v, want the tool's result", done)
+	}
+
+	t.Run("tampered", func(t *testing.T) {
+		retry := asked(t, a.call(t, "").answer(t), "elicitation/create", elicitAnswer)
+		i := strings.Index(retry, `"requestState":"mcprouter:`) + len(`"requestState":"mcprouter:`) + 17 + 5
+		bad := retry[:i] + string(retry[i]^1) + retry[i+1:]
+		got := b.call(t, bad).answer(t)
+		if got.Error == nil || !strings.Contains(got.Error.Message, "failed verification") {
+			t.Fatalf("tampered state on B: %+v, want a refusal saying it failed verification", got)
+		}
+		if got := b.call(t, retry).answer(t); got.Error != nil || got.Result.ResultType != "input_required" {
+			t.Fatalf("the good retry after the refused one: %+v", got)
+		}
+	})
+
+	t.Run("owner gone", func(t *testing.T) {
+		retry := asked(t, a.call(t, "").answer(t), "elicitation/create", elicitAnswer)
+		a.f.srv.park.relay.sub.Unsubscribe() // as when A's process is gone: no responders
+		got := b.call(t, retry).answer(t)
+		if got.Error == nil || !strings.Contains(got.Error.Message, "is gone") {
+			t.Fatalf("retry of a gone owner's state: %+v, want an error saying its owner is gone", got)
+		}
+	})
+}
+
+// hexInstance is n's instance id as its states name it.
+func hexInstance(n *ownerNode) string { return hex.EncodeToString(n.f.srv.park.instance[:]) }
