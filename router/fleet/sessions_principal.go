@@ -16,9 +16,10 @@ import (
 // names its virtual-server endpoint too): opened by the principal's first request,
 // reused by its next ones, closed once it has been idle for principalIdle
 // and when the fleet closes. Every anonymous client is the one principal "": they share
-// an upstream session, which the router opens with no client token; a backend whose
-// credentials are the client's own (token exchange) refuses it with an authorization
-// error that says the client presented no token.
+// an upstream session, which the router opens with no client token. A backend whose
+// credentials are the client's own (token exchange) does not meet one, since that needs
+// authenticated clients; should it, its dialer refuses the session as unauthorized (the
+// client presented no token), which the client is told (CodeBackendAuth).
 //
 // Bounds: each principal's upstream sessions take slots of the cap every per-client
 // session shares (Config.MaxUpstreamSessions), and the principals held are at most that
