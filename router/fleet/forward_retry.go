@@ -32,8 +32,10 @@ import (
 // (under its shard's lock): the last moment its exchange may be read, to build the
 // bytes sent again when the caller no longer has them.
 func (fw *forwarder) resendBuilding(b *backend, c *upConn, id uint64, err error, build func(e *entry, to *upConn)) (*upConn, error) {
-	down := errors.Is(err, upstream.ErrBackendDown)
-	lost := !down && errors.Is(err, upstream.ErrNoResponse)
+	// Lost before down: a request lost on a replica that died (failover's error wraps
+	// the child's exit, a down error) was sent, and may have run.
+	lost := errors.Is(err, upstream.ErrNoResponse)
+	down := !lost && errors.Is(err, upstream.ErrBackendDown)
 	if !down && !lost {
 		return nil, err
 	}
