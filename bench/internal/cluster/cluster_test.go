@@ -88,15 +88,36 @@ func TestAddrOf(t *testing.T) {
 	}
 }
 
-func TestMean(t *testing.T) {
+// TestLevel: the mean resident memory and the floor of the counts over [from, to).
+func TestLevel(t *testing.T) {
 	t0 := time.Now()
 	samples := []Sample{
-		{At: t0, Usage: map[string]Usage{"a": {RSS: 100, FDs: 10, Goroutines: -1}}},
-		{At: t0.Add(time.Second), Usage: map[string]Usage{"a": {RSS: 300, FDs: 20, Goroutines: -1}}},
-		{At: t0.Add(2 * time.Second), Usage: map[string]Usage{"a": {RSS: 1000, FDs: 99, Goroutines: -1}}},
+		{At: t0, Usage: map[string]Usage{"a": {RSS: 100, FDs: 12, Goroutines: 7}}},
+		{At: t0.Add(time.Second), Usage: map[string]Usage{"a": {RSS: 300, FDs: 10, Goroutines: 9}}},
+		{At: t0.Add(2 * time.Second), Usage: map[string]Usage{"a": {RSS: 1000, FDs: 1, Goroutines: 1}}},
 	}
-	m, n := Mean(samples, "a", t0, t0.Add(2*time.Second))
-	if n != 2 || m.RSS != 200 || m.FDs != 15 || m.Goroutines != -1 {
-		t.Errorf("mean %+v over %d", m, n)
+	m, n := Level(samples, "a", t0, t0.Add(2*time.Second))
+	if n != 2 || m.RSS != 200 || m.FDs != 10 || m.Goroutines != 7 {
+		t.Errorf("level %+v over %d", m, n)
+	}
+	if m, _ := Level(samples[:1], "a", t0, t0.Add(time.Second)); m.Goroutines != 7 {
+		t.Errorf("one sample: %+v", m)
+	}
+}
+
+// TestDelta: the growth of the cumulative figures between the first and the last
+// sample inside [from, to].
+func TestDelta(t *testing.T) {
+	t0 := time.Now()
+	at := func(d time.Duration, cpu, wait time.Duration) Sample {
+		return Sample{At: t0.Add(d), Usage: map[string]Usage{"a": {CPU: cpu, RunqueueWait: wait}}}
+	}
+	samples := []Sample{at(0, 1*time.Second, 0), at(time.Second, 2*time.Second, time.Second), at(3*time.Second, 5*time.Second, 4*time.Second), at(9*time.Second, 50*time.Second, 0)}
+	cpu, wait, span := Delta(samples, "a", t0.Add(time.Second), t0.Add(5*time.Second))
+	if cpu != 3*time.Second || wait != 3*time.Second || span != 2*time.Second {
+		t.Errorf("cpu %v wait %v span %v", cpu, wait, span)
+	}
+	if _, _, span := Delta(samples, "a", t0.Add(4*time.Second), t0.Add(5*time.Second)); span != 0 {
+		t.Errorf("no two samples: span %v", span)
 	}
 }

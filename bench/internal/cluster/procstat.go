@@ -11,6 +11,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mcprouter/mcprouter/bench/compare"
+	"github.com/mcprouter/mcprouter/loadgen"
 )
 
 // Usage is what a process holds at one moment, from /proc (and, for a router, its
@@ -20,6 +23,13 @@ type Usage struct {
 	FDs        int   // open descriptors
 	Threads    int
 	Goroutines int // -1 when the process exposes no metrics
+	// CPU is the CPU time (user and system) the process has used so far, its running
+	// and reaped children's included (a router's stdio backends): a figure that grows,
+	// read at two moments for a rate.
+	CPU time.Duration
+	// RunqueueWait is how long the process's threads have waited, runnable, for a CPU
+	// so far (schedstat): it grows fast when other processes take the CPUs.
+	RunqueueWait time.Duration
 }
 
 func (u Usage) String() string {
@@ -53,6 +63,10 @@ func ReadUsage(pid int, metricsURL string) (Usage, error) {
 		return u, err
 	}
 	u.FDs = len(fds)
+	if u.CPU, err = compare.ProcCPU(pid); err != nil {
+		return u, err
+	}
+	u.RunqueueWait = loadgen.RunqueueWait(pid)
 	if metricsURL != "" {
 		if g, err := goroutines(metricsURL); err == nil {
 			u.Goroutines = g
