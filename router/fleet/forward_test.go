@@ -166,8 +166,12 @@ func attachClient(t testing.TB, f *Fleet, up *scriptedConn) *fleetClient {
 // the router does.
 func attachTracedClient(t testing.TB, f *Fleet, up *scriptedConn, tracer interface{ Start(*transport.Exchange) }) *fleetClient {
 	sess := new(router.Session)
+	return attachHandler(t, f, up, sess, fleetHandler{f: f, sess: sess, tracer: tracer})
+}
+
+// attachHandler is attachClient with h handling the client's messages on session sess.
+func attachHandler(t testing.TB, f *Fleet, up *scriptedConn, sess *router.Session, h transport.Handler) *fleetClient {
 	f.SessionOpened(sess)
-	h := fleetHandler{f: f, sess: sess, tracer: tracer}
 	reg := transport.NewRegistry(transport.RegistryConfig{InitTimeout: -1, IdleTimeout: -1}, h)
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
