@@ -83,6 +83,16 @@ func (c *Deadline) Release() {
 	}
 }
 
+// liveErr is ctx.Err() for a caller that has just seen ctx's deadline ahead: a Deadline
+// not armed yet then only needs its parent's error, without reading the clock again
+// (clock reads are a measurable share of a forwarded call's CPU).
+func liveErr(ctx context.Context) error {
+	if c, ok := ctx.(*Deadline); ok && !c.started.Load() {
+		return c.parent.Err()
+	}
+	return ctx.Err()
+}
+
 // timerless reports whether ctx is a Deadline, whose end a pooled exchange's connection
 // deadline and the Conn's Close already cover, so that a body read under it needs no
 // watch (see watchBody).

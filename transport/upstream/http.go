@@ -269,7 +269,7 @@ func (c *httpBase) do(ctx context.Context, req *fasthttp.Request, resp *fasthttp
 		}
 		req.SetTimeout(d)
 	}
-	if err := ctx.Err(); err != nil {
+	if err := liveErr(ctx); err != nil {
 		return err
 	}
 	resp.StreamBody = true
