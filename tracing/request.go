@@ -81,6 +81,7 @@ func (t *Tracer) Start(x *transport.Exchange) {
 	if span.IsRecording() {
 		r.describe(x, method)
 	}
+	t.active.Add(1)
 	x.Trace = r
 }
 
@@ -172,6 +173,7 @@ func (r *Request) Answered(reply []byte) {
 // end ends r's spans: the request finished with o, backendNs after its backend call
 // started (0: no call, or no answer).
 func (r *Request) end(o router.Outcome, backendNs int64) {
+	defer r.t.active.Add(-1)
 	if !r.span.IsRecording() {
 		return
 	}

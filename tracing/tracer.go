@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strings"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
@@ -26,6 +27,9 @@ type Tracer struct {
 	// sampler then records every span it is asked for that a client did not mark
 	// unsampled.
 	sample uint64
+	// active counts the requests holding a Request of this tracer (Start to end): a
+	// tracer replaced by a reload is shut down once they ended (Active).
+	active atomic.Int64
 }
 
 // scope is the instrumentation scope the spans are reported under.
@@ -83,6 +87,10 @@ func (t *Tracer) sampleNew() bool {
 // Shutdown exports the spans still queued (within ctx) and stops the exporter. Spans
 // ended afterwards are dropped.
 func (t *Tracer) Shutdown(ctx context.Context) error { return t.tp.Shutdown(ctx) }
+
+// Active is the number of requests whose trace this tracer started and that have not
+// ended yet: their spans end on it, so it must not be shut down before.
+func (t *Tracer) Active() int64 { return t.active.Load() }
 
 // ForceFlush exports the spans ended so far, within ctx.
 func (t *Tracer) ForceFlush(ctx context.Context) error { return t.tp.ForceFlush(ctx) }

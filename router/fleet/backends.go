@@ -262,10 +262,16 @@ func (in *instance) check(ctx context.Context) {
 	}
 }
 
-// AppendCapabilities implements router.Fleet: the union of what the backends offer.
+// AppendCapabilities implements router.Fleet: the union of what the backends offer. A
+// fleet with no backends (a router waiting for a reload to add them) offers the three
+// lists, empty, with listChanged: its clients are told when backends come.
 func (f *Fleet) AppendCapabilities(dst []byte, version string) []byte {
 	var tools, prompts, resources, subscribe, completions bool
-	for _, b := range f.set.all() {
+	set := f.set.all()
+	if len(set) == 0 {
+		tools, prompts, resources = true, true, true
+	}
+	for _, b := range set {
 		b.mu.Lock()
 		caps := b.caps
 		b.mu.Unlock()

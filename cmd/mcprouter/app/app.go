@@ -35,7 +35,7 @@ type App struct {
 	Router *router.Router
 	Reg    *transport.Registry
 	HTTP   *transport.HTTPServer
-	Fleet  *fleet.Fleet // nil without backends
+	Fleet  *fleet.Fleet // never nil: empty without backends
 	Bus    *natsbus.Bus
 	// Auth authenticates MCP clients (not Enabled with auth.mode off).
 	Auth          *auth.Authenticator
@@ -87,16 +87,19 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 	}
 	a.Bus = bus
 	warnClearNATS(cfg.NATS, log)
-	if len(cfg.Backends) > 0 {
-		fc, err := fleetConfig(&cfg, reqLog, bus)
-		if err != nil {
-			bus.Close()
-			return nil, err
-		}
-		fc.Bus = bus
-		a.Fleet = fleet.New(fc)
-		rc.Fleet = a.Fleet
+	// The fleet is built even with no backends: a reload may add them, and clients
+	// then hear list_changed like any other change of the lists.
+	fc, err := fleetConfig(&cfg, reqLog, bus)
+	if err != nil {
+		bus.Close()
+		return nil, err
 	}
+	if len(cfg.Backends) == 0 {
+		log.Info("no backends configured: the lists are empty until a configuration reload adds some")
+	}
+	fc.Bus = bus
+	a.Fleet = fleet.New(fc)
+	rc.Fleet = a.Fleet
 	var events transport.EventLog
 	if bus.JS != nil && !cfg.Sessions.NoPersist {
 		store, err := bus.Sessions(2 * cfg.Sessions.IdleTimeout)
@@ -145,7 +148,7 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 		Auth:           a.Auth,
 		StatusOf:       router.StatusOf,
 		Audit:          auditLogger(log),
-		TraceHeaders:   rc.Tracer != nil,
+		TraceHeaders:   a.traceHeaders,
 	}
 	a.HTTP = transport.NewHTTPServer(hc, a.Reg, r)
 	if err := a.watchMetrics(); err != nil {

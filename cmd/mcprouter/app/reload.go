@@ -170,10 +170,8 @@ func (a *App) planBackends(p *reloadPlan) error {
 	p.steps = append(p.steps, reloadStep{"backends", func() {
 		r := a.Fleet.Reconfigure(backends)
 		a.cfg.Backends = p.cfg.Backends
-		if r.Changed() {
-			a.log.Info("configuration reload: backends changed",
-				"added", r.Added, "removed", r.Removed, "replaced", r.Replaced)
-		}
+		a.log.Info("configuration reload: backends changed",
+			"backends_added", r.Added, "backends_removed", r.Removed, "backends_replaced", r.Replaced)
 	}})
 	return nil
 }
@@ -240,7 +238,6 @@ func fixedChanges(cur, next *Config) []string {
 		{"stateless", cur.Stateless, next.Stateless},
 		{"auth", cur.Auth, next.Auth},
 		{"reload", cur.Reload, next.Reload},
-		{"request_state", cur.RequestState, next.RequestState},
 	}
 	var out []string
 	for _, s := range sections {
