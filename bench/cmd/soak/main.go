@@ -22,25 +22,30 @@
 // the neighbours move as much and a drifting router does not:
 //
 //   - throughput: the calls served per second against the first window's (an
-//     open-loop load that the routers stop keeping up with is served late).
+//     open-loop load that the routers stop keeping up with is served late), less 5%.
 //   - router CPU per call: the CPU time of the router processes (from /proc, their
 //     stdio children included) over the window divided by the calls served in it,
 //     against the HTTP backend's CPU per call over the same window. A leak that makes
 //     each call dearer (a list that grows, a map that is scanned, a heap the collector
 //     walks again and again) raises the routers' cost and not the backend's; a busy
-//     machine (more messages handled per wakeup) lowers both.
+//     machine (more messages handled per wakeup) lowers both. The ratio of the two
+//     may rise by 25%.
 //   - p99: the median of the per-second p99 latencies of each window (one bad second
 //     weighs as one second), beside the same figure for a light load (-probe-rate)
 //     calling the HTTP backend directly, without a router, from the same process at
 //     the same time: the routers' p99 may rise by what the direct calls' rose, and 50%
-//     more. When the neighbours take the CPU the routers need, the open-loop calls
-//     queue without bound while the direct calls, a few a second, do not: a rise
-//     while the routers' threads waited, runnable, for a CPU (schedstat) at least
-//     twice as long as in the first window, with each call costing them no more, is
-//     the machine's, and the table says so with the figures.
+//     more.
+//   - When the neighbours take the CPU the routers need, the open-loop calls queue
+//     without bound while the direct calls, a few a second, do not: the throughput
+//     falls behind the offered rate and p99 soars. A fall or a rise while the
+//     routers' threads waited, runnable, for a CPU (schedstat) at least twice as long
+//     as in the first window, with each call costing them no more, is the machine's:
+//     those two checks pass, and their rows show the wait.
 //
 // It samples every process's resident memory, descriptors, CPU and (routers)
-// goroutines, and checks their growth over the last two thirds (20 of 30 minutes).
+// goroutines, and checks their growth over the last two thirds (20 of 30 minutes):
+// the mean resident memory, and the floor of the descriptors and goroutines (calls in
+// flight raise their peaks, a leak their floor), of its first and last tenths.
 // Any error fails the run. It prints a table and exits non-zero when a check fails.
 package main
 

@@ -107,8 +107,6 @@ func (v *verdict) checks() cluster.Checks {
 	e, ref := v.endsOf(v.calls.Series), v.endsOf(v.probe.Series)
 	w := v.window().Round(time.Second)
 	end := v.start.Add(v.duration)
-	out = append(out, check{What: fmt.Sprintf("throughput flat (first %v vs last %v)", w, w),
-		Figure: fmt.Sprintf("%.0f/s → %.0f/s (%+.1f%%)", e.rate0, e.rate1, pct(e.rate0, e.rate1)), Pass: e.rate0 > 0 && (e.rate1-e.rate0)/e.rate0 >= -maxRateDrift})
 	r0, r1 := v.costOf(v.routers, v.start, v.start.Add(w), e.rate0), v.costOf(v.routers, end.Add(-w), end, e.rate1)
 	b0, b1 := v.costOf([]string{v.backend}, v.start, v.start.Add(w), e.rate0), v.costOf([]string{v.backend}, end.Add(-w), end, e.rate1)
 	// The backend's CPU per call is the reference: on a busy machine every process
@@ -116,24 +114,29 @@ func (v *verdict) checks() cluster.Checks {
 	// third in a run whose neighbours took over at the end), on a quiet one more.
 	ratio0, ratio1 := r0.cpuPerCall/max(b0.cpuPerCall, 1e-9), r1.cpuPerCall/max(b1.cpuPerCall, 1e-9)
 	cheap := r0.cpuPerCall > 0 && b0.cpuPerCall > 0 && r1.cpuPerCall > 0 && b1.cpuPerCall > 0 && ratio1 <= ratio0*(1+maxCPUIncrease)
+	// When the neighbours take the CPU the routers need, an open-loop load queues
+	// without bound (the direct calls, a few a second, do not): throughput falls behind
+	// and p99 soars. A fall or a rise while the routers' threads waited for a CPU
+	// minStarved times as long as in the first window, each call costing them no more,
+	// is the machine's; the rows show the wait.
+	starved := cheap && r1.waitPerSec >= minStarved*max(r0.waitPerSec, 1)
+	waited := fmt.Sprintf("routers waited for a CPU %.0f → %.0f ms/s", r0.waitPerSec, r1.waitPerSec)
+	out = append(out, check{What: fmt.Sprintf("throughput flat, unless the routers starved (first %v vs last %v)", w, w),
+		Figure: fmt.Sprintf("%.0f/s → %.0f/s (%+.1f%%); %s", e.rate0, e.rate1, pct(e.rate0, e.rate1), waited),
+		Pass:   e.rate0 > 0 && ((e.rate1-e.rate0)/e.rate0 >= -maxRateDrift || starved)})
 	out = append(out, check{What: fmt.Sprintf("router CPU per call flat beside the backend's (first %v vs last %v)", w, w),
 		Figure: fmt.Sprintf("%.0fµs → %.0fµs; %s %.0fµs → %.0fµs; ratio %.2f → %.2f (%+.0f%%)", r0.cpuPerCall, r1.cpuPerCall, v.backend,
 			b0.cpuPerCall, b1.cpuPerCall, ratio0, ratio1, pct(ratio0, ratio1)), Pass: cheap})
 	// The routers' p99 may rise by what the direct calls' rose (the machine), and
-	// maxP99Increase more; 1ms of slack for sub-millisecond figures. An open-loop load
-	// that the machine stops giving the routers the CPU for queues without bound (and
-	// the direct calls, a few a second, do not queue): a p99 that rose while the
-	// routers' threads waited for a CPU minStarved times as long as at first, each call
-	// costing them no more, is the machine's.
+	// maxP99Increase more; 1ms of slack for sub-millisecond figures.
 	allowed := 1 + maxP99Increase
 	if ref.p990 > 0 && ref.p991 > ref.p990 {
 		allowed *= ref.p991 / ref.p990
 	}
 	flatP99 := e.p990 > 0 && e.p991 <= e.p990*allowed+1000
-	starved := cheap && r1.waitPerSec >= minStarved*max(r0.waitPerSec, 1)
 	out = append(out, check{What: fmt.Sprintf("p99 flat beside direct calls, unless the routers starved (median second, first %v vs last %v)", w, w),
-		Figure: fmt.Sprintf("%s → %s (%+.0f%%); direct %s → %s (%+.0f%%); routers waited for a CPU %.0f → %.0f ms/s", report.FormatUS(e.p990), report.FormatUS(e.p991), pct(e.p990, e.p991),
-			report.FormatUS(ref.p990), report.FormatUS(ref.p991), pct(ref.p990, ref.p991), r0.waitPerSec, r1.waitPerSec),
+		Figure: fmt.Sprintf("%s → %s (%+.0f%%); direct %s → %s (%+.0f%%); %s", report.FormatUS(e.p990), report.FormatUS(e.p991), pct(e.p990, e.p991),
+			report.FormatUS(ref.p990), report.FormatUS(ref.p991), pct(ref.p990, ref.p991), waited),
 		Pass: flatP99 || starved})
 	out = append(out, check{What: "no call fails", Figure: fmt.Sprintf("%d calls, %d errors (%s)", v.calls.Requests, v.calls.Errors, cluster.ErrorClasses(v.calls.ErrorsByClass, v.calls.FirstErrors)), Pass: v.calls.Errors == 0})
 	out = append(out, check{What: "no session lifecycle fails", Figure: fmt.Sprintf("%d lifecycles, %d errors (%s)", v.churn.Requests, v.churn.Errors, cluster.ErrorClasses(v.churn.ErrorsByClass, v.churn.FirstErrors)), Pass: v.churn.Errors == 0})
