@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,7 +17,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcprouter/mcprouter/internal/testbin"
 	"github.com/mcprouter/mcprouter/internal/testwait"
+	"github.com/mcprouter/mcprouter/loadgen/report"
 )
 
 // reloadConfig writes a router configuration with the named stdio backends to path the
@@ -285,4 +288,108 @@ func TestReloadPolicy(t *testing.T) {
 	if res, err := echo(); err != nil || res.IsError {
 		t.Fatalf("the limit outlived its reload: %v %+v", err, res)
 	}
+}
+
+// TestReloadFromEmpty: a configuration with no backends is valid (`mcprouter check`
+// passes it, the router starts and says its lists are empty until a reload); a reload
+// that adds a backend gives its tools to a client already connected, which hears
+// list_changed, lists them and calls one.
+func TestReloadFromEmpty(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "mcprouter.yaml")
+	reloadConfig(t, path, nil, "")
+	var out, errOut strings.Builder
+	if code := check([]string{"--config", path}, &out, &errOut); code != 0 {
+		t.Fatalf("mcprouter check of a configuration without backends: exit %d\n%s%s", code, out.String(), errOut.String())
+	}
+	p := startRouter(t, "--config", path)
+	if !p.Log.Contains("no backends configured") {
+		t.Errorf("the start did not say the lists are empty until a reload\n%s", p.Log)
+	}
+
+	changed := make(chan struct{}, 16)
+	client := mcp.NewClient(&mcp.Implementation{Name: "reload-empty", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: p.url("/mcp"), MaxRetries: -1}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatalf("connect: %v\n%s", err, p.Log)
+	}
+	defer cs.Close()
+	if caps := cs.InitializeResult().Capabilities; caps.Tools == nil || !caps.Tools.ListChanged {
+		t.Fatalf("an empty router does not offer tools with listChanged: %+v", caps)
+	}
+	if names, _ := toolNames(t, cs); len(names) != 0 {
+		t.Fatalf("tools of an empty router: %v", names)
+	}
+
+	reloadConfig(t, path, []string{"one"}, "")
+	testwait.Recv(t, "list_changed after the first backend came", testTimeout, changed)
+	testwait.For(t, "the added backend's tools", testTimeout, func() bool {
+		names, _ := toolNames(t, cs)
+		return slices.Contains(names, "one__echo")
+	})
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "one__echo", Arguments: map[string]any{"text": "first"}})
+	if err != nil || res.IsError {
+		t.Fatalf("call to the backend a reload added: %v %+v\n%s", err, res, p.Log)
+	}
+}
+
+// TestReloadUnderMcpload: the real load generator (mcpload, 4 sessions calling a tool
+// in a closed loop) runs against the router while reloads add a backend, remove
+// another, then replace the one it calls; its JSON report counts no failed call.
+func TestReloadUnderMcpload(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "mcprouter.yaml")
+	reloadConfig(t, path, []string{"keep", "gone"}, "")
+	p := startRouter(t, "--config", path)
+	admin := adminURL(t, p)
+	okCalls := func() float64 {
+		return gaugeValue(t, admin+"/metrics", `mcprouter_requests_total{backend="keep",method="tools/call",outcome="ok"}`)
+	}
+
+	jsonOut := filepath.Join(dir, "report.json")
+	load := testbin.Start(t, testbin.Spec{Name: "mcpload", Bin: testbin.BuildFixture(t, "github.com/mcprouter/mcprouter/cmd/mcpload"),
+		Args: []string{"--url", p.url("/mcp"), "--tool", "keep__echo", "--args", `{"text":"x"}`, "--sessions", "4",
+			"--warmup", "0s", "--duration", "5m", "--timeout", "20s", "--json", jsonOut, "--quiet"}})
+	testwait.For(t, "mcpload's first calls", testTimeout, func() bool { return okCalls() > 0 })
+
+	reloadConfig(t, path, []string{"keep", "added"}, "")
+	testwait.For(t, "gone removed and drained", testTimeout, func() bool {
+		return p.Log.Contains("backend removed: drained and closed")
+	})
+	reloadConfig(t, path, []string{"keep@21s", "added"}, "")
+	testwait.For(t, "keep replaced and the old one drained", testTimeout, func() bool {
+		return p.Log.Contains("backends_replaced=[keep]") && p.Log.Count("backend removed: drained and closed") >= 2
+	})
+	after := okCalls()
+	testwait.For(t, "calls served by keep's replacement", testTimeout, func() bool { return okCalls() > after })
+
+	// Interrupted, mcpload ends its run as at the end of its duration and writes the
+	// report.
+	if err := load.Cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if !load.WaitExit(testTimeout) {
+		t.Fatalf("mcpload did not end on SIGINT\n%s", load.Log)
+	}
+	raw, err := os.ReadFile(jsonOut)
+	if err != nil {
+		t.Fatalf("mcpload's report: %v\n%s", err, load.Log)
+	}
+	var rep report.Report
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatalf("mcpload's report: %v", err)
+	}
+	if rep.Requests == 0 || rep.Errors != 0 {
+		t.Fatalf("mcpload: %d calls, %d failed (%v, first: %v)\n%s", rep.Requests, rep.Errors, rep.ErrorsByClass, rep.FirstErrors, p.Log)
+	}
+	t.Logf("mcpload: %d calls in %.1fs across two reloads (%.0f/s), none failed; p99 %.0fµs",
+		rep.Requests, rep.DurationS, rep.ThroughputRPS, rep.Latency.P99)
 }
