@@ -75,6 +75,11 @@ func (cb *catalogBuilder) rebuild() {
 	cb.mu.Unlock()
 }
 
+// Generation implements router.GenerationalFleet: the catalog's rebuilds count every
+// change to the backends (Reconfigure) and to what they offer (lists and capabilities
+// read after a backend connected or announced a change).
+func (f *Fleet) Generation() uint64 { return f.catalog.gen.Load() }
+
 // refresh re-reads a backend's lists and swaps in a new catalog; clients hear of it
 // when the exposed lists changed. When a refresh of b is already running it returns at
 // once: that one reads the lists again after it ends, which covers this call's change.
