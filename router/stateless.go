@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/router/modern"
@@ -48,6 +49,9 @@ type statelessState struct {
 	// notifications/cancelled rather than by closing a stream (stdio): (its transport
 	// session, the request id) → the request's Session, until it is answered.
 	open sync.Map
+	// discover is the server/discover result of the fleet's current generation
+	// (discover.go).
+	discover atomic.Pointer[discoverResult]
 }
 
 // openKey names a stateless request in flight on a transport session.
@@ -242,29 +246,6 @@ type statelessCall struct {
 
 // statelessInline holds `{}`, a clientInfo of a name and a version, and an id.
 const statelessInline = 128
-
-// discover answers server/discover: every revision the router speaks (it serves both
-// generations whatever its backends speak), the capabilities merged over its backends,
-// its serverInfo and instructions.
-func (r *Router) discover(j *job) {
-	caps := append(j.buf[:0], `{"logging":{}`...)
-	if r.fleet != nil {
-		caps = r.fleet.AppendCapabilities(caps, V20260728)
-	}
-	caps = append(caps, '}')
-	d := modern.Discover{
-		Supported:    DiscoverVersions,
-		Capabilities: caps,
-		ServerInfo:   r.modern.serverInfo,
-		Instructions: r.cfg.Instructions,
-		// What discover says changes only with the fleet's configuration, and is the
-		// same for every client.
-		Cache: modern.Cache{TTLms: 0, Scope: modern.ScopePublic},
-	}
-	res := modern.AppendDiscoverResult(make([]byte, 0, len(caps)+256), &d)
-	j.buf = caps
-	j.reply(res)
-}
 
 // ScreenReply implements transport.StatelessScreen: a result gets what every 2026-07-28
 // result carries and lacks (resultType, the router's serverInfo in _meta, in place of a

@@ -152,7 +152,7 @@ func TestStatelessReplyStatus(t *testing.T) {
 		code, want int
 	}{{0, 200}, {codec.CodeMethodNotFound, 404}, {codec.CodeHeaderMismatch, 400}, {codec.CodeInternalError, 200}} {
 		p := newEraPoster(t, &replyFleet{legacy: []byte(benchResLegacy), modern: []byte(benchResModern), code: tc.code}, nil)
-		p.post(benchCallModern, true)
+		p.post(p.wire(benchCallModern, true))
 		if got := p.ctx.Response.StatusCode(); got != tc.want {
 			t.Errorf("code %d: status %d, want %d: %s", tc.code, got, tc.want, p.ctx.Response.Body())
 		}
