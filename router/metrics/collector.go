@@ -90,6 +90,8 @@ type descs struct {
 	natsErrors      *prometheus.Desc
 	natsMsgs        *prometheus.Desc
 	natsBytes       *prometheus.Desc
+
+	endpoint endpointDescs // endpoints.go
 }
 
 func newDescs() descs {
@@ -171,6 +173,7 @@ func newDescs() descs {
 		natsMsgs:        d("nats_messages_total", "NATS messages on the router's connection, by direction (in, out).", "direction"),
 		natsBytes:       d("nats_bytes_total", "NATS payload bytes on the router's connection, by direction (in, out).", "direction"),
 	}
+	ds.endpoint = newEndpointDescs(d)
 	ds.all = all
 	return ds
 }
@@ -271,6 +274,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	if f := src.Fleet; f != nil {
 		m.collectFleet(ch, f)
 	}
+	m.collectEndpoints(ch)
 	if b := src.Bus; b != nil && b.NC != nil {
 		gauge(d.natsConnected, b2f(b.Connected.Load()))
 		counter(d.natsDisconnects, b.Disconnects.Load())

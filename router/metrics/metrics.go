@@ -15,6 +15,7 @@
 package metrics
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -73,6 +74,12 @@ type Metrics struct {
 	src    atomic.Pointer[Sources]
 	descs  descs
 	now    func() int64 // router.Now; tests replace it
+	// endpoints counts requests per MCP endpoint (endpoints.go); nil without virtual
+	// servers. epMu serialises its replacements. epSrc lists the endpoints at scrape
+	// time (WatchEndpoints).
+	endpoints atomic.Pointer[endpointTable]
+	epMu      sync.Mutex
+	epSrc     atomic.Pointer[func() []Endpoint]
 }
 
 // cell holds the per-request figures of one (method, backend) pair. Cells are written
@@ -133,6 +140,7 @@ func (m *Metrics) RequestDone(x *transport.Exchange, backend int, o router.Outco
 		o = router.OutcomeError
 	}
 	c.outcomes[o].Add(1)
+	m.countEndpoint(x, o)
 	if start != 0 {
 		c.router.observe(now - start - backendNs)
 	}

@@ -99,6 +99,7 @@ func (ch vserverChange) abandon() {
 // the removed virtual servers end, and what the changed ones no longer use is released.
 func (a *App) swapVServers(list []*vserver, changed []vserverChange) {
 	prev := a.vservers.list()
+	a.countVServers(list)
 	a.vservers.table.Store(newVServerTable(list))
 	kept := map[string]bool{}
 	for _, v := range list {

@@ -102,6 +102,7 @@ func (a *App) startVServers(hc transport.HTTPConfig, log *slog.Logger) error {
 	for _, v := range list {
 		a.Fleet.SetEndpointPolicy(v.cfg.Name, v.eng)
 	}
+	a.countVServers(list)
 	a.vservers.table.Store(newVServerTable(list))
 	return nil
 }
