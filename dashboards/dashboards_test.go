@@ -12,6 +12,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+
+	"github.com/mcprouter/mcprouter/cmd/mcprouter/app"
+	"github.com/mcprouter/mcprouter/transport/auth"
 )
 
 // dashboard is the part of a Grafana dashboard these tests read.
@@ -138,11 +141,14 @@ func TestDashboardsWellFormed(t *testing.T) {
 	}
 }
 
-// TestDashboardMetricsExist starts a real router with a real backend, drives traffic
-// through it, and checks that every metric any dashboard query reads is in the
-// router's /metrics output. A renamed metric fails here, not on an operator's screen.
+// TestDashboardMetricsExist starts a real router with a real backend (and a virtual
+// server, whose per-endpoint metrics are exported only then), drives traffic through
+// it, and checks that every metric any dashboard query reads is in the router's
+// /metrics output. A renamed metric fails here, not on an operator's screen.
 func TestDashboardMetricsExist(t *testing.T) {
-	s := startStack(t, slog.LevelInfo)
+	s := startStackWith(t, slog.LevelInfo, nil, func(c *app.Config) {
+		c.VirtualServers = []app.VirtualServer{{Name: "tenant", Auth: auth.Config{Mode: auth.ModeOff}}}
+	})
 	s.traffic(t.Context())
 	status, exposition := s.get("/metrics")
 	if status != 200 {
