@@ -140,11 +140,11 @@ func (p *policer) admit(rep *reporter, s *router.Session, x *transport.Exchange,
 // makes once per request), which escaped to the heap on every decided call.
 var inputs = sync.Pool{New: func() any { return new(policy.Input) }}
 
-// putInput clears in (it points into the request's bytes) and returns it to inputs.
-func putInput(in *policy.Input) {
-	*in = policy.Input{}
-	inputs.Put(in)
-}
+// putInput returns in to inputs. It is not cleared (FromMessage resets it): a pooled
+// Input may keep the last request's views until its next use or the pool's next
+// collection, and clearing its thirty-odd pointer slots on every call costs the
+// collector's write barriers while a collection runs.
+func putInput(in *policy.Input) { inputs.Put(in) }
 
 // refuseWhole gives the HTTP reply to x the status of a refusal (403 denied, 429
 // limited, with Retry-After) when x is the only message of its POST: the whole HTTP

@@ -67,7 +67,7 @@ func (in *Input) str(i int, s string) ref.Val {
 	if !ok {
 		v = types.String(s)
 	}
-	in.vals[i] = v
+	in.vals[i], in.made = v, true
 	return v
 }
 

@@ -30,6 +30,7 @@ func (in *Input) arguments() (ref.Val, error) {
 		return in.args, in.argsErr
 	}
 	in.args, in.argsErr = in.parseArguments()
+	in.made = true
 	return in.args, in.argsErr
 }
 

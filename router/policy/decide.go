@@ -3,6 +3,7 @@ package policy
 import (
 	"log/slog"
 	"strconv"
+	"sync/atomic"
 )
 
 // Engine is a compiled policy: the rules, the list filter's cache, the limits' matches
@@ -12,9 +13,11 @@ type Engine struct {
 	c       *compiled
 	views   *viewCache
 	limiter *Limiter // nil when neither this policy nor the one before had limits
-	log     *slog.Logger
-	stats   *Stats
-	scope   *scope // nil: every backend, tool and prompt (Options.Scope)
+	// resolved are the limiter's tables of this policy's limits (Engine.tables).
+	resolved atomic.Pointer[resolvedTables]
+	log      *slog.Logger
+	stats    *Stats
+	scope    *scope // nil: every backend, tool and prompt (Options.Scope)
 }
 
 // Options are what an Engine needs besides its configuration.
@@ -118,8 +121,9 @@ type Decision struct {
 // principal's view, the method, the names and the backend: the first call works it out
 // for every rule (with the arguments unknown, as for a list) and caches it as the
 // call's plan; later calls evaluate only the rules whose outcome depends on the
-// arguments (or failed: a failure is evaluated, and reported, on every call). A policy
-// that reads no arguments decides a repeated call with a lookup.
+// arguments (or failed: a failure is evaluated, and reported, on every call). When no
+// rule before the deciding one depends on them, the plan keeps the decision itself: a
+// policy that reads no arguments decides a repeated call with a lookup (plans.go).
 func (e *Engine) Decide(s *Subject, in *Input) Decision {
 	if !Decided(in.Method) {
 		return Decision{Allowed: true, Reason: ReasonExempt, Rule: -1}
@@ -132,14 +136,16 @@ func (e *Engine) Decide(s *Subject, in *Input) Decision {
 	case len(e.c.rules) == 0:
 		d = Decision{Allowed: true, Reason: ReasonNoRules, Rule: -1}
 	default:
-		v := e.views.get(s.view(e.c.uses))
+		v := e.views.viewOf(s, e.c.uses)
 		k := callKey{in.Method, in.Tool, in.Prompt, in.URI, in.Backend}
-		p, ok := v.plan(&k)
-		if !ok {
-			p = e.plan(in)
+		p := v.plan(&k)
+		if p == nil {
+			p = e.planOf(in)
 			e.views.storePlan(v, &k, p)
 		}
-		d = e.decide(in, p)
+		if d = p.d; !p.fixed {
+			d = e.decide(in, p.p)
+		}
 	}
 	e.stats.decided(d)
 	if d.Reason == ReasonError {

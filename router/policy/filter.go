@@ -2,6 +2,7 @@ package policy
 
 import (
 	"hash/maphash"
+	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -198,11 +199,11 @@ type view struct {
 	fp       fingerprint
 	mu       sync.RWMutex
 	seen     map[Item]bool
-	plans    map[callKey]plan
+	plans    *planMap          // read without mu (plans.go)
 	masks    [maxMasks]genMask // the latest lists' masks (Mask), oldest replaced first
 	nextMask int
 	used     atomic.Uint64
-	gone     bool // evicted: stores are dropped (under mu)
+	gone     atomic.Bool // evicted: stores are dropped (set under mu)
 }
 
 // genMask is one list's mask; a view keeps a few (one per kind of list, and the
@@ -220,6 +221,11 @@ type callKey struct {
 	method, tool, prompt, uri, backend string
 }
 
+// clone is k with strings of its own.
+func (k *callKey) clone() *callKey {
+	return &callKey{strings.Clone(k.method), strings.Clone(k.tool), strings.Clone(k.prompt), strings.Clone(k.uri), strings.Clone(k.backend)}
+}
+
 func newViewCache(max int) *viewCache {
 	return &viewCache{views: map[fingerprint]*view{}, max: max}
 }
@@ -231,16 +237,39 @@ func (c *viewCache) get(fp fingerprint) *view {
 	if v == nil {
 		c.mu.Lock()
 		if v = c.views[fp]; v == nil {
-			v = &view{fp: fp, seen: map[Item]bool{}, plans: map[callKey]plan{}}
+			v = &view{fp: fp, seen: map[Item]bool{}, plans: newPlanMap()}
 			c.views[fp] = v
 			c.epoch.Add(1)
 		}
 		c.mu.Unlock()
 	}
+	c.touch(v)
+	return v
+}
+
+// touch records that v is in use (for evict's order).
+func (c *viewCache) touch(v *view) {
 	if ep := c.epoch.Load(); v.used.Load() != ep {
 		v.used.Store(ep)
 	}
+}
+
+// viewOf is get(s.view(u)) that remembers the answer in s: a decision then finds the
+// principal's view with one atomic load instead of a locked lookup by fingerprint.
+func (c *viewCache) viewOf(s *Subject, u uses) *view {
+	if m := s.views.Load(); m != nil && m.c == c && !m.v.gone.Load() {
+		c.touch(m.v)
+		return m.v
+	}
+	v := c.get(s.view(u))
+	s.views.Store(&viewMemo{c, v})
 	return v
+}
+
+// viewMemo is the view a Subject last had in a viewCache (Subject.views).
+type viewMemo struct {
+	c *viewCache
+	v *view
 }
 
 func (v *view) lookup(it Item) (vis, ok bool) {
@@ -250,11 +279,15 @@ func (v *view) lookup(it Item) (vis, ok bool) {
 	return vis, ok
 }
 
-func (v *view) plan(k *callKey) (p plan, ok bool) {
-	v.mu.RLock()
-	p, ok = v.plans[*k]
-	v.mu.RUnlock()
-	return p, ok
+// plan returns k's plan, nil when there is none yet.
+func (v *view) plan(k *callKey) *planned {
+	if p := v.plans.load(k); p != nil {
+		return p
+	}
+	v.mu.Lock()
+	p := v.plans.lookupLocked(k)
+	v.mu.Unlock()
+	return p
 }
 
 func (v *view) mask(gen uint64) []uint64 {
@@ -271,7 +304,7 @@ func (v *view) mask(gen uint64) []uint64 {
 // storeMask keeps m; a mask counts as one entry per 64 items.
 func (c *viewCache) storeMask(v *view, gen uint64, m []uint64) {
 	v.mu.Lock()
-	if v.gone {
+	if v.gone.Load() {
 		v.mu.Unlock()
 		return
 	}
@@ -286,7 +319,7 @@ func (c *viewCache) storeMask(v *view, gen uint64, m []uint64) {
 func (c *viewCache) store(v *view, it Item, vis bool) {
 	v.mu.Lock()
 	n := int64(0)
-	if _, ok := v.seen[it]; !ok && !v.gone {
+	if _, ok := v.seen[it]; !ok && !v.gone.Load() {
 		v.seen[it] = vis
 		n = c.entries.Add(1)
 	}
@@ -294,11 +327,13 @@ func (c *viewCache) store(v *view, it Item, vis bool) {
 	c.over(v, n)
 }
 
-func (c *viewCache) storePlan(v *view, k *callKey, p plan) {
+// storePlan keeps p as k's plan. k's strings may point into a request's bytes: the
+// key kept is a copy.
+func (c *viewCache) storePlan(v *view, k *callKey, p *planned) {
 	v.mu.Lock()
 	n := int64(0)
-	if _, ok := v.plans[*k]; !ok && !v.gone {
-		v.plans[*k] = p
+	if v.plans.lookupLocked(k) == nil && !v.gone.Load() {
+		v.plans.store(k.clone(), p)
 		n = c.entries.Add(1)
 	}
 	v.mu.Unlock()
@@ -328,13 +363,14 @@ func (c *viewCache) evict(keep *view) {
 		}
 		delete(c.views, old.fp)
 		old.mu.Lock()
-		old.gone = true
-		n := len(old.seen) + len(old.plans)
+		old.gone.Store(true)
+		n := len(old.seen) + old.plans.len()
 		for _, m := range old.masks {
 			n += len(m.mask)
 		}
 		c.entries.Add(-int64(n))
-		old.seen, old.plans, old.masks = nil, nil, [maxMasks]genMask{}
+		old.seen, old.masks = nil, [maxMasks]genMask{}
+		old.plans.clear()
 		old.mu.Unlock()
 	}
 }

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"errors"
+	"unsafe"
 
 	"github.com/google/cel-go/common/types/ref"
 
@@ -21,8 +22,10 @@ const (
 
 // Input is what the rules see of one request: the CEL variables mcp.*. Build it with
 // FromMessage (from the router's scanned message) or ParseInput (from raw bytes), then
-// set Backend once the request is routed. Its views (the raw params) point into the
-// request's bytes: an Input is valid as long as they are, and is used by one goroutine.
+// set Backend once the request is routed. Its views point into the request's bytes
+// (the raw params, and Tool, Prompt and URI as FromMessage reads them, without a
+// copy): an Input is valid as long as they are, and is used by one goroutine. What
+// outlives the request copies them (the plans' keys, the limits' keys).
 type Input struct {
 	Method  string // mcp.method
 	Backend string // mcp.backend: the backend the request is routed to, "" if none
@@ -40,6 +43,7 @@ type Input struct {
 	args    ref.Val
 	argsErr error
 	unknown uses // variables a catalog item does not know (partial evaluation)
+	made    bool // some of vals, args or argsErr are set (reset clears them)
 }
 
 // ErrInput is matched (errors.Is) by the errors of FromMessage and ParseInput: the
@@ -66,7 +70,7 @@ func ParseInput(raw []byte, in *Input) error {
 // params.ref). The arguments are read later, only if a rule references mcp.arguments.
 // Backend is left empty.
 func (in *Input) FromMessage(m *codec.Message) error {
-	*in = Input{params: m.Params}
+	in.reset(m.Params)
 	method, err := text(m.Method, m.Flags&codec.MethodEscaped != 0)
 	if err != nil {
 		return err
@@ -74,16 +78,29 @@ func (in *Input) FromMessage(m *codec.Message) error {
 	in.Method = method
 	switch method {
 	case MethodToolsCall:
-		in.Tool, err = text(m.Name, m.Flags&codec.NameEscaped != 0)
+		in.Tool, err = viewText(m.Name, m.Flags&codec.NameEscaped != 0)
 	case MethodPromptsGet:
-		in.Prompt, err = text(m.Name, m.Flags&codec.NameEscaped != 0)
+		in.Prompt, err = viewText(m.Name, m.Flags&codec.NameEscaped != 0)
 	case MethodRead, MethodSubscribe, methodUnsubscribe:
-		in.URI, err = text(m.URI, m.Flags&codec.URIEscaped != 0)
+		in.URI, err = viewText(m.URI, m.Flags&codec.URIEscaped != 0)
 	case MethodComplete:
 		in.complete = true
 		err = in.completionRef()
 	}
 	return err
+}
+
+// reset makes in the empty Input of a request with params. It writes the fields one by
+// one rather than assigning a zero Input: the router recycles its Inputs (heap objects
+// with some thirty pointer slots), and a whole-struct write pays the garbage
+// collector's write barrier on every slot while a collection runs; the CEL values are
+// cleared only when an evaluation made some.
+func (in *Input) reset(params []byte) {
+	in.Method, in.Backend, in.Tool, in.Prompt, in.URI = "", "", "", "", ""
+	in.params, in.complete, in.subj, in.unknown = params, false, nil, 0
+	if in.made {
+		in.vals, in.args, in.argsErr, in.made = [len(variables)]ref.Val{}, nil, nil, false
+	}
 }
 
 // ListenEntry fills in for one resource subscription of a 2026-07-28
@@ -118,6 +135,15 @@ func text(view []byte, escaped bool) (string, error) {
 		return "tools/list", nil
 	}
 	return string(view), nil
+}
+
+// viewText is text without a copy: the string of an unescaped view shares its bytes
+// (an Input's names point into the request's bytes, as its params do).
+func viewText(view []byte, escaped bool) (string, error) {
+	if escaped || len(view) == 0 {
+		return text(view, escaped)
+	}
+	return unsafe.String(&view[0], len(view)), nil
 }
 
 // Decided reports whether the rules decide method; every other method is allowed for

@@ -180,13 +180,15 @@ func (t *table) evict(s *shard, now int64) {
 func (t *table) take(key []byte, now int64) (*bucket, time.Duration) {
 	s := t.shardOf(key)
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	b := t.get(s, key, now)
 	if b.tokens >= 1 {
 		b.tokens--
+		s.mu.Unlock()
 		return b, 0
 	}
-	return nil, time.Duration(math.Min(math.Ceil((1-b.tokens)/t.rate), float64(maxRetryAfter)))
+	wait := math.Ceil((1 - b.tokens) / t.rate)
+	s.mu.Unlock()
+	return nil, time.Duration(math.Min(wait, float64(maxRetryAfter)))
 }
 
 // maxRetryAfter caps a refusal's hint (a bucket deep in debt, a rate of a few per day).

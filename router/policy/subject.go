@@ -15,7 +15,8 @@ import (
 // Subject is a principal prepared for policy: its CEL values, built once, and its
 // fingerprint, the key of its list view. The router makes one per principal it sees
 // (per token: a refreshed token may carry other scopes) and keeps it with the session;
-// it outlives policy reloads. A Subject is immutable and safe for concurrent use.
+// it outlives policy reloads. A Subject is immutable (but for the memo of its view) and
+// safe for concurrent use.
 type Subject struct {
 	id     string // auth.Principal.ID: the limits' principal key
 	sub    ref.Val
@@ -29,6 +30,9 @@ type Subject struct {
 	// fpNoClaims is fp without the claims, the view key when no rule reads claims (a
 	// JWT's iat and jti would otherwise give every token its own view).
 	fpNoClaims fingerprint
+	// views remembers the subject's view in the cache of the engine that last decided
+	// for it (viewCache.viewOf).
+	views atomic.Pointer[viewMemo]
 }
 
 type fingerprint [2]uint64

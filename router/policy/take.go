@@ -30,6 +30,7 @@ func (e *Engine) Take(s *Subject, in *Input) Verdict {
 	}
 	in.subj, in.unknown = s, 0
 	now := e.limiter.now()
+	tabs := e.tables()
 	type taken struct {
 		t *table
 		b *bucket
@@ -47,7 +48,7 @@ func (e *Engine) Take(s *Subject, in *Input) Verdict {
 				e.log.Warn("policy: limit match failed, the request counts", "limit", d.Name, "principal", s.id, "method", in.Method, "err", err)
 			}
 		}
-		t := e.limiter.table(d.Name)
+		t := tabs[i]
 		if t == nil {
 			continue // a reload removed the limit while this request was deciding
 		}
@@ -69,6 +70,28 @@ func (e *Engine) Take(s *Subject, in *Input) Verdict {
 		}
 	}
 	return Verdict{Allowed: true}
+}
+
+// tables are the Limiter's current tables of e's limits, in e.c.limits order (nil for
+// a limit a reload removed): resolved by name once per configuration of the Limiter,
+// not at every request.
+func (e *Engine) tables() []*table {
+	m := e.limiter.tables.Load()
+	if r := e.resolved.Load(); r != nil && r.m == m {
+		return r.ts
+	}
+	r := &resolvedTables{m: m, ts: make([]*table, len(e.c.limits))}
+	for i := range e.c.limits {
+		r.ts[i] = (*m)[e.c.limits[i].Name]
+	}
+	e.resolved.Store(r)
+	return r.ts
+}
+
+// resolvedTables are an Engine's tables in one configuration of its Limiter.
+type resolvedTables struct {
+	m  *map[string]*table
+	ts []*table
 }
 
 // appendLimitKey appends a request's key for a limit. A part the request does not have (the
