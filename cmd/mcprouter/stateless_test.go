@@ -12,6 +12,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -25,10 +26,15 @@ import (
 // port and returns its address.
 func startEraBackend(t testing.TB, eras string) string {
 	t.Helper()
-	p := testbin.Start(t, testbin.Spec{Name: "mcpbackend-" + eras, Bin: backendBin(t),
+	return startEraBackendProc(t, eras).Addr()
+}
+
+// startEraBackendProc is startEraBackend returning the process.
+func startEraBackendProc(t testing.TB, eras string) *testbin.Proc {
+	t.Helper()
+	return testbin.Start(t, testbin.Spec{Name: "mcpbackend-" + eras, Bin: backendBin(t),
 		Args:  []string{"--listen", "127.0.0.1:0", "--name", eras, "--eras", eras, "--tools", "60", "--page-size", "25", "--tick", "1h"},
 		Ready: []string{"mcpbackend listening"}, Wait: testTimeout})
-	return p.Addr()
 }
 
 // startRouterFor starts mcprouter in front of the backend at addr, without a prefix.
@@ -346,4 +352,44 @@ func TestStatelessHTTPStatuses(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestStatelessDiscoverAfterReload: server/discover, built once per change of the fleet,
+// follows a reconfiguration: a router started without backends does not offer what only
+// a backend brings (completions, resource subscriptions); once a reload adds one it does,
+// and once a reload removes it again it does not.
+func TestStatelessDiscoverAfterReload(t *testing.T) {
+	testbin.Long(t, "starts processes")
+	addr := startEraBackend(t, "modern")
+	cfg := writeConfig(t, "stateless: on\nbackends: []\n")
+	p := startRouter(t, "--config", cfg)
+	discover := func() string {
+		t.Helper()
+		resp := postModern(t, p, `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{`+statelessMeta+`}}`, "server/discover", "")
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("discover: %d %s", resp.StatusCode, body)
+		}
+		return string(body)
+	}
+	const completions = `"completions":{}`
+	if first := discover(); strings.Contains(first, completions) || discover() != first {
+		t.Fatalf("without backends: %s", first)
+	}
+	reload := func(yaml string) {
+		t.Helper()
+		reloadRaw(t, cfg, []byte(yaml))
+		if err := p.Cmd.Process.Signal(syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reload(fmt.Sprintf("stateless: on\nbackends:\n  - name: b\n    prefix: \"\"\n    url: http://%s/mcp\n", addr))
+	testwait.For(t, "discover to offer the added backend's completions", testTimeout, func() bool {
+		return strings.Contains(discover(), completions)
+	})
+	reload("stateless: on\nbackends: []\n")
+	testwait.For(t, "discover to drop the removed backend's completions", testTimeout, func() bool {
+		return !strings.Contains(discover(), completions)
+	})
 }
