@@ -277,7 +277,7 @@ func (o *ownerRelay) serve(m *nats.Msg) {
 		o.mu.Lock()
 		var r *transport.Relay
 		if rb := o.in[string(m.Data)]; rb != nil {
-			r = rb.r
+			r, rb.cancelled = rb.r, true
 		}
 		o.mu.Unlock()
 		if r != nil {
@@ -316,10 +316,14 @@ func (o *ownerRelay) serveRetry(m *nats.Msg) {
 	o.mu.Unlock()
 	r, err := transport.ServeRelayed(*hp, m.Data, principal, rb)
 	o.mu.Lock()
+	cancelled := false
 	if err == nil && o.in[m.Reply] == rb {
-		rb.r = r // still being served: a cancellation finds it
+		rb.r, cancelled = r, rb.cancelled // still being served: a cancellation finds it
 	}
 	o.mu.Unlock()
+	if cancelled {
+		r.Abandon() // the cancellation came while it was being handed over
+	}
 	if err != nil {
 		o.drop(rb)
 		rb.refuse(m.Data, codec.CodeInvalidRequest, "mcprouter: a relayed retry must be one JSON-RPC request")
@@ -341,6 +345,8 @@ type relayed struct {
 	o     *ownerRelay
 	inbox string
 	r     *transport.Relay // set once handed over; under o.mu
+	// cancelled: the sender cancelled (under o.mu), maybe before r was set.
+	cancelled bool
 }
 
 // Related publishes a message that precedes the reply.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcprouter/mcprouter/internal/testwait"
 	"github.com/mcprouter/mcprouter/router"
 	"github.com/mcprouter/mcprouter/transport"
 	"github.com/mcprouter/mcprouter/transport/natsbus"
@@ -44,10 +45,22 @@ func (c *relayClient) Related(msg []byte) error {
 
 func (c *relayClient) Reply(msg []byte, _ int) { c.reply <- append([]byte(nil), msg...) }
 
-// startOwnerBackend serves the asking tool on loopback; its address.
-func startOwnerBackend(t *testing.T) string {
+// startOwnerBackend serves the asking tools on loopback: ask elicits a name, reports
+// progress, then asks for a sampling; ask_wait elicits a name, then tells waiting and
+// waits until it is cancelled, which it tells on cancelled. It returns the address.
+func startOwnerBackend(t *testing.T, waiting, cancelled chan<- struct{}) string {
 	t.Helper()
 	srv := mcp.NewServer(&mcp.Implementation{Name: "asker", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "ask_wait"}, func(ctx context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
+		if _, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "name?", RequestedSchema: map[string]any{
+			"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}}); err != nil {
+			return nil, nil, err
+		}
+		waiting <- struct{}{}
+		<-ctx.Done()
+		cancelled <- struct{}{}
+		return nil, nil, ctx.Err()
+	})
 	mcp.AddTool(srv, &mcp.Tool{Name: "ask"}, func(ctx context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
 		r, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "name?", RequestedSchema: map[string]any{
 			"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}})
@@ -115,13 +128,22 @@ func startOwnerNode(t *testing.T, addr string, bus *natsbus.Bus, key []byte) *ow
 // extra, and returns the client that reads its answer.
 func (n *ownerNode) call(t *testing.T, extra string) *relayClient {
 	t.Helper()
-	body := `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"ask","arguments":{},` +
+	c, _ := n.callTool(t, "ask", extra)
+	return c
+}
+
+// callTool is call of tool; it returns the request too, whose Abandon is the client
+// closing its stream.
+func (n *ownerNode) callTool(t *testing.T, tool, extra string) (*relayClient, *transport.Relay) {
+	t.Helper()
+	body := `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"` + tool + `","arguments":{},` +
 		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{},"elicitation":{}},"progressToken":"p1"}` + extra + `}}`
 	c := newRelayClient()
-	if _, err := transport.ServeRelayed(n.r, []byte(body), nil, c); err != nil {
+	r, err := transport.ServeRelayed(n.r, []byte(body), nil, c)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return c
+	return c, r
 }
 
 // ownerAnswer is what the tests read of an answer.
@@ -141,17 +163,12 @@ type ownerAnswer struct {
 // answer waits for c's reply.
 func (c *relayClient) answer(t *testing.T) ownerAnswer {
 	t.Helper()
-	select {
-	case msg := <-c.reply:
-		var a ownerAnswer
-		if err := json.Unmarshal(msg, &a); err != nil {
-			t.Fatalf("answer %s: %v", msg, err)
-		}
-		return a
-	case <-time.After(20 * time.Second):
-		t.Fatal("no answer")
+	msg := testwait.Recv(t, "the answer", 20*time.Second, c.reply)
+	var a ownerAnswer
+	if err := json.Unmarshal(msg, &a); err != nil {
+		t.Fatalf("answer %s: %v", msg, err)
 	}
-	return ownerAnswer{}
+	return a
 }
 
 // asked checks that a is an input_required asking method once, and returns the
@@ -197,10 +214,11 @@ func startNATSPair(t *testing.T) (a, b *natsbus.Bus) {
 // sends it to A: the progress the backend reports after the client's answer reaches
 // the client through B, then the next round (owned by A) comes back through B; the
 // retry of that round, on B again, gets the tool's result. A tampered state is refused
-// by B itself; a retry whose owner has no subscriber any more (gone) is answered at
-// once.
+// by B itself; a client that closes its stream on B cancels the call on A; a retry
+// whose owner has no subscriber any more (gone) is answered at once.
 func TestRetryRoutedToOwner(t *testing.T) {
-	addr := startOwnerBackend(t)
+	waiting, cancelled := make(chan struct{}, 1), make(chan struct{}, 1)
+	addr := startOwnerBackend(t, waiting, cancelled)
 	busA, busB := startNATSPair(t)
 	key := make([]byte, 32)
 	copy(key, "a test key shared by both fleets")
@@ -241,6 +259,18 @@ func TestRetryRoutedToOwner(t *testing.T) {
 		}
 		if got := b.call(t, retry).answer(t); got.Error != nil || got.Result.ResultType != "input_required" {
 			t.Fatalf("the good retry after the refused one: %+v", got)
+		}
+	})
+
+	t.Run("cancelled on the receiver", func(t *testing.T) {
+		c, _ := a.callTool(t, "ask_wait", "")
+		retry := asked(t, c.answer(t), "elicitation/create", elicitAnswer)
+		c, r := b.callTool(t, "ask_wait", retry)
+		testwait.Recv(t, "the backend's call resumed on its owner", 20*time.Second, waiting)
+		r.Abandon() // the client closes its stream on B
+		testwait.Recv(t, "the call cancelled on its owner", 20*time.Second, cancelled)
+		if msg := testwait.Recv(t, "the cancelled retry's end", 20*time.Second, c.reply); len(msg) != 0 {
+			t.Fatalf("a cancelled retry was answered %s", msg)
 		}
 	})
 
