@@ -187,9 +187,7 @@ func (a *App) Handler() fasthttp.RequestHandler {
 
 // Start connects the backends, waiting up to wait for their catalogs.
 func (a *App) Start(wait time.Duration) {
-	if a.Fleet != nil {
-		a.Fleet.Start(wait)
-	}
+	a.Fleet.Start(wait)
 	if a.load != nil {
 		a.startReload()
 	}
@@ -279,15 +277,13 @@ func (a *App) Shutdown(ctx context.Context) error {
 		}
 		// Requests forwarded to backends whose replies come asynchronously (stdio,
 		// legacy SSE) are still in the fleet's table: give them the rest of the grace.
-		for a.Fleet != nil && a.Fleet.InFlight() > 0 && grace.Err() == nil {
+		for a.Fleet.InFlight() > 0 && grace.Err() == nil {
 			time.Sleep(10 * time.Millisecond)
 		}
 		a.HTTP.Shutdown()
 		a.Reg.Close()
 		a.stopVServers()
-		if a.Fleet != nil {
-			a.Fleet.Close()
-		}
+		a.Fleet.Close()
 		a.stopPolicy()
 		a.Bus.Close()
 		a.stopTracing()

@@ -9,9 +9,6 @@ import (
 // tells the sessions whose view of the lists changed (Fleet.SetPolicy); the rate limits'
 // cluster-wide sharing follows the new limits. The new limits start with full buckets.
 func (a *App) swapPolicy(e *policy.Engine) {
-	if a.Fleet == nil {
-		return
-	}
 	old := a.policyState.Sync
 	a.policyState.Sync = nil
 	if old != nil {

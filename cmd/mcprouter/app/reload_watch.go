@@ -28,7 +28,7 @@ func (a *App) EnableReload(path string, load Loader) {
 	a.reloadMu.Lock()
 	defer a.reloadMu.Unlock()
 	a.load, a.configPath = load, path
-	if a.Fleet != nil && a.Policy == nil {
+	if a.Policy == nil {
 		a.Fleet.SetPolicy(nil)
 	}
 }
