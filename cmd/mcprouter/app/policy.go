@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mcprouter/mcprouter/router"
+	"github.com/mcprouter/mcprouter/router/metrics"
 	"github.com/mcprouter/mcprouter/router/policy"
 	"github.com/mcprouter/mcprouter/transport"
 	"github.com/mcprouter/mcprouter/transport/auth"
@@ -173,20 +174,8 @@ func (c *policyCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *policyCollector) Collect(ch chan<- prometheus.Metric) {
 	var allowed, denied, failed, limited uint64
 	for _, e := range c.engines() {
-		st := e.Stats()
-		for reason, n := range st.Decisions {
-			switch reason {
-			case policy.ReasonDeny.String(), policy.ReasonNoAllow.String(), policy.ReasonScope.String():
-				denied += n
-			case policy.ReasonError.String():
-				failed += n
-			default:
-				allowed += n
-			}
-		}
-		for _, n := range st.LimitedByLimit {
-			limited += n
-		}
+		pc := metrics.CountPolicy(e)
+		allowed, denied, failed, limited = allowed+pc.Allowed, denied+pc.Denied, failed+pc.Failed, limited+pc.Limited
 	}
 	ch <- prometheus.MustNewConstMetric(policyDecisionsDesc, prometheus.CounterValue, float64(allowed), "allowed")
 	ch <- prometheus.MustNewConstMetric(policyDecisionsDesc, prometheus.CounterValue, float64(denied), "denied")
