@@ -77,6 +77,13 @@ func (f *Fleet) Listen(s *router.Session, x *transport.Exchange) {
 	l.tools = n.ToolsListChanged && f.offers("tools")
 	l.prompts = n.PromptsListChanged && f.offers("prompts")
 	l.resources = n.ResourcesListChanged && f.offers("resources")
+	uris := n.ResourceSubscriptions
+	if pol := f.routes.pol; pol != nil { // the rules on its entries (policy_listen.go)
+		var ok bool
+		if uris, ok = pol.listenEntries(&f.rep, s, x, f.catalog.load(), uris, l.tools || l.prompts || l.resources); !ok {
+			return
+		}
+	}
 
 	ls := &f.catalog.listeners
 	if !ls.add(l) {
@@ -84,12 +91,11 @@ func (f *Fleet) Listen(s *router.Session, x *transport.Exchange) {
 		return
 	}
 	x.OnAbandon(func() { f.endListener(l, nil) })
-	if len(n.ResourceSubscriptions) == 0 {
+	if len(uris) == 0 {
 		f.acknowledge(l)
 		return
 	}
 	// Subscribing waits for backends: not on the dispatcher's goroutine.
-	uris := n.ResourceSubscriptions
 	f.life.spawn(func() {
 		l.uris = f.subscribeResources(l, uris)
 		f.acknowledge(l)
