@@ -22,7 +22,9 @@ const clusterToken = "mrtr-cluster-token"
 // requestState secret in file keyFile ("": none).
 func startMRTRNode(t *testing.T, backend, natsURL, keyFile string) *routerProc {
 	t.Helper()
-	cfg := fmt.Sprintf("stateless: on\nbackends:\n  - name: b\n    prefix: \"\"\n    url: http://%s/mcp\n", backend)
+	// A short grace: an instance stopped with a call parked (owner gone) would wait
+	// for it.
+	cfg := fmt.Sprintf("stateless: on\nshutdown_grace: 1s\nbackends:\n  - name: b\n    prefix: \"\"\n    url: http://%s/mcp\n", backend)
 	if natsURL == "" {
 		cfg += "nats:\n  listen: 127.0.0.1:0\n  token: " + clusterToken + "\n"
 	} else {
