@@ -152,6 +152,20 @@ func (r *Request) Forward(backend, instance string) (headers, meta []byte) {
 	return c.appendHeaders(nil), c.appendFields(nil)
 }
 
+// EndRound ends the span of the backend call r was forwarded as, when the backend
+// answered with an input_required result that the router takes up itself (a 2025
+// client in front of a 2026-07-28 backend): the client's answers are gathered and the
+// request is sent again, and the next Forward starts that round's span. Each round is
+// one backend call span, child of the server span, with the same attributes.
+func (r *Request) EndRound() {
+	if r.call == nil {
+		return
+	}
+	r.call.SetAttributes(OutcomeKey.String(router.OutcomeOK.String()))
+	r.call.End()
+	r.call = nil
+}
+
 // spanName is the name of s, the server span: the backend call is named alike.
 func spanName(s trace.Span) string {
 	if ro, ok := s.(interface{ Name() string }); ok {
