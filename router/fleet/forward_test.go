@@ -14,6 +14,7 @@ import (
 	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/router"
 	"github.com/mcprouter/mcprouter/transport"
+	"github.com/mcprouter/mcprouter/transport/natsbus"
 	"github.com/mcprouter/mcprouter/transport/upstream"
 )
 
@@ -139,8 +140,13 @@ func newFleetClientEra(t testing.TB, timeout time.Duration, modern bool) *fleetC
 // newScriptedFleet starts a fleet of one backend, "a", on a scripted connection (a
 // 2026-07-28-only backend when modern), and waits for its catalog.
 func newScriptedFleet(t testing.TB, timeout time.Duration, modern bool) (*Fleet, *scriptedConn) {
+	return newScriptedFleetOn(t, timeout, modern, nil)
+}
+
+// newScriptedFleetOn is newScriptedFleet on NATS bus (nil: none).
+func newScriptedFleetOn(t testing.TB, timeout time.Duration, modern bool, bus *natsbus.Bus) (*Fleet, *scriptedConn) {
 	up := &scriptedConn{got: make(chan []byte, 16), done: make(chan struct{}), modern: modern}
-	f := New(Config{HealthInterval: time.Hour, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Backends: []BackendConfig{{
+	f := New(Config{HealthInterval: time.Hour, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Bus: bus, Backends: []BackendConfig{{
 		Name: "a", Prefix: "a", Timeout: timeout,
 		Dialers: []Dialer{{Addr: "scripted", Dial: func(ctx context.Context, sink upstream.Sink) (upstream.Conn, error) {
 			up.sink = sink
