@@ -1,12 +1,18 @@
 package fleet
 
 import (
+	"context"
+	"errors"
+	"log/slog"
 	"runtime"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/internal/testwait"
+	"github.com/mcprouter/mcprouter/transport/natsbus"
 )
 
 // subscribeR subscribes fc's session to file:///r (served by backend "a") and answers
@@ -121,5 +127,63 @@ func TestReplacedBackendKeepsSubscriptions(t *testing.T) {
 	}
 	if r := fc.read(); string(r.ID) != "2" {
 		t.Fatalf("client got %s, want the answer to 2", r.ID)
+	}
+}
+
+// TestRemovedBackendDropsClusterSubscriptions: the same as
+// TestRemovedBackendDropsSubscriptions with subscriptions kept across a cluster (NATS
+// with JetStream): once the backend is removed, this instance holds no entry of it, no
+// NATS subscription for its updates, and the lease bucket no member or owner lease.
+func TestRemovedBackendDropsClusterSubscriptions(t *testing.T) {
+	bus, err := natsbus.Start(natsbus.Config{StoreDir: t.TempDir()}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bus.Close()
+	f, up := newScriptedFleetOn(t, time.Minute, false, bus)
+	fc := attachClient(t, f, up)
+	cs, ok := f.subs.(*clusterSubs)
+	if !ok {
+		t.Fatalf("subscriber %T, want the cluster's", f.subs)
+	}
+	subscribeR(t, fc)
+	b := f.set.all()[0]
+	sub := cs.keys[subKey{b: b, uri: "file:///r"}]
+	if sub == nil || !sub.owner || !sub.member {
+		t.Fatalf("the subscription is not held in the cluster: %+v", sub)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	leases := func() int {
+		n := 0
+		for _, k := range []string{cs.ownerKey(sub), cs.memberKey(sub)} {
+			if _, err := cs.kv.Get(ctx, k); err == nil {
+				n++
+			} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
+				t.Fatal(err)
+			}
+		}
+		return n
+	}
+	if n := leases(); n != 2 {
+		t.Fatalf("%d leases held, want the owner's and the member's", n)
+	}
+
+	r := f.Reconfigure(nil)
+	testwait.Recv(t, "the backend drained", 10*time.Second, r.Drained)
+	cs.mu.Lock()
+	n := len(cs.keys) + len(cs.bySess)
+	cs.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d subscription entries left", n)
+	}
+	if sub.nsub != nil || sub.owner || sub.member {
+		t.Fatalf("the removed backend's subscription still listens or holds: %+v", sub)
+	}
+	if n := leases(); n != 0 {
+		t.Fatalf("%d leases left in the bucket", n)
+	}
+	if got := f.SessionSubscriptions(fc.sess); len(got) != 0 {
+		t.Fatalf("session still lists %v", got)
 	}
 }
