@@ -62,6 +62,11 @@ type principalState struct {
 	id   string
 	st   *sessionState
 	last atomic.Int64 // unix nanoseconds of the last request that asked for it
+
+	mu sync.Mutex
+	// listens are the principal's listen streams by the resource of a per-client 2025
+	// backend they listen to (listen_principal.go).
+	listens map[subKey]map[*clientListener]struct{}
 }
 
 // principalID is the key of the principal a stateless request s belongs to.
@@ -181,8 +186,14 @@ func (ss *sessions) busyConns() map[*upConn]bool {
 }
 
 // busy reports whether one of the principal's upstream sessions is in busy, or is
-// being opened.
+// being opened, or a listen stream of the principal's waits for its updates.
 func (ps *principalState) busy(busy map[*upConn]bool) bool {
+	ps.mu.Lock()
+	listened := len(ps.listens) > 0
+	ps.mu.Unlock()
+	if listened {
+		return true
+	}
 	ps.st.mu.Lock()
 	defer ps.st.mu.Unlock()
 	if len(ps.st.opening) > 0 {

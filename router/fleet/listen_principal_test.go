@@ -1,0 +1,85 @@
+package fleet
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/router"
+	"github.com/mcprouter/mcprouter/transport/upstream"
+)
+
+// methodLog records the methods a fake backend was sent, in order.
+type methodLog struct {
+	mu      sync.Mutex
+	methods []string
+}
+
+func (ml *methodLog) add(m string) {
+	ml.mu.Lock()
+	ml.methods = append(ml.methods, m)
+	ml.mu.Unlock()
+}
+
+func (ml *methodLog) has(m string) bool {
+	ml.mu.Lock()
+	defer ml.mu.Unlock()
+	return slices.Contains(ml.methods, m)
+}
+
+// loggedConn is a fakeConn that records each request's method.
+type loggedConn struct {
+	*fakeConn
+	log *methodLog
+}
+
+func (c *loggedConn) Send(ctx context.Context, msg []byte) error {
+	var m codec.Message
+	if codec.Scan(msg, &m) == nil && m.Kind == codec.KindRequest {
+		c.log.add(string(m.Method))
+	}
+	return c.fakeConn.Send(ctx, msg)
+}
+
+// TestListenPrincipal: a listen stream on a resource of a per-client 2025 backend
+// subscribes on its principal's upstream session, which is not reaped while the
+// stream listens; the stream's end unsubscribes, and the idle session is then closed.
+func TestListenPrincipal(t *testing.T) {
+	f, fb := perClientFleet(t, 8, time.Minute)
+	ml := &methodLog{}
+	b := f.set.all()[0]
+	d := fb.dialer()
+	b.instances[0].dialer.Dial = func(ctx context.Context, sink upstream.Sink) (upstream.Conn, error) {
+		c, err := d.Dial(ctx, sink)
+		if err != nil {
+			return nil, err
+		}
+		return &loggedConn{fakeConn: c.(*fakeConn), log: ml}, nil
+	}
+	b.caps = []byte(`{"resources":{"subscribe":true}}`)
+	ss := f.sessions
+	ss.principals.idle = 20 * time.Millisecond
+	l := &clientListener{sess: new(router.Session)}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := ss.listenPrincipal(ctx, l, b, "memo://board"); err != nil {
+		t.Fatal(err)
+	}
+	if !ml.has("resources/subscribe") {
+		t.Fatalf("sent %v, want a resources/subscribe", ml.methods)
+	}
+	// A listened principal is busy: however long unused, neither evicted nor reaped.
+	p := &ss.principals
+	p.mu.Lock()
+	idlest := ss.idlest(time.Now().Add(time.Hour).UnixNano(), false)
+	p.mu.Unlock()
+	if idlest != nil {
+		t.Fatal("the listened principal counts as idle")
+	}
+	ss.unlisten(l)
+	eventually(t, "resources/unsubscribe sent", func() bool { return ml.has("resources/unsubscribe") })
+	eventually(t, "the principal reaped once unlistened", func() bool { return ss.principalCount() == 0 && fb.open.Load() == 0 && ss.inUse() == 0 })
+}
