@@ -21,8 +21,8 @@ import (
 
 // TestVirtualServersReload: a reload adds a virtual server (reachable at once),
 // changes one's selection (its session gets tools/list_changed and then lists the new
-// selection), changes one's auth (credentials now required), removes one (its session
-// gets 404, and so does a new client), and leaves an unchanged one's session as it was.
+// selection), changes one's auth (credentials now required), removes one (its
+// sessions get 404, a legacy one's stream ends, and a new client gets 404 too), and leaves an unchanged one's session as it was.
 func TestVirtualServersReload(t *testing.T) {
 	a := mcpbackendtest.Start(t, backendsrv.Config{Name: "a", Tick: -1})
 	b := mcpbackendtest.Start(t, backendsrv.Config{Name: "b", Tick: -1})
@@ -56,6 +56,8 @@ func TestVirtualServersReload(t *testing.T) {
 		t.Fatalf("narrowed lists %s before the reload, want b__echo", got)
 	}
 	notices := stream(t, ctx, clients["narrowed"])
+	legacy := openLegacy(t, ctx, "http://"+r.Addr(), "/mcp/gone/sse")
+	legacy.call(1, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
 
 	file = head + `  - {name: same, backends: [a], auth: {mode: off}}
   - {name: narrowed, backends: [b], exclude: [b__echo], auth: {mode: off}}
@@ -82,6 +84,22 @@ func TestVirtualServersReload(t *testing.T) {
 	}
 	if rep, err := clients["gone"].Post(ctx, `{"jsonrpc":"2.0","id":7,"method":"ping"}`); err != nil || rep.Status != http.StatusNotFound {
 		t.Errorf("the removed virtual server's session after the reload: %v %v, want 404", err, rep)
+	}
+	// The removed virtual server's legacy stream ends (within ctx), and its POSTs get 404.
+	ended := false
+	for range 1000 {
+		if _, err := legacy.stream.Next(); err != nil {
+			ended = true
+			break
+		}
+	}
+	if !ended {
+		t.Error("the removed virtual server's legacy stream did not end")
+	}
+	if resp, err := http.Post("http://"+r.Addr()+legacy.endpoint, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)); err != nil || resp.StatusCode != http.StatusNotFound {
+		t.Errorf("the removed virtual server's legacy session after the reload: %v %v, want 404", err, resp)
+	} else {
+		resp.Body.Close()
 	}
 	fresh := &mcpraw.Client{URL: r.VServerURL("gone"), Version: "2025-03-26", HTTP: &http.Client{}}
 	if rep, err := fresh.Initialize(ctx, "{}"); err != nil || rep.Status != http.StatusNotFound {
