@@ -140,3 +140,16 @@ func TestEndpointLint(t *testing.T) {
 		t.Errorf("%s: %s", p.Metric, p.Text)
 	}
 }
+
+// BenchmarkRequestDoneEndpoints is BenchmarkRequestDone with virtual servers
+// configured: the request also counts under its principal's endpoint.
+func BenchmarkRequestDoneEndpoints(b *testing.B) {
+	m := New(Options{Backends: []string{"a", "b"}})
+	m.SetEndpoints([]string{"team-a", "team-b", "team-c"})
+	x := asEndpoint("tools/call", "team-b", false)
+	start := router.Now()
+	b.ReportAllocs()
+	for b.Loop() {
+		m.RequestDone(x, 0, router.OutcomeOK, start, 250_000)
+	}
+}
