@@ -20,6 +20,8 @@ func FuzzCheck(f *testing.F) {
 		`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"x","io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}}}`,
 		`{"jsonrpc":"2.0","id":"a","method":"resources/read","params":{"uri":"a\"b",` + validMeta + `}}`,
 		`{"jsonrpc":"2.0","id":2,"result":{"_meta":{ },"ttlMs":1}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}},"roots":1},` +
+			`"io.modelcontextprotocol/clientCapabilities":7,"io.modelcontextprotocol/protocolVersion":"v","io.modelcontextprotocol/protocolVersion":1,"io.modelcontextprotocol/logLevel":"info"},"_meta":[]}}`,
 	} {
 		f.Add([]byte(s), []byte("2026-07-28"), []byte("tools/call"), []byte("=?base64?ZWNobw==?="))
 	}
@@ -30,6 +32,9 @@ func FuzzCheck(f *testing.F) {
 		}
 		var meta Meta
 		ReadMeta(m.Params, &meta)
+		if ref := refReadMeta(m.Params); !sameMeta(&meta, &ref) {
+			t.Fatalf("ReadMeta(%s) = %+v, the member by member reading says %+v", m.Params, meta, ref)
+		}
 		_ = meta.Claimed(hv)
 		for _, h := range []*Headers{nil, {Version: hv, Method: hm, Name: hn}} {
 			r := checker.Check(&m, &meta, h)

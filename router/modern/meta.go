@@ -27,26 +27,59 @@ type Meta struct {
 }
 
 // ReadMeta reads params._meta of a request (params is codec.Message.Params) into m. It
-// allocates nothing.
+// walks params once, entering _meta and the capabilities object in place rather than
+// finding them first and walking them again (a request's bytes are passed over once
+// more, not three times), and allocates nothing.
 func ReadMeta(params []byte, m *Meta) {
 	*m = Meta{}
-	meta := codec.Member(params, "_meta")
-	if !isObject(meta) {
+	var w codec.Walker
+	if !w.Object(params) {
 		return
 	}
-	m.Present = true
-	eachMember(meta, func(k, v []byte) bool {
+	for k, _, ok := w.Key(); ok; k, _, ok = w.Key() {
+		if !codec.KeyIs(k, "_meta") {
+			if _, ok := w.Value(); !ok {
+				return
+			}
+			continue
+		}
+		var mw codec.Walker
+		if w.Peek() != '{' || !w.Enter(&mw) {
+			return
+		}
+		m.Present = true
+		readMetaMembers(&mw, m)
+		return
+	}
+}
+
+// readMetaMembers reads the members of _meta, on w, into m.
+func readMetaMembers(w *codec.Walker, m *Meta) {
+	for k, _, ok := w.Key(); ok; k, _, ok = w.Key() {
+		if codec.KeyIs(k, KeyClientCapabilities) {
+			m.capsSeen = true
+			if w.Peek() == '{' {
+				var cw codec.Walker
+				w.Enter(&cw)
+				caps := readCapabilities(&cw)
+				v, ok := w.Exit(&cw)
+				if !ok {
+					return
+				}
+				m.Capabilities, m.Caps = v, caps
+				continue
+			}
+			// Not an object: no capabilities, as for a missing key.
+		}
+		v, ok := w.Value()
+		if !ok {
+			return
+		}
 		switch {
 		case codec.KeyIs(k, KeyProtocolVersion):
 			m.versionSeen = true
 			if s, ok := stringContents(v); ok {
 				m.Version = s
-			}
-		case codec.KeyIs(k, KeyClientCapabilities):
-			m.capsSeen = true
-			if isObject(v) {
-				m.Capabilities = v
-				m.Caps = ReadCapabilities(v)
 			}
 		case codec.KeyIs(k, KeyClientInfo):
 			m.ClientInfo = v
@@ -55,9 +88,7 @@ func ReadMeta(params []byte, m *Meta) {
 				m.LogLevel = s
 			}
 		}
-		return true
-	})
-	return
+	}
 }
 
 // Claimed reports whether the request claims the modern era: its _meta carries a
@@ -86,22 +117,31 @@ const TasksExtension = "io.modelcontextprotocol/tasks"
 
 // ReadCapabilities reads the flags of a raw ClientCapabilities object.
 func ReadCapabilities(raw []byte) Capability {
+	var w codec.Walker
+	if !w.Object(raw) {
+		return 0
+	}
+	return readCapabilities(&w)
+}
+
+// readCapabilities reads the flags of the capabilities object on w, to its end.
+func readCapabilities(w *codec.Walker) Capability {
 	var c Capability
-	eachMember(raw, func(k, v []byte) bool {
+next:
+	for k, _, v, ok := w.Next(); ok; k, _, v, ok = w.Next() {
 		if !isObject(v) {
-			return true
+			continue
 		}
 		for i, n := range capNames {
 			if codec.KeyIs(k, n) {
 				c |= 1 << i
-				return true
+				continue next
 			}
 		}
 		if codec.KeyIs(k, "extensions") && isObject(codec.Member(v, TasksExtension)) {
 			c |= CapTasks
 		}
-		return true
-	})
+	}
 	return c
 }
 

@@ -1,6 +1,11 @@
 package modern
 
-import "testing"
+import (
+	"bytes"
+	"testing"
+
+	"github.com/mcprouter/mcprouter/codec"
+)
 
 func TestReadMeta(t *testing.T) {
 	for _, tc := range []struct {
@@ -71,4 +76,45 @@ func TestLogLevelIndex(t *testing.T) {
 	if LogLevelIndex([]byte("debug")) != 0 || LogLevelIndex([]byte("emergency")) != 7 || LogLevelIndex([]byte("loud")) != -1 {
 		t.Error("log level indexes")
 	}
+}
+
+// refReadMeta is ReadMeta as plainly as it can be written, finding _meta and then
+// walking its members and the capabilities' (passing over them more than once): what
+// the fuzz test holds ReadMeta's single walk to.
+func refReadMeta(params []byte) Meta {
+	var m Meta
+	meta := codec.Member(params, "_meta")
+	if !isObject(meta) {
+		return m
+	}
+	m.Present = true
+	eachMember(meta, func(k, v []byte) bool {
+		switch {
+		case codec.KeyIs(k, KeyProtocolVersion):
+			m.versionSeen = true
+			if s, ok := stringContents(v); ok {
+				m.Version = s
+			}
+		case codec.KeyIs(k, KeyClientCapabilities):
+			m.capsSeen = true
+			if isObject(v) {
+				m.Capabilities, m.Caps = v, ReadCapabilities(v)
+			}
+		case codec.KeyIs(k, KeyClientInfo):
+			m.ClientInfo = v
+		case codec.KeyIs(k, KeyLogLevel):
+			if s, ok := stringContents(v); ok {
+				m.LogLevel = s
+			}
+		}
+		return true
+	})
+	return m
+}
+
+func sameMeta(a, b *Meta) bool {
+	return a.Present == b.Present && a.versionSeen == b.versionSeen && a.capsSeen == b.capsSeen && a.Caps == b.Caps &&
+		bytes.Equal(a.Version, b.Version) && bytes.Equal(a.Capabilities, b.Capabilities) &&
+		bytes.Equal(a.ClientInfo, b.ClientInfo) && bytes.Equal(a.LogLevel, b.LogLevel) &&
+		(a.Version == nil) == (b.Version == nil) && (a.LogLevel == nil) == (b.LogLevel == nil)
 }
