@@ -46,11 +46,20 @@ func (c *relayClient) Related(msg []byte) error {
 func (c *relayClient) Reply(msg []byte, _ int) { c.reply <- append([]byte(nil), msg...) }
 
 // startOwnerBackend serves the asking tools on loopback: ask elicits a name, reports
-// progress, then asks for a sampling; ask_wait elicits a name, then tells waiting and
+// progress, then asks for a sampling; ask_once elicits a name and answers it; ask_wait elicits a name, then tells waiting and
 // waits until it is cancelled, which it tells on cancelled. It returns the address.
-func startOwnerBackend(t *testing.T, waiting, cancelled chan<- struct{}) string {
+func startOwnerBackend(t testing.TB, waiting, cancelled chan<- struct{}) string {
 	t.Helper()
 	srv := mcp.NewServer(&mcp.Implementation{Name: "asker", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "ask_once"}, func(ctx context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
+		r, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "name?", RequestedSchema: map[string]any{
+			"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}})
+		if err != nil {
+			return nil, nil, err
+		}
+		name, _ := r.Content["name"].(string)
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: name}}}, nil, nil
+	})
 	mcp.AddTool(srv, &mcp.Tool{Name: "ask_wait"}, func(ctx context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
 		if _, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "name?", RequestedSchema: map[string]any{
 			"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}}); err != nil {
@@ -102,7 +111,7 @@ type ownerNode struct {
 
 // startOwnerNode starts a fleet in front of the backend at addr on bus, sealing with
 // key, behind a router.
-func startOwnerNode(t *testing.T, addr string, bus *natsbus.Bus, key []byte) *ownerNode {
+func startOwnerNode(t testing.TB, addr string, bus *natsbus.Bus, key []byte) *ownerNode {
 	t.Helper()
 	url := "http://" + addr + "/mcp"
 	log := slog.New(slog.DiscardHandler)
@@ -126,7 +135,7 @@ func startOwnerNode(t *testing.T, addr string, bus *natsbus.Bus, key []byte) *ow
 
 // call sends a 2026-07-28 tools/call of ask to n with the further params members
 // extra, and returns the client that reads its answer.
-func (n *ownerNode) call(t *testing.T, extra string) *relayClient {
+func (n *ownerNode) call(t testing.TB, extra string) *relayClient {
 	t.Helper()
 	c, _ := n.callTool(t, "ask", extra)
 	return c
@@ -134,7 +143,7 @@ func (n *ownerNode) call(t *testing.T, extra string) *relayClient {
 
 // callTool is call of tool; it returns the request too, whose Abandon is the client
 // closing its stream.
-func (n *ownerNode) callTool(t *testing.T, tool, extra string) (*relayClient, *transport.Relay) {
+func (n *ownerNode) callTool(t testing.TB, tool, extra string) (*relayClient, *transport.Relay) {
 	t.Helper()
 	body := `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"` + tool + `","arguments":{},` +
 		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{},"elicitation":{}},"progressToken":"p1"}` + extra + `}}`
@@ -161,7 +170,7 @@ type ownerAnswer struct {
 }
 
 // answer waits for c's reply.
-func (c *relayClient) answer(t *testing.T) ownerAnswer {
+func (c *relayClient) answer(t testing.TB) ownerAnswer {
 	t.Helper()
 	msg := testwait.Recv(t, "the answer", 20*time.Second, c.reply)
 	var a ownerAnswer
@@ -173,7 +182,7 @@ func (c *relayClient) answer(t *testing.T) ownerAnswer {
 
 // asked checks that a is an input_required asking method once, and returns the
 // retry's members answering it with answer.
-func asked(t *testing.T, a ownerAnswer, method, answer string) string {
+func asked(t testing.TB, a ownerAnswer, method, answer string) string {
 	t.Helper()
 	if a.Error != nil || a.Result.ResultType != "input_required" || len(a.Result.InputRequests) != 1 {
 		t.Fatalf("answer %+v, want input_required asking %s", a, method)
@@ -194,7 +203,7 @@ const (
 
 // startNATSPair starts the first instance's bus (an embedded server listening on
 // loopback) and the second's, connected to it.
-func startNATSPair(t *testing.T) (a, b *natsbus.Bus) {
+func startNATSPair(t testing.TB) (a, b *natsbus.Bus) {
 	t.Helper()
 	log := slog.New(slog.DiscardHandler)
 	a, err := natsbus.Start(natsbus.Config{Listen: "127.0.0.1:0", Token: "owner-test", NoJetStream: true}, log)
@@ -286,3 +295,34 @@ func TestRetryRoutedToOwner(t *testing.T) {
 
 // hexInstance is n's instance id as its states name it.
 func hexInstance(n *ownerNode) string { return hex.EncodeToString(n.f.srv.park.instance[:]) }
+
+// BenchmarkRetry: one call of ask_once, its input_required and the retry that
+// completes it, the retry landing on the owner (local) or on the other instance, which
+// sends it to the owner over NATS (routed): the difference is the cost of the hop.
+//
+//	go test -run XXX -bench BenchmarkRetry -benchtime 2s -count 3 ./router/fleet/
+func BenchmarkRetry(b *testing.B) {
+	addr := startOwnerBackend(b, make(chan struct{}, 1), make(chan struct{}, 1))
+	busA, busB := startNATSPair(b)
+	key := make([]byte, 32)
+	owner := startOwnerNode(b, addr, busA, key)
+	other := startOwnerNode(b, addr, busB, key)
+	// Without the gathering window (20 ms, for parallel asks) the time is the work's.
+	owner.f.srv.park.gather, other.f.srv.park.gather = 0, 0
+	for _, bc := range []struct {
+		name string
+		to   *ownerNode
+	}{{"local", owner}, {"routed", other}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				c, _ := owner.callTool(b, "ask_once", "")
+				retry := asked(b, c.answer(b), "elicitation/create", elicitAnswer)
+				c, _ = bc.to.callTool(b, "ask_once", retry)
+				if a := c.answer(b); a.Error != nil || len(a.Result.Content) != 1 {
+					b.Fatalf("retry: %+v", a)
+				}
+			}
+		})
+	}
+}
