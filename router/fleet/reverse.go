@@ -128,7 +128,9 @@ func (r *reversals) input(c *upConn, e *entry, m *codec.Message) bool {
 	if s := codec.Member(m.Result, "requestState"); s != nil {
 		state = append([]byte(nil), s...)
 	}
-	// The entry is done with; the exchange is the reversal's until the retry.
+	// The entry is done with; the exchange is the reversal's until the retry, whose
+	// backend call is traced apart from this one's.
+	endRound(e.x)
 	e.x.Tag, e.x = nil, nil
 	r.fw.release(e)
 	r.count.Add(1)

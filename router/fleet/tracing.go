@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/mcprouter/mcprouter/tracing"
+	"github.com/mcprouter/mcprouter/transport"
 	"github.com/mcprouter/mcprouter/transport/upstream"
 )
 
@@ -21,4 +22,13 @@ func traced(ctx context.Context, tr *tracing.Request, c *upConn, bp *[]byte) con
 		putBuf(mp)
 	}
 	return upstream.WithTraceHeaders(ctx, headers)
+}
+
+// endRound ends the backend call span of traced request x (if it is traced) when the
+// backend answered input_required and the router gathers the answers itself
+// (reverse.go): the retry is another backend call, with a span of its own.
+func endRound(x *transport.Exchange) {
+	if tr, ok := x.Trace.(*tracing.Request); ok {
+		tr.EndRound()
+	}
 }

@@ -67,3 +67,55 @@ func TestTracedForward(t *testing.T) {
 		tp.Shutdown(t.Context())
 	}
 }
+
+// TestTracedInputRounds: a 2025 client's traced tools/call to a 2026-07-28 backend that
+// answers input_required: the router's retry with the answers is a backend call of its
+// own, so the request has one client span per upstream round, each a child of the
+// server span with the backend and instance, and each round's bytes carry their own
+// span's traceparent.
+func TestTracedInputRounds(t *testing.T) {
+	const client = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp), sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.AlwaysSample())))
+	defer tp.Shutdown(t.Context())
+	f, up := newScriptedFleet(t, time.Minute, true)
+	f.SetObserver(tracing.Observe(nil))
+	fc := attachTracedClient(t, f, up, tracing.NewFromProvider(tp, 1))
+
+	fc.send(`{"jsonrpc":"2.0","id":"c1","method":"tools/call","params":{"name":"a__echo","_meta":{"traceparent":"` + client + `"}}}`)
+	var parents []string // the traceparent each round's bytes carry
+	for round, answer := range []string{`{"resultType":"input_required","requestState":"s1"}`, `{"content":[]}`} {
+		m := fc.upstream()
+		if round == 1 && string(codec.Member(m.Params, "requestState")) != `"s1"` {
+			t.Fatalf("the retry is %s, want the requestState echoed", m.Params)
+		}
+		parents = append(parents, string(codec.Member(codec.Member(m.Params, "_meta"), "traceparent")))
+		fc.answer(m.ID, answer)
+	}
+	if r := fc.read(); r.Kind != codec.KindResult {
+		t.Fatalf("client got %v, want the result", r.Kind)
+	}
+	spans := exp.GetSpans()
+	if len(spans) != 3 {
+		t.Fatalf("%d spans, want the request's and one backend call per round", len(spans))
+	}
+	srv := spans[2]
+	if srv.Parent.SpanID().String() != "b7ad6b7169203331" {
+		t.Fatalf("server span's parent %v, want the client's", srv.Parent.SpanID())
+	}
+	for i, call := range spans[:2] {
+		if call.Parent.SpanID() != srv.SpanContext.SpanID() || call.SpanKind.String() != "client" {
+			t.Errorf("round %d: a %v span under %v, want a client span under the server span %v", i, call.SpanKind, call.Parent.SpanID(), srv.SpanContext.SpanID())
+		}
+		attrs := map[string]string{}
+		for _, kv := range call.Attributes {
+			attrs[string(kv.Key)] = kv.Value.Emit()
+		}
+		if attrs[string(tracing.BackendKey)] != "a" || attrs[string(tracing.InstanceKey)] != "scripted" || attrs[string(tracing.OutcomeKey)] != "ok" {
+			t.Errorf("round %d: attributes %v, want the backend, its instance and the outcome", i, attrs)
+		}
+		if want := `"00-0af7651916cd43dd8448eb211c80319c-` + call.SpanContext.SpanID().String() + `-01"`; parents[i] != want {
+			t.Errorf("round %d: the backend got traceparent %s, want %s", i, parents[i], want)
+		}
+	}
+}
