@@ -123,6 +123,7 @@ func (f *Fleet) acknowledge(l *clientListener) {
 func (f *Fleet) endListener(l *clientListener, reply []byte) {
 	f.catalog.listeners.remove(l)
 	f.subs.dropSession(l.sess)
+	f.sessions.unlisten(l) // listen_principal.go
 	l.mu.Lock()
 	l.endWith(reply)
 	l.mu.Unlock()
@@ -369,6 +370,14 @@ func (f *Fleet) subscribeResources(l *clientListener, uris []string) []string {
 	var ok []string
 	for _, uri := range uris {
 		b := cat.resourceOwner(uri)
+		if b != nil && b.perClientLegacy() { // on the principal's session (listen_principal.go)
+			if err := f.listenPrincipal(l, b, uri); err != nil {
+				f.log.Debug("subscriptions/listen: resource not subscribed", "uri", uri, "backend", b.cfg.Name, "err", err)
+				continue
+			}
+			ok = append(ok, uri)
+			continue
+		}
 		if b == nil || !b.subscribable() {
 			continue
 		}

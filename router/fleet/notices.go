@@ -110,7 +110,9 @@ func (n *notices) fromBackend(c *upConn, msg []byte, m *codec.Message, reqID []b
 			msg = codec.AppendNotification(nil, "notifications/resources/updated",
 				append(append(append([]byte(`{"uri":"`), m.URI...), '"'), '}'))
 		}
-		n.subs.updated(c.b, uri, msg)
+		if !n.sessions.principalUpdated(c, uri, msg, &n.catalog.listeners) { // listen_principal.go
+			n.subs.updated(c.b, uri, msg)
+		}
 	case "notifications/subscriptions/acknowledged":
 		if c.listen != nil {
 			c.listen.acked(m.Params)
