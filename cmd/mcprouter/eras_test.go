@@ -397,8 +397,9 @@ func TestErasElicitation(t *testing.T) {
 // front of a per-client backend (sessions: per-client) of each era: each principal gets
 // one upstream session of its own, which its later connections reuse (the router's
 // gauge of per-client upstream sessions, and a 2025 backend's own count of sessions,
-// say so), and everything but subscriptions works through it: the backend's sampling
-// request comes back to the client as input_required.
+// say so), and everything works through it: the backend's sampling request comes back
+// to the client as input_required, and a 2025 backend's resource updates come on the
+// principal's listen stream.
 func TestErasPerClientBackend(t *testing.T) {
 	testbin.Long(t, "starts processes")
 	for _, era := range backendEras {
@@ -447,8 +448,7 @@ auth:
 			alice := connect(aliceToken)
 			base = mcpbackendtest.Stats(t, ctx, alice)["sessions"] - 1
 			open(alice, 1, "alice")
-			mcpbackendtest.Check(t, ctx, alice, mcpbackendtest.CheckOptions{ExtraTools: 60, PageSize: routerPageSize,
-				Skip: map[string]string{"Subscribe": "subscriptions/listen honours no URI of a per-client backend: its updates arrive on the principal's upstream session, which no listen stream is fed from"}})
+			mcpbackendtest.Check(t, ctx, alice, mcpbackendtest.CheckOptions{ExtraTools: 60, PageSize: routerPageSize})
 			open(connect(aliceToken), 1, "alice's second connection")
 			open(connect(bobToken), 2, "bob")
 		})
