@@ -3,6 +3,7 @@ package fleet
 import (
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -75,6 +76,9 @@ const (
 	relayMargin = 5 * time.Second
 	// relayPending is how many of the owner's messages one relayed retry buffers.
 	relayPending = 256
+	// relayOverhead is room for a relayed retry's headers and subjects besides the
+	// retry and the principal, within the bus's largest message.
+	relayOverhead = 1024
 )
 
 // ownerRelay sends retries to the instances that own their states, and serves those
@@ -129,16 +133,16 @@ func (o *ownerRelay) setHandler(h transport.Handler) { o.handler.Store(&h) }
 // (verified), and answers x with what comes back. Always false: x is answered by the
 // goroutine that waits.
 func (o *ownerRelay) forward(s *router.Session, x *transport.Exchange, owner [8]byte) bool {
-	if len(x.Raw)+4096 > int(o.nc.MaxPayload()) {
-		return o.rep.replyErr(x, CodeBackendUnavailable, "mcprouter: the retry is too large to send to the router instance that owns its requestState")
+	var principal []byte
+	if x.Principal != nil {
+		principal, _ = json.Marshal(x.Principal) // a struct of strings, times and JSON claims: cannot fail
+	}
+	if len(x.Raw)+len(principal)+relayOverhead > int(o.nc.MaxPayload()) {
+		return o.rep.replyErr(x, CodeBackendUnavailable, "mcprouter: the retry is too large to send to the router instance that owns its requestState over NATS")
 	}
 	if o.waiting.Add(1) > maxRelays {
 		o.waiting.Add(-1)
 		return o.rep.replyErr(x, CodeBackendBusy, "mcprouter: too many retries waiting for other router instances; retry later")
-	}
-	var principal []byte
-	if x.Principal != nil {
-		principal, _ = json.Marshal(x.Principal) // a struct of strings, times and JSON claims: cannot fail
 	}
 	key := relayKey{s, string(x.Msg.ID)}
 	cancel := make(chan struct{})
@@ -256,7 +260,7 @@ func (o *ownerRelay) present(owner [8]byte) bool {
 	m := nats.NewMsg(o.subject(owner))
 	m.Header.Set(relayOpHeader, relayPing)
 	_, err := o.nc.RequestMsg(m, relayProbe)
-	return err != nats.ErrNoResponders
+	return !errors.Is(err, nats.ErrNoResponders)
 }
 
 // tell cancels on owner the retry whose answers go to inbox.
