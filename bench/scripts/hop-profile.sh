@@ -8,6 +8,10 @@
 #
 #   bash bench/scripts/hop-profile.sh ROUTER_BIN OUT
 #   EXTRA='    pipeline: 2' bash bench/scripts/hop-profile.sh ROUTER_BIN OUT
+#   bash bench/scripts/hop-profile.sh haproxy OUT   # the floor, measured the same way
+#
+# With haproxy in place of ROUTER_BIN it runs haproxy as bench/compare does (one thread,
+# keep-alive on both sides) and prints the same figures without the profile.
 #
 # Needs strace and taskset; the system call counts are skipped without strace.
 set -euo pipefail
@@ -19,17 +23,35 @@ go build -o "$work/mcpbackend" ./cmd/mcpbackend
 go build -o "$work/mcpload" ./cmd/mcpload
 taskset -c 1 "$work/mcpbackend" -listen 127.0.0.1:18390 >"$work/backend.log" 2>&1 &
 bepid=$!
-printf 'listen: 127.0.0.1:18391\nadmin: {listen: 127.0.0.1:18392, pprof: true}\nbackends:\n  - name: b\n    url: http://127.0.0.1:18390/mcp\n%s\n' "$EXTRA" >"$work/router.yaml"
-taskset -c 1 "$R" --config "$work/router.yaml" >"$work/router.log" 2>&1 &
-rpid=$!
-for _ in $(seq 1 100); do curl -sf http://127.0.0.1:18392/readyz >/dev/null && break; sleep 0.1; done
+tool=b__echo # the router names a backend's tools after the backend
+if [ "$R" = haproxy ]; then
+	tool=echo
+	printf 'global\n  nbthread 1\n  maxconn 8000\ndefaults\n  mode http\n  option http-keep-alive\n  timeout connect 5s\n  timeout client 60s\n  timeout server 60s\n  timeout http-keep-alive 60s\nfrontend mcp\n  bind 127.0.0.1:18391\n  default_backend b\nbackend b\n  http-reuse always\n  server b 127.0.0.1:18390\n' >"$work/haproxy.conf"
+	taskset -c 1 haproxy -db -f "$work/haproxy.conf" >"$work/router.log" 2>&1 &
+	rpid=$!
+	# ready when a request through haproxy reaches mcpbackend (any answer but haproxy's 503)
+	for _ in $(seq 1 100); do
+		code=$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:18391/mcp || true)
+		[ "$code" != 000 ] && [ "$code" != 503 ] && break
+		sleep 0.1
+	done
+else
+	printf 'listen: 127.0.0.1:18391\nadmin: {listen: 127.0.0.1:18392, pprof: true}\nbackends:\n  - name: b\n    url: http://127.0.0.1:18390/mcp\n%s\n' "$EXTRA" >"$work/router.yaml"
+	taskset -c 1 "$R" --config "$work/router.yaml" >"$work/router.log" 2>&1 &
+	rpid=$!
+	for _ in $(seq 1 100); do curl -sf http://127.0.0.1:18392/readyz >/dev/null && break; sleep 0.1; done
+fi
 tck=$(getconf CLK_TCK)
 read -r u0 s0 < <(awk '{print $14, $15}' "/proc/$rpid/stat")
 taskset -c 0 "$work/mcpload" --url http://127.0.0.1:18391/mcp --sessions 32 --duration "$((DUR + 6))s" --warmup 1s \
-	--tool b__echo --args '{"text":"hello"}' --quiet --json "$work/load.json" >/dev/null 2>&1 &
+	--tool "$tool" --args '{"text":"hello"}' --quiet --json "$work/load.json" >/dev/null 2>&1 &
 lpid=$!
 sleep 2
-curl -s "http://127.0.0.1:18392/debug/pprof/profile?seconds=$DUR" >"$OUT.pprof"
+if [ "$R" = haproxy ]; then
+	sleep "$DUR"
+else
+	curl -s "http://127.0.0.1:18392/debug/pprof/profile?seconds=$DUR" >"$OUT.pprof"
+fi
 if command -v strace >/dev/null; then
 	timeout -s INT 3 strace -c -f -p "$rpid" -o "$work/strace.txt" >/dev/null 2>&1 || true
 fi
@@ -40,7 +62,7 @@ import json, os, sys
 f, ut, st, tck, trace = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
 r = json.load(open(f))
 calls = r["requests"] + r["excluded_requests"]
-print("calls/s %.0f  errors %d  p99 %.2f ms  router CPU per call %.1f µs (user %.1f, system %.1f)"
+print("calls/s %.0f  errors %d  p99 %.2f ms  proxy CPU per call %.1f µs (user %.1f, system %.1f)"
       % (r["throughput_rps"], r["errors"], r["latency_us"]["p99"] / 1000,
          (ut + st) / tck / calls * 1e6, ut / tck / calls * 1e6, st / tck / calls * 1e6))
 if os.path.exists(trace):
@@ -49,11 +71,14 @@ if os.path.exists(trace):
         p = line.split()
         if len(p) >= 5 and p[-1].isidentifier() and p[3].isdigit():
             counts[p[-1]] = (int(p[3]), int(p[4]) if len(p) == 6 else 0)
-    writes = counts.get("write", (0, 0))[0]
+    # one write (haproxy: sendto) to the backend and one to the client per call
+    writes = sum(counts.get(k, (0, 0))[0] for k in ("write", "sendto", "writev", "sendmsg"))
     if writes:
-        per = writes / 2  # one write to the backend and one to the client per call
+        per = writes / 2
         print("system calls per call (strace, calls = writes / 2): " + ", ".join(
             "%s %.2f%s" % (k, n / per, " (%.2f failed)" % (e / per) if e else "")
             for k, (n, e) in sorted(counts.items(), key=lambda kv: -kv[1][0])[:6]))
 PY
-go tool pprof -top -nodecount=25 "$R" "$OUT.pprof" 2>/dev/null | sed -n '4,40p'
+if [ "$R" != haproxy ]; then
+	go tool pprof -top -nodecount=25 "$R" "$OUT.pprof" 2>/dev/null | sed -n '4,40p'
+fi
