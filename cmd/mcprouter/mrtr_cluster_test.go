@@ -5,11 +5,17 @@ package main
 // processes on one NATS, a 2025 backend whose sample tool asks the client, raw HTTP.
 
 import (
+	"context"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcprouter/mcprouter/internal/testbin"
 )
@@ -22,9 +28,16 @@ const clusterToken = "mrtr-cluster-token"
 // requestState secret in file keyFile ("": none).
 func startMRTRNode(t *testing.T, backend, natsURL, keyFile string) *routerProc {
 	t.Helper()
+	return startMRTRNodeWith(t, backend, natsURL, keyFile, "")
+}
+
+// startMRTRNodeWith is startMRTRNode with more configuration (YAML lines) and
+// arguments.
+func startMRTRNodeWith(t *testing.T, backend, natsURL, keyFile, more string, args ...string) *routerProc {
+	t.Helper()
 	// A short grace: an instance stopped with a call parked (owner gone) would wait
 	// for it.
-	cfg := fmt.Sprintf("stateless: on\nshutdown_grace: 1s\nbackends:\n  - name: b\n    prefix: \"\"\n    url: http://%s/mcp\n", backend)
+	cfg := fmt.Sprintf("stateless: on\nshutdown_grace: 1s\nbackends:\n  - name: b\n    prefix: \"\"\n    era: \"2025\"\n    url: http://%s/mcp\n", backend)
 	if natsURL == "" {
 		cfg += "nats:\n  listen: 127.0.0.1:0\n  token: " + clusterToken + "\n"
 	} else {
@@ -33,7 +46,7 @@ func startMRTRNode(t *testing.T, backend, natsURL, keyFile string) *routerProc {
 	if keyFile != "" {
 		cfg += "request_state:\n  key_file: " + keyFile + "\n"
 	}
-	return startRouter(t, "--config", writeConfig(t, cfg))
+	return startRouter(t, append([]string{"--config", writeConfig(t, cfg+more)}, args...)...)
 }
 
 // natsURLOf is the client URL of p's embedded NATS server.
@@ -125,4 +138,86 @@ func TestInputRequiredOtherInstance(t *testing.T) {
 			t.Fatalf("retry on an instance without the secret: %d %+v, want invalid params naming the missing key", status, res)
 		}
 	})
+}
+
+// startProgressBackend serves, on loopback, a 2025-era Go SDK server (stateful) whose
+// tool ask_progress elicits a name, reports progress with it, and answers it.
+func startProgressBackend(t *testing.T) string {
+	t.Helper()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "progress-asker", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "ask_progress"}, func(ctx context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
+		name, err := elicitName(ctx, req.Session)
+		if err != nil {
+			return nil, nil, err
+		}
+		if tok := req.Params.GetProgressToken(); tok != nil {
+			req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 1, Message: "named " + name})
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: name}}}, nil, nil
+	})
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: mux}
+	go hs.Serve(l)
+	t.Cleanup(func() { hs.Close() })
+	return l.Addr().String()
+}
+
+// TestInputRequiredOtherInstanceAuth: with authenticated clients, the retry routed to
+// the owner carries its principal: alice's retry on B gets her call's result, with the
+// progress the backend reported on the owner on B's SSE stream before it; bob's retry of
+// alice's state is refused by B.
+func TestInputRequiredOtherInstanceAuth(t *testing.T) {
+	testbin.Long(t, "starts processes")
+	backend := startProgressBackend(t)
+	keyFile := filepath.Join(t.TempDir(), "state.key")
+	if err := os.WriteFile(keyFile, []byte("another-e2e-secret-of-more-than-32-characters"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	node := func(natsURL string) *routerProc {
+		addr := testbin.FreeAddr(t)
+		auth := fmt.Sprintf(`auth:
+  mode: bearer
+  resource: http://%s/mcp
+  required_scopes: [mcp]
+  bearer_tokens:
+    - {principal: alice, sha256: %q, scopes: [mcp]}
+    - {principal: bob, sha256: %q, scopes: [mcp]}
+`, addr, sha256Hex(aliceToken), sha256Hex(bobToken))
+		return startMRTRNodeWith(t, backend, natsURL, keyFile, auth, "--listen", addr)
+	}
+	a := node("")
+	b := node(natsURLOf(t, a))
+
+	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}},"progressToken":"pt-1"}`
+	status, first := toolCallAs(t, a, aliceToken, "ask_progress", `{}`, meta)
+	if status != 200 || first.Error != nil || first.Result.ResultType != "input_required" || len(first.Result.InputRequests) != 1 {
+		t.Fatalf("alice's call on a: %d %+v, want input_required", status, first)
+	}
+	var key string
+	for k := range first.Result.InputRequests {
+		key = k
+	}
+	retry := meta + `,"inputResponses":{"` + key + `":{"action":"accept","content":{"name":"Ann"}}},"requestState":"` + first.Result.RequestState + `"`
+
+	status, got := toolCallAs(t, b, bobToken, "ask_progress", `{}`, retry)
+	if status != 400 || got.Error == nil || got.Error.Code != -32602 || !strings.Contains(got.Error.Message, "another principal") {
+		t.Fatalf("bob retrying alice's state on b: %d %+v, want invalid params naming the principal", status, got)
+	}
+
+	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"ask_progress","arguments":{},` + retry + `}}`
+	resp := postModernAs(t, b, aliceToken, body, "tools/call", "ask_progress")
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	stream := string(raw)
+	progress := strings.Index(stream, `"notifications/progress"`)
+	result := strings.Index(stream, `"text":"Ann"`)
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") || progress < 0 || result < progress ||
+		!strings.Contains(stream, `"progressToken":"pt-1"`) || !strings.Contains(stream, `"named Ann"`) {
+		t.Fatalf("alice's retry on b: %d %s\n%s\nwant an SSE stream with the owner's progress, then the result", resp.StatusCode, resp.Header.Get("Content-Type"), stream)
+	}
 }
