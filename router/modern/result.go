@@ -32,8 +32,8 @@ type Decoration struct {
 // generations answers a call it re-ran with its client's answers and that still needs
 // more: the client must see that it has to retry), the serverInfo in _meta unless it
 // has one (or in place of it, with ReplaceInfo), and d.Cache's fields. It walks the
-// result's members once and copies its bytes with the insertions and replacements in
-// one pass, allocating nothing beyond growing dst. A result that is not an object is
+// result's members once (its _meta entered in place) and copies its bytes with the
+// insertions and replacements in one pass, allocating nothing beyond growing dst. A result that is not an object is
 // copied unchanged.
 func AppendDecorated(dst, result []byte, d *Decoration) []byte {
 	start := skipWS(result, 0)
@@ -43,16 +43,34 @@ func AppendDecorated(dst, result []byte, d *Decoration) []byte {
 	var hasType, asks bool
 	var meta, info, ttl, scope []byte
 	empty := true
-	eachMember(result, func(k, v []byte) bool {
+	var w codec.Walker
+	w.Object(result)
+	for k, _, ok := w.Key(); ok; k, _, ok = w.Key() {
 		empty = false
+		if codec.KeyIs(k, "_meta") && w.Peek() == '{' {
+			// Entered in place: its serverInfo is found in the same pass.
+			var mw codec.Walker
+			w.Enter(&mw)
+			var found []byte
+			for mk, _, mv, ok := mw.Next(); ok; mk, _, mv, ok = mw.Next() {
+				if found == nil && codec.KeyIs(mk, KeyServerInfo) {
+					found = mv
+				}
+			}
+			v, ok := w.Exit(&mw)
+			if !ok {
+				break
+			}
+			meta, info = v, found
+			continue
+		}
+		v, ok := w.Value()
+		if !ok {
+			break
+		}
 		switch {
 		case codec.KeyIs(k, "resultType"):
 			hasType = true
-		case codec.KeyIs(k, "_meta"):
-			if isObject(v) {
-				meta = v
-				info = codec.Member(v, KeyServerInfo)
-			}
 		case codec.KeyIs(k, "inputRequests"):
 			asks = isObject(v)
 		case codec.KeyIs(k, "ttlMs"):
@@ -60,8 +78,7 @@ func AppendDecorated(dst, result []byte, d *Decoration) []byte {
 		case codec.KeyIs(k, "cacheScope"):
 			scope = v
 		}
-		return true
-	})
+	}
 
 	// Members inserted first, just after the opening brace.
 	head := start + 1
