@@ -21,6 +21,13 @@ import (
 // passes the screen: every result gets resultType and the router's serverInfo (and the
 // caching fields of a cacheable one), and a notifications/message goes out only when the
 // request asked for log messages at its level or above.
+//
+// The route comes from the body, with Mcp-Method and Mcp-Name checked against it, not
+// from the headers in its place: the router processes the body (it rewrites the id and
+// checks the params), and the revision requires any server that does to reject headers
+// that disagree with it (-32020, HTTP 400). That costs no second parse: the transport's
+// one scan (codec.Scan) yields the method, params.name and params.uri the route is
+// taken from, and the headers are compared with those bytes (modern.CheckHeaders).
 
 // StatelessFleet is what a Fleet offers stateless clients beyond Fleet; the router uses
 // it when its fleet implements it.
