@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -27,6 +28,7 @@ import (
 	backendsrv "github.com/mcprouter/mcprouter/cmd/mcpbackend/server"
 	"github.com/mcprouter/mcprouter/internal/mcpraw"
 	"github.com/mcprouter/mcprouter/internal/testbin"
+	"github.com/mcprouter/mcprouter/internal/testwait"
 	"github.com/mcprouter/mcprouter/transport/auth/authtest"
 )
 
@@ -318,5 +320,72 @@ func TestVirtualServerLegacySSE(t *testing.T) {
 	call.Params.Name = "a__fail"
 	if _, err := c.CallTool(ctx, call); err == nil || !strings.Contains(err.Error(), "not exposed") {
 		t.Fatalf("team-a calling a__fail over legacy SSE: %v, want refused as not exposed", err)
+	}
+}
+
+// TestVirtualServersReloadProcess: a running mcprouter whose configuration file is
+// rewritten narrows one virtual server, removes another and adds a third. The Go SDK
+// client of the narrowed one hears tools/list_changed and lists the new selection on
+// the same session; the mcp-go legacy SSE client of the removed one loses its stream
+// and a new one gets 404; the added one serves its selection at once.
+func TestVirtualServersReloadProcess(t *testing.T) {
+	testbin.Long(t, "starts processes")
+	path := filepath.Join(t.TempDir(), "mcprouter.yaml")
+	reloadConfig(t, path, []string{"keep"}, `virtual_servers:
+  - {name: narrow, backends: [keep], auth: {mode: off}}
+  - {name: gone, backends: [keep], auth: {mode: off}}
+`)
+	p := startRouter(t, "--config", path)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+
+	changed := make(chan struct{}, 16)
+	client := mcp.NewClient(&mcp.Implementation{Name: "vs-reload", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+	})
+	narrow, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: p.url("/mcp/narrow"), MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatalf("narrow: connect: %v\n%s", err, p.Log)
+	}
+	defer narrow.Close()
+	if names, _ := toolNames(t, narrow); !slices.Contains(names, "keep__echo") {
+		t.Fatalf("narrow lists %v before the reload, want keep__echo", names)
+	}
+	gone, err := mcpgoclient.NewSSEMCPClient(p.url("/mcp/gone/sse"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { gone.Close() })
+	startMCPGo(t, ctx, gone, "2024-11-05", "vs-reload-legacy")
+	if _, err := gone.ListTools(ctx, mcpgo.ListToolsRequest{}); err != nil {
+		t.Fatalf("gone: tools/list before the reload: %v", err)
+	}
+
+	reloadConfig(t, path, []string{"keep"}, `virtual_servers:
+  - {name: narrow, backends: [keep], exclude: [keep__echo], auth: {mode: off}}
+  - {name: fresh, backends: [keep], include: [keep__echo], auth: {mode: off}}
+`)
+	testwait.Recv(t, "narrow's list_changed after the reload", testTimeout, changed)
+	if names, _ := toolNames(t, narrow); slices.Contains(names, "keep__echo") || len(names) == 0 {
+		t.Errorf("narrow lists %v after the reload, want keep's tools without keep__echo", names)
+	}
+	fresh, err := goSDKClient().Connect(ctx, &mcp.StreamableClientTransport{Endpoint: p.url("/mcp/fresh"), MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatalf("fresh: connect: %v\n%s", err, p.Log)
+	}
+	defer fresh.Close()
+	if names, _ := toolNames(t, fresh); !slices.Equal(names, []string{"keep__echo"}) {
+		t.Errorf("fresh lists %v, want keep__echo alone", names)
+	}
+	if _, err := gone.ListTools(ctx, mcpgo.ListToolsRequest{}); err == nil {
+		t.Error("the removed virtual server's legacy session still answers")
+	}
+	resp, err := http.Get(p.url("/mcp/gone/sse"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("GET /mcp/gone/sse after the reload: %d, want 404", resp.StatusCode)
 	}
 }
