@@ -15,12 +15,18 @@
 #   PART=fanout SUBS="500 2000" FRATE=10 bash bench/scripts/eras-figures.sh
 #   ERA=2025 PART=calls bash bench/scripts/eras-figures.sh  # the router's upstream pinned to
 #                              # a 2025 session (default auto: 2026-07-28, discovered)
+#   BASE=<git revision> PART=calls bash bench/scripts/eras-figures.sh
+#                              # before and after: a second router built from that revision
+#                              # (git archive) runs beside this tree's, in front of the same
+#                              # backend; every round measures both, "-base" runs are its
 #
 # On a shared machine compare the rounds' ratios, not the absolute figures: the script
 # ends with each ratio (2026-07-28 run ÷ 2025-11-25 run of the same round) per round
 # and its median.
 set -euo pipefail
-PART=${PART:-all} ERA=${ERA:-auto} ROUNDS=${ROUNDS:-6} DUR=${DUR:-5s} SUBS=${SUBS:-500 2000} FRATE=${FRATE:-10}
+PART=${PART:-all} ERA=${ERA:-auto} ROUNDS=${ROUNDS:-6} DUR=${DUR:-5s} SUBS=${SUBS:-500 2000} FRATE=${FRATE:-10} BASE=${BASE:-}
+# The backend listens on PORT, the router on PORT+1, the BASE router on PORT+2.
+PORT=${PORT:-18390}
 cd "$(dirname "$0")/../.."
 work=$(mktemp -d)
 pids=()
@@ -28,6 +34,11 @@ trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$wo
 go build -o "$work/mcpbackend" ./cmd/mcpbackend
 go build -o "$work/mcprouter" ./cmd/mcprouter
 go build -o "$work/mcpload" ./cmd/mcpload
+if [ -n "$BASE" ]; then
+	mkdir "$work/base"
+	git archive "$BASE" | tar -x -C "$work/base"
+	(cd "$work/base" && go build -o "$work/mcprouter-base" ./cmd/mcprouter)
+fi
 tck=$(getconf CLK_TCK)
 
 # waitlog file marker: waits (bounded) for a process to say it is ready.
@@ -37,33 +48,43 @@ waitlog() {
 	exit 1
 }
 
-"$work/mcpbackend" --listen 127.0.0.1:18390 --eras both --tick 1h >"$work/backend.log" 2>&1 &
+"$work/mcpbackend" --listen 127.0.0.1:$PORT --eras both --tick 1h >"$work/backend.log" 2>&1 &
 bpid=$!
 pids+=("$bpid")
 waitlog "$work/backend.log" "mcpbackend listening"
-cat >"$work/router.yaml" <<YAML
-listen: 127.0.0.1:18391
+# router name port: starts a router (mcprouter, or mcprouter-base) listening on port.
+router() {
+	cat >"$work/$1.yaml" <<YAML
+listen: 127.0.0.1:$2
 admin: {listen: "off"}
 stateless: on
 # Every client comes from one loopback address: the per-address caps are lifted.
 connections: {max_per_address: -1}
 sessions: {init_rate: -1, max_per_client: -1}
 backends:
-  - {name: b, prefix: "", era: "$ERA", url: "http://127.0.0.1:18390/mcp"}
+  - {name: b, prefix: "", era: "$ERA", url: "http://127.0.0.1:$PORT/mcp"}
 YAML
-"$work/mcprouter" --config "$work/router.yaml" >"$work/router.log" 2>&1 &
-rpid=$!
-pids+=("$rpid")
-waitlog "$work/router.log" "mcprouter listening"
+	"$work/$1" --config "$work/$1.yaml" >"$work/$1.log" 2>&1 &
+	pids+=("$!")
+	waitlog "$work/$1.log" "mcprouter listening"
+}
+router mcprouter $((PORT + 1))
+rpid=${pids[-1]}
+if [ -n "$BASE" ]; then
+	router mcprouter-base $((PORT + 2))
+	basepid=${pids[-1]}
+fi
 cpu() { awk '{print $14+$15}' "/proc/$1/stat"; }
 
-# one name protocol [mcpload flags...]: one mcpload run, its figures on one line.
+# one name protocol [mcpload flags...]: one mcpload run, its figures on one line; a name
+# ending in -base runs against the router built from BASE.
 one() {
-	local name=$1 proto=$2 c0 c1 b0 b1
+	local name=$1 proto=$2 c0 c1 b0 b1 pid=$rpid port=$((PORT + 1))
 	shift 2
-	c0=$(cpu "$rpid") b0=$(cpu "$bpid")
-	"$work/mcpload" --url http://127.0.0.1:18391/mcp --protocol "$proto" --quiet --json "$work/$name.json" "$@" >/dev/null 2>&1 || true
-	c1=$(cpu "$rpid") b1=$(cpu "$bpid")
+	case $name in *-base\ *) pid=$basepid port=$((PORT + 2)) ;; esac
+	c0=$(cpu "$pid") b0=$(cpu "$bpid")
+	"$work/mcpload" --url http://127.0.0.1:$port/mcp --protocol "$proto" --quiet --json "$work/$name.json" "$@" >/dev/null 2>&1 || true
+	c1=$(cpu "$pid") b1=$(cpu "$bpid")
 	python3 - "$name" "$work/$name.json" $((c1 - c0)) "$tck" $((b1 - b0)) <<'PY'
 import json, sys
 name, f, ticks, tck, bticks = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
@@ -95,8 +116,10 @@ fanout() { # name protocol subscribers
 
 for r in $(seq 1 "$ROUNDS"); do
 	if [ "$PART" = all ] || [ "$PART" = calls ]; then
-		if [ $((r % 2)) = 1 ]; then calls "calls-2025 r$r" 2025-11-25; calls "calls-2026 r$r" 2026-07-28
-		else calls "calls-2026 r$r" 2026-07-28; calls "calls-2025 r$r" 2025-11-25; fi
+		for suffix in "" ${BASE:+-base}; do
+			if [ $((r % 2)) = 1 ]; then calls "calls-2025$suffix r$r" 2025-11-25; calls "calls-2026$suffix r$r" 2026-07-28
+			else calls "calls-2026$suffix r$r" 2026-07-28; calls "calls-2025$suffix r$r" 2025-11-25; fi
+		done
 	fi
 	if [ "$PART" = all ] || [ "$PART" = fanout ]; then
 		for n in $SUBS; do
@@ -118,6 +141,7 @@ def ratio(new, old, key):
         print("%-48s median %.2f  rounds %s" % ("%s/%s %s" % (new, old, key), statistics.median(xs), " ".join("%.2f" % x for x in xs)))
 for key in ("calls_per_s", "router_cpu_us_per_call", "backend_cpu_us_per_call", "p99_ms"):
     ratio("calls-2026", "calls-2025", key)
+    ratio("calls-2026-base", "calls-2025-base", key)
 for n in sorted({k.split("-")[1] for r in rows.values() for k in r if k.startswith("get-")}, key=int):
     for key in ("p50_ms", "p99_ms", "router_cpu_us_per_delivery"):
         ratio("listen-" + n, "get-" + n, key)
