@@ -393,3 +393,79 @@ func TestReloadUnderMcpload(t *testing.T) {
 	t.Logf("mcpload: %d calls in %.1fs across two reloads (%.0f/s), none failed; p99 %.0fµs",
 		rep.Requests, rep.DurationS, rep.ThroughputRPS, rep.Latency.P99)
 }
+
+// TestReloadMovesSubscriptions: a client subscribed to a backend's resource keeps its
+// subscription when a reload replaces the backend (one upstream subscription, now on
+// the replacement, whose updates reach the client), and when a reload removes it while
+// another backend serves the same URI (the subscription moves there); once no backend
+// serves it, the subscription ends: no upstream subscription is left.
+func TestReloadMovesSubscriptions(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "mcprouter.yaml")
+	reloadConfig(t, path, []string{"keep"}, "")
+	p := startRouter(t, "--config", path)
+	admin := adminURL(t, p)
+	held := func() float64 { return gaugeValue(t, admin+"/metrics", "mcprouter_upstream_subscriptions") }
+
+	updated := make(chan string, 16)
+	client := mcp.NewClient(&mcp.Implementation{Name: "reload-subs", Version: "1"}, &mcp.ClientOptions{
+		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
+			select {
+			case updated <- r.Params.URI:
+			default:
+			}
+		},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*testTimeout)
+	defer cancel()
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: p.url("/mcp"), MaxRetries: -1}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatalf("connect: %v\n%s", err, p.Log)
+	}
+	defer cs.Close()
+	if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "memo://board"}); err != nil {
+		t.Fatalf("subscribe: %v\n%s", err, p.Log)
+	}
+	if n := held(); n != 1 {
+		t.Fatalf("%v upstream subscriptions, want 1", n)
+	}
+	touch := func() {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "keep__touch", Arguments: map[string]any{"uri": "memo://board"}})
+		if err != nil || res.IsError {
+			t.Fatalf("touch: %v %+v\n%s", err, res, p.Log)
+		}
+	}
+
+	reloadConfig(t, path, []string{"keep@21s"}, "")
+	testwait.For(t, "keep replaced and the old one drained", testTimeout, func() bool {
+		return p.Log.Contains("backends_replaced=[keep]") && p.Log.Contains("backend removed: drained and closed")
+	})
+	testwait.For(t, "the subscription held on the replacement", testTimeout, func() bool { return held() == 1 })
+	touch()
+	if uri := testwait.Recv(t, "the replacement's update", testTimeout, updated); uri != "memo://board" {
+		t.Fatalf("update for %q, want memo://board", uri)
+	}
+
+	// keep goes, other comes: other serves the same resource, and the subscription
+	// moves to it.
+	reloadConfig(t, path, []string{"other"}, "")
+	testwait.For(t, "keep removed and drained", testTimeout, func() bool {
+		return p.Log.Count("backend removed: drained and closed") >= 2
+	})
+	testwait.For(t, "the subscription held on the other backend", testTimeout, func() bool { return held() == 1 })
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "other__touch", Arguments: map[string]any{"uri": "memo://board"}}); err != nil || res.IsError {
+		t.Fatalf("touch: %v %+v\n%s", err, res, p.Log)
+	}
+	if uri := testwait.Recv(t, "the other backend's update", testTimeout, updated); uri != "memo://board" {
+		t.Fatalf("update for %q, want memo://board", uri)
+	}
+
+	// Nobody serves it any more: the subscription ends.
+	reloadConfig(t, path, nil, "")
+	testwait.For(t, "other removed and drained", testTimeout, func() bool {
+		return p.Log.Count("backend removed: drained and closed") >= 3
+	})
+	if n := held(); n != 0 {
+		t.Fatalf("%v upstream subscriptions left after the backend went, want none", n)
+	}
+}

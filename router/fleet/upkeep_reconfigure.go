@@ -167,13 +167,7 @@ func (f *Fleet) Reconfigure(cfgs []BackendConfig) Reconfiguration {
 		f.startBackend(b)
 	}
 	for _, b := range news {
-		wait := time.NewTimer(min(replaceWait, b.cfg.Timeout))
-		select {
-		case <-b.listed:
-		case <-wait.C:
-		case <-f.life.ctx.Done():
-		}
-		wait.Stop()
+		f.awaitListed(b)
 		// Its lists are told below if it has them by then, else when it gets them.
 		b.late.Store(true)
 	}
@@ -200,12 +194,24 @@ func (f *Fleet) Reconfigure(cfgs []BackendConfig) Reconfiguration {
 		var wg sync.WaitGroup
 		for _, b := range gone {
 			wg.Add(1)
-			f.life.spawn(func() { defer wg.Done(); f.retire(b) })
+			f.life.spawn(func() { defer wg.Done(); f.retire(b, added) })
 		}
 		wg.Wait()
 		close(drained)
 	})
 	return r
+}
+
+// awaitListed waits until b listed its items, for at most replaceWait (or its timeout
+// if shorter).
+func (f *Fleet) awaitListed(b *backend) {
+	wait := time.NewTimer(min(replaceWait, b.cfg.Timeout))
+	defer wait.Stop()
+	select {
+	case <-b.listed:
+	case <-wait.C:
+	case <-f.life.ctx.Done():
+	}
 }
 
 // listsDiffer marks in told the lists whose items differ between b and its
@@ -247,8 +253,9 @@ const drainPoll = 10 * time.Millisecond
 // longest any of its calls may run) for its calls in flight to finish, stops its
 // maintainers, closes its shared and per-client upstream sessions and fails whatever
 // was still in flight on them, and hands its clients' resource subscriptions on to
-// whatever serves their URIs now (or drops them).
-func (f *Fleet) retire(b *backend) {
+// whatever serves their URIs now (or drops them), once the backends added with its
+// removal (added) listed theirs: one of them may serve the same URIs.
+func (f *Fleet) retire(b *backend, added []*backend) {
 	deadline := time.Now().Add(b.cfg.Timeout + time.Second)
 	t := time.NewTicker(drainPoll)
 	for f.table.onBackend(b) > 0 && time.Now().Before(deadline) {
@@ -274,6 +281,9 @@ func (f *Fleet) retire(b *backend) {
 	for _, c := range f.sessions.dropBackend(b) {
 		c.closeUpstream()
 		f.fwd.connLost(c, errRemoved)
+	}
+	for _, a := range added {
+		f.awaitListed(a)
 	}
 	f.subs.moveBackend(b, f.subsOwner)
 	f.catalog.forget(b)
