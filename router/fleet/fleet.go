@@ -216,8 +216,11 @@ func (f *Fleet) SessionAdopted(s *router.Session) { f.notices.adopted(s) }
 func (f *Fleet) UpstreamSessions() int { return f.sessions.inUse() }
 
 // InFlight is the number of requests waiting for a backend. Requests parked for a
-// 2026-07-28 client's retry (mrtr.go) are left out: no client waits on them.
-func (f *Fleet) InFlight() int { return max(f.table.len()-f.srv.park.count(), 0) }
+// 2026-07-28 client's retry (mrtr.go) are left out: no client waits on them; retries
+// sent to the instance that owns their state (mrtr_owner.go) count: their clients do.
+func (f *Fleet) InFlight() int {
+	return max(f.table.len()-f.srv.park.count(), 0) + f.srv.park.relay.sent()
+}
 
 // instanceUp is called when an instance's shared session is (re)established: the
 // backend's lists are fetched (again) and subscriptions restored.
@@ -239,6 +242,7 @@ func (f *Fleet) connLost(c *upConn, cause error) { f.fwd.connLost(c, cause) }
 func (f *Fleet) sessionRenewed(c *upConn) {
 	f.life.spawn(func() {
 		f.subs.restore(c.b, c)
+		f.sessions.restoreListens(c) // a principal's (listen_principal.go)
 		f.catalog.refresh(c.b, c)
 		// The restart may have brought another era: probe it (era.go).
 		ctx, cancel := context.WithTimeout(f.life.ctx, c.b.keep.timeout)

@@ -159,6 +159,15 @@ func (o *ownerRelay) forward(s *router.Session, x *transport.Exchange, owner [8]
 	return false
 }
 
+// sent is the number of retries sent to their owners and not answered yet (0 on a
+// nil relay: no bus).
+func (o *ownerRelay) sent() int {
+	if o == nil {
+		return 0
+	}
+	return int(o.waiting.Load())
+}
+
 // cancel cancels the retry id of stateless session s if it was sent to its owner.
 func (o *ownerRelay) cancel(s *router.Session, id []byte) bool {
 	o.mu.Lock()

@@ -276,11 +276,15 @@ func TestRetryRoutedToOwner(t *testing.T) {
 		retry := asked(t, c.answer(t), "elicitation/create", elicitAnswer)
 		c, r := b.callTool(t, "ask_wait", retry)
 		testwait.Recv(t, "the backend's call resumed on its owner", 20*time.Second, waiting)
+		if n := b.f.InFlight(); n != 1 {
+			t.Errorf("B has %d requests in flight, want the retry it sent (a shutdown waits for it)", n)
+		}
 		r.Abandon() // the client closes its stream on B
 		testwait.Recv(t, "the call cancelled on its owner", 20*time.Second, cancelled)
 		if msg := testwait.Recv(t, "the cancelled retry's end", 20*time.Second, c.reply); len(msg) != 0 {
 			t.Fatalf("a cancelled retry was answered %s", msg)
 		}
+		testwait.For(t, "B's sent retry to end", 20*time.Second, func() bool { return b.f.InFlight() == 0 })
 	})
 
 	t.Run("owner gone", func(t *testing.T) {
