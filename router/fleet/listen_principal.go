@@ -15,8 +15,9 @@ import (
 // A principal with a listen stream open is never idle: its upstream sessions stay.
 //
 // Who calls it: Listen's subscribing goroutine (listenPrincipal), endListener
-// (unlisten), and the notices part on the connection's reader goroutine
-// (principalUpdated), which only looks up and sends.
+// (unlisten), the notices part on the connection's reader goroutine
+// (principalUpdated), which only looks up and sends, and the renewal of an upstream
+// session after a backend restart (restoreListens, on a goroutine of its own).
 
 // perClientLegacy reports whether b's resource subscriptions belong to each client's
 // own upstream session: a per-client backend of the 2025 era.
@@ -134,11 +135,8 @@ func (ss *sessions) principalUpdated(c *upConn, uri string, msg []byte, ls *clie
 	if c.owner == nil || !c.owner.Stateless() {
 		return false
 	}
-	p := &ss.principals
-	p.mu.Lock()
-	ps := p.m[principalID(c.owner)]
-	p.mu.Unlock()
-	if ps == nil || ps.st.sess != c.owner {
+	ps := ss.principalOf(c)
+	if ps == nil {
 		return true // a principal's session being closed
 	}
 	ps.mu.Lock()
@@ -152,4 +150,45 @@ func (ss *sessions) principalUpdated(c *upConn, uri string, msg []byte, ls *clie
 		ls.updated(l.sess, msg)
 	}
 	return true
+}
+
+// principalOf returns the principal whose upstream session c is (opened for its
+// owner), nil when c is no principal's or its principal has been closed.
+func (ss *sessions) principalOf(c *upConn) *principalState {
+	if c.owner == nil {
+		return nil
+	}
+	p := &ss.principals
+	p.mu.Lock()
+	ps := p.m[principalID(c.owner)]
+	p.mu.Unlock()
+	if ps == nil || ps.st.sess != c.owner {
+		return nil
+	}
+	return ps
+}
+
+// restoreListens subscribes c, a principal's upstream session that the backend renewed
+// (it restarted and forgot its subscriptions), again to what the principal's listen
+// streams listen to on c's backend; nothing for other sessions.
+func (ss *sessions) restoreListens(c *upConn) {
+	ps := ss.principalOf(c)
+	if ps == nil {
+		return
+	}
+	ps.mu.Lock()
+	var uris []string
+	for key := range ps.listens {
+		if key.b == c.b {
+			uris = append(uris, key.uri)
+		}
+	}
+	ps.mu.Unlock()
+	for _, uri := range uris {
+		ctx, cancel := context.WithTimeout(ss.life.ctx, c.b.cfg.Timeout)
+		if _, err := ss.conns.table.call(ctx, c, "resources/subscribe", uriParams(uri)); err != nil {
+			ss.conns.log.Warn("a principal's subscription not restored after the backend restarted", "backend", c.b.cfg.Name, "uri", uri, "err", err)
+		}
+		cancel()
+	}
 }

@@ -30,6 +30,18 @@ func (ml *methodLog) has(m string) bool {
 	return slices.Contains(ml.methods, m)
 }
 
+func (ml *methodLog) count(m string) int {
+	ml.mu.Lock()
+	defer ml.mu.Unlock()
+	n := 0
+	for _, v := range ml.methods {
+		if v == m {
+			n++
+		}
+	}
+	return n
+}
+
 // loggedConn is a fakeConn that records each request's method.
 type loggedConn struct {
 	*fakeConn
@@ -45,8 +57,9 @@ func (c *loggedConn) Send(ctx context.Context, msg []byte) error {
 }
 
 // TestListenPrincipal: a listen stream on a resource of a per-client 2025 backend
-// subscribes on its principal's upstream session, which is not reaped while the
-// stream listens; the stream's end unsubscribes, and the idle session is then closed.
+// subscribes on its principal's upstream session, again when the backend renewed that
+// session, and the session is not reaped while the stream listens; the stream's end
+// unsubscribes, and the idle session is then closed.
 func TestListenPrincipal(t *testing.T) {
 	f, fb := perClientFleet(t, 8, time.Minute)
 	ml := &methodLog{}
@@ -68,8 +81,14 @@ func TestListenPrincipal(t *testing.T) {
 	if err := ss.listenPrincipal(ctx, l, b, "memo://board"); err != nil {
 		t.Fatal(err)
 	}
-	if !ml.has("resources/subscribe") {
-		t.Fatalf("sent %v, want a resources/subscribe", ml.methods)
+	if n := ml.count("resources/subscribe"); n != 1 {
+		t.Fatalf("%d resources/subscribe sent, want 1", n)
+	}
+	// The backend restarted and its session was renewed: the subscription is restored.
+	c := ss.principalConnOf(t, "", b)
+	ss.restoreListens(c)
+	if n := ml.count("resources/subscribe"); n != 2 {
+		t.Fatalf("after the renewal: %d resources/subscribe sent, want 2", n)
 	}
 	// A listened principal is busy: however long unused, neither evicted nor reaped.
 	p := &ss.principals
@@ -82,4 +101,20 @@ func TestListenPrincipal(t *testing.T) {
 	ss.unlisten(l)
 	eventually(t, "resources/unsubscribe sent", func() bool { return ml.has("resources/unsubscribe") })
 	eventually(t, "the principal reaped once unlistened", func() bool { return ss.principalCount() == 0 && fb.open.Load() == 0 && ss.inUse() == 0 })
+}
+
+// principalConnOf returns principal id's open upstream session with b.
+func (ss *sessions) principalConnOf(t *testing.T, id string, b *backend) *upConn {
+	t.Helper()
+	ss.principals.mu.Lock()
+	ps := ss.principals.m[id]
+	ss.principals.mu.Unlock()
+	if ps == nil {
+		t.Fatalf("no principal %q", id)
+	}
+	c := ps.st.conn(b.instances[0])
+	if c == nil {
+		t.Fatalf("principal %q has no upstream session with %s", id, b.cfg.Name)
+	}
+	return c
 }
