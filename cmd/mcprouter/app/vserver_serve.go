@@ -17,8 +17,9 @@ import (
 // vserver is a running virtual server: its Authenticator, its own session registry
 // (sessions opened here are found nowhere else), its HTTP server on the shared router
 // (Streamable HTTP at <path>, legacy HTTP+SSE at <path>/sse and <path>/message), its
-// policy engine (the fleet decides with it) and its limit sharing. A reload that
-// changes its auth replaces the value, keeping reg (vserver_reload.go).
+// policy engine (the fleet decides with it) and its limit sharing. Immutable once
+// served: a reload that changes it serves a new value over the same reg
+// (vserver_reload.go).
 type vserver struct {
 	cfg  VirtualServer // as configured: what a reload compares
 	path string
