@@ -221,9 +221,22 @@ type callKey struct {
 	method, tool, prompt, uri, backend string
 }
 
-// clone is k with strings of its own.
-func (k *callKey) clone() *callKey {
-	return &callKey{strings.Clone(k.method), strings.Clone(k.tool), strings.Clone(k.prompt), strings.Clone(k.uri), strings.Clone(k.backend)}
+// clone is k with strings of its own, in one allocation (one cache line to compare).
+func (k *callKey) clone() callKey {
+	var sb strings.Builder // a copy even where a concatenation would return one of its parts
+	sb.Grow(len(k.method) + len(k.tool) + len(k.prompt) + len(k.uri) + len(k.backend))
+	for _, f := range [...]string{k.method, k.tool, k.prompt, k.uri, k.backend} {
+		sb.WriteString(f)
+	}
+	all := sb.String()
+	var c callKey
+	for _, f := range [...]struct {
+		dst *string
+		n   int
+	}{{&c.method, len(k.method)}, {&c.tool, len(k.tool)}, {&c.prompt, len(k.prompt)}, {&c.uri, len(k.uri)}, {&c.backend, len(k.backend)}} {
+		*f.dst, all = all[:f.n], all[f.n:]
+	}
+	return c
 }
 
 func newViewCache(max int) *viewCache {
@@ -333,7 +346,8 @@ func (c *viewCache) storePlan(v *view, k *callKey, p *planned) {
 	v.mu.Lock()
 	n := int64(0)
 	if v.plans.lookupLocked(k) == nil && !v.gone.Load() {
-		v.plans.store(k.clone(), p)
+		p.key = k.clone()
+		v.plans.store(p)
 		n = c.entries.Add(1)
 	}
 	v.mu.Unlock()

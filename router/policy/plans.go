@@ -16,6 +16,7 @@ import (
 // planned is a call's plan and, when its outcomes decide the call whatever the
 // arguments (no rule up to the deciding one depends on them), the decision itself.
 type planned struct {
+	key   callKey // with strings of its own
 	p     plan
 	fixed bool
 	d     Decision
@@ -51,14 +52,19 @@ func (e *Engine) settle(p plan) (Decision, bool) {
 }
 
 // planMap is a view's plans by call key: load runs without a lock, the other methods
-// under the view's write lock.
+// under the view's write lock. The maps are keyed by the call's target alone (its tool,
+// prompt or URI: one string to hash, not five), each holding the few plans of that
+// target (by method and backend), told apart by their whole key.
 type planMap struct {
-	ro     atomic.Pointer[map[callKey]*planned] // never modified once stored
-	dirty  map[callKey]*planned                 // ro's entries and newer ones; nil when ro has all
-	misses int                                  // lookups that ro failed since dirty was made
+	ro     atomic.Pointer[plansByTarget] // never modified once stored
+	dirty  plansByTarget                 // ro's entries and newer ones; nil when ro has all
+	misses int                           // lookups that ro failed since dirty was made
+	n      int                           // plans in all
 }
 
-var noPlans = map[callKey]*planned{}
+type plansByTarget map[string][]*planned
+
+var noPlans = plansByTarget{}
 
 func newPlanMap() *planMap {
 	m := &planMap{}
@@ -66,18 +72,39 @@ func newPlanMap() *planMap {
 	return m
 }
 
+// target is what the maps are keyed by.
+func (k *callKey) target() string {
+	switch {
+	case k.tool != "":
+		return k.tool
+	case k.prompt != "":
+		return k.prompt
+	}
+	return k.uri
+}
+
+// find is k's plan in m, nil if none.
+func (m plansByTarget) find(k *callKey) *planned {
+	for _, p := range m[k.target()] {
+		if p.key == *k {
+			return p
+		}
+	}
+	return nil
+}
+
 // load finds k without a lock.
 func (m *planMap) load(k *callKey) *planned {
-	return (*m.ro.Load())[*k]
+	return m.ro.Load().find(k)
 }
 
 // lookupLocked finds k among the newer entries, counting the miss of the snapshot;
 // enough misses promote the newer entries to the snapshot.
 func (m *planMap) lookupLocked(k *callKey) *planned {
 	if m.dirty == nil {
-		return (*m.ro.Load())[*k]
+		return m.ro.Load().find(k)
 	}
-	p := m.dirty[*k]
+	p := m.dirty.find(k)
 	if m.misses++; m.misses >= len(m.dirty) {
 		d := m.dirty
 		m.ro.Store(&d)
@@ -86,27 +113,23 @@ func (m *planMap) lookupLocked(k *callKey) *planned {
 	return p
 }
 
-// store adds k (absent).
-func (m *planMap) store(k *callKey, p *planned) {
+// store adds p (absent) under its key. A target's list is copied, never appended to in
+// place: the snapshot readers may hold it.
+func (m *planMap) store(p *planned) {
 	if m.dirty == nil {
 		m.dirty = maps.Clone(*m.ro.Load())
-		if m.dirty == nil {
-			m.dirty = map[callKey]*planned{}
-		}
 	}
-	m.dirty[*k] = p
+	t := p.key.target()
+	list := m.dirty[t]
+	m.dirty[t] = append(list[:len(list):len(list)], p)
+	m.n++
 }
 
 // len is how many plans there are.
-func (m *planMap) len() int {
-	if m.dirty != nil {
-		return len(m.dirty)
-	}
-	return len(*m.ro.Load())
-}
+func (m *planMap) len() int { return m.n }
 
 // clear drops every plan (an evicted view).
 func (m *planMap) clear() {
 	m.ro.Store(&noPlans)
-	m.dirty, m.misses = nil, 0
+	m.dirty, m.misses, m.n = nil, 0, 0
 }

@@ -3,6 +3,7 @@ package policy
 import (
 	"strconv"
 	"testing"
+	"unsafe"
 )
 
 // TestPlanMap: every plan stored is found, first under the lock and, once the newer
@@ -41,5 +42,19 @@ func TestPlanMap(t *testing.T) {
 	v.plans.clear()
 	if v.plan(&keys[3]) != nil || v.plans.len() != 0 {
 		t.Fatal("plans left after clear")
+	}
+}
+
+// TestCallKeyClone: a plan's key owns its strings, whatever the call's point into.
+func TestCallKeyClone(t *testing.T) {
+	req := []byte("tools/callechob")
+	k := callKey{method: string(req[:10]), tool: string(req[10:14]), backend: string(req[14:])}
+	c := k.clone()
+	if c != k {
+		t.Fatalf("clone %+v of %+v", c, k)
+	}
+	only := callKey{tool: "x"}
+	if c := only.clone(); c != only || unsafe.StringData(c.tool) == unsafe.StringData(only.tool) {
+		t.Fatal("a key of one string shares it")
 	}
 }
