@@ -194,7 +194,7 @@ func (f *Fleet) Reconfigure(cfgs []BackendConfig) Reconfiguration {
 		var wg sync.WaitGroup
 		for _, b := range gone {
 			wg.Add(1)
-			f.life.spawn(func() { defer wg.Done(); f.retire(b, added) })
+			f.life.spawn(func() { defer wg.Done(); f.retire(b) })
 		}
 		wg.Wait()
 		close(drained)
@@ -252,10 +252,9 @@ const drainPoll = 10 * time.Millisecond
 // retire drains a removed backend and closes it: it waits (up to its timeout, the
 // longest any of its calls may run) for its calls in flight to finish, stops its
 // maintainers, closes its shared and per-client upstream sessions and fails whatever
-// was still in flight on them, and hands its clients' resource subscriptions on to
-// whatever serves their URIs now (or drops them), once the backends added with its
-// removal (added) listed theirs: one of them may serve the same URIs.
-func (f *Fleet) retire(b *backend, added []*backend) {
+// was still in flight on them, and hands its clients' resource subscriptions on to its
+// replacement where it serves their URIs (or drops them).
+func (f *Fleet) retire(b *backend) {
 	deadline := time.Now().Add(b.cfg.Timeout + time.Second)
 	t := time.NewTicker(drainPoll)
 	for f.table.onBackend(b) > 0 && time.Now().Before(deadline) {
@@ -282,10 +281,7 @@ func (f *Fleet) retire(b *backend, added []*backend) {
 		c.closeUpstream()
 		f.fwd.connLost(c, errRemoved)
 	}
-	for _, a := range added {
-		f.awaitListed(a)
-	}
-	f.subs.moveBackend(b, f.subsOwner)
+	f.subs.moveBackend(b, func(uri string) *backend { return f.subsOwner(b, uri) })
 	f.catalog.forget(b)
 	f.log.Info("backend removed: drained and closed", "backend", b.cfg.Name)
 }

@@ -12,18 +12,21 @@ import (
 // Subscriptions of a retired backend. Clients' resources/subscribe entries (and a
 // listen stream's resource subscriptions, which go through the same subscriber) are
 // keyed by backend: once a removed or replaced backend has drained, nothing would ever
-// deliver to them or release them, so retire hands them on. Each URI goes to the
-// backend that serves it now (a replacement that still has it, or another backend),
-// which gets its one upstream subscription; a URI nobody serves any more is dropped,
-// with the retired backend's upstream state (the holder, a cluster's leases and NATS
-// subscription). The clients are not told: MCP has no notification for a subscription
-// that ended, and the resources/list_changed of the removal is their cue.
+// deliver to them or release them, so retire hands them on. A URI that the backend's
+// replacement (same name) serves goes to it, which gets its one upstream subscription;
+// the others are dropped, with the retired backend's upstream state (the holder, a
+// cluster's leases and NATS subscription). They do not move to another backend that
+// serves the same URI: the policy admitted the subscription for this backend's name
+// (mcp.backend), and might not for the other's. The clients are not told: MCP has no
+// notification for a subscription that ended, and the resources/list_changed of the
+// removal is their cue.
 
-// subsOwner returns the backend a subscription to uri moves to: the one the current
-// catalog routes uri to, if clients may subscribe to it; nil when none.
-func (f *Fleet) subsOwner(uri string) *backend {
+// subsOwner returns the backend a subscription to uri on retired backend from moves
+// to: the one the current catalog routes uri to, if it is from's replacement and
+// clients may subscribe to it; nil when none.
+func (f *Fleet) subsOwner(from *backend, uri string) *backend {
 	b := f.catalog.load().resourceOwner(uri)
-	if b == nil || b.retired.Load() || !b.subscribable() {
+	if b == nil || b.cfg.Name != from.cfg.Name || b.retired.Load() || !b.subscribable() {
 		return nil
 	}
 	return b

@@ -84,7 +84,7 @@ func TestRetirePerClient(t *testing.T) {
 	if fb.open.Load() != 2 || f.sessions.inUse() != 2 {
 		t.Fatalf("%d upstream sessions open, %d slots taken, want 2 and 2", fb.open.Load(), f.sessions.inUse())
 	}
-	f.retire(b, nil)
+	f.retire(b)
 	if fb.open.Load() != 0 || f.sessions.inUse() != 0 {
 		t.Fatalf("after the removal %d upstream sessions open, %d slots taken, want none", fb.open.Load(), f.sessions.inUse())
 	}
