@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"runtime"
 	"sort"
 	"sync"
 	"time"
@@ -291,6 +292,7 @@ type trackedConn struct {
 	// so these need no lock.
 	reused   bool      // a response was read since the last request was written
 	lastRead time.Time // when
+	wrote    bool      // a request was written and nothing read since
 }
 
 // idleProbe is how long a pooled connection must have been idle before it is probed for
@@ -314,11 +316,19 @@ func (t *trackedConn) Write(b []byte) (int, error) {
 			return 0, errStaleConn
 		}
 	}
+	t.wrote = true
 	return t.Conn.Write(b)
 }
 
-// Read implements net.Conn.
+// Read implements net.Conn. The first read after a request yields first: the answer is
+// rarely there yet (the backend needs the CPU the router holds), and the goroutines
+// waiting to run send their own requests meanwhile, so that the backend takes more of
+// them per wake-up (router CPU per forwarded call 0.97x, bench/RESULTS.md).
 func (t *trackedConn) Read(b []byte) (int, error) {
+	if t.wrote {
+		t.wrote = false
+		runtime.Gosched()
+	}
 	n, err := t.Conn.Read(b)
 	if n > 0 {
 		t.reused, t.lastRead = true, time.Now()
