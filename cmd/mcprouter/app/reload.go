@@ -92,9 +92,6 @@ func (a *App) Reload(why string) error {
 	if err == nil {
 		p, err = a.planReload(&cfg)
 	}
-	if err == nil {
-		err = a.reloadVServers(&cfg) // applied whole or not at all (vserver_reload.go)
-	}
 	if err != nil {
 		msg := err.Error()
 		a.refused.Store(&msg)
@@ -139,6 +136,9 @@ var reloadParts = []reloadPart{
 	{"backends", (*App).planBackends},
 	{"policy", (*App).planPolicy},
 	{"tracing", (*App).planTracing},
+	// Last: what it builds (authenticators, limit sharing, registries) is released
+	// when it fails, and no part after it can fail and leave it running.
+	{"virtual_servers", (*App).planVServers}, // vserver_reload.go
 }
 
 // planReload checks cfg against the running configuration and builds what it needs.

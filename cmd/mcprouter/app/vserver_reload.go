@@ -22,11 +22,15 @@ import (
 //     credentials name it), and the engine is built again as well.
 //
 // Everything that can fail (an authenticator's discovery, a rule's compilation, the
-// limits' sharing) is built first; if anything fails, what was built is released and
-// the running virtual servers stay as they are.
+// limits' sharing) is built when the reload is planned (planVServers, the last of
+// reloadParts); if anything fails, what was built is released and the whole reload is
+// refused, the running virtual servers staying as they are. The step that serves the
+// new set cannot fail.
 
-// reloadVServers applies next's virtual_servers, or nothing (and says why).
-func (a *App) reloadVServers(next *Config) error {
+// planVServers builds what next's virtual_servers need (p.cfg) and adds the step that
+// serves them; nothing when the section is unchanged.
+func (a *App) planVServers(p *reloadPlan) error {
+	next := &p.cfg
 	if sameYAML(a.cfg.VirtualServers, next.VirtualServers) {
 		return nil
 	}
@@ -58,8 +62,10 @@ func (a *App) reloadVServers(next *Config) error {
 		list = append(list, v)
 		changed = append(changed, vserverChange{old: old, next: v})
 	}
-	a.swapVServers(list, changed)
-	a.cfg.VirtualServers = next.VirtualServers
+	p.steps = append(p.steps, reloadStep{"virtual_servers", func() {
+		a.swapVServers(list, changed)
+		a.cfg.VirtualServers = next.VirtualServers
+	}})
 	return nil
 }
 
