@@ -16,7 +16,8 @@ srv=() load=()
 if [ "${PIN:-0}" = 1 ]; then srv=(taskset -c 1) load=(taskset -c 0); fi
 cd "$(dirname "$0")/../.."
 work=$(mktemp -d)
-trap 'kill "$bepid" 2>/dev/null; rm -rf "$work"' EXIT
+rpid=
+trap 'kill "$bepid" $rpid 2>/dev/null; rm -rf "$work"' EXIT
 go build -o "$work/mcpbackend" ./cmd/mcpbackend
 go build -o "$work/mcpload" ./cmd/mcpload
 printf 'admin: {listen: "off"}\n' >"$work/router.yaml"
@@ -28,16 +29,25 @@ run() { # name bin port
 	local name=$1 bin=$2 port=$3 pid c0 c1
 	"${srv[@]}" "$bin" --listen "127.0.0.1:$port" --backend b=http://127.0.0.1:18190/mcp --config "$work/router.yaml" >"$work/$name.log" 2>&1 &
 	pid=$!
+	rpid=$pid # for the exit trap, should the script end mid-run
 	for _ in $(seq 1 100); do grep -q "mcprouter listening" "$work/$name.log" && break; sleep 0.05; done
-	c0=$(awk '{print $14+$15}' "/proc/$pid/stat")
+	if ! c0=$(awk '{print $14+$15}' "/proc/$pid/stat" 2>/dev/null); then
+		echo "$name run failed: the router exited: $(tail -n 1 "$work/$name.log")"
+		return
+	fi
+	rm -f "$work/$name.json" # a failed run must not report the previous round's figures
 	"${load[@]}" "$work/mcpload" --url "http://127.0.0.1:$port/mcp" --sessions 32 --rate "$RATE" --duration "$DUR" --warmup 1s \
-		--tool b__echo --args '{"text":"hello"}' --quiet --json "$work/$name.json" >/dev/null 2>&1
-	c1=$(awk '{print $14+$15}' "/proc/$pid/stat")
+		--tool b__echo --args '{"text":"hello"}' --quiet --json "$work/$name.json" >/dev/null 2>&1 || true
+	c1=$(awk '{print $14+$15}' "/proc/$pid/stat" 2>/dev/null || echo "$c0")
 	kill "$pid"; wait "$pid" 2>/dev/null || true
 	python3 - "$name" "$work/$name.json" $((c1 - c0)) "$tck" <<'PY'
 import json, sys
 name, f, ticks, tck = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-r = json.load(open(f))
+try:
+    r = json.load(open(f))
+except (OSError, ValueError) as e:  # mcpload failed (a starved run): say so, keep going
+    print("%s run failed: %s" % (name, e))
+    sys.exit(0)
 calls = r["requests"] + r["excluded_requests"]
 print("%s rps=%.0f errors=%d p99_ms=%.2f router_cpu_us_per_call=%.1f"
       % (name, r["throughput_rps"], r["errors"], r["latency_us"]["p99"] / 1000, ticks / tck / calls * 1e6))
