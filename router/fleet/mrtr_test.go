@@ -154,3 +154,43 @@ func TestOpenState(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenSharedState: instances that share the cluster's key open each other's
+// states: the owner is the one sealed inside (a rewritten clear owner part changes
+// nothing), and the principal, request and integrity checks hold on every instance.
+func TestOpenSharedState(t *testing.T) {
+	life := newLifecycle()
+	t.Cleanup(life.stop)
+	srv := newServerRequests(life, newTable(), slog.New(slog.DiscardHandler), &Stats{}, 4, 0)
+	key := make([]byte, 32)
+	copy(key, "the cluster's shared test key")
+	owner, peer := newParking(srv, nil, key), newParking(srv, nil, key)
+
+	x := &transport.Exchange{Raw: []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sample","arguments":{"prompt":"hi"}}}`)}
+	if err := codec.Scan(x.Raw, &x.Msg); err != nil {
+		t.Fatal(err)
+	}
+	pk := &parked{entryID: 7, digest: modern.RequestDigest(&x.Msg), ttl: time.Minute, shown: []ask{{key: "input-1", method: "sampling/createMessage"}}}
+	owner.mu.Lock()
+	state := modern.RequestState(owner.roundLocked(pk))
+	owner.mu.Unlock()
+
+	got, id, seq, rej := peer.open(state, x)
+	if !rej.OK() || got != owner.instance || id != 7 || seq != pk.seq {
+		t.Fatalf("peer opened owner %x entry %d round %d (%s), want %x, 7, %d", got, id, seq, rej.Message, owner.instance, pk.seq)
+	}
+	moved := append([]byte(statePrefix+hex.EncodeToString(peer.instance[:])), state[len(statePrefix)+ownerSize-1:]...)
+	if got, _, _, rej := peer.open(moved, x); !rej.OK() || got != owner.instance {
+		t.Fatalf("clear owner rewritten: owner %x (%s), want the sealed one %x", got, rej.Message, owner.instance)
+	}
+	x.Principal = &auth.Principal{Subject: "mallory"}
+	if _, _, _, rej := peer.open(state, x); !strings.Contains(rej.Message, "another principal") {
+		t.Fatalf("another principal on the peer: %+v", rej)
+	}
+	x.Principal = nil
+	bad := append([]byte(nil), state...)
+	bad[len(bad)-3] ^= 1
+	if _, _, _, rej := peer.open(bad, x); !strings.Contains(rej.Message, "failed verification") {
+		t.Fatalf("tampered on the peer: %+v", rej)
+	}
+}
