@@ -41,7 +41,10 @@ import (
 //     and turns the reply into an SSE stream as for any request) and answers the client
 //     with the reply: the result, the next round's input_required, or an error;
 //   - a client that closes its stream on the receiver cancels on the owner (header
-//     Mcp-Relay-Op: cancel, the inbox as data).
+//     Mcp-Relay-Op: cancel, the inbox as data). A cancellation that reaches the owner
+//     before its router has taken the retry in (its dispatcher registers the
+//     cancellation first) finds nothing to cancel: the call then completes there, and
+//     its answer goes to an inbox nobody reads.
 //
 // Nothing waits forever. NATS answers "no responders" at once when the owner is gone
 // (its connection and subscriptions go with its process): the client is told that the
