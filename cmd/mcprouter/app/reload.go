@@ -112,6 +112,9 @@ type reloadPlan struct {
 	cfg   Config
 	fixed []string     // sections that changed but need a restart
 	steps []reloadStep // what changes, in reloadParts' order
+	// undo releases what the parts planned so far built (a tracer's exporter), when a
+	// later part refuses the configuration.
+	undo []func()
 }
 
 // reloadStep puts one changed part into service.
@@ -146,6 +149,9 @@ func (a *App) planReload(cfg *Config) (*reloadPlan, error) {
 	p := &reloadPlan{cfg: *cfg, fixed: fixedChanges(&a.cfg, cfg)}
 	for _, part := range reloadParts {
 		if err := part.plan(a, p); err != nil {
+			for _, undo := range p.undo {
+				undo()
+			}
 			return nil, err
 		}
 	}

@@ -40,6 +40,9 @@ func (a *App) planTracing(p *reloadPlan) error {
 			go a.retireTracer(old, a.longestCall())
 		}
 	}})
+	if t != nil {
+		p.undo = append(p.undo, func() { a.shutdownTracer(t) })
+	}
 	return nil
 }
 
