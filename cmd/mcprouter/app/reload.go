@@ -244,6 +244,7 @@ func fixedChanges(cur, next *Config) []string {
 		{"stateless", cur.Stateless, next.Stateless},
 		{"auth", cur.Auth, next.Auth},
 		{"reload", cur.Reload, next.Reload},
+		{"request_state", cur.RequestState, next.RequestState},
 	}
 	var out []string
 	for _, s := range sections {
