@@ -222,15 +222,18 @@ func (f *Fleet) InFlight() int {
 	return max(f.table.len()-f.srv.park.count(), 0) + f.srv.park.relay.sent()
 }
 
-// instanceUp is called when an instance's shared session is (re)established: the
-// backend's lists are fetched (again) and subscriptions restored.
+// instanceUp is called when an instance's shared session is (re)established:
+// subscriptions are restored, then the backend's lists fetched (again). Restoring first
+// means a published catalog has its subscriptions in place: a client that subscribes as
+// soon as it sees the backend's resources is not subscribed a second time by a restore
+// that ran after it (sessionRenewed keeps the same order).
 func (f *Fleet) instanceUp(in *instance, c *upConn) {
 	if c.listen != nil {
 		f.life.spawn(func() { c.listen.run(in.b.ctx, func() { f.catalog.refresh(in.b, c) }) })
 	}
 	f.life.spawn(func() {
-		f.catalog.refresh(in.b, c)
 		f.subs.restore(in.b, c)
+		f.catalog.refresh(in.b, c)
 	})
 }
 
