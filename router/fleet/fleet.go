@@ -219,7 +219,7 @@ func (f *Fleet) UpstreamSessions() int { return f.sessions.inUse() }
 // 2026-07-28 client's retry (mrtr.go) are left out: no client waits on them; retries
 // sent to the instance that owns their state (mrtr_owner.go) count: their clients do.
 func (f *Fleet) InFlight() int {
-	return max(f.table.len()-f.srv.park.count(), 0) + f.srv.park.relay.sent()
+	return max(f.table.clients()-f.srv.park.count(), 0) + f.srv.park.relay.sent()
 }
 
 // instanceUp is called when an instance's shared session is (re)established:

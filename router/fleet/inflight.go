@@ -132,6 +132,7 @@ type tableShard struct {
 	mu       sync.Mutex
 	m        map[uint64]*entry
 	byClient map[uint64]*entry
+	clients  int // entries of m that are clients' requests
 }
 
 // clientSeed keys clientHash; it only needs to be fixed for the process's life.
@@ -180,6 +181,9 @@ func (t *table) add(e *entry) {
 	s := &t.shards[sh]
 	s.mu.Lock()
 	s.m[e.id] = e
+	if e.kind == clientRequest {
+		s.clients++
+	}
 	if e.clientID != "" {
 		// Newest first: a client reusing the id of a request still in flight (which
 		// breaks JSON-RPC) cancels the newer one.
@@ -194,6 +198,9 @@ func (t *table) add(e *entry) {
 func (sh *tableShard) settle(e *entry, to entryState) {
 	e.state = to
 	delete(sh.m, e.id)
+	if e.kind == clientRequest {
+		sh.clients--
+	}
 	sh.unindex(e)
 }
 
@@ -379,13 +386,15 @@ func (t *table) onConn(c *upConn) uint64 {
 	return found
 }
 
-// len counts entries in flight.
-func (t *table) len() int {
+// clients counts the clients' requests in flight. The router's own requests are left
+// out: a 2026-07-28 backend's subscriptions/listen stream stays in the table for the
+// connection's life, and a shutdown that waited for it waited out its whole grace.
+func (t *table) clients() int {
 	n := 0
 	for i := range t.shards {
 		sh := &t.shards[i]
 		sh.mu.Lock()
-		n += len(sh.m)
+		n += sh.clients
 		sh.mu.Unlock()
 	}
 	return n

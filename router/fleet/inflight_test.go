@@ -414,3 +414,40 @@ func TestRebind(t *testing.T) {
 		t.Fatal("a settled request was rebound")
 	}
 }
+
+// len counts every entry in the table, the router's own requests too.
+func (t *table) len() int {
+	n := 0
+	for i := range t.shards {
+		sh := &t.shards[i]
+		sh.mu.Lock()
+		n += len(sh.m)
+		sh.mu.Unlock()
+	}
+	return n
+}
+
+// TestClientsLeavesOwnRequestsOut: what a shutdown waits for (Fleet.InFlight) counts
+// the clients' requests only, not a long-lived own request such as a 2026-07-28
+// backend's subscriptions/listen stream.
+func TestClientsLeavesOwnRequestsOut(t *testing.T) {
+	tb := newTable()
+	own := &entry{kind: ownRequest, wait: make(chan []byte, 1)}
+	tb.add(own)
+	sess := new(router.Session)
+	e := request(sess, "1")
+	e.backend = &backend{}
+	tb.add(e)
+	if n := tb.clients(); n != 1 {
+		t.Fatalf("clients() = %d with one client request and one own, want 1", n)
+	}
+	tb.take(own.id, stateAnswered)
+	if n := tb.clients(); n != 1 {
+		t.Fatalf("clients() = %d after the own request ended, want 1", n)
+	}
+	tb.takeClient(sess, []byte("1")) // routed: it leaves the table, forward finishes it
+
+	if n, all := tb.clients(), tb.len(); n != 0 || all != 0 {
+		t.Fatalf("clients() = %d, %d entries left, want none", n, all)
+	}
+}
