@@ -152,8 +152,12 @@ func (o *ownerRelay) forward(s *router.Session, x *transport.Exchange, owner [8]
 	o.mu.Lock()
 	o.out[key] = cancel
 	o.mu.Unlock()
+	// x outlives Prepare on the goroutine below, and the router's job in x.Tag goes
+	// back to its pool when Prepare returns: read its start now, and let go of it.
+	start := router.Started(x)
+	x.Tag = nil
 	o.life.spawn(func() {
-		o.await(x, owner, principal, cancel)
+		o.await(x, owner, principal, cancel, start)
 		o.mu.Lock()
 		delete(o.out, key)
 		o.mu.Unlock()
@@ -188,12 +192,12 @@ const ownerGone = "mcprouter: the router instance that owns this requestState is
 
 // await sends x to owner and relays what comes back, until the reply, the client's
 // cancellation, the owner's absence, the deadline or the fleet's end.
-func (o *ownerRelay) await(x *transport.Exchange, owner [8]byte, principal []byte, cancel <-chan struct{}) {
+func (o *ownerRelay) await(x *transport.Exchange, owner [8]byte, principal []byte, cancel <-chan struct{}, start int64) {
 	inbox := o.nc.NewInbox()
 	ch := make(chan *nats.Msg, relayPending)
 	sub, err := o.nc.ChanSubscribe(inbox, ch)
 	if err != nil {
-		o.rep.replyErr(x, CodeBackendUnavailable, "mcprouter: cannot reach the router instance that owns this requestState: "+err.Error())
+		o.rep.replyErrFrom(x, start, CodeBackendUnavailable, "mcprouter: cannot reach the router instance that owns this requestState: "+err.Error())
 		return
 	}
 	defer sub.Unsubscribe()
@@ -204,7 +208,7 @@ func (o *ownerRelay) await(x *transport.Exchange, owner [8]byte, principal []byt
 	}
 	m.Data = x.Raw
 	if err := o.nc.PublishMsg(m); err != nil {
-		o.rep.replyErr(x, CodeBackendUnavailable, "mcprouter: cannot reach the router instance that owns this requestState: "+err.Error())
+		o.rep.replyErrFrom(x, start, CodeBackendUnavailable, "mcprouter: cannot reach the router instance that owns this requestState: "+err.Error())
 		return
 	}
 	deadline := time.NewTimer(o.timeout() + relayMargin)
@@ -217,23 +221,23 @@ func (o *ownerRelay) await(x *transport.Exchange, owner [8]byte, principal []byt
 		case msg := <-ch:
 			quiet = false
 			if msg.Header.Get("Status") == "503" {
-				o.rep.replyErr(x, CodeBackendUnavailable, ownerGone) // no responders
+				o.rep.replyErrFrom(x, start, CodeBackendUnavailable, ownerGone) // no responders
 				return
 			}
 			if st := msg.Header.Get(relayFinalHeader); st != "" {
-				o.answer(x, msg.Data, st)
+				o.answer(x, msg.Data, st, start)
 				return
 			}
 			x.Send(msg.Data)
 		case <-probe.C:
 			if quiet && !o.present(owner) {
-				o.rep.replyErr(x, CodeBackendUnavailable, ownerGone)
+				o.rep.replyErrFrom(x, start, CodeBackendUnavailable, ownerGone)
 				return
 			}
 			quiet = true
 		case <-deadline.C:
 			o.tell(owner, inbox)
-			o.rep.replyErr(x, CodeBackendTimeout, "mcprouter: the router instance that owns this requestState did not answer in time")
+			o.rep.replyErrFrom(x, start, CodeBackendTimeout, "mcprouter: the router instance that owns this requestState did not answer in time")
 			return
 		case <-cancel:
 			o.tell(owner, inbox)
@@ -241,7 +245,7 @@ func (o *ownerRelay) await(x *transport.Exchange, owner [8]byte, principal []byt
 			return
 		case <-o.life.ctx.Done():
 			o.tell(owner, inbox)
-			o.rep.replyErr(x, CodeBackendUnavailable, "router shutting down")
+			o.rep.replyErrFrom(x, start, CodeBackendUnavailable, "router shutting down")
 			return
 		}
 	}
@@ -249,7 +253,7 @@ func (o *ownerRelay) await(x *transport.Exchange, owner [8]byte, principal []byt
 
 // answer answers x with the owner's reply msg and its HTTP status st; an empty reply
 // is a request the owner ended without one (cancelled there).
-func (o *ownerRelay) answer(x *transport.Exchange, msg []byte, st string) {
+func (o *ownerRelay) answer(x *transport.Exchange, msg []byte, st string, start int64) {
 	if len(msg) == 0 {
 		x.Done()
 		return
@@ -262,7 +266,7 @@ func (o *ownerRelay) answer(x *transport.Exchange, msg []byte, st string) {
 	if codec.Scan(msg, &m) != nil || m.Kind == codec.KindError {
 		outcome = router.OutcomeError
 	}
-	o.rep.local(x, outcome)
+	o.rep.localFrom(x, outcome, start)
 	x.Reply(msg)
 }
 

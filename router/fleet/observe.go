@@ -46,17 +46,29 @@ func (r *reporter) done(e *entry, o router.Outcome) {
 // local reports a request the fleet answered during Prepare, without a backend
 // (merged lists, unknown names).
 func (r *reporter) local(x *transport.Exchange, o router.Outcome) {
+	r.localFrom(x, o, router.Started(x))
+}
+
+// localFrom is local for a request answered after Prepare returned (on a goroutine of
+// the fleet's), whose start was read during Prepare: router.Started reads the router's
+// job, which goes back to its pool when Prepare returns.
+func (r *reporter) localFrom(x *transport.Exchange, o router.Outcome, start int64) {
 	if r.obs != nil && x.Msg.Kind == codec.KindRequest {
-		r.obs.RequestDone(x, router.NoBackend, o, router.Started(x), 0)
+		r.obs.RequestDone(x, router.NoBackend, o, start, 0)
 	}
 }
 
 // replyErr answers x with an error made by the fleet, without a backend, and reports it;
 // false: nothing left for Run.
 func (r *reporter) replyErr(x *transport.Exchange, code int, msg string) bool {
+	return r.replyErrFrom(x, router.Started(x), code, msg)
+}
+
+// replyErrFrom is replyErr after Prepare returned, with the start read during it.
+func (r *reporter) replyErrFrom(x *transport.Exchange, start int64, code int, msg string) bool {
 	bp := getBuf()
 	*bp = codec.AppendError((*bp)[:0], x.Msg.ID, code, msg, nil)
-	r.local(x, router.OutcomeError)
+	r.localFrom(x, router.OutcomeError, start)
 	x.Reply(*bp)
 	putBuf(bp)
 	return false
