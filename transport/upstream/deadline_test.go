@@ -3,8 +3,6 @@ package upstream
 import (
 	"context"
 	"errors"
-	"io"
-	"net/http"
 	"testing"
 	"time"
 
@@ -83,25 +81,7 @@ func TestDeadlineContext(t *testing.T) {
 func TestDeadlineTrickledBody(t *testing.T) {
 	for _, ctype := range []string{"application/json", "text/event-stream"} {
 		t.Run(ctype, func(t *testing.T) {
-			stop := make(chan struct{})
-			defer close(stop)
-			srv := scripted(t, func(w http.ResponseWriter, r *http.Request) {
-				w.Header().Set("Content-Type", ctype)
-				w.WriteHeader(http.StatusOK)
-				tick := time.NewTicker(20 * time.Millisecond)
-				defer tick.Stop()
-				for {
-					io.WriteString(w, "d")
-					w.(http.Flusher).Flush()
-					select {
-					case <-tick.C:
-					case <-stop:
-						return
-					case <-r.Context().Done():
-						return
-					}
-				}
-			})
+			srv := trickling(t, ctype) // reply_test.go
 			c, _ := dialHTTP(t, srv.URL, HTTPOptions{})
 			defer c.Close()
 			dl := NewDeadline(testCtx(t), time.Now().Add(300*time.Millisecond))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -122,25 +123,7 @@ func TestHTTPHostileReplies(t *testing.T) {
 func TestHTTPTrickledBodyEndsAtDeadline(t *testing.T) {
 	for _, ctype := range []string{"application/json", "text/event-stream"} {
 		t.Run(ctype, func(t *testing.T) {
-			stop := make(chan struct{})
-			defer close(stop)
-			srv := scripted(t, func(w http.ResponseWriter, r *http.Request) {
-				w.Header().Set("Content-Type", ctype)
-				w.WriteHeader(http.StatusOK)
-				tick := time.NewTicker(20 * time.Millisecond)
-				defer tick.Stop()
-				for {
-					io.WriteString(w, "d")
-					w.(http.Flusher).Flush()
-					select {
-					case <-tick.C:
-					case <-stop:
-						return
-					case <-r.Context().Done():
-						return
-					}
-				}
-			})
+			srv := trickling(t, ctype)
 			c, _ := dialHTTP(t, srv.URL, HTTPOptions{})
 			defer c.Close()
 			ctx, cancel := context.WithTimeout(testCtx(t), 300*time.Millisecond)
@@ -157,6 +140,31 @@ func TestHTTPTrickledBodyEndsAtDeadline(t *testing.T) {
 			}
 		})
 	}
+}
+
+// trickling starts a backend that answers with a body of type ctype written a byte every
+// 20 ms, never ending, until the test ends.
+func trickling(t *testing.T, ctype string) *httptest.Server {
+	stop := make(chan struct{})
+	srv := scripted(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", ctype)
+		w.WriteHeader(http.StatusOK)
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			io.WriteString(w, "d")
+			w.(http.Flusher).Flush()
+			select {
+			case <-tick.C:
+			case <-stop:
+				return
+			case <-r.Context().Done():
+				return
+			}
+		}
+	})
+	t.Cleanup(func() { close(stop) }) // before the server's Close, which waits for handlers
+	return srv
 }
 
 // TestStdioHostileLines: a line cut off or over the limit that still says which request
