@@ -21,29 +21,9 @@ func asEndpoint(method, name string, anonymous bool) *transport.Exchange {
 	return x
 }
 
-// endpointSeries gathers m's per-endpoint series, by name and labels.
+// endpointSeries gathers m's series, by name and labels.
 func endpointSeries(t *testing.T, m *Metrics) map[string]float64 {
-	t.Helper()
-	mfs, err := pedantic(t, only(m)).Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]float64{}
-	for _, mf := range mfs {
-		for _, mt := range mf.GetMetric() {
-			key := mf.GetName()
-			for _, l := range mt.GetLabel() {
-				key += "," + l.GetName() + "=" + l.GetValue()
-			}
-			switch {
-			case mt.Gauge != nil:
-				got[key] = mt.Gauge.GetValue()
-			case mt.Counter != nil:
-				got[key] = mt.Counter.GetValue()
-			}
-		}
-	}
-	return got
+	return seriesOf(t, only(m))
 }
 
 // TestEndpointCounters: requests count under their principal's endpoint, the main

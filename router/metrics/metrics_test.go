@@ -78,6 +78,32 @@ func only(m *Metrics) func(prometheus.Registerer) error {
 	return func(reg prometheus.Registerer) error { return reg.Register(m) }
 }
 
+// seriesOf gathers the gauges and counters register registers, by name and labels
+// ("name,label=value,...").
+func seriesOf(t *testing.T, register func(prometheus.Registerer) error) map[string]float64 {
+	t.Helper()
+	mfs, err := pedantic(t, register).Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		for _, mt := range mf.GetMetric() {
+			key := mf.GetName()
+			for _, l := range mt.GetLabel() {
+				key += "," + l.GetName() + "=" + l.GetValue()
+			}
+			switch {
+			case mt.Gauge != nil:
+				got[key] = mt.Gauge.GetValue()
+			case mt.Counter != nil:
+				got[key] = mt.Counter.GetValue()
+			}
+		}
+	}
+	return got
+}
+
 // gather returns the text exposition of m alone, with the Go version masked.
 func gather(t *testing.T, m *Metrics) string {
 	t.Helper()
@@ -122,25 +148,7 @@ func TestCollectSources(t *testing.T) {
 	r.Stats.Requests.Add(5)
 	m.RequestDone(exchange("ping"), router.NoBackend, router.OutcomeOK, 1, 0)
 
-	mfs, err := pedantic(t, m.Register).Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]float64{}
-	for _, mf := range mfs {
-		for _, mt := range mf.GetMetric() {
-			key := mf.GetName()
-			for _, l := range mt.GetLabel() {
-				key += "," + l.GetName() + "=" + l.GetValue()
-			}
-			switch {
-			case mt.Gauge != nil:
-				got[key] = mt.Gauge.GetValue()
-			case mt.Counter != nil:
-				got[key] = mt.Counter.GetValue()
-			}
-		}
-	}
+	got := seriesOf(t, m.Register)
 	want := map[string]float64{
 		"mcprouter_sse_queued_bytes":                         42,
 		"mcprouter_codec_errors_total,class=parse":           3,
@@ -160,11 +168,7 @@ func TestCollectSources(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"go_goroutines", "process_cpu_seconds_total"} {
-		found := false
-		for _, mf := range mfs {
-			found = found || mf.GetName() == name
-		}
-		if !found && (name != "process_cpu_seconds_total" || runtime.GOOS == "linux") {
+		if _, found := got[name]; !found && (name != "process_cpu_seconds_total" || runtime.GOOS == "linux") {
 			t.Errorf("%s not exported", name)
 		}
 	}
