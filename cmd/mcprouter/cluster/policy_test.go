@@ -37,6 +37,19 @@ func TestPolicyLimitAcrossInstances(t *testing.T) {
 			t.Fatalf("instance %d shares no limits", i)
 		}
 	}
+	// A subscription's interest reaches the other NATS nodes over the routes a moment
+	// after its own node has it: consumption published meanwhile is lost to them
+	// (README, policy: an instance that has just started). Wait until every node routes the limits'
+	// subject to all three instances.
+	subject := routers[0].Bus.Subject("policy", "limits")
+	testwait.For(t, "every node knowing the three instances' interest in the limits", 10*time.Second, func() bool {
+		for _, n := range nodes {
+			if n.srv.GlobalAccount().Interest(subject) < len(routers) {
+				return false
+			}
+		}
+		return true
+	})
 	h := &rawClient{t: t}
 	call := func(r *app.App, id int) (limited bool) {
 		t.Helper()
