@@ -8,8 +8,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcprouter/mcprouter/internal/testbin"
+	"github.com/mcprouter/mcprouter/loadgen/sdktest"
 )
 
 // clusterToken is the embedded NATS server's client token in these tests.
@@ -155,16 +154,7 @@ func startProgressBackend(t *testing.T) string {
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: name}}}, nil, nil
 	})
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := &http.Server{Handler: mux}
-	go hs.Serve(l)
-	t.Cleanup(func() { hs.Close() })
-	return l.Addr().String()
+	return sdktest.Serve(t, srv)
 }
 
 // TestInputRequiredOtherInstanceAuth: with authenticated clients, the retry routed to

@@ -10,8 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -20,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcprouter/mcprouter/internal/testbin"
+	"github.com/mcprouter/mcprouter/loadgen/sdktest"
 )
 
 // askMeta declares every capability a backend may ask for.
@@ -73,16 +72,7 @@ func startAskingBackend(t *testing.T) string {
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%s:%d roots", name, len(roots.Roots))}}}, nil, nil
 	})
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := &http.Server{Handler: mux}
-	go hs.Serve(l)
-	t.Cleanup(func() { hs.Close() })
-	return l.Addr().String()
+	return sdktest.Serve(t, srv)
 }
 
 // answerFor is the client's answer to an input request of method.

@@ -6,6 +6,7 @@ package sdktest
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -105,6 +106,11 @@ const (
 // StartHTTP serves srv on a loopback httptest server and returns it; the MCP endpoint
 // is its URL + "/mcp". The caller closes it.
 func StartHTTP(srv *mcp.Server, mode Mode) *httptest.Server {
+	return httptest.NewServer(handler(srv, mode))
+}
+
+// handler serves srv at /mcp in mode.
+func handler(srv *mcp.Server, mode Mode) http.Handler {
 	get := func(*http.Request) *mcp.Server { return srv }
 	var h http.Handler
 	switch mode {
@@ -118,7 +124,23 @@ func StartHTTP(srv *mcp.Server, mode Mode) *httptest.Server {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
-	return httptest.NewServer(mux)
+	return mux
+}
+
+// Serve serves srv on loopback (sessions, SSE replies) until the test ends, and returns
+// its address: the MCP endpoint is http://<address>/mcp. The end closes every
+// connection without waiting for handlers (a tool still blocked, a session's DELETE
+// waiting for it), which httptest.Server.Close would wait for.
+func Serve(t testing.TB, srv *mcp.Server) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: handler(srv, SessionSSE)}
+	go hs.Serve(l)
+	t.Cleanup(func() { hs.Close() })
+	return l.Addr().String()
 }
 
 // StdioEnv is the environment variable that makes RunStdioIfChild serve stdio.

@@ -5,8 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"log/slog"
-	"net"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcprouter/mcprouter/internal/testwait"
+	"github.com/mcprouter/mcprouter/loadgen/sdktest"
 	"github.com/mcprouter/mcprouter/router"
 	"github.com/mcprouter/mcprouter/transport"
 	"github.com/mcprouter/mcprouter/transport/natsbus"
@@ -91,16 +90,7 @@ func startOwnerBackend(t testing.TB, waiting, cancelled chan<- struct{}) string 
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: name + ":" + text.Text}}}, nil, nil
 	})
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := &http.Server{Handler: mux}
-	go hs.Serve(l)
-	t.Cleanup(func() { hs.Close() })
-	return l.Addr().String()
+	return sdktest.Serve(t, srv)
 }
 
 // ownerNode is one router instance of the test: its fleet and router.
