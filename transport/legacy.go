@@ -139,7 +139,7 @@ func (s *HTTPServer) ServeLegacyMessage(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	u.sess = sess
-	u.trace.take(s.cfg.TraceHeaders, &ctx.Request.Header) // as a Streamable HTTP POST's
+	u.trace.take(s.traceHeaders(), &ctx.Request.Header) // as a Streamable HTTP POST's
 	u.dispatch(u, s.handler, arrival{sess: sess, version: sess.Version(), carrier: CarrierLegacySSE, batch: batch, principal: principal})
 	ctx.SetStatusCode(fasthttp.StatusAccepted)
 }

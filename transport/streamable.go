@@ -88,9 +88,11 @@ type HTTPConfig struct {
 	// (stateless.go): a revision without sessions says some errors with a status too
 	// (400, 404). 0 keeps 200.
 	StatusOf func(reply []byte) int
-	// TraceHeaders: keep each POST's W3C trace context headers for the handler
-	// (Exchange.TraceHeaders, trace.go); off (the default), they are not looked at.
-	TraceHeaders bool
+	// TraceHeaders: while it holds true, keep each POST's W3C trace context headers
+	// for the handler (Exchange.TraceHeaders, trace.go); nil (the default) or false,
+	// they are not looked at. A switch, so that a reload turning tracing on or off
+	// reaches every server that shares it.
+	TraceHeaders *atomic.Bool
 }
 
 // SessionResolver finds sessions this process does not hold.
@@ -340,7 +342,7 @@ func (s *HTTPServer) post(ctx *fasthttp.RequestCtx, principal *auth.Principal) {
 		p := getPost()
 		if s.statelessOf(ctx, &p.in) {
 			p.srv, p.accept, p.principal = s, accept, principal
-			p.trace.take(s.cfg.TraceHeaders, &ctx.Request.Header)
+			p.trace.take(s.traceHeaders(), &ctx.Request.Header)
 			s.postStateless(ctx, p, principal)
 			return
 		}
@@ -368,7 +370,7 @@ func (s *HTTPServer) post(ctx *fasthttp.RequestCtx, principal *auth.Principal) {
 
 	p := getPost()
 	p.srv, p.sess, p.accept, p.version, p.client, p.principal = s, sess, accept, version, client, principal
-	p.trace.take(s.cfg.TraceHeaders, &ctx.Request.Header)
+	p.trace.take(s.traceHeaders(), &ctx.Request.Header)
 	if sess != nil {
 		sess.beginCall() // ended when the post is released
 	}
@@ -1206,3 +1208,9 @@ func (p *httpPost) bind(c *call, version string, state SessionState) (*Session, 
 }
 
 func (p *httpPost) released(*call) { putPost(p) }
+
+// traceHeaders reports whether POSTs' trace context headers are kept now
+// (HTTPConfig.TraceHeaders).
+func (s *HTTPServer) traceHeaders() bool {
+	return s.cfg.TraceHeaders != nil && s.cfg.TraceHeaders.Load()
+}

@@ -148,7 +148,7 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 		Auth:           a.Auth,
 		StatusOf:       router.StatusOf,
 		Audit:          auditLogger(log),
-		TraceHeaders:   a.traceHeaders,
+		TraceHeaders:   &a.traceHeaders,
 	}
 	a.HTTP = transport.NewHTTPServer(hc, a.Reg, r)
 	if err := a.watchMetrics(); err != nil {

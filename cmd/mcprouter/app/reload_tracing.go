@@ -12,9 +12,8 @@ import (
 // plan is checked (an exporter that cannot be made refuses the reload), then takes the
 // old one's place at once. Requests already traced keep the old tracer until they end;
 // once they have, the old one exports what it still queues and stops, in the
-// background. The HTTP transports read the W3C trace headers only when tracing was on
-// at start: a tracer turned on by a reload continues the trace context of params._meta
-// and starts new traces, and the headers wait for a restart (the reload says so).
+// background. The HTTP transports read the W3C trace headers while a tracer is in force
+// (tracingState.traceHeaders), switched with it.
 
 // planTracing: a changed tracing section gets a new tracer.
 func (a *App) planTracing(p *reloadPlan) error {
@@ -25,11 +24,9 @@ func (a *App) planTracing(p *reloadPlan) error {
 	if err != nil {
 		return fmt.Errorf("tracing: %w", err)
 	}
-	if t != nil && !a.traceHeaders {
-		p.fixed = append(p.fixed, "tracing of the HTTP trace headers (off at start: until a restart, only params._meta's trace context is followed)")
-	}
 	p.steps = append(p.steps, reloadStep{"tracing", func() {
 		old := a.Tracer.cur.Swap(t)
+		a.traceHeaders.Store(t != nil)
 		a.cfg.Tracing = p.cfg.Tracing
 		if t != nil {
 			a.log.Info("tracing on", "exporter", p.cfg.Tracing.Exporter, "endpoint", p.cfg.Tracing.Endpoint)

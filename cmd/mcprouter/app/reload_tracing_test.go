@@ -75,6 +75,18 @@ func TestReloadTracing(t *testing.T) {
 	if n := len(recv.trace(whileOn)); n != 2 {
 		t.Fatalf("the call after tracing was turned on: %d spans, want the server span and the backend call", n)
 	}
+	// The HTTP traceparent header is followed from the reload on, as at start.
+	const byHeader = "55555555555555555555555555555555"
+	if r := c.post(`{"jsonrpc":"2.0","id":30,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`,
+		"traceparent", "00-"+byHeader+"-"+parent+"-01"); r["result"] == nil {
+		t.Fatalf("tools/call with a traceparent header: %v", r)
+	}
+	if err := a.Tracer.ForceFlush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(recv.trace(byHeader)); n != 2 {
+		t.Fatalf("the call with a traceparent header after tracing was turned on: %d spans in its trace, want 2", n)
+	}
 
 	// Tracing goes off while a call is in flight: the reload runs once the call's
 	// trace is started.

@@ -17,9 +17,10 @@ type tracingState struct {
 	// Tracer holds the tracer that makes the spans of client requests and backend
 	// calls; its Current is nil with tracing off (the default). Never nil.
 	Tracer *TracerSwitch
-	// traceHeaders: the HTTP transports keep each POST's trace context headers
-	// (tracing was on at start; transport.HTTPConfig.TraceHeaders is fixed then).
-	traceHeaders bool
+	// traceHeaders: the HTTP transports (the main endpoint's and every virtual
+	// server's) keep each POST's trace context headers while tracing is on; a reload
+	// switches it with the tracer.
+	traceHeaders atomic.Bool
 }
 
 // TracerSwitch is the router's Config.Tracer: it starts each request's trace on the
@@ -64,7 +65,7 @@ func (a *App) startTracing(rc *router.Config) error {
 		return nil
 	}
 	a.Tracer.cur.Store(t)
-	a.traceHeaders = true
+	a.traceHeaders.Store(true)
 	a.log.Info("tracing on", "exporter", a.cfg.Tracing.Exporter, "endpoint", a.cfg.Tracing.Endpoint)
 	return nil
 }
