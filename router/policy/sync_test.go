@@ -16,7 +16,7 @@ import (
 // waitLimit bounds every wait for NATS deliveries.
 const waitLimit = 10 * time.Second
 
-func startNATS(t *testing.T) *server.Server {
+func startNATS(t testing.TB) *server.Server {
 	t.Helper()
 	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true})
 	if err != nil {
@@ -30,7 +30,7 @@ func startNATS(t *testing.T) *server.Server {
 	return s
 }
 
-func connect(t *testing.T, s *server.Server) *nats.Conn {
+func connect(t testing.TB, s *server.Server) *nats.Conn {
 	t.Helper()
 	nc, err := nats.Connect(s.ClientURL())
 	if err != nil {
