@@ -3,8 +3,6 @@ package fleet
 import (
 	"context"
 	"errors"
-
-	"github.com/mcprouter/mcprouter/codec"
 )
 
 // subscriptions/listen of 2026-07-28 clients for the resources of a per-client 2025
@@ -66,12 +64,6 @@ func (ss *sessions) listenPrincipal(ctx context.Context, l *clientListener, b *b
 		ss.unlistenKey(ps, l, key)
 	}
 	return err
-}
-
-// uriParams is the params object {"uri": uri}.
-func uriParams(uri string) []byte {
-	p := append([]byte(`{"uri":`), codec.AppendString(nil, uri)...)
-	return append(p, '}')
 }
 
 // unlisten forgets listen stream l in every principal, unsubscribing upstream (in the

@@ -74,9 +74,7 @@ func (n *notices) adopted(s *router.Session) {
 		return
 	}
 	for _, k := range n.subs.list(s) {
-		params := append([]byte(`{"uri":`), codec.AppendString(nil, k.uri)...)
-		params = append(params, '}')
-		t.SendNotice(codec.AppendNotification(nil, "notifications/resources/updated", params))
+		t.SendNotice(codec.AppendNotification(nil, "notifications/resources/updated", uriParams(k.uri)))
 	}
 }
 

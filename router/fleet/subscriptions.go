@@ -337,9 +337,7 @@ func (u *subsUpstream) subscribe(key subKey, method string, c *upConn) error {
 	if c.modern {
 		err = u.listen(ctx, c, key, sub)
 	} else {
-		params := append([]byte(`{"uri":`), codec.AppendString(nil, key.uri)...)
-		params = append(params, '}')
-		_, err = u.table.call(ctx, c, method, params)
+		_, err = u.table.call(ctx, c, method, uriParams(key.uri))
 	}
 	if err != nil {
 		u.log.Warn("upstream "+method+" failed", "backend", key.b.cfg.Name, "uri", key.uri, "err", err)
@@ -429,4 +427,11 @@ func (s *localSubs) resubscribe(sess *router.Session, keys []subKey) {
 	for _, key := range first {
 		go s.up.subscribe(key, "resources/subscribe", nil)
 	}
+}
+
+// uriParams is the params object {"uri": uri} of resources/subscribe, unsubscribe and
+// notifications/resources/updated.
+func uriParams(uri string) []byte {
+	p := append([]byte(`{"uri":`), codec.AppendString(nil, uri)...)
+	return append(p, '}')
 }
