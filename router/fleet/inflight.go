@@ -386,6 +386,23 @@ func (t *table) onConn(c *upConn) uint64 {
 	return found
 }
 
+// busyConns is the set of upstream sessions some request (a client's or the router's
+// own) is in flight on.
+func (t *table) busyConns() map[*upConn]bool {
+	busy := map[*upConn]bool{}
+	for i := range t.shards {
+		sh := &t.shards[i]
+		sh.mu.Lock()
+		for _, e := range sh.m {
+			if e.conn != nil {
+				busy[e.conn] = true
+			}
+		}
+		sh.mu.Unlock()
+	}
+	return busy
+}
+
 // clients counts the clients' requests in flight. The router's own requests are left
 // out: a 2026-07-28 backend's subscriptions/listen stream stays in the table for the
 // connection's life, and a shutdown that waited for it waited out its whole grace.

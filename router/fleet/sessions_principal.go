@@ -134,7 +134,7 @@ func (ss *sessions) principal(id string, owner *router.Session) (*principalState
 // in flight on its upstream sessions (and, when holding, at least one open: one whose
 // closing frees a slot); nil if none. Called with the registry locked.
 func (ss *sessions) idlest(before int64, holding bool) *principalState {
-	busy := ss.busyConns()
+	busy := ss.conns.table.busyConns()
 	var found *principalState
 	for _, ps := range ss.principals.m {
 		last := ps.last.Load()
@@ -166,23 +166,6 @@ func (ss *sessions) evictIdle() {
 	if ps != nil {
 		ps.st.closeAll(nil)
 	}
-}
-
-// busyConns is the set of upstream sessions some request is in flight on.
-func (ss *sessions) busyConns() map[*upConn]bool {
-	busy := map[*upConn]bool{}
-	t := ss.conns.table
-	for i := range t.shards {
-		sh := &t.shards[i]
-		sh.mu.Lock()
-		for _, e := range sh.m {
-			if e.conn != nil {
-				busy[e.conn] = true
-			}
-		}
-		sh.mu.Unlock()
-	}
-	return busy
 }
 
 // busy reports whether one of the principal's upstream sessions is in busy, or is
@@ -223,7 +206,7 @@ func (ss *sessions) reap() {
 		var gone []*principalState
 		p.mu.Lock()
 		if len(p.m) > 0 {
-			busy := ss.busyConns()
+			busy := ss.conns.table.busyConns()
 			for id, ps := range p.m {
 				if ps.last.Load() < before && !ps.busy(busy) {
 					delete(p.m, id)
