@@ -102,37 +102,32 @@ func newExporter(ctx context.Context, c *Config, getenv func(string) string) (sd
 	if err != nil {
 		return nil, err
 	}
-	url := strings.Contains(c.Endpoint, "://")
 	if kind == ExporterGRPC {
-		var opts []otlptracegrpc.Option
-		switch {
-		case url:
-			opts = append(opts, otlptracegrpc.WithEndpointURL(c.Endpoint))
-		case c.Endpoint != "":
-			opts = append(opts, otlptracegrpc.WithEndpoint(c.Endpoint))
-		}
-		if c.Insecure {
-			opts = append(opts, otlptracegrpc.WithInsecure())
-		}
-		if len(c.Headers) > 0 {
-			opts = append(opts, otlptracegrpc.WithHeaders(c.Headers))
-		}
-		return otlptracegrpc.New(ctx, opts...)
+		return otlptracegrpc.New(ctx, otlpOptions(c, otlptracegrpc.WithEndpointURL, otlptracegrpc.WithEndpoint,
+			otlptracegrpc.WithInsecure, otlptracegrpc.WithHeaders)...)
 	}
-	var opts []otlptracehttp.Option
+	return otlptracehttp.New(ctx, otlpOptions(c, otlptracehttp.WithEndpointURL, otlptracehttp.WithEndpoint,
+		otlptracehttp.WithInsecure, otlptracehttp.WithHeaders)...)
+}
+
+// otlpOptions turns c's endpoint, insecure and headers settings into one OTLP client's
+// options. The gRPC and HTTP clients take the same settings, each as its own option
+// type, so the rule (a "://" in the endpoint makes it a URL) is written once.
+func otlpOptions[O any](c *Config, endpointURL, endpoint func(string) O, insecure func() O, headers func(map[string]string) O) []O {
+	var opts []O
 	switch {
-	case url:
-		opts = append(opts, otlptracehttp.WithEndpointURL(c.Endpoint))
+	case strings.Contains(c.Endpoint, "://"):
+		opts = append(opts, endpointURL(c.Endpoint))
 	case c.Endpoint != "":
-		opts = append(opts, otlptracehttp.WithEndpoint(c.Endpoint))
+		opts = append(opts, endpoint(c.Endpoint))
 	}
 	if c.Insecure {
-		opts = append(opts, otlptracehttp.WithInsecure())
+		opts = append(opts, insecure())
 	}
 	if len(c.Headers) > 0 {
-		opts = append(opts, otlptracehttp.WithHeaders(c.Headers))
+		opts = append(opts, headers(c.Headers))
 	}
-	return otlptracehttp.New(ctx, opts...)
+	return opts
 }
 
 // newResource describes the router: service.name (the configured one, else the

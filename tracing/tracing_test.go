@@ -192,3 +192,23 @@ func TestConfig(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestOTLPOptions: the endpoint is a URL when it has a scheme, a host:port otherwise;
+// insecure and headers are passed when set. Options are stood for by their text.
+func TestOTLPOptions(t *testing.T) {
+	name := func(kind string) func(string) string { return func(v string) string { return kind + " " + v } }
+	insecure := func() string { return "insecure" }
+	headers := func(h map[string]string) string { return "headers " + h["k"] }
+	for _, c := range []struct {
+		c    Config
+		want string
+	}{
+		{Config{}, ""},
+		{Config{Endpoint: "https://collector:4318/v1/traces"}, "url https://collector:4318/v1/traces"},
+		{Config{Endpoint: "collector:4317", Insecure: true, Headers: map[string]string{"k": "v"}}, "host collector:4317|insecure|headers v"},
+	} {
+		if got := strings.Join(otlpOptions(&c.c, name("url"), name("host"), insecure, headers), "|"); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.c, got, c.want)
+		}
+	}
+}
