@@ -21,7 +21,6 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"time"
 
 	"github.com/mcprouter/mcprouter/bench/internal/cluster"
@@ -39,13 +38,6 @@ type options struct {
 }
 
 func main() {
-	cluster.ServeNATSNode()
-	os.Exit(run())
-}
-
-var logf = cluster.Logf
-
-func run() int {
 	var o options
 	flag.DurationVar(&o.duration, "duration", 5*time.Minute, "how long the load and the faults last")
 	flag.DurationVar(&o.every, "every", 5*time.Second, "mean time between faults (each waits 0.5 to 1.5 times this)")
@@ -57,10 +49,7 @@ func run() int {
 	flag.IntVar(&o.capSessions, "capacity-sessions", 32, "closed-loop sessions of the capacity measurement")
 	flag.DurationVar(&o.capDuration, "capacity-duration", 5*time.Second, "length of the capacity measurement")
 	flag.Uint64Var(&o.seed, "seed", uint64(time.Now().UnixNano()), "random seed of the faults")
-	o.place.Flags("chaos")
-	flag.Parse()
-
-	return cluster.Main("chaos", o.place, logf, func(ctx context.Context, dir string) (cluster.Report, error) {
+	cluster.Command("chaos", &o.place, func(ctx context.Context, dir string) (cluster.Report, error) {
 		o.dir = dir
 		v, err := chaos(ctx, &o)
 		if err != nil {
@@ -70,21 +59,15 @@ func run() int {
 	})
 }
 
+var logf = cluster.Logf
+
 // chaos sets the cluster up, runs the load and the faults, and gathers the figures.
 func chaos(ctx context.Context, o *options) (*verdict, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
-	c, err := cluster.Start(ctx, exe, cluster.Options{Dir: o.dir, BackendTimeout: o.backendTimeout, Logf: logf})
+	c, tools, err := cluster.Start(ctx, cluster.Options{Dir: o.dir, BackendTimeout: o.backendTimeout, Logf: logf})
 	if err != nil {
 		return nil, err
 	}
 	defer c.Close()
-	tools, err := c.FindTools(ctx, time.Minute)
-	if err != nil {
-		return nil, err
-	}
 	capacity, err := c.Capacity(ctx, tools.Mix(), o.capSessions, o.capDuration)
 	if err != nil {
 		return nil, err

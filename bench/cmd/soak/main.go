@@ -53,7 +53,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -73,13 +72,6 @@ type options struct {
 }
 
 func main() {
-	cluster.ServeNATSNode()
-	os.Exit(run())
-}
-
-var logf = cluster.Logf
-
-func run() int {
 	var o options
 	flag.DurationVar(&o.duration, "duration", 30*time.Minute, "length of the soak (measured)")
 	flag.DurationVar(&o.warmup, "warmup", 2*time.Minute, "full load before the measured soak, until every bounded buffer is full (the subscribers' resumption rings: 1024 events at one per 100ms tick)")
@@ -93,13 +85,11 @@ func run() int {
 	flag.DurationVar(&o.timeout, "timeout", 10*time.Second, "per-call timeout")
 	flag.DurationVar(&o.sample, "sample", 0, "how often the processes are measured (default: 1/120 of the run, within 1s and 5s)")
 	flag.DurationVar(&o.capDuration, "capacity-duration", 5*time.Second, "length of the capacity measurement")
-	o.place.Flags("soak")
-	flag.Parse()
-	if o.sample <= 0 {
-		o.sample = min(max(o.duration/120, time.Second), 5*time.Second)
-	}
-	return cluster.Main("soak", o.place, logf, func(ctx context.Context, dir string) (cluster.Report, error) {
+	cluster.Command("soak", &o.place, func(ctx context.Context, dir string) (cluster.Report, error) {
 		o.dir = dir
+		if o.sample <= 0 {
+			o.sample = min(max(o.duration/120, time.Second), 5*time.Second)
+		}
 		v, err := soak(ctx, &o)
 		if err != nil {
 			return cluster.Report{}, err
@@ -108,22 +98,16 @@ func run() int {
 	})
 }
 
+var logf = cluster.Logf
+
 // soak sets the deployment up, measures its capacity, runs the mixed load and gathers
 // the figures.
 func soak(ctx context.Context, o *options) (*verdict, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
-	c, err := cluster.Start(ctx, exe, cluster.Options{Dir: o.dir, Routers: o.routers, NATSNodes: 1, WebReplicas: 1, CLIReplicas: 1, Tick: o.tick, Logf: logf})
+	c, tools, err := cluster.Start(ctx, cluster.Options{Dir: o.dir, Routers: o.routers, NATSNodes: 1, WebReplicas: 1, CLIReplicas: 1, Tick: o.tick, Logf: logf})
 	if err != nil {
 		return nil, err
 	}
 	defer c.Close()
-	tools, err := c.FindTools(ctx, time.Minute)
-	if err != nil {
-		return nil, err
-	}
 	// The churn and the fan-out run while the capacity for calls is measured, so that
 	// the share offered is a share of what is left for calls.
 	w, err := cluster.Watch(c.URLs(), o.subscribers, "counter://tick", 10*time.Second)

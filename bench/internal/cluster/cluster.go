@@ -115,9 +115,29 @@ func (r *Router) StdioChildren() []int {
 	return Children(r.Proc.PID())
 }
 
-// Start builds the binaries and starts the NATS nodes, the backends and the routers.
-// exe is the command's own binary (it serves the NATS nodes, see ServeNATSNode).
-func Start(ctx context.Context, exe string, o Options) (*Cluster, error) {
+// Start builds the binaries, starts the NATS nodes (the command's own binary serves
+// them, see ServeNATSNode), the backends and the routers, and waits up to a minute for
+// the routers to list both echo tools. Close stops what it started.
+func Start(ctx context.Context, o Options) (*Cluster, Tools, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, Tools{}, err
+	}
+	c, err := start(ctx, exe, o)
+	if err != nil {
+		return nil, Tools{}, err
+	}
+	tools, err := c.FindTools(ctx, time.Minute)
+	if err != nil {
+		c.Close()
+		return nil, Tools{}, err
+	}
+	return c, tools, nil
+}
+
+// start builds the binaries and starts the NATS nodes, the backends and the routers;
+// exe serves the NATS nodes.
+func start(ctx context.Context, exe string, o Options) (*Cluster, error) {
 	o.defaults()
 	c := &Cluster{o: o, bins: map[string]string{}}
 	for _, cmd := range []string{"mcprouter", "mcpbackend"} {

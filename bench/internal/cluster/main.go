@@ -50,6 +50,16 @@ func (p *Place) Flags(name string) {
 	flag.StringVar(&p.Out, "out", "", "results file whose \"## "+name+"\" section is written or replaced (e.g. bench/RESULTS.md)")
 }
 
+// Command is main for a long-run command (chaos, soak), called once its own flags are
+// registered: it serves the NATS node when the command was started as one, registers
+// p's flags, parses the command line and exits with Main's code for run.
+func Command(name string, p *Place, run func(ctx context.Context, dir string) (Report, error)) {
+	ServeNATSNode()
+	p.Flags(name)
+	flag.Parse()
+	os.Exit(Main(name, *p, Logf, run))
+}
+
 // Logf logs a line on stderr with the time of day, the long runs' progress log.
 func Logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, time.Now().Format("15:04:05 ")+format+"\n", args...)
