@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -18,7 +17,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcprouter/mcprouter/cmd/mcprouter/app"
-	"github.com/mcprouter/mcprouter/cmd/mcprouter/app/apptest"
 	"github.com/mcprouter/mcprouter/router/fleet"
 	"github.com/mcprouter/mcprouter/transport/auth"
 	"github.com/mcprouter/mcprouter/transport/auth/authtest"
@@ -215,7 +213,7 @@ backends:
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := apptest.Start(t, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), 20*time.Second)
+	a := startRouter(t, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	client := mcp.NewClient(&mcp.Implementation{Name: "alice", Version: "1"}, nil)

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -27,7 +26,6 @@ import (
 	"github.com/mcprouter/mcprouter/cmd/mcpbackend/mcpbackendtest"
 	"github.com/mcprouter/mcprouter/cmd/mcpbackend/server"
 	"github.com/mcprouter/mcprouter/cmd/mcprouter/app"
-	"github.com/mcprouter/mcprouter/cmd/mcprouter/app/apptest"
 )
 
 // otlpReceiver is an OTLP/HTTP trace receiver on loopback: it decodes every
@@ -268,7 +266,7 @@ backends:
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := apptest.Start(t, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), 20*time.Second)
+	a := startRouter(t, cfg)
 	if a.Tracer == nil {
 		t.Fatal("tracing.enabled did not start a tracer")
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -15,7 +14,6 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
 	"github.com/mcprouter/mcprouter/cmd/mcprouter/app"
-	"github.com/mcprouter/mcprouter/cmd/mcprouter/app/apptest"
 	"github.com/mcprouter/mcprouter/transport/sse"
 )
 
@@ -105,7 +103,7 @@ virtual_servers:
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := apptest.Start(t, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), 20*time.Second)
+	a := startRouter(t, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	base := "http://" + a.Addr()

@@ -5,17 +5,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/mcprouter/mcprouter/cmd/mcpbackend/mcpbackendtest"
-	backendsrv "github.com/mcprouter/mcprouter/cmd/mcpbackend/server"
 	"github.com/mcprouter/mcprouter/cmd/mcprouter/app"
-	"github.com/mcprouter/mcprouter/cmd/mcprouter/app/apptest"
 	"github.com/mcprouter/mcprouter/internal/mcpraw"
 )
 
@@ -24,11 +19,10 @@ import (
 // selection), changes one's auth (credentials now required), removes one (its
 // sessions get 404, a legacy one's stream ends, and a new client gets 404 too), and leaves an unchanged one's session as it was.
 func TestVirtualServersReload(t *testing.T) {
-	a := mcpbackendtest.Start(t, backendsrv.Config{Name: "a", Tick: -1})
-	b := mcpbackendtest.Start(t, backendsrv.Config{Name: "b", Tick: -1})
+	ab := twoBackends(t)
 	const token = "vs-reload-token-1"
 	sum := sha256.Sum256([]byte(token))
-	head := fmt.Sprintf("listen: 127.0.0.1:0\nbackends:\n  - {name: a, url: %q}\n  - {name: b, url: %q}\nvirtual_servers:\n", a.URL(), b.URL())
+	head := fmt.Sprintf("listen: 127.0.0.1:0\nbackends:\n  - {name: a, url: %q}\n  - {name: b, url: %q}\nvirtual_servers:\n", ab.Backends[0].URL, ab.Backends[1].URL)
 	file := head + `  - {name: same, backends: [a], auth: {mode: off}}
   - {name: narrowed, backends: [b], auth: {mode: off}}
   - {name: locked, backends: [a], auth: {mode: off}}
@@ -39,18 +33,14 @@ func TestVirtualServersReload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := apptest.Start(t, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), 20*time.Second)
+	r := startRouter(t, cfg)
 	r.EnableReload("mcprouter.yaml", load)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
 	clients := map[string]*mcpraw.Client{}
 	for _, name := range []string{"same", "narrowed", "gone"} {
-		c := &mcpraw.Client{URL: r.VServerURL(name), Version: "2025-03-26", HTTP: &http.Client{}}
-		if rep, err := c.Initialize(ctx, "{}"); err != nil || rep.Status != 200 {
-			t.Fatalf("%s: initialize: %v %v", name, err, rep)
-		}
-		clients[name] = c
+		clients[name] = openSession(t, ctx, r.VServerURL(name), "")
 	}
 	if got := listTools(t, ctx, clients["narrowed"]); !strings.Contains(got, `"b__echo"`) {
 		t.Fatalf("narrowed lists %s before the reload, want b__echo", got)
@@ -105,10 +95,7 @@ func TestVirtualServersReload(t *testing.T) {
 	if rep, err := fresh.Initialize(ctx, "{}"); err != nil || rep.Status != http.StatusNotFound {
 		t.Errorf("a new client of the removed virtual server: %v %v, want 404", err, rep)
 	}
-	added := &mcpraw.Client{URL: r.VServerURL("added"), Version: "2025-03-26", HTTP: &http.Client{}}
-	if rep, err := added.Initialize(ctx, "{}"); err != nil || rep.Status != 200 {
-		t.Fatalf("the added virtual server: initialize: %v %v", err, rep)
-	}
+	added := openSession(t, ctx, r.VServerURL("added"), "")
 	if got := listTools(t, ctx, added); !strings.Contains(got, `"a__echo"`) || strings.Count(got, `"name"`) != 1 {
 		t.Errorf("the added virtual server lists %s, want a__echo alone", got)
 	}

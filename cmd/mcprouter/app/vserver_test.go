@@ -12,10 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcprouter/mcprouter/cmd/mcpbackend/mcpbackendtest"
-	backendsrv "github.com/mcprouter/mcprouter/cmd/mcpbackend/server"
 	"github.com/mcprouter/mcprouter/cmd/mcprouter/app"
-	"github.com/mcprouter/mcprouter/cmd/mcprouter/app/apptest"
 	"github.com/mcprouter/mcprouter/internal/mcpraw"
 	"github.com/mcprouter/mcprouter/router/policy"
 	"github.com/mcprouter/mcprouter/transport/auth"
@@ -60,12 +57,8 @@ func TestVirtualServersConfig(t *testing.T) {
 // list_changed. Each client's GET stream delivers in order, so the first notice a
 // client gets after two swaps says which swap changed its view.
 func TestPolicySwapListChanged(t *testing.T) {
-	a := mcpbackendtest.Start(t, backendsrv.Config{Name: "a", Tick: -1})
-	b := mcpbackendtest.Start(t, backendsrv.Config{Name: "b", Tick: -1})
 	tokens := map[string]string{"alice": "swap-alice-token-1", "bob": "swap-bob-token-2"}
-	var cfg app.Config
-	cfg.Listen = "127.0.0.1:0"
-	cfg.Backends = []app.BackendConfig{{Name: "a", URL: a.URL()}, {Name: "b", URL: b.URL()}}
+	cfg := twoBackends(t)
 	cfg.Auth.Mode, cfg.Auth.Resource = "bearer", "http://127.0.0.1/mcp"
 	for p, tok := range tokens {
 		sum := sha256.Sum256([]byte(tok))
@@ -73,20 +66,16 @@ func TestPolicySwapListChanged(t *testing.T) {
 	}
 	first := []policy.Rule{{Allow: `principal.sub == "alice"`}, {Allow: `principal.sub == "bob" && mcp.tool == "a__echo"`}}
 	cfg.Policy.Rules = first
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	r := apptest.Start(t, cfg, log, 20*time.Second)
+	r := startRouter(t, cfg)
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	notices := map[string]<-chan string{}
 	for p, tok := range tokens {
-		c := &mcpraw.Client{URL: r.URL(), Token: tok, Version: "2025-03-26", HTTP: &http.Client{}}
-		if rep, err := c.Initialize(ctx, "{}"); err != nil || rep.Status != 200 {
-			t.Fatalf("%s: initialize: %v %v", p, err, rep)
-		}
-		notices[p] = stream(t, ctx, c)
+		notices[p] = stream(t, ctx, openSession(t, ctx, r.URL(), tok))
 	}
 
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	swap := func(rules ...policy.Rule) {
 		e, err := policy.New(policy.Config{Rules: rules}, policy.Options{Logger: log})
 		if err != nil {
@@ -100,10 +89,7 @@ func TestPolicySwapListChanged(t *testing.T) {
 	swap(append(first, policy.Rule{Allow: `principal.sub == "bob" && mcp.tool == "b__echo"`},
 		policy.Rule{Deny: `principal.sub == "alice" && mcp.prompt == "a__greet"`})...)
 	// The counters are the engine in force's: bob's denied call counts.
-	bob := &mcpraw.Client{URL: r.URL(), Token: tokens["bob"], Version: "2025-03-26", HTTP: &http.Client{}}
-	if rep, err := bob.Initialize(ctx, "{}"); err != nil || rep.Status != 200 {
-		t.Fatalf("bob: initialize: %v %v", err, rep)
-	}
+	bob := openSession(t, ctx, r.URL(), tokens["bob"])
 	if rep, err := bob.Post(ctx, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"a__fail","arguments":{}}}`); err != nil || rep.Status != http.StatusForbidden {
 		t.Fatalf("bob calling a__fail: %v %v, want 403", err, rep)
 	}
@@ -172,26 +158,29 @@ func stream(t *testing.T, ctx context.Context, c *mcpraw.Client) <-chan string {
 	return out
 }
 
+// startXY starts a router with two virtual servers, auth off: x serves backend a's
+// tools but a__fail, y serves backend b's.
+func startXY(t *testing.T) *app.App {
+	t.Helper()
+	cfg := twoBackends(t)
+	cfg.VirtualServers = []app.VirtualServer{
+		{Name: "x", Backends: []string{"a"}, Exclude: []string{"a__fail"}, Auth: auth.Config{Mode: auth.ModeOff}},
+		{Name: "y", Backends: []string{"b"}, Auth: auth.Config{Mode: auth.ModeOff}},
+	}
+	return startRouter(t, cfg)
+}
+
 // TestVirtualServersAuthOff: two virtual servers with auth off each serve their
 // backend's tools to anyone, as their own anonymous principal: a session opened on one
 // is not found on the other.
 func TestVirtualServersAuthOff(t *testing.T) {
-	a := mcpbackendtest.Start(t, backendsrv.Config{Name: "a", Tick: -1})
-	b := mcpbackendtest.Start(t, backendsrv.Config{Name: "b", Tick: -1})
-	var cfg app.Config
-	cfg.Listen = "127.0.0.1:0"
-	cfg.Backends = []app.BackendConfig{{Name: "a", URL: a.URL()}, {Name: "b", URL: b.URL()}}
-	cfg.VirtualServers = []app.VirtualServer{
-		{Name: "x", Backends: []string{"a"}, Auth: auth.Config{Mode: auth.ModeOff}},
-		{Name: "y", Backends: []string{"b"}, Auth: auth.Config{Mode: auth.ModeOff}},
-	}
-	r := apptest.Start(t, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), 20*time.Second)
+	r := startXY(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
-	x := &mcpraw.Client{URL: r.VServerURL("x"), Version: "2025-03-26", HTTP: &http.Client{}}
-	if rep, err := x.Initialize(ctx, "{}"); err != nil || rep.Status != 200 || x.Session == "" {
-		t.Fatalf("x: initialize: %v %v", err, rep)
+	x := openSession(t, ctx, r.VServerURL("x"), "")
+	if x.Session == "" {
+		t.Fatal("x: initialize gave no session")
 	}
 	rep, err := x.Post(ctx, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
 	if err != nil || rep.Status != 200 || !strings.Contains(string(rep.Body), `"a__echo"`) || strings.Contains(string(rep.Body), `"b__`) {
@@ -204,5 +193,64 @@ func TestVirtualServersAuthOff(t *testing.T) {
 	main := &mcpraw.Client{URL: r.URL(), Version: "2025-03-26", HTTP: &http.Client{}, Session: x.Session}
 	if rep, err := main.Post(ctx, `{"jsonrpc":"2.0","id":4,"method":"ping"}`); err != nil || rep.Status != http.StatusNotFound {
 		t.Fatalf("x's session on the main endpoint: %v %v, want 404", err, rep)
+	}
+}
+
+// TestVirtualServerMetrics: the per-endpoint counters move for the endpoint that
+// served the requests and no other: its calls by outcome, its denials (a tool outside
+// its selection), its sessions.
+func TestVirtualServerMetrics(t *testing.T) {
+	r := startXY(t)
+	if r.Prometheus == nil {
+		t.Fatal("no metrics registry")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, name := range []string{"x", "y"} {
+		c := openSession(t, ctx, r.VServerURL(name), "")
+		if name != "x" {
+			continue
+		}
+		if rep, err := c.Post(ctx, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"a__echo","arguments":{"text":"hi"}}}`); err != nil || rep.Status != 200 || !strings.Contains(string(rep.Body), `"result"`) {
+			t.Fatalf("x calling a__echo: %v %v", err, rep)
+		}
+		if rep, err := c.Post(ctx, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"a__fail","arguments":{}}}`); err != nil || !strings.Contains(string(rep.Body), "not exposed") {
+			t.Fatalf("x calling a__fail: %v %v, want refused", err, rep)
+		}
+	}
+	mfs, err := r.Prometheus.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		if !strings.HasPrefix(mf.GetName(), "mcprouter_endpoint_") {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			key := mf.GetName()
+			for _, l := range m.GetLabel() {
+				key += "," + l.GetValue()
+			}
+			got[key] = m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
+	}
+	for k, want := range map[string]float64{
+		"mcprouter_endpoint_requests_total,x,ok":        2, // initialize, a__echo
+		"mcprouter_endpoint_requests_total,x,error":     1, // a__fail, refused
+		"mcprouter_endpoint_requests_total,y,ok":        1, // initialize
+		"mcprouter_endpoint_requests_total,y,error":     0,
+		"mcprouter_endpoint_requests_total,(main),ok":   0,
+		"mcprouter_endpoint_policy_denied_total,x":      1,
+		"mcprouter_endpoint_policy_denied_total,y":      0,
+		"mcprouter_endpoint_policy_denied_total,(main)": 0,
+		"mcprouter_endpoint_policy_limited_total,x":     0,
+		"mcprouter_endpoint_sessions,x":                 1,
+		"mcprouter_endpoint_sessions,y":                 1,
+		"mcprouter_endpoint_sessions,(main)":            0,
+	} {
+		if g, ok := got[k]; !ok || g != want {
+			t.Errorf("%s = %v (present %v), want %v", k, g, ok, want)
+		}
 	}
 }
