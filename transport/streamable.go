@@ -525,7 +525,7 @@ func (s *HTTPServer) await(ctx *fasthttp.RequestCtx, p *httpPost) {
 		return
 	}
 	ctx.SetContentType("application/json")
-	ctx.SetBody(c.appendBody(ctx.Response.Body()[:0]))
+	ctx.SetBody(c.body(&p.tmp))
 	st := c.status
 	if p.stateless && st == 0 && s.cfg.StatusOf != nil {
 		st = s.cfg.StatusOf(ctx.Response.Body())
@@ -677,7 +677,10 @@ func (s *HTTPServer) retryFor(sess *Session) int {
 }
 
 // hijackStream writes the response head itself and pumps the stream straight to the
-// connection in HTTP/1.1 chunked encoding. The connection ends with the stream.
+// connection in HTTP/1.1 chunked encoding, each batch one write, without a buffer of
+// its own: a GET stream lives as long as its session, mostly idle, and a 16 KiB writer
+// held for its whole life was most of what an idle session cost. The connection ends
+// with the stream.
 func (s *HTTPServer) hijackStream(ctx *fasthttp.RequestCtx, cons *sse.Consumer, opts sse.PumpOptions) {
 	ctx.Response.Header.SetContentLength(-1) // chunked
 	ctx.Response.Header.Set(fasthttp.HeaderConnection, "close")
@@ -685,14 +688,11 @@ func (s *HTTPServer) hijackStream(ctx *fasthttp.RequestCtx, cons *sse.Consumer, 
 	ctx.HijackSetNoResponse(true)
 	ctx.Hijack(func(c net.Conn) {
 		opts.Interrupt = func() { c.SetWriteDeadline(time.Now()) }
-		cw := &chunkWriter{c: c}
-		w := chunkBufPool.Get().(*bufio.Writer)
-		w.Reset(cw)
+		w := &chunkWriter{c: c}
 		_, err := c.Write(head)
 		if err == nil && !opts.Prime && opts.RetryMs <= 0 {
 			// Nothing to say yet: an SSE comment shows the client the stream is open.
-			w.Write(streamOpenComment)
-			err = w.Flush()
+			_, err = w.Write(streamOpenComment)
 		}
 		if err != nil {
 			cons.Close() // the client is gone: Pump returns at once
@@ -705,12 +705,11 @@ func (s *HTTPServer) hijackStream(ctx *fasthttp.RequestCtx, cons *sse.Consumer, 
 		if err == nil {
 			c.Write(chunkEnd) // a clean end of the response
 		}
-		w.Reset(nil)
-		chunkBufPool.Put(w)
 	})
 }
 
-// chunkWriter frames each write as one HTTP/1.1 chunk, in one writev.
+// chunkWriter frames each write as one HTTP/1.1 chunk, in one writev. It buffers
+// nothing, so its Flush (sse.Writer) has nothing to do.
 type chunkWriter struct {
 	c    net.Conn
 	hdr  [20]byte
@@ -735,7 +734,8 @@ func (w *chunkWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-var chunkBufPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 16<<10) }}
+// Flush does nothing: every Write went out whole.
+func (w *chunkWriter) Flush() error { return nil }
 
 // requireSession checks what GET and DELETE need: a supported MCP-Protocol-Version and
 // a live session of principal p; it answers the error itself when not.

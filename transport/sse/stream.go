@@ -1,7 +1,6 @@
 package sse
 
 import (
-	"bufio"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -602,6 +601,15 @@ func (p *pumpBuf) put(b []byte) {
 	p.bp = nil
 }
 
+// Writer is where a pump writes: each batch is written, then flushed. A *bufio.Writer
+// is one (fasthttp's response body stream); a connection that frames and sends every
+// write at once, with a Flush that does nothing, is another, and holds no buffer while
+// the stream is idle.
+type Writer interface {
+	Write(p []byte) (int, error)
+	Flush() error
+}
+
 // Pump writes the consumer's events to w, flushing after each batch, until the stream
 // is closed and drained (nil), Done or MaxDuration (nil), the consumer is cut off
 // (ErrSlowConsumer) or detached (ErrDetached), or a write or flush fails (that error).
@@ -610,7 +618,7 @@ func (p *pumpBuf) put(b []byte) {
 //
 // Pump runs on the caller's goroutine and may be called once per Consumer. When it
 // returns, the consumer is detached; events it did not write stay in the ring.
-func (c *Consumer) Pump(w *bufio.Writer, opts PumpOptions) error {
+func (c *Consumer) Pump(w Writer, opts PumpOptions) error {
 	if !c.pumping.CompareAndSwap(false, true) {
 		return ErrPumping
 	}
@@ -748,7 +756,7 @@ func (s *Stream) take(c *Consumer, dst []byte, max int, flushed uint64) (batch, 
 }
 
 // write writes buf then big to w and flushes.
-func (s *Stream) write(w *bufio.Writer, buf, big []byte) error {
+func (s *Stream) write(w Writer, buf, big []byte) error {
 	if len(buf) > 0 {
 		if _, err := w.Write(buf); err != nil {
 			return err
@@ -767,7 +775,7 @@ func (s *Stream) write(w *bufio.Writer, buf, big []byte) error {
 }
 
 // closing ends a pump whose stream was closed and drained: the close retry hint, if any.
-func (s *Stream) closing(w *bufio.Writer, buf []byte) error {
+func (s *Stream) closing(w Writer, buf []byte) error {
 	s.mu.Lock()
 	retry := s.closeRetry
 	s.mu.Unlock()
@@ -778,7 +786,7 @@ func (s *Stream) closing(w *bufio.Writer, buf []byte) error {
 }
 
 // ending ends a pump on Done or MaxDuration: the retry hint, if any.
-func (s *Stream) ending(w *bufio.Writer, buf []byte, retry int) error {
+func (s *Stream) ending(w Writer, buf []byte, retry int) error {
 	if retry > 0 {
 		return s.write(w, AppendRetry(buf, retry), nil)
 	}
