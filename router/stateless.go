@@ -177,7 +177,8 @@ func (r *Router) handleStateless(j *job) bool {
 		j.refuse(http.StatusNotFound)
 		return true
 	}
-	s, id := r.statelessSession(x, &meta)
+	q := r.statelessSession(x, &meta)
+	s := &q.s
 	j.s = s
 	sf, ok := r.fleet.(StatelessFleet)
 	if ok && x.Session != nil {
@@ -190,7 +191,8 @@ func (r *Router) handleStateless(j *job) bool {
 		return true
 	}
 	if ok {
-		x.OnAbandon(func() { sf.CancelRequest(s, id) })
+		q.sf = sf
+		x.OnAbandonBy(q)
 	}
 	return !r.fleet.Prepare(s, x)
 }
@@ -218,12 +220,13 @@ func (r *Router) cancelStateless(t *transport.Session, id []byte) {
 
 // statelessSession makes the Session of one stateless request: its revision, the
 // client's capabilities and clientInfo from its _meta (copied: the request's bytes go
-// with its answer), its sender, and its log level; id is a copy of the request's id, for
-// its cancellation. It is never bound to the transport, never opened with the fleet, and
-// never persisted. The Session and the copies come in one allocation (statelessCall).
-func (r *Router) statelessSession(x *transport.Exchange, meta *modern.Meta) (s *Session, id []byte) {
+// with its answer), its sender, and its log level; q.id is a copy of the request's id,
+// for its cancellation. It is never bound to the transport, never opened with the
+// fleet, and never persisted. The Session and the copies come in one allocation
+// (statelessCall).
+func (r *Router) statelessSession(x *transport.Exchange, meta *modern.Meta) *statelessCall {
 	q := new(statelessCall)
-	s = &q.s
+	s := &q.s
 	s.version, s.r, s.stateless, s.principal = V20260728, r, true, x.Principal
 	caps, info, rid := meta.Capabilities, meta.ClientInfo, x.Msg.ID
 	buf := q.inline[:0]
@@ -241,15 +244,24 @@ func (r *Router) statelessSession(x *transport.Exchange, meta *modern.Meta) (s *
 	}
 	s.logLevel.Store(int32(modern.LogLevelIndex(meta.LogLevel))) // -1: no log messages
 	s.initialized.Store(true)
-	return s, buf[len(caps)+len(info):]
+	q.id = buf[len(caps)+len(info):]
+	return q
 }
 
 // statelessCall is the Session of one stateless request with room for what it keeps of
-// the request: client capabilities and info as most clients send them, and the id.
+// the request: client capabilities and info as most clients send them, and the id. It is
+// also what the transport runs when the client abandons the request (Abandon), so that
+// registering that costs no closure.
 type statelessCall struct {
 	s      Session
+	sf     StatelessFleet // set when the fleet cancels stateless requests
+	id     []byte
 	inline [statelessInline]byte
 }
+
+// Abandon implements transport.Abandoner: the client closed the request's stream, which
+// cancels it.
+func (q *statelessCall) Abandon() { q.sf.CancelRequest(&q.s, q.id) }
 
 // statelessInline holds `{}`, a clientInfo of a name and a version, and an id.
 const statelessInline = 128

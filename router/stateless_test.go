@@ -187,7 +187,8 @@ func TestStatelessSession(t *testing.T) {
 		x := statelessExchange(t, req)
 		var meta modern.Meta
 		modern.ReadMeta(x.Msg.Params, &meta)
-		s, id := r.statelessSession(x, &meta)
+		q := r.statelessSession(x, &meta)
+		s, id := &q.s, q.id
 		clear(x.Raw) // the request's bytes go with its answer
 		if string(s.ClientCapabilities()) != `{"sampling":{}}` || string(s.ClientInfo()) != info || string(id) != `"abc"` ||
 			!s.Stateless() || s.Version() != V20260728 {

@@ -21,7 +21,7 @@ type call struct {
 	ends     []int  // end offset of each reply in buf
 	streamed bool   // the output took over delivery (SSE upgrade): replies go out one by one
 	finished bool
-	abandon  func() // Exchange.OnAbandon's, until the call finishes
+	abandon  Abandoner // Exchange.OnAbandon's, until the call finishes
 	status   int    // Exchange.SetStatus's, 0 for none
 	noEarly  bool   // Exchange.HoldStream: no stream before the first message
 }
@@ -122,24 +122,25 @@ func (c *call) send(msg []byte) error {
 }
 
 // onAbandon registers what to run if the client leaves before the call finishes.
-func (c *call) onAbandon(fn func()) {
+func (c *call) onAbandon(a Abandoner) {
 	c.mu.Lock()
 	if !c.finished {
-		c.abandon = fn
+		c.abandon = a
 	}
 	c.mu.Unlock()
 }
 
 // takeAbandonLocked takes what to run now that the client left, nil when the call
 // finished or nothing was registered. Called with c.mu held; the caller runs it after
-// unlocking (it answers the exchange, which takes c.mu).
+// unlocking (it answers the exchange, which takes c.mu). The method value it makes is
+// paid for only by a call that is abandoned.
 func (c *call) takeAbandonLocked() func() {
-	if c.finished {
+	if c.finished || c.abandon == nil {
 		return nil
 	}
-	fn := c.abandon
+	a := c.abandon
 	c.abandon = nil
-	return fn
+	return a.Abandon
 }
 
 // abandoned runs what was registered to run if the client left before the reply.

@@ -74,7 +74,20 @@ const (
 // closes the stream of a stateless request): the handler cancels the request's work.
 // fn must not use x, which may be recycled by then, and runs on the transport's
 // goroutine without its locks. Calling it after Reply or Done is a no-op.
-func (x *Exchange) OnAbandon(fn func()) { x.call.onAbandon(fn) }
+func (x *Exchange) OnAbandon(fn func()) { x.call.onAbandon(abandonFunc(fn)) }
+
+// OnAbandonBy is OnAbandon for a handler that keeps the request's state in an object
+// of its own anyway (the router's Session of a stateless request): registering it
+// costs no closure per request. a.Abandon is run as OnAbandon runs fn.
+func (x *Exchange) OnAbandonBy(a Abandoner) { x.call.onAbandon(a) }
+
+// Abandoner is what OnAbandonBy registers.
+type Abandoner interface{ Abandon() }
+
+// abandonFunc is a func registered with OnAbandon.
+type abandonFunc func()
+
+func (f abandonFunc) Abandon() { f() }
 
 // SetStatus sets the HTTP status of the JSON reply to a POST of one message (stateless
 // or of a session), for an answer whose status the handler knows better than

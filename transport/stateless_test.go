@@ -68,7 +68,7 @@ func (h *statelessHandler) HandleMessage(x *Exchange) {
 	case "settled":
 		x.Reply(codec.AppendError(nil, id, codec.CodeInvalidParams, "settled", nil))
 	case "slow": // answers when the test ends, sending nothing before
-		x.OnAbandon(func() { h.abandoned <- method })
+		x.OnAbandonBy(abandonSignal{h.abandoned, method}) // the form without a closure
 		go func() {
 			<-h.gate
 			x.Reply(codec.AppendResult(nil, id, []byte(`{"done":true}`)))
@@ -85,6 +85,14 @@ func (h *statelessHandler) HandleMessage(x *Exchange) {
 		}()
 	}
 }
+
+// abandonSignal is a transport.Abandoner that says which method was abandoned.
+type abandonSignal struct {
+	ch     chan<- string
+	method string
+}
+
+func (a abandonSignal) Abandon() { a.ch <- a.method }
 
 // startStateless serves a statelessHandler on an in-memory listener.
 // streamAfter is HTTPConfig.StatelessStreamAfter (negative: never, so that quick
