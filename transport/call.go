@@ -176,6 +176,19 @@ func (c *call) replies(fn func(msg []byte)) {
 	}
 }
 
+// body is the body to send for the collected replies, as appendBody makes it, but with
+// no copy for a single message: its reply itself, valid while c.mu is held and the call
+// is not recycled; a batch's array is built in *tmp. For a sender that copies the body
+// at once (fasthttp's SetBody), which saves a copy and, into a response's empty body, an
+// allocation per call.
+func (c *call) body(tmp *[]byte) []byte {
+	if !c.batch {
+		return c.buf
+	}
+	*tmp = c.appendBody((*tmp)[:0])
+	return *tmp
+}
+
 // appendBody appends the collected replies as the body to send: the single reply for a
 // single message, a JSON array for a batch, nothing when there is no reply.
 func (c *call) appendBody(dst []byte) []byte {
