@@ -4,8 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
-
 	"github.com/mcprouter/mcprouter/router"
 	"github.com/mcprouter/mcprouter/transport"
 	"github.com/mcprouter/mcprouter/transport/auth"
@@ -88,19 +86,6 @@ func TestEndpointCounters(t *testing.T) {
 	}
 }
 
-// TestEndpointCountersAllocs: counting per endpoint allocates nothing.
-func TestEndpointCountersAllocs(t *testing.T) {
-	m := New(Options{Backends: []string{"a"}})
-	m.SetEndpoints([]string{"x"})
-	x := asEndpoint("tools/call", "x", false)
-	start := router.Now()
-	if n := testing.AllocsPerRun(1000, func() {
-		m.RequestDone(x, 0, router.OutcomeOK, start, 1000)
-	}); n != 0 {
-		t.Errorf("RequestDone with endpoints allocates %v times per call", n)
-	}
-}
-
 // TestEndpointLint: the per-endpoint metrics pass Prometheus' linter.
 func TestEndpointLint(t *testing.T) {
 	m := New(Options{})
@@ -108,28 +93,11 @@ func TestEndpointLint(t *testing.T) {
 	m.WatchEndpoints(func() []Endpoint { return []Endpoint{{Sessions: reg}, {Name: "x", Sessions: reg}} })
 	m.SetEndpoints([]string{"x"})
 	m.RequestDone(asEndpoint("ping", "x", false), router.NoBackend, router.OutcomeOK, 0, 0)
-	mfs, err := pedantic(t, only(m)).Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	problems, err := promlint.NewWithMetricFamilies(mfs).Lint()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range problems {
-		t.Errorf("%s: %s", p.Metric, p.Text)
-	}
+	lint(t, m)
 }
 
 // BenchmarkRequestDoneEndpoints is BenchmarkRequestDone with virtual servers
 // configured: the request also counts under its principal's endpoint.
 func BenchmarkRequestDoneEndpoints(b *testing.B) {
-	m := New(Options{Backends: []string{"a", "b"}})
-	m.SetEndpoints([]string{"team-a", "team-b", "team-c"})
-	x := asEndpoint("tools/call", "team-b", false)
-	start := router.Now()
-	b.ReportAllocs()
-	for b.Loop() {
-		m.RequestDone(x, 0, router.OutcomeOK, start, 250_000)
-	}
+	benchRequestDone(b, []string{"team-a", "team-b", "team-c"}, asEndpoint("tools/call", "team-b", false))
 }

@@ -174,15 +174,25 @@ func TestCollectSources(t *testing.T) {
 	}
 }
 
-// TestRequestDoneAllocs: the hot path allocates nothing.
+// TestRequestDoneAllocs: the hot path allocates nothing, with virtual servers
+// configured too (the request also counts under its principal's endpoint).
 func TestRequestDoneAllocs(t *testing.T) {
-	m := New(Options{Backends: []string{"a"}})
-	x := exchange("tools/call")
-	start := router.Now()
-	if n := testing.AllocsPerRun(1000, func() {
-		m.RequestDone(x, 0, router.OutcomeOK, start, 1000)
-	}); n != 0 {
-		t.Errorf("RequestDone allocates %v times per call", n)
+	for _, c := range []struct {
+		name      string
+		endpoints []string
+		x         *transport.Exchange
+	}{
+		{"plain", nil, exchange("tools/call")},
+		{"endpoints", []string{"x"}, asEndpoint("tools/call", "x", false)},
+	} {
+		m := New(Options{Backends: []string{"a"}})
+		m.SetEndpoints(c.endpoints)
+		start := router.Now()
+		if n := testing.AllocsPerRun(1000, func() {
+			m.RequestDone(c.x, 0, router.OutcomeOK, start, 1000)
+		}); n != 0 {
+			t.Errorf("%s: RequestDone allocates %v times per call", c.name, n)
+		}
 	}
 }
 
@@ -241,8 +251,13 @@ func TestStatusFeed(t *testing.T) {
 }
 
 func BenchmarkRequestDone(b *testing.B) {
+	benchRequestDone(b, nil, exchange("tools/call"))
+}
+
+// benchRequestDone measures RequestDone of x, a tools/call, with endpoints configured.
+func benchRequestDone(b *testing.B, endpoints []string, x *transport.Exchange) {
 	m := New(Options{Backends: []string{"a", "b"}})
-	x := exchange("tools/call")
+	m.SetEndpoints(endpoints)
 	start := router.Now()
 	b.ReportAllocs()
 	for b.Loop() {
@@ -284,6 +299,12 @@ func TestLint(t *testing.T) {
 	feed(m)
 	r, reg, streams := newSources(t)
 	m.Watch(Sources{Router: r, HTTP: transport.NewHTTPServer(transport.HTTPConfig{}, reg, r), Sessions: reg, Streams: streams})
+	lint(t, m)
+}
+
+// lint reports as errors what Prometheus' linter finds in what m alone exports.
+func lint(t *testing.T, m *Metrics) {
+	t.Helper()
 	mfs, err := pedantic(t, only(m)).Gather()
 	if err != nil {
 		t.Fatal(err)
