@@ -142,7 +142,10 @@ type upConn struct {
 	b     *backend
 	inst  *instance
 	owner *router.Session // per-client mode only
-	conn  upstream.Conn
+	// caps, when set, are the client capabilities this session declares, for the
+	// 2026-07-28 clients that declared them (sessions_caps.go).
+	caps []byte
+	conn upstream.Conn
 	// modern: the backend is used statelessly (2026-07-28); set before the connection
 	// is published, read only after.
 	modern bool
@@ -181,15 +184,18 @@ func (c *upConn) kill() {
 const routerCaps = `{"roots":{"listChanged":true},"sampling":{},"elicitation":{}}`
 
 // handshake initializes the upstream session: initialize, then notifications/initialized.
-// c.owner, when set, is the client whose capabilities are presented (per-client); a
-// 2026-07-28 principal's session presents the router's, each request being checked for
-// its own client's (serverreq.go clientCan).
+// c.caps, when set, are the capabilities presented (a set of 2026-07-28 clients',
+// sessions_caps.go); else c.owner's, when set (per-client); a 2026-07-28 principal's
+// session presents the router's, each request being checked for its own client's
+// (serverreq.go clientCan).
 func (k *connector) handshake(ctx context.Context, c *upConn) error {
 	owner := c.owner
 	params := append([]byte(nil), `{"protocolVersion":`...)
 	params = codec.AppendString(params, router.Latest)
 	params = append(params, `,"capabilities":`...)
-	if owner != nil && !owner.Stateless() && len(owner.ClientCapabilities()) > 0 {
+	if c.caps != nil {
+		params = append(params, c.caps...)
+	} else if owner != nil && !owner.Stateless() && len(owner.ClientCapabilities()) > 0 {
 		params = append(params, owner.ClientCapabilities()...)
 	} else {
 		params = append(params, routerCaps...)
