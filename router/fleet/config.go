@@ -32,6 +32,12 @@ type BackendConfig struct {
 	// with that client's own capabilities, instead of multiplexing every client over one
 	// shared session per instance.
 	PerClient bool
+	// SessionIdle is how long the router keeps an upstream session it opened for some
+	// clients only (a 2026-07-28 principal's, or one declaring a set of 2026 clients'
+	// capabilities) unused before closing it: long enough for an agent's pauses between
+	// tool calls, short enough that a client gone for good gives its backend session
+	// (a child process, for stdio) back. Default 5m.
+	SessionIdle time.Duration
 	// Era pins the protocol generation spoken to the backend (EraAuto: discovered on
 	// every connect, server/discover first and initialize as the fall-back).
 	Era Era
@@ -165,5 +171,8 @@ func (b *BackendConfig) defaults() {
 	}
 	if b.MaxConcurrency <= 0 {
 		b.MaxConcurrency = 256
+	}
+	if b.SessionIdle <= 0 {
+		b.SessionIdle = 5 * time.Minute
 	}
 }
