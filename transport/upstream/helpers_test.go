@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -170,6 +171,39 @@ func noLeaks(t testing.TB) {
 		time.Sleep(25 * time.Millisecond)
 	}
 	t.Fatalf("goroutine still running after Close:\n%s", found)
+}
+
+// rawBackend serves every connection a loopback listener accepts with serve, each in a
+// goroutine of its own, for backends that break HTTP on purpose. It returns the
+// listener's address; when the test ends the listener closes and serve's calls are
+// waited for.
+func rawBackend(t *testing.T, serve func(net.Conn)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				serve(c)
+			}()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		wg.Wait()
+	})
+	return ln.Addr().String()
 }
 
 // logCapture is a slog.Handler that keeps records for assertions.

@@ -17,52 +17,35 @@ import (
 // connection without a byte of answer, as a replica killed mid-request does. It
 // records the JSON-RPC method of every request it read.
 type hangUp struct {
-	ln      net.Listener
-	wg      sync.WaitGroup
+	addr    string
 	mu      sync.Mutex
 	methods []string
 }
 
 func newHangUp(t *testing.T) *hangUp {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := &hangUp{ln: ln}
-	h.wg.Add(1)
-	go h.accept()
-	t.Cleanup(func() { ln.Close(); h.wg.Wait() })
+	h := &hangUp{}
+	h.addr = rawBackend(t, h.serve)
 	return h
 }
 
-func (h *hangUp) url() string { return "http://" + h.ln.Addr().String() + "/mcp" }
+func (h *hangUp) url() string { return "http://" + h.addr + "/mcp" }
 
-func (h *hangUp) accept() {
-	defer h.wg.Done()
-	for {
-		nc, err := h.ln.Accept()
-		if err != nil {
-			return
-		}
-		h.wg.Add(1)
-		go func() {
-			defer h.wg.Done()
-			defer nc.Close()
-			req, err := http.ReadRequest(bufio.NewReader(nc))
-			if err != nil {
-				return
-			}
-			body, _ := io.ReadAll(req.Body)
-			var m codec.Message
-			method := "(unreadable)"
-			if codec.Scan(body, &m) == nil {
-				method = string(m.Method)
-			}
-			h.mu.Lock()
-			h.methods = append(h.methods, method)
-			h.mu.Unlock()
-		}()
+// serve reads one request from nc, records its method and hangs up.
+func (h *hangUp) serve(nc net.Conn) {
+	defer nc.Close()
+	req, err := http.ReadRequest(bufio.NewReader(nc))
+	if err != nil {
+		return
 	}
+	body, _ := io.ReadAll(req.Body)
+	var m codec.Message
+	method := "(unreadable)"
+	if codec.Scan(body, &m) == nil {
+		method = string(m.Method)
+	}
+	h.mu.Lock()
+	h.methods = append(h.methods, method)
+	h.mu.Unlock()
 }
 
 // got returns the methods of the requests read so far.

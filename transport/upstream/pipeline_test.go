@@ -301,26 +301,13 @@ func TestPipelineConnectionClose(t *testing.T) {
 // A backend that drops the connection with requests outstanding fails them (they may
 // have run, so calls are not retried) without hanging, and leaves no goroutine behind.
 func TestPipelineBackendDrops(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				buf := make([]byte, 64<<10)
-				_, _ = conn.Read(buf) // take some requests, answer none
-				time.Sleep(20 * time.Millisecond)
-				_ = conn.Close()
-			}()
-		}
-	}()
-	c, _ := dialHTTP(t, "http://"+ln.Addr().String()+"/mcp", HTTPOptions{Pipeline: 1})
+	addr := rawBackend(t, func(conn net.Conn) {
+		buf := make([]byte, 64<<10)
+		_, _ = conn.Read(buf) // take some requests, answer none
+		time.Sleep(20 * time.Millisecond)
+		_ = conn.Close()
+	})
+	c, _ := dialHTTP(t, "http://"+addr+"/mcp", HTTPOptions{Pipeline: 1})
 	for i, err := range sendAll(t, c, 1, 8) {
 		if err == nil {
 			t.Fatalf("call %d succeeded against a backend that answers nothing", i+1)
