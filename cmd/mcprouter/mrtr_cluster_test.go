@@ -5,7 +5,6 @@ package main
 // processes on one NATS, a 2025 backend whose sample tool asks the client, raw HTTP.
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"os"
@@ -13,10 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/mcprouter/mcprouter/internal/testbin"
-	"github.com/mcprouter/mcprouter/loadgen/sdktest"
 )
 
 // clusterToken is the embedded NATS server's client token in these tests.
@@ -73,49 +69,19 @@ func TestInputRequiredOtherInstance(t *testing.T) {
 	url := natsURLOf(t, a)
 	b := startMRTRNode(t, backend, url, keyFile)
 
-	t.Run("retry on the other instance", func(t *testing.T) {
-		key, state := askSample(t, a, "hi")
-		status, res := sampleCall(t, b, "hi", retryParams(key, "hello from b", state))
-		if status != 200 || res.Error != nil || len(res.Result.Content) == 0 || res.Result.Content[0].Text != "hello from b" {
-			t.Fatalf("retry on b: %d %+v, want the backend's result with the client's answer", status, res)
-		}
-		// The call is over on its owner: the same state again, through b, says so.
-		status, res = sampleCall(t, b, "hi", retryParams(key, "again", state))
-		if status != 400 || res.Error == nil || res.Error.Code != -32602 || !strings.Contains(res.Error.Message, "answered already") {
-			t.Fatalf("replayed state on b: %d %+v, want invalid params saying it was answered", status, res)
-		}
-	})
-
-	t.Run("both ways", func(t *testing.T) {
-		key, state := askSample(t, b, "there")
-		status, res := sampleCall(t, a, "there", retryParams(key, "hello from a", state))
-		if status != 200 || res.Error != nil || len(res.Result.Content) == 0 || res.Result.Content[0].Text != "hello from a" {
-			t.Fatalf("retry on a: %d %+v", status, res)
-		}
-	})
+	t.Run("retry on the other instance", func(t *testing.T) { retryOnce(t, a, b, "hello from b") })
+	t.Run("both ways", func(t *testing.T) { retryOnce(t, b, a, "hello from a") })
 
 	t.Run("tampered on the other instance", func(t *testing.T) {
 		key, state := askSample(t, a, "hi")
-		bad := []byte(state) // byte 40: in the sealed part, past "mcprouter:" and the owner
-		if bad[40] == 'A' {
-			bad[40] = 'B'
-		} else {
-			bad[40] = 'A'
-		}
-		status, res := sampleCall(t, b, "hi", retryParams(key, "x", string(bad)))
-		if status != 400 || res.Error == nil || res.Error.Code != -32602 || !strings.Contains(res.Error.Message, "failed verification") {
-			t.Fatalf("tampered state on b: %d %+v, want invalid params saying it failed verification", status, res)
-		}
+		status, res := sampleCall(t, b, "hi", retryParams(key, "x", tampered(state)))
+		wantInvalidParams(t, "tampered state on b", status, res, "failed verification")
 		// Another request's state, too, is refused by b.
 		status, res = sampleCall(t, b, "other", retryParams(key, "x", state))
-		if status != 400 || res.Error == nil || res.Error.Code != -32602 || !strings.Contains(res.Error.Message, "another request") {
-			t.Fatalf("another request's state on b: %d %+v", status, res)
-		}
+		wantInvalidParams(t, "another request's state on b", status, res, "another request")
 		// The call still waits on a for the right retry.
 		status, res = sampleCall(t, b, "hi", retryParams(key, "ok", state))
-		if status != 200 || res.Error != nil || len(res.Result.Content) == 0 || res.Result.Content[0].Text != "ok" {
-			t.Fatalf("retry after the refused ones: %d %+v", status, res)
-		}
+		wantText(t, "retry after the refused ones", status, res, "ok")
 	})
 
 	t.Run("owner gone", func(t *testing.T) {
@@ -132,29 +98,8 @@ func TestInputRequiredOtherInstance(t *testing.T) {
 		d := startMRTRNode(t, backend, url, "")
 		key, state := askSample(t, a, "hi")
 		status, res := sampleCall(t, d, "hi", retryParams(key, "x", state))
-		if status != 400 || res.Error == nil || res.Error.Code != -32602 || !strings.Contains(res.Error.Message, "another router instance") ||
-			!strings.Contains(res.Error.Message, "request_state") {
-			t.Fatalf("retry on an instance without the secret: %d %+v, want invalid params naming the missing key", status, res)
-		}
+		wantInvalidParams(t, "retry on an instance without the secret", status, res, "another router instance", "request_state")
 	})
-}
-
-// startProgressBackend serves, on loopback, a 2025-era Go SDK server (stateful) whose
-// tool ask_progress elicits a name, reports progress with it, and answers it.
-func startProgressBackend(t *testing.T) string {
-	t.Helper()
-	srv := mcp.NewServer(&mcp.Implementation{Name: "progress-asker", Version: "1"}, nil)
-	mcp.AddTool(srv, &mcp.Tool{Name: "ask_progress"}, func(ctx context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
-		name, err := elicitName(ctx, req.Session)
-		if err != nil {
-			return nil, nil, err
-		}
-		if tok := req.Params.GetProgressToken(); tok != nil {
-			req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 1, Message: "named " + name})
-		}
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: name}}}, nil, nil
-	})
-	return sdktest.Serve(t, srv)
 }
 
 // TestInputRequiredOtherInstanceAuth: with authenticated clients, the retry routed to
@@ -163,7 +108,7 @@ func startProgressBackend(t *testing.T) string {
 // alice's state is refused by B.
 func TestInputRequiredOtherInstanceAuth(t *testing.T) {
 	testbin.Long(t, "starts processes")
-	backend := startProgressBackend(t)
+	backend := startAskingBackend(t)
 	keyFile := filepath.Join(t.TempDir(), "state.key")
 	if err := os.WriteFile(keyFile, []byte("another-e2e-secret-of-more-than-32-characters"), 0o600); err != nil {
 		t.Fatal(err)
@@ -195,9 +140,7 @@ func TestInputRequiredOtherInstanceAuth(t *testing.T) {
 	retry := meta + `,"inputResponses":{"` + key + `":{"action":"accept","content":{"name":"Ann"}}},"requestState":"` + first.Result.RequestState + `"`
 
 	status, got := toolCallAs(t, b, bobToken, "ask_progress", `{}`, retry)
-	if status != 400 || got.Error == nil || got.Error.Code != -32602 || !strings.Contains(got.Error.Message, "another principal") {
-		t.Fatalf("bob retrying alice's state on b: %d %+v, want invalid params naming the principal", status, got)
-	}
+	wantInvalidParams(t, "bob retrying alice's state on b", status, got, "another principal")
 
 	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"ask_progress","arguments":{},` + retry + `}}`
 	resp := postModernAs(t, b, aliceToken, body, "tools/call", "ask_progress")

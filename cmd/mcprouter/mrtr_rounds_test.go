@@ -36,9 +36,10 @@ func elicitName(ctx context.Context, ss *mcp.ServerSession) (string, error) {
 	return name, nil
 }
 
-// startAskingBackend serves, on loopback, a 2025-era Go SDK server with two tools:
+// startAskingBackend serves, on loopback, a 2025-era Go SDK server with three tools:
 // ask_twice elicits a name, then asks for a sampling with it; ask_parallel elicits a
-// name and lists the roots at the same time. Each answers with what it was told.
+// name and lists the roots at the same time; ask_progress elicits a name and reports
+// progress with it. Each answers with what it was told.
 func startAskingBackend(t *testing.T) string {
 	t.Helper()
 	srv := mcp.NewServer(&mcp.Implementation{Name: "asker", Version: "1"}, nil)
@@ -71,6 +72,16 @@ func startAskingBackend(t *testing.T) string {
 			return nil, nil, err
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%s:%d roots", name, len(roots.Roots))}}}, nil, nil
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "ask_progress"}, func(ctx context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
+		name, err := elicitName(ctx, req.Session)
+		if err != nil {
+			return nil, nil, err
+		}
+		if tok := req.Params.GetProgressToken(); tok != nil {
+			req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 1, Message: "named " + name})
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: name}}}, nil, nil
 	})
 	return sdktest.Serve(t, srv)
 }
@@ -169,9 +180,7 @@ func TestInputRequiredRounds(t *testing.T) {
 			t.Fatalf("second round: %+v", b)
 		}
 		status, c := toolCallAs(t, p, "", "ask_twice", `{}`, askMeta+first)
-		if status != 400 || c.Error == nil || c.Error.Code != -32602 || !strings.Contains(c.Error.Message, "answered already") {
-			t.Fatalf("the first round's state again: %d %+v, want invalid params saying it was answered", status, c)
-		}
+		wantInvalidParams(t, "the first round's state again", status, c, "answered already")
 	})
 
 	t.Run("in parallel", func(t *testing.T) {

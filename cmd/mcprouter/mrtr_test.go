@@ -95,22 +95,57 @@ func askSampleAs(t *testing.T, p *routerProc, token, prompt string) (key, state 
 	return key, a.Result.RequestState
 }
 
+// wantText fails the test unless the answer (to what) is a 200 result whose first
+// content is text: the backend's result, made with the client's answer.
+func wantText(t *testing.T, what string, status int, a mrtrAnswer, text string) {
+	t.Helper()
+	if status != 200 || a.Error != nil || len(a.Result.Content) == 0 || a.Result.Content[0].Text != text {
+		t.Fatalf("%s: %d %+v, want the backend's result %q", what, status, a, text)
+	}
+}
+
+// wantInvalidParams fails the test unless the answer (to what) is a 400 with an
+// invalid params error (-32602) whose message says each of says.
+func wantInvalidParams(t *testing.T, what string, status int, a mrtrAnswer, says ...string) {
+	t.Helper()
+	ok := status == 400 && a.Error != nil && a.Error.Code == -32602
+	for _, s := range says {
+		ok = ok && strings.Contains(a.Error.Message, s)
+	}
+	if !ok {
+		t.Fatalf("%s: %d %+v, want invalid params saying %q", what, status, a, says)
+	}
+}
+
+// tampered is state with one byte of its sealed part changed (byte 40: past
+// "mcprouter:" and the owner).
+func tampered(state string) string {
+	b := []byte(state)
+	if b[40] == 'A' {
+		b[40] = 'B'
+	} else {
+		b[40] = 'A'
+	}
+	return string(b)
+}
+
+// retryOnce asks the sample tool on owner and retries on retrier with text: the retry
+// gets the backend's result, and the same state again is refused as answered already.
+func retryOnce(t *testing.T, owner, retrier *routerProc, text string) {
+	t.Helper()
+	key, state := askSample(t, owner, "hi")
+	status, a := sampleCall(t, retrier, "hi", retryParams(key, text, state))
+	wantText(t, "retry", status, a, text)
+	// The same state again: its request is over (on its owner).
+	status, a = sampleCall(t, retrier, "hi", retryParams(key, text, state))
+	wantInvalidParams(t, "replayed state", status, a, "answered already")
+}
+
 func TestInputRequiredTranslation(t *testing.T) {
 	testbin.Long(t, "starts processes")
 	p := startRouterFor(t, startEraBackend(t, "legacy"))
 
-	t.Run("retry completes the call", func(t *testing.T) {
-		key, state := askSample(t, p, "hi")
-		status, a := sampleCall(t, p, "hi", retryParams(key, "hello", state))
-		if status != 200 || a.Error != nil || len(a.Result.Content) == 0 || a.Result.Content[0].Text != "hello" {
-			t.Fatalf("retry: %d %+v, want the backend's result with the client's answer", status, a)
-		}
-		// The same state again: its request is over.
-		status, a = sampleCall(t, p, "hi", retryParams(key, "hello", state))
-		if status != 400 || a.Error == nil || a.Error.Code != -32602 || !strings.Contains(a.Error.Message, "answered already") {
-			t.Fatalf("replayed state: %d %+v, want invalid params saying it was answered", status, a)
-		}
-	})
+	t.Run("retry completes the call", func(t *testing.T) { retryOnce(t, p, p, "hello") })
 
 	refusals := []struct {
 		name   string
@@ -118,15 +153,7 @@ func TestInputRequiredTranslation(t *testing.T) {
 		state  func(string) string
 		want   string
 	}{
-		{"tampered", "hi", func(s string) string {
-			b := []byte(s) // byte 40: in the sealed part, past "mcprouter:" and the owner
-			if b[40] == 'A' {
-				b[40] = 'B'
-			} else {
-				b[40] = 'A'
-			}
-			return string(b)
-		}, "failed verification"},
+		{"tampered", "hi", tampered, "failed verification"},
 		{"not base64", "hi", func(string) string { return "mcprouter:%%%" }, "failed verification"},
 		{"another request", "other", func(s string) string { return s }, "another request"},
 	}
@@ -134,23 +161,17 @@ func TestInputRequiredTranslation(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			key, state := askSample(t, p, "hi")
 			status, a := sampleCall(t, p, tc.prompt, retryParams(key, "x", tc.state(state)))
-			if status != 400 || a.Error == nil || a.Error.Code != -32602 || !strings.Contains(a.Error.Message, tc.want) {
-				t.Fatalf("%s: %d %+v, want invalid params saying %q", tc.name, status, a, tc.want)
-			}
+			wantInvalidParams(t, tc.name, status, a, tc.want)
 			// The parked request is still there for the right retry.
 			status, a = sampleCall(t, p, "hi", retryParams(key, "ok", state))
-			if status != 200 || a.Error != nil || len(a.Result.Content) == 0 || a.Result.Content[0].Text != "ok" {
-				t.Fatalf("retry after a refused one: %d %+v", status, a)
-			}
+			wantText(t, "retry after a refused one", status, a, "ok")
 		})
 	}
 
 	t.Run("no answer for the key", func(t *testing.T) {
 		_, state := askSample(t, p, "hi")
 		status, a := sampleCall(t, p, "hi", retryParams("nope", "x", state))
-		if status != 400 || a.Error == nil || a.Error.Code != -32602 || !strings.Contains(a.Error.Message, "no answer for") {
-			t.Fatalf("retry without the answer: %d %+v", status, a)
-		}
+		wantInvalidParams(t, "retry without the answer", status, a, "no answer for")
 	})
 }
 
@@ -179,11 +200,7 @@ auth:
 
 	key, state := askSampleAs(t, p, aliceToken, "hi")
 	status, a := sampleCallAs(t, p, bobToken, "hi", retryParams(key, "x", state))
-	if status != 400 || a.Error == nil || a.Error.Code != -32602 || !strings.Contains(a.Error.Message, "another principal") {
-		t.Fatalf("bob retrying alice's state: %d %+v, want invalid params naming the principal", status, a)
-	}
+	wantInvalidParams(t, "bob retrying alice's state", status, a, "another principal")
 	status, a = sampleCallAs(t, p, aliceToken, "hi", retryParams(key, "mine", state))
-	if status != 200 || a.Error != nil || len(a.Result.Content) == 0 || a.Result.Content[0].Text != "mine" {
-		t.Fatalf("alice's retry: %d %+v", status, a)
-	}
+	wantText(t, "alice's retry", status, a, "mine")
 }
