@@ -93,6 +93,11 @@ type HTTPConfig struct {
 	// they are not looked at. A switch, so that a reload turning tracing on or off
 	// reaches every server that shares it.
 	TraceHeaders *atomic.Bool
+	// KeepsHijackedConns says that the fasthttp.Server serving these endpoints has
+	// KeepHijackedConns set: a GET stream then owns its connection, and holds no
+	// goroutine or request context while it is idle (hijackStream). Without it each
+	// GET stream keeps its handler's goroutine until it ends.
+	KeepsHijackedConns bool
 }
 
 // SessionResolver finds sessions this process does not hold.
@@ -525,7 +530,7 @@ func (s *HTTPServer) await(ctx *fasthttp.RequestCtx, p *httpPost) {
 		return
 	}
 	ctx.SetContentType("application/json")
-	ctx.SetBody(c.body(&p.tmp))
+	ctx.SetBody(c.appendBody(ctx.Response.Body()[:0]))
 	st := c.status
 	if p.stateless && st == 0 && s.cfg.StatusOf != nil {
 		st = s.cfg.StatusOf(ctx.Response.Body())
@@ -676,34 +681,54 @@ func (s *HTTPServer) retryFor(sess *Session) int {
 	return 0
 }
 
-// hijackStream writes the response head itself and pumps the stream straight to the
-// connection in HTTP/1.1 chunked encoding, each batch one write, without a buffer of
-// its own: a GET stream lives as long as its session, mostly idle, and a 16 KiB writer
-// held for its whole life was most of what an idle session cost. The connection ends
-// with the stream.
+// hijackStream writes the response head itself and drives the stream straight to the
+// connection in HTTP/1.1 chunked encoding (streamSink), without a buffer or a goroutine
+// of its own while it is idle: a GET stream lives as long as its session, mostly idle,
+// and fan-out writes each event to it from the publishing goroutine (sse.Consumer.Drive).
+// When the server keeps hijacked connections (HTTPConfig.KeepsHijackedConns) the
+// handler returns at once, giving fasthttp's request context and goroutine back;
+// otherwise it waits for the stream to end, since fasthttp closes the connection when
+// it returns. The connection ends with the stream.
 func (s *HTTPServer) hijackStream(ctx *fasthttp.RequestCtx, cons *sse.Consumer, opts sse.PumpOptions) {
 	ctx.Response.Header.SetContentLength(-1) // chunked
 	ctx.Response.Header.Set(fasthttp.HeaderConnection, "close")
 	head := append([]byte(nil), ctx.Response.Header.Header()...)
 	ctx.HijackSetNoResponse(true)
+	keeps := s.cfg.KeepsHijackedConns
 	ctx.Hijack(func(c net.Conn) {
+		if u, ok := c.(interface{ UnsafeConn() net.Conn }); ok {
+			c = u.UnsafeConn() // nothing is read: fasthttp's reader stays behind
+		}
 		opts.Interrupt = func() { c.SetWriteDeadline(time.Now()) }
-		w := &chunkWriter{c: c}
+		sink := newStreamSink(c)
 		_, err := c.Write(head)
 		if err == nil && !opts.Prime && opts.RetryMs <= 0 {
 			// Nothing to say yet: an SSE comment shows the client the stream is open.
-			_, err = w.Write(streamOpenComment)
+			err = sink.Write(streamOpenComment)
 		}
 		if err != nil {
-			cons.Close() // the client is gone: Pump returns at once
+			cons.Close() // the client is gone: the stream ends at once
 		}
-		err = cons.Pump(w, opts)
-		s.Stats.OpenStreams.Add(-1)
-		if err == sse.ErrSlowConsumer {
-			s.Stats.SlowConsumers.Add(1)
+		var ended chan struct{}
+		if !keeps {
+			ended = make(chan struct{})
 		}
-		if err == nil {
-			c.Write(chunkEnd) // a clean end of the response
+		cons.Drive(sink, opts, func(err error) {
+			s.Stats.OpenStreams.Add(-1)
+			if err == sse.ErrSlowConsumer {
+				s.Stats.SlowConsumers.Add(1)
+			}
+			if err == nil {
+				c.Write(chunkEnd) // a clean end of the response
+			}
+			if keeps {
+				c.Close()
+			} else {
+				close(ended)
+			}
+		})
+		if !keeps {
+			<-ended
 		}
 	})
 }

@@ -203,7 +203,8 @@ type Stream struct {
 	closed     bool
 	closeRetry int
 	cons       *Consumer
-	pending    int // bytes of new events (published after its attach) cons has not taken
+	pending    int    // bytes of new events (published after its attach) cons has not taken
+	writing    uint64 // seq of the event a driven consumer is writing from its ring frame (0: none)
 }
 
 // frameSlack is room reserved in a frame buffer beyond the data: field names, the id
@@ -269,8 +270,8 @@ func (s *Stream) Publish(event string, data []byte) (EventID, error) {
 	}
 	evictions := 0
 	evict := func() {
-		putBuf(s.ring.pop(acct))
 		s.evicted++
+		s.release(s.ring.pop(acct), s.evicted)
 		evictions++
 		if s.cons != nil && s.evicted >= s.cons.next {
 			cut = s.cutLocked() // it would have missed that event
@@ -295,20 +296,34 @@ func (s *Stream) Publish(event string, data []byte) (EventID, error) {
 	}
 	s.ring.push(bp, s.cfg.RingEvents)
 	s.last = id.Seq
-	var wake chan struct{}
+	var inline *Consumer
 	if c := s.cons; c != nil {
 		s.addPendingLocked(len(f))
-		wake = c.wake
+		if c.drv != nil && !c.busy && c.state == consActive {
+			// A driven consumer with nothing else to write: this goroutine writes the
+			// event, from its ring frame, which eviction leaves alone meanwhile.
+			c.busy, s.writing, inline = true, id.Seq, c
+		} else {
+			c.kickLocked()
+		}
 	}
 	s.mu.Unlock()
 
-	if wake != nil {
-		notify(wake)
-	}
 	s.notifyCut(cut, evictions)
 	s.stats.Events.Add(1)
 	s.stats.Bytes.Add(uint64(len(f)))
+	if inline != nil {
+		inline.publishInline(f, id.Seq)
+	}
 	return id, nil
+}
+
+// release gives an evicted frame, seq, back to the pool, unless a driven consumer is
+// writing from it (then the collector frees it). Called with s.mu held.
+func (s *Stream) release(bp *[]byte, seq uint64) {
+	if seq != s.writing {
+		putBuf(bp)
+	}
 }
 
 // notifyCut counts what Publish evicted and interrupts the pump of the consumer it cut
@@ -355,8 +370,8 @@ func (s *Stream) evictLocked(upTo uint64, need int) int {
 	for s.ring.n > 0 && s.evicted < upTo && freed < need {
 		bp := s.ring.pop(s.cfg.Account)
 		freed += cap(*bp)
-		putBuf(bp)
 		s.evicted++
+		s.release(bp, s.evicted)
 		n++
 	}
 	if n > 0 {
@@ -371,7 +386,7 @@ func (s *Stream) cutLocked() *Consumer {
 	c.state = consCut
 	s.cons = nil
 	s.addPendingLocked(-s.pending)
-	notify(c.wake)
+	c.kickLocked()
 	return c
 }
 
@@ -432,7 +447,7 @@ func (s *Stream) attach(after uint64, exact bool) (*Consumer, error) {
 	old := s.cons
 	if old != nil {
 		old.state = consDetached
-		notify(old.wake)
+		old.kickLocked()
 	}
 	s.cons = c
 	s.addPendingLocked(-s.pending)
@@ -472,7 +487,7 @@ func (s *Stream) Close(retryMs int) {
 		s.closed, s.closeRetry = true, retryMs
 	}
 	if c := s.cons; c != nil {
-		notify(c.wake)
+		c.kickLocked()
 	}
 	s.mu.Unlock()
 }
@@ -511,6 +526,8 @@ type Consumer struct {
 	next      uint64 // next seq to take
 	replayEnd uint64 // events up to this one existed at attach: a replay, not a queue
 	state     consState
+	drv       *driver // set by Drive
+	busy      bool    // a driven consumer's writer holds its sink
 }
 
 // Start returns the id of the position the consumer starts after: the id of its priming
@@ -529,7 +546,7 @@ func (c *Consumer) Close() {
 		s.cons = nil
 		s.addPendingLocked(-s.pending)
 	}
-	notify(c.wake)
+	c.kickLocked()
 	s.mu.Unlock()
 }
 

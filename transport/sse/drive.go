@@ -1,0 +1,274 @@
+package sse
+
+import "time"
+
+// Sink is the connection a driven consumer writes to (Consumer.Drive). The consumer
+// uses it from one goroutine at a time, never concurrently.
+type Sink interface {
+	// TryWrite writes p without blocking and reports whether all of it went out. When
+	// not, the sink keeps the rest (a copy) and the next Write sends it first. An error
+	// means the connection is unusable.
+	TryWrite(p []byte) (bool, error)
+	// Write sends what an earlier TryWrite kept, then p (nothing more if p is empty),
+	// blocking until they are written or the write fails (PumpOptions.Interrupt makes
+	// a blocked write fail).
+	Write(p []byte) error
+}
+
+// epoch is the origin of the consumers' monotonic write times.
+var epoch = time.Now()
+
+func monotonic() int64 { return int64(time.Since(epoch)) }
+
+// Drive writes the consumer's events to sink like Pump, without a goroutine of its own
+// while the stream is idle, which is what a stream held open for a session's whole life
+// mostly is. Publish writes a new event itself when the consumer has nothing else to
+// send and the sink takes the event at once (TryWrite); a goroutine runs only while
+// there is a backlog to write with blocking writes (a replay, a slow client, a write the
+// socket did not take whole), and ends when it has caught up. Keep-alive comments come
+// from a timer. Done and MaxDuration are not used: the stream ends with Close (the
+// retry hint after what is left), when the consumer is cut off or detached, or when a
+// write fails. done is called once, from the goroutine that ended it, with nil or the
+// reason (as Pump would return it); the sink is not used after that, so done may close
+// it.
+//
+// Drive returns at once. Like Pump it may be called once per Consumer, and not with
+// Pump.
+func (c *Consumer) Drive(sink Sink, opts PumpOptions, done func(error)) error {
+	if !c.pumping.CompareAndSwap(false, true) {
+		return ErrPumping
+	}
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = DefaultMaxBatch
+	}
+	c.setInterrupt(opts.Interrupt)
+	var head []byte
+	if opts.Prime || opts.RetryMs > 0 {
+		if opts.Prime {
+			head = append(head, "id: "...)
+			head = c.Start().Append(head)
+			head = append(head, '\n')
+			if opts.RetryMs > 0 {
+				head = appendRetryLine(head, opts.RetryMs)
+			}
+			head = append(head, "data:\n\n"...)
+		} else {
+			head = AppendRetry(head, opts.RetryMs)
+		}
+	}
+	d := &driver{sink: sink, done: done, maxBatch: opts.MaxBatch, keepAlive: opts.KeepAlive}
+	if d.keepAlive == 0 {
+		d.keepAlive = DefaultKeepAlive
+	}
+	s := c.s
+	s.mu.Lock()
+	c.drv = d
+	c.busy = true // the first drain writes the head and any replay
+	d.lastWrite = monotonic()
+	if d.keepAlive > 0 {
+		d.timer = time.AfterFunc(d.keepAlive, c.keepAliveTick)
+	}
+	s.mu.Unlock()
+	go c.drain(head)
+	return nil
+}
+
+// driver is the state of a driven consumer (Drive). Its fields are guarded by the
+// stream's lock, except sink, which only the consumer's one writer uses.
+type driver struct {
+	sink      Sink
+	done      func(error)
+	maxBatch  int
+	keepAlive time.Duration
+	timer     *time.Timer
+	lastWrite int64  // monotonic time of the last write
+	flushed   uint64 // highest seq written whole
+	kept      uint64 // seq of an event the sink kept part of (0: none)
+	kaDue     bool   // a keep-alive comment is to be written
+}
+
+// kickLocked makes a consumer notice a change of its stream (an event to write, a
+// close, its own cut-off or detachment): a pump's wake-up, or for a driven consumer a
+// drain goroutine when no writer holds the sink. Called with s.mu held.
+func (c *Consumer) kickLocked() {
+	if c.drv == nil {
+		notify(c.wake)
+		return
+	}
+	if !c.busy {
+		c.busy = true
+		go c.drain(nil)
+	}
+}
+
+// publishInline writes the event seq, frame f, that Publish just added, from Publish's
+// goroutine: the driven consumer had nothing else to write. Called without the lock,
+// holding the sink (c.busy).
+func (c *Consumer) publishInline(f []byte, seq uint64) {
+	s, d := c.s, c.drv
+	all, err := d.sink.TryWrite(f)
+	s.mu.Lock()
+	if s.writing == seq {
+		s.writing = 0
+	}
+	if err == nil {
+		c.next = seq + 1
+		s.addPendingLocked(-len(f))
+		if all {
+			d.flushed = seq
+			s.written = max(s.written, seq)
+			d.lastWrite = monotonic()
+			if c.state == consActive && c.next > s.last && !s.closed && !d.kaDue {
+				c.busy = false
+				s.mu.Unlock()
+				s.stats.Written.Add(uint64(len(f)))
+				return
+			}
+		} else {
+			d.kept = seq
+		}
+	}
+	s.mu.Unlock()
+	if err != nil {
+		c.end(c.cause(err))
+		return
+	}
+	if all {
+		s.stats.Written.Add(uint64(len(f)))
+	}
+	// The rest needs blocking writes: never on the publisher's goroutine, which has
+	// other consumers to serve.
+	go c.drain(nil)
+}
+
+// keepAliveTick runs on the keep-alive timer: it writes a comment when the consumer has
+// written nothing for keepAlive, and sets the timer again.
+func (c *Consumer) keepAliveTick() {
+	s, d := c.s, c.drv
+	s.mu.Lock()
+	if c.state != consActive {
+		s.mu.Unlock()
+		return
+	}
+	idle := time.Duration(monotonic() - d.lastWrite)
+	if c.busy || idle < d.keepAlive {
+		d.timer.Reset(d.keepAlive - min(idle, d.keepAlive-time.Millisecond))
+		s.mu.Unlock()
+		return
+	}
+	d.kaDue = true
+	c.busy = true
+	d.timer.Reset(d.keepAlive)
+	s.mu.Unlock()
+	c.drain(nil) // the timer's own goroutine
+}
+
+// drain writes, with blocking writes, what the sink kept and head, then the consumer's
+// backlog, a due keep-alive comment, and the end of the stream, until it has caught up
+// (then it gives the sink back) or the consumer ends. The caller holds the sink.
+func (c *Consumer) drain(head []byte) {
+	s, d := c.s, c.drv
+	if err := d.sink.Write(head); err != nil {
+		c.end(c.cause(err))
+		return
+	}
+	s.stats.Written.Add(uint64(len(head)))
+	pb := pumpBuf{size: min(d.maxBatch, maxPooled)}
+	for {
+		flushed := d.flushed
+		if d.kept != 0 { // written whole by the Write above or the last batch's
+			flushed, d.kept = max(flushed, d.kept), 0
+		}
+		d.flushed = flushed
+		buf, big, last, end, stop := s.take(c, pb.get(), d.maxBatch, flushed)
+		if stop != nil {
+			pb.put(buf)
+			c.end(stop)
+			return
+		}
+		var err error
+		switch {
+		case len(buf) > 0 || len(big) > 0:
+			if err = d.sink.Write(buf); err == nil && len(big) > 0 {
+				err = d.sink.Write(big)
+			}
+			if err == nil {
+				d.flushed = last
+				s.stats.Written.Add(uint64(len(buf) + len(big)))
+			}
+		case end:
+			s.mu.Lock()
+			retry := s.closeRetry
+			s.mu.Unlock()
+			if retry > 0 {
+				buf = AppendRetry(buf, retry)
+				if err = d.sink.Write(buf); err == nil {
+					s.stats.Written.Add(uint64(len(buf)))
+				}
+			}
+			pb.put(buf)
+			c.end(c.cause(err))
+			return
+		case c.takeKeepAlive():
+			buf = AppendComment(buf, keepAliveText)
+			if err = d.sink.Write(buf); err == nil {
+				s.stats.KeepAlives.Add(1)
+				s.stats.Written.Add(uint64(len(buf)))
+			}
+		default:
+			pb.put(buf)
+			if c.release() {
+				return
+			}
+			continue
+		}
+		pb.put(buf)
+		if err != nil {
+			c.end(c.cause(err))
+			return
+		}
+		s.mu.Lock()
+		d.lastWrite = monotonic()
+		s.mu.Unlock()
+	}
+}
+
+// takeKeepAlive reports whether a keep-alive comment is due, and clears it.
+func (c *Consumer) takeKeepAlive() bool {
+	s := c.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	due := c.drv.kaDue
+	c.drv.kaDue = false
+	return due
+}
+
+// release gives the sink back when nothing is left to write, and reports whether it
+// did; otherwise the caller carries on writing.
+func (c *Consumer) release() bool {
+	s := c.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c.state != consActive || c.next <= s.last || s.closed || c.drv.kaDue {
+		return false
+	}
+	s.written = max(s.written, c.drv.flushed)
+	c.busy = false
+	return true
+}
+
+// end finishes a driven consumer: detached from its stream, its timer stopped, and done
+// told why. The caller holds the sink, which is never given back.
+func (c *Consumer) end(err error) {
+	d := c.drv
+	c.finish(d.flushed)
+	c.setInterrupt(nil)
+	c.s.mu.Lock()
+	if d.timer != nil {
+		d.timer.Stop()
+	}
+	c.s.mu.Unlock()
+	if d.done != nil {
+		d.done(err)
+	}
+}
