@@ -119,6 +119,26 @@ func (u *urlsFlag) Set(v string) error {
 	return nil
 }
 
+// sourceAddrsFlag is --source-addrs: local addresses (and ranges of them) to open
+// connections from, in turn.
+type sourceAddrsFlag struct{ t *client.Options }
+
+func (f sourceAddrsFlag) String() string {
+	if f.t == nil {
+		return ""
+	}
+	return strings.Join(f.t.SourceAddrs, ",")
+}
+
+func (f sourceAddrsFlag) Set(v string) error {
+	addrs, err := client.ParseSourceAddrs(v)
+	if err != nil {
+		return err
+	}
+	f.t.SourceAddrs = addrs
+	return nil
+}
+
 // loadFlags holds the parsed command line. The flags that map one to one onto a
 // config field are bound to cfg directly, so that applying them to a scenario's
 // config is one re-parse (withGivenFlags) instead of a field-by-field copy.
@@ -143,6 +163,8 @@ func newLoadFlagSet(f *loadFlags, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&f.scenario, "scenario", "", "YAML scenario file (flags given explicitly override it)")
 	fs.Var(&urlsFlag{t: &f.cfg.Target}, "url", "MCP endpoint (http) or SSE stream URL (sse); repeat it (or separate by commas) "+
 		"for instances of one service: sessions spread over them and move to the next when theirs stops answering")
+	fs.Var(sourceAddrsFlag{&f.cfg.Target}, "source-addrs", "local addresses to connect from, in turn, e.g. 127.0.0.2-127.0.0.9 "+
+		"(each adds ~28k ephemeral ports: more connections to one destination than one address allows)")
 	fs.StringVar(&f.cfg.Target.Transport, "transport", "http", "http (Streamable HTTP), sse (legacy HTTP+SSE) or stdio")
 	fs.StringVar(&f.cfg.Target.Protocol, "protocol", "", "protocol revision to request (default 2025-11-25; 2024-11-05 for sse; 2026-07-28 is stateless)")
 	fs.StringVar(&f.cmd, "command", "", "stdio server command line (or give it after --)")

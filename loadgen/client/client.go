@@ -66,6 +66,11 @@ type Options struct {
 	Stream bool
 	// ClientName and ClientVersion go into clientInfo. Default "mcpload", "dev".
 	ClientName, ClientVersion string
+	// SourceAddrs are local addresses to open connections from, in turn (see
+	// ParseSourceAddrs): on loopback, 127.0.0.2, 127.0.0.3, ... each add a range of
+	// ephemeral ports, for more connections to one destination than one address has.
+	// Empty: the system chooses.
+	SourceAddrs []string
 	// MaxConns bounds the HTTP connections for POSTs. Default 1024.
 	MaxConns int
 	// MaxMessage bounds one reply or event in bytes. Default 16 MiB.

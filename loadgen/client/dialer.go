@@ -27,7 +27,8 @@ type Dialer struct {
 	mu      sync.Mutex
 	clients map[string]*fasthttp.HostClient // by scheme://host
 	streams *http.Client
-	meta    []byte // stateless revision: the "_meta" member every request carries
+	src     *sourceDialer // every connection, POST pools and streams alike
+	meta    []byte        // stateless revision: the "_meta" member every request carries
 }
 
 // NewDialer validates o and prepares the connection pools.
@@ -37,13 +38,16 @@ func NewDialer(o Options) (*Dialer, error) {
 		return nil, err
 	}
 	d := &Dialer{o: c, clients: make(map[string]*fasthttp.HostClient)}
+	if d.src, err = newSourceDialer(c.SourceAddrs, 10*time.Second); err != nil {
+		return nil, err
+	}
 	if c.Transport != Stdio {
 		tr := &http.Transport{
 			Proxy:               nil, // loopback benchmarking must not detour via a proxy
 			MaxIdleConnsPerHost: c.MaxConns,
 			DisableCompression:  true,
 			IdleConnTimeout:     30 * time.Second,
-			DialContext:         (&net.Dialer{Timeout: 10 * time.Second}).DialContext,
+			DialContext:         d.src.DialContext,
 		}
 		d.streams = &http.Client{Transport: tr}
 	}
@@ -106,6 +110,7 @@ func (d *Dialer) hostClient(u *url.URL) *fasthttp.HostClient {
 		MaxConnWaitTimeout:  time.Minute, // wait for a free connection; the call deadline still applies
 		MaxIdleConnDuration: 30 * time.Second,
 		MaxResponseBodySize: d.o.MaxMessage,
+		Dial:                d.src.Dial,
 		ReadBufferSize:      16 << 10,
 		WriteBufferSize:     16 << 10,
 		// Not idempotent: never silently retry a POST, it would be counted once but
