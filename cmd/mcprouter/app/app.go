@@ -149,6 +149,8 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 		StatusOf:       router.StatusOf,
 		Audit:          auditLogger(log),
 		TraceHeaders:   &a.traceHeaders,
+		// The MCP listener keeps hijacked connections (newServer).
+		KeepsHijackedConns: true,
 	}
 	a.HTTP = transport.NewHTTPServer(hc, a.Reg, r)
 	if err := a.watchMetrics(); err != nil {
