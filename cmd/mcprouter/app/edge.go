@@ -155,6 +155,7 @@ func (a *App) newServer() *fasthttp.Server {
 		Concurrency:          cc.Concurrency,
 		ReduceMemoryUsage:    !cc.KeepIdleBuffers,
 		CloseOnShutdown:      true,
+		KeepHijackedConns:    true, // GET streams own their connections (transport.HTTPConfig.KeepsHijackedConns)
 		NoDefaultContentType: true,
 		// Malformed requests are logged without their bytes: they may carry tokens.
 		SecureErrorLogMessage: true,
