@@ -38,10 +38,13 @@ const (
 )
 
 // start brings a freshly dialed connection into use: the instance's era for a
-// per-client connection when its shared one found it, else discovery per the pin.
+// connection that speaks for some clients only (scoped: a client's own, or one
+// declaring the capabilities ctx names) when its shared one found it, else discovery
+// per the pin.
 func (k *connector) start(ctx context.Context, c *upConn) error {
 	in := c.inst
-	if c.owner != nil {
+	c.caps = declaredIn(ctx)
+	if c.scoped() {
 		switch in.era.Load() {
 		case eraModern:
 			return k.useModern(c, nil)
@@ -89,7 +92,7 @@ func (k *connector) useLegacy(ctx context.Context, c *upConn) error {
 	if err := k.handshake(ctx, c); err != nil {
 		return err
 	}
-	if c.owner == nil {
+	if !c.scoped() {
 		c.inst.era.Store(eraLegacy)
 	}
 	return nil
@@ -111,7 +114,7 @@ func (k *connector) useModern(c *upConn, caps []byte) error {
 		}
 		c.b.mu.Unlock()
 	}
-	if c.owner == nil {
+	if !c.scoped() {
 		c.inst.era.Store(eraModern)
 		c.listen = newListener(c, k.table, k.log)
 	}
@@ -185,7 +188,7 @@ func readDiscover(res []byte) (discovered, error) {
 // speaks only 2026-07-28 (an upgrade behind the same address); if so c is closed and
 // its maintainer connects again, statelessly. A pinned backend is not probed.
 func (k *connector) recheck(ctx context.Context, c *upConn) {
-	if c.modern || c.owner != nil || c.b.cfg.Era != EraAuto {
+	if c.modern || c.scoped() || c.b.cfg.Era != EraAuto {
 		return
 	}
 	if d, err := k.discover(ctx, c, false); err != nil || d.dualEra {
@@ -219,10 +222,10 @@ func stillModern(c *upConn, res []byte, err error) bool {
 	return !errors.As(err, &re)
 }
 
-// outdated reports a per-client connection opened in an era its instance left (the
+// outdated reports a scoped connection opened in an era its instance left (the
 // backend restarted as another one): it is closed and opened again.
 func (c *upConn) outdated() bool {
-	if c.owner == nil {
+	if !c.scoped() {
 		return false
 	}
 	era := c.inst.era.Load()

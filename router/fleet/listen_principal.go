@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // subscriptions/listen of 2026-07-28 clients for the resources of a per-client 2025
@@ -11,6 +12,10 @@ import (
 // arriving there go to that principal's listen streams alone, not to the shared
 // fan-out (another principal's session may not hear them, and is not told them).
 // A principal with a listen stream open is never idle: its upstream sessions stay.
+// One that dies outright (the backend lost it and could not renew it, a child that
+// stays down) is opened again and subscribed again to what the streams listen to, tried
+// with backoff (watchPrincipal), rather than left silent until the principal's next
+// request.
 //
 // Who calls it: Listen's subscribing goroutine (listenPrincipal), endListener
 // (unlisten), the notices part on the connection's reader goroutine
@@ -42,6 +47,7 @@ func (ss *sessions) listenPrincipal(ctx context.Context, l *clientListener, b *b
 	if in == nil {
 		return errors.New("no healthy instance")
 	}
+	ss.startReaper(b)
 	ps, err := ss.principal(principalID(l.sess), l.sess)
 	if err != nil {
 		return err
@@ -168,19 +174,111 @@ func (ss *sessions) restoreListens(c *upConn) {
 	if ps == nil {
 		return
 	}
-	ps.mu.Lock()
-	var uris []string
-	for key := range ps.listens {
-		if key.b == c.b {
-			uris = append(uris, key.uri)
-		}
-	}
-	ps.mu.Unlock()
-	for _, uri := range uris {
+	for _, uri := range ps.listened(c.b) {
 		ctx, cancel := context.WithTimeout(ss.life.ctx, c.b.cfg.Timeout)
 		if _, err := ss.conns.table.call(ctx, c, "resources/subscribe", uriParams(uri)); err != nil {
 			ss.conns.log.Warn("a principal's subscription not restored after the backend restarted", "backend", c.b.cfg.Name, "uri", uri, "err", err)
 		}
 		cancel()
 	}
+}
+
+// relistenTries bounds the attempts at replacing a principal's dead upstream session
+// for its listen streams; the waits between them double from relistenMin up to
+// relistenMax (a minute and a half in all): a backend being restarted is back by then,
+// and one that is not is left to the principal's next request.
+const (
+	relistenTries = 12
+	relistenMin   = 100 * time.Millisecond
+	relistenMax   = 10 * time.Second
+)
+
+// watchPrincipal waits for c, principal ps's upstream session with instance in, to end.
+// When it died while ps is held (not closed with the principal: an eviction, the
+// reaper, the fleet's close) and listen streams of ps listen to c's backend, a new
+// session is opened and subscribed to what they listen to (relisten). A session the
+// reaper closed had no listener (ps was not busy), so it is not replaced.
+func (ss *sessions) watchPrincipal(ps *principalState, in *instance, c *upConn) {
+	select {
+	case <-c.conn.Done():
+	case <-ss.life.ctx.Done():
+		return
+	}
+	if !ss.held(ps) || len(ps.listened(c.b)) == 0 {
+		return
+	}
+	ss.conns.log.Warn("a principal's upstream session died with listen streams on it: opening it again", "backend", c.b.cfg.Name, "instance", in.dialer.Addr)
+	ss.relisten(ps, c.b)
+}
+
+// held reports whether ps is still the registry's, and open.
+func (ss *sessions) held(ps *principalState) bool {
+	p := &ss.principals
+	p.mu.Lock()
+	held := p.m[ps.id] == ps
+	p.mu.Unlock()
+	ps.st.mu.Lock()
+	defer ps.st.mu.Unlock()
+	return held && !ps.st.closed
+}
+
+// listened returns the URIs of b that ps's listen streams listen to.
+func (ps *principalState) listened(b *backend) []string {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	var uris []string
+	for key := range ps.listens {
+		if key.b == b {
+			uris = append(uris, key.uri)
+		}
+	}
+	return uris
+}
+
+// relisten gives ps an upstream session with b again (its dead one is dropped) and
+// subscribes it to what ps's listen streams listen to on b, trying relistenTries times
+// with backoff; it stops as soon as nothing listens, ps is let go or the fleet closes.
+func (ss *sessions) relisten(ps *principalState, b *backend) {
+	wait := relistenMin
+	var err error
+	for try := 0; try < relistenTries; try++ {
+		uris := ps.listened(b)
+		if len(uris) == 0 || !ss.held(ps) {
+			return
+		}
+		if err = ss.resubscribe(ps, b, uris); err == nil {
+			ss.conns.log.Info("a principal's listen streams subscribed again on a new upstream session", "backend", b.cfg.Name, "uris", len(uris))
+			return
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ss.life.ctx.Done():
+			t.Stop()
+			return
+		}
+		wait = min(2*wait, relistenMax)
+	}
+	ss.conns.log.Warn("a principal's listen streams stay without updates: no new upstream session", "backend", b.cfg.Name, "tries", relistenTries, "err", err)
+}
+
+// resubscribe opens (or finds) ps's upstream session with a healthy instance of b and
+// subscribes it to uris, within the backend's timeout.
+func (ss *sessions) resubscribe(ps *principalState, b *backend, uris []string) error {
+	in := b.pick()
+	if in == nil {
+		return errors.New("no healthy instance")
+	}
+	ctx, cancel := context.WithTimeout(ss.life.ctx, b.cfg.Timeout)
+	defer cancel()
+	c, err := ss.clientConn(ctx, ps.st, in)
+	if err != nil {
+		return err
+	}
+	for _, uri := range uris {
+		if _, err := ss.conns.table.call(ctx, c, "resources/subscribe", uriParams(uri)); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -74,7 +74,7 @@ func TestListenPrincipal(t *testing.T) {
 	}
 	b.caps = []byte(`{"resources":{"subscribe":true}}`)
 	ss := f.sessions
-	ss.principals.idle = 20 * time.Millisecond
+	b.cfg.SessionIdle = 20 * time.Millisecond
 	l := &clientListener{sess: new(router.Session)}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -39,6 +39,12 @@ type sessions struct {
 	// principals holds the 2026-07-28 clients' upstream sessions, by principal
 	// (sessions_principal.go).
 	principals principals
+	// caps holds the 2026-07-28 clients' sessions with shared 2025 backends, by the
+	// capabilities they declared (sessions_caps.go).
+	caps capsSessions
+	// reaper starts the goroutine that closes idle sessions (principals and caps),
+	// with the first of them.
+	reaper sync.Once
 
 	mu sync.Mutex
 	m  map[*router.Session]*sessionState
@@ -46,7 +52,7 @@ type sessions struct {
 
 func newSessions(life *lifecycle, conns *connector, stats *Stats, max int, wait time.Duration) *sessions {
 	return &sessions{life: life, conns: conns, stats: stats, max: max, wait: wait,
-		slots: make(chan struct{}, max), m: map[*router.Session]*sessionState{}, principals: principals{idle: principalIdle}}
+		slots: make(chan struct{}, max), m: map[*router.Session]*sessionState{}, principals: principals{tick: reapTick}}
 }
 
 // sessionState is the fleet's state of one client session. sess is the one place the
@@ -64,6 +70,9 @@ type sessionState struct {
 	// instead of kept.
 	closed bool
 	done   chan struct{}
+	// opened, when set, is told of each upstream session opened for the state (a
+	// principal's watches it: listen_principal.go); called on the opener's goroutine.
+	opened func(in *instance, c *upConn)
 }
 
 func newSessionState(s *router.Session) *sessionState {
@@ -120,6 +129,7 @@ func (ss *sessions) closeAll() {
 		st.closeAll(&closing)
 	}
 	ss.closePrincipals(&closing)
+	ss.closeCaps(&closing)
 	closing.Wait()
 }
 
@@ -214,10 +224,17 @@ func (c *upConn) closeUpstream() {
 // openConn opens the client's own upstream session with instance in, within a slot of
 // the cap: it waits for one, then dials and performs the handshake as the client.
 func (ss *sessions) openConn(ctx context.Context, in *instance, st *sessionState) (*upConn, error) {
-	if err := ss.acquire(ctx, st.done); err != nil {
+	return ss.openSlotted(ctx, in, st.sess, st.done)
+}
+
+// openSlotted opens an upstream session with instance in for owner (nil: the one ctx
+// names the capabilities of, sessions_caps.go) within a slot of the cap, waiting for
+// one until gone is closed (nil: no client session to end).
+func (ss *sessions) openSlotted(ctx context.Context, in *instance, owner *router.Session, gone <-chan struct{}) (*upConn, error) {
+	if err := ss.acquire(ctx, gone); err != nil {
 		return nil, err
 	}
-	c, err := ss.conns.open(ctx, in, st.sess)
+	c, err := ss.conns.open(ctx, in, owner)
 	if err != nil {
 		<-ss.slots
 		return nil, err
@@ -236,10 +253,15 @@ func (ss *sessions) upstreamFor(e *entry) (*upConn, error) {
 		return nil, errors.New("no healthy instance")
 	}
 	if !b.cfg.PerClient {
-		if c := in.conn.Load(); c != nil {
-			return c, nil
+		c := in.conn.Load()
+		if c == nil {
+			return nil, errors.New("instance " + in.dialer.Addr + " not connected")
 		}
-		return nil, errors.New("instance " + in.dialer.Addr + " not connected")
+		if !c.modern && e.sess != nil && e.sess.Stateless() {
+			// A 2026-07-28 client: a session declaring its capabilities (sessions_caps.go).
+			return ss.capsConn(e, in, c)
+		}
+		return c, nil
 	}
 	if e.sess != nil && e.sess.Stateless() {
 		// A 2026-07-28 client: its principal's upstream session (sessions_principal.go).
@@ -299,6 +321,7 @@ func (ss *sessions) clientConn(ctx context.Context, st *sessionState, in *instan
 		st.mu.Lock()
 		delete(st.opening, in)
 		close(opening)
+		opened := st.opened
 		switch {
 		case err != nil:
 		case st.closed: // the client left while its session was opening
@@ -311,6 +334,9 @@ func (ss *sessions) clientConn(ctx context.Context, st *sessionState, in *instan
 			st.conns[in] = c
 		}
 		st.mu.Unlock()
+		if err == nil && opened != nil {
+			opened(in, c)
+		}
 		return c, err
 	}
 }

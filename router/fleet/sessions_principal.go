@@ -14,8 +14,8 @@ import (
 // (BackendConfig.PerClient). Such a client has no session to own an upstream one, so
 // the fleet keeps one per principal instead (the authenticated principal's ID, which
 // names its virtual-server endpoint too): opened by the principal's first request,
-// reused by its next ones, closed once it has been idle for principalIdle
-// and when the fleet closes. Every anonymous client is the one principal "": they share
+// reused by its next ones, each closed once the principal has been idle for its
+// backend's SessionIdle, and all when the fleet closes. Every anonymous client is the one principal "": they share
 // an upstream session, which the router opens with no client token. A backend whose
 // credentials are the client's own (token exchange) does not meet one, since that needs
 // authenticated clients; should it, its dialer refuses the session as unauthorized (the
@@ -33,10 +33,10 @@ import (
 // guards the registry; the states' own locks guard their connections; no I/O under
 // either (closing happens in the background, as a client session's).
 
-// principalIdle is how long a principal's upstream sessions stay open unused: long
-// enough for an agent's pauses between tool calls, short enough that a client gone for
-// good gives its backend session (a child process, for stdio) back.
-const principalIdle = 5 * time.Minute
+// reapTick is the longest the reaper waits between two rounds; it goes round every half
+// of the shortest SessionIdle (BackendConfig) of the backends it has seen, when that is
+// shorter.
+const reapTick = 30 * time.Second
 
 // evictAfter is how long a principal's upstream sessions must have been unused before
 // another principal may take their place when the cap is reached: the window between
@@ -48,11 +48,13 @@ var errShuttingDown = errors.New("the router is shutting down")
 
 // principals is the registry of per-principal states.
 type principals struct {
-	idle time.Duration // principalIdle; tests shorten it
+	tick time.Duration // reapTick; tests shorten it
+	// minIdle is the shortest SessionIdle of the backends sessions were opened with
+	// here (principals' and by declared capabilities), in nanoseconds; 0: none yet.
+	minIdle atomic.Int64
 
-	mu      sync.Mutex
-	m       map[string]*principalState
-	reaping bool // the reaper was started
+	mu sync.Mutex
+	m  map[string]*principalState
 }
 
 // principalState is one principal's upstream sessions: a sessionState (whose sess,
@@ -76,6 +78,7 @@ func principalID(s *router.Session) string { return s.Principal().ID() }
 // opening it on first use for owner (the request asking). A state being closed by the
 // reaper or an eviction as the request found it is replaced once.
 func (ss *sessions) principalConn(ctx context.Context, id string, owner *router.Session, in *instance) (*upConn, error) {
+	ss.startReaper(in.b)
 	for try := 0; ; try++ {
 		ps, err := ss.principal(id, owner)
 		if err != nil {
@@ -116,16 +119,12 @@ func (ss *sessions) principal(id string, owner *router.Session) (*principalState
 		p.m = map[string]*principalState{}
 	}
 	ps := &principalState{id: id, st: newSessionState(owner)}
+	ps.st.opened = func(in *instance, c *upConn) { ss.life.spawn(func() { ss.watchPrincipal(ps, in, c) }) }
 	ps.last.Store(now)
 	p.m[id] = ps
-	start := !p.reaping
-	p.reaping = true
 	p.mu.Unlock()
 	if evicted != nil {
 		evicted.st.closeAll(nil)
-	}
-	if start {
-		ss.life.spawn(ss.reap)
 	}
 	return ps, nil
 }
@@ -190,35 +189,87 @@ func (ps *principalState) busy(busy map[*upConn]bool) bool {
 	return false
 }
 
-// reap closes, every half idle period until the fleet closes, the principals unused
-// for the idle period with nothing in flight.
+// startReaper notes b's SessionIdle (sessions are opened with it) and starts the
+// reaper, once.
+func (ss *sessions) startReaper(b *backend) {
+	idle := int64(b.cfg.SessionIdle)
+	for p := &ss.principals; ; {
+		cur := p.minIdle.Load()
+		if (cur != 0 && cur <= idle) || p.minIdle.CompareAndSwap(cur, idle) {
+			break
+		}
+	}
+	ss.reaper.Do(func() { ss.life.spawn(ss.reap) })
+}
+
+// reapEvery is how long the reaper waits for its next round.
+func (ss *sessions) reapEvery() time.Duration {
+	d := ss.principals.tick
+	if m := time.Duration(ss.principals.minIdle.Load()); m > 0 && m/2 < d {
+		d = m / 2
+	}
+	return max(d, time.Millisecond)
+}
+
+// reap closes, until the fleet closes, the upstream sessions unused for their
+// backend's SessionIdle with nothing in flight: the principals' (reapPrincipals) and
+// those by declared capabilities (reapCaps).
 func (ss *sessions) reap() {
-	p := &ss.principals
-	tick := time.NewTicker(max(p.idle/2, time.Millisecond))
-	defer tick.Stop()
+	t := time.NewTimer(ss.reapEvery())
+	defer t.Stop()
 	for {
 		select {
 		case <-ss.life.ctx.Done():
 			return
-		case <-tick.C:
+		case <-t.C:
 		}
-		before := time.Now().Add(-p.idle).UnixNano()
-		var gone []*principalState
-		p.mu.Lock()
-		if len(p.m) > 0 {
-			busy := ss.conns.table.busyConns()
-			for id, ps := range p.m {
-				if ps.last.Load() < before && !ps.busy(busy) {
-					delete(p.m, id)
-					gone = append(gone, ps)
-				}
+		now := time.Now()
+		ss.reapPrincipals(now)
+		ss.reapCaps(now)
+		t.Reset(ss.reapEvery())
+	}
+}
+
+// reapPrincipals closes the upstream sessions of the principals with nothing in flight
+// that have not been used for the session's backend's SessionIdle (and the dead ones),
+// and forgets a principal left with none once it has been unused for evictAfter.
+func (ss *sessions) reapPrincipals(now time.Time) {
+	p := &ss.principals
+	var gone []*upConn
+	p.mu.Lock()
+	if len(p.m) > 0 {
+		busy := ss.conns.table.busyConns()
+		for id, ps := range p.m {
+			if ps.busy(busy) {
+				continue
+			}
+			last := ps.last.Load()
+			gone = ps.st.takeIdle(gone, last, now)
+			if ps.open() == 0 && last < now.Add(-evictAfter).UnixNano() {
+				delete(p.m, id)
+				ps.st.closeAll(nil) // nothing left to close: marks it closed
 			}
 		}
-		p.mu.Unlock()
-		for _, ps := range gone {
-			ps.st.closeAll(nil)
+	}
+	p.mu.Unlock()
+	for _, c := range gone {
+		c.closeUpstream()
+	}
+}
+
+// takeIdle removes from st and appends to gone its upstream sessions that are dead, or
+// unused since last for longer than their backend's SessionIdle (before now).
+func (st *sessionState) takeIdle(gone []*upConn, last int64, now time.Time) []*upConn {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for in, c := range st.conns {
+		if c.dead() || last < now.Add(-in.b.cfg.SessionIdle).UnixNano() {
+			delete(st.conns, in)
+			c.killed.Store(true)
+			gone = append(gone, c)
 		}
 	}
+	return gone
 }
 
 // closePrincipals forgets every principal and closes their upstream sessions, counting

@@ -52,7 +52,7 @@ func TestPrincipalSessions(t *testing.T) {
 // principal's next request opens a new one.
 func TestPrincipalSessionIdle(t *testing.T) {
 	ss, b, fb := testSessions(t, 8, time.Minute)
-	ss.principals.idle = 20 * time.Millisecond
+	b.cfg.SessionIdle = 20 * time.Millisecond
 	busy, err := openForPrincipal(ss, b, "busy", new(router.Session))
 	if err != nil {
 		t.Fatal(err)

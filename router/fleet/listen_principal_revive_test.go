@@ -1,0 +1,103 @@
+package fleet
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcprouter/mcprouter/internal/testwait"
+	"github.com/mcprouter/mcprouter/router"
+	"github.com/mcprouter/mcprouter/transport/upstream"
+)
+
+// restartableBackend is a Go SDK server (2025 sessions) on a loopback address that
+// stays the same across restarts, whose subscriptions are told on subscribed.
+type restartableBackend struct {
+	addr       string
+	hs         *http.Server
+	subscribed chan string
+}
+
+// start serves a fresh server (no sessions) on rb.addr ("": a free port).
+func (rb *restartableBackend) start(t *testing.T) {
+	t.Helper()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "board", Version: "1"}, &mcp.ServerOptions{
+		SubscribeHandler: func(_ context.Context, r *mcp.SubscribeRequest) error {
+			rb.subscribed <- r.Params.URI
+			return nil
+		},
+		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
+	})
+	srv.AddResource(&mcp.Resource{URI: "memo://board", Name: "board"}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "memo://board", Text: "-"}}}, nil
+	})
+	addr := rb.addr
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb.addr = l.Addr().String()
+	rb.hs = &http.Server{Handler: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)}
+	go rb.hs.Serve(l)
+}
+
+// TestListenPrincipalRevived: a principal's upstream session with a per-client 2025
+// backend dies outright while a listen stream listens on it (the backend restarts and
+// forgets the session, which is not renewed): the router opens a new session and
+// subscribes it again, without waiting for a request of the principal's.
+func TestListenPrincipalRevived(t *testing.T) {
+	rb := &restartableBackend{subscribed: make(chan string, 4)}
+	rb.start(t)
+	t.Cleanup(func() { rb.hs.Close() })
+	url := "http://" + rb.addr + "/mcp"
+	f := New(Config{Logger: slog.New(slog.DiscardHandler), Backends: []BackendConfig{{
+		Name: "board", Timeout: 10 * time.Second, Era: Era2025, PerClient: true,
+		Dialers: []Dialer{{Addr: url, Dial: func(ctx context.Context, sink upstream.Sink) (upstream.Conn, error) {
+			// NoRenew: a backend that lost the session kills the connection.
+			return upstream.DialHTTP(ctx, url, upstream.HTTPOptions{Name: "board", NoRenew: true}, sink)
+		}}},
+	}}})
+	f.Start(10 * time.Second)
+	t.Cleanup(f.Close)
+	b := f.set.all()[0]
+	testwait.For(t, "the backend's capabilities known", 10*time.Second, func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.caps != nil
+	})
+
+	l := &clientListener{sess: new(router.Session)}
+	if err := f.listenPrincipal(l, b, "memo://board"); err != nil {
+		t.Fatal(err)
+	}
+	if uri := testwait.Recv(t, "the subscription", 10*time.Second, rb.subscribed); uri != "memo://board" {
+		t.Fatalf("subscribed to %q", uri)
+	}
+	first := f.sessions.principalConnOf(t, "", b)
+
+	rb.hs.Close() // the backend goes, and comes back without the session
+	rb.start(t)
+	if uri := testwait.Recv(t, "the subscription on a new session", 30*time.Second, rb.subscribed); uri != "memo://board" {
+		t.Fatalf("subscribed again to %q", uri)
+	}
+	testwait.For(t, "the principal's new upstream session in place", 10*time.Second, func() bool {
+		p := &f.sessions.principals
+		p.mu.Lock()
+		ps := p.m[""]
+		p.mu.Unlock()
+		c := ps.st.conn(b.instances[0])
+		return c != nil && c != first && !c.dead()
+	})
+	if !first.dead() {
+		t.Fatal("the first upstream session is still alive")
+	}
+	f.sessions.unlisten(l)
+}

@@ -1,0 +1,285 @@
+package fleet
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcprouter/mcprouter/codec"
+)
+
+// Upstream sessions by declared capabilities: a 2026-07-28 client in front of a shared
+// 2025 backend. The revision has the client declare its capabilities in every
+// request's _meta, and a server "MUST NOT rely on capabilities the client has not
+// declared": when handling a request needs one the client did not declare, the answer
+// is -32021 with data.requiredCapabilities (basic/index, per-request protocol fields).
+// Whether handling needs one is the backend's judgement, made in its own code: a tool
+// may check the capabilities and refuse (the conformance server's
+// test_missing_capability never sends a request, it refuses with -32021 itself), or
+// fall back to something else when one is missing. A 2025 backend learns a client's
+// capabilities once, from initialize, and judges every request of the session by them
+// (2025-11-25 lifecycle: capability negotiation). On the shared session the router
+// declared its own (routerCaps, everything it can carry), so the backend would rely on
+// capabilities the 2026 client never declared.
+//
+// So such a request goes on an upstream session initialized with the capabilities its
+// client declared (those a 2025 server can ask for: elicitation, roots, sampling),
+// one per instance and distinct set, and the backend judges it as it judges any 2025
+// client of its own. A request whose client declared what the router declares
+// (routerCaps) keeps the shared session. The other way, refusing a backend's
+// server-to-client request for an undeclared capability and answering the client
+// -32021 in its stead, would take the judgement from the backend: it cannot catch a
+// backend that relies on a capability without asking (the tool above), and it turns a
+// backend's graceful fall-back into an error. A backend that asks anyway is still
+// answered as a 2025 client answers it (-32601, serverreq.go clientCan).
+//
+// Bounds: at most maxCapsSessions sets per instance (clients of one kind declare the
+// same, so a handful is the rule), each session taking a slot of the cap every
+// per-client session shares (Config.MaxUpstreamSessions). Past maxCapsSessions the set
+// used least recently with nothing in flight is closed for the new one (LRU); with
+// none idle the request is refused as overloaded. A set unused for its backend's
+// SessionIdle is closed by the reaper (sessions_principal.go); the fleet's close
+// closes them all.
+//
+// Who calls it: forwarding (sessions.upstreamFor) on dispatcher workers, the reaper,
+// the fleet's close. Its lock guards the registry; no I/O under it.
+
+// maxCapsSessions bounds the capability sets held per instance.
+const maxCapsSessions = 8
+
+// capsSessions is the registry of sessions by declared capabilities.
+type capsSessions struct {
+	mu     sync.Mutex
+	m      map[*instance]map[string]*capsConn
+	closed bool
+}
+
+// capsConn is one instance's session for one set of declared capabilities (key), or
+// the promise of it while it is being opened.
+type capsConn struct {
+	key     string
+	c       *upConn       // nil while opening
+	opening chan struct{} // closed once opened or failed; nil after
+	last    atomic.Int64  // unix nanoseconds of the last request sent on it
+}
+
+// declaredCaps are the capability members a 2025 backend can ask a client for: what a
+// session initialized for some 2026 client declares, in this order.
+var declaredCaps = [...]string{"elicitation", "roots", "sampling"}
+
+// appendDeclared appends the members of caps (a client's capabilities object) that a
+// 2025 backend can ask for (declaredCaps), as an object in a fixed order: the session
+// key of clients who declared the same, and what their session declares.
+func appendDeclared(dst, caps []byte) []byte {
+	dst = append(dst, '{')
+	n := 0
+	for _, name := range declaredCaps {
+		v := codec.Member(caps, name)
+		if v == nil {
+			continue
+		}
+		if n > 0 {
+			dst = append(dst, ',')
+		}
+		n++
+		dst = codec.AppendString(dst, name)
+		dst = append(dst, ':')
+		dst = append(dst, v...)
+	}
+	return append(dst, '}')
+}
+
+// routerDeclared is routerCaps as appendDeclared orders it: a client that declares
+// that much is served on the shared session.
+var routerDeclared = string(appendDeclared(nil, []byte(routerCaps)))
+
+// scoped reports whether c speaks for some clients only (a client's own session, or
+// one set of declared capabilities) rather than for the router: its instance's era is
+// known when it opens, and it is outdated when that changes.
+func (c *upConn) scoped() bool { return c.owner != nil || c.caps != nil }
+
+// declaredKey carries, in the context of connector.open, the capabilities the session
+// being opened declares (connector.start sets upConn.caps from it).
+type declaredKey struct{}
+
+// declaredIn returns the capabilities ctx asks a session to declare, nil if none.
+func declaredIn(ctx context.Context) []byte {
+	caps, _ := ctx.Value(declaredKey{}).([]byte)
+	return caps
+}
+
+// capsConn returns the upstream session for stateless request e on instance in, whose
+// shared session is shared: that one when e's client declared what the router does,
+// else the session of e's declared capabilities, opened on first use.
+func (ss *sessions) capsConn(e *entry, in *instance, shared *upConn) (*upConn, error) {
+	bp := getBuf()
+	defer putBuf(bp)
+	*bp = appendDeclared((*bp)[:0], e.sess.ClientCapabilities())
+	if string(*bp) == routerDeclared {
+		return shared, nil
+	}
+	cs := &ss.caps
+	cs.mu.Lock()
+	if cc := cs.m[in][string(*bp)]; cc != nil && cc.c != nil && !cc.c.dead() {
+		cc.last.Store(time.Now().UnixNano())
+		cs.mu.Unlock()
+		return cc.c, nil
+	}
+	cs.mu.Unlock()
+	ctx, cancel := context.WithDeadline(ss.life.ctx, time.Unix(0, e.deadline))
+	defer cancel()
+	return ss.openCaps(ctx, in, string(*bp))
+}
+
+// openCaps returns instance in's session for the capabilities key, opening it when
+// none is open: one request opens it while the others for the same set wait.
+func (ss *sessions) openCaps(ctx context.Context, in *instance, key string) (*upConn, error) {
+	cs := &ss.caps
+	for {
+		cs.mu.Lock()
+		if cs.closed || ss.life.ended() {
+			cs.mu.Unlock()
+			return nil, errShuttingDown
+		}
+		set := cs.m[in]
+		cc := set[key]
+		if cc != nil && cc.opening != nil {
+			wait := cc.opening
+			cs.mu.Unlock()
+			select {
+			case <-wait:
+				continue
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		if cc != nil && !cc.c.dead() {
+			cc.last.Store(time.Now().UnixNano())
+			cs.mu.Unlock()
+			return cc.c, nil
+		}
+		var gone *upConn
+		if cc != nil {
+			delete(set, key)
+			gone = cc.c
+		}
+		if len(set) >= maxCapsSessions {
+			lru := cs.lruLocked(set, ss.conns.table.busyConns())
+			if lru == nil {
+				cs.mu.Unlock()
+				ss.stats.UpstreamRefused.Add(1)
+				return nil, errUpstreamFull
+			}
+			delete(set, lru.key)
+			gone = lru.c // at most one of the two: a dead one left room
+		}
+		if set == nil {
+			set = map[string]*capsConn{}
+			if cs.m == nil {
+				cs.m = map[*instance]map[string]*capsConn{}
+			}
+			cs.m[in] = set
+		}
+		cc = &capsConn{key: key, opening: make(chan struct{})}
+		set[key] = cc
+		cs.mu.Unlock()
+		ss.startReaper(in.b)
+		if gone != nil {
+			go gone.closeUpstream()
+		}
+
+		caps := []byte(key)
+		c, err := ss.openSlotted(context.WithValue(ctx, declaredKey{}, caps), in, nil, nil)
+		cs.mu.Lock()
+		close(cc.opening)
+		cc.opening = nil
+		switch {
+		case err != nil:
+			delete(set, key)
+		case cs.closed:
+			delete(set, key)
+			go c.closeUpstream()
+			c, err = nil, errShuttingDown
+		default:
+			cc.c = c
+			cc.last.Store(time.Now().UnixNano())
+		}
+		cs.mu.Unlock()
+		return c, err
+	}
+}
+
+// lruLocked returns the open session of set used least recently with nothing in busy,
+// nil if every one is busy or opening; the caller holds the registry's lock.
+func (cs *capsSessions) lruLocked(set map[string]*capsConn, busy map[*upConn]bool) *capsConn {
+	var found *capsConn
+	for _, cc := range set {
+		if cc.c == nil || busy[cc.c] || (found != nil && cc.last.Load() >= found.last.Load()) {
+			continue
+		}
+		found = cc
+	}
+	return found
+}
+
+// reapCaps closes the sessions unused for their backend's SessionIdle (before now)
+// with nothing in flight.
+func (ss *sessions) reapCaps(now time.Time) {
+	cs := &ss.caps
+	var gone []*upConn
+	cs.mu.Lock()
+	if len(cs.m) > 0 {
+		busy := ss.conns.table.busyConns()
+		for in, set := range cs.m {
+			before := now.Add(-in.b.cfg.SessionIdle).UnixNano()
+			for key, cc := range set {
+				if cc.c != nil && (cc.c.dead() || (cc.last.Load() < before && !busy[cc.c])) {
+					delete(set, key)
+					gone = append(gone, cc.c)
+				}
+			}
+			if len(set) == 0 {
+				delete(cs.m, in)
+			}
+		}
+	}
+	cs.mu.Unlock()
+	for _, c := range gone {
+		c.closeUpstream()
+	}
+}
+
+// closeCaps closes every session by declared capabilities, counting them in closing
+// until they are: the fleet's shutdown.
+func (ss *sessions) closeCaps(closing *sync.WaitGroup) {
+	cs := &ss.caps
+	cs.mu.Lock()
+	all := cs.m
+	cs.m, cs.closed = nil, true
+	cs.mu.Unlock()
+	for _, set := range all {
+		for _, cc := range set {
+			if cc.c == nil {
+				continue // being opened: its opener closes it
+			}
+			cc.c.killed.Store(true)
+			closing.Add(1)
+			go func() {
+				cc.c.closeUpstream()
+				closing.Done()
+			}()
+		}
+	}
+}
+
+// capsCount is the number of sessions by declared capabilities open or opening.
+func (ss *sessions) capsCount() int {
+	ss.caps.mu.Lock()
+	defer ss.caps.mu.Unlock()
+	n := 0
+	for _, set := range ss.caps.m {
+		n += len(set)
+	}
+	return n
+}
