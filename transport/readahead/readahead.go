@@ -11,9 +11,11 @@
 package readahead
 
 import (
+	"errors"
 	"io"
 	"net"
 	"sync"
+	"syscall"
 )
 
 // bufSize is the pooled buffer's size: a typical MCP POST (headers and body) fits. A
@@ -54,6 +56,15 @@ type conn struct {
 // nothing yet, before the goroutine parks. io.EOF at the end of the stream.
 type rawReader interface {
 	readInto(take func() []byte, give func()) (n int, err error)
+}
+
+// SyscallConn gives the descriptor of the wrapped connection, which Write writes to
+// unchanged: for writers that write to it without blocking (transport's GET streams).
+func (c *conn) SyscallConn() (syscall.RawConn, error) {
+	if sc, ok := c.Conn.(syscall.Conn); ok {
+		return sc.SyscallConn()
+	}
+	return nil, errors.ErrUnsupported
 }
 
 func (c *conn) Read(p []byte) (int, error) {
