@@ -29,6 +29,8 @@ type streamSink struct {
 
 func newStreamSink(c net.Conn) *streamSink {
 	k := &streamSink{c: c, cw: chunkWriter{c: c}}
+	// A wrapper that writes through unchanged says so by giving the descriptor (the
+	// read-ahead listener's connections do); a TLS connection does not.
 	if sc, ok := c.(syscall.Conn); ok {
 		if rc, err := sc.SyscallConn(); err == nil {
 			k.rc = rc
