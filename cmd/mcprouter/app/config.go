@@ -204,6 +204,10 @@ type BackendConfig struct {
 	// Sessions: "shared" (default) multiplexes clients over upstream sessions;
 	// "per-client" opens one upstream session per client session.
 	Sessions string `yaml:"sessions"`
+	// SessionIdle is how long an upstream session the router opened for some clients
+	// only (a 2026-07-28 principal's with a per-client backend, or one declaring a set
+	// of 2026 clients' capabilities to a 2025 backend) stays open unused. Default 5m.
+	SessionIdle time.Duration `yaml:"session_idle"`
 	// Era pins the protocol generation spoken to the backend: "2026" uses it statelessly
 	// (2026-07-28, per-request _meta, no upstream session), "2025" initializes an
 	// upstream session, "auto" (default) discovers it on every connect (server/discover
@@ -389,6 +393,9 @@ func (c *Config) Validate() error {
 		}
 		if b.Sessions != "shared" && b.Sessions != "per-client" {
 			return fmt.Errorf("%s.sessions: %q is neither shared nor per-client", key, b.Sessions)
+		}
+		if b.SessionIdle < 0 {
+			return fmt.Errorf("%s.session_idle: must not be negative (got %s)", key, b.SessionIdle)
 		}
 		if b.Era != "" && b.Era != "auto" && b.Era != "2025" && b.Era != "2026" {
 			return fmt.Errorf("%s.era: %q is none of auto, 2025, 2026", key, b.Era)
