@@ -31,7 +31,7 @@ func fleetConfig(cfg *Config, log *slog.Logger, bus *natsbus.Bus) (fleet.Config,
 		}
 		bc := fleet.BackendConfig{
 			Name: b.Name, Prefix: *b.Prefix, Timeout: b.Timeout,
-			MaxConcurrency: b.MaxConcurrency, PerClient: b.Sessions == "per-client",
+			MaxConcurrency: b.MaxConcurrency, PerClient: b.Sessions == "per-client", SessionIdle: b.SessionIdle,
 			Era:    map[string]fleet.Era{"2025": fleet.Era2025, "2026": fleet.Era2026}[b.Era],
 			Digest: backendDigest(&cfg.Backends[i]),
 		}
