@@ -27,6 +27,9 @@
 //	forward.go                forwarder: track, send, answers, cancellation, expiry
 //	sessions.go               sessions: client sessions' state, per-client upstream
 //	                          sessions and their cap
+//	sessions_principal.go     a 2026-07-28 principal's upstream sessions; the reaper
+//	sessions_caps.go          2026-07-28 clients' sessions with shared 2025 backends,
+//	                          by the capabilities they declared
 //	serverreq.go              serverRequests: backends' requests to clients (sampling,
 //	                          roots, elicitation) and their answers
 //	notices.go                notices: notifications both ways, broadcast and fan-out
