@@ -17,6 +17,8 @@
 //	mcpload --transport stdio -- ./my-server --stdio
 //	mcpload compare before.json after.json
 //	mcpload stub --listen 127.0.0.1:9000      # a trivial endpoint to measure mcpload itself
+//	mcpload hold --url ... --sessions 15000 --uri memo://board --source-addrs 127.0.0.2-127.0.0.9
+//	                                           # hold idle subscribed sessions; time one update's arrival (see hold.go)
 //
 // When calls fail, the report gives the first message of each error class and the
 // latency of the failed calls, and the live line warns once more than half fail.
@@ -74,6 +76,8 @@ func runWith(ctx context.Context, args []string, in io.Reader, stdout, stderr io
 			return compareCmd(args[1:], stdout, stderr)
 		case "stub":
 			return stubCmd(ctx, args[1:], stdout, stderr)
+		case "hold":
+			return holdCmd(ctx, args[1:], os.Stdin, stdout, stderr)
 		case "version":
 			fmt.Fprintln(stdout, "mcpload", version)
 			return exitOK

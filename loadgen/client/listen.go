@@ -142,7 +142,7 @@ func (l *listenStream) open(deadline time.Time) (conn, *sse.Reader, error) {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		return closeBody(listenRefused(b))
 	}
-	rd := sse.NewReader(resp.Body, s.d.o.MaxMessage)
+	rd := sse.NewReaderSize(resp.Body, streamReadBuf, s.d.o.MaxMessage)
 	if err := awaitAck(rd, l.uris); err != nil {
 		if ctx.Err() != nil && l.ctx.Err() == nil {
 			err = &Error{Class: ClassTimeout, Err: ErrTimeout, Msg: "subscriptions/listen acknowledgement"}

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mcprouter/mcprouter/loadgen/client"
+)
+
+// holdCmd is `mcpload hold`: it opens --sessions sessions subscribed to --uri, each
+// holding its stream open, and keeps them while a driver (a benchmark command, or a
+// person) causes updates and asks when they arrived. The protocol is lines of text:
+// once the sessions are open it writes
+//
+//	ready <client.HoldOpened JSON>
+//
+// then answers each command read from its input with "ok [<JSON>]" or "error <reason>":
+//
+//	arm                      the next update each session receives is timed
+//	collect <unix-ns> <wait> wait (a Go duration) until every session has it; the
+//	                         receipt latencies from the trigger time <unix-ns>
+//	                         (client.HoldRound JSON)
+//	quit                     (or end of input, or a signal) ends the sessions and exits
+//
+// Several hold processes share one update: receipt times are wall-clock times of one
+// machine.
+func holdCmd(ctx context.Context, args []string, in io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("mcpload hold", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o client.Options
+	fs.Var(&urlsFlag{t: &o}, "url", "MCP endpoint; repeat it (or separate by commas) for instances of one service: session i opens on instance i mod n")
+	fs.Var(sourceAddrsFlag{&o}, "source-addrs", "local addresses to connect from, in turn, e.g. 127.0.0.2-127.0.0.9")
+	fs.StringVar(&o.Protocol, "protocol", "", "protocol revision (default 2025-11-25: GET streams; 2026-07-28: subscriptions/listen streams)")
+	var headers listFlag
+	fs.Var(&headers, "header", "extra HTTP header 'Name: value' (repeatable)")
+	sessions := fs.Int("sessions", 1000, "sessions to hold")
+	uri := fs.String("uri", "memo://board", "resource every session subscribes to")
+	concurrency := fs.Int("concurrency", 256, "sessions being opened at once")
+	timeout := fs.Duration("timeout", 30*time.Second, "bound on each step of opening a session")
+	closeEnd := fs.Bool("close", false, "end the sessions one by one (DELETE) on quit, instead of letting the exit close their connections")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: mcpload hold --url URL [flags]\n\nHolds idle subscribed sessions and times the arrival of updates (commands on stdin: arm, collect UNIX_NS WAIT, quit).")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitError
+	}
+	if o.URL == "" || *sessions < 1 {
+		fmt.Fprintln(stderr, "mcpload hold: --url and --sessions >= 1 are required")
+		return exitError
+	}
+	for _, h := range headers {
+		k, v, ok := strings.Cut(h, ":")
+		if !ok {
+			fmt.Fprintf(stderr, "mcpload hold: --header %q: want 'Name: value'\n", h)
+			return exitError
+		}
+		if o.Headers == nil {
+			o.Headers = map[string]string{}
+		}
+		o.Headers[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
+	// One connection for every few sessions' POSTs: they are idle once open.
+	o.MaxConns = max(*concurrency, 16)
+	h, err := client.NewHolder(o, *uri)
+	if err != nil {
+		fmt.Fprintln(stderr, "mcpload hold:", err)
+		return exitError
+	}
+	opened := h.Open(*sessions, *concurrency, *timeout)
+	defer func() {
+		if *closeEnd {
+			h.Close(*concurrency, 5*time.Second)
+		}
+	}()
+	if err := writeLine(stdout, "ready", opened); err != nil {
+		return exitError
+	}
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(in)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	for {
+		var line string
+		select {
+		case <-ctx.Done():
+			return exitOK
+		case l, ok := <-lines:
+			if !ok {
+				return exitOK
+			}
+			line = l
+		}
+		cmd, arg, _ := strings.Cut(strings.TrimSpace(line), " ")
+		var err error
+		switch cmd {
+		case "arm":
+			h.Arm()
+			_, err = fmt.Fprintln(stdout, "ok")
+		case "collect":
+			var trigger time.Time
+			var wait time.Duration
+			if trigger, wait, err = parseCollect(arg); err != nil {
+				_, err = fmt.Fprintln(stdout, "error", err)
+				break
+			}
+			err = writeLine(stdout, "ok", h.Collect(trigger, wait))
+		case "quit":
+			return exitOK
+		case "":
+		default:
+			_, err = fmt.Fprintf(stdout, "error unknown command %q\n", cmd)
+		}
+		if err != nil {
+			return exitError
+		}
+	}
+}
+
+// parseCollect reads the arguments of collect: a Unix time in nanoseconds and a wait.
+func parseCollect(arg string) (time.Time, time.Duration, error) {
+	f := strings.Fields(arg)
+	if len(f) != 2 {
+		return time.Time{}, 0, errors.New("collect: want <unix-ns> <wait>")
+	}
+	ns, err := strconv.ParseInt(f[0], 10, 64)
+	if err != nil {
+		return time.Time{}, 0, fmt.Errorf("collect: trigger time: %v", err)
+	}
+	wait, err := time.ParseDuration(f[1])
+	if err != nil || wait < 0 {
+		return time.Time{}, 0, fmt.Errorf("collect: wait %q is not a duration", f[1])
+	}
+	return time.Unix(0, ns), wait, nil
+}
+
+// writeLine writes "<word> <v as JSON>" on one line.
+func writeLine(w io.Writer, word string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s %s\n", word, b)
+	return err
+}

@@ -1,0 +1,214 @@
+package client
+
+import (
+	"bytes"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/mcprouter/mcprouter/codec"
+)
+
+// Holder holds many idle sessions subscribed to one resource, each with its
+// server-to-client stream open (a GET stream on the session revisions, a
+// subscriptions/listen stream on the stateless one), and times the arrival of one
+// update at every session: the measure of a router's fan-out and idle memory at scale.
+// Each session costs one stream reader goroutine blocked in read, and one receipt
+// time; nothing per notification is allocated.
+//
+// A Holder is driven from one goroutine: Open, then any number of rounds of Arm and
+// Collect, then Close.
+type Holder struct {
+	d    *Dialer
+	uri  []byte
+	sess []Session
+
+	round atomic.Pointer[holdRound] // nil: not armed
+	at    []atomic.Int64            // receipt time (Unix ns) of the armed update, per session; 0: none yet
+	held  atomic.Int64              // sessions open and subscribed
+}
+
+// holdRound is the state of one armed update that the stream readers share.
+type holdRound struct {
+	received, dups atomic.Int64
+	allIn          chan struct{} // closed when every held session received it
+	once           sync.Once
+}
+
+// HoldOpened is the outcome of Holder.Open.
+type HoldOpened struct {
+	Held, Failed int
+	// Start and End bound the opening (Unix ns): the first dial to the last
+	// subscription acknowledged.
+	Start, End int64
+	// FirstError is the first failure, for the operator ("" without one).
+	FirstError string `json:",omitempty"`
+}
+
+// HoldRound is the outcome of one update: receipt latencies from the trigger time.
+type HoldRound struct {
+	Received, Missing, Duplicates int64
+	Latency                       *hdr.Snapshot // nanoseconds
+}
+
+// NewHolder prepares a Holder of sessions subscribed to uri. o.OnNotification is
+// replaced by the Holder's own; o.Stream is set for the session revisions.
+func NewHolder(o Options, uri string) (*Holder, error) {
+	if uri == "" {
+		return nil, errors.New("client: a holder needs a resource URI")
+	}
+	h := &Holder{uri: []byte(uri)}
+	o.OnNotification = h.onNotification
+	o.Stream = o.Protocol != Version20260728
+	d, err := NewDialer(o)
+	if err != nil {
+		return nil, err
+	}
+	if d.o.Transport != HTTP {
+		d.Close()
+		return nil, errors.New("client: a holder needs the Streamable HTTP transport")
+	}
+	h.d = d
+	return h, nil
+}
+
+// Open opens n sessions, at most concurrency at a time, each subscribed to the
+// resource before it counts as held; each step has the timeout. Sessions that fail are
+// counted and left out. Open may be called once.
+func (h *Holder) Open(n, concurrency int, timeout time.Duration) HoldOpened {
+	h.sess = make([]Session, n)
+	h.at = make([]atomic.Int64, n)
+	concurrency = max(1, min(concurrency, n))
+	var next atomic.Int64
+	var failed atomic.Int64
+	var firstErr atomic.Value
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				s, err := h.open(i, timeout)
+				if err != nil {
+					failed.Add(1)
+					firstErr.CompareAndSwap(nil, err.Error())
+					continue
+				}
+				h.sess[i] = s
+				h.held.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	out := HoldOpened{Held: int(h.held.Load()), Failed: int(failed.Load()), Start: start.UnixNano(), End: time.Now().UnixNano()}
+	if e, ok := firstErr.Load().(string); ok {
+		out.FirstError = e
+	}
+	return out
+}
+
+// open dials session i and subscribes it.
+func (h *Holder) open(i int, timeout time.Duration) (Session, error) {
+	deadline := time.Now().Add(timeout)
+	s, err := h.d.Dial(i, deadline)
+	if err != nil {
+		return nil, err
+	}
+	if l, ok := s.(Listener); ok && h.d.o.Protocol == Version20260728 {
+		err = l.Listen([]string{string(h.uri)}, deadline)
+	} else {
+		params := codec.AppendString([]byte(`{"uri":`), string(h.uri))
+		var rep Reply
+		err = s.Call(&Request{Method: "resources/subscribe", Name: h.uri, Params: append(params, '}')}, deadline, &rep)
+	}
+	if err != nil {
+		s.Close(time.Now().Add(timeout))
+		return nil, err
+	}
+	return s, nil
+}
+
+// Arm forgets the previous round's receipts: the next update of the resource each
+// session receives is timed.
+func (h *Holder) Arm() {
+	h.round.Store(nil)
+	for i := range h.at {
+		h.at[i].Store(0)
+	}
+	h.round.Store(&holdRound{allIn: make(chan struct{})})
+}
+
+// Collect waits until every held session received the armed update, or for wait, and
+// returns the latencies from trigger (the time the update was caused).
+func (h *Holder) Collect(trigger time.Time, wait time.Duration) HoldRound {
+	hr := h.round.Load()
+	if hr == nil {
+		return HoldRound{Missing: h.held.Load(), Latency: hdr.New(1, 2, 1).Export()}
+	}
+	t := time.NewTimer(wait)
+	select {
+	case <-hr.allIn:
+	case <-t.C:
+	}
+	t.Stop()
+	h.round.Store(nil)
+	hist := hdr.New(1, int64(10*time.Minute), 3)
+	r := HoldRound{Duplicates: hr.dups.Load()}
+	t0 := trigger.UnixNano()
+	for i := range h.at {
+		if at := h.at[i].Load(); at != 0 {
+			r.Received++
+			_ = hist.RecordValue(max(at-t0, 1))
+		}
+	}
+	r.Missing = h.held.Load() - r.Received
+	r.Latency = hist.Export()
+	return r
+}
+
+// onNotification times the first update of the resource a session receives while
+// armed. It runs on the sessions' stream readers.
+func (h *Holder) onNotification(i int, m *codec.Message, at time.Time) {
+	hr := h.round.Load()
+	if hr == nil || string(m.Method) != "notifications/resources/updated" || !bytes.Equal(m.URI, h.uri) || i >= len(h.at) {
+		return
+	}
+	if !h.at[i].CompareAndSwap(0, at.UnixNano()) {
+		hr.dups.Add(1)
+		return
+	}
+	if hr.received.Add(1) >= h.held.Load() {
+		hr.once.Do(func() { close(hr.allIn) })
+	}
+}
+
+// Close ends every session (DELETE, streams closed), at most concurrency at a time.
+func (h *Holder) Close(concurrency int, timeout time.Duration) {
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	for range max(1, concurrency) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(h.sess) {
+					return
+				}
+				if s := h.sess[i]; s != nil {
+					s.Close(time.Now().Add(timeout))
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	h.d.Close()
+}
