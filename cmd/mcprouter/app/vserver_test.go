@@ -93,27 +93,7 @@ func TestPolicySwapListChanged(t *testing.T) {
 	if rep, err := bob.Post(ctx, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"a__fail","arguments":{}}}`); err != nil || rep.Status != http.StatusForbidden {
 		t.Fatalf("bob calling a__fail: %v %v, want 403", err, rep)
 	}
-	if r.Prometheus == nil {
-		t.Fatal("no metrics registry")
-	}
-	mfs, err := r.Prometheus.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	denied := -1.0
-	for _, mf := range mfs {
-		if mf.GetName() != "mcprouter_policy_decisions_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "outcome" && l.GetValue() == "denied" {
-					denied = m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	if denied < 1 {
+	if denied := series(t, r, "mcprouter_policy_decisions_total")["mcprouter_policy_decisions_total,denied"]; denied < 1 {
 		t.Errorf("mcprouter_policy_decisions_total{outcome=denied} = %v after a denial under the swapped policy", denied)
 	}
 	for p, want := range map[string]string{"bob": "notifications/tools/list_changed", "alice": "notifications/prompts/list_changed"} {
@@ -201,9 +181,6 @@ func TestVirtualServersAuthOff(t *testing.T) {
 // its selection), its sessions.
 func TestVirtualServerMetrics(t *testing.T) {
 	r := startXY(t)
-	if r.Prometheus == nil {
-		t.Fatal("no metrics registry")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for _, name := range []string{"x", "y"} {
@@ -218,23 +195,7 @@ func TestVirtualServerMetrics(t *testing.T) {
 			t.Fatalf("x calling a__fail: %v %v, want refused", err, rep)
 		}
 	}
-	mfs, err := r.Prometheus.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]float64{}
-	for _, mf := range mfs {
-		if !strings.HasPrefix(mf.GetName(), "mcprouter_endpoint_") {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			key := mf.GetName()
-			for _, l := range m.GetLabel() {
-				key += "," + l.GetValue()
-			}
-			got[key] = m.GetCounter().GetValue() + m.GetGauge().GetValue()
-		}
-	}
+	got := series(t, r, "mcprouter_endpoint_")
 	for k, want := range map[string]float64{
 		"mcprouter_endpoint_requests_total,x,ok":        2, // initialize, a__echo
 		"mcprouter_endpoint_requests_total,x,error":     1, // a__fail, refused
