@@ -103,6 +103,19 @@ auth:
 	return r
 }
 
+// aliceBobAuth is the auth section of a router listening at addr that knows alice and
+// bob by their static tokens, each holding the scope every request needs.
+func aliceBobAuth(addr string) string {
+	return fmt.Sprintf(`auth:
+  mode: bearer
+  resource: http://%[1]s/mcp
+  required_scopes: [%[2]s]
+  bearer_tokens:
+    - {principal: alice, sha256: %[3]q, scopes: [%[2]s]}
+    - {principal: bob, sha256: %[4]q, scopes: [%[2]s]}
+`, addr, requiredScope, sha256Hex(aliceToken), sha256Hex(bobToken))
+}
+
 // authClient is an HTTP client that presents token (none when "").
 func authClient(token string) *http.Client {
 	return &http.Client{Timeout: testTimeout, Transport: &bearerTransport{token: token, base: http.DefaultTransport}}

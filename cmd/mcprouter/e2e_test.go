@@ -60,6 +60,50 @@ func (p *routerProc) stop(t testing.TB) {
 	}
 }
 
+// connectSDK connects the Go SDK client named name, with opts, to p's /mcp as a
+// 2025-11-25 client that does not reconnect (a lost stream is the test's to see); the
+// session is closed when the test ends. A failure to connect fails the test and shows
+// the router's log.
+func connectSDK(t *testing.T, ctx context.Context, p *routerProc, name string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	client := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, opts)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: p.url("/mcp"), MaxRetries: -1}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatalf("connect: %v\n%s", err, p.Log)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// callOutcome is how a tool call ended.
+type callOutcome struct {
+	res *mcp.CallToolResult
+	err error
+}
+
+// progressCall calls tool, a reference backend's progress tool, for steps steps of
+// 250 ms with the progress token token, on a goroutine of its own: the test goes on
+// while the call is in flight, and the channel gets how it ended.
+func progressCall(ctx context.Context, cs *mcp.ClientSession, tool, token string, steps int) <-chan callOutcome {
+	params := &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"steps": steps, "intervalMs": 250}}
+	params.SetProgressToken(token)
+	done := make(chan callOutcome, 1)
+	go func() {
+		res, err := cs.CallTool(ctx, params)
+		done <- callOutcome{res, err}
+	}()
+	return done
+}
+
+// offer sends v on ch unless ch is full: how a client's notification handler signals
+// the test without ever holding up the session's reader.
+func offer[T any](ch chan<- T, v T) {
+	select {
+	case ch <- v:
+	default:
+	}
+}
+
 // sessionRevisions are the revisions negotiated through initialize.
 var sessionRevisions = []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"}
 

@@ -121,10 +121,7 @@ func connectMCPGo(t *testing.T, endpoint, version string) (*mcpgoclient.Client, 
 		switch note.Method {
 		case "notifications/progress":
 			if f, ok := p["progress"].(float64); ok {
-				select {
-				case n.progress <- f:
-				default:
-				}
+				offer(n.progress, f)
 			}
 			return
 		case "notifications/message":
@@ -134,10 +131,7 @@ func connectMCPGo(t *testing.T, endpoint, version string) (*mcpgoclient.Client, 
 		default:
 			return
 		}
-		select {
-		case ch <- v:
-		default:
-		}
+		offer(ch, v)
 	})
 	// The test's context: the GET stream lives as long as the context Start was given.
 	res := startMCPGo(t, t.Context(), c, version, "e2e-mcp-go")
@@ -412,13 +406,7 @@ backends:
     prefix: ""
     sessions: per-client
     url: http://%s/mcp
-auth:
-  mode: bearer
-  resource: http://%s/mcp
-  bearer_tokens:
-    - {principal: alice, sha256: %q}
-    - {principal: bob, sha256: %q}
-`, startEraBackend(t, era), addr, sha256Hex(aliceToken), sha256Hex(bobToken))
+`, startEraBackend(t, era)) + aliceBobAuth(addr)
 			p := startRouter(t, "--config", writeConfig(t, cfg), "--listen", addr)
 			metrics := adminURL(t, p) + "/metrics"
 			ctx, cancel := context.WithTimeout(context.Background(), testTimeout)

@@ -115,15 +115,7 @@ func TestInputRequiredOtherInstanceAuth(t *testing.T) {
 	}
 	node := func(natsURL string) *routerProc {
 		addr := testbin.FreeAddr(t)
-		auth := fmt.Sprintf(`auth:
-  mode: bearer
-  resource: http://%s/mcp
-  required_scopes: [mcp]
-  bearer_tokens:
-    - {principal: alice, sha256: %q, scopes: [mcp]}
-    - {principal: bob, sha256: %q, scopes: [mcp]}
-`, addr, sha256Hex(aliceToken), sha256Hex(bobToken))
-		return startMRTRNodeWith(t, backend, natsURL, keyFile, auth, "--listen", addr)
+		return startMRTRNodeWith(t, backend, natsURL, keyFile, aliceBobAuth(addr), "--listen", addr)
 	}
 	a := node("")
 	b := node(natsURLOf(t, a))

@@ -188,14 +188,7 @@ backends:
   - name: b
     prefix: ""
     url: http://%s/mcp
-auth:
-  mode: bearer
-  resource: http://%s/mcp
-  required_scopes: [mcp]
-  bearer_tokens:
-    - {principal: alice, sha256: %q, scopes: [mcp]}
-    - {principal: bob, sha256: %q, scopes: [mcp]}
-`, startEraBackend(t, "legacy"), addr, sha256Hex(aliceToken), sha256Hex(bobToken))
+`, startEraBackend(t, "legacy")) + aliceBobAuth(addr)
 	p := startRouter(t, "--config", writeConfig(t, cfg), "--listen", addr)
 
 	key, state := askSampleAs(t, p, aliceToken, "hi")

@@ -76,27 +76,12 @@ func TestReloadUnderLoad(t *testing.T) {
 
 	changed := make(chan struct{}, 16)
 	progress := make(chan struct{}, 64)
-	client := mcp.NewClient(&mcp.Implementation{Name: "reload", Version: "1"}, &mcp.ClientOptions{
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-			select {
-			case changed <- struct{}{}:
-			default:
-			}
-		},
-		ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) {
-			select {
-			case progress <- struct{}{}:
-			default:
-			}
-		},
-	})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*testTimeout)
 	defer cancel()
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: p.url("/mcp"), MaxRetries: -1}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	if err != nil {
-		t.Fatalf("connect: %v\n%s", err, p.Log)
-	}
-	defer cs.Close()
+	cs := connectSDK(t, ctx, p, "reload", &mcp.ClientOptions{
+		ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { offer(changed, struct{}{}) },
+		ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) { offer(progress, struct{}{}) },
+	})
 	if names, _ := toolNames(t, cs); !slices.Contains(names, "keep__echo") || !slices.Contains(names, "gone__echo") {
 		t.Fatalf("tools before the reload: %v\n%s", names, p.Log)
 	}
@@ -138,17 +123,7 @@ func TestReloadUnderLoad(t *testing.T) {
 	defer stopLoad()
 
 	// A call to the backend about to be removed, in flight across the reload.
-	type outcome struct {
-		res *mcp.CallToolResult
-		err error
-	}
-	inflight := make(chan outcome, 1)
-	go func() {
-		params := &mcp.CallToolParams{Name: "gone__progress", Arguments: map[string]any{"steps": 6, "intervalMs": 250}}
-		params.SetProgressToken("reload")
-		res, err := cs.CallTool(ctx, params)
-		inflight <- outcome{res, err}
-	}()
+	inflight := progressCall(ctx, cs, "gone__progress", "reload", 6)
 	testwait.Recv(t, "progress of the call in flight", testTimeout, progress)
 
 	// The new configuration: gone removed, added added, and a setting only a restart
@@ -247,16 +222,11 @@ func TestReloadPolicy(t *testing.T) {
 	p := startRouter(t, "--config", path)
 
 	changed := make(chan struct{}, 16)
-	client := mcp.NewClient(&mcp.Implementation{Name: "reload-policy", Version: "1"}, &mcp.ClientOptions{
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
-	})
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: p.url("/mcp"), MaxRetries: -1}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	if err != nil {
-		t.Fatalf("connect: %v\n%s", err, p.Log)
-	}
-	defer cs.Close()
+	cs := connectSDK(t, ctx, p, "reload-policy", &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+	})
 	if names, _ := toolNames(t, cs); !slices.Contains(names, "keep__echo") || slices.Contains(names, "keep__fail") {
 		t.Fatalf("tools under the first policy: %v", names)
 	}
@@ -307,21 +277,11 @@ func TestReloadFromEmpty(t *testing.T) {
 	}
 
 	changed := make(chan struct{}, 16)
-	client := mcp.NewClient(&mcp.Implementation{Name: "reload-empty", Version: "1"}, &mcp.ClientOptions{
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-			select {
-			case changed <- struct{}{}:
-			default:
-			}
-		},
-	})
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: p.url("/mcp"), MaxRetries: -1}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	if err != nil {
-		t.Fatalf("connect: %v\n%s", err, p.Log)
-	}
-	defer cs.Close()
+	cs := connectSDK(t, ctx, p, "reload-empty", &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { offer(changed, struct{}{}) },
+	})
 	if caps := cs.InitializeResult().Capabilities; caps.Tools == nil || !caps.Tools.ListChanged {
 		t.Fatalf("an empty router does not offer tools with listChanged: %+v", caps)
 	}
@@ -407,21 +367,11 @@ func TestReloadMovesSubscriptions(t *testing.T) {
 	held := func() float64 { return gaugeValue(t, admin+"/metrics", "mcprouter_upstream_subscriptions") }
 
 	updated := make(chan string, 16)
-	client := mcp.NewClient(&mcp.Implementation{Name: "reload-subs", Version: "1"}, &mcp.ClientOptions{
-		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
-			select {
-			case updated <- r.Params.URI:
-			default:
-			}
-		},
-	})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*testTimeout)
 	defer cancel()
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: p.url("/mcp"), MaxRetries: -1}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	if err != nil {
-		t.Fatalf("connect: %v\n%s", err, p.Log)
-	}
-	defer cs.Close()
+	cs := connectSDK(t, ctx, p, "reload-subs", &mcp.ClientOptions{
+		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) { offer(updated, r.Params.URI) },
+	})
 	if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "memo://board"}); err != nil {
 		t.Fatalf("subscribe: %v\n%s", err, p.Log)
 	}

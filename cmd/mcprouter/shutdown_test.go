@@ -28,12 +28,7 @@ func TestSignalShutdownInFlight(t *testing.T) {
 	p := startRouter(t, "--backend", "b=cmd:"+backendBin(t)+" stdio")
 	progress := make(chan struct{}, 64)
 	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, &mcp.ClientOptions{
-		ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) {
-			select {
-			case progress <- struct{}{}:
-			default:
-			}
-		},
+		ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) { offer(progress, struct{}{}) },
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
@@ -46,17 +41,7 @@ func TestSignalShutdownInFlight(t *testing.T) {
 	// A raw GET stream on a session of its own, to see how it ends.
 	stream := openRawStream(t, p)
 
-	type outcome struct {
-		res *mcp.CallToolResult
-		err error
-	}
-	done := make(chan outcome, 1)
-	go func() {
-		params := &mcp.CallToolParams{Name: "b__progress", Arguments: map[string]any{"steps": 8, "intervalMs": 250}}
-		params.SetProgressToken("tok")
-		res, err := cs.CallTool(ctx, params)
-		done <- outcome{res, err}
-	}()
+	done := progressCall(ctx, cs, "b__progress", "tok", 8)
 	select {
 	case <-progress:
 	case o := <-done:
