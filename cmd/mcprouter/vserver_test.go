@@ -153,22 +153,10 @@ func TestVirtualServers(t *testing.T) {
 		return c
 	}
 	bob, mallory := mcpgoTeamB("bob"), mcpgoTeamB("mallory")
-	tools, err := bob.ListTools(ctx, mcpgo.ListToolsRequest{})
-	if err != nil {
-		t.Fatal(err)
+	if names := mcpgoToolNames(t, ctx, bob); !slices.Equal(names, []string{"b__echo"}) {
+		t.Fatalf("team-b lists %v, want b__echo alone", names)
 	}
-	if len(tools.Tools) != 1 || tools.Tools[0].Name != "b__echo" {
-		t.Fatalf("team-b lists %+v, want b__echo alone", tools.Tools)
-	}
-	call := mcpgo.CallToolRequest{}
-	call.Params.Name, call.Params.Arguments = "b__echo", map[string]any{"text": "team-b"}
-	if res, err := bob.CallTool(ctx, call); err != nil || res.IsError {
-		t.Fatalf("team-b calling b__echo: %v %+v", err, res)
-	}
-	call.Params.Name = "a__echo"
-	if _, err := bob.CallTool(ctx, call); err == nil || !strings.Contains(err.Error(), "not exposed") {
-		t.Fatalf("team-b calling a__echo: %v, want refused", err)
-	}
+	mcpgoExposes(t, ctx, bob, "team-b", "b__echo", "a__echo")
 	for who, c := range map[string]*mcpgoclient.Client{"bob": bob, "mallory": mallory} {
 		ps, err := c.ListPrompts(ctx, mcpgo.ListPromptsRequest{})
 		if err != nil {
@@ -301,25 +289,40 @@ func TestVirtualServerLegacySSE(t *testing.T) {
 	if ep := c.GetTransport().(*mcpgotransport.SSE).GetEndpoint(); ep == nil || ep.Path != "/mcp/team-a/message" {
 		t.Errorf("team-a's stream announced %v, want its own /mcp/team-a/message", ep)
 	}
+	names := mcpgoToolNames(t, ctx, c)
+	if !slices.Contains(names, "a__echo") || slices.ContainsFunc(names, func(n string) bool { return n == "a__fail" || !strings.HasPrefix(n, "a__") }) {
+		t.Fatalf("team-a over legacy SSE lists %v, want a's tools without a__fail", names)
+	}
+	mcpgoExposes(t, ctx, c, "team-a over legacy SSE", "a__echo", "a__fail")
+}
+
+// mcpgoToolNames lists the names of the tools the mcp-go client c sees (one page: the
+// endpoints of these tests expose few).
+func mcpgoToolNames(t *testing.T, ctx context.Context, c *mcpgoclient.Client) []string {
+	t.Helper()
 	tools, err := c.ListTools(ctx, mcpgo.ListToolsRequest{})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("tools/list: %v", err)
 	}
 	var names []string
 	for _, tl := range tools.Tools {
 		names = append(names, tl.Name)
 	}
-	if !slices.Contains(names, "a__echo") || slices.ContainsFunc(names, func(n string) bool { return n == "a__fail" || !strings.HasPrefix(n, "a__") }) {
-		t.Fatalf("team-a over legacy SSE lists %v, want a's tools without a__fail", names)
-	}
+	return names
+}
+
+// mcpgoExposes checks that who, an mcp-go client c of one endpoint, gets a result from
+// tool and is refused other as not exposed by the endpoint.
+func mcpgoExposes(t *testing.T, ctx context.Context, c *mcpgoclient.Client, who, tool, other string) {
+	t.Helper()
 	call := mcpgo.CallToolRequest{}
-	call.Params.Name, call.Params.Arguments = "a__echo", map[string]any{"text": "legacy"}
+	call.Params.Name, call.Params.Arguments = tool, map[string]any{"text": who}
 	if res, err := c.CallTool(ctx, call); err != nil || res.IsError {
-		t.Fatalf("team-a calling a__echo over legacy SSE: %v %+v", err, res)
+		t.Fatalf("%s calling %s: %v %+v", who, tool, err, res)
 	}
-	call.Params.Name = "a__fail"
+	call.Params.Name = other
 	if _, err := c.CallTool(ctx, call); err == nil || !strings.Contains(err.Error(), "not exposed") {
-		t.Fatalf("team-a calling a__fail over legacy SSE: %v, want refused as not exposed", err)
+		t.Fatalf("%s calling %s: %v, want refused as not exposed", who, other, err)
 	}
 }
 
