@@ -7,10 +7,10 @@
 // authorization server's metadata, and asks to send the user to the authorization URL,
 // which this script records instead of opening; the connection then fails unauthorized.
 // It prints one JSON line with what it saw; an unexpected failure exits non-zero.
-import { pathToFileURL } from "node:url";
+import { run, sdkLoader, transportFor } from "./harness.mjs";
 
 const [sdkDir, kind, target, token] = process.argv.slice(2);
-const sdk = (p) => import(pathToFileURL(`${sdkDir}/dist/esm/${p}`).href);
+const sdk = sdkLoader(sdkDir);
 const { Client } = await sdk("client/index.js");
 const { UnauthorizedError, discoverOAuthProtectedResourceMetadata } = await sdk("client/auth.js");
 
@@ -26,36 +26,21 @@ const authProvider = {
   codeVerifier() { return "verifier"; },
 };
 
-let transport;
-if (kind === "http") {
-  const { StreamableHTTPClientTransport } = await sdk("client/streamableHttp.js");
-  transport = new StreamableHTTPClientTransport(new URL(target), { authProvider });
-} else {
-  const { SSEClientTransport } = await sdk("client/sse.js");
-  transport = new SSEClientTransport(new URL(target), { authProvider });
-}
+const transport = await transportFor(sdk, kind, target, { authProvider });
 
 const client = new Client({ name: "ts-sdk-auth-test", version: "1.0.0" });
-const timer = setTimeout(() => { console.error("timed out"); process.exit(3); }, 30000);
-const done = (out) => { console.log(JSON.stringify(out)); clearTimeout(timer); process.exit(0); };
-try {
-  await client.connect(transport);
-} catch (e) {
-  if (token !== "-" || !(e instanceof UnauthorizedError)) {
-    console.error(e?.stack ?? String(e));
-    process.exit(1);
+await run(async () => {
+  try {
+    await client.connect(transport);
+  } catch (e) {
+    if (token !== "-" || !(e instanceof UnauthorizedError)) throw e;
+    const meta = await discoverOAuthProtectedResourceMetadata(new URL(target));
+    return { unauthorized: true, authorizationURL, resource: meta.resource, authorizationServers: meta.authorization_servers };
   }
-  const meta = await discoverOAuthProtectedResourceMetadata(new URL(target));
-  done({ unauthorized: true, authorizationURL, resource: meta.resource, authorizationServers: meta.authorization_servers });
-}
-try {
   const { tools } = await client.listTools();
   const echoName = tools.find((t) => t.name.endsWith("echo"))?.name;
   const res = await client.callTool({ name: echoName, arguments: { text: "from typescript" } });
   await client.ping();
   await client.close();
-  done({ unauthorized: false, server: client.getServerVersion()?.name, echo: res.content?.[0]?.text });
-} catch (e) {
-  console.error(e?.stack ?? String(e));
-  process.exit(1);
-}
+  return { unauthorized: false, server: client.getServerVersion()?.name, echo: res.content?.[0]?.text };
+});

@@ -8,16 +8,14 @@
 // Sampling and elicitation are answered by the client's own handlers. It prints one JSON
 // line with what it saw; any failure exits non-zero with the error on stderr. Every wait
 // is bounded.
-import { pathToFileURL } from "node:url";
+import { run, sdkLoader, transportFor } from "./harness.mjs";
 
 const [sdkDir, url, mode, ...rest] = process.argv.slice(2);
-const sdk = (p) => import(pathToFileURL(`${sdkDir}/dist/esm/${p}`).href);
+const sdk = sdkLoader(sdkDir);
 const { Client } = await sdk("client/index.js");
-const { StreamableHTTPClientTransport } = await sdk("client/streamableHttp.js");
 const { CreateMessageRequestSchema, ElicitRequestSchema, ResourceUpdatedNotificationSchema } = await sdk("types.js");
 
 const WAIT_MS = 30000;
-const timer = setTimeout(() => { console.error("timed out"); process.exit(3); }, 90000);
 
 const client = new Client({ name: "ts-sdk-eras", version: "1.0.0" }, { capabilities: { sampling: {}, elicitation: {} } });
 client.setRequestHandler(CreateMessageRequestSchema, async (req) => ({
@@ -33,7 +31,7 @@ const updated = [];
 let onUpdated = () => {};
 client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => { updated.push(n.params.uri); onUpdated(); });
 
-const transport = new StreamableHTTPClientTransport(new URL(url));
+const transport = await transportFor(sdk, "http", url);
 const text = (res) => (res.content ?? []).filter((c) => c.type === "text").map((c) => c.text).join("");
 const call = async (name, args, opts) => text(await client.callTool({ name, arguments: args }, undefined, opts));
 const pause = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -98,16 +96,11 @@ async function reference() {
   return out;
 }
 
-try {
+await run(async () => {
   await client.connect(transport);
   const out = mode === "elicit" ? { elicited: await call(rest[0], { message: rest[1] }) } : await reference();
   out.negotiated = transport.protocolVersion ?? null;
   out.server = client.getServerVersion()?.name;
-  console.log(JSON.stringify(out));
   await client.close();
-  clearTimeout(timer);
-  process.exit(0);
-} catch (e) {
-  console.error(e?.stack ?? String(e));
-  process.exit(1);
-}
+  return out;
+}, 90000);
