@@ -30,32 +30,68 @@ func offsetIn(msg, sub []byte) int {
 }
 
 // AppendSplices appends msg to dst with every splice applied. The splices may come in
-// any order (s is sorted in place by position; inserts at one position keep their
-// order) but must not overlap; overlapping splices, or an Old outside msg, panic.
-// It allocates only if dst must grow.
+// any order (inserts at one position keep their order) but must not overlap;
+// overlapping splices, or an Old outside msg, panic. It allocates only if dst must grow.
+//
+// s is only read, never written (it used to be sorted in place): a function that
+// stores into its argument's elements makes what they point to escape, so every
+// caller's New (an id formatted into a stack array) went to the heap. The order is
+// sorted on the stack instead.
 func AppendSplices(dst, msg []byte, s []Splice) []byte {
-	// Insertion sort: splices come by the handful, usually already in order.
-	for k := 1; k < len(s); k++ {
-		sp := s[k]
-		off := offsetIn(msg, sp.Old)
-		j := k
-		for j > 0 && offsetIn(msg, s[j-1].Old) > off {
-			s[j] = s[j-1]
-			j--
-		}
-		s[j] = sp
+	if len(s) > maxSortedSplices {
+		return appendManySplices(dst, msg, s)
 	}
-	last := 0
+	// Insertion sort of (offset, index): splices come by the handful, usually in order.
+	var offs [maxSortedSplices]int
+	var order [maxSortedSplices]uint8
 	for k := range s {
 		off := offsetIn(msg, s[k].Old)
-		if off < last {
-			panic("codec: overlapping splices")
+		j := k
+		for ; j > 0 && offs[j-1] > off; j-- {
+			offs[j], order[j] = offs[j-1], order[j-1]
 		}
-		dst = append(dst, msg[last:off]...)
-		dst = append(dst, s[k].New...)
-		last = off + len(s[k].Old)
+		offs[j], order[j] = off, uint8(k)
+	}
+	last := 0
+	for j := range s {
+		dst, last = appendSplice(dst, msg, last, offs[j], &s[order[j]])
 	}
 	return append(dst, msg[last:]...)
+}
+
+// maxSortedSplices is how many splices AppendSplices orders on the stack.
+const maxSortedSplices = 16
+
+// appendManySplices is AppendSplices for more splices than it orders on the stack:
+// it takes them by position, then by their place in s, with a selection.
+func appendManySplices(dst, msg []byte, s []Splice) []byte {
+	last, prevOff, prevK := 0, -1, -1
+	for range s {
+		next, nextOff := -1, 0
+		for k := range s {
+			off := offsetIn(msg, s[k].Old)
+			if off < prevOff || off == prevOff && k <= prevK {
+				continue // taken already
+			}
+			if next < 0 || off < nextOff {
+				next, nextOff = k, off
+			}
+		}
+		dst, last = appendSplice(dst, msg, last, nextOff, &s[next])
+		prevOff, prevK = nextOff, next
+	}
+	return append(dst, msg[last:]...)
+}
+
+// appendSplice appends msg[last:off], then sp.New, sp.Old being at off; it returns where
+// msg resumes after sp.Old.
+func appendSplice(dst, msg []byte, last, off int, sp *Splice) ([]byte, int) {
+	if off < last {
+		panic("codec: overlapping splices")
+	}
+	dst = append(dst, msg[last:off]...)
+	dst = append(dst, sp.New...)
+	return dst, off + len(sp.Old)
 }
 
 // appendReplaced appends msg to dst with old (a view into msg) replaced by new.
