@@ -184,10 +184,9 @@ func (c *upConn) kill() {
 const routerCaps = `{"roots":{"listChanged":true},"sampling":{},"elicitation":{}}`
 
 // handshake initializes the upstream session: initialize, then notifications/initialized.
-// c.caps, when set, are the capabilities presented (a set of 2026-07-28 clients',
-// sessions_caps.go); else c.owner's, when set (per-client); a 2026-07-28 principal's
-// session presents the router's, each request being checked for its own client's
-// (serverreq.go clientCan).
+// c.caps, when set, are the capabilities presented (those a 2026-07-28 client
+// declared: sessions_caps.go, and a principal's, sessions_principal.go); else c.owner's,
+// when set (a 2025 client's own); else the router's.
 func (k *connector) handshake(ctx context.Context, c *upConn) error {
 	owner := c.owner
 	params := append([]byte(nil), `{"protocolVersion":`...)
