@@ -81,7 +81,7 @@ func TestListenPrincipalRevived(t *testing.T) {
 	if uri := testwait.Recv(t, "the subscription", 10*time.Second, rb.subscribed); uri != "memo://board" {
 		t.Fatalf("subscribed to %q", uri)
 	}
-	first := f.sessions.principalConnOf(t, "", b)
+	first := f.sessions.principalConnOf(t, principalID(l.sess), b)
 
 	rb.hs.Close() // the backend goes, and comes back without the session
 	rb.start(t)
@@ -91,7 +91,7 @@ func TestListenPrincipalRevived(t *testing.T) {
 	testwait.For(t, "the principal's new upstream session in place", 10*time.Second, func() bool {
 		p := &f.sessions.principals
 		p.mu.Lock()
-		ps := p.m[""]
+		ps := p.m[principalID(l.sess)]
 		p.mu.Unlock()
 		c := ps.st.conn(b.instances[0])
 		return c != nil && c != first && !c.dead()

@@ -85,7 +85,7 @@ func TestListenPrincipal(t *testing.T) {
 		t.Fatalf("%d resources/subscribe sent, want 1", n)
 	}
 	// The backend restarted and its session was renewed: the subscription is restored.
-	c := ss.principalConnOf(t, "", b)
+	c := ss.principalConnOf(t, principalID(l.sess), b)
 	ss.restoreListens(c)
 	if n := ml.count("resources/subscribe"); n != 2 {
 		t.Fatalf("after the renewal: %d resources/subscribe sent, want 2", n)

@@ -103,10 +103,16 @@ type ownerNode struct {
 // key, behind a router.
 func startOwnerNode(t testing.TB, addr string, bus *natsbus.Bus, key []byte) *ownerNode {
 	t.Helper()
+	return startNode(t, addr, bus, key, false)
+}
+
+// startNode is startOwnerNode with the backend's sessions per client when perClient.
+func startNode(t testing.TB, addr string, bus *natsbus.Bus, key []byte, perClient bool) *ownerNode {
+	t.Helper()
 	url := "http://" + addr + "/mcp"
 	log := slog.New(slog.DiscardHandler)
 	f := New(Config{Logger: log, Bus: bus, StateKey: key, Backends: []BackendConfig{{
-		Name: "ask", Timeout: 10 * time.Second, Era: Era2025,
+		Name: "ask", Timeout: 10 * time.Second, Era: Era2025, PerClient: perClient,
 		Dialers: []Dialer{{Addr: url, Dial: func(ctx context.Context, sink upstream.Sink) (upstream.Conn, error) {
 			return upstream.DialHTTP(ctx, url, upstream.HTTPOptions{Name: "ask"}, sink)
 		}}},

@@ -224,6 +224,10 @@ func (c *upConn) closeUpstream() {
 // openConn opens the client's own upstream session with instance in, within a slot of
 // the cap: it waits for one, then dials and performs the handshake as the client.
 func (ss *sessions) openConn(ctx context.Context, in *instance, st *sessionState) (*upConn, error) {
+	if st.sess.Stateless() {
+		// A 2026-07-28 principal's: it declares what the client did (principalID).
+		ctx = context.WithValue(ctx, declaredKey{}, appendDeclared(nil, st.sess.ClientCapabilities()))
+	}
 	return ss.openSlotted(ctx, in, st.sess, st.done)
 }
 

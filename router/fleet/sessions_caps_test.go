@@ -146,6 +146,29 @@ func TestCapsSessions(t *testing.T) {
 	}
 }
 
+// TestPrincipalCapsSessions: with a per-client 2025 backend, a 2026-07-28 principal's
+// clients get an upstream session per set of capabilities they declared, initialized
+// with it (principalID), so that the backend judges each by its own.
+func TestPrincipalCapsSessions(t *testing.T) {
+	n := startNode(t, startCapsBackend(t), nil, nil, true)
+	for _, c := range []struct{ caps, want string }{
+		{`{}`, ""},
+		{`{"sampling":{}}`, "sampling"},
+		{`{}`, ""},
+		{routerCaps, "elicitation,roots,sampling"},
+	} {
+		if text, code, _ := callWithCaps(t, n, "caps", c.caps); code != 0 || text != c.want {
+			t.Errorf("client declaring %s: the backend saw %q (error %d), want %q", c.caps, text, code, c.want)
+		}
+	}
+	if _, code, _ := callWithCaps(t, n, "needs_sampling", `{}`); code != codec.CodeMissingCapability {
+		t.Errorf("needs_sampling without sampling: error %d, want -32021", code)
+	}
+	if p, slots := n.f.sessions.principalCount(), n.f.sessions.inUse(); p != 3 || slots != 3 {
+		t.Errorf("%d principals, %d slots; want 3 each (one per set of capabilities)", p, slots)
+	}
+}
+
 // TestCapsSessionsBound: past maxCapsSessions distinct sets on an instance, the one used
 // least recently gives its place (and its slot) to the new one.
 func TestCapsSessionsBound(t *testing.T) {

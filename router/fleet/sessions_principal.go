@@ -13,10 +13,12 @@ import (
 // Per-principal upstream sessions: the 2026-07-28 clients' side of per-client backends
 // (BackendConfig.PerClient). Such a client has no session to own an upstream one, so
 // the fleet keeps one per principal instead (the authenticated principal's ID, which
-// names its virtual-server endpoint too): opened by the principal's first request,
-// reused by its next ones, each closed once the principal has been idle for its
-// backend's SessionIdle, and all when the fleet closes. Every anonymous client is the one principal "": they share
-// an upstream session, which the router opens with no client token. A backend whose
+// names its virtual-server endpoint too, and the capabilities its client declared:
+// principalID), initialized with those capabilities: opened by the principal's first
+// request, reused by its next ones, each closed once the principal has been idle for
+// its backend's SessionIdle, and all when the fleet closes. Every anonymous client is
+// the one principal "": they share an upstream session per set of capabilities, which
+// the router opens with no client token. A backend whose
 // credentials are the client's own (token exchange) does not meet one, since that needs
 // authenticated clients; should it, its dialer refuses the session as unauthorized (the
 // client presented no token), which the client is told (CodeBackendAuth).
@@ -59,7 +61,7 @@ type principals struct {
 
 // principalState is one principal's upstream sessions: a sessionState (whose sess,
 // the principal's first request, is the client the upstream sessions speak for, with
-// the router's capabilities: connector.handshake) and when it was last used.
+// the capabilities it declared: sessions.openConn) and when it was last used.
 type principalState struct {
 	id   string
 	st   *sessionState
@@ -71,8 +73,14 @@ type principalState struct {
 	listens map[subKey]map[*clientListener]struct{}
 }
 
-// principalID is the key of the principal a stateless request s belongs to.
-func principalID(s *router.Session) string { return s.Principal().ID() }
+// principalID is the key of the principal a stateless request s belongs to, and of the
+// capabilities it declared (appendDeclared): a principal's clients that declare
+// different ones get upstream sessions of their own, each initialized with them, so
+// that the backend judges each request by what its client declared (sessions_caps.go
+// says why).
+func principalID(s *router.Session) string {
+	return s.Principal().ID() + "\x00" + string(appendDeclared(nil, s.ClientCapabilities()))
+}
 
 // principalConn returns the upstream session with instance in of the principal id,
 // opening it on first use for owner (the request asking). A state being closed by the
