@@ -72,6 +72,7 @@ type Message struct {
 	Name          []byte // params.name string contents
 	URI           []byte // params.uri string contents
 	ProgressToken []byte // params._meta.progressToken (requests) or params.progressToken (notifications/progress), raw token
+	Meta          []byte // raw params._meta object, for what rewrites it in place (no second walk of params)
 	RequestID     []byte // params.requestId raw token (notifications/cancelled)
 	Cursor        []byte // params.cursor string contents
 }

@@ -366,8 +366,8 @@ member: // b[i] should start a key of the object of level
 			}
 		case pMeta:
 			if c == '{' {
-				level, e.mseen = 3, 0
-				goto open
+				level, e.mseen, e.metaOff = 3, 0, vs
+				goto open // m.Meta is set where it closes
 			}
 			i = s.value(i, 2)
 		default:
@@ -419,6 +419,7 @@ close: // b[i] closes the object of level
 	switch level {
 	case 3:
 		level = 2
+		m.Meta = b[e.metaOff:i]
 		goto next
 	case 2:
 		level = 1
@@ -478,6 +479,7 @@ type seenMembers struct {
 	pseen, mseen         uint8 // members of params (pName...) and _meta (pProgressToken)
 	idNull               bool  // "id": null
 	start, idOff, parOff int   // offsets of the object, the id and params
+	metaOff              int   // offset of params._meta
 }
 
 // token scans the value at b[i] (inside depth open containers) and returns the index
