@@ -214,4 +214,5 @@ func rebase(m *codec.Message, from, to []byte) {
 	}
 	m.ID, m.Method, m.Params, m.Result, m.Error = mv(m.ID), mv(m.Method), mv(m.Params), mv(m.Result), mv(m.Error)
 	m.Name, m.URI, m.ProgressToken, m.RequestID, m.Cursor = mv(m.Name), mv(m.URI), mv(m.ProgressToken), mv(m.RequestID), mv(m.Cursor)
+	m.Meta = mv(m.Meta)
 }
