@@ -15,6 +15,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/internal/defaults"
 	"github.com/mcprouter/mcprouter/transport/logsafe"
 )
 
@@ -109,35 +110,26 @@ const (
 // withDefaults returns a copy of o with zero fields defaulted.
 func (o HTTPOptions) withDefaults() HTTPOptions {
 	o.Name = cmp.Or(o.Name, "backend")
-	o.MaxConns = orDefault(o.MaxConns, DefaultMaxConns)
-	o.ConnWait = orDefault(o.ConnWait, defaultConnWait)
-	o.MaxMessage = orDefault(o.MaxMessage, DefaultMaxMessage)
-	o.DialTimeout = orDefault(o.DialTimeout, defaultDialTimeout)
-	o.IdleTimeout = orDefault(o.IdleTimeout, defaultIdleTimeout)
-	o.Linger = orDefault(o.Linger, defaultLinger)
-	o.InitTimeout = orDefault(o.InitTimeout, defaultInitTimeout)
+	o.MaxConns = defaults.Positive(o.MaxConns, DefaultMaxConns)
+	o.ConnWait = defaults.Positive(o.ConnWait, defaultConnWait)
+	o.MaxMessage = defaults.Positive(o.MaxMessage, DefaultMaxMessage)
+	o.DialTimeout = defaults.Positive(o.DialTimeout, defaultDialTimeout)
+	o.IdleTimeout = defaults.Positive(o.IdleTimeout, defaultIdleTimeout)
+	o.Linger = defaults.Positive(o.Linger, defaultLinger)
+	o.InitTimeout = defaults.Positive(o.InitTimeout, defaultInitTimeout)
 	o.ReconnectMin, o.ReconnectMax = backoffRange(o.ReconnectMin, o.ReconnectMax, defaultReconnectMin, defaultReconnectMax)
-	o.ReconnectAttempts = orDefault(o.ReconnectAttempts, defaultReconnects)
-	o.PipelineDepth = orDefault(o.PipelineDepth, defaultPipelineDepth)
-	o.PipelineWindow = orDefault(o.PipelineWindow, defaultPipelineWindow)
+	o.ReconnectAttempts = defaults.Positive(o.ReconnectAttempts, defaultReconnects)
+	o.PipelineDepth = defaults.Positive(o.PipelineDepth, defaultPipelineDepth)
+	o.PipelineWindow = defaults.Positive(o.PipelineWindow, defaultPipelineWindow)
 	o.Logger = cmp.Or(o.Logger, slog.Default())
 	return o
 }
 
-// orDefault is the rule of every numeric option of this package (HTTPOptions,
-// StdioOptions): zero, or anything below, means the documented default.
-func orDefault[T int | time.Duration](v, def T) T {
-	if v <= 0 {
-		return def
-	}
-	return v
-}
-
 // backoffRange defaults the bounds of a backoff (the HTTP clients' reconnects, a stdio
-// child's restarts): lo as orDefault, and hi, when below lo, to defHi or lo if larger,
+// child's restarts): lo as defaults.Positive, and hi, when below lo, to defHi or lo if larger,
 // so that a configured minimum alone is never capped below itself.
 func backoffRange(lo, hi, defLo, defHi time.Duration) (time.Duration, time.Duration) {
-	lo = orDefault(lo, defLo)
+	lo = defaults.Positive(lo, defLo)
 	if hi < lo {
 		hi = max(defHi, lo)
 	}

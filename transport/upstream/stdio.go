@@ -19,6 +19,7 @@ import (
 
 	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/internal/ctxtime"
+	"github.com/mcprouter/mcprouter/internal/defaults"
 	"github.com/mcprouter/mcprouter/transport/logsafe"
 )
 
@@ -92,12 +93,12 @@ const (
 
 func (o StdioOptions) withDefaults() StdioOptions {
 	o.Name = cmp.Or(o.Name, "backend")
-	o.MaxMessage = orDefault(o.MaxMessage, DefaultMaxMessage)
-	o.QueueLen = orDefault(o.QueueLen, defaultQueueLen)
+	o.MaxMessage = defaults.Positive(o.MaxMessage, DefaultMaxMessage)
+	o.QueueLen = defaults.Positive(o.QueueLen, defaultQueueLen)
 	o.BackoffMin, o.BackoffMax = backoffRange(o.BackoffMin, o.BackoffMax, defaultBackoffMin, defaultBackoffMax)
-	o.StableAfter = orDefault(o.StableAfter, defaultStableAfter)
-	o.StopTimeout = orDefault(o.StopTimeout, defaultStopTimeout)
-	o.InitTimeout = orDefault(o.InitTimeout, defaultInitTimeout)
+	o.StableAfter = defaults.Positive(o.StableAfter, defaultStableAfter)
+	o.StopTimeout = defaults.Positive(o.StopTimeout, defaultStopTimeout)
+	o.InitTimeout = defaults.Positive(o.InitTimeout, defaultInitTimeout)
 	o.Logger = cmp.Or(o.Logger, slog.Default())
 	return o
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"golang.org/x/sync/singleflight"
+
+	"github.com/mcprouter/mcprouter/internal/defaults"
 )
 
 // tokenCache keeps the bearer tokens the router obtained from an authorization server,
@@ -47,10 +49,7 @@ const (
 )
 
 func newTokenCache(max int) *tokenCache {
-	if max <= 0 {
-		max = DefaultTokenCacheSize
-	}
-	return &tokenCache{max: max, now: time.Now, lru: list.New(), m: make(map[string]*list.Element)}
+	return &tokenCache{max: defaults.Positive(max, DefaultTokenCacheSize), now: time.Now, lru: list.New(), m: make(map[string]*list.Element)}
 }
 
 // fetched is what a fetch returns: the header value and the token's expiry (zero: none
