@@ -11,6 +11,7 @@
 package loadgen
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/internal/defaults"
 	"github.com/mcprouter/mcprouter/loadgen/client"
 )
 
@@ -225,33 +227,19 @@ func quoteTemplate(s string) string {
 
 // Validate fills in defaults and checks the configuration.
 func (c *Config) Validate() error {
-	if c.Sessions <= 0 {
-		c.Sessions = 16
-	}
-	if c.Duration <= 0 {
-		c.Duration = 10 * time.Second
-	}
-	if c.Timeout <= 0 {
-		c.Timeout = 10 * time.Second
-	}
+	c.Sessions = defaults.Positive(c.Sessions, 16)
+	c.Duration = defaults.Positive(c.Duration, 10*time.Second)
+	c.Timeout = defaults.Positive(c.Timeout, 10*time.Second)
 	if c.Ramp < 0 || c.Warmup < 0 {
 		return errors.New("ramp and warm-up cannot be negative")
 	}
 	if !(c.Rate >= 0) || math.IsInf(c.Rate, 1) { // NaN fails every comparison
 		return errors.New("rate must be a finite number, not negative")
 	}
-	if c.LateThreshold <= 0 {
-		c.LateThreshold = time.Millisecond
-	}
-	if c.Seed == 0 {
-		c.Seed = 1
-	}
-	if c.Mode == "" {
-		c.Mode = Steady
-	}
-	if c.ChurnCalls <= 0 {
-		c.ChurnCalls = 1
-	}
+	c.LateThreshold = defaults.Positive(c.LateThreshold, time.Millisecond)
+	c.Seed = cmp.Or(c.Seed, 1)
+	c.Mode = cmp.Or(c.Mode, Steady)
+	c.ChurnCalls = defaults.Positive(c.ChurnCalls, 1)
 	switch c.Mode {
 	case Steady, Churn:
 	case Fanout:
@@ -270,9 +258,7 @@ func (c *Config) Validate() error {
 		if c.Fanout.Rate <= 0 {
 			c.Fanout.Rate = 10
 		}
-		if c.Fanout.Grace <= 0 {
-			c.Fanout.Grace = min(c.Timeout, 5*time.Second)
-		}
+		c.Fanout.Grace = defaults.Positive(c.Fanout.Grace, min(c.Timeout, 5*time.Second))
 		if c.Target.Transport == client.Stdio {
 			return errors.New("fan-out mode over stdio would need one trigger per process; use http or sse")
 		}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/mcprouter/mcprouter/internal/defaults"
 )
 
 // Config is the `policy:` section of mcprouter's configuration. The zero value has no
@@ -163,12 +165,8 @@ const (
 
 // withDefaults returns c with the zero values replaced by the defaults.
 func (c Config) withDefaults() Config {
-	if c.SyncInterval <= 0 {
-		c.SyncInterval = DefaultSyncInterval
-	}
-	if c.ViewCache <= 0 {
-		c.ViewCache = DefaultViewCache
-	}
+	c.SyncInterval = defaults.Positive(c.SyncInterval, DefaultSyncInterval)
+	c.ViewCache = defaults.Positive(c.ViewCache, DefaultViewCache)
 	c.Rules = append([]Rule(nil), c.Rules...)
 	for i := range c.Rules {
 		if c.Rules[i].Name == "" {
@@ -181,15 +179,11 @@ func (c Config) withDefaults() Config {
 		if l.Name == "" {
 			l.Name = fmt.Sprintf("limits[%d]", i)
 		}
-		if l.Per <= 0 {
-			l.Per = time.Second
-		}
+		l.Per = defaults.Positive(l.Per, time.Second)
 		if l.Burst <= 0 && l.Rate > 0 && l.Rate < math.MaxInt32 {
 			l.Burst = max(1, int(math.Ceil(l.Rate)))
 		}
-		if l.MaxKeys <= 0 {
-			l.MaxKeys = DefaultMaxKeys
-		}
+		l.MaxKeys = defaults.Positive(l.MaxKeys, DefaultMaxKeys)
 	}
 	return c
 }

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/mcprouter/mcprouter/internal/defaults"
 )
 
 // Options shape a Cluster. Zero values take the defaults noted.
@@ -30,24 +32,13 @@ type Options struct {
 }
 
 func (o *Options) defaults() {
-	def := func(v *int, d int) {
-		if *v <= 0 {
-			*v = d
-		}
-	}
-	def(&o.Routers, 3)
-	def(&o.NATSNodes, 3)
-	def(&o.WebReplicas, 2)
-	def(&o.CLIReplicas, 2)
-	if o.BackendTimeout <= 0 {
-		o.BackendTimeout = 2 * time.Second
-	}
-	if o.Tick <= 0 {
-		o.Tick = 100 * time.Millisecond
-	}
-	if o.Lease <= 0 {
-		o.Lease = 5 * time.Second
-	}
+	o.Routers = defaults.Positive(o.Routers, 3)
+	o.NATSNodes = defaults.Positive(o.NATSNodes, 3)
+	o.WebReplicas = defaults.Positive(o.WebReplicas, 2)
+	o.CLIReplicas = defaults.Positive(o.CLIReplicas, 2)
+	o.BackendTimeout = defaults.Positive(o.BackendTimeout, 2*time.Second)
+	o.Tick = defaults.Positive(o.Tick, 100*time.Millisecond)
+	o.Lease = defaults.Positive(o.Lease, 5*time.Second)
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
