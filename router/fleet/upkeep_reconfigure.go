@@ -318,7 +318,7 @@ func (ss *sessions) dropBackend(b *backend) []*upConn {
 		}
 		st.mu.Unlock()
 	}
-	return out
+	return ss.dropScoped(b, out) // 2026 clients' (sessions_caps.go)
 }
 
 // forget drops what the builder kept of a removed backend.
