@@ -237,13 +237,14 @@ func (ps *principalState) listened(b *backend) []string {
 
 // relisten gives ps an upstream session with b again (its dead one is dropped) and
 // subscribes it to what ps's listen streams listen to on b, trying relistenTries times
-// with backoff; it stops as soon as nothing listens, ps is let go or the fleet closes.
+// with backoff; it stops as soon as nothing listens, ps is let go, b is removed or the
+// fleet closes.
 func (ss *sessions) relisten(ps *principalState, b *backend) {
 	wait := relistenMin
 	var err error
 	for try := 0; try < relistenTries; try++ {
 		uris := ps.listened(b)
-		if len(uris) == 0 || !ss.held(ps) {
+		if len(uris) == 0 || !ss.held(ps) || b.retired.Load() {
 			return
 		}
 		if err = ss.resubscribe(ps, b, uris); err == nil {

@@ -194,13 +194,18 @@ func (ss *sessions) openCaps(ctx context.Context, in *instance, key string) (*up
 		cs.mu.Lock()
 		close(cc.opening)
 		cc.opening = nil
+		dropped := cs.m[in][key] != cc // the fleet closed, or Reconfigure removed the backend
 		switch {
 		case err != nil:
-			delete(set, key)
-		case cs.closed:
-			delete(set, key)
+			if !dropped {
+				delete(set, key)
+			}
+		case dropped:
 			go c.closeUpstream()
 			c, err = nil, errShuttingDown
+			if !cs.closed {
+				err = errRemoved
+			}
 		default:
 			cc.c = c
 			cc.last.Store(time.Now().UnixNano())
@@ -271,6 +276,46 @@ func (ss *sessions) closeCaps(closing *sync.WaitGroup) {
 			}()
 		}
 	}
+}
+
+// dropScoped removes from the registries, marks dead and appends to out the upstream
+// sessions with b that 2026-07-28 clients use: by declared capabilities, and the
+// principals'. Reconfigure closes them with b's own when it removes b.
+func (ss *sessions) dropScoped(b *backend, out []*upConn) []*upConn {
+	cs := &ss.caps
+	cs.mu.Lock()
+	for in, set := range cs.m {
+		if in.b != b {
+			continue
+		}
+		for _, cc := range set {
+			if cc.c != nil {
+				cc.c.killed.Store(true)
+				out = append(out, cc.c)
+			}
+		}
+		delete(cs.m, in) // one being opened is closed by its opener's next lookup (dead)
+	}
+	cs.mu.Unlock()
+	p := &ss.principals
+	p.mu.Lock()
+	states := make([]*sessionState, 0, len(p.m))
+	for _, ps := range p.m {
+		states = append(states, ps.st)
+	}
+	p.mu.Unlock()
+	for _, st := range states {
+		st.mu.Lock()
+		for in, c := range st.conns {
+			if in.b == b {
+				delete(st.conns, in)
+				c.killed.Store(true)
+				out = append(out, c)
+			}
+		}
+		st.mu.Unlock()
+	}
+	return out
 }
 
 // capsCount is the number of sessions by declared capabilities open or opening.

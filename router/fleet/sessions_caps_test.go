@@ -224,3 +224,29 @@ func TestAppendDeclared(t *testing.T) {
 		t.Errorf("routerDeclared = %s", routerDeclared)
 	}
 }
+
+// TestCapsSessionsRetired: removing a backend closes the sessions 2026 clients' declared
+// capabilities had with it, and gives their slots back.
+func TestCapsSessionsRetired(t *testing.T) {
+	n := startOwnerNode(t, startCapsBackend(t), nil, nil)
+	if _, code, _ := callWithCaps(t, n, "caps", `{}`); code != 0 {
+		t.Fatalf("error %d", code)
+	}
+	ss := n.f.sessions
+	ss.caps.mu.Lock()
+	var c *upConn
+	for _, set := range ss.caps.m {
+		for _, cc := range set {
+			c = cc.c
+		}
+	}
+	ss.caps.mu.Unlock()
+	if c == nil {
+		t.Fatal("no session by capabilities open")
+	}
+	r := n.f.Reconfigure(nil)
+	testwait.Recv(t, "the backend drained", 10*time.Second, r.Drained)
+	testwait.For(t, "the session by capabilities closed", 10*time.Second, func() bool {
+		return c.dead() && ss.capsCount() == 0 && ss.inUse() == 0
+	})
+}
