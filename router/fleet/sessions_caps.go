@@ -32,15 +32,17 @@ import (
 // -32021 in its stead, would take the judgement from the backend: it cannot catch a
 // backend that relies on a capability without asking (the tool above), and it turns a
 // backend's graceful fall-back into an error. A backend that asks anyway is still
-// answered as a 2025 client answers it (-32601, serverreq.go clientCan).
+// answered as a 2025 client answers it (-32601, serverreq.go clientCan). A per-client
+// backend's 2026 clients get the same from their principal's sessions, which are kept
+// per principal and set (principalID, sessions_principal.go).
 //
 // Bounds: at most maxCapsSessions sets per instance (clients of one kind declare the
 // same, so a handful is the rule), each session taking a slot of the cap every
 // per-client session shares (Config.MaxUpstreamSessions). Past maxCapsSessions the set
 // used least recently with nothing in flight is closed for the new one (LRU); with
 // none idle the request is refused as overloaded. A set unused for its backend's
-// SessionIdle is closed by the reaper (sessions_principal.go); the fleet's close
-// closes them all.
+// SessionIdle is closed by the reaper (sessions_principal.go); removing the backend
+// (dropScoped) and the fleet's close close them all.
 //
 // Who calls it: forwarding (sessions.upstreamFor) on dispatcher workers, the reaper,
 // the fleet's close. Its lock guards the registry; no I/O under it.
