@@ -140,7 +140,7 @@ func start(ctx context.Context, exe string, o Options) (*Cluster, error) {
 		}
 		c.bins[cmd] = path
 	}
-	ports, err := freePorts(2*o.NATSNodes + o.WebReplicas + 2*o.Routers)
+	ports, err := FreePorts(2*o.NATSNodes + o.WebReplicas + 2*o.Routers)
 	if err != nil {
 		return nil, err
 	}
@@ -253,9 +253,10 @@ func (c *Cluster) Close() {
 	}
 }
 
-// freePorts reserves n loopback ports and releases them for the children to take;
-// they stay the children's across restarts.
-func freePorts(n int) ([]int, error) {
+// FreePorts reserves n loopback ports and releases them for the children to take;
+// they stay the children's across restarts. Any command that starts servers as child
+// processes on loopback may use it.
+func FreePorts(n int) ([]int, error) {
 	var ls []net.Listener
 	defer func() {
 		for _, l := range ls {
