@@ -682,7 +682,7 @@ func (s *HTTPServer) retryFor(sess *Session) int {
 }
 
 // hijackStream writes the response head itself and drives the stream straight to the
-// connection in HTTP/1.1 chunked encoding (streamSink), without a buffer or a goroutine
+// connection in HTTP/1.1 chunked encoding (getStream), without a buffer or a goroutine
 // of its own while it is idle: a GET stream lives as long as its session, mostly idle,
 // and fan-out writes each event to it from the publishing goroutine (sse.Consumer.Drive).
 // When the server keeps hijacked connections (HTTPConfig.KeepsHijackedConns) the
@@ -699,68 +699,53 @@ func (s *HTTPServer) hijackStream(ctx *fasthttp.RequestCtx, cons *sse.Consumer, 
 		if u, ok := c.(interface{ UnsafeConn() net.Conn }); ok {
 			c = u.UnsafeConn() // nothing is read: fasthttp's reader stays behind
 		}
-		opts.Interrupt = func() { c.SetWriteDeadline(time.Now()) }
-		sink := newStreamSink(c)
+		g := &getStream{srv: s}
+		g.init(c)
 		_, err := c.Write(head)
 		if err == nil && !opts.Prime && opts.RetryMs <= 0 {
 			// Nothing to say yet: an SSE comment shows the client the stream is open.
-			err = sink.Write(streamOpenComment)
+			err = g.Write(streamOpenComment)
 		}
 		if err != nil {
 			cons.Close() // the client is gone: the stream ends at once
 		}
-		var ended chan struct{}
 		if !keeps {
-			ended = make(chan struct{})
+			g.ended = make(chan struct{})
 		}
-		cons.Drive(sink, opts, func(err error) {
-			s.Stats.OpenStreams.Add(-1)
-			if err == sse.ErrSlowConsumer {
-				s.Stats.SlowConsumers.Add(1)
-			}
-			if err == nil {
-				c.Write(chunkEnd) // a clean end of the response
-			}
-			if keeps {
-				c.Close()
-			} else {
-				close(ended)
-			}
-		})
+		cons.Drive(g, opts)
 		if !keeps {
-			<-ended
+			<-g.ended
 		}
 	})
 }
 
-// chunkWriter frames each write as one HTTP/1.1 chunk, in one writev. It buffers
-// nothing, so its Flush (sse.Writer) has nothing to do.
-type chunkWriter struct {
-	c    net.Conn
-	hdr  [20]byte
-	arr  [3][]byte
-	bufs net.Buffers
+// getStream is a hijacked GET stream's connection, as the sse.Sink its consumer drives.
+type getStream struct {
+	streamSink
+	srv   *HTTPServer
+	ended chan struct{} // closed by End when the handler waits for it; nil otherwise
+}
+
+// End implements sse.Sink: the stream's counters, a clean end of the response when the
+// stream ended cleanly, and the connection closed (by fasthttp when the handler waits).
+func (g *getStream) End(err error) {
+	g.srv.Stats.OpenStreams.Add(-1)
+	if err == sse.ErrSlowConsumer {
+		g.srv.Stats.SlowConsumers.Add(1)
+	}
+	if err == nil {
+		g.c.Write(chunkEnd)
+	}
+	if g.ended != nil {
+		close(g.ended)
+	} else {
+		g.c.Close()
+	}
 }
 
 var crlf = []byte("\r\n")
 
 var chunkEnd = []byte("0\r\n\r\n")
-
-func (w *chunkWriter) Write(p []byte) (int, error) {
-	if len(p) == 0 {
-		return 0, nil
-	}
-	h := strconv.AppendUint(w.hdr[:0], uint64(len(p)), 16)
-	h = append(h, '\r', '\n')
-	w.bufs = append(w.arr[:0], h, p, crlf) // fields, so that writev allocates nothing
-	if _, err := w.bufs.WriteTo(w.c); err != nil {
-		return 0, err
-	}
-	return len(p), nil
-}
-
-// Flush does nothing: every Write went out whole.
-func (w *chunkWriter) Flush() error { return nil }
 
 // requireSession checks what GET and DELETE need: a supported MCP-Protocol-Version and
 // a live session of principal p; it answers the error itself when not.

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // streamSink is a hijacked GET stream's connection as an sse.Sink: each write is one
@@ -15,7 +16,6 @@ import (
 type streamSink struct {
 	c  net.Conn
 	rc syscall.RawConn // nil: TryWrite keeps everything for Write
-	cw chunkWriter
 
 	kept *[]byte // framed bytes TryWrite could not write, from framePool
 
@@ -27,8 +27,9 @@ type streamSink struct {
 	tryFn func(fd uintptr) bool
 }
 
-func newStreamSink(c net.Conn) *streamSink {
-	k := &streamSink{c: c, cw: chunkWriter{c: c}}
+// init makes k a sink writing to c.
+func (k *streamSink) init(c net.Conn) {
+	k.c = c
 	// A wrapper that writes through unchanged says so by giving the descriptor (the
 	// read-ahead listener's connections do); a TLS connection does not.
 	if sc, ok := c.(syscall.Conn); ok {
@@ -37,7 +38,6 @@ func newStreamSink(c net.Conn) *streamSink {
 			k.tryFn = k.rawWrite
 		}
 	}
-	return k
 }
 
 // framePool holds the buffers TryWrite frames a chunk in.
@@ -46,14 +46,20 @@ var framePool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b
 // maxPooledFrame bounds the buffers framePool keeps.
 const maxPooledFrame = 64 << 10
 
-// TryWrite implements sse.Sink.
-func (k *streamSink) TryWrite(p []byte) (bool, error) {
+// frame returns p framed as one chunk, in a buffer from framePool.
+func frame(p []byte) *[]byte {
 	bp := framePool.Get().(*[]byte)
 	b := strconv.AppendUint((*bp)[:0], uint64(len(p)), 16)
 	b = append(b, '\r', '\n')
 	b = append(b, p...)
-	b = append(b, '\r', '\n')
-	*bp = b
+	*bp = append(b, '\r', '\n')
+	return bp
+}
+
+// TryWrite implements sse.Sink.
+func (k *streamSink) TryWrite(p []byte) (bool, error) {
+	bp := frame(p)
+	b := *bp
 	if k.kept != nil || k.rc == nil {
 		k.keep(bp, 0)
 		return false, nil
@@ -115,9 +121,25 @@ func (k *streamSink) Write(p []byte) error {
 			return err
 		}
 	}
-	_, err := k.cw.Write(p)
-	return err
+	switch {
+	case len(p) == 0:
+		return nil
+	case len(p) <= maxPooledFrame-32:
+		bp := frame(p)
+		_, err := k.c.Write(*bp)
+		putFrame(bp)
+		return err
+	default: // a large event: not copied, framed by a writev
+		var hdr [20]byte
+		h := append(strconv.AppendUint(hdr[:0], uint64(len(p)), 16), '\r', '\n')
+		bufs := net.Buffers{h, p, crlf}
+		_, err := bufs.WriteTo(k.c)
+		return err
+	}
 }
+
+// Interrupt implements sse.Sink: a past write deadline makes a blocked write fail.
+func (k *streamSink) Interrupt() { k.c.SetWriteDeadline(time.Now()) }
 
 func putFrame(bp *[]byte) {
 	if cap(*bp) <= maxPooledFrame {

@@ -119,8 +119,8 @@ type routerMemory struct {
 }
 
 // settledRSS collects the router's garbage (heap profile with gc=1, twice, so that
-// finalizers' work is collected too), then reads its VmRSS, the runtime's heap and stack
-// in use, and its number of goroutines.
+// finalizers' work is collected too), then reads the runtime's heap and stack in use,
+// its number of goroutines, and its VmRSS once that has settled.
 func settledRSS(b *testing.B, p *routerProc, admin string) routerMemory {
 	cl := &http.Client{Timeout: testTimeout}
 	var m routerMemory
@@ -148,8 +148,25 @@ func settledRSS(b *testing.B, p *routerProc, admin string) routerMemory {
 	line, _ := bufio.NewReader(resp.Body).ReadString('\n')
 	resp.Body.Close()
 	m.goroutines, _ = strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "goroutine profile: total")))
-	m.rss = int64(rssMiB(b, p) * (1 << 20))
+	m.rss = settle(func() int64 { return int64(rssMiB(b, p) * (1 << 20)) })
 	return m
+}
+
+// settle returns rss once it has stopped falling: the runtime gives memory freed by the
+// collection back to the system in the background, over a few seconds, and an idle
+// router has all the time it needs for that. It reads every 250ms until a second passes
+// without a fall of more than 64 KiB, for at most 20s.
+func settle(rss func() int64) int64 {
+	low, stable := rss(), 0
+	for deadline := time.Now().Add(20 * time.Second); stable < 4 && time.Now().Before(deadline); {
+		time.Sleep(250 * time.Millisecond)
+		if v := rss(); v < low-64<<10 {
+			low, stable = v, 0
+		} else {
+			low, stable = min(low, v), stable+1
+		}
+	}
+	return low
 }
 
 // openIdleSessions opens n sessions (revision 2025-11-25), 32 at a time, and holds a GET

@@ -10,9 +10,15 @@ type Sink interface {
 	// means the connection is unusable.
 	TryWrite(p []byte) (bool, error)
 	// Write sends what an earlier TryWrite kept, then p (nothing more if p is empty),
-	// blocking until they are written or the write fails (PumpOptions.Interrupt makes
-	// a blocked write fail).
+	// blocking until they are written or the write fails.
 	Write(p []byte) error
+	// Interrupt makes a blocked Write fail, like PumpOptions.Interrupt (which Drive
+	// does not use): called at most once, from another goroutine, never after End.
+	Interrupt()
+	// End is called once when the stream is done with the sink, with nil or the
+	// reason (as Pump would return it), from the goroutine that ended it; the sink is
+	// not used after that, so End may close the connection.
+	End(err error)
 }
 
 // epoch is the origin of the consumers' monotonic write times.
@@ -28,20 +34,21 @@ func monotonic() int64 { return int64(time.Since(epoch)) }
 // socket did not take whole), and ends when it has caught up. Keep-alive comments come
 // from a timer. Done and MaxDuration are not used: the stream ends with Close (the
 // retry hint after what is left), when the consumer is cut off or detached, or when a
-// write fails. done is called once, from the goroutine that ended it, with nil or the
-// reason (as Pump would return it); the sink is not used after that, so done may close
-// it.
+// write fails, and then the sink's End is called. Interrupt and Done of opts are not
+// used either: the sink's Interrupt stands for the first.
 //
 // Drive returns at once. Like Pump it may be called once per Consumer, and not with
 // Pump.
-func (c *Consumer) Drive(sink Sink, opts PumpOptions, done func(error)) error {
+func (c *Consumer) Drive(sink Sink, opts PumpOptions) error {
 	if !c.pumping.CompareAndSwap(false, true) {
 		return ErrPumping
 	}
 	if opts.MaxBatch <= 0 {
 		opts.MaxBatch = DefaultMaxBatch
 	}
-	c.setInterrupt(opts.Interrupt)
+	c.imu.Lock()
+	c.isink = sink
+	c.imu.Unlock()
 	var head []byte
 	if opts.Prime || opts.RetryMs > 0 {
 		if opts.Prime {
@@ -56,7 +63,7 @@ func (c *Consumer) Drive(sink Sink, opts PumpOptions, done func(error)) error {
 			head = AppendRetry(head, opts.RetryMs)
 		}
 	}
-	d := &driver{sink: sink, done: done, maxBatch: opts.MaxBatch, keepAlive: opts.KeepAlive}
+	d := &driver{sink: sink, maxBatch: opts.MaxBatch, keepAlive: opts.KeepAlive}
 	if d.keepAlive == 0 {
 		d.keepAlive = DefaultKeepAlive
 	}
@@ -77,7 +84,6 @@ func (c *Consumer) Drive(sink Sink, opts PumpOptions, done func(error)) error {
 // stream's lock, except sink, which only the consumer's one writer uses.
 type driver struct {
 	sink      Sink
-	done      func(error)
 	maxBatch  int
 	keepAlive time.Duration
 	timer     *time.Timer
@@ -257,18 +263,18 @@ func (c *Consumer) release() bool {
 	return true
 }
 
-// end finishes a driven consumer: detached from its stream, its timer stopped, and done
-// told why. The caller holds the sink, which is never given back.
+// end finishes a driven consumer: detached from its stream, its timer stopped, and the
+// sink told why. The caller holds the sink, which is never given back.
 func (c *Consumer) end(err error) {
 	d := c.drv
 	c.finish(d.flushed)
-	c.setInterrupt(nil)
+	c.imu.Lock() // waits for an interrupt in progress
+	c.isink = nil
+	c.imu.Unlock()
 	c.s.mu.Lock()
 	if d.timer != nil {
 		d.timer.Stop()
 	}
 	c.s.mu.Unlock()
-	if d.done != nil {
-		d.done(err)
-	}
+	d.sink.End(err)
 }

@@ -23,10 +23,16 @@ type memSink struct {
 	blocked   bool
 	interrupt chan struct{}
 	wrote     chan struct{} // signalled after every write
+	once      sync.Once
+	ended     chan error
 }
 
+func (m *memSink) Interrupt() { m.once.Do(func() { close(m.interrupt) }) }
+
+func (m *memSink) End(err error) { m.ended <- err }
+
 func newMemSink(take int) *memSink {
-	return &memSink{take: take, interrupt: make(chan struct{}), wrote: make(chan struct{}, 1)}
+	return &memSink{take: take, interrupt: make(chan struct{}), wrote: make(chan struct{}, 1), ended: make(chan error, 1)}
 }
 
 func (m *memSink) signal() {
@@ -108,19 +114,14 @@ func waitIdle(t *testing.T, c *Consumer) {
 }
 
 // drive attaches a consumer to s and drives it into sink; the returned channel gets
-// Drive's end.
+// the stream's end.
 func drive(t *testing.T, s *Stream, sink *memSink, opts PumpOptions) (*Consumer, chan error) {
 	t.Helper()
 	c := attach(t, s)
-	ended := make(chan error, 1)
-	if opts.Interrupt == nil {
-		var once sync.Once
-		opts.Interrupt = func() { once.Do(func() { close(sink.interrupt) }) }
-	}
-	if err := c.Drive(sink, opts, func(err error) { ended <- err }); err != nil {
+	if err := c.Drive(sink, opts); err != nil {
 		t.Fatal(err)
 	}
-	return c, ended
+	return c, sink.ended
 }
 
 // TestDriveInline: once the priming event is out, each event is written by Publish
@@ -229,7 +230,7 @@ func TestDriveReplaced(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkSeq(t, 0, parseAll(t, out).events, 2, 3)
-	if err := c.Drive(sink, PumpOptions{}, nil); err != ErrPumping {
+	if err := c.Drive(sink, PumpOptions{}); err != ErrPumping {
 		t.Errorf("Drive after Pump: %v, want ErrPumping", err)
 	}
 }

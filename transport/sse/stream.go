@@ -443,7 +443,7 @@ func (s *Stream) attach(after uint64, exact bool) (*Consumer, error) {
 		s.mu.Unlock()
 		return nil, ErrClosed
 	}
-	c := &Consumer{s: s, start: after, next: after + 1, replayEnd: s.last, wake: make(chan struct{}, 1)}
+	c := &Consumer{s: s, start: after, next: after + 1, replayEnd: s.last}
 	old := s.cons
 	if old != nil {
 		old.state = consDetached
@@ -512,8 +512,8 @@ const (
 // written to one client by Pump.
 type Consumer struct {
 	s       *Stream
-	start   uint64 // the position it starts after: the id of its priming event
-	wake    chan struct{}
+	start   uint64        // the position it starts after: the id of its priming event
+	wake    chan struct{} // a pump's wake-ups, made by Pump (a driven consumer has none); guarded by s.mu
 	pumping atomic.Bool
 
 	// imu orders the pump's Interrupt with the end of Pump: the function acts on what
@@ -521,6 +521,7 @@ type Consumer struct {
 	// Pump returns (fasthttp recycles a hijacked connection when its handler returns).
 	imu       sync.Mutex
 	interrupt func() // the pump's Interrupt; nil before Pump, once called, and after Pump
+	isink     Sink   // a driven consumer's sink, for its Interrupt; nil likewise
 
 	// guarded by s.mu
 	next      uint64 // next seq to take
@@ -650,6 +651,10 @@ func (c *Consumer) Pump(w Writer, opts PumpOptions) error {
 		wait = idleWait
 	}
 	c.setInterrupt(opts.Interrupt)
+	s.mu.Lock()
+	c.wake = make(chan struct{}, 1)
+	wake := c.wake
+	s.mu.Unlock()
 
 	pb := pumpBuf{size: min(opts.MaxBatch, maxPooled)}
 	var buf []byte
@@ -711,7 +716,7 @@ func (c *Consumer) Pump(w Writer, opts PumpOptions) error {
 		buf = nil
 		timer.Reset(wait)
 		select {
-		case <-c.wake:
+		case <-wake:
 		case <-opts.Done:
 			return c.cause(s.ending(w, pb.get(), opts.RetryMs))
 		case <-deadline:
@@ -846,6 +851,10 @@ func (c *Consumer) interruptPump() {
 	if f := c.interrupt; f != nil {
 		c.interrupt = nil
 		f()
+	}
+	if k := c.isink; k != nil {
+		c.isink = nil
+		k.Interrupt()
 	}
 }
 
