@@ -1,0 +1,113 @@
+package scale
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mcprouter/mcprouter/bench/internal/cluster"
+)
+
+// build returns the paths of the three binaries: the given ones, the others built
+// into dir.
+func build(ctx context.Context, dir string, given map[string]string, logf func(string, ...any)) (map[string]string, error) {
+	bins := map[string]string{}
+	for _, cmd := range []string{"mcprouter", "mcpbackend", "mcpload"} {
+		if p := given[cmd]; p != "" {
+			bins[cmd] = p
+			continue
+		}
+		path := filepath.Join(dir, cmd)
+		logf("building %s", cmd)
+		out, err := exec.CommandContext(ctx, "go", "build", "-o", path, "github.com/mcprouter/mcprouter/cmd/"+cmd).CombinedOutput()
+		if err != nil {
+			return nil, fmt.Errorf("go build %s: %v\n%s", cmd, err, out)
+		}
+		bins[cmd] = path
+	}
+	return bins, nil
+}
+
+// freePorts reserves n loopback ports and releases them for the children to take.
+func freePorts(n int) ([]int, error) {
+	var out []int
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		out = append(out, l.Addr().(*net.TCPAddr).Port)
+	}
+	return out, nil
+}
+
+// router is one router process.
+type router struct {
+	name            string
+	port, adminPort int
+	proc            *cluster.Proc
+}
+
+func (r *router) url() string { return fmt.Sprintf("http://127.0.0.1:%d/mcp", r.port) }
+
+func (r *router) metricsURL() string { return fmt.Sprintf("http://127.0.0.1:%d/metrics", r.adminPort) }
+
+// routerConfig is router i's configuration: the first runs the embedded NATS server,
+// listening on natsPort with credentials; the others join it. Every limit meant for
+// many clients behind one address is lifted: the loaders open every session from a
+// few loopback addresses.
+func routerConfig(c *Config, i int, r *router, backendURL string, natsPort int, password string) string {
+	nats := fmt.Sprintf(`{listen: "127.0.0.1:%d", user: scale, password: %q, name: %s}`, natsPort, password, r.name)
+	if i > 0 {
+		nats = fmt.Sprintf(`{url: "nats://scale:%s@127.0.0.1:%d", name: %s}`, password, natsPort, r.name)
+	}
+	perRouter := (c.Sessions+c.Routers-1)/c.Routers + 1000
+	return fmt.Sprintf(`listen: 127.0.0.1:%d
+admin: {listen: "127.0.0.1:%d"}
+backends:
+  - {name: ref, url: %q, prefix: ""}
+nats: %s
+sessions: {max: %d, max_per_client: -1, init_rate: -1, no_persist: %t}
+connections: {max_per_address: -1}
+shutdown_grace: 2s
+`, r.port, r.adminPort, backendURL, nats, perRouter, !c.Persist)
+}
+
+// metric reads one unlabelled series from a Prometheus text endpoint.
+func metric(url, name string) (float64, error) {
+	c := &http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+			return strconv.ParseFloat(strings.TrimSpace(v), 64)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	return 0, fmt.Errorf("%s: no %s", url, name)
+}
+
+// writeFile writes a configuration file.
+func writeFile(path, content string) error { return os.WriteFile(path, []byte(content), 0o600) }

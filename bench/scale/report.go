@@ -1,0 +1,176 @@
+package scale
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+)
+
+// Report is what a run measured.
+type Report struct {
+	Sessions int // asked for
+	Protocol string
+	Persist  bool
+
+	Held, Failed   int
+	FirstOpenError string `json:",omitempty"`
+	// OpenTime is the first dial of any loader to the last session held.
+	OpenTime time.Duration
+
+	// The update: receipts at the held sessions, latency from the trigger call.
+	Received, Missing, Duplicates int64
+	P50, P99, Max                 time.Duration
+
+	// The closed loop of tools/call while the sessions opened, and over the update.
+	CallsSetup, CallsUpdate CallStats
+	FirstCallError          string `json:",omitempty"`
+
+	Routers, Loaders []ProcStats
+}
+
+// ProcStats are one process's figures.
+type ProcStats struct {
+	Name string
+	// Sessions: a router's open streams (its metrics); a loader's sessions held.
+	Sessions, Failed int
+	// RSSBefore is a router's resident memory once warm and empty (0 for a loader);
+	// RSSAfter is with the sessions held.
+	RSSBefore, RSSAfter int64
+	FDs                 int
+	// CPU is the CPU time used over the update; Received the loader's receipts.
+	CPU      time.Duration
+	Received int64
+	// OpenTime is a loader's time to open its sessions.
+	OpenTime time.Duration
+}
+
+// perSession is the memory per held session above the empty process.
+func (p ProcStats) perSession() float64 {
+	if p.Sessions <= 0 {
+		return 0
+	}
+	return float64(p.RSSAfter-p.RSSBefore) / float64(p.Sessions)
+}
+
+// OpenRate is the sessions held per second of opening, all loaders together.
+func (r *Report) OpenRate() float64 { return rate(r.Held, r.OpenTime) }
+
+func rate(n int, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return float64(n) / d.Seconds()
+}
+
+// sum adds up the processes' figures.
+func sum(ps []ProcStats, name string) ProcStats {
+	t := ProcStats{Name: name}
+	for _, p := range ps {
+		t.Sessions += p.Sessions
+		t.Failed += p.Failed
+		t.RSSBefore += p.RSSBefore
+		t.RSSAfter += p.RSSAfter
+		t.FDs += p.FDs
+		t.CPU += p.CPU
+		t.Received += p.Received
+		t.OpenTime = max(t.OpenTime, p.OpenTime)
+	}
+	return t
+}
+
+// RouterCPUPerDelivery and LoaderCPUPerDelivery are the CPU time of the routers (of the
+// loaders) over the update divided by the updates received.
+func (r *Report) RouterCPUPerDelivery() time.Duration {
+	return perDelivery(sum(r.Routers, "").CPU, r.Received)
+}
+
+// LoaderCPUPerDelivery: see RouterCPUPerDelivery.
+func (r *Report) LoaderCPUPerDelivery() time.Duration {
+	return perDelivery(sum(r.Loaders, "").CPU, r.Received)
+}
+
+func perDelivery(cpu time.Duration, n int64) time.Duration {
+	if n <= 0 {
+		return 0
+	}
+	return cpu / time.Duration(n)
+}
+
+// WriteTable prints the report as Markdown tables.
+func (r *Report) WriteTable(w io.Writer) error {
+	streams := "GET streams"
+	if r.Protocol >= "2026-07-28" {
+		streams = "subscriptions/listen streams"
+	}
+	persist := "session records in JetStream"
+	if !r.Persist {
+		persist = "no_persist"
+	}
+	fmt.Fprintf(w, "%d sessions asked, %d held (%d failed), %s (%s), %s; %d routers, %d loaders\n\n",
+		r.Sessions, r.Held, r.Failed, streams, r.Protocol, persist, len(r.Routers), len(r.Loaders))
+	if r.FirstOpenError != "" {
+		fmt.Fprintf(w, "first failure to open: %s\n\n", r.FirstOpenError)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.Debug)
+	fmt.Fprintln(tw, "| process\t sessions\t RSS empty\t RSS held\t per session\t fds\t CPU over the update\t CPU per delivery\t")
+	fmt.Fprintln(tw, "|---\t---\t---\t---\t---\t---\t---\t---\t")
+	row := func(p ProcStats, delivered int64) {
+		before := "-"
+		if p.RSSBefore > 0 {
+			before = mib(p.RSSBefore)
+		}
+		fmt.Fprintf(tw, "| %s\t %d\t %s\t %s\t %s\t %d\t %v\t %s\t\n", p.Name, p.Sessions, before, mib(p.RSSAfter),
+			kib(p.perSession()), p.FDs, p.CPU.Round(time.Millisecond), us(perDelivery(p.CPU, delivered)))
+	}
+	for _, p := range r.Routers {
+		row(p, int64(p.Sessions)*r.Received/max(int64(r.Held), 1))
+	}
+	row(sum(r.Routers, "routers"), r.Received)
+	for _, p := range r.Loaders {
+		row(p, p.Received)
+	}
+	row(sum(r.Loaders, "loaders"), r.Received)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\n- opening: %d sessions in %v: %.0f sessions/s (per loader:", r.Held, r.OpenTime.Round(time.Millisecond), r.OpenRate())
+	for _, p := range r.Loaders {
+		fmt.Fprintf(w, " %.0f", rate(p.Sessions, p.OpenTime))
+	}
+	fmt.Fprintln(w, ")")
+	fmt.Fprintf(w, "- one update: received by %d of %d (%d missing, %d duplicates); from the trigger call p50 %v, p99 %v, max %v\n",
+		r.Received, r.Held, r.Missing, r.Duplicates, ms(r.P50), ms(r.P99), ms(r.Max))
+	fmt.Fprintf(w, "- CPU per delivery: routers %s, loaders %s (%.2fx the routers')\n", us(r.RouterCPUPerDelivery()), us(r.LoaderCPUPerDelivery()),
+		ratio(r.LoaderCPUPerDelivery(), r.RouterCPUPerDelivery()))
+	for _, ph := range []struct {
+		name string
+		st   CallStats
+	}{{"while opening", r.CallsSetup}, {"over the update", r.CallsUpdate}} {
+		fmt.Fprintf(w, "- calls %s: %d, %d errors, p50 %v, p99 %v, max %v\n", ph.name, ph.st.Calls, ph.st.Errors, ms(ph.st.P50), ms(ph.st.P99), ms(ph.st.Max))
+	}
+	if r.FirstCallError != "" {
+		fmt.Fprintf(w, "- first failed call: %s\n", r.FirstCallError)
+	}
+	return nil
+}
+
+func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+
+func kib(b float64) string {
+	if b == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f KiB", b/1024)
+}
+
+func us(d time.Duration) string { return fmt.Sprintf("%.1f µs", float64(d)/1e3) }
+
+func ms(d time.Duration) string { return d.Round(10 * time.Microsecond).String() }
+
+func ratio(a, b time.Duration) float64 {
+	if b <= 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}

@@ -1,0 +1,387 @@
+package scale
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/mcprouter/mcprouter/bench/internal/cluster"
+	"github.com/mcprouter/mcprouter/loadgen/client"
+)
+
+// Run starts the deployment, opens the sessions, causes one update and measures; it
+// stops every process it started before it returns, also when ctx ends (Ctrl-C).
+func Run(ctx context.Context, c Config) (*Report, error) {
+	if err := c.defaults(); err != nil {
+		return nil, err
+	}
+	if c.Dir == "" {
+		dir, err := os.MkdirTemp("", "mcprouter-scale-")
+		if err != nil {
+			return nil, err
+		}
+		c.Dir = dir
+		if !c.Keep {
+			defer os.RemoveAll(dir)
+		}
+	}
+	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	r := &run{c: c, ctx: ctx}
+	defer r.close()
+	return r.run()
+}
+
+// run is one benchmark run and everything it started.
+type run struct {
+	c       Config
+	ctx     context.Context
+	bins    map[string]string
+	backend *cluster.Proc
+	routers []*router
+	loaders []*loader
+	calls   *caller
+}
+
+func (r *run) interrupted() error {
+	if r.ctx.Err() != nil {
+		return errStopped
+	}
+	return nil
+}
+
+func (r *run) run() (*Report, error) {
+	c := &r.c
+	var err error
+	if r.bins, err = build(r.ctx, c.Dir, c.Bins, c.Logf); err != nil {
+		return nil, err
+	}
+	if err := r.startServers(); err != nil {
+		return nil, err
+	}
+	rep := &Report{Sessions: c.Sessions, Protocol: c.Protocol, Persist: c.Persist}
+	urls := r.urls()
+	// The routers are empty and warm once each has answered a call: its catalog is in.
+	if r.calls, err = startCaller(urls, max(c.Callers, len(urls)), c.Protocol); err != nil {
+		return nil, fmt.Errorf("scale: the callers: %w", err)
+	}
+	if err := r.warm(); err != nil {
+		return nil, err
+	}
+	r.calls.next() // the warm-up is not measured
+	for _, rt := range r.routers {
+		u, err := cluster.ReadUsage(rt.proc.PID(), "")
+		if err != nil {
+			return nil, err
+		}
+		rep.Routers = append(rep.Routers, ProcStats{Name: rt.name, RSSBefore: u.RSS})
+	}
+
+	c.Logf("opening %d sessions (%s) over %d routers from %d loaders", c.Sessions, c.Protocol, len(r.routers), c.Loaders)
+	if err := r.openSessions(rep); err != nil {
+		return nil, err
+	}
+	rep.CallsSetup = r.calls.next()
+	if err := r.interrupted(); err != nil {
+		return nil, err
+	}
+	select { // let the routers' heaps and the kernel's buffers settle
+	case <-time.After(c.Settle):
+	case <-r.ctx.Done():
+		return nil, errStopped
+	}
+	r.calls.next() // the settling is not measured
+	for i, rt := range r.routers {
+		u, err := cluster.ReadUsage(rt.proc.PID(), "")
+		if err != nil {
+			return nil, err
+		}
+		st := &rep.Routers[i]
+		st.RSSAfter, st.FDs = u.RSS, u.FDs
+		if v, err := metric(rt.metricsURL(), "mcprouter_sse_open_streams"); err == nil {
+			st.Sessions = int(v)
+		}
+	}
+	for i, l := range r.loaders {
+		u, err := cluster.ReadUsage(l.pid(), "")
+		if err != nil {
+			return nil, err
+		}
+		rep.Loaders[i].RSSAfter, rep.Loaders[i].FDs = u.RSS, u.FDs
+	}
+
+	c.Logf("one update of memo://board to %d sessions", rep.Held)
+	if err := r.update(rep); err != nil {
+		return nil, err
+	}
+	rep.CallsUpdate = r.calls.next()
+	rep.FirstCallError = r.calls.firstError()
+	return rep, nil
+}
+
+// startServers starts the backend and the routers.
+func (r *run) startServers() error {
+	c := &r.c
+	ports, err := freePorts(2 + 2*c.Routers)
+	if err != nil {
+		return err
+	}
+	backendAddr := fmt.Sprintf("127.0.0.1:%d", ports[0])
+	// On 2026-07-28 the backend speaks that revision only: the routers then serve its
+	// clients statelessly (stateless: auto), with nothing to translate.
+	eras := "both"
+	if c.Protocol == client.Version20260728 {
+		eras = "modern"
+	}
+	if r.backend, err = cluster.StartProc("backend", filepath.Join(c.Dir, "backend.log"), "mcpbackend listening", time.Minute,
+		r.bins["mcpbackend"], "--listen", backendAddr, "--name", "ref", "--tick", "0", "--eras", eras); err != nil {
+		return err
+	}
+	natsPort, password := ports[1], fmt.Sprintf("%x", time.Now().UnixNano())
+	// The first router runs the NATS server the others join: it starts alone.
+	for i := range c.Routers {
+		rt := &router{name: fmt.Sprintf("router%d", i), port: ports[2+2*i], adminPort: ports[3+2*i]}
+		cfgPath := filepath.Join(c.Dir, rt.name+".yaml")
+		if err := writeFile(cfgPath, routerConfig(c, i, rt, "http://"+backendAddr+"/mcp", natsPort, password)); err != nil {
+			return err
+		}
+		if i == 0 {
+			if rt.proc, err = cluster.StartProc(rt.name, filepath.Join(c.Dir, rt.name+".log"), "mcprouter listening", 2*time.Minute,
+				r.bins["mcprouter"], "--config", cfgPath); err != nil {
+				return err
+			}
+		}
+		r.routers = append(r.routers, rt)
+	}
+	errs := make([]error, len(r.routers))
+	var wg sync.WaitGroup
+	for i, rt := range r.routers[1:] {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rt.proc, errs[i+1] = cluster.StartProc(rt.name, filepath.Join(c.Dir, rt.name+".log"), "mcprouter listening", 2*time.Minute,
+				r.bins["mcprouter"], "--config", filepath.Join(c.Dir, rt.name+".yaml"))
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	c.Logf("backend, %d routers on one NATS (the first one's)", len(r.routers))
+	return nil
+}
+
+func (r *run) urls() []string {
+	var out []string
+	for _, rt := range r.routers {
+		out = append(out, rt.url())
+	}
+	return out
+}
+
+// warm waits until the callers' calls succeed on every router (each has the backend's
+// catalog), for at most a minute.
+func (r *run) warm() error {
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		if err := r.interrupted(); err != nil {
+			return err
+		}
+		time.Sleep(500 * time.Millisecond)
+		st := r.calls.next()
+		if st.Calls >= int64(2*len(r.routers)) && st.Errors == 0 {
+			return nil
+		}
+	}
+	return fmt.Errorf("scale: the routers did not answer calls within a minute: %s", r.calls.firstError())
+}
+
+// openSessions starts the loaders (loader l's sessions begin on router l mod R, so
+// that the sessions spread evenly) and waits until each holds its sessions.
+func (r *run) openSessions(rep *Report) error {
+	c := &r.c
+	urls := r.urls()
+	for l := range c.Loaders {
+		n := c.Sessions / c.Loaders
+		if l < c.Sessions%c.Loaders {
+			n++
+		}
+		rot := append(append([]string(nil), urls[l%len(urls):]...), urls[:l%len(urls)]...)
+		ld, err := startLoader(fmt.Sprintf("loader%d", l), r.bins["mcpload"], filepath.Join(c.Dir, fmt.Sprintf("loader%d.log", l)), n, rot, c)
+		if err != nil {
+			return err
+		}
+		r.loaders = append(r.loaders, ld)
+	}
+	// Opening must go at 1,000 sessions a second at the least to be worth measuring.
+	wait := time.Minute + time.Duration(c.Sessions/c.Loaders)*time.Millisecond
+	errs := make([]error, len(r.loaders))
+	var wg sync.WaitGroup
+	for i, l := range r.loaders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = l.expect("ready", &l.opened, wait)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	var start, end int64
+	for _, l := range r.loaders {
+		o := l.opened
+		rep.Held += o.Held
+		rep.Failed += o.Failed
+		if start == 0 || o.Start < start {
+			start = o.Start
+		}
+		end = max(end, o.End)
+		if o.FirstError != "" && rep.FirstOpenError == "" {
+			rep.FirstOpenError = o.FirstError
+		}
+		rep.Loaders = append(rep.Loaders, ProcStats{Name: l.name, Sessions: o.Held, Failed: o.Failed,
+			OpenTime: time.Duration(o.End - o.Start)})
+	}
+	rep.OpenTime = time.Duration(end - start)
+	c.Logf("%d sessions held (%d failed) in %v", rep.Held, rep.Failed, rep.OpenTime.Round(time.Millisecond))
+	if rep.Held == 0 {
+		return fmt.Errorf("scale: no session opened: %s", rep.FirstOpenError)
+	}
+	return nil
+}
+
+// update arms the loaders, calls the touch tool once (the trigger), and collects every
+// session's receipt; the routers' and loaders' CPU time is read around it.
+func (r *run) update(rep *Report) error {
+	c := &r.c
+	for _, l := range r.loaders {
+		if err := l.send("arm"); err != nil {
+			return err
+		}
+		if err := l.expect("ok", nil, 30*time.Second); err != nil {
+			return err
+		}
+	}
+	d, err := client.NewDialer(client.Options{URL: r.routers[0].url(), Protocol: c.Protocol})
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	s, err := d.Dial(1<<30, time.Now().Add(30*time.Second))
+	if err != nil {
+		return fmt.Errorf("scale: the trigger session: %w", err)
+	}
+	defer s.Close(time.Now().Add(5 * time.Second))
+	before, err := r.cpu()
+	if err != nil {
+		return err
+	}
+	trigger := time.Now()
+	var out client.Reply
+	if err := s.Call(&client.Request{Method: "tools/call", Name: []byte("touch"),
+		Params: []byte(`{"name":"touch","arguments":{"uri":"memo://board"}}`)}, trigger.Add(30*time.Second), &out); err != nil {
+		return fmt.Errorf("scale: the trigger call: %w", err)
+	}
+	for _, l := range r.loaders {
+		if err := l.send("collect %d %s", trigger.UnixNano(), c.Wait); err != nil {
+			return err
+		}
+	}
+	rounds := make([]client.HoldRound, len(r.loaders))
+	errs := make([]error, len(r.loaders))
+	var wg sync.WaitGroup
+	for i, l := range r.loaders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = l.expect("ok", &rounds[i], c.Wait+30*time.Second)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	after, err := r.cpu()
+	if err != nil {
+		return err
+	}
+	all := hdr.New(1, int64(10*time.Minute), 3)
+	for i, rd := range rounds {
+		rep.Received += rd.Received
+		rep.Missing += rd.Missing
+		rep.Duplicates += rd.Duplicates
+		if rd.Latency != nil {
+			all.Merge(hdr.Import(rd.Latency))
+		}
+		rep.Loaders[i].Received = rd.Received
+		rep.Loaders[i].CPU = after[len(r.routers)+i] - before[len(r.routers)+i]
+	}
+	for i := range r.routers {
+		rep.Routers[i].CPU = after[i] - before[i]
+	}
+	if all.TotalCount() > 0 {
+		rep.P50 = time.Duration(all.ValueAtQuantile(50))
+		rep.P99 = time.Duration(all.ValueAtQuantile(99))
+		rep.Max = time.Duration(all.Max())
+	}
+	return nil
+}
+
+// cpu reads the CPU time of the routers, then the loaders.
+func (r *run) cpu() ([]time.Duration, error) {
+	var out []time.Duration
+	for _, pid := range r.pids() {
+		u, err := cluster.ReadUsage(pid, "")
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, u.CPU)
+	}
+	return out, nil
+}
+
+func (r *run) pids() []int {
+	var out []int
+	for _, rt := range r.routers {
+		out = append(out, rt.proc.PID())
+	}
+	for _, l := range r.loaders {
+		out = append(out, l.pid())
+	}
+	return out
+}
+
+// close stops everything: the callers, the loaders (their exit closes the sessions'
+// connections), the routers (the first, which runs NATS, last), the backend.
+func (r *run) close() {
+	if r.calls != nil {
+		r.calls.close()
+	}
+	var wg sync.WaitGroup
+	for _, l := range r.loaders {
+		wg.Add(1)
+		go func() { defer wg.Done(); l.stop() }()
+	}
+	wg.Wait()
+	for i := len(r.routers) - 1; i >= 1; i-- {
+		if p := r.routers[i].proc; p != nil {
+			wg.Add(1)
+			go func() { defer wg.Done(); p.Stop() }()
+		}
+	}
+	wg.Wait()
+	if len(r.routers) > 0 && r.routers[0].proc != nil {
+		r.routers[0].proc.Stop()
+	}
+	if r.backend != nil {
+		r.backend.Stop()
+	}
+}

@@ -1,0 +1,8 @@
+//go:build !linux
+
+package scale
+
+import "syscall"
+
+// childAttr: elsewhere children are ended by the command's cleanup only.
+func childAttr() *syscall.SysProcAttr { return nil }
