@@ -189,12 +189,13 @@ func endCtx(stop func(), dl *upstream.Deadline) {
 }
 
 // wireFor is routed or sent e as c's backend sees it, in a pooled buffer: the client's
-// request rewritten (appendWire), in the form of c's era.
+// request rewritten (appendWire), in the form of c's era. A stateless client's request
+// carries its own revision in its _meta (the router checked it), which a 2026-07-28
+// backend takes as it is; any other gets the router's (withMeta).
 func wireFor(c *upConn, e *entry) *[]byte {
 	bp := getBuf()
-	*bp = appendWire((*bp)[:0], e)
-	bp = forLegacyBackend(c, e, bp) // modern_client.go
-	if c.modern {
+	*bp = appendWire((*bp)[:0], e, !c.modern)
+	if c.modern && !e.x.Stateless {
 		mp := getBuf()
 		*mp = c.withMeta((*mp)[:0], *bp, e.sess)
 		putBuf(bp)
@@ -204,12 +205,16 @@ func wireFor(c *upConn, e *entry) *[]byte {
 }
 
 // appendWire appends the bytes the backend sees for routed e: the client's request with
-// the id (and progress token) replaced by e.id and the name's prefix removed.
-func appendWire(dst []byte, e *entry) []byte {
+// the id (and progress token) replaced by e.id and the name's prefix removed; for a 2025
+// backend (legacy), a stateless client's request also loses the revision's _meta keys
+// (appendMetaCuts), in the same pass.
+func appendWire(dst []byte, e *entry, legacy bool) []byte {
 	x := e.x
 	var idb [20]byte
 	wireID := strconv.AppendUint(idb[:0], e.id, 10)
-	var sp [3]codec.Splice
+	// Indexed, not appended: an append that may grow would send the splices, and the
+	// id's stack array with them, to the heap.
+	var sp [3 + metaCuts]codec.Splice // id, name, progress token, then _meta's cuts
 	n := 0
 	sp[n] = codec.Splice{Old: x.Msg.ID, New: wireID}
 	n++
@@ -228,6 +233,13 @@ func appendWire(dst []byte, e *entry) []byte {
 	if e.progress {
 		sp[n] = codec.Splice{Old: x.Msg.ProgressToken, New: wireID}
 		n++
+	}
+	if legacy && x.Stateless {
+		cuts, all := appendMetaCuts(sp[:n], x.Msg.Meta) // modern_meta.go
+		if !all {
+			return stripModernMeta(dst, codec.AppendSplices(nil, x.Raw, cuts))
+		}
+		return codec.AppendSplices(dst, x.Raw, cuts)
 	}
 	return codec.AppendSplices(dst, x.Raw, sp[:n])
 }

@@ -3,9 +3,11 @@ package fleet
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -319,23 +321,63 @@ func TestForwardTimeout(t *testing.T) {
 }
 
 // TestAppendWire checks the bytes a backend sees for routed requests: id, prefix and
-// progress token rewritten, the rest untouched, and an escaped name written anew.
+// progress token rewritten, the rest untouched, and an escaped name written anew; a
+// stateless client's request to a 2025 backend (legacy) also loses the revision's
+// _meta keys, in the same pass as the progress token among them.
 func TestAppendWire(t *testing.T) {
-	for _, tc := range []struct{ in, want string }{
-		{`{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"a__echo"}}`,
-			`{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"echo"}}`},
-		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a__echo","_meta":{"progressToken":"t"}}}`,
-			`{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"echo","_meta":{"progressToken":42}}}`},
-		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a__\u0065cho"}}`,
-			`{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"echo"}}`},
+	const v = `"io.modelcontextprotocol/protocolVersion":"2026-07-28"`
+	const caps = `"io.modelcontextprotocol/clientCapabilities":{"sampling":{}}`
+	// More runs of the revision's keys than one pass cuts: a second pass finishes.
+	var many, manyKept strings.Builder
+	for i := range 2*metaCuts + 3 {
+		if i > 0 {
+			many.WriteByte(',')
+			manyKept.WriteByte(',')
+		}
+		k := `"k` + strconv.Itoa(i) + `":` + strconv.Itoa(i)
+		many.WriteString(`"io.modelcontextprotocol/x` + strconv.Itoa(i) + `":{},` + k)
+		manyKept.WriteString(k)
+	}
+	for _, tc := range []struct {
+		in, want          string
+		stateless, legacy bool
+	}{
+		{in: `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{` + many.String() + `,"progressToken":"t"}}}`,
+			want: `{"jsonrpc":"2.0","id":42,"method":"tools/list","params":{"_meta":{` + manyKept.String() + `,"progressToken":42}}}`, stateless: true, legacy: true},
+		{in: `{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"a__echo"}}`,
+			want: `{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"echo"}}`},
+		{in: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a__echo","_meta":{"progressToken":"t"}}}`,
+			want: `{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"echo","_meta":{"progressToken":42}}}`},
+		{in: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a__\u0065cho"}}`,
+			want: `{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"echo"}}`},
+		// Stateless, to a 2025 backend: the revision's keys go, wherever they are.
+		{in: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a__echo","_meta":{` + v + `,"progressToken":"t",` + caps + `,"x.example/k":"v"}}}`,
+			want: `{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"echo","_meta":{"progressToken":42,"x.example/k":"v"}}}`, stateless: true, legacy: true},
+		{in: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta": { "progressToken" : "t" , ` + v + ` , ` + caps + ` },"name":"a__echo"}}`,
+			want: `{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"_meta": { "progressToken" : 42 },"name":"echo"}}`, stateless: true, legacy: true},
+		{in: `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{` + v + `,` + caps + `}}}`,
+			want: `{"jsonrpc":"2.0","id":42,"method":"tools/list","params":{"_meta":{}}}`, stateless: true, legacy: true},
+		{in: `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"a":1,` + v + `,"b":2,` + caps + `}}}`,
+			want: `{"jsonrpc":"2.0","id":42,"method":"tools/list","params":{"_meta":{"a":1,"b":2}}}`, stateless: true, legacy: true},
+		{in: `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,
+			want: `{"jsonrpc":"2.0","id":42,"method":"tools/list"}`, stateless: true, legacy: true},
+		// Kept: to a 2026-07-28 backend, or from a session's client.
+		{in: `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{` + v + `}}}`,
+			want: `{"jsonrpc":"2.0","id":42,"method":"tools/list","params":{"_meta":{` + v + `}}}`, stateless: true},
+		{in: `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{` + v + `}}}`,
+			want: `{"jsonrpc":"2.0","id":42,"method":"tools/list","params":{"_meta":{` + v + `}}}`, legacy: true},
 	} {
-		x := &transport.Exchange{Raw: []byte(tc.in)}
+		x := &transport.Exchange{Raw: []byte(tc.in), Stateless: tc.stateless}
 		if err := codec.Scan(x.Raw, &x.Msg); err != nil {
 			t.Fatal(err)
 		}
 		e := &entry{kind: clientRequest, id: 42, x: x, strip: len("a__"), progress: x.Msg.ProgressToken != nil}
-		if got := string(appendWire(nil, e)); got != tc.want {
+		got := appendWire(nil, e, tc.legacy)
+		if string(got) != tc.want {
 			t.Errorf("%s:\n got %s\nwant %s", tc.in, got, tc.want)
+		}
+		if !json.Valid(got) {
+			t.Errorf("%s: not JSON", got)
 		}
 	}
 }
