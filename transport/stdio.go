@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/internal/ctxtime"
+	"github.com/mcprouter/mcprouter/internal/defaults"
 )
 
 // StdioConfig configures the stdio server. Zero values take the defaults.
@@ -27,18 +28,10 @@ type StdioConfig struct {
 }
 
 func (c *StdioConfig) defaults() {
-	if c.MaxMessage <= 0 {
-		c.MaxMessage = 4 << 20
-	}
-	if c.MaxQueue <= 0 {
-		c.MaxQueue = 16 << 20
-	}
-	if c.MaxBatch <= 0 {
-		c.MaxBatch = 256
-	}
-	if c.Grace <= 0 {
-		c.Grace = stdioGrace
-	}
+	c.MaxMessage = defaults.Positive(c.MaxMessage, 4<<20)
+	c.MaxQueue = defaults.Positive(c.MaxQueue, 16<<20)
+	c.MaxBatch = defaults.Positive(c.MaxBatch, 256)
+	c.Grace = defaults.Positive(c.Grace, stdioGrace)
 }
 
 // ErrStdioOverflow: the client stopped reading stdout and the outbound queue filled.

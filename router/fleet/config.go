@@ -1,10 +1,12 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"time"
 
+	"github.com/mcprouter/mcprouter/internal/defaults"
 	"github.com/mcprouter/mcprouter/transport/natsbus"
 	"github.com/mcprouter/mcprouter/transport/upstream"
 )
@@ -130,49 +132,25 @@ type Config struct {
 }
 
 func (c *Config) defaults() {
-	if c.PageSize <= 0 {
-		c.PageSize = 100
-	}
-	if c.HealthInterval <= 0 {
-		c.HealthInterval = 5 * time.Second
-	}
-	if c.HealthTimeout <= 0 {
-		c.HealthTimeout = 2 * time.Second
-	}
-	if c.ClientName == "" {
-		c.ClientName = "mcprouter"
-	}
-	if c.ClientVersion == "" {
-		c.ClientVersion = "dev"
-	}
+	c.PageSize = defaults.Positive(c.PageSize, 100)
+	c.HealthInterval = defaults.Positive(c.HealthInterval, 5*time.Second)
+	c.HealthTimeout = defaults.Positive(c.HealthTimeout, 2*time.Second)
+	c.ClientName = cmp.Or(c.ClientName, "mcprouter")
+	c.ClientVersion = cmp.Or(c.ClientVersion, "dev")
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	if c.MaxServerRequests <= 0 {
-		c.MaxServerRequests = 32
-	}
-	if c.MaxSubscriptions <= 0 {
-		c.MaxSubscriptions = 256
-	}
-	if c.MaxUpstreamSessions <= 0 {
-		c.MaxUpstreamSessions = 64
-	}
-	if c.UpstreamSessionWait <= 0 {
-		c.UpstreamSessionWait = 10 * time.Second
-	}
+	c.MaxServerRequests = defaults.Positive(c.MaxServerRequests, 32)
+	c.MaxSubscriptions = defaults.Positive(c.MaxSubscriptions, 256)
+	c.MaxUpstreamSessions = defaults.Positive(c.MaxUpstreamSessions, 64)
+	c.UpstreamSessionWait = defaults.Positive(c.UpstreamSessionWait, 10*time.Second)
 	for i := range c.Backends {
 		c.Backends[i].defaults()
 	}
 }
 
 func (b *BackendConfig) defaults() {
-	if b.Timeout <= 0 {
-		b.Timeout = 60 * time.Second
-	}
-	if b.MaxConcurrency <= 0 {
-		b.MaxConcurrency = 256
-	}
-	if b.SessionIdle <= 0 {
-		b.SessionIdle = 5 * time.Minute
-	}
+	b.Timeout = defaults.Positive(b.Timeout, 60*time.Second)
+	b.MaxConcurrency = defaults.Positive(b.MaxConcurrency, 256)
+	b.SessionIdle = defaults.Positive(b.SessionIdle, 5*time.Minute)
 }
