@@ -74,10 +74,20 @@ var declaredCaps = [...]string{"elicitation", "roots", "sampling"}
 // 2025 backend can ask for (declaredCaps), as an object in a fixed order: the session
 // key of clients who declared the same, and what their session declares.
 func appendDeclared(dst, caps []byte) []byte {
+	var vals [len(declaredCaps)][]byte
+	var w codec.Walker
+	if w.Object(caps) {
+		for key, _, val, ok := w.Next(); ok; key, _, val, ok = w.Next() {
+			for i, name := range declaredCaps {
+				if string(key) == name {
+					vals[i] = val
+				}
+			}
+		}
+	}
 	dst = append(dst, '{')
 	n := 0
-	for _, name := range declaredCaps {
-		v := codec.Member(caps, name)
+	for i, v := range vals {
 		if v == nil {
 			continue
 		}
@@ -85,7 +95,7 @@ func appendDeclared(dst, caps []byte) []byte {
 			dst = append(dst, ',')
 		}
 		n++
-		dst = codec.AppendString(dst, name)
+		dst = codec.AppendString(dst, declaredCaps[i])
 		dst = append(dst, ':')
 		dst = append(dst, v...)
 	}

@@ -250,3 +250,21 @@ func TestCapsSessionsRetired(t *testing.T) {
 		return c.dead() && ss.capsCount() == 0 && ss.inUse() == 0
 	})
 }
+
+// BenchmarkCapsKey is the per-request work of finding a 2026 client's session by its
+// declared capabilities (capsConn's fast path): the key built in a pooled buffer and
+// looked up, with no allocation.
+func BenchmarkCapsKey(b *testing.B) {
+	caps := []byte(`{"elicitation":{"form":{}},"sampling":{"tools":{}},"extensions":{"x.example/y":{}}}`)
+	m := map[string]*capsConn{string(appendDeclared(nil, caps)): {}}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(caps)))
+	for b.Loop() {
+		bp := getBuf()
+		*bp = appendDeclared((*bp)[:0], caps)
+		if m[string(*bp)] == nil {
+			b.Fatal("not found")
+		}
+		putBuf(bp)
+	}
+}
