@@ -22,8 +22,8 @@ type call struct {
 	streamed bool   // the output took over delivery (SSE upgrade): replies go out one by one
 	finished bool
 	abandon  Abandoner // Exchange.OnAbandon's, until the call finishes
-	status   int    // Exchange.SetStatus's, 0 for none
-	noEarly  bool   // Exchange.HoldStream: no stream before the first message
+	status   int       // Exchange.SetStatus's, 0 for none
+	noEarly  bool      // Exchange.HoldStream: no stream before the first message
 }
 
 // output is where a call's messages go; each client transport implements it.
