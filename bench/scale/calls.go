@@ -11,11 +11,14 @@ import (
 )
 
 // caller is the closed loop of tools/call that runs throughout: a few sessions, one
-// call at a time each, spread over the routers, so that the run says whether the
+// call at a time each with a pause between calls (a probe, not a load: unpaced, two
+// sessions took a router core's worth of calls from the sessions being opened), spread
+// over the routers, so that the run says whether the
 // routers kept answering while they opened sessions and fanned the update out. Its
 // figures are taken by phase (phase switches them).
 type caller struct {
 	d     *client.Dialer
+	pause time.Duration
 	stop  chan struct{}
 	wg    sync.WaitGroup
 	mu    sync.Mutex
@@ -42,12 +45,12 @@ func (s *CallStats) finish() {
 func newCallStats() *CallStats { return &CallStats{hist: hdr.New(1, int64(time.Minute), 3)} }
 
 // startCaller opens n sessions over urls and starts calling; its first phase begins.
-func startCaller(urls []string, n int, protocol string) (*caller, error) {
+func startCaller(urls []string, n int, protocol string, pause time.Duration) (*caller, error) {
 	d, err := client.NewDialer(client.Options{URL: urls[0], URLs: urls[1:], Protocol: protocol})
 	if err != nil {
 		return nil, err
 	}
-	c := &caller{d: d, stop: make(chan struct{}), phase: newCallStats()}
+	c := &caller{d: d, pause: pause, stop: make(chan struct{}), phase: newCallStats()}
 	var sessions []client.Session
 	for i := range n {
 		s, err := d.Dial(i, time.Now().Add(30*time.Second))
@@ -90,14 +93,15 @@ func (c *caller) loop(s client.Session) {
 		}
 		_ = st.hist.RecordValue(max(int64(lat), 1))
 		c.mu.Unlock()
+		pause := c.pause
 		if err != nil {
 			c.firstErr.CompareAndSwap(nil, err.Error())
-			// A failing router answers at once: do not spin on it.
-			select {
-			case <-c.stop:
-				return
-			case <-time.After(100 * time.Millisecond):
-			}
+			pause = max(pause, 100*time.Millisecond) // a failing router answers at once: do not spin on it
+		}
+		select {
+		case <-c.stop:
+			return
+		case <-time.After(pause):
 		}
 	}
 }

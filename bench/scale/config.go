@@ -33,8 +33,9 @@ type Config struct {
 	// does; false sets sessions.no_persist.
 	Persist bool
 	// Callers is the closed loop of tools/call kept running throughout (default 2
-	// sessions, one call at a time each).
-	Callers int
+	// sessions, one call at a time each, CallPause between calls, default 5ms).
+	Callers   int
+	CallPause time.Duration
 	// Wait bounds the update's arrival at every session (default 60s); Settle is the
 	// pause before the memory is read, once the sessions are open (default 3s).
 	Wait, Settle time.Duration
@@ -77,6 +78,9 @@ func (c *Config) defaults() error {
 	}
 	if c.Callers <= 0 {
 		c.Callers = 2
+	}
+	if c.CallPause <= 0 {
+		c.CallPause = 5 * time.Millisecond
 	}
 	if c.Wait <= 0 {
 		c.Wait = time.Minute

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -25,6 +26,7 @@ type loader struct {
 	lines    chan string // its output lines; closed when it ends
 	done     chan struct{}
 	opened   client.HoldOpened
+	held     atomic.Int64 // sessions held, from its progress lines
 }
 
 // startLoader starts a loader of n sessions over urls (session i on urls[i mod len]);
@@ -72,16 +74,32 @@ func startLoader(name, bin, logPath string, n int, urls []string, c *Config) (*l
 func (l *loader) pid() int { return l.cmd.Process.Pid }
 
 // expect reads the loader's next line, which must start with word, within wait, and
-// decodes its JSON payload into v (when not nil).
+// decodes its JSON payload into v (when not nil). Progress lines on the way are
+// noted (l.held) and restart the wait: a loader that keeps opening sessions is not
+// given up on.
 func (l *loader) expect(word string, v any, wait time.Duration) error {
 	t := time.NewTimer(wait)
 	defer t.Stop()
-	select {
-	case line, ok := <-l.lines:
+	for {
+		var line string
+		var ok bool
+		select {
+		case line, ok = <-l.lines:
+		case <-t.C:
+			return fmt.Errorf("%s: no %q within %v", l.name, word, wait)
+		}
 		if !ok {
 			return fmt.Errorf("%s ended (see its log)", l.name)
 		}
 		got, payload, _ := strings.Cut(line, " ")
+		if got == "progress" {
+			var held, failed int
+			if _, err := fmt.Sscan(payload, &held, &failed); err == nil && held > int(l.held.Load()) {
+				l.held.Store(int64(held))
+				t.Reset(wait)
+			}
+			continue
+		}
 		if got != word {
 			return fmt.Errorf("%s: %q, want %s", l.name, line, word)
 		}
@@ -91,8 +109,6 @@ func (l *loader) expect(word string, v any, wait time.Duration) error {
 			}
 		}
 		return nil
-	case <-t.C:
-		return fmt.Errorf("%s: no %q within %v", l.name, word, wait)
 	}
 }
 

@@ -69,7 +69,7 @@ func (r *run) run() (*Report, error) {
 	rep := &Report{Sessions: c.Sessions, Protocol: c.Protocol, Persist: c.Persist}
 	urls := r.urls()
 	// The routers are empty and warm once each has answered a call: its catalog is in.
-	if r.calls, err = startCaller(urls, max(c.Callers, len(urls)), c.Protocol); err != nil {
+	if r.calls, err = startCaller(urls, max(c.Callers, len(urls)), c.Protocol, c.CallPause); err != nil {
 		return nil, fmt.Errorf("scale: the callers: %w", err)
 	}
 	if err := r.warm(); err != nil {
@@ -220,8 +220,26 @@ func (r *run) openSessions(rep *Report) error {
 		}
 		r.loaders = append(r.loaders, ld)
 	}
-	// Opening must go at 1,000 sessions a second at the least to be worth measuring.
-	wait := time.Minute + time.Duration(c.Sessions/c.Loaders)*time.Millisecond
+	// A loader is given up on after a minute without a session more.
+	wait := time.Minute
+	stopLog := make(chan struct{})
+	defer close(stopLog)
+	go func() {
+		t := time.NewTicker(5 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-stopLog:
+				return
+			case <-t.C:
+				n := 0
+				for _, l := range r.loaders {
+					n += int(l.held.Load())
+				}
+				c.Logf("%d sessions held", n)
+			}
+		}
+	}()
 	errs := make([]error, len(r.loaders))
 	var wg sync.WaitGroup
 	for i, l := range r.loaders {

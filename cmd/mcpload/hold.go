@@ -18,7 +18,11 @@ import (
 // holdCmd is `mcpload hold`: it opens --sessions sessions subscribed to --uri, each
 // holding its stream open, and keeps them while a driver (a benchmark command, or a
 // person) causes updates and asks when they arrived. The protocol is lines of text:
-// once the sessions are open it writes
+// while the sessions open it writes every two seconds
+//
+//	progress <held> <failed>
+//
+// and once they are open
 //
 //	ready <client.HoldOpened JSON>
 //
@@ -78,7 +82,24 @@ func holdCmd(ctx context.Context, args []string, in io.Reader, stdout, stderr io
 		fmt.Fprintln(stderr, "mcpload hold:", err)
 		return exitError
 	}
+	openDone, progressDone := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(progressDone)
+		t := time.NewTicker(2 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-openDone:
+				return
+			case <-t.C:
+				held, failed := h.Progress()
+				fmt.Fprintf(stdout, "progress %d %d\n", held, failed)
+			}
+		}
+	}()
 	opened := h.Open(*sessions, *concurrency, *timeout)
+	close(openDone)
+	<-progressDone // no progress line after ready
 	defer func() {
 		if *closeEnd {
 			h.Close(*concurrency, 5*time.Second)

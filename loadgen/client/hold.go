@@ -29,6 +29,7 @@ type Holder struct {
 	round atomic.Pointer[holdRound] // nil: not armed
 	at    []atomic.Int64            // receipt time (Unix ns) of the armed update, per session; 0: none yet
 	held  atomic.Int64              // sessions open and subscribed
+	fails atomic.Int64              // sessions that failed to open
 }
 
 // holdRound is the state of one armed update that the stream readers share.
@@ -83,7 +84,6 @@ func (h *Holder) Open(n, concurrency int, timeout time.Duration) HoldOpened {
 	h.at = make([]atomic.Int64, n)
 	concurrency = max(1, min(concurrency, n))
 	var next atomic.Int64
-	var failed atomic.Int64
 	var firstErr atomic.Value
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -98,7 +98,7 @@ func (h *Holder) Open(n, concurrency int, timeout time.Duration) HoldOpened {
 				}
 				s, err := h.open(i, timeout)
 				if err != nil {
-					failed.Add(1)
+					h.fails.Add(1)
 					firstErr.CompareAndSwap(nil, err.Error())
 					continue
 				}
@@ -108,12 +108,16 @@ func (h *Holder) Open(n, concurrency int, timeout time.Duration) HoldOpened {
 		}()
 	}
 	wg.Wait()
-	out := HoldOpened{Held: int(h.held.Load()), Failed: int(failed.Load()), Start: start.UnixNano(), End: time.Now().UnixNano()}
+	out := HoldOpened{Held: int(h.held.Load()), Failed: int(h.fails.Load()), Start: start.UnixNano(), End: time.Now().UnixNano()}
 	if e, ok := firstErr.Load().(string); ok {
 		out.FirstError = e
 	}
 	return out
 }
+
+// Progress returns the sessions held and failed so far; it may be called while Open
+// runs.
+func (h *Holder) Progress() (held, failed int) { return int(h.held.Load()), int(h.fails.Load()) }
 
 // open dials session i and subscribes it.
 func (h *Holder) open(i int, timeout time.Duration) (Session, error) {

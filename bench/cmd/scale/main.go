@@ -32,6 +32,7 @@ func main() {
 	flag.IntVar(&c.Concurrency, "concurrency", 128, "sessions each loader opens at once")
 	flag.BoolVar(&c.Persist, "persist", true, "keep session records in JetStream, as a default router does (false: sessions.no_persist)")
 	flag.IntVar(&c.Callers, "callers", 2, "sessions of the closed loop of tools/call kept running throughout")
+	flag.DurationVar(&c.CallPause, "call-pause", 5*time.Millisecond, "pause between two calls of one caller")
 	flag.DurationVar(&c.Wait, "wait", time.Minute, "bound on the update's arrival at every session")
 	flag.StringVar(&c.Dir, "dir", "", "directory of binaries, configurations and logs (default: a temporary one)")
 	flag.BoolVar(&c.Keep, "keep", false, "keep the temporary directory (logs)")
