@@ -49,6 +49,7 @@ func holdCmd(ctx context.Context, args []string, in io.Reader, stdout, stderr io
 	uri := fs.String("uri", "memo://board", "resource every session subscribes to")
 	concurrency := fs.Int("concurrency", 256, "sessions being opened at once")
 	timeout := fs.Duration("timeout", 30*time.Second, "bound on each step of opening a session")
+	cpuProfile := fs.String("cpuprofile", "", "write the loader's CPU profile (opening and rounds) to this file")
 	closeEnd := fs.Bool("close", false, "end the sessions one by one (DELETE) on quit, instead of letting the exit close their connections")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: mcpload hold --url URL [flags]\n\nHolds idle subscribed sessions and times the arrival of updates (commands on stdin: arm, collect UNIX_NS WAIT, quit).")
@@ -74,6 +75,14 @@ func holdCmd(ctx context.Context, args []string, in io.Reader, stdout, stderr io
 			o.Headers = map[string]string{}
 		}
 		o.Headers[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
+	if *cpuProfile != "" {
+		stop, err := startProfile(*cpuProfile)
+		if err != nil {
+			fmt.Fprintln(stderr, "mcpload hold:", err)
+			return exitError
+		}
+		defer stop()
 	}
 	// One connection for every few sessions' POSTs: they are idle once open.
 	o.MaxConns = max(*concurrency, 16)

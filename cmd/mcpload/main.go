@@ -236,19 +236,12 @@ func loadCmd(ctx context.Context, args []string, in io.Reader, stdout, stderr io
 	}
 
 	if f.cpuProfile != "" {
-		pf, err := os.Create(f.cpuProfile)
+		stop, err := startProfile(f.cpuProfile)
 		if err != nil {
 			fmt.Fprintln(stderr, "mcpload:", err)
 			return exitError
 		}
-		if err := pprof.StartCPUProfile(pf); err != nil {
-			fmt.Fprintln(stderr, "mcpload:", err)
-			return exitError
-		}
-		defer func() {
-			pprof.StopCPUProfile()
-			pf.Close()
-		}()
+		defer stop()
 	}
 	var progress func(loadgen.Progress)
 	var pp *progressPrinter
@@ -288,6 +281,22 @@ func loadCmd(ctx context.Context, args []string, in io.Reader, stdout, stderr io
 		return exitUntrusted
 	}
 	return exitOK
+}
+
+// startProfile starts a CPU profile of mcpload itself into path; stop ends it.
+func startProfile(path string) (stop func(), err error) {
+	pf, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(pf); err != nil {
+		pf.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		pf.Close()
+	}, nil
 }
 
 // buildConfig merges the scenario file (if any) with the flags that were given:
