@@ -157,7 +157,7 @@ func newDescs() descs {
 		cancellations:     d("backend_cancellations_total", "Forwarded requests cancelled by their client."),
 		refreshes:         d("backend_catalog_refreshes_total", "Backend catalog (tools, prompts, resources) refreshes."),
 		subscriptions:     d("upstream_subscriptions", "Resource subscriptions held upstream, each serving every subscribed client session."),
-		clientSessions:    d("upstream_client_sessions", "Upstream sessions of per-client backends open (stdio: child processes), against limits.max_upstream_sessions."),
+		clientSessions:    d("upstream_client_sessions", "Upstream sessions the router opened for some clients only, open (per-client backends: one per client session or 2026 principal, stdio: child processes; 2026 clients whose declared capabilities differ from the router's: one per capability set), against limits.max_upstream_sessions."),
 		clientSessWaiting: d("upstream_client_sessions_waiting", "Requests waiting for a per-client upstream session beyond limits.max_upstream_sessions."),
 		clientSessRefused: d("upstream_client_sessions_refused_total", "Requests refused as overloaded after waiting limits.upstream_session_wait for a per-client upstream session."),
 		unmatched:         d("backend_unmatched_responses_total", "Responses from backends that matched no request in flight (an id never sent, a second answer, an answer after its timeout or cancellation), dropped."),
