@@ -1,9 +1,11 @@
 package app
 
 import (
+	"log/slog"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestNegativeLimitDurations: a negative duration limit is refused, and the error says
@@ -52,4 +54,22 @@ func wantErr(t *testing.T, what string, err error, want string) bool {
 		return true
 	}
 	return false
+}
+
+// TestSessionIdleConfig: a backend's session_idle reaches the fleet's backend config; a
+// negative one is refused, naming the key.
+func TestSessionIdleConfig(t *testing.T) {
+	cfg, err := ParseConfig([]byte("backends:\n  - {name: a, url: 'http://127.0.0.1:9/mcp', session_idle: 90s}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc, err := fleetConfig(&cfg, slog.Default(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fc.Backends[0].SessionIdle; got != 90*time.Second {
+		t.Errorf("fleet SessionIdle = %v, want 90s", got)
+	}
+	_, err = ParseConfig([]byte("backends:\n  - {name: a, url: 'http://127.0.0.1:9/mcp', session_idle: -1s}\n"))
+	wantErr(t, "negative session_idle", err, "backends[0].session_idle: must not be negative")
 }
