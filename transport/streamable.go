@@ -530,7 +530,7 @@ func (s *HTTPServer) await(ctx *fasthttp.RequestCtx, p *httpPost) {
 		return
 	}
 	ctx.SetContentType("application/json")
-	ctx.SetBody(c.appendBody(ctx.Response.Body()[:0]))
+	ctx.SetBody(c.body(&p.tmp))
 	st := c.status
 	if p.stateless && st == 0 && s.cfg.StatusOf != nil {
 		st = s.cfg.StatusOf(ctx.Response.Body())
