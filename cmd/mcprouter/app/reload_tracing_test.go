@@ -18,9 +18,7 @@ import (
 // again ends its spans on the tracer that started them, which exports them and stops
 // (the replaced tracer waits for it); a call after that leaves no span.
 func TestReloadTracing(t *testing.T) {
-	for _, k := range []string{"OTEL_SDK_DISABLED", "OTEL_TRACES_EXPORTER", "OTEL_TRACES_SAMPLER", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_PROTOCOL"} {
-		t.Setenv(k, "")
-	}
+	clearOTelEnv(t)
 	recv := startReceiver(t)
 	backendURL, _ := startSeenBackend(t)
 	config := func(tracing string) string {

@@ -104,6 +104,28 @@ func (r *otlpReceiver) trace(id string) []*tracepb.Span {
 	return out
 }
 
+// serverAndCall picks, among the spans of one trace, the router's server span and its
+// backend call (client) span; either is nil when the trace has none.
+func serverAndCall(spans []*tracepb.Span) (srv, call *tracepb.Span) {
+	for _, s := range spans {
+		switch s.Kind {
+		case tracepb.Span_SPAN_KIND_SERVER:
+			srv = s
+		case tracepb.Span_SPAN_KIND_CLIENT:
+			call = s
+		}
+	}
+	return srv, call
+}
+
+// clearOTelEnv clears, for the test, the OTEL_* variables that would turn the SDK
+// off or send the spans elsewhere than the configuration says.
+func clearOTelEnv(t *testing.T) {
+	for _, k := range []string{"OTEL_SDK_DISABLED", "OTEL_TRACES_EXPORTER", "OTEL_TRACES_SAMPLER", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_PROTOCOL"} {
+		t.Setenv(k, "")
+	}
+}
+
 // has reports whether a server span named name arrived.
 func (r *otlpReceiver) has(name string) bool {
 	r.mu.Lock()
@@ -239,9 +261,7 @@ func attr(s *tracepb.Span, key string) string {
 // is on the spans; a request the router answers itself (initialize) has its span too.
 // The spans go over OTLP/HTTP, then over OTLP/gRPC.
 func TestTracingEndToEnd(t *testing.T) {
-	for _, k := range []string{"OTEL_SDK_DISABLED", "OTEL_TRACES_EXPORTER", "OTEL_TRACES_SAMPLER", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_PROTOCOL"} {
-		t.Setenv(k, "")
-	}
+	clearOTelEnv(t)
 	t.Run("otlp-http", func(t *testing.T) {
 		recv := startReceiver(t)
 		checkTracing(t, recv, fmt.Sprintf("{enabled: true, endpoint: %q, sample_ratio: 1}", recv.url))
@@ -305,15 +325,7 @@ backends:
 	}
 	for i, trace := range []string{traceH, traceM, traceE} {
 		spans := recv.trace(trace)
-		var srv, call *tracepb.Span
-		for _, s := range spans {
-			switch s.Kind {
-			case tracepb.Span_SPAN_KIND_SERVER:
-				srv = s
-			case tracepb.Span_SPAN_KIND_CLIENT:
-				call = s
-			}
-		}
+		srv, call := serverAndCall(spans)
 		if len(spans) != 2 || srv == nil || call == nil {
 			t.Fatalf("trace %s: %d spans (server %v, client %v), want a server span and a backend call", trace, len(spans), srv != nil, call != nil)
 		}

@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-
 	"github.com/mcprouter/mcprouter/cmd/mcprouter/app"
 	"github.com/mcprouter/mcprouter/transport/sse"
 )
@@ -88,9 +86,7 @@ func (c *legacyClient) call(id int, body string, headers ...string) string {
 // own message endpoint: the server span is the client span's child, and the backend
 // sees the call span's context.
 func TestLegacyTraceHeaders(t *testing.T) {
-	for _, k := range []string{"OTEL_SDK_DISABLED", "OTEL_TRACES_EXPORTER", "OTEL_TRACES_SAMPLER", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_PROTOCOL"} {
-		t.Setenv(k, "")
-	}
+	clearOTelEnv(t)
 	recv := startReceiver(t)
 	backendURL, saw := startSeenBackend(t)
 	cfg, err := app.ParseConfig([]byte(fmt.Sprintf(`listen: 127.0.0.1:0
@@ -131,15 +127,7 @@ virtual_servers:
 	}
 	for i, path := range []string{"/sse", "/mcp/v/sse"} {
 		trace := traces[path]
-		var srv, call *tracepb.Span
-		for _, s := range recv.trace(trace) {
-			switch s.Kind {
-			case tracepb.Span_SPAN_KIND_SERVER:
-				srv = s
-			case tracepb.Span_SPAN_KIND_CLIENT:
-				call = s
-			}
-		}
+		srv, call := serverAndCall(recv.trace(trace))
 		if srv == nil || call == nil {
 			t.Fatalf("%s: no server span and backend call in trace %s: the header was not continued", path, trace)
 		}
