@@ -53,6 +53,10 @@ func startRouterBin(t testing.TB, bin string, args ...string) *routerProc {
 	return p
 }
 
+// writeConfig is the path of a configuration file holding yaml (the one kind every
+// test package writes: testbin.RouterConfig).
+func writeConfig(t testing.TB, yaml string) string { return testbin.RouterConfig(t, yaml) }
+
 // stop ends the process if it is still running: SIGTERM, then SIGKILL after a timeout.
 func (p *routerProc) stop(t testing.TB) {
 	if !p.Stop(testTimeout) {

@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -52,15 +51,6 @@ const bothAccept = "application/json, text/event-stream"
 
 func initBody(caps string) string {
 	return `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":` + caps + `,"clientInfo":{"name":"attack","version":"1"}}}`
-}
-
-func writeConfig(t testing.TB, yaml string) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "mcprouter.yaml")
-	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }
 
 // TestAttackTableFill: a client on 127.0.0.2 opening sessions as fast as it can (a

@@ -1,6 +1,8 @@
 package testbin
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -75,5 +77,16 @@ func TestLog(t *testing.T) {
 	}
 	if got := LogValue(`msg=b`, "y"); got != "" {
 		t.Errorf("LogValue of a missing key = %q", got)
+	}
+}
+
+// TestRouterConfig: each call writes its own file, which holds what was given.
+func TestRouterConfig(t *testing.T) {
+	a, b := RouterConfig(t, "listen: 127.0.0.1:0\n"), RouterConfig(t, "")
+	if a == b || filepath.Base(a) != "mcprouter.yaml" {
+		t.Fatalf("paths %s and %s: want two files named mcprouter.yaml", a, b)
+	}
+	if got, err := os.ReadFile(a); err != nil || string(got) != "listen: 127.0.0.1:0\n" {
+		t.Fatalf("%s holds %q (%v)", a, got, err)
 	}
 }

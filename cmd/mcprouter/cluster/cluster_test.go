@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -651,13 +650,9 @@ func TestListChangedReachesEveryInstance(t *testing.T) {
 func TestInstanceKilled(t *testing.T) {
 	nodes, backend := startCluster(t)
 	const lease = time.Minute
-	cfgFile := filepath.Join(t.TempDir(), "a.yaml")
 	cfg := fmt.Sprintf("listen: 127.0.0.1:0\nadmin: {listen: \"off\"}\nbackends:\n  - {name: ref, url: %q, prefix: \"\"}\nnats: {url: %q, name: doomed, replicas: 3, lease: %s}\n",
 		backend.URL(), nodes[0].url(), lease)
-	if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	doomed := testbin.Start(t, testbin.Spec{Bin: testbin.Build(t, testbin.Router), Args: []string{"--config", cfgFile}, Ready: []string{"mcprouter listening"}})
+	doomed := testbin.StartRouter(t, "--config", testbin.RouterConfig(t, cfg))
 	bcfg := routerConfig("b", nodes[1].url(), backend.URL())
 	bcfg.NATS.Lease = lease
 	b := apptest.Start(t, bcfg, quiet(t), 10*time.Second)

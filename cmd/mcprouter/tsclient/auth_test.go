@@ -3,8 +3,6 @@ package tsclient
 import (
 	"fmt"
 	"net/url"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/mcprouter/mcprouter/cmd/mcpbackend/mcpbackendtest"
@@ -36,14 +34,9 @@ func TestTypeScriptClientAuth(t *testing.T) {
 	// the kernel just handed out.
 	addr := testbin.FreeAddr(t)
 	resource := "http://" + addr + "/mcp"
-	cfgPath := filepath.Join(t.TempDir(), "mcprouter.yaml")
 	cfg := fmt.Sprintf("backends:\n  - {name: ref, url: %q}\nauth:\n  mode: jwt\n  resource: %s\n  issuer: %s\n  required_scopes: [mcp]\n",
 		be.URL(), resource, op.Issuer)
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	bin := testbin.Build(t, testbin.Router)
-	testbin.Start(t, testbin.Spec{Bin: bin, Args: []string{"--config", cfgPath, "--listen", addr}, Ready: []string{"mcprouter listening"}})
+	testbin.StartRouter(t, "--config", testbin.RouterConfig(t, cfg), "--listen", addr)
 
 	run := func(t *testing.T, kind, target, token string) authResult {
 		return runScript[authResult](t, nodeBin, "auth.mjs", sdk, kind, target, token)

@@ -10,8 +10,6 @@ package tsclient
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 
@@ -46,12 +44,7 @@ func startRouter(t *testing.T, url, era string) string {
 	if era != "" {
 		cfg += fmt.Sprintf("    era: %q\n", era)
 	}
-	cfgPath := filepath.Join(t.TempDir(), "mcprouter.yaml")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	bin := testbin.Build(t, testbin.Router)
-	p := testbin.Start(t, testbin.Spec{Bin: bin, Args: []string{"--config", cfgPath, "--listen", "127.0.0.1:0"}, Ready: []string{"mcprouter listening"}})
+	p := testbin.StartRouter(t, "--config", testbin.RouterConfig(t, cfg), "--listen", "127.0.0.1:0")
 	return "http://" + p.Addr() + "/mcp"
 }
 

@@ -4,8 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -52,12 +50,7 @@ virtual_servers:
       resource: http://%[3]s/mcp/team
       bearer_tokens: [{principal: bob, sha256: %[5]q}]
 `, a.URL(), b.URL(), addr, hash("ts-policy-bob"), hash("ts-policy-team-bob"))
-	cfgPath := filepath.Join(t.TempDir(), "mcprouter.yaml")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	bin := testbin.Build(t, testbin.Router)
-	testbin.Start(t, testbin.Spec{Bin: bin, Args: []string{"--config", cfgPath, "--listen", addr}, Ready: []string{"mcprouter listening"}})
+	testbin.StartRouter(t, "--config", testbin.RouterConfig(t, cfg), "--listen", addr)
 
 	for _, c := range []struct {
 		name, path, token, allowed, denied, says string

@@ -74,7 +74,7 @@ func TestTypeScriptClient(t *testing.T) {
 	nodeBin, sdk := node(t)
 	bin := testbin.Build(t, testbin.Router)
 	// No configuration: the router runs its two reference backends in-process.
-	addr := testbin.Start(t, testbin.Spec{Bin: bin, Args: []string{"--listen", "127.0.0.1:0"}, Ready: []string{"mcprouter listening"}}).Addr()
+	addr := testbin.StartRouter(t, "--listen", "127.0.0.1:0").Addr()
 
 	// The TypeScript client always offers its latest revision; the other revisions are
 	// covered by the Go clients and the HTTP rule tables.
