@@ -116,6 +116,16 @@ func aliceBobAuth(addr string) string {
 `, addr, requiredScope, sha256Hex(aliceToken), sha256Hex(bobToken))
 }
 
+// startAliceBobRouter starts a stateless router that knows alice and bob (aliceBobAuth)
+// in front of the one backend at backend, named b without a prefix (entry: more lines
+// of its entry), with its admin listener on a port of its own.
+func startAliceBobRouter(t *testing.T, backend, entry string) *routerProc {
+	t.Helper()
+	addr := testbin.FreeAddr(t)
+	cfg := fmt.Sprintf("stateless: on\nadmin: {listen: \"127.0.0.1:0\"}\nbackends:\n  - name: b\n    prefix: \"\"\n%s    url: http://%s/mcp\n", entry, backend)
+	return startRouter(t, "--config", writeConfig(t, cfg+aliceBobAuth(addr)), "--listen", addr)
+}
+
 // authClient is an HTTP client that presents token (none when "").
 func authClient(token string) *http.Client {
 	return &http.Client{Timeout: testTimeout, Transport: &bearerTransport{token: token, base: http.DefaultTransport}}

@@ -398,16 +398,7 @@ func TestErasPerClientBackend(t *testing.T) {
 	testbin.Long(t, "starts processes")
 	for _, era := range backendEras {
 		t.Run(era, func(t *testing.T) {
-			addr := testbin.FreeAddr(t)
-			cfg := fmt.Sprintf(`stateless: on
-admin: {listen: "127.0.0.1:0"}
-backends:
-  - name: b
-    prefix: ""
-    sessions: per-client
-    url: http://%s/mcp
-`, startEraBackend(t, era)) + aliceBobAuth(addr)
-			p := startRouter(t, "--config", writeConfig(t, cfg), "--listen", addr)
+			p := startAliceBobRouter(t, startEraBackend(t, era), "    sessions: per-client\n")
 			metrics := adminURL(t, p) + "/metrics"
 			ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 			defer cancel()

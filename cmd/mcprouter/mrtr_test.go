@@ -7,7 +7,6 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
 	"regexp"
 	"strings"
@@ -181,15 +180,7 @@ func TestInputRequiredTranslation(t *testing.T) {
 // router/fleet TestOpenState.)
 func TestInputRequiredPrincipal(t *testing.T) {
 	testbin.Long(t, "starts processes")
-	addr := testbin.FreeAddr(t)
-	cfg := fmt.Sprintf(`stateless: on
-admin: {listen: "127.0.0.1:0"}
-backends:
-  - name: b
-    prefix: ""
-    url: http://%s/mcp
-`, startEraBackend(t, "legacy")) + aliceBobAuth(addr)
-	p := startRouter(t, "--config", writeConfig(t, cfg), "--listen", addr)
+	p := startAliceBobRouter(t, startEraBackend(t, "legacy"), "")
 
 	key, state := askSampleAs(t, p, aliceToken, "hi")
 	status, a := sampleCallAs(t, p, bobToken, "hi", retryParams(key, "x", state))
