@@ -70,7 +70,7 @@ type Options struct {
 	// ParseSourceAddrs): on loopback, 127.0.0.2, 127.0.0.3, ... each add a range of
 	// ephemeral ports, for more connections to one destination than one address has.
 	// Empty: the system chooses.
-	SourceAddrs []string
+	SourceAddrs []string `json:",omitempty"`
 	// MaxConns bounds the HTTP connections for POSTs. Default 1024.
 	MaxConns int
 	// MaxMessage bounds one reply or event in bytes. Default 16 MiB.
