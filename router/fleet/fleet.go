@@ -97,6 +97,7 @@ func New(cfg Config) *Fleet {
 		info: modern.AppendImplementation(nil, cfg.ClientName, cfg.ClientVersion), probe: 2 * cfg.HealthTimeout}
 	keep.conns = f.conns
 	f.sessions = newSessions(f.life, f.conns, &f.Stats, cfg.MaxUpstreamSessions, cfg.UpstreamSessionWait)
+	f.sessions.endListeners = f.endListenersWith
 	f.fwd = &forwarder{life: f.life, table: f.table, sessions: f.sessions, rep: &f.rep, stats: &f.Stats}
 	keep.lost, keep.up = f.fwd.connLost, f.instanceUp
 	f.srv = newServerRequests(f.life, f.table, f.log, &f.Stats, cfg.MaxServerRequests, cfg.ServerRequestTimeout)

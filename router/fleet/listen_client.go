@@ -129,6 +129,13 @@ func (f *Fleet) endListener(l *clientListener, reply []byte) {
 	l.mu.Unlock()
 }
 
+// endListenersWith ends each of ls with the error code and msg (sessions.endListeners).
+func (f *Fleet) endListenersWith(ls []*clientListener, code int, msg string) {
+	for _, l := range ls {
+		f.endListener(l, codec.AppendError(nil, l.id, code, msg, nil))
+	}
+}
+
 // offers reports whether any backend declares the capability cap (tools, prompts,
 // resources): the list changes the router can tell of.
 func (f *Fleet) offers(cap string) bool {

@@ -3,7 +3,10 @@ package fleet
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
+
+	"github.com/mcprouter/mcprouter/codec"
 )
 
 // subscriptions/listen of 2026-07-28 clients for the resources of a per-client 2025
@@ -185,9 +188,10 @@ func (ss *sessions) restoreListens(c *upConn) {
 
 // relistenTries bounds the attempts at replacing a principal's dead upstream session
 // for its listen streams; the waits between them double from relistenMin up to
-// relistenMax (a minute and a half in all): a backend being restarted is back by then,
-// and one that is not is left to the principal's next request.
-const (
+// relistenMax (a minute and a half in all): a backend being restarted is back by then;
+// when it is not, the listen streams end with CodeBackendUnavailable, and their clients
+// may listen again. Variables, so that a test can make them short.
+var (
 	relistenTries = 12
 	relistenMin   = 100 * time.Millisecond
 	relistenMax   = 10 * time.Second
@@ -238,7 +242,7 @@ func (ps *principalState) listened(b *backend) []string {
 // relisten gives ps an upstream session with b again (its dead one is dropped) and
 // subscribes it to what ps's listen streams listen to on b, trying relistenTries times
 // with backoff; it stops as soon as nothing listens, ps is let go, b is removed or the
-// fleet closes.
+// fleet closes, and after the last try ends the listen streams (endListeners).
 func (ss *sessions) relisten(ps *principalState, b *backend) {
 	wait := relistenMin
 	var err error
@@ -260,7 +264,29 @@ func (ss *sessions) relisten(ps *principalState, b *backend) {
 		}
 		wait = min(2*wait, relistenMax)
 	}
-	ss.conns.log.Warn("a principal's listen streams stay without updates: no new upstream session", "backend", b.cfg.Name, "tries", relistenTries, "err", err)
+	ss.conns.log.Warn("a principal's listen streams end: no new upstream session", "backend", b.cfg.Name, "tries", relistenTries, "err", err)
+	if ss.endListeners != nil {
+		ss.endListeners(ps.listenersOf(b), codec.CodeBackendUnavailable,
+			"backend "+b.cfg.Name+" unreachable: its updates cannot be listened to (listen again later)")
+	}
+}
+
+// listenersOf returns ps's listen streams that listen to b.
+func (ps *principalState) listenersOf(b *backend) []*clientListener {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	var ls []*clientListener
+	for key, set := range ps.listens {
+		if key.b != b {
+			continue
+		}
+		for l := range set {
+			if !slices.Contains(ls, l) {
+				ls = append(ls, l)
+			}
+		}
+	}
+	return ls
 }
 
 // resubscribe opens (or finds) ps's upstream session with a healthy instance of b and

@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/internal/testwait"
 	"github.com/mcprouter/mcprouter/router"
 	"github.com/mcprouter/mcprouter/transport/upstream"
@@ -98,6 +99,60 @@ func TestListenPrincipalRevived(t *testing.T) {
 	})
 	if !first.dead() {
 		t.Fatal("the first upstream session is still alive")
+	}
+	f.sessions.unlisten(l)
+}
+
+// TestListenPrincipalLost: when the principal's upstream session cannot be replaced
+// (the backend comes back without MCP), its listen streams on that backend end with
+// CodeBackendUnavailable, so that their clients know they went quiet.
+func TestListenPrincipalLost(t *testing.T) {
+	tries, lo, hi := relistenTries, relistenMin, relistenMax
+	relistenTries, relistenMin, relistenMax = 2, 10*time.Millisecond, 20*time.Millisecond
+	t.Cleanup(func() { relistenTries, relistenMin, relistenMax = tries, lo, hi })
+
+	rb := &restartableBackend{subscribed: make(chan string, 4)}
+	rb.start(t)
+	url := "http://" + rb.addr + "/mcp"
+	f := New(Config{Logger: slog.New(slog.DiscardHandler), Backends: []BackendConfig{{
+		Name: "board", Timeout: 2 * time.Second, Era: Era2025, PerClient: true,
+		Dialers: []Dialer{{Addr: url, Dial: func(ctx context.Context, sink upstream.Sink) (upstream.Conn, error) {
+			return upstream.DialHTTP(ctx, url, upstream.HTTPOptions{Name: "board", NoRenew: true}, sink)
+		}}},
+	}}})
+	type ended struct {
+		ls   []*clientListener
+		code int
+	}
+	endedCh := make(chan ended, 1)
+	f.sessions.endListeners = func(ls []*clientListener, code int, _ string) { endedCh <- ended{ls, code} }
+	f.Start(10 * time.Second)
+	t.Cleanup(f.Close)
+	b := f.set.all()[0]
+	testwait.For(t, "the backend's capabilities known", 10*time.Second, func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.caps != nil
+	})
+	l := &clientListener{sess: new(router.Session)}
+	if err := f.listenPrincipal(l, b, "memo://board"); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Recv(t, "the subscription", 10*time.Second, rb.subscribed)
+
+	// The backend is replaced by a server that knows no MCP: the session is lost and
+	// no new one can be opened.
+	rb.hs.Close()
+	lis, err := net.Listen("tcp", rb.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := &http.Server{Handler: http.NotFoundHandler()}
+	go gone.Serve(lis)
+	t.Cleanup(func() { gone.Close() })
+	got := testwait.Recv(t, "the listen streams ended", 30*time.Second, endedCh)
+	if len(got.ls) != 1 || got.ls[0] != l || got.code != codec.CodeBackendUnavailable {
+		t.Fatalf("ended %d listeners (first is ours: %t) with code %d, want ours with %d", len(got.ls), len(got.ls) > 0 && got.ls[0] == l, got.code, codec.CodeBackendUnavailable)
 	}
 	f.sessions.unlisten(l)
 }

@@ -45,6 +45,10 @@ type sessions struct {
 	// reaper starts the goroutine that closes idle sessions (principals and caps),
 	// with the first of them.
 	reaper sync.Once
+	// endListeners ends listen streams with an error reply (the fleet's
+	// endListener): relisten's last resort, so that their clients learn that the
+	// streams went quiet and can listen again.
+	endListeners func(ls []*clientListener, code int, msg string)
 
 	mu sync.Mutex
 	m  map[*router.Session]*sessionState
