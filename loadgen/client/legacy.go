@@ -44,7 +44,7 @@ func (d *Dialer) dialSSE(index int, deadline time.Time) (Session, error) {
 	for k, v := range d.o.Headers {
 		req.Header.Set(k, v)
 	}
-	resp, err := d.streams.Do(req)
+	resp, err := d.doStream(req)
 	if err != nil {
 		cancel()
 		if !timer.Stop() {

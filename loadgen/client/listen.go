@@ -119,7 +119,7 @@ func (l *listenStream) open(deadline time.Time) (conn, *sse.Reader, error) {
 	}
 	req.Header.Set(hdrProtocol, s.version)
 	req.Header.Set(hdrMethod, "subscriptions/listen")
-	resp, err := s.d.streams.Do(req)
+	resp, err := s.d.doStream(req)
 	if err != nil {
 		if ctx.Err() != nil && l.ctx.Err() == nil {
 			return fail(&Error{Class: ClassTimeout, Err: ErrTimeout, Msg: "subscriptions/listen"})

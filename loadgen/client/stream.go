@@ -84,7 +84,7 @@ func (g *getStream) connect(deadline time.Time) (conn, error) {
 	if len(g.lastID) > 0 {
 		req.Header.Set(sse.HeaderLastEventID, string(g.lastID))
 	}
-	resp, err := g.s.d.streams.Do(req)
+	resp, err := g.s.d.doStream(req)
 	if !timer.Stop() && err == nil {
 		resp.Body.Close()
 		err = context.DeadlineExceeded
