@@ -26,18 +26,22 @@ type headerCache struct {
 
 // check judges the stateless tools/call x of tool name (exposed), routed to b by cat;
 // a rejection is answered by the caller.
-func (th *toolHeaders) check(cat *catalog, name string, b *backend, x *transport.Exchange) modern.Reject {
+//
+// name is the request's bytes: made a string only to be stored, on a tool's first call
+// in a snapshot, so that the lookup of every other call allocates nothing.
+func (th *toolHeaders) check(cat *catalog, name []byte, b *backend, x *transport.Exchange) modern.Reject {
 	c := th.cur.Load()
 	if c == nil || c.gen != cat.gen {
 		c = &headerCache{gen: cat.gen}
 		th.cur.Store(c)
 	}
 	var decls []modern.ParamHeader
-	if v, ok := c.m.Load(name); ok {
+	if v, ok := c.m.Load(string(name)); ok {
 		decls = v.([]modern.ParamHeader)
 	} else {
-		decls = modern.ParamHeaders(cat.toolRaw(name, b))
-		c.m.Store(name, decls)
+		key := string(name)
+		decls = modern.ParamHeaders(cat.toolRaw(key, b))
+		c.m.Store(key, decls)
 	}
 	if len(decls) == 0 {
 		return modern.Reject{}

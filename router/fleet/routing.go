@@ -68,7 +68,7 @@ func (rt *routing) request(s *router.Session, x *transport.Exchange) bool {
 		}
 		b, strip = r.b, r.strip
 		if x.Stateless && x.Carrier == transport.CarrierStreamable && what == "tool" {
-			if rej := rt.params.check(cat, string(name), b, x); !rej.OK() {
+			if rej := rt.params.check(cat, name, b, x); !rej.OK() {
 				x.SetStatus(rej.Status)
 				return rt.rep.replyErr(x, rej.Code, rej.Message)
 			}
