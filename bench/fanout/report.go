@@ -18,6 +18,46 @@ const (
 	TargetP99Sessions = 10000
 )
 
+// Targets of issue 15, against the TCP floor measured in the same run: the router's CPU
+// per delivery (servers and clients) at most TargetFloorCPU times the floor's at each of
+// TargetFloorSizes, and its p99 at TargetP99Sessions at most TargetFloorP99 times the
+// floor's.
+const (
+	TargetFloorCPU = 1.25
+	TargetFloorP99 = 1.2
+)
+
+// TargetFloorSizes are the sizes TargetFloorCPU applies to.
+var TargetFloorSizes = []int{1000, 10000}
+
+// FloorTargetsMet reports issue 15's targets (see TargetFloorCPU) and the ratios they
+// were judged on; measured is false for a target the run could not judge (no floor, or
+// none of its sizes).
+func (r *Report) FloorTargetsMet() (cpuOK, p99OK, cpuMeasured, p99Measured bool, notes []string) {
+	if !r.Floor {
+		return false, false, false, false, nil
+	}
+	cpuOK = true
+	for _, s := range r.Sizes {
+		for _, n := range TargetFloorSizes {
+			if s.Sessions != n {
+				continue
+			}
+			cpuMeasured = true
+			ratio := cpuRatio(s.Router, s.Floor)
+			cpuOK = cpuOK && ratio > 0 && ratio <= TargetFloorCPU && s.Router.Misses == 0
+			notes = append(notes, fmt.Sprintf("CPU %.2fx at %d", ratio, n))
+		}
+		if s.Sessions == TargetP99Sessions && s.Floor.P99 > 0 {
+			p99Measured = true
+			ratio := float64(s.Router.P99) / float64(s.Floor.P99)
+			p99OK = ratio <= TargetFloorP99 && s.Router.Misses == 0
+			notes = append(notes, fmt.Sprintf("p99 %.2fx at %d", ratio, s.Sessions))
+		}
+	}
+	return cpuOK && cpuMeasured, p99OK, cpuMeasured, p99Measured, notes
+}
+
 // Environment describes the run for the report: what a reader needs to judge the figures.
 type Environment struct {
 	Command   string // the command line, as a reader would type it
@@ -174,6 +214,12 @@ func (r *Report) Markdown(env Environment) string {
 	} else {
 		b.WriteString("not measured in this run")
 	}
+	if cpuOK, fp99OK, cpuMeasured, fp99Measured, notes := r.FloorTargetsMet(); cpuMeasured || fp99Measured {
+		fmt.Fprintf(&b, ".\nAgainst the TCP floor (issue 15): router/floor CPU per delivery at most %.2f at %s sessions: %s;"+
+			" router p99 at %d sessions at most %.1fx the floor's: %s (%s)",
+			TargetFloorCPU, joinInts(TargetFloorSizes), floorWord(cpuOK, cpuMeasured), TargetP99Sessions, TargetFloorP99,
+			floorWord(fp99OK, fp99Measured), strings.Join(notes, ", "))
+	}
 	b.WriteString(".\n\nHow it is measured:\n")
 	fmt.Fprintf(&b, "- Per size, %d warm-up update(s), then %d measured updates, one at a time, alternating\n"+
 		"  router and NATS update by update (so both see the same background load), with a pause\n"+
@@ -225,6 +271,26 @@ func writeRow(b *strings.Builder, cells []string) {
 		b.WriteString("| " + c + " ")
 	}
 	b.WriteString("|\n")
+}
+
+// floorWord is metWord for a target that may not have been measured.
+func floorWord(ok, measured bool) string {
+	if !measured {
+		return "not measured in this run"
+	}
+	return metWord(ok)
+}
+
+// joinInts spells sizes as "1000 and 10000".
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = strconv.Itoa(n)
+	}
+	if len(s) < 2 {
+		return strings.Join(s, "")
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
 }
 
 func metWord(ok bool) string {

@@ -164,6 +164,10 @@ func run() error {
 	ratioOK, p99OK, p99Measured := rep.TargetsMet()
 	fmt.Printf("targets: ratio >= %.1f: %v; p99 at %d < %v: %v (measured %v)\n",
 		fanout.TargetRatio, ratioOK, fanout.TargetP99Sessions, fanout.TargetP99, p99OK, p99Measured)
+	if cpuOK, fp99OK, cpuMeasured, fp99Measured, notes := rep.FloorTargetsMet(); cpuMeasured || fp99Measured {
+		fmt.Printf("against the floor: CPU <= %.2fx: %v; p99 at %d <= %.1fx: %v (%s)\n",
+			fanout.TargetFloorCPU, cpuOK, fanout.TargetP99Sessions, fanout.TargetFloorP99, fp99OK, strings.Join(notes, ", "))
+	}
 	if *out == "" {
 		return target.Close()
 	}
