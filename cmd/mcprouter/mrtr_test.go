@@ -12,34 +12,21 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcprouter/mcprouter/internal/mcpraw"
 	"github.com/mcprouter/mcprouter/internal/testbin"
 )
 
 // sampleMeta is a per-request _meta declaring the sampling capability.
 const sampleMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}`
 
-// mrtrAnswer is a JSON-RPC answer of the router, as far as these tests read it.
-type mrtrAnswer struct {
-	Result struct {
-		ResultType    string                     `json:"resultType"`
-		InputRequests map[string]json.RawMessage `json:"inputRequests"`
-		RequestState  string                     `json:"requestState"`
-		Content       []struct{ Text string }    `json:"content"`
-	}
-	Error *struct {
-		Code    int
-		Message string
-	}
-}
-
 // sampleCall posts a tools/call of the backend's sample tool with prompt, and extra
 // params members (the retry's), and returns the status and the answer.
-func sampleCall(t *testing.T, p *routerProc, prompt, extra string) (int, mrtrAnswer) {
+func sampleCall(t *testing.T, p *routerProc, prompt, extra string) (int, mcpraw.Answer) {
 	return sampleCallAs(t, p, "", prompt, extra)
 }
 
 // sampleCallAs is sampleCall presenting the bearer token (none when "").
-func sampleCallAs(t *testing.T, p *routerProc, token, prompt, extra string) (int, mrtrAnswer) {
+func sampleCallAs(t *testing.T, p *routerProc, token, prompt, extra string) (int, mcpraw.Answer) {
 	t.Helper()
 	return toolCallAs(t, p, token, "sample", `{"prompt":"`+prompt+`"}`, sampleMeta+extra)
 }
@@ -47,7 +34,7 @@ func sampleCallAs(t *testing.T, p *routerProc, token, prompt, extra string) (int
 // toolCallAs posts a 2026-07-28 tools/call of tool with arguments args and the further
 // params members rest (its _meta, a retry's members), presenting the bearer token (none
 // when ""), and returns the status and the answer.
-func toolCallAs(t *testing.T, p *routerProc, token, tool, args, rest string) (int, mrtrAnswer) {
+func toolCallAs(t *testing.T, p *routerProc, token, tool, args, rest string) (int, mcpraw.Answer) {
 	t.Helper()
 	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"` + tool + `","arguments":` + args + `,` + rest + `}}`
 	resp := postModernAs(t, p, token, body, "tools/call", tool)
@@ -58,7 +45,7 @@ func toolCallAs(t *testing.T, p *routerProc, token, tool, args, rest string) (in
 	if m := sseData.FindAllSubmatch(raw, -1); len(m) > 0 {
 		data = m[len(m)-1][1]
 	}
-	var a mrtrAnswer
+	var a mcpraw.Answer
 	if err := json.Unmarshal(data, &a); err != nil {
 		t.Fatalf("answer %q: %v", raw, err)
 	}
@@ -96,7 +83,7 @@ func askSampleAs(t *testing.T, p *routerProc, token, prompt string) (key, state 
 
 // wantText fails the test unless the answer (to what) is a 200 result whose first
 // content is text: the backend's result, made with the client's answer.
-func wantText(t *testing.T, what string, status int, a mrtrAnswer, text string) {
+func wantText(t *testing.T, what string, status int, a mcpraw.Answer, text string) {
 	t.Helper()
 	if status != 200 || a.Error != nil || len(a.Result.Content) == 0 || a.Result.Content[0].Text != text {
 		t.Fatalf("%s: %d %+v, want the backend's result %q", what, status, a, text)
@@ -105,7 +92,7 @@ func wantText(t *testing.T, what string, status int, a mrtrAnswer, text string) 
 
 // wantInvalidParams fails the test unless the answer (to what) is a 400 with an
 // invalid params error (-32602) whose message says each of says.
-func wantInvalidParams(t *testing.T, what string, status int, a mrtrAnswer, says ...string) {
+func wantInvalidParams(t *testing.T, what string, status int, a mcpraw.Answer, says ...string) {
 	t.Helper()
 	ok := status == 400 && a.Error != nil && a.Error.Code == -32602
 	for _, s := range says {
