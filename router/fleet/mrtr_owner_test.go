@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcprouter/mcprouter/internal/mcpraw"
 	"github.com/mcprouter/mcprouter/internal/testwait"
 	"github.com/mcprouter/mcprouter/loadgen/sdktest"
 	"github.com/mcprouter/mcprouter/router"
@@ -152,18 +153,7 @@ func (n *ownerNode) callTool(t testing.TB, tool, extra string) (*relayClient, *t
 }
 
 // ownerAnswer is what the tests read of an answer.
-type ownerAnswer struct {
-	Result struct {
-		ResultType    string                     `json:"resultType"`
-		InputRequests map[string]json.RawMessage `json:"inputRequests"`
-		RequestState  string                     `json:"requestState"`
-		Content       []struct{ Text string }    `json:"content"`
-	}
-	Error *struct {
-		Code    int
-		Message string
-	}
-}
+type ownerAnswer = mcpraw.Answer
 
 // answer waits for c's reply.
 func (c *relayClient) answer(t testing.TB) ownerAnswer {
