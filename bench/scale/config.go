@@ -46,6 +46,9 @@ type Config struct {
 	// Bins are prebuilt mcprouter, mcpbackend and mcpload binaries by name; the
 	// missing ones are built with go build.
 	Bins map[string]string
+	// LoaderProfiles makes each loader write its CPU profile and its heap profile
+	// (once its sessions are open) beside its log in Dir.
+	LoaderProfiles bool
 	// Logf receives progress lines (default: none).
 	Logf func(format string, args ...any)
 }

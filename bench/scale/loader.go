@@ -36,9 +36,14 @@ func startLoader(name, bin, logPath string, n int, urls []string, c *Config) (*l
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, "hold", "--url", strings.Join(urls, ","), "--sessions", fmt.Sprint(n),
+	args := []string{"hold", "--url", strings.Join(urls, ","), "--sessions", fmt.Sprint(n),
 		"--protocol", c.Protocol, "--uri", "memo://board", "--source-addrs", c.SourceAddrs,
-		"--concurrency", fmt.Sprint(c.Concurrency))
+		"--concurrency", fmt.Sprint(c.Concurrency)}
+	if c.LoaderProfiles {
+		base := strings.TrimSuffix(logPath, ".log")
+		args = append(args, "--cpuprofile", base+".cpu.pprof", "--memprofile", base+".heap.pprof")
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.SysProcAttr = childAttr()
 	cmd.Stderr = logf
 	l := &loader{name: name, sessions: n, cmd: cmd, lines: make(chan string, 4), done: make(chan struct{})}

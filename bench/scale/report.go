@@ -41,8 +41,9 @@ type ProcStats struct {
 	// CPU is the CPU time used over the update; Received the loader's receipts.
 	CPU      time.Duration
 	Received int64
-	// OpenTime is a loader's time to open its sessions.
-	OpenTime time.Duration
+	// OpenTime is a loader's time to open its sessions; OpenCPU the CPU time the
+	// process used meanwhile.
+	OpenTime, OpenCPU time.Duration
 }
 
 // perSession is the memory per held session above the empty process.
@@ -73,6 +74,7 @@ func sum(ps []ProcStats, name string) ProcStats {
 		t.RSSAfter += p.RSSAfter
 		t.FDs += p.FDs
 		t.CPU += p.CPU
+		t.OpenCPU += p.OpenCPU
 		t.Received += p.Received
 		t.OpenTime = max(t.OpenTime, p.OpenTime)
 	}
@@ -113,15 +115,15 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintf(w, "first failure to open: %s\n\n", r.FirstOpenError)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.Debug)
-	fmt.Fprintln(tw, "| process\t sessions\t RSS empty\t RSS held\t per session\t fds\t CPU over the update\t CPU per delivery\t")
-	fmt.Fprintln(tw, "|---\t---\t---\t---\t---\t---\t---\t---\t")
+	fmt.Fprintln(tw, "| process\t sessions\t RSS empty\t RSS held\t per session\t fds\t CPU per session opened\t CPU over the update\t CPU per delivery\t")
+	fmt.Fprintln(tw, "|---\t---\t---\t---\t---\t---\t---\t---\t---\t")
 	row := func(p ProcStats, delivered int64) {
 		before := "-"
 		if p.RSSBefore > 0 {
 			before = mib(p.RSSBefore)
 		}
-		fmt.Fprintf(tw, "| %s\t %d\t %s\t %s\t %s\t %d\t %v\t %s\t\n", p.Name, p.Sessions, before, mib(p.RSSAfter),
-			kib(p.perSession()), p.FDs, p.CPU.Round(time.Millisecond), us(perDelivery(p.CPU, delivered)))
+		fmt.Fprintf(tw, "| %s\t %d\t %s\t %s\t %s\t %d\t %s\t %v\t %s\t\n", p.Name, p.Sessions, before, mib(p.RSSAfter),
+			kib(p.perSession()), p.FDs, us(perDelivery(p.OpenCPU, int64(p.Sessions))), p.CPU.Round(time.Millisecond), us(perDelivery(p.CPU, delivered)))
 	}
 	for _, p := range r.Routers {
 		row(p, int64(p.Sessions)*r.Received/max(int64(r.Held), 1))
@@ -139,6 +141,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintf(w, " %.0f", rate(p.Sessions, p.OpenTime))
 	}
 	fmt.Fprintln(w, ")")
+	rt, ld := sum(r.Routers, ""), sum(r.Loaders, "")
+	fmt.Fprintf(w, "- opening per CPU-second (what the code does on any machine): routers %.0f sessions/s (%s each), loaders %.0f/s (%s each)\n",
+		perCPUSecond(rt.OpenCPU, r.Held), us(perDelivery(rt.OpenCPU, int64(r.Held))), perCPUSecond(ld.OpenCPU, r.Held), us(perDelivery(ld.OpenCPU, int64(r.Held))))
 	fmt.Fprintf(w, "- one update: received by %d of %d (%d missing, %d duplicates); from the trigger call p50 %v, p99 %v, max %v\n",
 		r.Received, r.Held, r.Missing, r.Duplicates, ms(r.P50), ms(r.P99), ms(r.Max))
 	fmt.Fprintf(w, "- CPU per delivery: routers %s, loaders %s (%.2fx the routers')\n", us(r.RouterCPUPerDelivery()), us(r.LoaderCPUPerDelivery()),
@@ -153,6 +158,14 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintf(w, "- first failed call: %s\n", r.FirstCallError)
 	}
 	return nil
+}
+
+// perCPUSecond is how many of n one CPU-second would do at the cost cpu for all n.
+func perCPUSecond(cpu time.Duration, n int) float64 {
+	if cpu <= 0 {
+		return 0
+	}
+	return float64(n) / cpu.Seconds()
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }

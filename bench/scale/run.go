@@ -85,8 +85,22 @@ func (r *run) run() (*Report, error) {
 	}
 
 	c.Logf("opening %d sessions (%s) over %d routers from %d loaders", c.Sessions, c.Protocol, len(r.routers), c.Loaders)
+	before, err := r.cpu() // the routers' only: no loader runs yet
+	if err != nil {
+		return nil, err
+	}
 	if err := r.openSessions(rep); err != nil {
 		return nil, err
+	}
+	after, err := r.cpu()
+	if err != nil {
+		return nil, err
+	}
+	for i := range rep.Routers {
+		rep.Routers[i].OpenCPU = after[i] - before[i]
+	}
+	for i := range rep.Loaders {
+		rep.Loaders[i].OpenCPU = after[len(r.routers)+i] // from the loader's start
 	}
 	rep.CallsSetup = r.calls.next()
 	if err := r.interrupted(); err != nil {

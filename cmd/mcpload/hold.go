@@ -8,6 +8,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -50,6 +53,7 @@ func holdCmd(ctx context.Context, args []string, in io.Reader, stdout, stderr io
 	concurrency := fs.Int("concurrency", 256, "sessions being opened at once")
 	timeout := fs.Duration("timeout", 30*time.Second, "bound on each step of opening a session")
 	cpuProfile := fs.String("cpuprofile", "", "write the loader's CPU profile (opening and rounds) to this file")
+	memProfile := fs.String("memprofile", "", "write the loader's heap profile, once the sessions are open, to this file")
 	closeEnd := fs.Bool("close", false, "end the sessions one by one (DELETE) on quit, instead of letting the exit close their connections")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: mcpload hold --url URL [flags]\n\nHolds idle subscribed sessions and times the arrival of updates (commands on stdin: arm, collect UNIX_NS WAIT, quit).")
@@ -109,6 +113,11 @@ func holdCmd(ctx context.Context, args []string, in io.Reader, stdout, stderr io
 	opened := h.Open(*sessions, *concurrency, *timeout)
 	close(openDone)
 	<-progressDone // no progress line after ready
+	if *memProfile != "" {
+		if err := writeHeapProfile(*memProfile); err != nil {
+			fmt.Fprintln(stderr, "mcpload hold:", err)
+		}
+	}
 	defer func() {
 		if *closeEnd {
 			h.Close(*concurrency, 5*time.Second)
@@ -160,6 +169,20 @@ func holdCmd(ctx context.Context, args []string, in io.Reader, stdout, stderr io
 			return exitError
 		}
 	}
+}
+
+// writeHeapProfile writes the heap profile (after a collection: what is held) to path.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	runtime.GC()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // parseCollect reads the arguments of collect: a Unix time in nanoseconds and a wait.
