@@ -119,7 +119,9 @@ func (c *Consumer) publishInline(f []byte, seq uint64) {
 	}
 	if err == nil {
 		c.next = seq + 1
-		s.addPendingLocked(-len(f))
+		if s.cons == c { // a newer consumer's backlog is its own
+			s.addPendingLocked(-len(f))
+		}
 		if all {
 			d.flushed = seq
 			s.written = max(s.written, seq)

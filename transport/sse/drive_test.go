@@ -19,6 +19,7 @@ type memSink struct {
 	out       bytes.Buffer
 	kept      []byte
 	take      int
+	fail      error // TryWrite's error, when set
 	tries     int // TryWrite calls that wrote everything
 	blocked   bool
 	interrupt chan struct{}
@@ -46,6 +47,9 @@ func (m *memSink) TryWrite(p []byte) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	defer m.signal()
+	if m.fail != nil {
+		return false, m.fail
+	}
 	if len(m.kept) > 0 {
 		m.kept = append(m.kept, p...)
 		return false, nil
@@ -230,6 +234,9 @@ func TestDriveReplaced(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkSeq(t, 0, parseAll(t, out).events, 2, 3)
+	if q := s.Stats().Queued.Load(); q != 0 {
+		t.Errorf("Stats.Queued = %d after both consumers ended, want 0", q)
+	}
 	if err := c.Drive(sink, PumpOptions{}); err != ErrPumping {
 		t.Errorf("Drive after Pump: %v, want ErrPumping", err)
 	}
@@ -259,6 +266,9 @@ func TestDriveConcurrent(t *testing.T) {
 	if err := within(t, ended, "the stream's end"); err != nil {
 		t.Fatal(err)
 	}
+	if q := s.Stats().Queued.Load(); q != 0 {
+		t.Errorf("Stats.Queued = %d after the stream ended, want 0", q)
+	}
 	evs := parseAll(t, sink.String()).events
 	if len(evs) != 400 {
 		t.Fatalf("%d events, want 400", len(evs))
@@ -268,4 +278,34 @@ func TestDriveConcurrent(t *testing.T) {
 			t.Fatalf("event %d has id %s, want %s", k, e.ID, want)
 		}
 	}
+}
+
+// TestDriveWriteError: a connection that fails under Publish's own write ends the stream
+// with that error, and the event stays for a resumption.
+func TestDriveWriteError(t *testing.T) {
+	s := NewStream(0, StreamConfig{})
+	sink := newMemSink(-1)
+	c, ended := drive(t, s, sink, PumpOptions{KeepAlive: -1})
+	waitIdle(t, c)
+	broken := errors.New("connection reset")
+	sink.mu.Lock()
+	sink.fail = broken
+	sink.mu.Unlock()
+	publishN(t, s, 1, 1)
+	if err := within(t, ended, "the stream's end"); err != broken {
+		t.Fatalf("ended with %v, want the write's error", err)
+	}
+	if s.Attached() {
+		t.Error("the consumer is still attached")
+	}
+	c2, err := s.Resume(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close(0)
+	out, err := pumpAll(t, c2, PumpOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSeq(t, 0, parseAll(t, out).events, 1, 1)
 }
