@@ -20,7 +20,7 @@ type memSink struct {
 	kept      []byte
 	take      int
 	fail      error // TryWrite's error, when set
-	tries     int // TryWrite calls that wrote everything
+	tries     int   // TryWrite calls that wrote everything
 	blocked   bool
 	interrupt chan struct{}
 	wrote     chan struct{} // signalled after every write
