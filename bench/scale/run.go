@@ -143,7 +143,7 @@ func (r *run) run() (*Report, error) {
 // startServers starts the backend and the routers.
 func (r *run) startServers() error {
 	c := &r.c
-	ports, err := freePorts(2 + 2*c.Routers)
+	ports, err := cluster.FreePorts(2 + 2*c.Routers)
 	if err != nil {
 		return err
 	}
