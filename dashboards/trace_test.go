@@ -1,16 +1,13 @@
 package dashboards
 
 import (
-	"bytes"
-	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/mcprouter/mcprouter/internal/testio"
 )
 
 // recorder is a reverse proxy between the router and the backend that keeps a copy of
@@ -20,30 +17,14 @@ type recorder struct {
 	bodies []string
 }
 
+// start starts the proxy in front of the backend at backendURL and returns its URL.
 func (r *recorder) start(t *testing.T, backendURL string) string {
 	t.Helper()
-	target, err := url.Parse(backendURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: target.Scheme, Host: target.Host})
-	proxy.FlushInterval = -1 // SSE replies and the GET stream pass through as they come
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if req.Body != nil {
-			b, err := io.ReadAll(req.Body)
-			if err != nil {
-				http.Error(w, err.Error(), http.StatusBadRequest)
-				return
-			}
-			r.mu.Lock()
-			r.bodies = append(r.bodies, string(b))
-			r.mu.Unlock()
-			req.Body = io.NopCloser(bytes.NewReader(b))
-		}
-		proxy.ServeHTTP(w, req)
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL + target.Path
+	return testio.Tap(t, backendURL, func(_ *http.Request, body []byte) {
+		r.mu.Lock()
+		r.bodies = append(r.bodies, string(body))
+		r.mu.Unlock()
+	})
 }
 
 func (r *recorder) find(substr string) string {

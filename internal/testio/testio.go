@@ -1,7 +1,7 @@
 // Package testio holds the I/O pieces tests share: the reader that shows a parser's
-// result does not depend on how the network splits a stream, and the buffer that
-// collects a process's or a logger's output while the test reads it. Only tests
-// import it.
+// result does not depend on how the network splits a stream, the buffer that
+// collects a process's or a logger's output while the test reads it, and the proxy
+// that shows a test what a router sends its backend. Only tests import it.
 package testio
 
 import "io"

@@ -10,8 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -26,6 +24,7 @@ import (
 	"github.com/mcprouter/mcprouter/cmd/mcpbackend/mcpbackendtest"
 	"github.com/mcprouter/mcprouter/cmd/mcpbackend/server"
 	"github.com/mcprouter/mcprouter/cmd/mcprouter/app"
+	"github.com/mcprouter/mcprouter/internal/testio"
 )
 
 // otlpReceiver is an OTLP/HTTP trace receiver on loopback: it decodes every
@@ -156,15 +155,8 @@ func (b *backendSaw) all() []struct{ header, meta string } {
 // passes on; it returns the proxy's MCP URL.
 func startSeenBackend(t *testing.T) (string, *backendSaw) {
 	s := mcpbackendtest.Start(t, server.Config{Tick: -1})
-	target, err := url.Parse(s.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	rp := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: target.Scheme, Host: target.Host})
-	rp.FlushInterval = -1
 	saw := &backendSaw{}
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
+	return testio.Tap(t, s.URL(), func(r *http.Request, body []byte) {
 		var m struct {
 			Method string `json:"method"`
 			Params struct {
@@ -178,11 +170,7 @@ func startSeenBackend(t *testing.T) (string, *backendSaw) {
 			saw.calls = append(saw.calls, struct{ header, meta string }{r.Header.Get("traceparent"), m.Params.Meta.Traceparent})
 			saw.mu.Unlock()
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		rp.ServeHTTP(w, r)
-	}))
-	t.Cleanup(ts.Close)
-	return ts.URL + target.Path, saw
+	}), saw
 }
 
 // rawClient speaks Streamable HTTP to the router with the bodies and headers it is
