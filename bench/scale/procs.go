@@ -90,3 +90,37 @@ func metric(url, name string) (float64, error) {
 
 // writeFile writes a configuration file.
 func writeFile(path, content string) error { return os.WriteFile(path, []byte(content), 0o600) }
+
+// logWarnings counts the routers' warnings and errors by message, from their logs: a
+// run whose update went missing says there why (a lease not taken, records not saved).
+func logWarnings(dir string, routers int) map[string]int {
+	out := map[string]int{}
+	for i := range routers {
+		f, err := os.Open(filepath.Join(dir, fmt.Sprintf("router%d.log", i)))
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			if !strings.Contains(line, "level=WARN") && !strings.Contains(line, "level=ERROR") {
+				continue
+			}
+			_, msg, ok := strings.Cut(line, `msg="`)
+			if !ok {
+				continue
+			}
+			msg, _, _ = strings.Cut(msg, `"`)
+			n := 1
+			if _, sup, ok := strings.Cut(line, "suppressed="); ok {
+				if v, err := strconv.Atoi(strings.Fields(sup)[0]); err == nil {
+					n += v
+				}
+			}
+			out[msg] += n
+		}
+		f.Close()
+	}
+	return out
+}

@@ -3,6 +3,7 @@ package scale
 import (
 	"fmt"
 	"io"
+	"sort"
 	"text/tabwriter"
 	"time"
 )
@@ -27,6 +28,8 @@ type Report struct {
 	FirstCallError          string `json:",omitempty"`
 
 	Routers, Loaders []ProcStats
+	// Warnings counts the routers' logged warnings and errors by message.
+	Warnings map[string]int `json:",omitempty"`
 }
 
 // ProcStats are one process's figures.
@@ -156,6 +159,14 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	if r.FirstCallError != "" {
 		fmt.Fprintf(w, "- first failed call: %s\n", r.FirstCallError)
+	}
+	msgs := make([]string, 0, len(r.Warnings))
+	for m := range r.Warnings {
+		msgs = append(msgs, m)
+	}
+	sort.Slice(msgs, func(i, j int) bool { return r.Warnings[msgs[i]] > r.Warnings[msgs[j]] })
+	for _, m := range msgs {
+		fmt.Fprintf(w, "- routers logged %d× %q\n", r.Warnings[m], m)
 	}
 	return nil
 }

@@ -35,8 +35,12 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 		return nil, err
 	}
 	r := &run{c: c, ctx: ctx}
-	defer r.close()
-	return r.run()
+	rep, err := r.run()
+	r.close()
+	if rep != nil {
+		rep.Warnings = logWarnings(c.Dir, len(r.routers))
+	}
+	return rep, err
 }
 
 // run is one benchmark run and everything it started.
