@@ -8,7 +8,8 @@
 //   - Scan validates one message (RFC 8259 syntax, UTF-8, depth, then the JSON-RPC
 //     envelope) and fills a Message with views: kind, raw id, method, raw params,
 //     result and error, and the routing peeks params.name, params.uri,
-//     params._meta.progressToken, params.requestId and params.cursor.
+//     params._meta.progressToken, params.requestId and params.cursor, and params._meta
+//     itself, for what rewrites it in place.
 //   - IsBatch and SplitBatch split a batch into element views over the same buffer.
 //   - Decoder frames a stream (stdio lines, SSE data payloads, a body read in chunks)
 //     into messages and batch elements as soon as each is complete, with a size limit
