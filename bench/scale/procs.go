@@ -91,9 +91,11 @@ func metric(url, name string) (float64, error) {
 // writeFile writes a configuration file.
 func writeFile(path, content string) error { return os.WriteFile(path, []byte(content), 0o600) }
 
-// logWarnings counts the routers' warnings and errors by message, from their logs: a
-// run whose update went missing says there why (a lease not taken, records not saved).
-func logWarnings(dir string, routers int) map[string]int {
+// logWarnings counts the routers' warnings and errors by message, from their logs, up
+// to until (the end of the measurements: the teardown's closed connections are not
+// the run's): a run whose update went missing says there why (a lease not taken,
+// records not saved).
+func logWarnings(dir string, routers int, until time.Time) map[string]int {
 	out := map[string]int{}
 	for i := range routers {
 		f, err := os.Open(filepath.Join(dir, fmt.Sprintf("router%d.log", i)))
@@ -106,6 +108,12 @@ func logWarnings(dir string, routers int) map[string]int {
 			line := sc.Text()
 			if !strings.Contains(line, "level=WARN") && !strings.Contains(line, "level=ERROR") {
 				continue
+			}
+			if ts, ok := strings.CutPrefix(line, "time="); ok {
+				ts, _, _ = strings.Cut(ts, " ")
+				if t, err := time.Parse(time.RFC3339Nano, ts); err == nil && t.After(until) {
+					continue
+				}
 			}
 			_, msg, ok := strings.Cut(line, `msg="`)
 			if !ok {

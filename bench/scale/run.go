@@ -36,9 +36,10 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 	}
 	r := &run{c: c, ctx: ctx}
 	rep, err := r.run()
+	end := time.Now()
 	r.close()
 	if rep != nil {
-		rep.Warnings = logWarnings(c.Dir, len(r.routers))
+		rep.Warnings = logWarnings(c.Dir, len(r.routers), end)
 	}
 	return rep, err
 }
