@@ -51,11 +51,11 @@ type conn struct {
 	r, w int
 }
 
-// rawReader reads from the socket as soon as it has bytes, within the read deadline: each
-// attempt gets its buffer from take, and hands it back through give when the socket had
-// nothing yet, before the goroutine parks. io.EOF at the end of the stream.
+// rawReader reads from the socket as soon as it has bytes, within the read deadline,
+// into a buffer from bufs that it returns (the caller puts it back); a buffer is held only
+// while the socket has bytes for it. io.EOF at the end of the stream.
 type rawReader interface {
-	readInto(take func() []byte, give func()) (n int, err error)
+	readInto() (b *[]byte, n int, err error)
 }
 
 // SyscallConn gives the descriptor of the wrapped connection, which Write writes to
@@ -80,18 +80,8 @@ func (c *conn) Read(p []byte) (int, error) {
 	if len(p) == 0 || len(p) >= bufSize {
 		return c.Conn.Read(p)
 	}
-	var b *[]byte
-	n, err := c.raw.readInto(func() []byte {
-		b = bufs.Get().(*[]byte)
-		return *b
-	}, func() {
-		bufs.Put(b)
-		b = nil
-	})
-	if n <= 0 || err != nil {
-		if b != nil {
-			bufs.Put(b)
-		}
+	b, n, err := c.raw.readInto()
+	if err != nil {
 		return 0, c.opError(err)
 	}
 	k := copy(p, (*b)[:n])

@@ -176,3 +176,32 @@ func TestFasthttpKeepAlive(t *testing.T) {
 		t.Errorf("%d connections, want the one kept alive", n)
 	}
 }
+
+// TestSmallReadAllocates nothing: a request read ahead into a pooled buffer costs no
+// allocation (the read attempt is bound once per connection, not a closure per read).
+func TestSmallReadAllocates(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates on its own")
+	}
+	server, client := pair(t)
+	if _, ok := server.(*conn); !ok {
+		t.Skipf("connection not wrapped on this platform (%T)", server)
+	}
+	msg := []byte("POST /mcp HTTP/1.1\r\nHost: x\r\n\r\n")
+	p := make([]byte, 64)
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, err := client.Write(msg); err != nil {
+			t.Fatal(err)
+		}
+		for got := 0; got < len(msg); {
+			n, err := server.Read(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got += n
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocations per request read, want 0", allocs)
+	}
+}
