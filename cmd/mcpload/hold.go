@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -113,6 +114,9 @@ func holdCmd(ctx context.Context, args []string, in io.Reader, stdout, stderr io
 	opened := h.Open(*sessions, *concurrency, *timeout)
 	close(openDone)
 	<-progressDone // no progress line after ready
+	// The opening's garbage goes back to the system: a holder is idle from now on, and
+	// what it keeps resident is what the sessions hold.
+	debug.FreeOSMemory()
 	if *memProfile != "" {
 		if err := writeHeapProfile(*memProfile); err != nil {
 			fmt.Fprintln(stderr, "mcpload hold:", err)

@@ -18,7 +18,9 @@ type mux struct {
 	// called from the reader goroutine and must not wait on that reader.
 	send func(msg []byte)
 
-	mu      sync.Mutex
+	mu sync.Mutex
+	// pending is made by the first register: the mux of a session's GET stream never
+	// has a call waiting on it, and a load generator may hold 100,000 of them.
 	pending map[uint64]*waiter
 	dead    *Error // once set, calls fail at once with it
 
@@ -41,7 +43,7 @@ var waiterPool = sync.Pool{New: func() any {
 }}
 
 func newMux(index int, onNotify func(int, *codec.Message, time.Time)) *mux {
-	return &mux{index: index, onNotify: onNotify, pending: make(map[uint64]*waiter)}
+	return &mux{index: index, onNotify: onNotify}
 }
 
 // register reserves id before the request is sent, so that a fast reply finds it.
@@ -54,6 +56,9 @@ func (m *mux) register(id uint64) (*waiter, *Error) {
 	w := waiterPool.Get().(*waiter)
 	w.err = nil
 	w.result = w.result[:0]
+	if m.pending == nil {
+		m.pending = make(map[uint64]*waiter)
+	}
 	m.pending[id] = w
 	return w, nil
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httputil"
 )
 
 // streamBufSize is the read buffer of a held stream's connection (headers, chunk
@@ -44,17 +45,27 @@ func (d *Dialer) doStream(req *http.Request) (*http.Response, error) {
 	if err := req.Write(conn); err != nil {
 		return fail(err)
 	}
-	resp, err := http.ReadResponse(bufio.NewReaderSize(conn, streamBufSize), req)
+	br := bufio.NewReaderSize(conn, streamBufSize)
+	resp, err := http.ReadResponse(br, req)
 	if err != nil {
 		return fail(err)
 	}
-	resp.Body = &streamBody{ReadCloser: resp.Body, conn: conn, stop: stop}
+	// The body is read here rather than through resp.Body, whose chunked reader keeps
+	// the whole response (headers, request) for the trailer: a few KiB per held stream.
+	var body io.Reader = br
+	switch {
+	case len(resp.TransferEncoding) > 0 && resp.TransferEncoding[0] == "chunked":
+		body = httputil.NewChunkedReader(br)
+	case resp.ContentLength >= 0:
+		body = io.LimitReader(br, resp.ContentLength)
+	}
+	resp.Body = &streamBody{Reader: body, conn: conn, stop: stop}
 	return resp, nil
 }
 
 // streamBody is a stream's body: closing it closes its connection.
 type streamBody struct {
-	io.ReadCloser
+	io.Reader
 	conn net.Conn
 	stop func() bool
 }

@@ -24,9 +24,11 @@ type getStream struct {
 	retry  time.Duration
 }
 
-// streamReadBuf is the read buffer of a held stream: it bounds one read, not an event,
-// and a load generator holding 100,000 idle streams holds 100,000 of them.
-const streamReadBuf = 2048
+// streamReadBuf is the SSE reader's buffer of a held stream: it bounds one read, not an
+// event, and a load generator holding 100,000 idle streams holds 100,000 of them. Over
+// plain HTTP it reads from the connection's own buffer (streamBufSize), which makes the
+// system calls, so it can be small.
+const streamReadBuf = 512
 
 // maxStreamFailures bounds consecutive failed reconnects before a stream gives up.
 const maxStreamFailures = 10
