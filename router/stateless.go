@@ -128,7 +128,7 @@ func (r *Router) Stateless(m *codec.Message, header []byte) bool {
 		return false
 	}
 	var meta modern.Meta
-	modern.ReadMeta(m.Params, &meta)
+	modern.ReadMetaOf(m, &meta)
 	return meta.Claimed(nil) && r.servesStateless()
 }
 
@@ -147,7 +147,7 @@ func (r *Router) handleStateless(j *job) bool {
 		return true
 	}
 	var meta modern.Meta
-	modern.ReadMeta(m.Params, &meta)
+	modern.ReadMetaOf(m, &meta)
 	var hp *modern.Headers
 	if x.Carrier == transport.CarrierStreamable {
 		hp = &modern.Headers{Version: x.Headers.Version, Method: x.Headers.Method, Name: x.Headers.Name}
@@ -346,7 +346,7 @@ func (r *Router) ScreenSend(x *transport.Exchange, msg, buf []byte) ([]byte, boo
 		return msg, true
 	}
 	var meta modern.Meta
-	modern.ReadMeta(x.Msg.Params, &meta)
+	modern.ReadMetaOf(&x.Msg, &meta)
 	if meta.LogLevel == nil {
 		return nil, false
 	}

@@ -243,7 +243,7 @@ func (c *upConn) withMeta(dst, msg []byte, sess *router.Session) []byte {
 		return append(dst, msg...)
 	}
 	var meta modern.Meta
-	modern.ReadMeta(m.Params, &meta)
+	modern.ReadMetaOf(&m, &meta)
 	if meta.Version != nil {
 		return append(dst, msg...)
 	}

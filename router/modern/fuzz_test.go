@@ -35,6 +35,11 @@ func FuzzCheck(f *testing.F) {
 		if ref := refReadMeta(m.Params); !sameMeta(&meta, &ref) {
 			t.Fatalf("ReadMeta(%s) = %+v, the member by member reading says %+v", m.Params, meta, ref)
 		}
+		var of Meta
+		ReadMetaOf(&m, &of)
+		if !sameMeta(&of, &meta) {
+			t.Fatalf("ReadMetaOf(%s) = %+v, ReadMeta of its params says %+v", msg, of, meta)
+		}
 		_ = meta.Claimed(hv)
 		for _, h := range []*Headers{nil, {Version: hv, Method: hm, Name: hn}} {
 			r := checker.Check(&m, &meta, h)

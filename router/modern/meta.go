@@ -53,6 +53,22 @@ func ReadMeta(params []byte, m *Meta) {
 	}
 }
 
+// ReadMetaOf reads the _meta of a scanned request into m, as ReadMeta does from its
+// params, from the object codec.Scan recorded (codec.Message.Meta): only _meta is walked,
+// not the arguments before it, which on a tools/call are most of the request.
+func ReadMetaOf(msg *codec.Message, m *Meta) {
+	*m = Meta{}
+	if msg.Meta == nil {
+		return
+	}
+	var w codec.Walker
+	if !w.Object(msg.Meta) {
+		return
+	}
+	m.Present = true
+	readMetaMembers(&w, m)
+}
+
 // readMetaMembers reads the members of _meta, on w, into m.
 func readMetaMembers(w *codec.Walker, m *Meta) {
 	for k, _, ok := w.Key(); ok; k, _, ok = w.Key() {
