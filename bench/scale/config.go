@@ -19,7 +19,7 @@ type Config struct {
 	// Sessions is the number of sessions held (default 10,000).
 	Sessions int
 	// Routers and Loaders are the router and mcpload processes (default: enough for
-	// PerProcess sessions each, at least 2 routers and 1 loader).
+	// PerProcess sessions each, at least 2 of each).
 	Routers, Loaders int
 	// Protocol is the revision the sessions speak: 2025-11-25 (default: GET streams and
 	// resources/subscribe) or 2026-07-28 (subscriptions/listen streams).
@@ -36,6 +36,8 @@ type Config struct {
 	// sessions, one call at a time each, CallPause between calls, default 5ms).
 	Callers   int
 	CallPause time.Duration
+	// Updates is the number of updates caused, a second apart (default 1).
+	Updates int
 	// Wait bounds the update's arrival at every session (default 60s); Settle is the
 	// pause before the memory is read, once the sessions are open (default 3s).
 	Wait, Settle time.Duration
@@ -62,7 +64,7 @@ func (c *Config) defaults() error {
 		c.Routers = max(2, per)
 	}
 	if c.Loaders <= 0 {
-		c.Loaders = max(1, per)
+		c.Loaders = max(2, per)
 	}
 	if c.Protocol == "" {
 		c.Protocol = client.Version20251125
@@ -81,6 +83,9 @@ func (c *Config) defaults() error {
 	}
 	if c.Callers <= 0 {
 		c.Callers = 2
+	}
+	if c.Updates <= 0 {
+		c.Updates = 1
 	}
 	if c.CallPause <= 0 {
 		c.CallPause = 5 * time.Millisecond

@@ -138,4 +138,4 @@ func (l *loader) stop() {
 	}
 }
 
-var errStopped = errors.New("scale: interrupted")
+var errStopped = errors.New("interrupted")

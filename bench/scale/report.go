@@ -19,9 +19,11 @@ type Report struct {
 	// OpenTime is the first dial of any loader to the last session held.
 	OpenTime time.Duration
 
-	// The update: receipts at the held sessions, latency from the trigger call.
+	// The updates: receipts at the held sessions (all updates together), latency from
+	// the trigger call; and each update's own.
 	Received, Missing, Duplicates int64
 	P50, P99, Max                 time.Duration
+	Updates                       []UpdateStats
 
 	// The closed loop of tools/call while the sessions opened, and over the update.
 	CallsSetup, CallsUpdate CallStats
@@ -30,6 +32,12 @@ type Report struct {
 	Routers, Loaders []ProcStats
 	// Warnings counts the routers' logged warnings and errors by message.
 	Warnings map[string]int `json:",omitempty"`
+}
+
+// UpdateStats are one update's receipts.
+type UpdateStats struct {
+	Received, Missing int64
+	P50, P99, Max     time.Duration
 }
 
 // ProcStats are one process's figures.
@@ -147,8 +155,17 @@ func (r *Report) WriteTable(w io.Writer) error {
 	rt, ld := sum(r.Routers, ""), sum(r.Loaders, "")
 	fmt.Fprintf(w, "- opening per CPU-second (what the code does on any machine): routers %.0f sessions/s (%s each), loaders %.0f/s (%s each)\n",
 		perCPUSecond(rt.OpenCPU, r.Held), us(perDelivery(rt.OpenCPU, int64(r.Held))), perCPUSecond(ld.OpenCPU, r.Held), us(perDelivery(ld.OpenCPU, int64(r.Held))))
-	fmt.Fprintf(w, "- one update: received by %d of %d (%d missing, %d duplicates); from the trigger call p50 %v, p99 %v, max %v\n",
-		r.Received, r.Held, r.Missing, r.Duplicates, ms(r.P50), ms(r.P99), ms(r.Max))
+	if len(r.Updates) <= 1 {
+		fmt.Fprintf(w, "- one update: received by %d of %d (%d missing, %d duplicates); from the trigger call p50 %v, p99 %v, max %v\n",
+			r.Received, r.Held, r.Missing, r.Duplicates, ms(r.P50), ms(r.P99), ms(r.Max))
+	} else {
+		fmt.Fprintf(w, "- %d updates: %d deliveries of %d (%d missing, %d duplicates); from the trigger calls p50 %v, p99 %v, max %v; each update's p99:",
+			len(r.Updates), r.Received, int64(r.Held)*int64(len(r.Updates)), r.Missing, r.Duplicates, ms(r.P50), ms(r.P99), ms(r.Max))
+		for _, u := range r.Updates {
+			fmt.Fprintf(w, " %v", ms(u.P99))
+		}
+		fmt.Fprintln(w)
+	}
 	fmt.Fprintf(w, "- CPU per delivery: routers %s, loaders %s (%.2fx the routers')\n", us(r.RouterCPUPerDelivery()), us(r.LoaderCPUPerDelivery()),
 		ratio(r.LoaderCPUPerDelivery(), r.RouterCPUPerDelivery()))
 	for _, ph := range []struct {

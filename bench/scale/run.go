@@ -136,7 +136,7 @@ func (r *run) run() (*Report, error) {
 		rep.Loaders[i].RSSAfter, rep.Loaders[i].FDs = u.RSS, u.FDs
 	}
 
-	c.Logf("one update of memo://board to %d sessions", rep.Held)
+	c.Logf("%d update(s) of memo://board to %d sessions", c.Updates, rep.Held)
 	if err := r.update(rep); err != nil {
 		return nil, err
 	}
@@ -295,18 +295,11 @@ func (r *run) openSessions(rep *Report) error {
 	return nil
 }
 
-// update arms the loaders, calls the touch tool once (the trigger), and collects every
-// session's receipt; the routers' and loaders' CPU time is read around it.
+// update causes c.Updates updates, a second apart: each time it arms the loaders,
+// calls the touch tool once (the trigger) and collects every session's receipt. The
+// routers' and loaders' CPU time is read around them all.
 func (r *run) update(rep *Report) error {
 	c := &r.c
-	for _, l := range r.loaders {
-		if err := l.send("arm"); err != nil {
-			return err
-		}
-		if err := l.expect("ok", nil, 30*time.Second); err != nil {
-			return err
-		}
-	}
 	d, err := client.NewDialer(client.Options{URL: r.routers[0].url(), Protocol: c.Protocol})
 	if err != nil {
 		return err
@@ -321,15 +314,71 @@ func (r *run) update(rep *Report) error {
 	if err != nil {
 		return err
 	}
+	all := hdr.New(1, int64(10*time.Minute), 3)
+	for u := range c.Updates {
+		if u > 0 {
+			select {
+			case <-time.After(time.Second):
+			case <-r.ctx.Done():
+				return errStopped
+			}
+		}
+		rounds, err := r.round(s)
+		if err != nil {
+			return err
+		}
+		one := hdr.New(1, int64(10*time.Minute), 3)
+		st := UpdateStats{}
+		for i, rd := range rounds {
+			st.Received += rd.Received
+			st.Missing += rd.Missing
+			rep.Duplicates += rd.Duplicates
+			if rd.Latency != nil {
+				one.Merge(hdr.Import(rd.Latency))
+			}
+			rep.Loaders[i].Received += rd.Received
+		}
+		all.Merge(one)
+		st.P50, st.P99, st.Max = quantiles(one)
+		rep.Updates = append(rep.Updates, st)
+		rep.Received += st.Received
+		rep.Missing += st.Missing
+	}
+	after, err := r.cpu()
+	if err != nil {
+		return err
+	}
+	for i := range r.loaders {
+		rep.Loaders[i].CPU = after[len(r.routers)+i] - before[len(r.routers)+i]
+	}
+	for i := range r.routers {
+		rep.Routers[i].CPU = after[i] - before[i]
+	}
+	rep.P50, rep.P99, rep.Max = quantiles(all)
+	return nil
+}
+
+// round is one update: the loaders armed, the trigger call on s, every loader's
+// receipts.
+func (r *run) round(s client.Session) ([]client.HoldRound, error) {
+	c := &r.c
+	for _, l := range r.loaders {
+		if err := l.send("arm"); err != nil {
+			return nil, err
+		}
+		if err := l.expect("ok", nil, 30*time.Second); err != nil {
+			return nil, err
+		}
+	}
 	trigger := time.Now()
 	var out client.Reply
 	if err := s.Call(&client.Request{Method: "tools/call", Name: []byte("touch"),
 		Params: []byte(`{"name":"touch","arguments":{"uri":"memo://board"}}`)}, trigger.Add(30*time.Second), &out); err != nil {
-		return fmt.Errorf("scale: the trigger call: %w", err)
+		return nil, fmt.Errorf("scale: the trigger call: %w", err)
 	}
 	for _, l := range r.loaders {
 		if err := l.send("collect %d %s", trigger.UnixNano(), c.Wait); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	rounds := make([]client.HoldRound, len(r.loaders))
@@ -343,33 +392,15 @@ func (r *run) update(rep *Report) error {
 		}()
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return err
+	return rounds, errors.Join(errs...)
+}
+
+// quantiles are h's p50, p99 and maximum (zero when it is empty).
+func quantiles(h *hdr.Histogram) (p50, p99, most time.Duration) {
+	if h.TotalCount() == 0 {
+		return 0, 0, 0
 	}
-	after, err := r.cpu()
-	if err != nil {
-		return err
-	}
-	all := hdr.New(1, int64(10*time.Minute), 3)
-	for i, rd := range rounds {
-		rep.Received += rd.Received
-		rep.Missing += rd.Missing
-		rep.Duplicates += rd.Duplicates
-		if rd.Latency != nil {
-			all.Merge(hdr.Import(rd.Latency))
-		}
-		rep.Loaders[i].Received = rd.Received
-		rep.Loaders[i].CPU = after[len(r.routers)+i] - before[len(r.routers)+i]
-	}
-	for i := range r.routers {
-		rep.Routers[i].CPU = after[i] - before[i]
-	}
-	if all.TotalCount() > 0 {
-		rep.P50 = time.Duration(all.ValueAtQuantile(50))
-		rep.P99 = time.Duration(all.ValueAtQuantile(99))
-		rep.Max = time.Duration(all.Max())
-	}
-	return nil
+	return time.Duration(h.ValueAtQuantile(50)), time.Duration(h.ValueAtQuantile(99)), time.Duration(h.Max())
 }
 
 // cpu reads the CPU time of the routers, then the loaders.

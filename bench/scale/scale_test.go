@@ -22,7 +22,7 @@ func TestRunSmall(t *testing.T) {
 		t.Run(protocol, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
-			rep, err := Run(ctx, Config{Sessions: 200, Routers: 2, Loaders: 1, Protocol: protocol, Persist: true,
+			rep, err := Run(ctx, Config{Sessions: 200, Routers: 2, Loaders: 1, Protocol: protocol, Persist: true, Updates: 2,
 				Dir: dir, Bins: bins, Wait: 30 * time.Second, Settle: 100 * time.Millisecond, Logf: t.Logf})
 			if err != nil {
 				t.Fatal(err)
@@ -38,8 +38,8 @@ func TestRunSmall(t *testing.T) {
 			if rep.Held != 200 || rep.Failed != 0 {
 				t.Errorf("held %d, failed %d (%s)", rep.Held, rep.Failed, rep.FirstOpenError)
 			}
-			if rep.Received != 200 || rep.Missing != 0 {
-				t.Errorf("the update reached %d of 200 (%d missing)", rep.Received, rep.Missing)
+			if rep.Received != 400 || rep.Missing != 0 || len(rep.Updates) != 2 || rep.Updates[1].Received != 200 {
+				t.Errorf("the two updates reached %d of 2x200 (%d missing): %+v", rep.Received, rep.Missing, rep.Updates)
 			}
 			if rep.CallsSetup.Calls == 0 || rep.CallsSetup.Errors != 0 || rep.CallsUpdate.Errors != 0 {
 				t.Errorf("calls: %+v %+v (%s)", rep.CallsSetup, rep.CallsUpdate, rep.FirstCallError)

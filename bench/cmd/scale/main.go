@@ -1,7 +1,7 @@
 // Command scale runs the 100,000-session benchmark of issue 15 on this machine and
 // prints its table (bench/scale says what it starts and measures):
 //
-//	go run ./bench/cmd/scale -sessions 10000 -routers 2 -loaders 2
+//	go run ./bench/cmd/scale                              # 10,000 sessions, 2 routers, 2 loaders
 //	go run ./bench/cmd/scale -sessions 100000            # 8 routers, 8 loaders
 //	go run ./bench/cmd/scale -sessions 20000 -protocol 2026-07-28   # subscriptions/listen streams
 //
@@ -26,13 +26,14 @@ func main() {
 	var c scale.Config
 	flag.IntVar(&c.Sessions, "sessions", 10000, "sessions to hold, all processes together")
 	flag.IntVar(&c.Routers, "routers", 0, fmt.Sprintf("router processes (default: one per %d sessions, at least 2)", scale.PerProcess))
-	flag.IntVar(&c.Loaders, "loaders", 0, fmt.Sprintf("mcpload processes (default: one per %d sessions)", scale.PerProcess))
+	flag.IntVar(&c.Loaders, "loaders", 0, fmt.Sprintf("mcpload processes (default: one per %d sessions, at least 2)", scale.PerProcess))
 	flag.StringVar(&c.Protocol, "protocol", "2025-11-25", "2025-11-25 (GET streams) or 2026-07-28 (subscriptions/listen streams)")
 	flag.StringVar(&c.SourceAddrs, "source-addrs", "127.0.0.2-127.0.0.9", "loopback addresses the loaders connect from")
 	flag.IntVar(&c.Concurrency, "concurrency", 128, "sessions each loader opens at once")
 	flag.BoolVar(&c.Persist, "persist", true, "keep session records in JetStream, as a default router does (false: sessions.no_persist)")
 	flag.IntVar(&c.Callers, "callers", 2, "sessions of the closed loop of tools/call kept running throughout")
 	flag.DurationVar(&c.CallPause, "call-pause", 5*time.Millisecond, "pause between two calls of one caller")
+	flag.IntVar(&c.Updates, "updates", 1, "updates of the resource, a second apart, each timed at every session")
 	flag.DurationVar(&c.Wait, "wait", time.Minute, "bound on the update's arrival at every session")
 	flag.StringVar(&c.Dir, "dir", "", "directory of binaries, configurations and logs (default: a temporary one)")
 	flag.BoolVar(&c.Keep, "keep", false, "keep the temporary directory (logs)")
