@@ -48,9 +48,11 @@ type Config struct {
 	// Bins are prebuilt mcprouter, mcpbackend and mcpload binaries by name; the
 	// missing ones are built with go build.
 	Bins map[string]string
-	// LoaderProfiles makes each loader write its CPU profile and its heap profile
-	// (once its sessions are open) beside its log in Dir.
-	LoaderProfiles bool
+	// Profiles makes each loader write its CPU profile and its heap profile (once its
+	// sessions are open) beside its log in Dir, and saves each router's heap profile
+	// there once the sessions are held (routerN.heap.pprof; the routers' admin
+	// listeners serve pprof).
+	Profiles bool
 	// Logf receives progress lines (default: none).
 	Logf func(format string, args ...any)
 }

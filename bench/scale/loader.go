@@ -39,7 +39,7 @@ func startLoader(name, bin, logPath string, n int, urls []string, c *Config) (*l
 	args := []string{"hold", "--url", strings.Join(urls, ","), "--sessions", fmt.Sprint(n),
 		"--protocol", c.Protocol, "--uri", "memo://board", "--source-addrs", c.SourceAddrs,
 		"--concurrency", fmt.Sprint(c.Concurrency)}
-	if c.LoaderProfiles {
+	if c.Profiles {
 		base := strings.TrimSuffix(logPath, ".log")
 		args = append(args, "--cpuprofile", base+".cpu.pprof", "--memprofile", base+".heap.pprof")
 	}

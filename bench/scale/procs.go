@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -57,14 +58,14 @@ func routerConfig(c *Config, i int, r *router, backendURL string, natsPort int, 
 	}
 	perRouter := (c.Sessions+c.Routers-1)/c.Routers + 1000
 	return fmt.Sprintf(`listen: 127.0.0.1:%d
-admin: {listen: "127.0.0.1:%d"}
+admin: {listen: "127.0.0.1:%d", pprof: %t}
 backends:
   - {name: ref, url: %q, prefix: ""}
 nats: %s
 sessions: {max: %d, max_per_client: -1, init_rate: -1, no_persist: %t}
 connections: {max_per_address: -1}
 shutdown_grace: 2s
-`, r.port, r.adminPort, backendURL, nats, perRouter, !c.Persist)
+`, r.port, r.adminPort, c.Profiles, backendURL, nats, perRouter, !c.Persist)
 }
 
 // metric reads one unlabelled series from a Prometheus text endpoint.
@@ -131,4 +132,26 @@ func logWarnings(dir string, routers int, until time.Time) map[string]int {
 		f.Close()
 	}
 	return out
+}
+
+// saveHeapProfile fetches a router's heap profile (after a collection) into path.
+func saveHeapProfile(r *router, path string) error {
+	c := &http.Client{Timeout: time.Minute}
+	resp, err := c.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/heap?gc=1", r.adminPort))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: heap profile: HTTP %d", r.name, resp.StatusCode)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

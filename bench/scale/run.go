@@ -128,6 +128,13 @@ func (r *run) run() (*Report, error) {
 			st.Sessions = int(v)
 		}
 	}
+	if c.Profiles {
+		for _, rt := range r.routers {
+			if err := saveHeapProfile(rt, filepath.Join(c.Dir, rt.name+".heap.pprof")); err != nil {
+				c.Logf("%v", err)
+			}
+		}
+	}
 	for i, l := range r.loaders {
 		u, err := cluster.ReadUsage(l.pid(), "")
 		if err != nil {
