@@ -136,16 +136,7 @@ func (c *hostileClient) call(name, args string) callResult {
 
 // rpcError returns the code and message of the response, ok false when it is a result.
 func (r callResult) rpcError() (code int, msg string, ok bool) {
-	raw, has := r.resp["error"]
-	if !has {
-		return 0, "", false
-	}
-	var e struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-	}
-	json.Unmarshal(raw, &e)
-	return e.Code, e.Message, true
+	return rpcErrorOf([]map[string]json.RawMessage{r.resp})
 }
 
 // wantOne fails unless the call got exactly one response and nothing for other ids.
