@@ -22,7 +22,6 @@ type Session struct {
 	out     sessionOutput
 
 	client   netip.Addr      // the client's address key (see clientKey); zero: none
-	owner    string          // the ID of the principal that opened it ("" without authentication)
 	acct     *budget.Account // the session's share of the memory budget; nil: no budget
 	born     int64           // unix nanoseconds
 	ready    atomic.Bool     // the client sent notifications/initialized
@@ -32,8 +31,18 @@ type Session struct {
 	lastActive atomic.Int64                   // unix nanoseconds
 	closed     atomic.Bool
 	handedOver atomic.Bool
-	done       chan struct{}
+	// done is made by the first Done (most sessions never have theirs asked for: an idle
+	// session kept one more allocation for nothing), and closedDone once the session
+	// has ended.
+	done atomic.Pointer[chan struct{}]
 }
+
+// closedDone is the done channel of every session that ended before anyone asked.
+var closedDone = func() *chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return &c
+}()
 
 // sessionInfo is what Bind sets: immutable once stored.
 type sessionInfo struct {
@@ -94,7 +103,24 @@ func (s *Session) Principal() *auth.Principal { return s.principal.Load() }
 // principal the session belongs to (both nil without authentication). A session id
 // never stands in for authentication: whoever learns it still needs the owner's
 // credentials.
-func (s *Session) ownedBy(p *auth.Principal) bool { return s.owner == p.ID() }
+//
+// The session keeps no owner of its own: its principal is renewed only with one that
+// passed this check, so it is always the owner (compared field by field, as ID would
+// tell them apart, without building the IDs).
+func (s *Session) ownedBy(p *auth.Principal) bool { return samePrincipal(s.principal.Load(), p) }
+
+// samePrincipal reports whether a and b have the same ID (auth.Principal.ID); nil is
+// the principal of no authentication, whose ID is "".
+func samePrincipal(a, b *auth.Principal) bool {
+	var za, zb auth.Principal
+	if a == nil {
+		a = &za
+	}
+	if b == nil {
+		b = &zb
+	}
+	return a.Issuer == b.Issuer && a.Subject == b.Subject && a.Endpoint == b.Endpoint
+}
 
 // renew keeps p, the owner as a request just authenticated, as the session's principal:
 // later work on the session (token exchange for its backends, policy) sees the newest
@@ -106,7 +132,19 @@ func (s *Session) renew(p *auth.Principal) {
 }
 
 // Done is closed when the session has ended.
-func (s *Session) Done() <-chan struct{} { return s.done }
+func (s *Session) Done() <-chan struct{} {
+	if p := s.done.Load(); p != nil {
+		return *p
+	}
+	if s.closed.Load() {
+		return *closedDone // closeWith is about to store it, or never will (a discarded session)
+	}
+	c := make(chan struct{})
+	if s.done.CompareAndSwap(nil, &c) {
+		return c // closeWith closes it
+	}
+	return *s.done.Load() // another Done's, or closedDone
+}
 
 // HandedOver reports whether the session was closed by this process's shutdown, with
 // its clients told to come back (to another instance): it did not end for the client.
@@ -150,7 +188,9 @@ func (s *Session) closeWith(retryMs int) {
 		return
 	}
 	s.handedOver.Store(retryMs > 0)
-	close(s.done)
+	if p := s.done.Swap(closedDone); p != nil {
+		close(*p)
+	}
 	if s.reg != nil {
 		s.reg.remove(s)
 	}
@@ -320,8 +360,7 @@ const maxEvictions = 4
 // at its quota or the table is full (see RegistryConfig). With a spec id already taken,
 // it returns the session holding it.
 func (r *Registry) open(sp sessionSpec) (*Session, error) {
-	s := &Session{id: sp.id, carrier: sp.carrier, reg: r, out: sp.out, acct: sp.acct, client: sp.client,
-		owner: sp.principal.ID(), done: make(chan struct{})}
+	s := &Session{id: sp.id, carrier: sp.carrier, reg: r, out: sp.out, acct: sp.acct, client: sp.client}
 	s.info.Store(&sessionInfo{version: sp.version, state: sp.state})
 	s.principal.Store(sp.principal)
 	s.ready.Store(sp.ready)

@@ -1,0 +1,71 @@
+package transport
+
+import (
+	"sync"
+	"testing"
+)
+
+// TestSessionDoneLazy: a session makes its done channel only when asked for it, and
+// whoever asks, before the session ends, after, or at the same time as it ends, gets a
+// channel that is closed once it has ended.
+func TestSessionDoneLazy(t *testing.T) {
+	closedNow := func(c <-chan struct{}) bool {
+		select {
+		case <-c:
+			return true
+		default:
+			return false
+		}
+	}
+	open := func() *Session {
+		reg := NewRegistry(RegistryConfig{IdleTimeout: -1, InitTimeout: -1}, nil)
+		t.Cleanup(reg.Close)
+		s, err := reg.create(CarrierStreamable, "2025-11-25", nil, nopOutput{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+
+	s := open()
+	if s.done.Load() != nil {
+		t.Fatal("a new session made its done channel before anyone asked")
+	}
+	before := s.Done()
+	if closedNow(before) || s.Done() != before {
+		t.Fatal("Done of a live session: closed, or another channel each time")
+	}
+	s.Close()
+	if !closedNow(before) || !closedNow(s.Done()) {
+		t.Fatal("Done not closed once the session ended")
+	}
+
+	s = open()
+	s.Close()
+	if !closedNow(s.Done()) {
+		t.Fatal("Done asked for after the end is not closed")
+	}
+
+	for i := 0; i < 100; i++ {
+		s = open()
+		var wg sync.WaitGroup
+		got := make([]<-chan struct{}, 4)
+		for k := range got {
+			wg.Add(1)
+			go func() { defer wg.Done(); got[k] = s.Done() }()
+		}
+		s.Close()
+		wg.Wait()
+		for _, c := range got {
+			if !closedNow(c) {
+				t.Fatal("Done asked for while the session ended is never closed")
+			}
+		}
+	}
+}
+
+// nopOutput is a sessionOutput that delivers nothing.
+type nopOutput struct{}
+
+func (nopOutput) send([]byte) error { return nil }
+func (nopOutput) close(int)         {}
