@@ -71,7 +71,9 @@ type sessionState struct {
 	opening map[*instance]chan struct{}
 	// closed is set and done closed when the session ended: a request waiting for an
 	// upstream session gives up, and one that finishes opening is closed at once
-	// instead of kept.
+	// instead of kept. done is made by the first request that waits on it (gone):
+	// most sessions never open an upstream session of their own, and an idle session
+	// kept a channel for nothing.
 	closed bool
 	done   chan struct{}
 	// opened, when set, is told of each upstream session opened for the state (a
@@ -80,7 +82,20 @@ type sessionState struct {
 }
 
 func newSessionState(s *router.Session) *sessionState {
-	return &sessionState{sess: s, done: make(chan struct{})}
+	return &sessionState{sess: s}
+}
+
+// gone is closed once the session has ended (see done).
+func (st *sessionState) gone() <-chan struct{} {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.done == nil {
+		st.done = make(chan struct{})
+		if st.closed {
+			close(st.done)
+		}
+	}
+	return st.done
 }
 
 // open records a new client session.
@@ -146,7 +161,9 @@ func (st *sessionState) closeAll(closing *sync.WaitGroup) {
 	st.conns = nil
 	if !st.closed {
 		st.closed = true
-		close(st.done)
+		if st.done != nil {
+			close(st.done)
+		}
 	}
 	st.mu.Unlock()
 	for _, c := range conns {
@@ -232,7 +249,7 @@ func (ss *sessions) openConn(ctx context.Context, in *instance, st *sessionState
 		// A 2026-07-28 principal's: it declares what the client did (principalID).
 		ctx = context.WithValue(ctx, declaredKey{}, appendDeclared(nil, st.sess.ClientCapabilities()))
 	}
-	return ss.openSlotted(ctx, in, st.sess, st.done)
+	return ss.openSlotted(ctx, in, st.sess, st.gone())
 }
 
 // openSlotted opens an upstream session with instance in for owner (nil: the one ctx
