@@ -6,6 +6,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/mcprouter/mcprouter/transport/sse"
 )
 
 // streamSink is a hijacked GET stream's connection as an sse.Sink: each write is one
@@ -46,19 +48,21 @@ var framePool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b
 // maxPooledFrame bounds the buffers framePool keeps.
 const maxPooledFrame = 64 << 10
 
-// frame returns p framed as one chunk, in a buffer from framePool.
-func frame(p []byte) *[]byte {
+// frame returns p then tail framed as one chunk, in a buffer from framePool.
+func frame(p, tail []byte) *[]byte {
 	bp := framePool.Get().(*[]byte)
-	b := strconv.AppendUint((*bp)[:0], uint64(len(p)), 16)
+	b := strconv.AppendUint((*bp)[:0], uint64(len(p)+len(tail)), 16)
 	b = append(b, '\r', '\n')
 	b = append(b, p...)
+	b = append(b, tail...)
 	*bp = append(b, '\r', '\n')
 	return bp
 }
 
 // TryWrite implements sse.Sink.
-func (k *streamSink) TryWrite(p []byte) (bool, error) {
-	bp := frame(p)
+func (k *streamSink) TryWrite(p []byte, id sse.EventID) (bool, error) {
+	var end [48]byte
+	bp := frame(p, sse.AppendEventEnd(end[:0], id))
 	b := *bp
 	if k.kept != nil || k.rc == nil {
 		k.keep(bp, 0)
@@ -125,7 +129,7 @@ func (k *streamSink) Write(p []byte) error {
 	case len(p) == 0:
 		return nil
 	case len(p) <= maxPooledFrame-32:
-		bp := frame(p)
+		bp := frame(p, nil)
 		_, err := k.c.Write(*bp)
 		putFrame(bp)
 		return err

@@ -5,10 +5,12 @@ import "time"
 // Sink is the connection a driven consumer writes to (Consumer.Drive). The consumer
 // uses it from one goroutine at a time, never concurrently.
 type Sink interface {
-	// TryWrite writes p without blocking and reports whether all of it went out. When
-	// not, the sink keeps the rest (a copy) and the next Write sends it first. An error
-	// means the connection is unusable.
-	TryWrite(p []byte) (bool, error)
+	// TryWrite writes an event without blocking, its body p then its end (AppendEventEnd
+	// of id), and reports whether all of it went out. When not, the sink keeps the rest
+	// (a copy) and the next Write sends it first. An error means the connection is
+	// unusable. The sink appends the end itself, where it frames p: the id is the one
+	// part of the event that differs from stream to stream.
+	TryWrite(p []byte, id EventID) (bool, error)
 	// Write sends what an earlier TryWrite kept, then p (nothing more if p is empty),
 	// blocking until they are written or the write fails.
 	Write(p []byte) error
@@ -107,12 +109,13 @@ func (c *Consumer) kickLocked() {
 	}
 }
 
-// publishInline writes the event seq, frame f, that Publish just added, from Publish's
+// publishInline writes the event id, body f, that Publish just added, from Publish's
 // goroutine: the driven consumer had nothing else to write. Called without the lock,
 // holding the sink (c.busy).
-func (c *Consumer) publishInline(f []byte, seq uint64) {
+func (c *Consumer) publishInline(f []byte, id EventID) {
 	s, d := c.s, c.drv
-	all, err := d.sink.TryWrite(f)
+	seq, size := id.Seq, len(f)+id.endLen()
+	all, err := d.sink.TryWrite(f, id)
 	s.mu.Lock()
 	if s.writing == seq {
 		s.writing = 0
@@ -120,7 +123,7 @@ func (c *Consumer) publishInline(f []byte, seq uint64) {
 	if err == nil {
 		c.next = seq + 1
 		if s.cons == c { // a newer consumer's backlog is its own
-			s.addPendingLocked(-len(f))
+			s.addPendingLocked(-size)
 		}
 		if all {
 			d.flushed = seq
@@ -129,7 +132,7 @@ func (c *Consumer) publishInline(f []byte, seq uint64) {
 			if c.state == consActive && c.next > s.last && !s.closed && !d.kaDue {
 				c.busy = false
 				s.mu.Unlock()
-				s.stats.Written.Add(uint64(len(f)))
+				s.stats.Written.Add(uint64(size))
 				return
 			}
 		} else {
@@ -142,7 +145,7 @@ func (c *Consumer) publishInline(f []byte, seq uint64) {
 		return
 	}
 	if all {
-		s.stats.Written.Add(uint64(len(f)))
+		s.stats.Written.Add(uint64(size))
 	}
 	// The rest needs blocking writes: never on the publisher's goroutine, which has
 	// other consumers to serve.
@@ -197,8 +200,11 @@ func (c *Consumer) drain(head []byte) {
 		var err error
 		switch {
 		case len(buf) > 0 || len(big) > 0:
-			if err = d.sink.Write(buf); err == nil && len(big) > 0 {
+			if len(big) > 0 {
 				err = d.sink.Write(big)
+			}
+			if err == nil {
+				err = d.sink.Write(buf)
 			}
 			if err == nil {
 				d.flushed = last

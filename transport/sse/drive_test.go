@@ -43,7 +43,8 @@ func (m *memSink) signal() {
 	}
 }
 
-func (m *memSink) TryWrite(p []byte) (bool, error) {
+func (m *memSink) TryWrite(body []byte, id EventID) (bool, error) {
+	p := AppendEventEnd(append([]byte(nil), body...), id)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	defer m.signal()

@@ -41,9 +41,10 @@ func AppendEvent(dst []byte, id []byte, event string, data []byte) []byte {
 }
 
 // appendBody appends the event and data lines of an event, without the id and without
-// the terminating blank line. Stream encodes its events as body first and id last (the
-// order of fields within an event does not matter to receivers) so that the copy of the
-// data happens before the sequence number is known, outside the stream's lock.
+// the terminating blank line. A Stream keeps its events as bodies and writes the id last
+// when it sends one (the order of fields within an event does not matter to receivers):
+// the copy of the data happens before the sequence number is known, outside the
+// stream's lock, and one body can serve many streams (Shared).
 func appendBody(dst []byte, event string, data []byte) []byte {
 	if len(event) > 0 {
 		dst = append(dst, "event: "...)
@@ -154,6 +155,30 @@ func appendRetryLine(dst []byte, ms int) []byte {
 type EventID struct {
 	Stream uint32
 	Seq    uint64
+}
+
+// AppendEventEnd appends what ends an event of a Stream: its id line and the blank
+// line. A Stream keeps the rest of the event (its body) without it, so that one body
+// serves every stream a Shared event is published to, each with its own id.
+func AppendEventEnd(dst []byte, id EventID) []byte {
+	dst = append(dst, "id: "...)
+	dst = id.Append(dst)
+	return append(dst, '\n', '\n')
+}
+
+// endLen is the length of what AppendEventEnd appends for e.
+func (e EventID) endLen() int {
+	return len("id: -\n\n") + digits(uint64(e.Stream)) + digits(e.Seq)
+}
+
+// digits is the number of decimal digits of v.
+func digits(v uint64) int {
+	n := 1
+	for v >= 10 {
+		v /= 10
+		n++
+	}
+	return n
 }
 
 // maxEventIDLen is the length of the longest EventID text: 10 + 1 + 20 digits.

@@ -126,27 +126,36 @@ func (s *Stats) Snapshot() StatsSnapshot {
 	}
 }
 
-// ring is a circular buffer of encoded event frames, growing on demand up to the
-// configured count so that the many short streams (one per POST) stay small.
-type ring struct {
-	slots []*[]byte
-	head  int // index of the oldest frame
-	n     int
-	bytes int // capacity of the frames held: the memory the ring pins
+// slot is one event kept in a ring: its body (event and data lines; the id line and the
+// blank line that end it are written when it is sent, from its position in the ring).
+type slot struct {
+	b *[]byte
+	// shared: a Shared's body, which other streams' rings may hold too. It is never
+	// given back to the pool: the collector frees it once no ring holds it.
+	shared bool
 }
 
-func (r *ring) at(i int) []byte {
+// ring is a circular buffer of event bodies, growing on demand up to the configured
+// count so that the many short streams (one per POST) stay small.
+type ring struct {
+	slots []slot
+	head  int // index of the oldest event
+	n     int
+	bytes int // capacity of the bodies held: the memory the ring pins
+}
+
+func (r *ring) at(i int) slot {
 	j := r.head + i
 	if j >= len(r.slots) {
 		j -= len(r.slots)
 	}
-	return *r.slots[j]
+	return r.slots[j]
 }
 
-func (r *ring) push(bp *[]byte, limit int) {
+func (r *ring) push(e slot, limit int) {
 	if r.n == len(r.slots) {
 		size := min(max(4, 2*len(r.slots)), limit)
-		slots := make([]*[]byte, size)
+		slots := make([]slot, size)
 		for i := 0; i < r.n; i++ {
 			j := r.head + i
 			if j >= len(r.slots) {
@@ -160,26 +169,27 @@ func (r *ring) push(bp *[]byte, limit int) {
 	if j >= len(r.slots) {
 		j -= len(r.slots)
 	}
-	r.slots[j] = bp
+	r.slots[j] = e
 	r.n++
-	r.bytes += cap(*bp)
+	r.bytes += cap(*e.b)
 }
 
-func (r *ring) pop(acct *budget.Account) *[]byte {
-	bp := r.slots[r.head]
-	acct.Release(int64(cap(*bp)))
-	r.slots[r.head] = nil
+func (r *ring) pop(acct *budget.Account) slot {
+	e := r.slots[r.head]
+	acct.Release(int64(cap(*e.b)))
+	r.slots[r.head] = slot{}
 	if r.head++; r.head == len(r.slots) {
 		r.head = 0
 	}
 	r.n--
-	r.bytes -= cap(*bp)
-	return bp
+	r.bytes -= cap(*e.b)
+	return e
 }
 
 // Stream is one SSE stream of one session: the standalone GET stream or the reply
 // stream of one POST, identified by a uint32 within the session. Events are encoded
-// once, at Publish, with an id "<stream>-<seq>", and kept in a bounded ring so that a
+// once, at Publish (or once for many streams, Shared), and kept in a bounded ring; each
+// is sent with an id "<stream>-<seq>", written from its position in the ring, so that a
 // client that lost its connection can resume with Last-Event-ID: nothing lost, nothing
 // duplicated, and never another stream's events (ids name their stream).
 //
@@ -207,9 +217,9 @@ type Stream struct {
 	writing    uint64 // seq of the event a driven consumer is writing from its ring frame (0: none)
 }
 
-// frameSlack is room reserved in a frame buffer beyond the data: field names, the id
-// line and line ends of a typical event.
-const frameSlack = 64
+// frameSlack is room reserved in a body buffer beyond the data: the field names and
+// line ends of a typical event.
+const frameSlack = 16
 
 // NewStream returns an empty stream with the given id. cfg is validated by its owner
 // (StreamConfig.Validate); here, zero fields take their defaults and a QueueBytes above
@@ -241,7 +251,21 @@ func (s *Stream) Stats() *Stats { return s.stats }
 // ErrClosed.
 func (s *Stream) Publish(event string, data []byte) (EventID, error) {
 	bp := getBuf(len(event) + len(data) + frameSlack)
-	f := appendBody(*bp, event, data) // the copy happens here, outside the lock
+	*bp = appendBody(*bp, event, data) // the copy happens here, outside the lock
+	return s.publish(slot{b: bp})
+}
+
+// PublishShared is Publish of an event encoded once for many streams: the ring keeps a
+// reference to e, not a copy, and the event's id is written when it is sent. The
+// session's budget is charged e's whole size, as it would be for a copy: what the
+// stream would pin if it were the last to hold e (the memory actually held is less,
+// never more).
+func (s *Stream) PublishShared(e *Shared) (EventID, error) {
+	return s.publish(slot{b: &e.body, shared: true})
+}
+
+func (s *Stream) publish(e slot) (EventID, error) {
+	f := *e.b
 	// The budget is reserved before the lock: making room may evict other streams of
 	// the session, whose locks must not nest in this one.
 	acct := s.cfg.Account
@@ -251,18 +275,14 @@ func (s *Stream) Publish(event string, data []byte) (EventID, error) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		*bp = f
-		putBuf(bp)
+		s.free(e)
 		if !overBudget {
 			acct.Release(reserved)
 		}
 		return EventID{}, ErrClosed
 	}
 	id := EventID{Stream: s.id, Seq: s.last + 1}
-	f = append(f, "id: "...)
-	f = id.Append(f)
-	f = append(f, "\n\n"...)
-	*bp = f
+	size := len(f) + id.endLen() // as sent
 
 	var cut *Consumer
 	if s.cons != nil && s.pending > s.cfg.QueueBytes {
@@ -286,22 +306,21 @@ func (s *Stream) Publish(event string, data []byte) (EventID, error) {
 	}
 	if overBudget {
 		s.mu.Unlock()
-		putBuf(bp)
+		s.free(e)
 		s.notifyCut(cut, evictions)
 		return EventID{}, ErrOverBudget
 	}
-	acct.Add(int64(cap(f)) - reserved) // the id line may have grown the buffer
 	for s.ring.n > 0 && (s.ring.n >= s.cfg.RingEvents || s.ring.bytes+cap(f) > s.cfg.RingBytes) {
 		evict()
 	}
-	s.ring.push(bp, s.cfg.RingEvents)
+	s.ring.push(e, s.cfg.RingEvents)
 	s.last = id.Seq
 	var inline *Consumer
 	if c := s.cons; c != nil {
-		s.addPendingLocked(len(f))
+		s.addPendingLocked(size)
 		if c.drv != nil && !c.busy && c.state == consActive {
 			// A driven consumer with nothing else to write: this goroutine writes the
-			// event, from its ring frame, which eviction leaves alone meanwhile.
+			// event, from its ring body, which eviction leaves alone meanwhile.
 			c.busy, s.writing, inline = true, id.Seq, c
 		} else {
 			c.kickLocked()
@@ -311,18 +330,27 @@ func (s *Stream) Publish(event string, data []byte) (EventID, error) {
 
 	s.notifyCut(cut, evictions)
 	s.stats.Events.Add(1)
-	s.stats.Bytes.Add(uint64(len(f)))
+	s.stats.Bytes.Add(uint64(size))
 	if inline != nil {
-		inline.publishInline(f, id.Seq)
+		inline.publishInline(f, id)
 	}
 	return id, nil
 }
 
-// release gives an evicted frame, seq, back to the pool, unless a driven consumer is
-// writing from it (then the collector frees it). Called with s.mu held.
-func (s *Stream) release(bp *[]byte, seq uint64) {
+// free gives the body of an event that was not kept back to the pool, unless it is
+// shared.
+func (s *Stream) free(e slot) {
+	if !e.shared {
+		putBuf(e.b)
+	}
+}
+
+// release gives the body of an evicted event, seq, back to the pool, unless it is shared
+// or a driven consumer is writing from it (then the collector frees it). Called with
+// s.mu held.
+func (s *Stream) release(e slot, seq uint64) {
 	if seq != s.writing {
-		putBuf(bp)
+		s.free(e)
 	}
 }
 
@@ -368,10 +396,10 @@ func (s *Stream) evictLocked(upTo uint64, need int) int {
 	}
 	freed, n := 0, 0
 	for s.ring.n > 0 && s.evicted < upTo && freed < need {
-		bp := s.ring.pop(s.cfg.Account)
-		freed += cap(*bp)
+		e := s.ring.pop(s.cfg.Account)
+		freed += cap(*e.b)
 		s.evicted++
-		s.release(bp, s.evicted)
+		s.release(e, s.evicted)
 		n++
 	}
 	if n > 0 {
@@ -733,11 +761,12 @@ func (c *Consumer) Pump(w Writer, opts PumpOptions) error {
 	}
 }
 
-// take moves the consumer's next events into dst under the lock: copies of pooled
-// frames up to about max bytes (at least one frame), or one unpooled (large) frame by
-// reference, which is safe because such frames are never reused. It records flushed as
-// written, and reports the last seq taken, whether the stream is closed with nothing
-// left to take, and why the consumer must stop, if it must.
+// take moves the consumer's next events into dst under the lock: copies of their
+// bodies, each followed by its id line, up to about max bytes (at least one event), or
+// one large body by reference, which is safe because such bodies (unpooled, or shared)
+// are never reused, its id line alone in dst. It records flushed as written, and
+// reports the last seq taken, whether the stream is closed with nothing left to take,
+// and why the consumer must stop, if it must.
 func (s *Stream) take(c *Consumer, dst []byte, max int, flushed uint64) (batch, big []byte, last uint64, end bool, stop error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -752,20 +781,23 @@ func (s *Stream) take(c *Consumer, dst []byte, max int, flushed uint64) (batch, 
 	}
 	taken := 0 // bytes of new (not replayed) events taken: one gauge update per batch
 	for c.next <= s.last {
-		f := s.ring.at(int(c.next - s.evicted - 1))
+		f := *s.ring.at(int(c.next - s.evicted - 1)).b
+		id := EventID{Stream: s.id, Seq: c.next}
+		size := len(f) + id.endLen()
 		if cap(f) > maxPooled {
 			if len(dst) > 0 {
 				break // on its own, next time
 			}
 			big = f
 		} else {
-			if len(dst) > 0 && len(dst)+len(f) > max {
+			if len(dst) > 0 && len(dst)+size > max {
 				break
 			}
 			dst = append(dst, f...)
 		}
+		dst = AppendEventEnd(dst, id)
 		if c.next > c.replayEnd {
-			taken += len(f)
+			taken += size
 		}
 		last = c.next
 		c.next++
@@ -777,15 +809,15 @@ func (s *Stream) take(c *Consumer, dst []byte, max int, flushed uint64) (batch, 
 	return dst, big, last, s.closed && c.next > s.last, nil
 }
 
-// write writes buf then big to w and flushes.
+// write writes big then buf to w and flushes.
 func (s *Stream) write(w Writer, buf, big []byte) error {
-	if len(buf) > 0 {
-		if _, err := w.Write(buf); err != nil {
+	if len(big) > 0 {
+		if _, err := w.Write(big); err != nil {
 			return err
 		}
 	}
-	if len(big) > 0 {
-		if _, err := w.Write(big); err != nil {
+	if len(buf) > 0 {
+		if _, err := w.Write(buf); err != nil {
 			return err
 		}
 	}
