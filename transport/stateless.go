@@ -248,18 +248,55 @@ func copyHeaders(x *Exchange, own []byte, h *StatelessHeaders) []byte {
 	return own
 }
 
+// awaitReply blocks the request's goroutine until p's call finishes or turns into a
+// stream, or HTTPConfig.ReplyTimeout passes (await tells which from the call). A
+// stateless request whose client takes streams turns into one of its own once
+// StatelessStreamAfter has passed without a reply (streamStateless). One timer serves
+// both deadlines, the early one first: a second timer, armed and stopped for every
+// stateless request, cost it more than any other difference from a session's request
+// under load (the runtime's timer heap, its lock, a select of three).
+func (s *HTTPServer) awaitReply(p *httpPost) {
+	wait, early := s.cfg.ReplyTimeout, s.cfg.StatelessStreamAfter
+	if !p.stateless || p.accept&acceptSSE == 0 || early <= 0 || early >= wait {
+		early = 0
+	}
+	if early > 0 {
+		p.timer.Reset(early)
+	} else {
+		p.timer.Reset(wait)
+	}
+	for {
+		select {
+		case <-p.wake:
+		case <-p.timer.C:
+			if early > 0 && !s.streamStateless(p) {
+				// Held (HoldStream): the stream opens with the handler's first message,
+				// which wakes this wait; the reply's own deadline still holds.
+				p.timer.Reset(wait - early)
+				early = 0
+				continue
+			}
+		}
+		break
+	}
+	p.timer.Stop()
+}
+
 // streamStateless turns the reply of stateless post p into a stream of its own, unless
 // it came meanwhile or a stream is open already: a slow request's client may then cancel
 // it by closing the connection, which the stream notices (watchClose), where a JSON
-// reply would leave it waiting unseen. The reply is the stream's last event.
-func (s *HTTPServer) streamStateless(p *httpPost) {
+// reply would leave it waiting unseen. The reply is the stream's last event. It reports
+// whether the wait for the reply is over: a stream is open or the call finished (false:
+// the handler holds the stream back, HoldStream).
+func (s *HTTPServer) streamStateless(p *httpPost) bool {
 	c := &p.call
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if !c.finished && p.stream == nil && !c.noEarly {
 		p.stream = s.statelessStream(p)
 		c.streamed = true
 	}
-	c.mu.Unlock()
+	return c.finished || p.stream != nil
 }
 
 // statelessStream is the SSE stream a stateless POST p turns into: its own, outside any

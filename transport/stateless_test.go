@@ -21,6 +21,7 @@ import (
 type statelessHandler struct {
 	abandoned chan string // the method of each request whose client left
 	gate      chan struct{}
+	release   chan struct{} // closed by a test: "held" sends its first message
 }
 
 func (h *statelessHandler) Stateless(m *codec.Message, header []byte) bool {
@@ -73,6 +74,13 @@ func (h *statelessHandler) HandleMessage(x *Exchange) {
 			<-h.gate
 			x.Reply(codec.AppendResult(nil, id, []byte(`{"done":true}`)))
 		}()
+	case "held": // holds its stream back until the test releases it
+		x.HoldStream()
+		go func() {
+			<-h.release
+			x.Send([]byte(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"n":1}}`))
+			x.Reply(codec.AppendResult(nil, id, []byte(`{"done":true}`)))
+		}()
 	case "stream", "wait":
 		x.OnAbandon(func() { h.abandoned <- method })
 		go func() {
@@ -98,7 +106,7 @@ func (a abandonSignal) Abandon() { a.ch <- a.method }
 // streamAfter is HTTPConfig.StatelessStreamAfter (negative: never, so that quick
 // replies are JSON whatever the machine's load).
 func startStateless(t *testing.T, streamAfter time.Duration) (*statelessHandler, *http.Client) {
-	h := &statelessHandler{abandoned: make(chan string, 4), gate: make(chan struct{})}
+	h := &statelessHandler{abandoned: make(chan string, 4), gate: make(chan struct{}), release: make(chan struct{})}
 	cfg := HTTPConfig{
 		Rules:                DefaultHTTPRules("127.0.0.1:0", testRevisions, "2025-03-26"),
 		KeepAlive:            time.Hour, // a client that leaves is seen at once, not at a keep-alive
@@ -267,6 +275,28 @@ func TestStatelessSlowReply(t *testing.T) {
 	resp.Body.Close()
 	if got := testwait.Recv(t, "OnAbandon after the client left", waitLimit, h.abandoned); got != "slow" {
 		t.Errorf("abandoned %q", got)
+	}
+}
+
+// TestStatelessHeldStream: a request whose handler holds its stream back (HoldStream)
+// is still waited for once StatelessStreamAfter has passed: its stream opens with the
+// first message the handler sends, and the reply ends it (it was answered 504 at once).
+func TestStatelessHeldStream(t *testing.T) {
+	const after = 5 * time.Millisecond
+	h, cl := startStateless(t, after)
+	// The early deadline passes before the handler sends anything (when the machine is
+	// too slow for that, the request is served as any other).
+	go func() {
+		time.Sleep(20 * after)
+		close(h.release)
+	}()
+	resp := statelessPost(t, cl, `{"jsonrpc":"2.0","id":1,"method":"held"}`, nil)
+	body := readAll(t, resp)
+	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || !strings.HasPrefix(ct, "text/event-stream") {
+		t.Fatalf("%d %q: %s", resp.StatusCode, ct, body)
+	}
+	if !strings.Contains(body, `"notifications/progress"`) || !strings.Contains(body, `"result":{"done":true}`) {
+		t.Errorf("stream: %s", body)
 	}
 }
 

@@ -473,20 +473,7 @@ func (s *HTTPServer) serveUnit(ctx *fasthttp.RequestCtx, p *httpPost, batch, nee
 // await blocks the request's goroutine until the call finishes or turns into a stream.
 func (s *HTTPServer) await(ctx *fasthttp.RequestCtx, p *httpPost) {
 	c := &p.call
-	p.timer.Reset(s.cfg.ReplyTimeout)
-	var early <-chan time.Time
-	if p.stateless && p.accept&acceptSSE != 0 && s.cfg.StatelessStreamAfter > 0 {
-		p.early.Reset(s.cfg.StatelessStreamAfter)
-		early = p.early.C
-	}
-	select {
-	case <-p.wake:
-	case <-p.timer.C:
-	case <-early:
-		s.streamStateless(p)
-	}
-	p.timer.Stop()
-	p.early.Stop()
+	s.awaitReply(p)
 	c.mu.Lock()
 	if p.bound != nil {
 		ctx.Response.Header.Set(HeaderSessionID, p.bound.id)
@@ -1107,17 +1094,15 @@ type httpPost struct {
 	in        inbound
 	tmp       []byte
 	wake      chan struct{}
-	timer     *time.Timer
-	early     *time.Timer // HTTPConfig.StatelessStreamAfter's
+	timer     *time.Timer // the reply's deadlines (awaitReply)
 
 	shdr StatelessHeaders // postStateless's headers, in the post rather than on the heap
 }
 
 var postPool = sync.Pool{New: func() any {
-	t, e := time.NewTimer(time.Hour), time.NewTimer(time.Hour)
+	t := time.NewTimer(time.Hour)
 	t.Stop()
-	e.Stop()
-	return &httpPost{wake: make(chan struct{}, 1), timer: t, early: e}
+	return &httpPost{wake: make(chan struct{}, 1), timer: t}
 }}
 
 func getPost() *httpPost { return postPool.Get().(*httpPost) }
