@@ -19,6 +19,12 @@
 #                              # before and after: a second router built from that revision
 #                              # (git archive) runs beside this tree's, in front of the same
 #                              # backend; every round measures both, "-base" runs are its
+#   PROFILE=<dir> PART=calls bash bench/scripts/eras-figures.sh
+#                              # a CPU profile of the router over each calls run, into
+#                              # <dir>/<run>-r<round>.cpu (go tool pprof -top); the routers
+#                              # then run their admin listener (pprof, and metrics recorded,
+#                              # on PORT+3, the BASE router's on PORT+4), which costs both
+#                              # revisions alike: quote the ratios of a run without it
 #
 # On a shared machine compare the rounds' ratios, not the absolute figures: the script
 # ends with each ratio (2026-07-28 run ÷ 2025-11-25 run of the same round) per round
@@ -26,8 +32,9 @@
 set -euo pipefail
 PART=${PART:-all} ERA=${ERA:-auto} ROUNDS=${ROUNDS:-6} DUR=${DUR:-5s} SUBS=${SUBS:-500 2000} FRATE=${FRATE:-10} BASE=${BASE:-}
 # The backend listens on PORT, the router on PORT+1, the BASE router on PORT+2.
-PORT=${PORT:-18390}
+PORT=${PORT:-18390} PROFILE=${PROFILE:-}
 cd "$(dirname "$0")/../.."
+if [ -n "$PROFILE" ]; then mkdir -p "$PROFILE" && PROFILE=$(cd "$PROFILE" && pwd); fi
 work=$(mktemp -d)
 pids=()
 trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"' EXIT
@@ -52,11 +59,14 @@ waitlog() {
 bpid=$!
 pids+=("$bpid")
 waitlog "$work/backend.log" "mcpbackend listening"
-# router name port: starts a router (mcprouter, or mcprouter-base) listening on port.
+# router name port: starts a router (mcprouter, or mcprouter-base) listening on port; with
+# PROFILE its admin listener (pprof) is on port+2.
 router() {
+	local admin='{listen: "off"}'
+	if [ -n "$PROFILE" ]; then admin="{listen: \"127.0.0.1:$(($2 + 2))\", pprof: true}"; fi
 	cat >"$work/$1.yaml" <<YAML
 listen: 127.0.0.1:$2
-admin: {listen: "off"}
+admin: $admin
 stateless: on
 # Every client comes from one loopback address: the per-address caps are lifted.
 connections: {max_per_address: -1}
@@ -83,7 +93,15 @@ one() {
 	shift 2
 	case $name in *-base\ *) pid=$basepid port=$((PORT + 2)) ;; esac
 	c0=$(cpu "$pid") b0=$(cpu "$bpid")
+	local prof=
+	if [ -n "$PROFILE" ] && [ "${name#calls}" != "$name" ]; then
+		# The profile covers the measured window (the warm-up, 1s, is left out).
+		(sleep 1 && curl -sf -o "$PROFILE/${name/ /-}.cpu" \
+			"http://127.0.0.1:$((port + 2))/debug/pprof/profile?seconds=$((${DUR%s} - 1))") &
+		prof=$!
+	fi
 	"$work/mcpload" --url http://127.0.0.1:$port/mcp --protocol "$proto" --quiet --json "$work/$name.json" "$@" >/dev/null 2>&1 || true
+	if [ -n "$prof" ]; then wait "$prof" || true; fi
 	c1=$(cpu "$pid") b1=$(cpu "$bpid")
 	python3 - "$name" "$work/$name.json" $((c1 - c0)) "$tck" $((b1 - b0)) <<'PY'
 import json, sys
