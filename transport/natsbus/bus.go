@@ -456,6 +456,16 @@ func (b *Bus) ClientURL() string {
 	return b.Server.ClientURL()
 }
 
+// Shared reports whether another process can reach the bus: an external NATS (url), or
+// an embedded server that accepts clients (listen) or joins a cluster. The buckets and
+// streams kept for other instances (session records, the event log) are in memory
+// storage: on a private embedded server they end with this process, unread, and
+// writing one record per session cost each idle session about 400 bytes of the
+// server's memory (message, subject, index) and a JetStream write for nothing.
+func (b *Bus) Shared() bool {
+	return b.Server == nil || b.cfg.Listen != "" || b.cfg.Cluster.Listen != ""
+}
+
 // Name is this instance's name.
 func (b *Bus) Name() string { return b.cfg.Name }
 
