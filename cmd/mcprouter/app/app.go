@@ -101,7 +101,7 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 	a.Fleet = fleet.New(fc)
 	rc.Fleet = a.Fleet
 	var events transport.EventLog
-	if bus.JS != nil && !cfg.Sessions.NoPersist {
+	if bus.JS != nil && !cfg.Sessions.NoPersist && bus.Shared() { // records in a private embedded server would end with it, unread
 		store, err := bus.Sessions(2 * cfg.Sessions.IdleTimeout)
 		if err != nil {
 			log.Warn("session records unavailable: sessions stay with their instance", "err", err)
