@@ -25,8 +25,7 @@ const idleSessions = 5000
 // idleConfig lifts the limits that would refuse idleSessions sessions from one test
 // process (per-address quotas, the initialize rate) and turns on the admin pprof
 // endpoint, whose heap profile with gc=1 collects garbage in the router before each
-// reading of its RSS. Everything else is the default configuration (session records in
-// JetStream included).
+// reading of its RSS. Everything else is the default configuration.
 const idleConfig = `sessions:
   max: 20000
   max_per_client: -1
@@ -37,6 +36,16 @@ admin:
   pprof: true
 `
 
+// idleNATS are the two NATS set-ups of BenchmarkIdleSessionRSS: the default, an
+// embedded server private to the router (which keeps no session records: nothing
+// outside the process could read them), and an embedded server that other instances
+// may join (nats.listen), where each session has its record in JetStream, in the
+// router's own process.
+var idleNATS = []struct{ name, config string }{
+	{"private_nats", ""},
+	{"nats_listen", "nats:\n  listen: 127.0.0.1:0\n  user: router\n  password: idle-bench-secret\n"},
+}
+
 // BenchmarkIdleSessionRSS measures the router's resident memory per idle session: VmRSS
 // of a fresh router (default configuration, limits lifted) before and after idleSessions
 // sessions open over loopback, each holding a GET stream on its own connection. Both
@@ -45,34 +54,41 @@ admin:
 // (heap-B/session, stack-B/session; the rest is memory the runtime holds but does not
 // use, and the runtime itself), and goroutines/session. With MCPROUTER_BASELINE_BIN naming
 // another mcprouter binary (an older build), the same runs against it too, side by side.
-// Run with -benchtime=1x. MCPROUTER_IDLE_HEAP=path saves the router's heap profile
-// while it holds the sessions, as path.<build> (go tool pprof -sample_index=inuse_space).
+// Each build runs under both NATS set-ups of idleNATS. Run with -benchtime=1x.
+// MCPROUTER_IDLE_HEAP=path saves the router's heap profile while it holds the sessions,
+// as path.<benchmark name> (go tool pprof -sample_index=inuse_space).
 func BenchmarkIdleSessionRSS(b *testing.B) {
 	raiseFileLimit(b, 2*idleSessions+1024)
 	for _, bin := range attackBinaries(b) {
-		b.Run(bin.name, func(b *testing.B) {
-			for i := 0; i < b.N; i++ {
-				p := startRouterBin(b, bin.path, "--config", writeConfig(b, idleConfig))
-				admin := adminURL(b, p)
-				before := settledRSS(b, p, admin)
-				conns := openIdleSessions(b, p, idleSessions)
-				after := settledRSS(b, p, admin)
-				if path := os.Getenv("MCPROUTER_IDLE_HEAP"); path != "" {
-					saveHeapProfile(b, admin, path+"."+bin.name)
-				}
-				per := func(f func(routerMemory) int64) float64 { return float64(f(after)-f(before)) / idleSessions }
-				b.ReportMetric(per(func(m routerMemory) int64 { return m.rss }), "B/session")
-				b.ReportMetric(per(func(m routerMemory) int64 { return m.heapInuse }), "heap-B/session")
-				b.ReportMetric(per(func(m routerMemory) int64 { return m.stackInuse }), "stack-B/session")
-				b.ReportMetric(per(func(m routerMemory) int64 { return int64(m.goroutines) }), "goroutines/session")
-				b.ReportMetric(float64(before.rss)/(1<<20), "rss-empty-MiB")
-				b.ReportMetric(float64(after.rss)/(1<<20), "rss-held-MiB")
-				for _, c := range conns {
-					c.Close()
-				}
-				p.stop(b)
-			}
-		})
+		for _, nc := range idleNATS {
+			b.Run(bin.name+"/"+nc.name, func(b *testing.B) { idleSessionRSS(b, bin.path, idleConfig+nc.config) })
+		}
+	}
+}
+
+// idleSessionRSS is one run of BenchmarkIdleSessionRSS: the router binary at path, under
+// config.
+func idleSessionRSS(b *testing.B, path, config string) {
+	for i := 0; i < b.N; i++ {
+		p := startRouterBin(b, path, "--config", writeConfig(b, config))
+		admin := adminURL(b, p)
+		before := settledRSS(b, p, admin)
+		conns := openIdleSessions(b, p, idleSessions)
+		after := settledRSS(b, p, admin)
+		if heap := os.Getenv("MCPROUTER_IDLE_HEAP"); heap != "" {
+			saveHeapProfile(b, admin, heap+"."+strings.ReplaceAll(b.Name(), "/", "."))
+		}
+		per := func(f func(routerMemory) int64) float64 { return float64(f(after)-f(before)) / idleSessions }
+		b.ReportMetric(per(func(m routerMemory) int64 { return m.rss }), "B/session")
+		b.ReportMetric(per(func(m routerMemory) int64 { return m.heapInuse }), "heap-B/session")
+		b.ReportMetric(per(func(m routerMemory) int64 { return m.stackInuse }), "stack-B/session")
+		b.ReportMetric(per(func(m routerMemory) int64 { return int64(m.goroutines) }), "goroutines/session")
+		b.ReportMetric(float64(before.rss)/(1<<20), "rss-empty-MiB")
+		b.ReportMetric(float64(after.rss)/(1<<20), "rss-held-MiB")
+		for _, c := range conns {
+			c.Close()
+		}
+		p.stop(b)
 	}
 }
 
