@@ -53,8 +53,8 @@ func startRouterBin(t testing.TB, bin string, args ...string) *routerProc {
 	return p
 }
 
-// writeConfig is the path of a configuration file holding yaml (the one kind every
-// test package writes: testbin.RouterConfig).
+// writeConfig is testbin.RouterConfig under the name this package's tests call: the
+// path of a configuration file, of the test's own, holding yaml.
 func writeConfig(t testing.TB, yaml string) string { return testbin.RouterConfig(t, yaml) }
 
 // stop ends the process if it is still running: SIGTERM, then SIGKILL after a timeout.
