@@ -51,7 +51,10 @@ type sessions struct {
 	endListeners func(ls []*clientListener, code int, msg string)
 
 	mu sync.Mutex
-	m  map[*router.Session]*sessionState
+	// m holds every open client session; its state is made on first need (stateFor):
+	// most sessions never open an upstream session of their own, and an idle session
+	// kept a sessionState for nothing.
+	m map[*router.Session]*sessionState
 }
 
 func newSessions(life *lifecycle, conns *connector, stats *Stats, max int, wait time.Duration) *sessions {
@@ -98,11 +101,11 @@ func (st *sessionState) gone() <-chan struct{} {
 	return st.done
 }
 
-// open records a new client session.
+// open records a new client session (its state comes later, see m).
 func (ss *sessions) open(s *router.Session) {
 	ss.mu.Lock()
 	if _, ok := ss.m[s]; !ok {
-		ss.m[s] = newSessionState(s)
+		ss.m[s] = nil
 	}
 	ss.mu.Unlock()
 }
@@ -119,21 +122,38 @@ func (ss *sessions) end(s *router.Session) {
 	}
 }
 
-// state returns the fleet's state of an open session (open), nil once it ended:
-// nothing may be opened for a session that is gone.
+// state returns the fleet's state of a session, nil when it has none (it never needed
+// one, or it ended): for lookups.
 func (ss *sessions) state(s *router.Session) *sessionState {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	return ss.m[s]
 }
 
+// stateFor returns the fleet's state of an open session, made on first need; nil once
+// the session ended: nothing may be opened for a session that is gone.
+func (ss *sessions) stateFor(s *router.Session) *sessionState {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	st, open := ss.m[s]
+	if open && st == nil {
+		st = newSessionState(s)
+		ss.m[s] = st
+	}
+	return st
+}
+
 // all returns the states of the open client sessions, for work done on each outside
-// the registry's lock.
+// the registry's lock. A session without a state of its own gets a blank one for the
+// call, not kept: it has no upstream sessions, only its Session.
 func (ss *sessions) all() []*sessionState {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	list := make([]*sessionState, 0, len(ss.m))
-	for _, st := range ss.m {
+	for s, st := range ss.m {
+		if st == nil {
+			st = &sessionState{sess: s}
+		}
 		list = append(list, st)
 	}
 	return list
@@ -294,7 +314,7 @@ func (ss *sessions) upstreamFor(e *entry) (*upConn, error) {
 		defer cancel()
 		return ss.principalConn(ctx, principalID(e.sess), e.sess, in)
 	}
-	st := ss.state(e.sess)
+	st := ss.stateFor(e.sess)
 	if st == nil {
 		return nil, errSessionEnded
 	}
