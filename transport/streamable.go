@@ -98,6 +98,10 @@ type HTTPConfig struct {
 	// goroutine or request context while it is idle (hijackStream). Without it each
 	// GET stream keeps its handler's goroutine until it ends.
 	KeepsHijackedConns bool
+
+	// notices encodes a change notice once for all the sessions it goes to in turn:
+	// their GET streams keep references to one encoding (set by defaults).
+	notices *sse.SharedCache
 }
 
 // SessionResolver finds sessions this process does not hold.
@@ -169,6 +173,9 @@ func (c *HTTPConfig) defaults() {
 	}
 	if c.StatelessStreamAfter == 0 {
 		c.StatelessStreamAfter = time.Second
+	}
+	if c.notices == nil {
+		c.notices = new(sse.SharedCache)
 	}
 }
 
@@ -988,9 +995,11 @@ func standaloneSeq(h []byte) uint64 {
 	return 0
 }
 
-// notice publishes a change notice without logging it (see Session.SendNotice).
+// notice publishes a change notice without logging it (see Session.SendNotice). A
+// notice goes to many sessions in turn (a resource update to its subscribers, a list
+// change to everyone): their streams share its encoding.
 func (o *streamableOut) notice(msg []byte) error {
-	_, err := o.standalone.Publish("", msg)
+	_, err := o.standalone.PublishShared(o.cfg.notices.Get("", msg))
 	return err
 }
 
