@@ -34,10 +34,11 @@ func monotonic() int64 { return int64(time.Since(epoch)) }
 // send and the sink takes the event at once (TryWrite); a goroutine runs only while
 // there is a backlog to write with blocking writes (a replay, a slow client, a write the
 // socket did not take whole), and ends when it has caught up. Keep-alive comments come
-// from a timer. Done and MaxDuration are not used: the stream ends with Close (the
-// retry hint after what is left), when the consumer is cut off or detached, or when a
-// write fails, and then the sink's End is called. Interrupt and Done of opts are not
-// used either: the sink's Interrupt stands for the first.
+// from a sweep shared by every driven stream of the same interval (sweeper). Done and
+// MaxDuration are not used: the stream ends with Close (the retry hint after what is
+// left), when the consumer is cut off or detached, or when a write fails, and then the
+// sink's End is called. Interrupt and Done of opts are not used either: the sink's
+// Interrupt stands for the first.
 //
 // Drive returns at once. Like Pump it may be called once per Consumer, and not with
 // Pump.
@@ -65,19 +66,22 @@ func (c *Consumer) Drive(sink Sink, opts PumpOptions) error {
 			head = AppendRetry(head, opts.RetryMs)
 		}
 	}
-	d := &driver{sink: sink, maxBatch: opts.MaxBatch, keepAlive: opts.KeepAlive}
-	if d.keepAlive == 0 {
-		d.keepAlive = DefaultKeepAlive
+	d := &driver{sink: sink, maxBatch: opts.MaxBatch, sweep: -1}
+	if ka := opts.KeepAlive; ka >= 0 {
+		if ka == 0 {
+			ka = DefaultKeepAlive
+		}
+		d.sw = sweeperFor(ka)
 	}
 	s := c.s
 	s.mu.Lock()
 	c.drv = d
 	c.busy = true // the first drain writes the head and any replay
 	d.lastWrite = monotonic()
-	if d.keepAlive > 0 {
-		d.timer = time.AfterFunc(d.keepAlive, c.keepAliveTick)
-	}
 	s.mu.Unlock()
+	if d.sw != nil {
+		d.sw.add(c)
+	}
 	go c.drain(head)
 	return nil
 }
@@ -87,12 +91,12 @@ func (c *Consumer) Drive(sink Sink, opts PumpOptions) error {
 type driver struct {
 	sink      Sink
 	maxBatch  int
-	keepAlive time.Duration
-	timer     *time.Timer
-	lastWrite int64  // monotonic time of the last write
-	flushed   uint64 // highest seq written whole
-	kept      uint64 // seq of an event the sink kept part of (0: none)
-	kaDue     bool   // a keep-alive comment is to be written
+	sw        *sweeper // writes its keep-alives; nil: none
+	sweep     int      // its index in sw's consumers (guarded by sw.mu), -1 when not there
+	lastWrite int64    // monotonic time of the last write
+	flushed   uint64   // highest seq written whole
+	kept      uint64   // seq of an event the sink kept part of (0: none)
+	kaDue     bool     // a keep-alive comment is to be written
 }
 
 // kickLocked makes a consumer notice a change of its stream (an event to write, a
@@ -150,28 +154,6 @@ func (c *Consumer) publishInline(f []byte, id EventID) {
 	// The rest needs blocking writes: never on the publisher's goroutine, which has
 	// other consumers to serve.
 	go c.drain(nil)
-}
-
-// keepAliveTick runs on the keep-alive timer: it writes a comment when the consumer has
-// written nothing for keepAlive, and sets the timer again.
-func (c *Consumer) keepAliveTick() {
-	s, d := c.s, c.drv
-	s.mu.Lock()
-	if c.state != consActive {
-		s.mu.Unlock()
-		return
-	}
-	idle := time.Duration(monotonic() - d.lastWrite)
-	if c.busy || idle < d.keepAlive {
-		d.timer.Reset(d.keepAlive - min(idle, d.keepAlive-time.Millisecond))
-		s.mu.Unlock()
-		return
-	}
-	d.kaDue = true
-	c.busy = true
-	d.timer.Reset(d.keepAlive)
-	s.mu.Unlock()
-	c.drain(nil) // the timer's own goroutine
 }
 
 // drain writes, with blocking writes, what the sink kept and head, then the consumer's
@@ -271,7 +253,7 @@ func (c *Consumer) release() bool {
 	return true
 }
 
-// end finishes a driven consumer: detached from its stream, its timer stopped, and the
+// end finishes a driven consumer: detached from its stream, out of its sweeper, and the
 // sink told why. The caller holds the sink, which is never given back.
 func (c *Consumer) end(err error) {
 	d := c.drv
@@ -279,10 +261,8 @@ func (c *Consumer) end(err error) {
 	c.imu.Lock() // waits for an interrupt in progress
 	c.isink = nil
 	c.imu.Unlock()
-	c.s.mu.Lock()
-	if d.timer != nil {
-		d.timer.Stop()
+	if d.sw != nil {
+		d.sw.remove(c)
 	}
-	c.s.mu.Unlock()
 	d.sink.End(err)
 }

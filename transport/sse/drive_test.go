@@ -170,7 +170,7 @@ func TestDriveKept(t *testing.T) {
 	checkSeq(t, 0, parseAll(t, sink.String()).events, 1, 50)
 }
 
-// TestDriveKeepAlive: an idle driven stream gets keep-alive comments from its timer.
+// TestDriveKeepAlive: an idle driven stream gets keep-alive comments from its sweeper.
 func TestDriveKeepAlive(t *testing.T) {
 	s := NewStream(0, StreamConfig{})
 	sink := newMemSink(-1)
