@@ -62,7 +62,11 @@ func frame(p, tail []byte) *[]byte {
 // TryWrite implements sse.Sink.
 func (k *streamSink) TryWrite(p []byte, id sse.EventID) (bool, error) {
 	var end [48]byte
-	bp := frame(p, sse.AppendEventEnd(end[:0], id))
+	tail := end[:0]
+	if id.Seq != 0 {
+		tail = sse.AppendEventEnd(tail, id)
+	}
+	bp := frame(p, tail)
 	b := *bp
 	if k.kept != nil || k.rc == nil {
 		k.keep(bp, 0)

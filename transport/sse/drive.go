@@ -9,7 +9,8 @@ type Sink interface {
 	// of id), and reports whether all of it went out. When not, the sink keeps the rest
 	// (a copy) and the next Write sends it first. An error means the connection is
 	// unusable. The sink appends the end itself, where it frames p: the id is the one
-	// part of the event that differs from stream to stream.
+	// part of the event that differs from stream to stream. An id with Seq 0 (never an
+	// event's) appends nothing: p is a keep-alive comment.
 	TryWrite(p []byte, id EventID) (bool, error)
 	// Write sends what an earlier TryWrite kept, then p (nothing more if p is empty),
 	// blocking until they are written or the write fails.
@@ -96,7 +97,6 @@ type driver struct {
 	lastWrite int64    // monotonic time of the last write
 	flushed   uint64   // highest seq written whole
 	kept      uint64   // seq of an event the sink kept part of (0: none)
-	kaDue     bool     // a keep-alive comment is to be written
 }
 
 // kickLocked makes a consumer notice a change of its stream (an event to write, a
@@ -133,7 +133,7 @@ func (c *Consumer) publishInline(f []byte, id EventID) {
 			d.flushed = seq
 			s.written = max(s.written, seq)
 			d.lastWrite = monotonic()
-			if c.state == consActive && c.next > s.last && !s.closed && !d.kaDue {
+			if c.idleLocked() {
 				c.busy = false
 				s.mu.Unlock()
 				s.stats.Written.Add(uint64(size))
@@ -156,8 +156,40 @@ func (c *Consumer) publishInline(f []byte, id EventID) {
 	go c.drain(nil)
 }
 
+// keepAlive writes a keep-alive comment from the sweep's goroutine, without blocking
+// (the sweep has other streams to serve): what the socket does not take goes out from
+// a drain goroutine. Called without the lock, holding the sink (c.busy).
+func (c *Consumer) keepAlive() {
+	s, d := c.s, c.drv
+	all, err := d.sink.TryWrite(keepAliveBlock, EventID{})
+	if err != nil {
+		c.end(c.cause(err))
+		return
+	}
+	s.stats.KeepAlives.Add(1)
+	s.stats.Written.Add(uint64(len(keepAliveBlock))) // the rest of it, if kept, surely follows
+	s.mu.Lock()
+	d.lastWrite = monotonic()
+	if all && c.idleLocked() {
+		c.busy = false
+		s.mu.Unlock()
+		return
+	}
+	s.mu.Unlock()
+	go c.drain(nil)
+}
+
+// keepAliveBlock is a keep-alive comment.
+var keepAliveBlock = AppendComment(nil, keepAliveText)
+
+// idleLocked reports whether a driven consumer has nothing to write: the writer holding
+// its sink may give it back. Called with s.mu held.
+func (c *Consumer) idleLocked() bool {
+	return c.state == consActive && c.next > c.s.last && !c.s.closed
+}
+
 // drain writes, with blocking writes, what the sink kept and head, then the consumer's
-// backlog, a due keep-alive comment, and the end of the stream, until it has caught up
+// backlog and the end of the stream, until it has caught up
 // (then it gives the sink back) or the consumer ends. The caller holds the sink.
 func (c *Consumer) drain(head []byte) {
 	s, d := c.s, c.drv
@@ -205,12 +237,6 @@ func (c *Consumer) drain(head []byte) {
 			pb.put(buf)
 			c.end(c.cause(err))
 			return
-		case c.takeKeepAlive():
-			buf = AppendComment(buf, keepAliveText)
-			if err = d.sink.Write(buf); err == nil {
-				s.stats.KeepAlives.Add(1)
-				s.stats.Written.Add(uint64(len(buf)))
-			}
 		default:
 			pb.put(buf)
 			if c.release() {
@@ -229,23 +255,13 @@ func (c *Consumer) drain(head []byte) {
 	}
 }
 
-// takeKeepAlive reports whether a keep-alive comment is due, and clears it.
-func (c *Consumer) takeKeepAlive() bool {
-	s := c.s
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	due := c.drv.kaDue
-	c.drv.kaDue = false
-	return due
-}
-
 // release gives the sink back when nothing is left to write, and reports whether it
 // did; otherwise the caller carries on writing.
 func (c *Consumer) release() bool {
 	s := c.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if c.state != consActive || c.next <= s.last || s.closed || c.drv.kaDue {
+	if !c.idleLocked() {
 		return false
 	}
 	s.written = max(s.written, c.drv.flushed)

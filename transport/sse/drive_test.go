@@ -44,7 +44,10 @@ func (m *memSink) signal() {
 }
 
 func (m *memSink) TryWrite(body []byte, id EventID) (bool, error) {
-	p := AppendEventEnd(append([]byte(nil), body...), id)
+	p := append([]byte(nil), body...)
+	if id.Seq != 0 {
+		p = AppendEventEnd(p, id)
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	defer m.signal()

@@ -19,7 +19,8 @@ type sweeper struct {
 	mu      sync.Mutex
 	cons    []*Consumer // each one's index is its driver's sweep field
 	timer   *time.Timer
-	running bool // the timer is set: cons is not empty
+	running bool        // the timer is set: cons is not empty
+	due     []*Consumer // a run's keep-alives to write, kept between runs
 }
 
 // sweepers holds one sweeper per keep-alive interval in use (a process uses one or a
@@ -81,26 +82,39 @@ func (w *sweeper) remove(c *Consumer) {
 }
 
 // run is one sweep, on the timer's goroutine: a keep-alive for every consumer that has
-// written nothing for at least its interval less one period, each written by a
-// goroutine of its own (a blocking write to one slow client must not hold the others').
+// written nothing for at least its interval less one period, each written without
+// blocking by this goroutine (Consumer.keepAlive): the streams of a router mostly fall
+// due together, and a goroutine each would be a stack each at once.
 func (w *sweeper) run() {
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	due := time.Duration(monotonic()) - w.every + w.period
+	due := int64(time.Duration(monotonic()) - w.every + w.period)
 	for _, c := range w.cons {
-		if c.keepAliveDue(int64(due)) {
-			go c.drain(nil)
+		if c.keepAliveDue(due) {
+			w.due = append(w.due, c)
 		}
 	}
 	if len(w.cons) == 0 {
 		w.running = false
-		return
+	} else {
+		w.timer.Reset(w.period)
 	}
-	w.timer.Reset(w.period)
+	due2 := w.due
+	w.due = nil
+	w.mu.Unlock()
+	// Written without w.mu: a write that fails ends its consumer, which leaves w.
+	for i, c := range due2 {
+		c.keepAlive()
+		due2[i] = nil
+	}
+	w.mu.Lock()
+	if w.due == nil && cap(due2) <= 1024 {
+		w.due = due2[:0] // kept for the next run, unless a peak made it large
+	}
+	w.mu.Unlock()
 }
 
 // keepAliveDue reports whether c has written nothing since due (monotonic), and then
-// makes it write a keep-alive: the caller starts a drain, which holds the sink.
+// holds its sink for a keep-alive (the caller calls keepAlive).
 func (c *Consumer) keepAliveDue(due int64) bool {
 	s, d := c.s, c.drv
 	s.mu.Lock()
@@ -108,7 +122,6 @@ func (c *Consumer) keepAliveDue(due int64) bool {
 	if c.state != consActive || c.busy || d.lastWrite > due {
 		return false
 	}
-	d.kaDue = true
 	c.busy = true
 	return true
 }

@@ -58,7 +58,7 @@ func TestSweepDue(t *testing.T) {
 	if c.keepAliveDue(last) {
 		t.Errorf("keep-alive due twice while its writer is busy")
 	}
-	go c.drain(nil) // what the sweep does
+	c.keepAlive() // what the sweep does
 	sink.waitFor(t, "the keep-alive", func(o string) bool { return strings.Contains(o, ": keep-alive\n\n") })
 	s.Close(0)
 }
