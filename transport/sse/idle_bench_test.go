@@ -2,7 +2,9 @@ package sse
 
 import (
 	"runtime"
+	"sync"
 	"testing"
+	"time"
 )
 
 // nopSink takes every write whole and keeps nothing.
@@ -53,5 +55,65 @@ func BenchmarkIdleDriven(b *testing.B) {
 			s.Close(0)
 		}
 		runtime.KeepAlive(cons)
+	}
+}
+
+// gapSink records the longest and shortest time between its writes after the first.
+type gapSink struct {
+	nopSink
+	mu         sync.Mutex
+	last       time.Time
+	most, less time.Duration
+	n          int
+}
+
+func (g *gapSink) TryWrite([]byte, EventID) (bool, error) {
+	now := time.Now()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.last.IsZero() {
+		d := now.Sub(g.last)
+		g.most = max(g.most, d)
+		if g.less == 0 || d < g.less {
+			g.less = d
+		}
+		g.n++
+	}
+	g.last = now
+	return true, nil
+}
+
+// BenchmarkKeepAliveGap reports how the keep-alives of many idle driven streams keep
+// their interval: the longest silence of any stream and the shortest gap between two of
+// its keep-alives, as fractions of the interval (the sweep aims at 0.875 to 1). Run with
+// -benchtime=1x.
+func BenchmarkKeepAliveGap(b *testing.B) {
+	const n, every, span = 2000, 40 * time.Millisecond, 500 * time.Millisecond
+	for i := 0; i < b.N; i++ {
+		sinks := make([]*gapSink, n)
+		streams := make([]*Stream, n)
+		for k := range sinks {
+			sinks[k], streams[k] = new(gapSink), NewStream(0, StreamConfig{})
+			c, err := streams[k].Attach(0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := c.Drive(sinks[k], PumpOptions{KeepAlive: every}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		time.Sleep(span) // the span measured, not a wait for an event
+		var most, less time.Duration
+		for k, g := range sinks {
+			streams[k].Close(0)
+			g.mu.Lock()
+			most = max(most, g.most)
+			if less == 0 || (g.less > 0 && g.less < less) {
+				less = g.less
+			}
+			g.mu.Unlock()
+		}
+		b.ReportMetric(float64(most)/float64(every), "max-gap/interval")
+		b.ReportMetric(float64(less)/float64(every), "min-gap/interval")
 	}
 }
