@@ -46,7 +46,16 @@ const (
 	NameEscaped
 	URIEscaped
 	CursorEscaped
+	// MetaReserved says that params._meta has members and every one of them has a key
+	// under ReservedMetaPrefix, written without escapes (a progressToken is not): what
+	// drops the revision's keys from a request for a backend that must not see them
+	// drops the whole inside of Meta, without walking it again.
+	MetaReserved
 )
+
+// ReservedMetaPrefix starts the _meta keys the MCP revisions reserve for themselves
+// (io.modelcontextprotocol/protocolVersion...), which MetaReserved is about.
+const ReservedMetaPrefix = "io.modelcontextprotocol/"
 
 // Message is a view over one scanned JSON-RPC message. Every slice is a sub-slice of
 // the scanned input (zero copies) and is valid as long as that input is.

@@ -216,6 +216,10 @@ member: // b[i] should start a key of the object of level
 			if rawEqual(key, esc, "progressToken") {
 				f = pProgressToken // the only member of _meta the router reads
 			}
+			if esc || len(key) <= len(ReservedMetaPrefix) || string(key[:len(ReservedMetaPrefix)]) != ReservedMetaPrefix {
+				e.metaOther = true // MetaReserved is not for this _meta
+			}
+			e.metaAny = true
 		}
 	}
 	i = ws(b, i)
@@ -367,6 +371,7 @@ member: // b[i] should start a key of the object of level
 		case pMeta:
 			if c == '{' {
 				level, e.mseen, e.metaOff = 3, 0, vs
+				e.metaAny, e.metaOther = false, false
 				goto open // m.Meta is set where it closes
 			}
 			i = s.value(i, 2)
@@ -420,6 +425,9 @@ close: // b[i] closes the object of level
 	case 3:
 		level = 2
 		m.Meta = b[e.metaOff:i]
+		if m.Flags &^= MetaReserved; e.metaAny && !e.metaOther {
+			m.Flags |= MetaReserved
+		}
 		goto next
 	case 2:
 		level = 1
@@ -480,6 +488,9 @@ type seenMembers struct {
 	idNull               bool  // "id": null
 	start, idOff, parOff int   // offsets of the object, the id and params
 	metaOff              int   // offset of params._meta
+	// metaAny: _meta has a member; metaOther: one whose key is not under
+	// ReservedMetaPrefix (MetaReserved).
+	metaAny, metaOther bool
 }
 
 // token scans the value at b[i] (inside depth open containers) and returns the index

@@ -235,6 +235,11 @@ func appendWire(dst []byte, e *entry, legacy bool) []byte {
 		n++
 	}
 	if legacy && x.Stateless {
+		if x.Msg.Flags&codec.MetaReserved != 0 && len(x.Msg.Meta) >= 2 {
+			// Nothing but the revision's keys (the progress token is not one): all go.
+			sp[n] = codec.Splice{Old: metaInside(x.Msg.Meta)}
+			return codec.AppendSplices(dst, x.Raw, sp[:n+1])
+		}
 		cuts, all := appendMetaCuts(sp[:n], x.Msg.Meta) // modern_meta.go
 		if !all {
 			return stripModernMeta(dst, codec.AppendSplices(nil, x.Raw, cuts))

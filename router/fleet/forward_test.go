@@ -357,6 +357,14 @@ func TestAppendWire(t *testing.T) {
 			want: `{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"_meta": { "progressToken" : 42 },"name":"echo"}}`, stateless: true, legacy: true},
 		{in: `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{` + v + `,` + caps + `}}}`,
 			want: `{"jsonrpc":"2.0","id":42,"method":"tools/list","params":{"_meta":{}}}`, stateless: true, legacy: true},
+		// Only the revision's keys (codec.MetaReserved): the inside goes, without a walk.
+		{in: `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta": { ` + v + ` ,` + caps + "\n}}}",
+			want: `{"jsonrpc":"2.0","id":42,"method":"tools/list","params":{"_meta": { ` + "\n}}}", stateless: true, legacy: true},
+		{in: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{` + v + `},"name":"a__echo","progressToken":"t"}}`,
+			want: `{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"_meta":{},"name":"echo","progressToken":42}}`, stateless: true, legacy: true},
+		// An escaped key is not taken for one of the revision's, by either path.
+		{in: `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol\/x":1,` + v + `}}}`,
+			want: `{"jsonrpc":"2.0","id":42,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol\/x":1}}}`, stateless: true, legacy: true},
 		{in: `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"a":1,` + v + `,"b":2,` + caps + `}}}`,
 			want: `{"jsonrpc":"2.0","id":42,"method":"tools/list","params":{"_meta":{"a":1,"b":2}}}`, stateless: true, legacy: true},
 		{in: `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,
@@ -380,4 +388,31 @@ func TestAppendWire(t *testing.T) {
 			t.Errorf("%s: not JSON", got)
 		}
 	}
+}
+
+// FuzzAppendWireMeta: a stateless request to a 2025 backend loses the same bytes
+// whether its _meta is cut without a walk (codec.MetaReserved) or member by member
+// (appendMetaCuts), and what is left is JSON.
+func FuzzAppendWireMeta(f *testing.F) {
+	const v = `"io.modelcontextprotocol/protocolVersion":"2026-07-28"`
+	for _, meta := range []string{`{` + v + `}`, `{ ` + v + ` , "io.modelcontextprotocol/clientCapabilities":{} }`,
+		`{"progressToken":1,` + v + `}`, `{"io.modelcontextprotocol\/x":1}`, `{}`, `{"io.modelcontextprotocol/":2}`, `{"a":{"io.modelcontextprotocol/b":1}}`} {
+		f.Add(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a__echo","_meta":` + meta + `}}`)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		x := &transport.Exchange{Raw: []byte(in), Stateless: true}
+		if codec.Scan(x.Raw, &x.Msg) != nil || x.Msg.Kind != codec.KindRequest {
+			return
+		}
+		e := &entry{kind: clientRequest, id: 42, x: x, progress: x.Msg.ProgressToken != nil}
+		got := appendWire(nil, e, true)
+		reserved := x.Msg.Flags&codec.MetaReserved != 0
+		x.Msg.Flags &^= codec.MetaReserved
+		if walked := appendWire(nil, e, true); string(got) != string(walked) {
+			t.Fatalf("%s (reserved %v):\n   cut %s\nwalked %s", in, reserved, got, walked)
+		}
+		if !json.Valid(got) {
+			t.Fatalf("%s: not JSON: %s", in, got)
+		}
+	})
 }

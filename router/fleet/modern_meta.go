@@ -98,4 +98,22 @@ func stripModernMeta(dst, msg []byte) []byte {
 const metaCuts = 8
 
 // modernKeyPrefix starts the _meta keys the revisions reserve.
-const modernKeyPrefix = "io.modelcontextprotocol/"
+const modernKeyPrefix = codec.ReservedMetaPrefix
+
+// metaInside returns the span of a params._meta object (meta, as codec.Scan recorded it)
+// between its first member's key and the end of its last value: what appendMetaCuts
+// cuts when every member is one of the revision's (codec.MetaReserved), found without
+// walking the members.
+func metaInside(meta []byte) []byte {
+	from, to := 1, len(meta)-1 // inside the braces
+	for from < to && isSpace(meta[from]) {
+		from++
+	}
+	for to > from && isSpace(meta[to-1]) {
+		to--
+	}
+	return meta[from:to]
+}
+
+// isSpace reports whether c is JSON whitespace.
+func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\r' || c == '\t' }
