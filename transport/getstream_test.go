@@ -19,8 +19,10 @@ import (
 // TestGetStreamOwnsConnection: GET streams on a real loopback listener (the router's:
 // read-ahead connections, fasthttp keeping hijacked connections), where events are
 // written by the publishing goroutine and an idle stream holds no handler: the priming
-// event, events in order, keep-alives from the timer, and a clean end of the response
-// when the session ends; then a second session's stream gets the retry hint at shutdown.
+// event, events in order, keep-alives from the sweep, and a clean end of the response
+// when the session ends; a change notice sent to two sessions in turn (one encoding,
+// shared) goes out on each stream with its own id, and is replayed on resumption; then a
+// last session's stream gets the retry hint at shutdown.
 func TestGetStreamOwnsConnection(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -66,18 +68,18 @@ func TestGetStreamOwnsConnection(t *testing.T) {
 		resp.Body.Close()
 		return resp
 	}
-	open := func() (string, *http.Response, *sse.Reader) {
+	// get opens session sid's GET stream, resuming after lastID if it is not empty.
+	get := func(sid, lastID string) (*http.Response, *sse.Reader) {
 		t.Helper()
-		sid := post("", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"`+v+`"}}`).Header.Get(HeaderSessionID)
-		if sid == "" {
-			t.Fatal("no session")
-		}
 		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 		t.Cleanup(cancel)
 		req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
 		req.Header.Set("Accept", "text/event-stream")
 		for k, val := range sessionHeaders(sid, v) {
 			req.Header.Set(k, val)
+		}
+		if lastID != "" {
+			req.Header.Set(sse.HeaderLastEventID, lastID)
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -86,7 +88,15 @@ func TestGetStreamOwnsConnection(t *testing.T) {
 		if resp.StatusCode != 200 {
 			t.Fatalf("GET: %d", resp.StatusCode)
 		}
-		rd := sse.NewReader(resp.Body, 0)
+		return resp, sse.NewReader(resp.Body, 0)
+	}
+	open := func() (string, *http.Response, *sse.Reader) {
+		t.Helper()
+		sid := post("", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"`+v+`"}}`).Header.Get(HeaderSessionID)
+		if sid == "" {
+			t.Fatal("no session")
+		}
+		resp, rd := get(sid, "")
 		if ev := readEvents(t, rd, 1)[0]; ev.ID != "0-0" || ev.Data != "" {
 			t.Fatalf("first event %+v, want the priming event", ev)
 		}
@@ -113,6 +123,36 @@ func TestGetStreamOwnsConnection(t *testing.T) {
 	}
 	resp.Body.Close()
 	waitFor(t, "the stream counted closed", func() bool { return hs.Stats.OpenStreams.Load() == 0 })
+
+	sidA, respA, rdA := open()
+	defer respA.Body.Close()
+	post(sidA, `{"jsonrpc":"2.0","id":2,"method":"broadcast","params":{"count":1}}`)
+	readEvents(t, rdA, 1)
+	sidB, respB, rdB := open()
+	notice := `{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"memo://a"}}`
+	for _, id := range []string{sidA, sidB} {
+		sess, ok := reg.Get([]byte(id))
+		if !ok {
+			t.Fatalf("session %s not registered", id)
+		}
+		if err := sess.SendNotice([]byte(notice)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		rd *sse.Reader
+		id string
+	}{{rdA, "0-2"}, {rdB, "0-1"}} {
+		if ev := readEvents(t, c.rd, 1)[0]; ev.ID != c.id || ev.Data != notice {
+			t.Errorf("notice %+v, want id %s and the notice", ev, c.id)
+		}
+	}
+	respB.Body.Close()
+	respB, rdB = get(sidB, "0-0")
+	defer respB.Body.Close()
+	if ev := readEvents(t, rdB, 1)[0]; ev.ID != "0-1" || ev.Data != notice {
+		t.Errorf("resumed after 0-0: %+v, want the notice as 0-1", ev)
+	}
 
 	_, resp, rd = open()
 	defer resp.Body.Close()
