@@ -136,7 +136,7 @@ func (c *Consumer) publishInline(f []byte, id EventID) {
 			if c.idleLocked() {
 				c.busy = false
 				s.mu.Unlock()
-				s.stats.Written.Add(uint64(size))
+				s.cfg.Stats.Written.Add(uint64(size))
 				return
 			}
 		} else {
@@ -149,7 +149,7 @@ func (c *Consumer) publishInline(f []byte, id EventID) {
 		return
 	}
 	if all {
-		s.stats.Written.Add(uint64(size))
+		s.cfg.Stats.Written.Add(uint64(size))
 	}
 	// The rest needs blocking writes: never on the publisher's goroutine, which has
 	// other consumers to serve.
@@ -166,8 +166,8 @@ func (c *Consumer) keepAlive() {
 		c.end(c.cause(err))
 		return
 	}
-	s.stats.KeepAlives.Add(1)
-	s.stats.Written.Add(uint64(len(keepAliveBlock))) // the rest of it, if kept, surely follows
+	s.cfg.Stats.KeepAlives.Add(1)
+	s.cfg.Stats.Written.Add(uint64(len(keepAliveBlock))) // the rest of it, if kept, surely follows
 	s.mu.Lock()
 	d.lastWrite = monotonic()
 	if all && c.idleLocked() {
@@ -197,7 +197,7 @@ func (c *Consumer) drain(head []byte) {
 		c.end(c.cause(err))
 		return
 	}
-	s.stats.Written.Add(uint64(len(head)))
+	s.cfg.Stats.Written.Add(uint64(len(head)))
 	pb := pumpBuf{size: min(d.maxBatch, maxPooled)}
 	for {
 		flushed := d.flushed
@@ -222,16 +222,16 @@ func (c *Consumer) drain(head []byte) {
 			}
 			if err == nil {
 				d.flushed = last
-				s.stats.Written.Add(uint64(len(buf) + len(big)))
+				s.cfg.Stats.Written.Add(uint64(len(buf) + len(big)))
 			}
 		case end:
 			s.mu.Lock()
-			retry := s.closeRetry
+			retry := int(s.closeRetry)
 			s.mu.Unlock()
 			if retry > 0 {
 				buf = AppendRetry(buf, retry)
 				if err = d.sink.Write(buf); err == nil {
-					s.stats.Written.Add(uint64(len(buf)))
+					s.cfg.Stats.Written.Add(uint64(len(buf)))
 				}
 			}
 			pb.put(buf)

@@ -2,6 +2,7 @@ package sse
 
 import (
 	"errors"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -201,20 +202,21 @@ func (r *ring) pop(acct *budget.Account) slot {
 // All methods are safe for concurrent use. The lock guards memory only: no I/O and no
 // callback runs under it.
 type Stream struct {
-	id    uint32
-	cfg   StreamConfig
-	stats *Stats
+	// Fields are ordered so that the struct fits a smaller size class: every session
+	// holds one stream at least for its whole life.
+	id         uint32
+	closeRetry int32 // retry hint of Close, ms; guarded by mu
+	cfg        StreamConfig
 
-	mu         sync.Mutex
-	ring       ring
-	last       uint64 // seq of the newest event, 0 if none
-	evicted    uint64 // seq of the newest evicted event: the ring holds evicted+1..last
-	written    uint64 // highest seq flushed to some consumer
-	closed     bool
-	closeRetry int
-	cons       *Consumer
-	pending    int    // bytes of new events (published after its attach) cons has not taken
-	writing    uint64 // seq of the event a driven consumer is writing from its ring frame (0: none)
+	mu      sync.Mutex
+	ring    ring
+	last    uint64 // seq of the newest event, 0 if none
+	evicted uint64 // seq of the newest evicted event: the ring holds evicted+1..last
+	written uint64 // highest seq flushed to some consumer
+	closed  bool
+	cons    *Consumer
+	pending int    // bytes of new events (published after its attach) cons has not taken
+	writing uint64 // seq of the event a driven consumer is writing from its ring frame (0: none)
 }
 
 // frameSlack is room reserved in a body buffer beyond the data: the field names and
@@ -226,7 +228,7 @@ const frameSlack = 16
 // RingBytes is used as given.
 func NewStream(id uint32, cfg StreamConfig) *Stream {
 	cfg = cfg.withDefaults()
-	return &Stream{id: id, cfg: cfg, stats: cfg.Stats}
+	return &Stream{id: id, cfg: cfg}
 }
 
 // NewStreamAfter returns an empty stream whose first event will have sequence number
@@ -242,7 +244,7 @@ func NewStreamAfter(id uint32, cfg StreamConfig, seq uint64) *Stream {
 func (s *Stream) ID() uint32 { return s.id }
 
 // Stats returns the counters the stream updates (shared if StreamConfig.Stats was set).
-func (s *Stream) Stats() *Stats { return s.stats }
+func (s *Stream) Stats() *Stats { return s.cfg.Stats }
 
 // Publish appends an event to the stream and wakes its consumer. The data is copied;
 // the caller keeps ownership of data. Publish never blocks on the consumer: if the
@@ -329,8 +331,8 @@ func (s *Stream) publish(e slot) (EventID, error) {
 	s.mu.Unlock()
 
 	s.notifyCut(cut, evictions)
-	s.stats.Events.Add(1)
-	s.stats.Bytes.Add(uint64(size))
+	s.cfg.Stats.Events.Add(1)
+	s.cfg.Stats.Bytes.Add(uint64(size))
 	if inline != nil {
 		inline.publishInline(f, id)
 	}
@@ -358,11 +360,11 @@ func (s *Stream) release(e slot, seq uint64) {
 // off, if any. Called without the lock.
 func (s *Stream) notifyCut(cut *Consumer, evictions int) {
 	if cut != nil {
-		s.stats.CutOffs.Add(1)
+		s.cfg.Stats.CutOffs.Add(1)
 		cut.interruptPump()
 	}
 	if evictions > 0 {
-		s.stats.Evictions.Add(uint64(evictions))
+		s.cfg.Stats.Evictions.Add(uint64(evictions))
 	}
 }
 
@@ -403,7 +405,7 @@ func (s *Stream) evictLocked(upTo uint64, need int) int {
 		n++
 	}
 	if n > 0 {
-		s.stats.Evictions.Add(uint64(n))
+		s.cfg.Stats.Evictions.Add(uint64(n))
 	}
 	return freed
 }
@@ -425,7 +427,7 @@ func (s *Stream) addPendingLocked(delta int) {
 		return
 	}
 	s.pending += delta
-	s.stats.Queued.Add(int64(delta))
+	s.cfg.Stats.Queued.Add(int64(delta))
 }
 
 // notify wakes a pump without blocking; one pending wake-up is enough.
@@ -464,7 +466,7 @@ func (s *Stream) attach(after uint64, exact bool) (*Consumer, error) {
 		after = max(s.written, s.evicted)
 	} else if after < s.evicted || after > s.last {
 		s.mu.Unlock()
-		s.stats.Gone.Add(1)
+		s.cfg.Stats.Gone.Add(1)
 		return nil, ErrGone
 	}
 	if s.closed && after >= s.last {
@@ -482,7 +484,7 @@ func (s *Stream) attach(after uint64, exact bool) (*Consumer, error) {
 	s.mu.Unlock()
 
 	if exact {
-		s.stats.Resumes.Add(1)
+		s.cfg.Stats.Resumes.Add(1)
 	}
 	if old != nil {
 		old.interruptPump()
@@ -512,7 +514,7 @@ func (s *Stream) Last() EventID {
 func (s *Stream) Close(retryMs int) {
 	s.mu.Lock()
 	if !s.closed {
-		s.closed, s.closeRetry = true, retryMs
+		s.closed, s.closeRetry = true, int32(min(retryMs, math.MaxInt32))
 	}
 	if c := s.cons; c != nil {
 		c.kickLocked()
@@ -755,7 +757,7 @@ func (c *Consumer) Pump(w Writer, opts PumpOptions) error {
 				if err := s.write(w, buf, nil); err != nil {
 					return c.cause(err)
 				}
-				s.stats.KeepAlives.Add(1)
+				s.cfg.Stats.KeepAlives.Add(1)
 			}
 		}
 	}
@@ -824,14 +826,14 @@ func (s *Stream) write(w Writer, buf, big []byte) error {
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	s.stats.Written.Add(uint64(len(buf) + len(big)))
+	s.cfg.Stats.Written.Add(uint64(len(buf) + len(big)))
 	return nil
 }
 
 // closing ends a pump whose stream was closed and drained: the close retry hint, if any.
 func (s *Stream) closing(w Writer, buf []byte) error {
 	s.mu.Lock()
-	retry := s.closeRetry
+	retry := int(s.closeRetry)
 	s.mu.Unlock()
 	if retry > 0 {
 		return s.write(w, AppendRetry(buf, retry), nil)
