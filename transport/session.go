@@ -14,28 +14,36 @@ import (
 
 // Session is the transport side of one client session: its id, its revision, its streams,
 // its last activity. The handler's MCP state rides along in State.
+//
+// Its fields are ordered so that it fits the 128-byte size class (TestSessionSize): one
+// is held per session, 100,000 of them on a busy router.
 type Session struct {
-	id      string
-	carrier Carrier
-	info    atomic.Pointer[sessionInfo]
-	reg     *Registry
-	out     sessionOutput
+	id   string
+	info atomic.Pointer[sessionInfo]
+	reg  *Registry
+	out  sessionOutput
 
-	client   netip.Addr      // the client's address key (see clientKey); zero: none
-	acct     *budget.Account // the session's share of the memory budget; nil: no budget
-	born     int64           // unix nanoseconds
-	ready    atomic.Bool     // the client sent notifications/initialized
-	inflight atomic.Int32    // client calls not yet answered
+	client netip.Addr      // the client's address key (see clientKey); zero: none
+	acct   *budget.Account // the session's share of the memory budget; nil: no budget
+	born   int64           // unix nanoseconds
 
 	principal  atomic.Pointer[auth.Principal] // the owner as last authenticated (its newest token)
 	lastActive atomic.Int64                   // unix nanoseconds
-	closed     atomic.Bool
-	handedOver atomic.Bool
 	// done is made by the first Done (most sessions never have theirs asked for: an idle
 	// session kept one more allocation for nothing), and closedDone once the session
 	// has ended.
 	done atomic.Pointer[chan struct{}]
+
+	// calls counts the client calls not yet answered, and has readyBit set once the
+	// client sent notifications/initialized (one word for both).
+	calls      atomic.Int32
+	closed     atomic.Bool
+	handedOver atomic.Bool
+	carrier    Carrier
 }
+
+// readyBit is the bit of Session.calls that MarkReady sets; the bits below count calls.
+const readyBit = 1 << 30
 
 // closedDone is the done channel of every session that ended before anyone asked.
 var closedDone = func() *chan struct{} {
@@ -205,10 +213,10 @@ func (s *Session) touch() { s.lastActive.Store(time.Now().UnixNano()) }
 
 // MarkReady records that the client finished the handshake (notifications/initialized):
 // from now on the session is no longer subject to RegistryConfig.InitTimeout.
-func (s *Session) MarkReady() { s.ready.Store(true) }
+func (s *Session) MarkReady() { s.calls.Or(readyBit) }
 
 // Ready reports whether MarkReady was called.
-func (s *Session) Ready() bool { return s.ready.Load() }
+func (s *Session) Ready() bool { return s.calls.Load()&readyBit != 0 }
 
 // Account is the session's share of the memory budget (nil when budgets are off): the
 // handler reserves what it keeps for the session (its record) from it.
@@ -216,8 +224,8 @@ func (s *Session) Account() *budget.Account { return s.acct }
 
 // beginCall and endCall bracket a client call on the session: a session with calls in
 // flight is busy, and is not evicted to make room for another.
-func (s *Session) beginCall() { s.inflight.Add(1) }
-func (s *Session) endCall()   { s.inflight.Add(-1) }
+func (s *Session) beginCall() { s.calls.Add(1) }
+func (s *Session) endCall()   { s.calls.Add(-1) }
 
 // RegistryConfig bounds the sessions a process keeps. Zero values take the defaults.
 //
@@ -363,7 +371,9 @@ func (r *Registry) open(sp sessionSpec) (*Session, error) {
 	s := &Session{id: sp.id, carrier: sp.carrier, reg: r, out: sp.out, acct: sp.acct, client: sp.client}
 	s.info.Store(&sessionInfo{version: sp.version, state: sp.state})
 	s.principal.Store(sp.principal)
-	s.ready.Store(sp.ready)
+	if sp.ready {
+		s.MarkReady()
+	}
 	s.touch()
 	s.born = s.lastActive.Load()
 	for try := 0; ; try++ {
@@ -519,7 +529,7 @@ func (r *Registry) expire(now time.Time) {
 	initCutoff := now.Add(-r.cfg.InitTimeout).UnixNano()
 	r.Each(func(s *Session) {
 		switch {
-		case r.cfg.InitTimeout > 0 && !s.ready.Load() && s.born < initCutoff:
+		case r.cfg.InitTimeout > 0 && !s.Ready() && s.born < initCutoff:
 			r.Unready.Add(1)
 			s.Close()
 		case r.cfg.IdleTimeout > 0 && s.lastActive.Load() < idleCutoff && !s.busy():
@@ -532,7 +542,7 @@ func (r *Registry) expire(now time.Time) {
 // busy reports whether the client has calls in flight on the session or holds a stream
 // open on it, which counts as activity.
 func (s *Session) busy() bool {
-	if s.inflight.Load() > 0 {
+	if s.calls.Load()&^readyBit > 0 {
 		return true
 	}
 	if b, ok := s.out.(streamHolder); ok {

@@ -3,7 +3,46 @@ package transport
 import (
 	"sync"
 	"testing"
+	"unsafe"
 )
+
+// TestSessionSize: a Session stays within the 128-byte size class on 64-bit platforms
+// (one per session; at 136 bytes it took 144).
+func TestSessionSize(t *testing.T) {
+	if unsafe.Sizeof(uintptr(0)) != 8 {
+		t.Skip("sizes are counted for 64-bit platforms")
+	}
+	if n := unsafe.Sizeof(Session{}); n > 128 {
+		t.Fatalf("Session is %d bytes, more than the 128-byte size class", n)
+	}
+}
+
+// TestSessionReadyAndCalls: the ready flag and the count of calls in flight share one
+// word without disturbing each other.
+func TestSessionReadyAndCalls(t *testing.T) {
+	reg := NewRegistry(RegistryConfig{IdleTimeout: -1, InitTimeout: -1}, nil)
+	t.Cleanup(reg.Close)
+	s, err := reg.create(CarrierStreamable, "2025-11-25", nil, nopOutput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Ready() || s.busy() {
+		t.Fatal("a new session is ready or busy")
+	}
+	s.beginCall()
+	s.MarkReady()
+	if !s.Ready() || !s.busy() {
+		t.Fatalf("one call in flight after MarkReady: ready %v busy %v", s.Ready(), s.busy())
+	}
+	s.endCall()
+	if !s.Ready() || s.busy() {
+		t.Fatalf("no call in flight: ready %v busy %v", s.Ready(), s.busy())
+	}
+	s.MarkReady() // again: no change
+	if !s.Ready() || s.busy() {
+		t.Fatal("a second MarkReady changed the session")
+	}
+}
 
 // TestSessionDoneLazy: a session makes its done channel only when asked for it, and
 // whoever asks, before the session ends, after, or at the same time as it ends, gets a
