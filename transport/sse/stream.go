@@ -545,6 +545,10 @@ type Consumer struct {
 	start   uint64        // the position it starts after: the id of its priming event
 	wake    chan struct{} // a pump's wake-ups, made by Pump (a driven consumer has none); guarded by s.mu
 	pumping atomic.Bool
+	// state and busy are guarded by s.mu, like the fields below; they sit beside
+	// pumping so that a Consumer fits the 96-byte size class.
+	state consState
+	busy  bool // a driven consumer's writer holds its sink
 
 	// imu orders the pump's Interrupt with the end of Pump: the function acts on what
 	// Pump's caller owns (its connection), which the caller may give back as soon as
@@ -554,11 +558,9 @@ type Consumer struct {
 	isink     Sink   // a driven consumer's sink, for its Interrupt; nil likewise
 
 	// guarded by s.mu
-	next      uint64 // next seq to take
-	replayEnd uint64 // events up to this one existed at attach: a replay, not a queue
-	state     consState
+	next      uint64  // next seq to take
+	replayEnd uint64  // events up to this one existed at attach: a replay, not a queue
 	drv       *driver // set by Drive
-	busy      bool    // a driven consumer's writer holds its sink
 }
 
 // Start returns the id of the position the consumer starts after: the id of its priming
