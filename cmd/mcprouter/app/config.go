@@ -100,7 +100,7 @@ type PathsConfig struct {
 type SessionsConfig struct {
 	Max         int           `yaml:"max"`          // default 10000
 	IdleTimeout time.Duration `yaml:"idle_timeout"` // default 30m
-	// NoPersist keeps sessions in this process only. By default (with JetStream) session
+	// NoPersist keeps sessions in this process only. By default (with a JetStream other instances reach: nats.url, listen or cluster) session
 	// records and recent GET stream events live in NATS, so that a client whose router
 	// instance died carries on with another one.
 	NoPersist bool `yaml:"no_persist"`
