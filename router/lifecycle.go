@@ -3,6 +3,7 @@ package router
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 
 	"github.com/bytedance/sonic"
@@ -128,7 +129,6 @@ func (r *Router) notification(j *job, method string) bool {
 	switch method {
 	case "notifications/initialized":
 		if j.s != nil {
-			j.s.initialized.Store(true)
 			if t := j.s.TransportSession(); t != nil {
 				t.MarkReady() // no longer subject to the transport's handshake timeout
 			}
@@ -185,7 +185,6 @@ func (r *Router) initialize(j *job) {
 	version := Negotiate(*p.ProtocolVersion)
 	s := &Session{version: version, r: r}
 	s.keepClient(p.Capabilities, p.ClientInfo)
-	s.logLevel.Store(1) // info
 	ts, err := x.Bind(version, s)
 	if err != nil {
 		j.replyError(codec.CodeInvalidRequest, bindRefusal(err), nil)
@@ -263,15 +262,12 @@ func (r *Router) setLevel(j *job) {
 		j.replyError(codec.CodeInvalidParams, "Invalid params: logging/setLevel needs a level", nil)
 		return
 	}
-	for i, l := range logLevels {
-		if l == p.Level {
-			j.s.logLevel.Store(int32(i))
-			if r.fleet != nil {
-				r.fleet.SetLogLevel(j.s, l)
-			}
-			j.reply(emptyObject)
-			return
+	if slices.Contains(logLevels, p.Level) {
+		if r.fleet != nil {
+			r.fleet.SetLogLevel(j.s, p.Level)
 		}
+		j.reply(emptyObject)
+		return
 	}
 	j.replyError(codec.CodeInvalidParams, "Invalid params: unknown log level "+p.Level, nil)
 }

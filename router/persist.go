@@ -128,8 +128,6 @@ func (r *Router) ResolveSession(id string, p *auth.Principal) (string, transport
 		return "", nil, transport.ErrForeignSession
 	}
 	s := &Session{version: rec.Version, r: r, clientCaps: rec.Capabilities, clientInfo: rec.ClientInfo}
-	s.initialized.Store(true)
-	s.logLevel.Store(1)
 	r.Stats.Adopted.Add(1)
 	if r.fleet != nil {
 		r.fleet.SessionOpened(s)

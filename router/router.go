@@ -137,9 +137,7 @@ type Session struct {
 	t          atomic.Pointer[transport.Session]
 	r          *Router
 
-	initialized atomic.Bool
-	logLevel    atomic.Int32
-	saves       saver // the writes of its record, one at a time
+	saves saver // the writes of its record, one at a time
 
 	// stateless marks the session of one stateless (2026-07-28) request, made for it
 	// from its _meta and dropped with it (stateless.go); principal is then its sender's.

@@ -242,8 +242,6 @@ func (r *Router) statelessSession(x *transport.Exchange, meta *modern.Meta) *sta
 	if len(info) > 0 {
 		s.clientInfo = buf[len(caps) : len(caps)+len(info) : len(caps)+len(info)]
 	}
-	s.logLevel.Store(int32(modern.LogLevelIndex(meta.LogLevel))) // -1: no log messages
-	s.initialized.Store(true)
 	q.id = buf[len(caps)+len(info):]
 	return q
 }
