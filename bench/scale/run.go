@@ -186,18 +186,13 @@ func (r *run) startServers() error {
 		}
 		r.routers = append(r.routers, rt)
 	}
-	errs := make([]error, len(r.routers))
-	var wg sync.WaitGroup
-	for i, rt := range r.routers[1:] {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rt.proc, errs[i+1] = cluster.StartProc(rt.name, filepath.Join(c.Dir, rt.name+".log"), "mcprouter listening", 2*time.Minute,
-				r.bins["mcprouter"], "--config", filepath.Join(c.Dir, rt.name+".yaml"))
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	rest := r.routers[1:]
+	if err := parallel(len(rest), func(i int) (err error) {
+		rt := rest[i]
+		rt.proc, err = cluster.StartProc(rt.name, filepath.Join(c.Dir, rt.name+".log"), "mcprouter listening", 2*time.Minute,
+			r.bins["mcprouter"], "--config", filepath.Join(c.Dir, rt.name+".yaml"))
+		return err
+	}); err != nil {
 		return err
 	}
 	c.Logf("backend, %d routers on one NATS (the first one's)", len(r.routers))
@@ -266,17 +261,10 @@ func (r *run) openSessions(rep *Report) error {
 			}
 		}
 	}()
-	errs := make([]error, len(r.loaders))
-	var wg sync.WaitGroup
-	for i, l := range r.loaders {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = l.expect("ready", &l.opened, wait)
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := parallel(len(r.loaders), func(i int) error {
+		l := r.loaders[i]
+		return l.expect("ready", &l.opened, wait)
+	}); err != nil {
 		return err
 	}
 	var start, end int64
@@ -389,17 +377,26 @@ func (r *run) round(s client.Session) ([]client.HoldRound, error) {
 		}
 	}
 	rounds := make([]client.HoldRound, len(r.loaders))
-	errs := make([]error, len(r.loaders))
+	err := parallel(len(r.loaders), func(i int) error {
+		return r.loaders[i].expect("ok", &rounds[i], c.Wait+30*time.Second)
+	})
+	return rounds, err
+}
+
+// parallel runs f(0) to f(n-1) at once and returns their errors joined, once all
+// have returned.
+func parallel(n int, f func(i int) error) error {
+	errs := make([]error, n)
 	var wg sync.WaitGroup
-	for i, l := range r.loaders {
+	for i := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = l.expect("ok", &rounds[i], c.Wait+30*time.Second)
+			errs[i] = f(i)
 		}()
 	}
 	wg.Wait()
-	return rounds, errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
 // quantiles are h's p50, p99 and maximum (zero when it is empty).
