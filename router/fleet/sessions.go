@@ -84,6 +84,21 @@ type sessionState struct {
 	opened func(in *instance, c *upConn)
 }
 
+// dropBackend takes st's upstream sessions with b's instances out of st, marks them
+// dead and appends them to out, for the caller to close.
+func (st *sessionState) dropBackend(b *backend, out []*upConn) []*upConn {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for in, c := range st.conns {
+		if in.b == b {
+			delete(st.conns, in)
+			c.killed.Store(true)
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 func newSessionState(s *router.Session) *sessionState {
 	return &sessionState{sess: s}
 }

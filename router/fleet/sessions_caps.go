@@ -317,15 +317,7 @@ func (ss *sessions) dropScoped(b *backend, out []*upConn) []*upConn {
 	}
 	p.mu.Unlock()
 	for _, st := range states {
-		st.mu.Lock()
-		for in, c := range st.conns {
-			if in.b == b {
-				delete(st.conns, in)
-				c.killed.Store(true)
-				out = append(out, c)
-			}
-		}
-		st.mu.Unlock()
+		out = st.dropBackend(b, out)
 	}
 	return out
 }

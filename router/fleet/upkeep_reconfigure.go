@@ -308,15 +308,7 @@ func (t *table) onBackend(b *backend) int {
 func (ss *sessions) dropBackend(b *backend) []*upConn {
 	var out []*upConn
 	for _, st := range ss.all() {
-		st.mu.Lock()
-		for in, c := range st.conns {
-			if in.b == b {
-				delete(st.conns, in)
-				c.killed.Store(true)
-				out = append(out, c)
-			}
-		}
-		st.mu.Unlock()
+		out = st.dropBackend(b, out)
 	}
 	return ss.dropScoped(b, out) // 2026 clients' (sessions_caps.go)
 }
