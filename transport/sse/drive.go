@@ -53,20 +53,7 @@ func (c *Consumer) Drive(sink Sink, opts PumpOptions) error {
 	c.imu.Lock()
 	c.isink = sink
 	c.imu.Unlock()
-	var head []byte
-	if opts.Prime || opts.RetryMs > 0 {
-		if opts.Prime {
-			head = append(head, "id: "...)
-			head = c.Start().Append(head)
-			head = append(head, '\n')
-			if opts.RetryMs > 0 {
-				head = appendRetryLine(head, opts.RetryMs)
-			}
-			head = append(head, "data:\n\n"...)
-		} else {
-			head = AppendRetry(head, opts.RetryMs)
-		}
-	}
+	head := c.appendHead(nil, opts)
 	d := &driver{sink: sink, maxBatch: opts.MaxBatch, sweep: -1}
 	if ka := opts.KeepAlive; ka >= 0 {
 		if ka == 0 {

@@ -660,6 +660,25 @@ type Writer interface {
 	Flush() error
 }
 
+// appendHead appends what a stream starts with under opts: the priming event (the
+// consumer's start id and empty data, with the retry hint) when opts.Prime, else the
+// retry hint alone when opts.RetryMs is set, else nothing.
+func (c *Consumer) appendHead(dst []byte, opts PumpOptions) []byte {
+	switch {
+	case opts.Prime:
+		dst = append(dst, "id: "...)
+		dst = c.Start().Append(dst)
+		dst = append(dst, '\n')
+		if opts.RetryMs > 0 {
+			dst = appendRetryLine(dst, opts.RetryMs)
+		}
+		return append(dst, "data:\n\n"...)
+	case opts.RetryMs > 0:
+		return AppendRetry(dst, opts.RetryMs)
+	}
+	return dst
+}
+
 // Pump writes the consumer's events to w, flushing after each batch, until the stream
 // is closed and drained (nil), Done or MaxDuration (nil), the consumer is cut off
 // (ErrSlowConsumer) or detached (ErrDetached), or a write or flush fails (that error).
@@ -698,18 +717,7 @@ func (c *Consumer) Pump(w Writer, opts PumpOptions) error {
 	}()
 
 	if opts.Prime || opts.RetryMs > 0 {
-		buf = pb.get()
-		if opts.Prime {
-			buf = append(buf, "id: "...)
-			buf = c.Start().Append(buf)
-			buf = append(buf, '\n')
-			if opts.RetryMs > 0 {
-				buf = appendRetryLine(buf, opts.RetryMs)
-			}
-			buf = append(buf, "data:\n\n"...)
-		} else {
-			buf = AppendRetry(buf, opts.RetryMs)
-		}
+		buf = c.appendHead(pb.get(), opts)
 		if err := s.write(w, buf, nil); err != nil {
 			return c.cause(err)
 		}
