@@ -58,30 +58,7 @@ func TestListenPrincipalRevived(t *testing.T) {
 	rb := &restartableBackend{subscribed: make(chan string, 4)}
 	rb.start(t)
 	t.Cleanup(func() { rb.hs.Close() })
-	url := "http://" + rb.addr + "/mcp"
-	f := New(Config{Logger: slog.New(slog.DiscardHandler), Backends: []BackendConfig{{
-		Name: "board", Timeout: 10 * time.Second, Era: Era2025, PerClient: true,
-		Dialers: []Dialer{{Addr: url, Dial: func(ctx context.Context, sink upstream.Sink) (upstream.Conn, error) {
-			// NoRenew: a backend that lost the session kills the connection.
-			return upstream.DialHTTP(ctx, url, upstream.HTTPOptions{Name: "board", NoRenew: true}, sink)
-		}}},
-	}}})
-	f.Start(10 * time.Second)
-	t.Cleanup(f.Close)
-	b := f.set.all()[0]
-	testwait.For(t, "the backend's capabilities known", 10*time.Second, func() bool {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		return b.caps != nil
-	})
-
-	l := &clientListener{sess: new(router.Session)}
-	if err := f.listenPrincipal(l, b, "memo://board"); err != nil {
-		t.Fatal(err)
-	}
-	if uri := testwait.Recv(t, "the subscription", 10*time.Second, rb.subscribed); uri != "memo://board" {
-		t.Fatalf("subscribed to %q", uri)
-	}
+	f, b, l := listeningPrincipal(t, rb, 10*time.Second, nil)
 	first := f.sessions.principalConnOf(t, principalID(l.sess), b)
 
 	rb.hs.Close() // the backend goes, and comes back without the session
@@ -113,32 +90,14 @@ func TestListenPrincipalLost(t *testing.T) {
 
 	rb := &restartableBackend{subscribed: make(chan string, 4)}
 	rb.start(t)
-	url := "http://" + rb.addr + "/mcp"
-	f := New(Config{Logger: slog.New(slog.DiscardHandler), Backends: []BackendConfig{{
-		Name: "board", Timeout: 2 * time.Second, Era: Era2025, PerClient: true,
-		Dialers: []Dialer{{Addr: url, Dial: func(ctx context.Context, sink upstream.Sink) (upstream.Conn, error) {
-			return upstream.DialHTTP(ctx, url, upstream.HTTPOptions{Name: "board", NoRenew: true}, sink)
-		}}},
-	}}})
 	type ended struct {
 		ls   []*clientListener
 		code int
 	}
 	endedCh := make(chan ended, 1)
-	f.sessions.endListeners = func(ls []*clientListener, code int, _ string) { endedCh <- ended{ls, code} }
-	f.Start(10 * time.Second)
-	t.Cleanup(f.Close)
-	b := f.set.all()[0]
-	testwait.For(t, "the backend's capabilities known", 10*time.Second, func() bool {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		return b.caps != nil
+	f, _, l := listeningPrincipal(t, rb, 2*time.Second, func(f *Fleet) {
+		f.sessions.endListeners = func(ls []*clientListener, code int, _ string) { endedCh <- ended{ls, code} }
 	})
-	l := &clientListener{sess: new(router.Session)}
-	if err := f.listenPrincipal(l, b, "memo://board"); err != nil {
-		t.Fatal(err)
-	}
-	testwait.Recv(t, "the subscription", 10*time.Second, rb.subscribed)
 
 	// The backend is replaced by a server that knows no MCP: the session is lost and
 	// no new one can be opened.
@@ -155,4 +114,38 @@ func TestListenPrincipalLost(t *testing.T) {
 		t.Fatalf("ended %d listeners (first is ours: %t) with code %d, want ours with %d", len(got.ls), len(got.ls) > 0 && got.ls[0] == l, got.code, codec.CodeBackendUnavailable)
 	}
 	f.sessions.unlisten(l)
+}
+
+// listeningPrincipal starts a fleet with rb as a per-client 2025 backend (timeout: its
+// requests' timeout; before, if set, runs before Start) and a principal's listen stream
+// on memo://board, once the backend has seen the subscription.
+func listeningPrincipal(t *testing.T, rb *restartableBackend, timeout time.Duration, before func(*Fleet)) (*Fleet, *backend, *clientListener) {
+	t.Helper()
+	url := "http://" + rb.addr + "/mcp"
+	f := New(Config{Logger: slog.New(slog.DiscardHandler), Backends: []BackendConfig{{
+		Name: "board", Timeout: timeout, Era: Era2025, PerClient: true,
+		Dialers: []Dialer{{Addr: url, Dial: func(ctx context.Context, sink upstream.Sink) (upstream.Conn, error) {
+			// NoRenew: a backend that lost the session kills the connection.
+			return upstream.DialHTTP(ctx, url, upstream.HTTPOptions{Name: "board", NoRenew: true}, sink)
+		}}},
+	}}})
+	if before != nil {
+		before(f)
+	}
+	f.Start(10 * time.Second)
+	t.Cleanup(f.Close)
+	b := f.set.all()[0]
+	testwait.For(t, "the backend's capabilities known", 10*time.Second, func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.caps != nil
+	})
+	l := &clientListener{sess: new(router.Session)}
+	if err := f.listenPrincipal(l, b, "memo://board"); err != nil {
+		t.Fatal(err)
+	}
+	if uri := testwait.Recv(t, "the subscription", 10*time.Second, rb.subscribed); uri != "memo://board" {
+		t.Fatalf("subscribed to %q", uri)
+	}
+	return f, b, l
 }
