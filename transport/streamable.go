@@ -603,22 +603,18 @@ func (s *HTTPServer) serveStream(ctx *fasthttp.RequestCtx, stream *sse.Stream, r
 		tokenBound(&opts, sess.Principal())
 	}
 	s.Stats.OpenStreams.Add(1)
-	if done == nil {
-		// A GET stream lives as long as the session: it takes the connection over, so
-		// that each batch of events is one write to the socket (no pipe, no second
-		// goroutine and copy per event, which fan-out to many sessions pays for).
-		s.hijackStream(ctx, cons, opts)
+	if done == nil || sess == nil {
+		// A GET stream lives as long as the session, and a stateless request's stream
+		// (subscriptions/listen above all) may live as long: it takes the connection
+		// over, so that each batch of events is one write to the socket (no pipe, no
+		// second goroutine and copy per event, which fan-out to many sessions pays for)
+		// and an idle one holds no buffer and no goroutine of fasthttp's. A stateless
+		// request's client cancels it by closing the connection, which a reader notices
+		// at once (watchClose).
+		s.hijackStream(ctx, cons, opts, done, sess == nil)
 		return
 	}
-	if sess == nil {
-		// A stateless request's stream: its client cancels it by closing the
-		// connection, which a reader notices at once (watchClose).
-		ctx.SetConnectionClose()
-	}
 	ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
-		if sess == nil {
-			go watchClose(conn, cons)
-		}
 		if !opts.Prime && opts.RetryMs <= 0 {
 			// fasthttp sends the status line and headers with the first chunk of body:
 			// a stream with nothing to say yet (a GET on a pre-2025-11-25 session) would
@@ -682,8 +678,11 @@ func (s *HTTPServer) retryFor(sess *Session) int {
 // When the server keeps hijacked connections (HTTPConfig.KeepsHijackedConns) the
 // handler returns at once, giving fasthttp's request context and goroutine back;
 // otherwise it waits for the stream to end, since fasthttp closes the connection when
-// it returns. The connection ends with the stream.
-func (s *HTTPServer) hijackStream(ctx *fasthttp.RequestCtx, cons *sse.Consumer, opts sse.PumpOptions) {
+// it returns. The connection ends with the stream; then done, if set, runs with the
+// error that ended it (nil: a clean end). watch: a reader notices at once when the
+// client closes the connection, and ends the stream (a stateless request's client
+// cancels it so, watchClose); it is the one goroutine such a stream holds while idle.
+func (s *HTTPServer) hijackStream(ctx *fasthttp.RequestCtx, cons *sse.Consumer, opts sse.PumpOptions, done func(error), watch bool) {
 	ctx.Response.Header.SetContentLength(-1) // chunked
 	ctx.Response.Header.Set(fasthttp.HeaderConnection, "close")
 	head := append([]byte(nil), ctx.Response.Header.Header()...)
@@ -693,8 +692,11 @@ func (s *HTTPServer) hijackStream(ctx *fasthttp.RequestCtx, cons *sse.Consumer, 
 		if u, ok := c.(interface{ UnsafeConn() net.Conn }); ok {
 			c = u.UnsafeConn() // nothing is read: fasthttp's reader stays behind
 		}
-		g := &getStream{srv: s}
+		g := &getStream{srv: s, done: done}
 		g.init(c)
+		if watch {
+			go watchClose(c, cons)
+		}
 		_, err := c.Write(head)
 		if err == nil && !opts.Prime && opts.RetryMs <= 0 {
 			// Nothing to say yet: an SSE comment shows the client the stream is open.
@@ -713,11 +715,13 @@ func (s *HTTPServer) hijackStream(ctx *fasthttp.RequestCtx, cons *sse.Consumer, 
 	})
 }
 
-// getStream is a hijacked GET stream's connection, as the sse.Sink its consumer drives.
+// getStream is a hijacked stream's connection (a GET stream, or a stateless request's
+// stream), as the sse.Sink its consumer drives.
 type getStream struct {
 	streamSink
 	srv   *HTTPServer
 	ended chan struct{} // closed by End when the handler waits for it; nil otherwise
+	done  func(error)   // serveStream's done, run last by End; nil for a GET stream
 }
 
 // End implements sse.Sink: the stream's counters, a clean end of the response when the
@@ -734,6 +738,9 @@ func (g *getStream) End(err error) {
 		close(g.ended)
 	} else {
 		g.c.Close()
+	}
+	if g.done != nil {
+		g.done(err)
 	}
 }
 
