@@ -115,20 +115,7 @@ func (s *Session) Principal() *auth.Principal { return s.principal.Load() }
 // The session keeps no owner of its own: its principal is renewed only with one that
 // passed this check, so it is always the owner (compared field by field, as ID would
 // tell them apart, without building the IDs).
-func (s *Session) ownedBy(p *auth.Principal) bool { return samePrincipal(s.principal.Load(), p) }
-
-// samePrincipal reports whether a and b have the same ID (auth.Principal.ID); nil is
-// the principal of no authentication, whose ID is "".
-func samePrincipal(a, b *auth.Principal) bool {
-	var za, zb auth.Principal
-	if a == nil {
-		a = &za
-	}
-	if b == nil {
-		b = &zb
-	}
-	return a.Issuer == b.Issuer && a.Subject == b.Subject && a.Endpoint == b.Endpoint
-}
+func (s *Session) ownedBy(p *auth.Principal) bool { return s.principal.Load().SameID(p) }
 
 // renew keeps p, the owner as a request just authenticated, as the session's principal:
 // later work on the session (token exchange for its backends, policy) sees the newest

@@ -125,6 +125,20 @@ func (p *Principal) ID() string {
 	return id
 }
 
+// SameID reports whether p and q have the same ID, without building either: what a
+// session's owner check asks on every request. nil is the principal of no
+// authentication, whose ID is "".
+func (p *Principal) SameID(q *Principal) bool {
+	var zp, zq Principal
+	if p == nil {
+		p = &zp
+	}
+	if q == nil {
+		q = &zq
+	}
+	return p.Issuer == q.Issuer && p.Subject == q.Subject && p.Endpoint == q.Endpoint
+}
+
 // HasScope reports whether p was granted scope.
 func (p *Principal) HasScope(scope string) bool {
 	return p != nil && slices.Contains(p.Scopes, scope)
