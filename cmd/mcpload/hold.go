@@ -70,16 +70,9 @@ func holdCmd(ctx context.Context, args []string, in io.Reader, stdout, stderr io
 		fmt.Fprintln(stderr, "mcpload hold: --url and --sessions >= 1 are required")
 		return exitError
 	}
-	for _, h := range headers {
-		k, v, ok := strings.Cut(h, ":")
-		if !ok {
-			fmt.Fprintf(stderr, "mcpload hold: --header %q: want 'Name: value'\n", h)
-			return exitError
-		}
-		if o.Headers == nil {
-			o.Headers = map[string]string{}
-		}
-		o.Headers[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	if err := headers.addHeaders(&o.Headers); err != nil {
+		fmt.Fprintln(stderr, "mcpload hold:", err)
+		return exitError
 	}
 	if *cpuProfile != "" {
 		stop, err := startProfile(*cpuProfile)

@@ -95,6 +95,21 @@ type listFlag []string
 func (l *listFlag) String() string     { return strings.Join(*l, ", ") }
 func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
+// addHeaders adds the --header values of l ('Name: value') to *into.
+func (l listFlag) addHeaders(into *map[string]string) error {
+	for _, h := range l {
+		k, v, ok := strings.Cut(h, ":")
+		if !ok {
+			return fmt.Errorf("--header %q: want 'Name: value'", h)
+		}
+		if *into == nil {
+			*into = map[string]string{}
+		}
+		(*into)[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
+	return nil
+}
+
 // urlsFlag is --url: the first value is the target's URL, further values (repeated
 // flags, or commas) are further instances of it.
 type urlsFlag struct {
@@ -324,15 +339,8 @@ func buildConfig(f *loadFlags, fs *flag.FlagSet) (loadgen.Config, []string, erro
 	} else if (f.scenario == "" || given(fs, "command")) && f.cmd != "" {
 		t.Command = strings.Fields(f.cmd)
 	}
-	for _, h := range f.headers {
-		k, v, ok := strings.Cut(h, ":")
-		if !ok {
-			return cfg, nil, fmt.Errorf("--header %q: want 'Name: value'", h)
-		}
-		if t.Headers == nil {
-			t.Headers = map[string]string{}
-		}
-		t.Headers[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	if err := f.headers.addHeaders(&t.Headers); err != nil {
+		return cfg, nil, err
 	}
 	// A call given on the command line replaces the scenario's mix.
 	if f.tool != "" || f.method != "" || f.uri != "" || f.prompt != "" {
