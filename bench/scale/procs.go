@@ -68,27 +68,6 @@ shutdown_grace: 2s
 `, r.port, r.adminPort, c.Profiles, backendURL, nats, perRouter, !c.Persist)
 }
 
-// metric reads one unlabelled series from a Prometheus text endpoint.
-func metric(url, name string) (float64, error) {
-	c := &http.Client{Timeout: 5 * time.Second}
-	resp, err := c.Get(url)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
-			return strconv.ParseFloat(strings.TrimSpace(v), 64)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return 0, err
-	}
-	return 0, fmt.Errorf("%s: no %s", url, name)
-}
-
 // writeFile writes a configuration file.
 func writeFile(path, content string) error { return os.WriteFile(path, []byte(content), 0o600) }
 

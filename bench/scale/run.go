@@ -124,7 +124,7 @@ func (r *run) run() (*Report, error) {
 		}
 		st := &rep.Routers[i]
 		st.RSSAfter, st.FDs = u.RSS, u.FDs
-		if v, err := metric(rt.metricsURL(), "mcprouter_sse_open_streams"); err == nil {
+		if v, err := cluster.Metric(rt.metricsURL(), "mcprouter_sse_open_streams"); err == nil {
 			st.Sessions = int(v)
 		}
 	}
