@@ -10,7 +10,8 @@ import (
 	"github.com/mcprouter/mcprouter/transport/sse"
 )
 
-// streamSink is a hijacked GET stream's connection as an sse.Sink: each write is one
+// streamSink is a hijacked stream's connection (a GET stream's, or a stateless
+// request's) as an sse.Sink: each write is one
 // HTTP/1.1 chunk. TryWrite writes with one non-blocking write(2) when the connection
 // gives access to its descriptor (plain TCP), so that fan-out to many streams writes
 // from the publishing goroutine, one system call per stream, as a bare socket writer
