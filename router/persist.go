@@ -28,17 +28,20 @@ type record struct {
 // saver keeps the writes of one session's record in order. Each change starts a save,
 // and saves of one session used to run at once, each writing the snapshot it took: an
 // older snapshot (initialize's, without subscriptions) could land after a newer one
-// (resources/subscribe's). Now one writer runs at a time and takes its snapshot just
-// before each write; a change during a write marks the record dirty and the writer
-// writes again, so the last write holds the latest state.
+// (resources/subscribe's). Now a session is queued for the record writers once
+// (recordWriter), and its writer takes the snapshot just before the write; a change
+// while it is written marks the record dirty and it is queued again, so the last write
+// holds the latest state. Changes made while it waits in the queue need no write of
+// their own: the one snapshot takes them all (initialize's and resources/subscribe's
+// under load).
 type saver struct {
 	mu      sync.Mutex
-	running bool // a writer owns the record
+	running bool // queued or being written
 	dirty   bool // changed since the running writer took its snapshot
 }
 
-// begin reports whether the caller must start the writer; false when one is running,
-// which then writes once more.
+// begin reports whether the caller must queue the session; false when it is queued or
+// being written already.
 func (v *saver) begin() bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -50,8 +53,16 @@ func (v *saver) begin() bool {
 	return true
 }
 
+// take is called by the writer just before it takes its snapshot: what changed until
+// now is in it.
+func (v *saver) take() {
+	v.mu.Lock()
+	v.dirty = false
+	v.mu.Unlock()
+}
+
 // again reports whether the record changed during the writer's last write, and ends
-// the writer's run when not.
+// the session's turn when not.
 func (v *saver) again() bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -76,7 +87,8 @@ func (r *Router) saveLoop(s *Session) {
 
 // save writes s's record as it is now, or deletes it once the session has ended for
 // its client (a session handed over by a shutdown keeps it, to carry on elsewhere).
-// Only the session's writer calls it, so that a delete cannot be overtaken by a write.
+// Only the session's writer calls it (one at a time: recordWriter), so that a delete
+// cannot be overtaken by a write.
 func (r *Router) save(s *Session) {
 	t := s.TransportSession()
 	if t == nil {
