@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 
 	"github.com/mcprouter/mcprouter/codec"
-	"github.com/mcprouter/mcprouter/internal/ctxtime"
 	"github.com/mcprouter/mcprouter/transport"
 	"github.com/mcprouter/mcprouter/transport/auth"
 	"github.com/mcprouter/mcprouter/workers"
@@ -58,9 +57,9 @@ type Router struct {
 	rr    atomic.Uint64 // spreads sessionless messages over shards
 	errs  errorMapper   // dispatcher and fleet errors to JSON-RPC errors
 
-	saving ctxtime.Counter // session writers running (Close waits for them)
-	tap    *tap            // request log and Config.Observer; nil when neither wants anything
-	modern statelessState  // what stateless requests are judged and decorated with
+	saving recordWriter   // session records queued or being written (Close waits for them)
+	tap    *tap           // request log and Config.Observer; nil when neither wants anything
+	modern statelessState // what stateless requests are judged and decorated with
 
 	// Stats are cheap counters read by metrics.
 	Stats Stats
@@ -209,8 +208,7 @@ func (s *Session) Persist() {
 	if s.r == nil || s.r.cfg.Store == nil || s.stateless || !s.saves.begin() {
 		return
 	}
-	s.r.saving.Add()
-	go s.r.saveLoop(s)
+	s.r.saving.push(s.r, s)
 }
 
 func sessionOf(ts *transport.Session) *Session {
