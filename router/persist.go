@@ -74,17 +74,6 @@ func (v *saver) again() bool {
 	return false
 }
 
-// saveLoop is a session's writer: it writes the record until no change is left unwritten.
-func (r *Router) saveLoop(s *Session) {
-	defer r.saving.Done()
-	for {
-		r.save(s)
-		if !s.saves.again() {
-			return
-		}
-	}
-}
-
 // save writes s's record as it is now, or deletes it once the session has ended for
 // its client (a session handed over by a shutdown keeps it, to carry on elsewhere).
 // Only the session's writer calls it (one at a time: recordWriter), so that a delete
