@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -41,8 +40,7 @@ import (
 // Several hold processes share one update: receipt times are wall-clock times of one
 // machine.
 func holdCmd(ctx context.Context, args []string, in io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("mcpload hold", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("mcpload hold", "usage: mcpload hold --url URL [flags]\n\nHolds idle subscribed sessions and times the arrival of updates (commands on stdin: arm, collect UNIX_NS WAIT, quit).", stderr)
 	var o client.Options
 	fs.Var(&urlsFlag{t: &o}, "url", "MCP endpoint; repeat it (or separate by commas) for instances of one service: session i opens on instance i mod n")
 	fs.Var(sourceAddrsFlag{&o}, "source-addrs", "local addresses to connect from, in turn, e.g. 127.0.0.2-127.0.0.9")
@@ -56,15 +54,8 @@ func holdCmd(ctx context.Context, args []string, in io.Reader, stdout, stderr io
 	cpuProfile := fs.String("cpuprofile", "", "write the loader's CPU profile (opening and rounds) to this file")
 	memProfile := fs.String("memprofile", "", "write the loader's heap profile, once the sessions are open, to this file")
 	closeEnd := fs.Bool("close", false, "end the sessions one by one (DELETE) on quit, instead of letting the exit close their connections")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: mcpload hold --url URL [flags]\n\nHolds idle subscribed sessions and times the arrival of updates (commands on stdin: arm, collect UNIX_NS WAIT, quit).")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitError
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	if o.URL == "" || *sessions < 1 {
 		fmt.Fprintln(stderr, "mcpload hold: --url and --sessions >= 1 are required")

@@ -177,8 +177,7 @@ type loadFlags struct {
 }
 
 func newLoadFlagSet(f *loadFlags, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("mcpload", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("mcpload", "usage: mcpload [flags] [-- stdio server command]\n       mcpload compare A.json B.json\n       mcpload stub [flags]\n\nflags:", stderr)
 	fs.StringVar(&f.scenario, "scenario", "", "YAML scenario file (flags given explicitly override it)")
 	fs.Var(&urlsFlag{t: &f.cfg.Target}, "url", "MCP endpoint (http) or SSE stream URL (sse); repeat it (or separate by commas) "+
 		"for instances of one service: sessions spread over them and move to the next when theirs stops answering")
@@ -216,21 +215,14 @@ func newLoadFlagSet(f *loadFlags, stderr io.Writer) *flag.FlagSet {
 	fs.BoolVar(&f.quiet, "quiet", false, "no live progress")
 	fs.BoolVar(&f.strict, "strict", false, "exit 3 when the generator flags its own figures as not trustworthy")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write mcpload's own CPU profile to this file (to study the generator's cost)")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: mcpload [flags] [-- stdio server command]\n       mcpload compare A.json B.json\n       mcpload stub [flags]\n\nflags:\n")
-		fs.PrintDefaults()
-	}
 	return fs
 }
 
 func loadCmd(ctx context.Context, args []string, in io.Reader, stdout, stderr io.Writer) int {
 	var f loadFlags
 	fs := newLoadFlagSet(&f, stderr)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitError
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	cfg, asserts, err := buildConfig(&f, fs)
 	if err == nil {
@@ -409,23 +401,15 @@ func compareCmd(args []string, stdout, stderr io.Writer) int {
 
 // stubCmd serves the trivial calibration endpoint until interrupted.
 func stubCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("mcpload stub", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("mcpload stub", "usage: mcpload stub [flags]\n\nServes a trivial MCP endpoint (one fixed tools/call result) to measure mcpload's own ceiling.", stderr)
 	listen := fs.String("listen", "127.0.0.1:9000", "address to listen on")
 	var o loadtest.Options
 	fs.DurationVar(&o.ServiceTime, "service-time", 0, "delay of every tools/call")
 	fs.IntVar(&o.StallEvery, "stall-every", 0, "every n-th tools/call stalls")
 	fs.DurationVar(&o.StallFor, "stall-for", 50*time.Millisecond, "how long a stall lasts")
 	fs.BoolVar(&o.SSE, "sse", false, "answer requests as text/event-stream")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: mcpload stub [flags]\n\nServes a trivial MCP endpoint (one fixed tools/call result) to measure mcpload's own ceiling.")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitError
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	srv, err := loadtest.Start(*listen, o)
 	if err != nil {
