@@ -1,17 +1,21 @@
 package transport
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/mcprouter/mcprouter/internal/testwait"
+	"github.com/mcprouter/mcprouter/transport/closewatch"
 	"github.com/mcprouter/mcprouter/transport/readahead"
 	"github.com/mcprouter/mcprouter/transport/sse"
 )
@@ -159,5 +163,197 @@ func TestGetStreamOwnsConnection(t *testing.T) {
 	hs.Shutdown()
 	if evs := readEvents(t, rd, -1); len(evs) != 0 || rd.Retry() != 1000 {
 		t.Errorf("at shutdown the stream got %+v and retry %d, want the retry hint alone", evs, rd.Retry())
+	}
+}
+
+// heldServer serves h on a real loopback listener as the router does (read-ahead
+// connections, fasthttp keeping hijacked connections), with keep-alives an hour apart
+// so that only the close watcher can notice a client's close, and a close watcher of
+// its own, whose registrations the test counts.
+type heldServer struct {
+	hs  *HTTPServer
+	w   *closewatch.Watcher
+	url string
+	cl  *http.Client
+}
+
+func startHeld(t *testing.T, h Handler, cfg HTTPConfig) *heldServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := closewatch.New()
+	if err != nil {
+		t.Skip("no close watcher here:", err)
+	}
+	cfg.Rules = DefaultHTTPRules(ln.Addr().String(), testRevisions, "2025-03-26")
+	cfg.KeepAlive = time.Hour
+	cfg.KeepsHijackedConns = true
+	reg := NewRegistry(RegistryConfig{}, h)
+	hs := NewHTTPServer(cfg, reg, h)
+	hs.watcher = w
+	srv := &fasthttp.Server{Handler: hs.ServeStreamable, KeepHijackedConns: true, NoDefaultContentType: true, Logger: quietLogger{}}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(readahead.Listen(ln)) }()
+	tr := &http.Transport{}
+	t.Cleanup(func() {
+		tr.CloseIdleConnections()
+		hs.Shutdown()
+		srv.Shutdown()
+		<-served
+		reg.Close()
+		w.Close()
+	})
+	return &heldServer{hs: hs, w: w, url: "http://" + ln.Addr().String() + "/mcp", cl: &http.Client{Transport: tr, Timeout: waitLimit}}
+}
+
+// do sends a request with headers and returns the response, its body unread.
+func (s *heldServer) do(t *testing.T, method, body string, headers map[string]string) *http.Response {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, _ := http.NewRequest(method, s.url, rd)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := s.cl.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// openGet opens a session and its GET stream, and reads the priming event: by then the
+// stream's connection is registered with the close watcher (before the response's head
+// is written).
+func (s *heldServer) openGet(t *testing.T) (string, *http.Response, *sse.Reader) {
+	t.Helper()
+	const v = "2025-11-25"
+	resp := s.do(t, "POST", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"`+v+`"}}`, nil)
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	sid := resp.Header.Get(HeaderSessionID)
+	if sid == "" {
+		t.Fatal("no session")
+	}
+	resp = s.do(t, "GET", "", sessionHeaders(sid, v))
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET: %d", resp.StatusCode)
+	}
+	rd := sse.NewReader(resp.Body, 0)
+	if ev := readEvents(t, rd, 1)[0]; ev.ID != "0-0" {
+		t.Fatalf("first event %+v, want the priming event", ev)
+	}
+	return sid, resp, rd
+}
+
+// TestHeldStreamsCloseWatch: GET streams are registered with the close watcher; a
+// client's close ends its stream at once (keep-alives are an hour apart), and a stream
+// that ends first (its session deleted) leaves the watcher while its client still holds
+// the connection: no registration outlives its stream.
+func TestHeldStreamsCloseWatch(t *testing.T) {
+	s := startHeld(t, newTestHandler(), HTTPConfig{})
+	const n = 20
+	type held struct {
+		sid  string
+		resp *http.Response
+		rd   *sse.Reader
+	}
+	hs := make([]held, n)
+	for i := range hs {
+		hs[i].sid, hs[i].resp, hs[i].rd = s.openGet(t)
+	}
+	if got := s.w.Len(); got != n {
+		t.Fatalf("%d registrations for %d streams", got, n)
+	}
+	for i := 0; i < n; i += 2 {
+		hs[i].resp.Body.Close() // the client leaves
+	}
+	waitFor(t, "the left streams to end", func() bool { return s.hs.Stats.OpenStreams.Load() == n/2 })
+	if got := s.w.Len(); got != n/2 {
+		t.Errorf("%d registrations for %d streams", got, n/2)
+	}
+	for i := 1; i < n; i += 2 {
+		dr := s.do(t, "DELETE", "", sessionHeaders(hs[i].sid, "2025-11-25"))
+		io.Copy(io.Discard, dr.Body)
+		dr.Body.Close()
+		if _, err := hs[i].rd.Next(); !errors.Is(err, io.EOF) {
+			t.Errorf("after DELETE the stream read %v, want a clean end", err)
+		}
+	}
+	waitFor(t, "every stream counted closed", func() bool { return s.hs.Stats.OpenStreams.Load() == 0 })
+	if got := s.w.Len(); got != 0 {
+		t.Errorf("%d registrations after every stream ended", got)
+	}
+	for i := 1; i < n; i += 2 {
+		hs[i].resp.Body.Close()
+	}
+}
+
+// TestHeldStreamDescriptorReuse: streams opened and closed in a loop, their connections'
+// descriptors reused by the next ones, each ended by its client's close (which only the
+// close watcher notices) or by its session's end: every close reaches its own stream, and
+// nothing stays registered.
+func TestHeldStreamDescriptorReuse(t *testing.T) {
+	s := startHeld(t, newTestHandler(), HTTPConfig{})
+	for i := range 30 {
+		sid, resp, _ := s.openGet(t)
+		if i%3 == 2 {
+			dr := s.do(t, "DELETE", "", sessionHeaders(sid, "2025-11-25"))
+			io.Copy(io.Discard, dr.Body)
+			dr.Body.Close()
+		}
+		resp.Body.Close()
+		waitFor(t, "the stream to end", func() bool { return s.hs.Stats.OpenStreams.Load() == 0 })
+		if got := s.w.Len(); got != 0 {
+			t.Fatalf("round %d: %d registrations after the stream ended", i, got)
+		}
+	}
+}
+
+// TestStatelessStreamCloseWatch: a stateless request's stream (held open by the
+// handler, as subscriptions/listen is) on the router's kind of connection is watched
+// without a goroutine of its own, and the client's closing it cancels the request at
+// once; bytes the client sends first (it should send none) change nothing.
+func TestStatelessStreamCloseWatch(t *testing.T) {
+	h := &statelessHandler{abandoned: make(chan string, 4), gate: make(chan struct{}), release: make(chan struct{})}
+	s := startHeld(t, h, HTTPConfig{StatelessStreamAfter: -1})
+	t.Cleanup(func() { close(h.gate) })
+	addr := strings.TrimSuffix(strings.TrimPrefix(s.url, "http://"), "/mcp")
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(waitLimit))
+	body := `{"jsonrpc":"2.0","id":1,"method":"wait"}`
+	req := "POST /mcp HTTP/1.1\r\nHost: " + addr + "\r\nContent-Type: application/json\r\n" +
+		"Accept: application/json, text/event-stream\r\n" + HeaderProtocolVersion + ": stateless-1\r\n" +
+		"Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
+	if _, err := c.Write([]byte(req)); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(c)
+	if line, err := br.ReadString('}'); err != nil || !strings.Contains(line, "text/event-stream") || !strings.Contains(line, "notifications/progress") {
+		t.Fatalf("the stream's first event: %q %v", line, err)
+	}
+	if got := s.w.Len(); got != 1 {
+		t.Fatalf("%d registrations for the one stream", got)
+	}
+	if _, err := c.Write([]byte("unexpected bytes\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if got := testwait.Recv(t, "OnAbandon after the client left", waitLimit, h.abandoned); got != "wait" {
+		t.Errorf("abandoned %q", got)
+	}
+	waitFor(t, "the stream to end", func() bool { return s.hs.Stats.OpenStreams.Load() == 0 })
+	if got := s.w.Len(); got != 0 {
+		t.Errorf("%d registrations after the stream ended", got)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/transport/auth"
 	"github.com/mcprouter/mcprouter/transport/budget"
+	"github.com/mcprouter/mcprouter/transport/closewatch"
 	"github.com/mcprouter/mcprouter/transport/sse"
 )
 
@@ -220,7 +221,10 @@ type HTTPServer struct {
 	inits     *rateLimiter
 	adopting  adoptions
 	ended     endedHere // sessions ended here by DELETE: never adopted back
-	Stats     HTTPStats
+	// watcher notices the client's close of held streams' connections (the process's
+	// closewatch.Default); nil where there is none (not Linux).
+	watcher *closewatch.Watcher
+	Stats   HTTPStats
 }
 
 // NewHTTPServer returns the HTTP endpoints serving sessions of reg, handing messages to h.
@@ -231,6 +235,7 @@ func NewHTTPServer(cfg HTTPConfig, reg *Registry, h Handler) *HTTPServer {
 	s.policy, _ = h.(SessionlessPolicy)
 	s.stateless, _ = h.(StatelessPolicy)
 	s.screen, _ = h.(StatelessScreen)
+	s.watcher, _ = closewatch.Default()
 	if cfg.Auth.Enabled() {
 		s.auth = cfg.Auth
 	}
@@ -609,8 +614,8 @@ func (s *HTTPServer) serveStream(ctx *fasthttp.RequestCtx, stream *sse.Stream, r
 		// over, so that each batch of events is one write to the socket (no pipe, no
 		// second goroutine and copy per event, which fan-out to many sessions pays for)
 		// and an idle one holds no buffer and no goroutine of fasthttp's. A stateless
-		// request's client cancels it by closing the connection, which a reader notices
-		// at once (watchClose).
+		// request's client cancels it by closing the connection, which the close
+		// watcher notices at once (getStream.watch).
 		s.hijackStream(ctx, cons, opts, done, sess == nil)
 		return
 	}
@@ -638,10 +643,10 @@ func (s *HTTPServer) serveStream(ctx *fasthttp.RequestCtx, stream *sse.Stream, r
 }
 
 // watchClose detaches cons as soon as the client closes conn, whose response is cons's
-// stream: a stateless request is cancelled by closing its stream, and an idle stream
-// (subscriptions/listen) would otherwise notice only at its next keep-alive. The
-// response closes the connection (nothing else is read from it), so the read returns
-// when either side ends it.
+// stream, with a goroutine blocked in a read: getStream.watch's way where the process's
+// close watcher cannot take the connection (no descriptor, as with TLS, or not Linux).
+// The response closes the connection (nothing else is read from it), so the read
+// returns when either side ends it.
 func watchClose(conn net.Conn, cons *sse.Consumer) {
 	var b [1]byte
 	conn.Read(b[:])
@@ -679,10 +684,10 @@ func (s *HTTPServer) retryFor(sess *Session) int {
 // handler returns at once, giving fasthttp's request context and goroutine back;
 // otherwise it waits for the stream to end, since fasthttp closes the connection when
 // it returns. The connection ends with the stream; then done, if set, runs with the
-// error that ended it (nil: a clean end). watch: a reader notices at once when the
-// client closes the connection, and ends the stream (a stateless request's client
-// cancels it so, watchClose); it is the one goroutine such a stream holds while idle.
-func (s *HTTPServer) hijackStream(ctx *fasthttp.RequestCtx, cons *sse.Consumer, opts sse.PumpOptions, done func(error), watch bool) {
+// error that ended it (nil: a clean end). The client's close of the connection ends the
+// stream at once (getStream.watch); must: even if that takes a goroutine (a stateless
+// request's client cancels it so).
+func (s *HTTPServer) hijackStream(ctx *fasthttp.RequestCtx, cons *sse.Consumer, opts sse.PumpOptions, done func(error), must bool) {
 	ctx.Response.Header.SetContentLength(-1) // chunked
 	ctx.Response.Header.Set(fasthttp.HeaderConnection, "close")
 	head := append([]byte(nil), ctx.Response.Header.Header()...)
@@ -694,9 +699,7 @@ func (s *HTTPServer) hijackStream(ctx *fasthttp.RequestCtx, cons *sse.Consumer, 
 		}
 		g := &getStream{srv: s, done: done}
 		g.init(c)
-		if watch {
-			go watchClose(c, cons)
-		}
+		g.watch(cons, must)
 		_, err := c.Write(head)
 		if err == nil && !opts.Prime && opts.RetryMs <= 0 {
 			// Nothing to say yet: an SSE comment shows the client the stream is open.
@@ -722,11 +725,39 @@ type getStream struct {
 	srv   *HTTPServer
 	ended chan struct{} // closed by End when the handler waits for it; nil otherwise
 	done  func(error)   // serveStream's done, run last by End; nil for a GET stream
+	// watched is the connection's registration with the process's close watcher (zero:
+	// none), removed by End before the connection can close.
+	watched closewatch.Reg
 }
 
-// End implements sse.Sink: the stream's counters, a clean end of the response when the
-// stream ended cleanly, and the connection closed (by fasthttp when the handler waits).
+// watch makes the client's close of the connection end cons at once, where it would
+// otherwise be noticed at the next write (a keep-alive, up to its interval later): a
+// stateless request is cancelled by closing its stream, and a GET stream's session then
+// stops spending on a stream nobody reads. The process's close watcher does it for every
+// held stream with one goroutine, for 24 bytes of its table and two system calls per
+// stream; where it cannot take the connection (no descriptor: TLS; not Linux), a
+// stream that must notice gets a reader of its own (watchClose), the rest notice at
+// their next write.
+func (g *getStream) watch(cons *sse.Consumer, must bool) {
+	if g.rc != nil && g.srv.watcher != nil {
+		if r, err := g.srv.watcher.Add(g.rc, cons); err == nil {
+			g.watched = r
+			return
+		}
+	}
+	if must {
+		go watchClose(g.c, cons)
+	}
+}
+
+// End implements sse.Sink: the connection out of the close watcher (before it can
+// close: its descriptor's number may be another's then), the stream's counters, a clean
+// end of the response when the stream ended cleanly, and the connection closed (by
+// fasthttp when the handler waits).
 func (g *getStream) End(err error) {
+	if g.watched.Registered() {
+		g.srv.watcher.Remove(g.rc, g.watched)
+	}
 	g.srv.Stats.OpenStreams.Add(-1)
 	if err == sse.ErrSlowConsumer {
 		g.srv.Stats.SlowConsumers.Add(1)
