@@ -36,8 +36,7 @@ var policyTokens = map[string]string{
 // with the policy of the issue's example, widened to the test's principals.
 func startPolicyRouter(t *testing.T) *routerProc {
 	t.Helper()
-	a := mcpbackendtest.Start(t, backendsrv.Config{Name: "a", Tick: -1, ExtraTools: 150, PageSize: 7})
-	b := mcpbackendtest.Start(t, backendsrv.Config{Name: "b", Tick: -1, ExtraTools: 150, PageSize: 7})
+	backends := mcpbackendtest.StartAB(t, backendsrv.Config{Tick: -1, ExtraTools: 150, PageSize: 7})
 	addr := testbin.FreeAddr(t)
 	var tokens strings.Builder
 	for _, p := range []string{"alice", "bob", "carol", "dave", "erin"} {
@@ -47,10 +46,7 @@ func startPolicyRouter(t *testing.T) *routerProc {
 		}
 		fmt.Fprintf(&tokens, "    - {principal: %s, sha256: %q, scopes: %s}\n", p, sha256Hex(policyTokens[p]), scopes)
 	}
-	cfg := fmt.Sprintf(`admin: {listen: "127.0.0.1:0"}
-backends:
-  - {name: a, url: %q}
-  - {name: b, url: %q}
+	cfg := backends + fmt.Sprintf(`admin: {listen: "127.0.0.1:0"}
 auth:
   mode: bearer
   resource: http://%s/mcp
@@ -77,7 +73,7 @@ auth:
       per: 1h
       burst: 1
   audit: true
-`, a.URL(), b.URL(), addr, tokens.String())
+`, addr, tokens.String())
 	return startRouter(t, "--config", writeConfig(t, cfg), "--listen", addr)
 }
 

@@ -51,49 +51,48 @@ func (r *vsRouter) teamBToken(subject string) string {
 	return r.op.Token(authtest.Claims{Subject: subject, Audience: []string{r.teamBResource()}, Scopes: []string{"mcp"}})
 }
 
+// startVSRouter starts a router in front of backends a and b with two virtual servers:
+// team-a (a's tools but a__fail, bearer) and team-b (three of b's, JWT from a test
+// provider, a policy of its own). It starts processes, so -short skips the test.
 func startVSRouter(t *testing.T) *vsRouter {
 	t.Helper()
-	a := mcpbackendtest.Start(t, backendsrv.Config{Name: "a", Tick: -1})
-	b := mcpbackendtest.Start(t, backendsrv.Config{Name: "b", Tick: -1})
+	testbin.Long(t, "starts processes")
+	backends := mcpbackendtest.StartAB(t, backendsrv.Config{Tick: -1})
 	op := authtest.Start(t, authtest.Options{})
 	addr := testbin.FreeAddr(t)
-	cfg := fmt.Sprintf(`backends:
-  - {name: a, url: %q}
-  - {name: b, url: %q}
-auth:
+	cfg := backends + fmt.Sprintf(`auth:
   mode: bearer
-  resource: http://%[3]s/mcp
+  resource: http://%[1]s/mcp
   bearer_tokens:
-    - {principal: alice, sha256: %[4]q}
+    - {principal: alice, sha256: %[2]q}
 virtual_servers:
   - name: team-a
     backends: [a]
     exclude: ["a__fail"]
     auth:
       mode: bearer
-      resource: http://%[3]s/mcp/team-a
+      resource: http://%[1]s/mcp/team-a
       bearer_tokens:
-        - {principal: alice, sha256: %[5]q}
+        - {principal: alice, sha256: %[3]q}
   - name: team-b
     backends: [b]
     include: ["b__echo", "b__greet", "b__summarize"]
     auth:
       mode: jwt
-      resource: http://%[3]s/mcp/team-b
-      issuer: %[6]s
+      resource: http://%[1]s/mcp/team-b
+      issuer: %[4]s
       required_scopes: [mcp]
     policy:
       rules:
         - name: no-summaries-for-mallory
           deny: 'principal.sub == "mallory" && mcp.prompt == "b__summarize"'
-`, a.URL(), b.URL(), addr, sha256Hex(vsMainToken), sha256Hex(vsTeamToken), op.Issuer)
+`, addr, sha256Hex(vsMainToken), sha256Hex(vsTeamToken), op.Issuer)
 	return &vsRouter{routerProc: startRouter(t, "--config", writeConfig(t, cfg), "--listen", addr), op: op}
 }
 
 // TestVirtualServers: each endpoint shows and serves its own selection to the Go SDK
 // (team-a, bearer) and mcp-go (team-b, JWT); the main endpoint still serves everything.
 func TestVirtualServers(t *testing.T) {
-	testbin.Long(t, "starts processes")
 	r := startVSRouter(t)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
@@ -181,7 +180,6 @@ func TestVirtualServers(t *testing.T) {
 // session opened on one is not found on another (even for a principal of the same
 // name), and each endpoint names its own resource in its metadata document.
 func TestVirtualServerIsolation(t *testing.T) {
-	testbin.Long(t, "starts processes")
 	r := startVSRouter(t)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
@@ -257,7 +255,6 @@ func TestVirtualServerIsolation(t *testing.T) {
 // stream announces the endpoint's own message path, and another endpoint's token is
 // refused.
 func TestVirtualServerLegacySSE(t *testing.T) {
-	testbin.Long(t, "starts processes")
 	r := startVSRouter(t)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()

@@ -40,6 +40,20 @@ func Start(t testing.TB, cfg server.Config) *server.Server {
 	return s
 }
 
+// StartAB starts two backends, "a" and "b", with cfg but for the name, and returns the
+// backends section of a router configuration (YAML) that routes to both: the setup of
+// the end-to-end tests that give the two different rights or endpoints.
+func StartAB(t testing.TB, cfg server.Config) string {
+	t.Helper()
+	var yaml strings.Builder
+	yaml.WriteString("backends:\n")
+	for _, name := range []string{"a", "b"} {
+		cfg.Name = name
+		fmt.Fprintf(&yaml, "  - {name: %s, url: %q}\n", name, Start(t, cfg).URL())
+	}
+	return yaml.String()
+}
+
 // Client is a go-sdk client session whose notifications are recorded.
 type Client struct {
 	Session  *mcp.ClientSession

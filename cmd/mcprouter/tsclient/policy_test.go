@@ -26,17 +26,13 @@ type policyResult struct {
 func TestTypeScriptClientPolicy(t *testing.T) {
 	testbin.Long(t, "starts processes and Node")
 	nodeBin, sdk := node(t)
-	a := mcpbackendtest.Start(t, backendsrv.Config{Name: "a", Tick: -1})
-	b := mcpbackendtest.Start(t, backendsrv.Config{Name: "b", Tick: -1})
+	backends := mcpbackendtest.StartAB(t, backendsrv.Config{Tick: -1})
 	hash := func(s string) string { sum := sha256.Sum256([]byte(s)); return hex.EncodeToString(sum[:]) }
 	addr := testbin.FreeAddr(t)
-	cfg := fmt.Sprintf(`backends:
-  - {name: a, url: %q}
-  - {name: b, url: %q}
-auth:
+	cfg := backends + fmt.Sprintf(`auth:
   mode: bearer
-  resource: http://%[3]s/mcp
-  bearer_tokens: [{principal: bob, sha256: %[4]q}]
+  resource: http://%[1]s/mcp
+  bearer_tokens: [{principal: bob, sha256: %[2]q}]
 policy:
   rules:
     - name: bob-echo
@@ -47,9 +43,9 @@ virtual_servers:
     include: ["b__echo"]
     auth:
       mode: bearer
-      resource: http://%[3]s/mcp/team
-      bearer_tokens: [{principal: bob, sha256: %[5]q}]
-`, a.URL(), b.URL(), addr, hash("ts-policy-bob"), hash("ts-policy-team-bob"))
+      resource: http://%[1]s/mcp/team
+      bearer_tokens: [{principal: bob, sha256: %[3]q}]
+`, addr, hash("ts-policy-bob"), hash("ts-policy-team-bob"))
 	testbin.StartRouter(t, "--config", testbin.RouterConfig(t, cfg), "--listen", addr)
 
 	for _, c := range []struct {
