@@ -269,19 +269,19 @@ const statelessInline = 128
 // backend's own) and, for a cacheable method, ttlMs and cacheScope: the fleet's merged
 // fields for a list it answers, the backend's (or the conservative default, 0 and
 // private) for the rest. Errors pass with their codes in the revision's numbering. The
-// reply is scanned once here, and its HTTP status settled from that scan (a result 200,
-// an error by its code), so that the transport does not scan it again (StatusOf).
+// reply is read in one walk here (modern.ReadReply: the result entered in place, where a
+// scan and then the decoration walked it twice), and its HTTP status settled from that
+// walk (a result 200, an error by its code), so that the transport does not scan it
+// again (StatusOf).
 func (r *Router) ScreenReply(x *transport.Exchange, msg, buf []byte) []byte {
 	if x.Session != nil {
 		r.modern.open.Delete(openKey{x.Session, string(x.Msg.ID)})
 	}
-	var m codec.Message
-	if codec.Scan(msg, &m) != nil {
-		return msg
-	}
-	switch m.Kind {
+	var rp modern.Reply
+	modern.ReadReply(msg, &rp)
+	switch rp.Kind {
 	case codec.KindError:
-		out, code := appendModernError(buf, msg, &m)
+		out, code := appendModernError(buf, msg, rp.Error)
 		x.SettleStatus(modern.HTTPStatus(code))
 		return out
 	case codec.KindResult:
@@ -294,27 +294,24 @@ func (r *Router) ScreenReply(x *transport.Exchange, msg, buf []byte) []byte {
 	d := modern.Decoration{ServerInfo: r.modern.serverInfo, ReplaceInfo: true}
 	var cache modern.Cache
 	if def := modern.LookupMethod(x.Msg.Method); def != nil && def.Cacheable &&
-		string(modern.ReadResultType(m.Result)) == modern.ResultComplete {
+		string(rp.ResultType()) == modern.ResultComplete {
 		switch sf, ok := r.fleet.(StatelessFleet); {
 		case ok && isList(x.Msg.Method):
 			cache = sf.ListCache(x.Msg.Method)
 		default:
-			cache = modern.ReadCache(m.Result)
+			cache = rp.Cache()
 		}
 		d.Cache = &cache
 	}
-	at := cap(msg) - cap(m.Result)
-	buf = append(buf, msg[:at]...)
-	buf = modern.AppendDecorated(buf, m.Result, &d)
-	return append(buf, msg[at+len(m.Result):]...)
+	return rp.AppendDecorated(buf, msg, &d)
 }
 
-// appendModernError appends the error response msg (scanned into m) with its code in
-// the revision's numbering (modern.ErrorToModern: a 2025 backend's or the fleet's
-// resource not found is -32602 there), or returns msg itself when the code means the
-// same; code is the code of what it returns (0 when msg has none).
-func appendModernError(buf, msg []byte, m *codec.Message) (out []byte, code int) {
-	val := codec.Member(m.Error, "code")
+// appendModernError appends the error response msg (whose error object is errObj) with
+// its code in the revision's numbering (modern.ErrorToModern: a 2025 backend's or the
+// fleet's resource not found is -32602 there), or returns msg itself when the code means
+// the same; code is the code of what it returns (0 when msg has none).
+func appendModernError(buf, msg, errObj []byte) (out []byte, code int) {
+	val := codec.Member(errObj, "code")
 	code, err := strconv.Atoi(string(val))
 	if err != nil {
 		return msg, 0

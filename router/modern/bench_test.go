@@ -3,6 +3,8 @@ package modern
 import (
 	"testing"
 	"time"
+
+	"github.com/mcprouter/mcprouter/codec"
 )
 
 // BenchmarkCheck is the per-request cost a 2026-07-28 request adds: read _meta, judge
@@ -60,4 +62,36 @@ func BenchmarkSealOpen(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkReply: a tools/call response read and its result decorated, as the router's
+// screen does it (ReadReply, one walk), against a scan of the response and then
+// AppendDecorated's own walk of the result.
+func BenchmarkReply(b *testing.B) {
+	msg := []byte(`{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"hello"}],"structuredContent":{"text":"hello"}}}`)
+	d := Decoration{ServerInfo: serverInfo, ReplaceInfo: true}
+	out := make([]byte, 0, 512)
+	b.Run("read", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(msg)))
+		for b.Loop() {
+			var r Reply
+			ReadReply(msg, &r)
+			out = r.AppendDecorated(out[:0], msg, &d)
+		}
+	})
+	b.Run("scan", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(msg)))
+		for b.Loop() {
+			var m codec.Message
+			if codec.Scan(msg, &m) != nil {
+				b.Fatal("scan")
+			}
+			at := cap(msg) - cap(m.Result)
+			out = append(out[:0], msg[:at]...)
+			out = AppendDecorated(out, m.Result, &d)
+			out = append(out, msg[at+len(m.Result):]...)
+		}
+	})
 }

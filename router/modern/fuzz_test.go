@@ -75,6 +75,13 @@ func FuzzCheck(f *testing.F) {
 			}
 			_ = ReadCache(m.Result)
 		}
+		var r Reply
+		if ReadReply(msg, &r); m.Kind == codec.KindResult && r.Kind == codec.KindResult {
+			d := Decoration{ServerInfo: serverInfo, ReplaceInfo: true, Cache: &Cache{TTLms: 1}}
+			if got, want := r.AppendDecorated(nil, msg, &d), decoratedByScan(msg, &m, &d); string(got) != string(want) {
+				t.Fatalf("read reply of %s decorated into %s, want %s", msg, got, want)
+			}
+		}
 	})
 }
 

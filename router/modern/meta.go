@@ -36,8 +36,8 @@ func ReadMeta(params []byte, m *Meta) {
 	if !w.Object(params) {
 		return
 	}
-	for k, _, ok := w.Key(); ok; k, _, ok = w.Key() {
-		if !codec.KeyIs(k, "_meta") {
+	for k, esc, ok := w.Key(); ok; k, esc, ok = w.Key() {
+		if !keyIs(k, esc, "_meta") {
 			if _, ok := w.Value(); !ok {
 				return
 			}
@@ -71,8 +71,8 @@ func ReadMetaOf(msg *codec.Message, m *Meta) {
 
 // readMetaMembers reads the members of _meta, on w, into m.
 func readMetaMembers(w *codec.Walker, m *Meta) {
-	for k, _, ok := w.Key(); ok; k, _, ok = w.Key() {
-		if codec.KeyIs(k, KeyClientCapabilities) {
+	for k, esc, ok := w.Key(); ok; k, esc, ok = w.Key() {
+		if keyIs(k, esc, KeyClientCapabilities) {
 			m.capsSeen = true
 			if w.Peek() == '{' {
 				var cw codec.Walker
@@ -92,14 +92,14 @@ func readMetaMembers(w *codec.Walker, m *Meta) {
 			return
 		}
 		switch {
-		case codec.KeyIs(k, KeyProtocolVersion):
+		case keyIs(k, esc, KeyProtocolVersion):
 			m.versionSeen = true
 			if s, ok := stringContents(v); ok {
 				m.Version = s
 			}
-		case codec.KeyIs(k, KeyClientInfo):
+		case keyIs(k, esc, KeyClientInfo):
 			m.ClientInfo = v
-		case codec.KeyIs(k, KeyLogLevel):
+		case keyIs(k, esc, KeyLogLevel):
 			if s, ok := stringContents(v); ok {
 				m.LogLevel = s
 			}
@@ -144,17 +144,17 @@ func ReadCapabilities(raw []byte) Capability {
 func readCapabilities(w *codec.Walker) Capability {
 	var c Capability
 next:
-	for k, _, v, ok := w.Next(); ok; k, _, v, ok = w.Next() {
+	for k, esc, v, ok := w.Next(); ok; k, esc, v, ok = w.Next() {
 		if !isObject(v) {
 			continue
 		}
 		for i, n := range capNames {
-			if codec.KeyIs(k, n) {
+			if keyIs(k, esc, n) {
 				c |= 1 << i
 				continue next
 			}
 		}
-		if codec.KeyIs(k, "extensions") && isObject(codec.Member(v, TasksExtension)) {
+		if keyIs(k, esc, "extensions") && isObject(codec.Member(v, TasksExtension)) {
 			c |= CapTasks
 		}
 	}

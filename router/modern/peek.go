@@ -47,3 +47,14 @@ func skipWS(b []byte, i int) int {
 	}
 	return i
 }
+
+// keyIs reports whether a member name as codec.Walker returns it (raw contents, esc:
+// it has escapes) spells key once decoded. A plain name is compared as it is: the
+// walks here compare each name with several keys, and codec.KeyIs looked for a
+// backslash in it for every one of them (a fifth of reading a reply).
+func keyIs(raw []byte, esc bool, key string) bool {
+	if !esc {
+		return string(raw) == key
+	}
+	return codec.KeyIs(raw, key)
+}

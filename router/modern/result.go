@@ -40,45 +40,71 @@ func AppendDecorated(dst, result []byte, d *Decoration) []byte {
 	if start >= len(result) || result[start] != '{' {
 		return append(dst, result...)
 	}
-	var hasType, asks bool
-	var meta, info, ttl, scope []byte
-	empty := true
+	var f resultFields
 	var w codec.Walker
 	w.Object(result)
-	for k, _, ok := w.Key(); ok; k, _, ok = w.Key() {
-		empty = false
-		if codec.KeyIs(k, "_meta") && w.Peek() == '{' {
+	f.read(&w)
+	return appendDecorated(dst, result, start, &f, d)
+}
+
+// resultFields is what AppendDecorated needs of a result object's members, read in one
+// walk (resultFields.read): by the reply screen (Reply) too, which walks the result as
+// it finds it, so that the result's bytes are passed over once.
+type resultFields struct {
+	typ, asks              []byte // the first resultType and the last inputRequests, raw
+	meta, info, ttl, scope []byte // _meta (an object) and its serverInfo, ttlMs, cacheScope
+	empty                  bool   // no member at all
+}
+
+// read reads the members of the result object on w (just begun or entered) into f,
+// entering _meta in place to find its serverInfo. Malformed input ends the walk with
+// what was read before it; it reports whether the walk reached the object's end.
+func (f *resultFields) read(w *codec.Walker) bool {
+	*f = resultFields{empty: true}
+	for k, esc, ok := w.Key(); ok; k, esc, ok = w.Key() {
+		f.empty = false
+		if keyIs(k, esc, "_meta") && w.Peek() == '{' {
 			// Entered in place: its serverInfo is found in the same pass.
 			var mw codec.Walker
 			w.Enter(&mw)
 			var found []byte
-			for mk, _, mv, ok := mw.Next(); ok; mk, _, mv, ok = mw.Next() {
-				if found == nil && codec.KeyIs(mk, KeyServerInfo) {
+			for mk, mesc, mv, ok := mw.Next(); ok; mk, mesc, mv, ok = mw.Next() {
+				if found == nil && keyIs(mk, mesc, KeyServerInfo) {
 					found = mv
 				}
 			}
 			v, ok := w.Exit(&mw)
 			if !ok {
-				break
+				return false
 			}
-			meta, info = v, found
+			f.meta, f.info = v, found
 			continue
 		}
 		v, ok := w.Value()
 		if !ok {
-			break
+			return false
 		}
 		switch {
-		case codec.KeyIs(k, "resultType"):
-			hasType = true
-		case codec.KeyIs(k, "inputRequests"):
-			asks = isObject(v)
-		case codec.KeyIs(k, "ttlMs"):
-			ttl = v
-		case codec.KeyIs(k, "cacheScope"):
-			scope = v
+		case keyIs(k, esc, "resultType"):
+			if f.typ == nil {
+				f.typ = v
+			}
+		case keyIs(k, esc, "inputRequests"):
+			f.asks = v
+		case keyIs(k, esc, "ttlMs"):
+			f.ttl = v
+		case keyIs(k, esc, "cacheScope"):
+			f.scope = v
 		}
 	}
+	return w.Err() == nil
+}
+
+// appendDecorated is AppendDecorated of result (an object opening at result[start]),
+// whose members f holds.
+func appendDecorated(dst, result []byte, start int, f *resultFields, d *Decoration) []byte {
+	hasType, asks, empty := f.typ != nil, isObject(f.asks), f.empty
+	meta, info, ttl, scope := f.meta, f.info, f.ttl, f.scope
 
 	// Members inserted first, just after the opening brace.
 	head := start + 1
