@@ -59,6 +59,8 @@ type statelessState struct {
 	// discover is the server/discover result of the fleet's current generation
 	// (discover.go).
 	discover atomic.Pointer[discoverResult]
+	// metas are the _meta read lately (stateless_meta.go).
+	metas *metaMemos
 }
 
 // openKey names a stateless request in flight on a transport session.
@@ -71,6 +73,7 @@ func newStatelessState(cfg *Config) statelessState {
 	return statelessState{
 		checker:    modern.Checker{Supported: StatelessVersions},
 		serverInfo: modern.AppendImplementation(nil, cfg.Name, cfg.Version),
+		metas:      newMetaMemos(),
 	}
 }
 
@@ -147,7 +150,7 @@ func (r *Router) handleStateless(j *job) bool {
 		return true
 	}
 	var meta modern.Meta
-	modern.ReadMetaOf(m, &meta)
+	kept := r.modern.metas.read(m, &meta)
 	var hp *modern.Headers
 	if x.Carrier == transport.CarrierStreamable {
 		hp = &modern.Headers{Version: x.Headers.Version, Method: x.Headers.Method, Name: x.Headers.Name}
@@ -177,7 +180,7 @@ func (r *Router) handleStateless(j *job) bool {
 		j.refuse(http.StatusNotFound)
 		return true
 	}
-	q := r.statelessSession(x, &meta)
+	q := r.statelessSession(x, &meta, kept)
 	s := &q.s
 	j.s = s
 	sf, ok := r.fleet.(StatelessFleet)
@@ -219,37 +222,47 @@ func (r *Router) cancelStateless(t *transport.Session, id []byte) {
 }
 
 // statelessSession makes the Session of one stateless request: its revision, the
-// client's capabilities and clientInfo from its _meta (copied: the request's bytes go
-// with its answer), its sender, and its log level; q.id is a copy of the request's id,
-// for its cancellation. It is never bound to the transport, never opened with the
-// fleet, and never persisted. The Session and the copies come in one allocation
-// (statelessCall).
-func (r *Router) statelessSession(x *transport.Exchange, meta *modern.Meta) *statelessCall {
+// client's capabilities and clientInfo from its _meta, its sender, and its log level;
+// q.id is a copy of the request's id, for its cancellation. The capabilities and
+// clientInfo are the kept copy's when meta was read from one (kept: metaMemos), else
+// copied (the request's bytes go with its answer). It is never bound to the transport,
+// never opened with the fleet, and never persisted. The Session and the copies come in
+// one allocation (statelessCall) when they fit.
+func (r *Router) statelessSession(x *transport.Exchange, meta *modern.Meta, kept bool) *statelessCall {
 	q := new(statelessCall)
 	s := &q.s
 	s.version, s.r, s.stateless, s.principal = V20260728, r, true, x.Principal
 	caps, info, rid := meta.Capabilities, meta.ClientInfo, x.Msg.ID
-	buf := q.inline[:0]
-	if n := len(caps) + len(info) + len(rid); n > len(q.inline) {
-		buf = make([]byte, 0, n)
+	need := len(rid)
+	if !kept {
+		need += len(caps) + len(info)
 	}
-	buf = append(buf, caps...)
-	buf = append(buf, info...)
+	buf := q.inline[:0]
+	if need > len(q.inline) {
+		buf = make([]byte, 0, need)
+	}
 	buf = append(buf, rid...)
+	q.id = buf[:len(rid):len(rid)]
+	if !kept {
+		at := len(buf)
+		buf = append(buf, caps...)
+		caps = buf[at:]
+		at = len(buf)
+		buf = append(buf, info...)
+		info = buf[at:]
+	}
 	if len(caps) > 0 {
-		s.clientCaps = buf[:len(caps):len(caps)]
+		s.clientCaps = caps[:len(caps):len(caps)]
 	}
 	if len(info) > 0 {
-		s.clientInfo = buf[len(caps) : len(caps)+len(info) : len(caps)+len(info)]
+		s.clientInfo = info[:len(info):len(info)]
 	}
-	q.id = buf[len(caps)+len(info):]
 	return q
 }
 
-// statelessCall is the Session of one stateless request with room for what it keeps of
-// the request: client capabilities and info as most clients send them, and the id. It is
-// also what the transport runs when the client abandons the request (Abandon), so that
-// registering that costs no closure.
+// statelessCall is the Session of one stateless request with room for the request's
+// id. It is also what the transport runs when the client abandons the request
+// (Abandon), so that registering that costs no closure.
 type statelessCall struct {
 	s      Session
 	sf     StatelessFleet // set when the fleet cancels stateless requests
@@ -261,8 +274,9 @@ type statelessCall struct {
 // cancels it.
 func (q *statelessCall) Abandon() { q.sf.CancelRequest(&q.s, q.id) }
 
-// statelessInline holds `{}`, a clientInfo of a name and a version, and an id.
-const statelessInline = 128
+// statelessInline holds an id as clients write them (a number, a short string): with
+// it statelessCall is 160 bytes, a size class of its own.
+const statelessInline = 16
 
 // ScreenReply implements transport.StatelessScreen: a result gets what every 2026-07-28
 // result carries and lacks (resultType, the router's serverInfo in _meta, in place of a

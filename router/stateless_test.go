@@ -178,24 +178,42 @@ func TestScreenReplyAllocs(t *testing.T) {
 }
 
 // TestStatelessSession: a stateless request's Session keeps copies of the client's
-// capabilities and info and of the request id, whether they fit in its own room or not.
+// capabilities and info (its own, or the router's kept copy of the _meta they came in:
+// metaMemos) and of the request id, whether they fit in its own room or not, and a
+// _meta read from a kept copy reads as the request's own.
 func TestStatelessSession(t *testing.T) {
 	r := newTestRouter(t, nil)
-	for _, info := range []string{`{"name":"c","version":"1"}`, `{"name":"` + strings.Repeat("x", 300) + `","version":"1"}`} {
-		req := `{"jsonrpc":"2.0","id":"abc","method":"tools/call","params":{"name":"t","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
-			`"io.modelcontextprotocol/clientCapabilities":{"sampling":{}},"io.modelcontextprotocol/clientInfo":` + info + `}}}`
-		x := statelessExchange(t, req)
-		var meta modern.Meta
-		modern.ReadMeta(x.Msg.Params, &meta)
-		q := r.statelessSession(x, &meta)
-		s, id := &q.s, q.id
-		clear(x.Raw) // the request's bytes go with its answer
-		if string(s.ClientCapabilities()) != `{"sampling":{}}` || string(s.ClientInfo()) != info || string(id) != `"abc"` ||
-			!s.Stateless() || s.Version() != V20260728 {
-			t.Errorf("caps %s, info %s, id %s", s.ClientCapabilities(), s.ClientInfo(), id)
-		}
-		if cap(s.ClientCapabilities()) != len(s.ClientCapabilities()) || cap(s.ClientInfo()) != len(s.ClientInfo()) {
-			t.Error("an append to a kept field would overwrite the next")
+	for _, id := range []string{`"abc"`, `"` + strings.Repeat("i", 40) + `"`} {
+		for _, info := range []string{`{"name":"c","version":"1"}`, `{"name":"` + strings.Repeat("x", 300) + `","version":"1"}`,
+			`{"name":"` + strings.Repeat("y", 2000) + `","version":"1"}`} {
+			for _, extra := range []string{"", `,"progressToken":5`} {
+				req := `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"t","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
+					`"io.modelcontextprotocol/clientCapabilities":{"sampling":{}},"io.modelcontextprotocol/clientInfo":` + info + extra + `}}}`
+				for round := 0; round < 2; round++ { // the second finds the first's copy
+					x := statelessExchange(t, req)
+					var want, meta modern.Meta
+					modern.ReadMeta(x.Msg.Params, &want)
+					kept := r.modern.metas.read(&x.Msg, &meta)
+					if kept != (extra == "" && len(x.Msg.Meta) <= metaMemoMax) {
+						t.Errorf("%s: kept %v", x.Msg.Meta, kept)
+					}
+					if string(meta.Version) != string(want.Version) || string(meta.Capabilities) != string(want.Capabilities) ||
+						string(meta.ClientInfo) != string(want.ClientInfo) || meta.Caps != want.Caps || !meta.Claimed(nil) {
+						t.Errorf("%s: read %+v, want %+v", x.Msg.Meta, meta, want)
+					}
+					q := r.statelessSession(x, &meta, kept)
+					s := &q.s
+					clear(x.Raw) // the request's bytes go with its answer
+					if string(s.ClientCapabilities()) != `{"sampling":{}}` || string(s.ClientInfo()) != info || string(q.id) != id ||
+						!s.Stateless() || s.Version() != V20260728 {
+						t.Errorf("caps %s, info %s, id %s", s.ClientCapabilities(), s.ClientInfo(), q.id)
+					}
+					if cap(s.ClientCapabilities()) != len(s.ClientCapabilities()) || cap(s.ClientInfo()) != len(s.ClientInfo()) ||
+						cap(q.id) != len(q.id) {
+						t.Error("an append to a kept field would overwrite the next")
+					}
+				}
+			}
 		}
 	}
 }
