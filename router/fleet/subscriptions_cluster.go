@@ -54,8 +54,9 @@ type clusterSubs struct {
 	bySess map[*router.Session]map[subKey]struct{}
 
 	stop    chan struct{}
-	bg      sync.WaitGroup // the heartbeat and the presence watch
-	leaving sync.WaitGroup // asynchronous leaves of closed sessions
+	bg      sync.WaitGroup  // the heartbeat and the presence watch
+	retries ctxtime.Counter // retryLease goroutines (they end on stop)
+	leaving sync.WaitGroup  // asynchronous leaves of closed sessions
 	// closing is set (under mu) when close starts waiting for leaving: a session closed
 	// after that adds nothing to leaving (WaitGroup.Add must not race with Wait), and
 	// close releases its leases anyway.
@@ -74,6 +75,8 @@ type clusterSub struct {
 	// holder is the id in the owner lease when another process holds it, as last read
 	// (empty when unknown); presence asks whether it is still alive.
 	holder string
+	// retrying: a retryLease goroutine is at work on this key.
+	retrying bool
 }
 
 func newClusterSubs(up *subsUpstream, bus *natsbus.Bus) (*clusterSubs, error) {
@@ -213,8 +216,9 @@ func (s *clusterSubs) join(ctx context.Context, key subKey) error {
 	}
 	if _, err := s.kv.Put(ctx, s.memberKey(cs), []byte("1")); err != nil {
 		// The lease store did not answer (just created, electing a leader, loaded):
-		// this instance listens already; the heartbeat writes the lease.
+		// this instance listens already; the lease is written again soon.
 		s.up.log.Warn("cannot write the subscription lease yet", "backend", cs.key.b.cfg.Name, "uri", cs.key.uri, "err", err)
+		s.retryLease(cs)
 		return s.ensureOwner(ctx, cs)
 	}
 	s.mu.Lock()
@@ -226,33 +230,50 @@ func (s *clusterSubs) join(ctx context.Context, key subKey) error {
 // ensureOwner takes the owner lease if nobody holds it, and subscribes upstream then.
 // When another process holds it, its id is noted for the presence watch: reading the
 // lease costs the heartbeat what creating it did, and the holder stays current even
-// when the lease changes hands between two live instances.
+// when the lease changes hands between two live instances. When the lease store does
+// not answer, the client's subscription stands and the lease is tried again soon
+// (retryLease), not only at the next heartbeat. The error is the backend's refusal.
 func (s *clusterSubs) ensureOwner(ctx context.Context, cs *clusterSub) error {
+	answered, err := s.tryOwner(ctx, cs)
+	if !answered {
+		s.retryLease(cs)
+	}
+	return err
+}
+
+// tryOwner is one attempt of ensureOwner; answered is false when the lease store did not
+// answer (a leader election, a loaded server), and nothing is settled.
+func (s *clusterSubs) tryOwner(ctx context.Context, cs *clusterSub) (answered bool, err error) {
 	s.mu.Lock()
 	owner := cs.owner
 	s.mu.Unlock()
 	if owner {
-		return nil
+		return true, nil
 	}
 	e, err := s.kv.Get(ctx, s.ownerKey(cs))
 	if err == nil {
+		if string(e.Value()) == s.id {
+			// Our own lease, which we do not know we hold: a Create the store applied
+			// but whose answer was lost (it timed out on a loaded JetStream). Everyone
+			// else reads it as held by a live process, so nobody else would subscribe
+			// upstream until it expired.
+			return true, s.own(ctx, cs, e.Revision())
+		}
 		s.setHolder(cs, string(e.Value()))
-		return nil // another instance holds the upstream subscription
+		return true, nil // another instance holds the upstream subscription
 	}
 	var rev uint64
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		rev, err = s.kv.Create(ctx, s.ownerKey(cs), []byte(s.id))
 		if errors.Is(err, jetstream.ErrKeyExists) {
-			return nil // taken meanwhile; the next beat reads by whom
+			return true, nil // taken meanwhile; the next attempt or beat reads by whom
 		}
 	}
 	if err != nil {
-		// The lease store did not answer (a leader election, a loaded server): the
-		// heartbeat tries again; the client's subscription stands meanwhile.
 		s.up.log.Warn("cannot take the upstream subscription lease yet", "backend", cs.key.b.cfg.Name, "uri", cs.key.uri, "err", err)
-		return nil
+		return false, nil
 	}
-	return s.own(ctx, cs, rev)
+	return true, s.own(ctx, cs, rev)
 }
 
 // own subscribes upstream under the owner lease just written at rev, and gives the
@@ -494,6 +515,7 @@ func (s *clusterSubs) close() {
 	}
 	close(s.stop)
 	s.bg.Wait()
+	<-s.retries.Zero()
 	s.mu.Lock()
 	s.closing = true
 	s.mu.Unlock()
