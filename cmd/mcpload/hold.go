@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcprouter/mcprouter/internal/ctxtime"
 	"github.com/mcprouter/mcprouter/loadgen/client"
 )
 
@@ -83,17 +84,10 @@ func holdCmd(ctx context.Context, args []string, in io.Reader, stdout, stderr io
 	openDone, progressDone := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(progressDone)
-		t := time.NewTicker(2 * time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-openDone:
-				return
-			case <-t.C:
-				held, failed := h.Progress()
-				fmt.Fprintf(stdout, "progress %d %d\n", held, failed)
-			}
-		}
+		ctxtime.Every(openDone, 2*time.Second, func() {
+			held, failed := h.Progress()
+			fmt.Fprintf(stdout, "progress %d %d\n", held, failed)
+		})
 	}()
 	opened := h.Open(*sessions, *concurrency, *timeout)
 	close(openDone)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/mcprouter/mcprouter/internal/ctxtime"
 )
 
 // Sample is every measured process's usage at one moment.
@@ -27,21 +29,16 @@ type Sampler struct {
 // StartSampler samples refs every period.
 func StartSampler(refs map[string]ProcRef, period time.Duration) *Sampler {
 	s := &Sampler{stop: make(chan struct{}), done: make(chan struct{})}
+	sample := func() {
+		smp := Sample{At: time.Now(), Usage: Snapshot(refs)}
+		s.mu.Lock()
+		s.samples = append(s.samples, smp)
+		s.mu.Unlock()
+	}
 	go func() {
 		defer close(s.done)
-		t := time.NewTicker(period)
-		defer t.Stop()
-		for {
-			smp := Sample{At: time.Now(), Usage: Snapshot(refs)}
-			s.mu.Lock()
-			s.samples = append(s.samples, smp)
-			s.mu.Unlock()
-			select {
-			case <-t.C:
-			case <-s.stop:
-				return
-			}
-		}
+		sample()
+		ctxtime.Every(s.stop, period, sample)
 	}()
 	return s
 }

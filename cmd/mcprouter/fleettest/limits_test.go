@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcprouter/mcprouter/internal/ctxtime"
 	"github.com/mcprouter/mcprouter/internal/testbin"
 	"github.com/mcprouter/mcprouter/internal/testwait"
 )
@@ -250,20 +251,15 @@ func TestUpstreamSessionCap(t *testing.T) {
 	// Watch the children while the sessions run.
 	var peak atomic.Int64
 	stop, watched := make(chan struct{}), make(chan struct{})
+	watch := func() {
+		if n, err := children(pid); err == nil && int64(n) > peak.Load() {
+			peak.Store(int64(n))
+		}
+	}
 	go func() {
 		defer close(watched)
-		tick := time.NewTicker(2 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			if n, err := children(pid); err == nil && int64(n) > peak.Load() {
-				peak.Store(int64(n))
-			}
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-		}
+		watch()
+		ctxtime.Every(stop, 2*time.Millisecond, watch)
 	}()
 
 	raws := make([]*rawSession, sessions)
