@@ -285,6 +285,7 @@ type trackedConn struct {
 	reused   bool      // a response was read since the last request was written
 	lastRead time.Time // when
 	wrote    bool      // a request was written and nothing read since
+	send     sendRead  // the request the next Read sends (sendread_unix.go)
 }
 
 // idleProbe is how long a pooled connection must have been idle before it is probed for
@@ -309,19 +310,35 @@ func (t *trackedConn) Write(b []byte) (int, error) {
 		}
 	}
 	t.wrote = true
+	if t.send.pending() { // a request written in several parts: the earlier go out now
+		if err := t.send.flush(t.Conn); err != nil {
+			return 0, err
+		}
+	}
+	if t.send.hold(b) {
+		return len(b), nil
+	}
 	return t.Conn.Write(b)
 }
 
-// Read implements net.Conn. The first read after a request yields first: the answer is
-// rarely there yet (the backend needs the CPU the router holds), and the goroutines
-// waiting to run send their own requests meanwhile, so that the backend takes more of
-// them per wake-up (router CPU per forwarded call 0.97x, bench/RESULTS.md).
-func (t *trackedConn) Read(b []byte) (int, error) {
-	if t.wrote {
+// Read implements net.Conn. The first read after a request sends the request Write held
+// back and waits for the answer without trying to read first (sendRead). Without a held
+// request it yields first: the answer is rarely there yet (the backend needs the CPU
+// the router holds), and the goroutines waiting to run send their own requests
+// meanwhile, so that the backend takes more of them per wake-up (router CPU per
+// forwarded call 0.97x, bench/RESULTS.md).
+func (t *trackedConn) Read(b []byte) (n int, err error) {
+	switch {
+	case t.send.pending():
+		t.wrote = false
+		n, err = t.send.read(t.Conn, b)
+	case t.wrote:
 		t.wrote = false
 		runtime.Gosched()
+		fallthrough
+	default:
+		n, err = t.Conn.Read(b)
 	}
-	n, err := t.Conn.Read(b)
 	if n > 0 {
 		t.reused, t.lastRead = true, time.Now()
 	}
@@ -348,6 +365,7 @@ func (s *connSet) dialer(limit time.Duration) func(addr string, timeout time.Dur
 			return nil, &dialError{err}
 		}
 		t := &trackedConn{Conn: c, set: s}
+		t.send.init(c)
 		s.mu.Lock()
 		if s.closed {
 			s.mu.Unlock()

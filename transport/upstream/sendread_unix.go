@@ -1,0 +1,160 @@
+//go:build unix
+
+package upstream
+
+import (
+	"io"
+	"net"
+	"os"
+	"syscall"
+)
+
+// sendRead holds a pooled connection's request back from Write and sends it from the
+// Read that waits for its reply, inside one syscall.RawConn.Read.
+//
+// Why: a plain Read right after a Write tries read(2) first, and on a backend
+// connection that read nearly always finds nothing (the reply needs the backend to run)
+// and returns EAGAIN before the goroutine parks: one wasted system call per forwarded
+// call (bench/RESULTS.md, "Syscalls per forwarded call"). Skipping that first read is
+// only safe when nothing can have arrived unseen: RawConn.Read forgets the socket's
+// earlier readiness when it starts, so the request is written from inside it, after
+// that point. Whatever the backend answers then wakes the wait, and an answer that
+// arrives during the write itself is found by the wait at once.
+//
+// It relies on fasthttp's client using a pooled connection from one goroutine at a
+// time, every request's Write followed by the Read of its reply (pipelined connections
+// bypass trackedConn). A connection whose descriptor cannot be had sends at once.
+type sendRead struct {
+	rc  syscall.RawConn // nil: no held writes
+	try func(fd uintptr) bool
+	// held is the request Write returned for and that is not sent yet (nil: none);
+	// off is how much of it the socket took.
+	held *[]byte
+	off  int
+	// The current Read's attempt: the caller's buffer, then read(2)'s outcome; wrote
+	// reports that held went out whole, short that the socket took only part of it.
+	p     []byte
+	n     int
+	err   error
+	wrote bool
+	short bool
+}
+
+// maxHeld bounds a request held back: larger writes (a large body) go out at once.
+const maxHeld = 4 << 10
+
+func (s *sendRead) init(c net.Conn) {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return
+	}
+	s.rc = rc
+	s.try = s.attempt
+}
+
+// pending reports a request held back and not sent yet.
+func (s *sendRead) pending() bool { return s.held != nil }
+
+// hold keeps a copy of b for the next read to send, and reports whether it did; a
+// request already held must have been flushed first.
+func (s *sendRead) hold(b []byte) bool {
+	if s.rc == nil || len(b) > maxHeld || s.held != nil {
+		return false
+	}
+	h := getBuf()
+	*h = append((*h)[:0], b...)
+	s.held, s.off = h, 0
+	return true
+}
+
+// drop forgets the held request, returning its buffer.
+func (s *sendRead) drop() {
+	if s.held != nil {
+		putBuf(s.held)
+		s.held, s.off = nil, 0
+	}
+}
+
+// flush sends the held request through c, as a plain Write would have.
+func (s *sendRead) flush(c net.Conn) error {
+	_, err := c.Write((*s.held)[s.off:])
+	s.drop()
+	return err
+}
+
+// read sends the held request and reads its reply into p, through c's descriptor. c's
+// deadlines hold: the write is non-blocking (the rest of a request the socket did not
+// take goes out with c.Write), the wait for the reply ends at the read deadline.
+func (s *sendRead) read(c net.Conn, p []byte) (int, error) {
+	s.p, s.n, s.err, s.wrote, s.short = p, 0, nil, false, false
+	err := s.rc.Read(s.try)
+	n, rerr, wrote, short := s.n, s.err, s.wrote, s.short
+	s.p, s.err = nil, nil
+	switch {
+	case short:
+		if err := s.flush(c); err != nil {
+			return 0, err
+		}
+		return c.Read(p)
+	case !wrote:
+		s.drop()
+		if err == nil {
+			err = opError("write", c, rerr)
+		}
+		return 0, err
+	}
+	switch {
+	case err != nil:
+		return 0, err // the deadline, a closed connection: already a *net.OpError
+	case rerr != nil:
+		return 0, opError("read", c, rerr)
+	case n == 0:
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+// attempt is RawConn.Read's callback: first the held request goes out, then it reports
+// false so that the runtime waits for the reply without trying read(2) first; later
+// calls read.
+func (s *sendRead) attempt(fd uintptr) bool {
+	if !s.wrote {
+		b := (*s.held)[s.off:]
+		n, err := syscall.Write(int(fd), b)
+		for err == syscall.EINTR {
+			n, err = syscall.Write(int(fd), b)
+		}
+		if n > 0 {
+			s.off += n
+		}
+		switch {
+		case err == syscall.EAGAIN || err == nil && s.off < len(*s.held):
+			s.short = true // the rest is c.Write's, under the write deadline
+			return true
+		case err != nil:
+			s.err = err
+			return true
+		}
+		s.drop()
+		s.wrote = true
+		return false
+	}
+	n, err := syscall.Read(int(fd), s.p)
+	for err == syscall.EINTR {
+		n, err = syscall.Read(int(fd), s.p)
+	}
+	if err == syscall.EAGAIN {
+		return false
+	}
+	s.n, s.err = n, err
+	return true
+}
+
+// opError names a system call's error the way net.Conn's methods do.
+func opError(op string, c net.Conn, err error) error {
+	return &net.OpError{Op: op, Net: c.LocalAddr().Network(), Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: os.NewSyscallError(op, err)}
+}
