@@ -19,14 +19,22 @@ import (
 // the upstream subscription.
 func subscribeR(t *testing.T, fc *fleetClient) {
 	t.Helper()
-	fc.send(`{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"file:///r"}}`)
+	relayR(t, fc, "1", "resources/subscribe")
+}
+
+// relayR sends method (resources/subscribe or resources/unsubscribe) for file:///r as
+// fc's request id, checks that fc's current backend gets it and answers it, and that the
+// client gets the result.
+func relayR(t *testing.T, fc *fleetClient, id, method string) {
+	t.Helper()
+	fc.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"` + method + `","params":{"uri":"file:///r"}}`)
 	up := fc.upstream()
-	if string(up.Method) != "resources/subscribe" {
-		t.Fatalf("backend got %s, want resources/subscribe", up.Method)
+	if string(up.Method) != method {
+		t.Fatalf("backend got %s, want %s", up.Method, method)
 	}
 	fc.answer(up.ID, `{}`)
-	if r := fc.read(); string(r.ID) != "1" || r.Kind != codec.KindResult {
-		t.Fatalf("client got %v for %s, want the result of 1", r.Kind, r.ID)
+	if r := fc.read(); string(r.ID) != id || r.Kind != codec.KindResult {
+		t.Fatalf("client got %v for %s, want the result of %s", r.Kind, r.ID, id)
 	}
 }
 
@@ -119,15 +127,7 @@ func TestReplacedBackendKeepsSubscriptions(t *testing.T) {
 		t.Fatalf("the new backend's update reached %d sessions, want 1", got)
 	}
 	// The last subscriber leaving ends the subscription on the new backend.
-	fc.send(`{"jsonrpc":"2.0","id":2,"method":"resources/unsubscribe","params":{"uri":"file:///r"}}`)
-	if up := fc.upstream(); string(up.Method) != "resources/unsubscribe" {
-		t.Fatalf("new backend got %s, want resources/unsubscribe", up.Method)
-	} else {
-		fc.answer(up.ID, `{}`)
-	}
-	if r := fc.read(); string(r.ID) != "2" {
-		t.Fatalf("client got %s, want the answer to 2", r.ID)
-	}
+	relayR(t, fc, "2", "resources/unsubscribe")
 }
 
 // TestRemovedBackendDropsClusterSubscriptions: the same as
