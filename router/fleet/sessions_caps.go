@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"hash/maphash"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -55,6 +56,32 @@ type capsSessions struct {
 	mu     sync.Mutex
 	m      map[*instance]map[string]*capsConn
 	closed bool
+	// keys are the session keys of the capabilities objects met lately, by a hash of
+	// their bytes: clients of one kind send the same object with every request, which
+	// then costs a hash and a comparison instead of appendDeclared's walk (declaredKey).
+	// Two kinds in one slot take turns, each keyed anew.
+	keys [8]atomic.Pointer[capsKey]
+}
+
+// capsKeySeed seeds the hash of capsSessions.keys.
+var capsKeySeed = maphash.MakeSeed()
+
+// capsKey is the session key (appendDeclared) of one capabilities object, raw (a copy).
+type capsKey struct {
+	raw []byte
+	key string
+}
+
+// declaredKey returns the session key of the capabilities object caps: appendDeclared
+// of it, from keys when caps was met lately.
+func (cs *capsSessions) declaredKey(caps []byte) string {
+	slot := &cs.keys[maphash.Bytes(capsKeySeed, caps)%uint64(len(cs.keys))]
+	if k := slot.Load(); k != nil && string(k.raw) == string(caps) {
+		return k.key
+	}
+	k := &capsKey{raw: append([]byte(nil), caps...), key: string(appendDeclared(nil, caps))}
+	slot.Store(k)
+	return k.key
 }
 
 // capsConn is one instance's session for one set of declared capabilities (key), or
@@ -125,15 +152,13 @@ func declaredIn(ctx context.Context) []byte {
 // shared session is shared: that one when e's client declared what the router does,
 // else the session of e's declared capabilities, opened on first use.
 func (ss *sessions) capsConn(e *entry, in *instance, shared *upConn) (*upConn, error) {
-	bp := getBuf()
-	defer putBuf(bp)
-	*bp = appendDeclared((*bp)[:0], e.sess.ClientCapabilities())
-	if string(*bp) == routerDeclared {
+	cs := &ss.caps
+	key := cs.declaredKey(e.sess.ClientCapabilities())
+	if key == routerDeclared {
 		return shared, nil
 	}
-	cs := &ss.caps
 	cs.mu.Lock()
-	if cc := cs.m[in][string(*bp)]; cc != nil && cc.c != nil && !cc.c.dead() {
+	if cc := cs.m[in][key]; cc != nil && cc.c != nil && !cc.c.dead() {
 		cc.last.Store(time.Now().UnixNano())
 		cs.mu.Unlock()
 		return cc.c, nil
@@ -141,7 +166,7 @@ func (ss *sessions) capsConn(e *entry, in *instance, shared *upConn) (*upConn, e
 	cs.mu.Unlock()
 	ctx, cancel := context.WithDeadline(ss.life.ctx, time.Unix(0, e.deadline))
 	defer cancel()
-	return ss.openCaps(ctx, in, string(*bp))
+	return ss.openCaps(ctx, in, key)
 }
 
 // openCaps returns instance in's session for the capabilities key, opening it when
