@@ -306,3 +306,38 @@ func TestDefault(t *testing.T) {
 		t.Error("two Default Watchers")
 	}
 }
+
+// BenchmarkAddRemove: what a watched stream pays, a registration and its removal (two
+// epoll_ctl calls through RawConn.Control), on one open loopback connection.
+func BenchmarkAddRemove(b *testing.B) {
+	w, err := New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	cl, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cl.Close()
+	sc, err := ln.Accept()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sc.Close()
+	rc, _ := sc.(*net.TCPConn).SyscallConn()
+	c := newCloser()
+	b.ReportAllocs()
+	for b.Loop() {
+		r, err := w.Add(rc, c)
+		if err != nil {
+			b.Fatal(err)
+		}
+		w.Remove(rc, r)
+	}
+}
