@@ -5,7 +5,8 @@
 #   calls:  mcpload steady tools/call echo as 2025-11-25 sessions, then as 2026-07-28
 #           stateless requests (per-request _meta, Mcp-Method/Mcp-Name headers); prints
 #           calls/s, p99 and the router's and the backend's CPU per call (utime+stime
-#           from /proc over the warm-up and measured window, divided by every call made).
+#           from /proc over the warm-up and measured window, divided by every call made),
+#           and mcpload's own (from time(1), when installed).
 #   fanout: mcpload fan-out on memo://board with N subscribers holding 2025-11-25 GET
 #           streams (resources/subscribe), then N holding 2026-07-28 subscriptions/listen
 #           streams; prints deliveries/s, missing, p99 delivery and router CPU per delivery.
@@ -100,14 +101,19 @@ one() {
 			"http://127.0.0.1:$((port + 2))/debug/pprof/profile?seconds=$((${DUR%s} - 1))") &
 		prof=$!
 	fi
-	"$work/mcpload" --url http://127.0.0.1:$port/mcp --protocol "$proto" --quiet --json "$work/$name.json" "$@" >/dev/null 2>&1 || true
+	# mcpload's own CPU (user and system, from time(1) when there is one): the client's
+	# share of the machine, which a closed loop's calls/s depends on too.
+	local timed=()
+	if [ -x /usr/bin/time ]; then timed=(/usr/bin/time -f '%U %S' -o "$work/$name.time"); fi
+	"${timed[@]}" "$work/mcpload" --url http://127.0.0.1:$port/mcp --protocol "$proto" --quiet --json "$work/$name.json" "$@" >/dev/null 2>&1 || true
 	if [ -n "$prof" ]; then wait "$prof" || true; fi
 	c1=$(cpu "$pid") b1=$(cpu "$bpid")
-	python3 - "$name" "$work/$name.json" $((c1 - c0)) "$tck" $((b1 - b0)) <<'PY'
-import json, sys
-name, f, ticks, tck, bticks = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+	python3 - "$name" "$work/$name.json" $((c1 - c0)) "$tck" $((b1 - b0)) "$work/$name.time" <<'PY'
+import json, os, sys
+name, f, ticks, tck, bticks, tf = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
 r = json.load(open(f))
 cpu_us = ticks / tck * 1e6
+load_s = sum(float(x) for x in open(tf).read().split()[:2]) if os.path.exists(tf) else None
 fo = r.get("fanout")
 if fo:
     d = fo["delivered"]
@@ -116,9 +122,10 @@ if fo:
              fo["latency_us"]["p99"] / 1000, cpu_us / max(d, 1)))
 else:
     calls = r["requests"] + r["excluded_requests"]
-    print("%s calls_per_s=%.0f errors=%d p99_ms=%.2f router_cpu_us_per_call=%.1f backend_cpu_us_per_call=%.1f"
+    print("%s calls_per_s=%.0f errors=%d p99_ms=%.2f router_cpu_us_per_call=%.1f backend_cpu_us_per_call=%.1f%s"
           % (name, r["throughput_rps"], r["errors"], r["latency_us"]["p99"] / 1000, cpu_us / max(calls, 1),
-             bticks / tck * 1e6 / max(calls, 1)))
+             bticks / tck * 1e6 / max(calls, 1),
+             "" if load_s is None else " mcpload_cpu_us_per_call=%.1f" % (load_s * 1e6 / max(calls, 1))))
 PY
 }
 # Every run's line also goes to lines.txt, for the ratios at the end.
@@ -157,9 +164,12 @@ def ratio(new, old, key):
     xs = [r[new][key] / r[old][key] for r in rows.values() if new in r and old in r and r[old][key] > 0]
     if xs:
         print("%-48s median %.2f  rounds %s" % ("%s/%s %s" % (new, old, key), statistics.median(xs), " ".join("%.2f" % x for x in xs)))
-for key in ("calls_per_s", "router_cpu_us_per_call", "backend_cpu_us_per_call", "p99_ms"):
+for key in ("calls_per_s", "router_cpu_us_per_call", "backend_cpu_us_per_call", "mcpload_cpu_us_per_call", "p99_ms"):
     ratio("calls-2026", "calls-2025", key)
     ratio("calls-2026-base", "calls-2025-base", key)
+# With BASE: each revision's call through this tree's router against the base's.
+for era in ("2026", "2025"):
+    ratio("calls-" + era, "calls-%s-base" % era, "router_cpu_us_per_call")
 for n in sorted({k.split("-")[1] for r in rows.values() for k in r if k.startswith("get-")}, key=int):
     for key in ("p50_ms", "p99_ms", "router_cpu_us_per_delivery"):
         ratio("listen-" + n, "get-" + n, key)
