@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -167,7 +168,8 @@ func TestGetStreamOwnsConnection(t *testing.T) {
 }
 
 // heldServer serves h on a real loopback listener as the router does (read-ahead
-// connections, fasthttp keeping hijacked connections), with keep-alives an hour apart
+// connections, fasthttp keeping hijacked connections unless cfg says otherwise, when
+// each stream's handler waits for its end), with keep-alives an hour apart
 // so that only the close watcher can notice a client's close, and a close watcher of
 // its own, whose registrations the test counts.
 type heldServer struct {
@@ -189,11 +191,10 @@ func startHeld(t *testing.T, h Handler, cfg HTTPConfig) *heldServer {
 	}
 	cfg.Rules = DefaultHTTPRules(ln.Addr().String(), testRevisions, "2025-03-26")
 	cfg.KeepAlive = time.Hour
-	cfg.KeepsHijackedConns = true
 	reg := NewRegistry(RegistryConfig{}, h)
 	hs := NewHTTPServer(cfg, reg, h)
 	hs.watcher = w
-	srv := &fasthttp.Server{Handler: hs.ServeStreamable, KeepHijackedConns: true, NoDefaultContentType: true, Logger: quietLogger{}}
+	srv := &fasthttp.Server{Handler: hs.ServeStreamable, KeepHijackedConns: cfg.KeepsHijackedConns, NoDefaultContentType: true, Logger: quietLogger{}}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(readahead.Listen(ln)) }()
 	tr := &http.Transport{}
@@ -257,7 +258,7 @@ func (s *heldServer) openGet(t *testing.T) (string, *http.Response, *sse.Reader)
 // that ends first (its session deleted) leaves the watcher while its client still holds
 // the connection: no registration outlives its stream.
 func TestHeldStreamsCloseWatch(t *testing.T) {
-	s := startHeld(t, newTestHandler(), HTTPConfig{})
+	s := startHeld(t, newTestHandler(), HTTPConfig{KeepsHijackedConns: true})
 	const n = 20
 	type held struct {
 		sid  string
@@ -298,21 +299,26 @@ func TestHeldStreamsCloseWatch(t *testing.T) {
 // TestHeldStreamDescriptorReuse: streams opened and closed in a loop, their connections'
 // descriptors reused by the next ones, each ended by its client's close (which only the
 // close watcher notices) or by its session's end: every close reaches its own stream, and
-// nothing stays registered.
+// nothing stays registered; with the server keeping hijacked connections (the router's
+// way) and without (fasthttp closes the connection when the stream's handler returns).
 func TestHeldStreamDescriptorReuse(t *testing.T) {
-	s := startHeld(t, newTestHandler(), HTTPConfig{})
-	for i := range 30 {
-		sid, resp, _ := s.openGet(t)
-		if i%3 == 2 {
-			dr := s.do(t, "DELETE", "", sessionHeaders(sid, "2025-11-25"))
-			io.Copy(io.Discard, dr.Body)
-			dr.Body.Close()
-		}
-		resp.Body.Close()
-		waitFor(t, "the stream to end", func() bool { return s.hs.Stats.OpenStreams.Load() == 0 })
-		if got := s.w.Len(); got != 0 {
-			t.Fatalf("round %d: %d registrations after the stream ended", i, got)
-		}
+	for _, keeps := range []bool{true, false} {
+		t.Run(fmt.Sprintf("keeps=%v", keeps), func(t *testing.T) {
+			s := startHeld(t, newTestHandler(), HTTPConfig{KeepsHijackedConns: keeps})
+			for i := range 30 {
+				sid, resp, _ := s.openGet(t)
+				if i%3 == 2 {
+					dr := s.do(t, "DELETE", "", sessionHeaders(sid, "2025-11-25"))
+					io.Copy(io.Discard, dr.Body)
+					dr.Body.Close()
+				}
+				resp.Body.Close()
+				waitFor(t, "the stream to end", func() bool { return s.hs.Stats.OpenStreams.Load() == 0 })
+				if got := s.w.Len(); got != 0 {
+					t.Fatalf("round %d: %d registrations after the stream ended", i, got)
+				}
+			}
+		})
 	}
 }
 
@@ -322,7 +328,7 @@ func TestHeldStreamDescriptorReuse(t *testing.T) {
 // once; bytes the client sends first (it should send none) change nothing.
 func TestStatelessStreamCloseWatch(t *testing.T) {
 	h := &statelessHandler{abandoned: make(chan string, 4), gate: make(chan struct{}), release: make(chan struct{})}
-	s := startHeld(t, h, HTTPConfig{StatelessStreamAfter: -1})
+	s := startHeld(t, h, HTTPConfig{StatelessStreamAfter: -1, KeepsHijackedConns: true})
 	t.Cleanup(func() { close(h.gate) })
 	addr := strings.TrimSuffix(strings.TrimPrefix(s.url, "http://"), "/mcp")
 	c, err := net.Dial("tcp", addr)
