@@ -24,18 +24,6 @@ import (
 // askMeta declares every capability a backend may ask for.
 const askMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{},"elicitation":{},"roots":{}}}`
 
-var nameSchema = map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}
-
-// elicitName asks the client for a name.
-func elicitName(ctx context.Context, ss *mcp.ServerSession) (string, error) {
-	r, err := ss.Elicit(ctx, &mcp.ElicitParams{Message: "name?", RequestedSchema: nameSchema})
-	if err != nil {
-		return "", err
-	}
-	name, _ := r.Content["name"].(string)
-	return name, nil
-}
-
 // startAskingBackend serves, on loopback, a 2025-era Go SDK server with three tools:
 // ask_twice elicits a name, then asks for a sampling with it; ask_parallel elicits a
 // name and lists the roots at the same time; ask_progress elicits a name and reports
@@ -44,20 +32,15 @@ func startAskingBackend(t *testing.T) string {
 	t.Helper()
 	srv := mcp.NewServer(&mcp.Implementation{Name: "asker", Version: "1"}, nil)
 	mcp.AddTool(srv, &mcp.Tool{Name: "ask_twice"}, func(ctx context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
-		name, err := elicitName(ctx, req.Session)
+		name, err := sdktest.ElicitName(ctx, req.Session)
 		if err != nil {
 			return nil, nil, err
 		}
-		r, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 10,
-			Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "greet " + name}}}})
+		text, err := sdktest.SampleGreeting(ctx, req.Session, name)
 		if err != nil {
 			return nil, nil, err
 		}
-		text, _ := r.Content.(*mcp.TextContent)
-		if text == nil {
-			return nil, nil, errors.New("the sampling answer holds no text")
-		}
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: name + ":" + text.Text}}}, nil, nil
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: name + ":" + text}}}, nil, nil
 	})
 	mcp.AddTool(srv, &mcp.Tool{Name: "ask_parallel"}, func(ctx context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
 		var wg sync.WaitGroup
@@ -65,7 +48,7 @@ func startAskingBackend(t *testing.T) string {
 		var roots *mcp.ListRootsResult
 		var errName, errRoots error
 		wg.Add(2)
-		go func() { defer wg.Done(); name, errName = elicitName(ctx, req.Session) }()
+		go func() { defer wg.Done(); name, errName = sdktest.ElicitName(ctx, req.Session) }()
 		go func() { defer wg.Done(); roots, errRoots = req.Session.ListRoots(ctx, nil) }()
 		wg.Wait()
 		if err := errors.Join(errName, errRoots); err != nil {
@@ -74,7 +57,7 @@ func startAskingBackend(t *testing.T) string {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%s:%d roots", name, len(roots.Roots))}}}, nil, nil
 	})
 	mcp.AddTool(srv, &mcp.Tool{Name: "ask_progress"}, func(ctx context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
-		name, err := elicitName(ctx, req.Session)
+		name, err := sdktest.ElicitName(ctx, req.Session)
 		if err != nil {
 			return nil, nil, err
 		}

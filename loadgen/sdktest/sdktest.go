@@ -1,6 +1,7 @@
 // Package sdktest starts MCP servers built with the official Go SDK for mcpload's
-// tests: the reference implementation is the fairest judge of the client side. Only
-// test binaries import it, so the SDK never ends up in the mcpload binary.
+// tests, and the router's: the reference implementation is the fairest judge of the
+// client side. Only test binaries import it, so the SDK never ends up in the mcpload
+// binary.
 package sdktest
 
 import (

@@ -1,0 +1,44 @@
+package sdktest
+
+import (
+	"context"
+	"errors"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The asking halves of tools that put server-to-client requests to their client: the
+// router's tests of those requests (across protocol generations, across instances)
+// serve such tools from a Go SDK server and check what went back and forth.
+
+// nameSchema asks for one string, "name".
+var nameSchema = map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}
+
+// ElicitName asks the client of ss for a name (an elicitation of one string) and
+// returns it: "" when the client answered without one.
+func ElicitName(ctx context.Context, ss *mcp.ServerSession) (string, error) {
+	r, err := ss.Elicit(ctx, &mcp.ElicitParams{Message: "name?", RequestedSchema: nameSchema})
+	if err != nil {
+		return "", err
+	}
+	name, _ := r.Content["name"].(string)
+	return name, nil
+}
+
+// ErrNoText: the client's sampling answer holds no text.
+var ErrNoText = errors.New("sdktest: the sampling answer holds no text")
+
+// SampleGreeting asks the client of ss for a sampling of "greet <name>" and returns the
+// text of its answer (ErrNoText when it has none).
+func SampleGreeting(ctx context.Context, ss *mcp.ServerSession, name string) (string, error) {
+	r, err := ss.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 10,
+		Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "greet " + name}}}})
+	if err != nil {
+		return "", err
+	}
+	text, _ := r.Content.(*mcp.TextContent)
+	if text == nil {
+		return "", ErrNoText
+	}
+	return text.Text, nil
+}
