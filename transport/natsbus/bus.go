@@ -112,6 +112,17 @@ type JetStreamConfig struct {
 	// MaxMsgBytes caps one record or event; larger ones are not kept (a larger GET
 	// stream event still resumes on its own instance). Default 1 MiB.
 	MaxMsgBytes int32 `yaml:"max_msg_bytes"`
+	// SessionStorage is where the session records' bucket keeps them: "file" or
+	// "memory". Default: file with the embedded server (its store_dir, a temporary
+	// directory unless set), memory with an external NATS. In memory each record cost
+	// the process that runs the embedded server about 400 bytes of heap (message,
+	// subject, index), about 1 KiB of its RSS, for every session of every instance
+	// (100,000 sessions: 0.1 GiB); on file the server keeps the subject index and the
+	// blocks written last, and each write is a write to the block file (no fsync per
+	// record: a record lost with the machine costs its client a new session, as
+	// a record never written does). Leases and the event log stay in memory: they are
+	// small or short-lived and read often.
+	SessionStorage string `yaml:"session_storage"`
 }
 
 func (j *JetStreamConfig) defaults() {
@@ -180,6 +191,9 @@ func (c *Config) Validate() error {
 	if j.MaxMemory < 0 || j.MaxStore < 0 || j.MaxBytes < 0 || j.MaxMsgBytes < 0 {
 		return errors.New("nats.jetstream: limits must not be negative")
 	}
+	if j.SessionStorage != "" && j.SessionStorage != "file" && j.SessionStorage != "memory" {
+		return fmt.Errorf("nats.jetstream.session_storage: %q: want file or memory", j.SessionStorage)
+	}
 	return nil
 }
 
@@ -212,6 +226,12 @@ func (c *Config) validateAuth() error {
 }
 
 func (c *Config) defaults() {
+	if c.JetStream.SessionStorage == "" {
+		c.JetStream.SessionStorage = "memory"
+		if c.URL == "" {
+			c.JetStream.SessionStorage = "file"
+		}
+	}
 	if c.Prefix == "" {
 		c.Prefix = "mcpr"
 	}
@@ -487,18 +507,18 @@ func (b *Bus) Subject(tokens ...string) string {
 // unless rewritten, within nats.jetstream.max_bytes (writes beyond are refused) and
 // max_msg_bytes.
 func (b *Bus) KeyValue(ctx context.Context, name string, ttl time.Duration) (jetstream.KeyValue, error) {
-	return b.keyValue(ctx, name, ttl, 0)
+	return b.keyValue(ctx, name, ttl, 0, jetstream.MemoryStorage)
 }
 
-// keyValue is KeyValue; markers > 0 also lets the bucket's messages carry TTLs of their
-// own (a purge marker that goes after markers: jetstream.PurgeTTL), and keeps the
-// markers of expired entries that long (NATS 2.11 and later).
-func (b *Bus) keyValue(ctx context.Context, name string, ttl, markers time.Duration) (jetstream.KeyValue, error) {
+// keyValue is KeyValue on the given storage; markers > 0 also lets the bucket's messages
+// carry TTLs of their own (a purge marker that goes after markers: jetstream.PurgeTTL),
+// and keeps the markers of expired entries that long (NATS 2.11 and later).
+func (b *Bus) keyValue(ctx context.Context, name string, ttl, markers time.Duration, storage jetstream.StorageType) (jetstream.KeyValue, error) {
 	if b.JS == nil {
 		return nil, errors.New("nats: JetStream not available")
 	}
 	return b.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket: b.cfg.Prefix + "_" + name, TTL: ttl, History: 1, Storage: jetstream.MemoryStorage,
+		Bucket: b.cfg.Prefix + "_" + name, TTL: ttl, History: 1, Storage: storage,
 		Replicas: b.replicas(), MaxBytes: b.cfg.JetStream.MaxBytes, MaxValueSize: b.cfg.JetStream.MaxMsgBytes,
 		LimitMarkerTTL: markers,
 	})

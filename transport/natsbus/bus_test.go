@@ -99,6 +99,9 @@ func TestValidate(t *testing.T) {
 		{"prefix with a dot", Config{Prefix: "a.b"}, "nats.prefix"},
 		{"prefix with a wildcard", Config{Prefix: "a*"}, "nats.prefix"},
 		{"prefix with a space", Config{Prefix: "a b"}, "nats.prefix"},
+		{"records on file", Config{JetStream: JetStreamConfig{SessionStorage: "file"}}, ""},
+		{"records in memory", Config{JetStream: JetStreamConfig{SessionStorage: "memory"}}, ""},
+		{"records elsewhere", Config{JetStream: JetStreamConfig{SessionStorage: "disk"}}, "session_storage"},
 	})
 }
 

@@ -43,11 +43,26 @@ func (b *Bus) Sessions(ttl time.Duration) (*SessionStore, error) {
 	if marker < time.Second { // the least a message TTL may be
 		marker = 0
 	}
-	kv, err := b.keyValue(ctx, "sessions", ttl, marker)
+	storage := jetstream.MemoryStorage
+	if b.cfg.JetStream.SessionStorage == "file" {
+		storage = jetstream.FileStorage
+	}
+	kv, err := b.keyValue(ctx, "sessions", ttl, marker, storage)
 	if err != nil && marker > 0 {
 		// A server without message TTLs, or a bucket that cannot take them.
 		marker = 0
-		kv, err = b.KeyValue(ctx, "sessions", ttl)
+		kv, err = b.keyValue(ctx, "sessions", ttl, 0, storage)
+	}
+	if err != nil && b.JS != nil {
+		// The bucket exists in another storage (an instance that joined the embedded
+		// server's NATS keeps it where that server put it; JetStream does not move a
+		// stream between storages): it is used as it is.
+		if existing, oerr := b.JS.KeyValue(ctx, b.cfg.Prefix+"_sessions"); oerr == nil {
+			kv, err = existing, nil
+			if st, serr := existing.Status(ctx); serr == nil && st.LimitMarkerTTL() == 0 {
+				marker = 0
+			}
+		}
 	}
 	if err != nil {
 		return nil, err
