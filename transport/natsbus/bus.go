@@ -114,14 +114,14 @@ type JetStreamConfig struct {
 	MaxMsgBytes int32 `yaml:"max_msg_bytes"`
 	// SessionStorage is where the session records' bucket keeps them: "file" or
 	// "memory". Default: file with the embedded server (its store_dir, a temporary
-	// directory unless set), memory with an external NATS. In memory each record cost
-	// the process that runs the embedded server about 400 bytes of heap (message,
-	// subject, index), about 1 KiB of its RSS, for every session of every instance
-	// (100,000 sessions: 0.1 GiB); on file the server keeps the subject index and the
-	// blocks written last, and each write is a write to the block file (no fsync per
-	// record: a record lost with the machine costs its client a new session, as
-	// a record never written does). Leases and the event log stay in memory: they are
-	// small or short-lived and read often.
+	// directory unless set), memory with an external NATS. In memory each record costs
+	// the process that runs the embedded server about 500 bytes of heap (the message
+	// and its subject 250, the subject index 250), for every session of every
+	// instance; on file about 250 (the index), plus the buffer of the block written
+	// last (up to 8 MiB, released once writes pause), and each write is a write to the
+	// block file (no fsync per record: a record lost with the machine costs its client
+	// a new session, as a record never written does). Leases and the event log stay in
+	// memory: they are small or short-lived and read often.
 	SessionStorage string `yaml:"session_storage"`
 }
 
