@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -85,7 +86,7 @@ type localSubs struct {
 	up     *subsUpstream
 	mu     sync.Mutex
 	byKey  map[subKey]map[*router.Session]struct{}
-	bySess map[*router.Session]map[subKey]struct{}
+	bySess sessionKeys
 }
 
 type subKey struct {
@@ -96,7 +97,7 @@ type subKey struct {
 func newLocalSubs(up *subsUpstream) *localSubs {
 	s := &localSubs{up: up}
 	s.byKey = map[subKey]map[*router.Session]struct{}{}
-	s.bySess = map[*router.Session]map[subKey]struct{}{}
+	s.bySess = sessionKeys{}
 	return s
 }
 
@@ -126,7 +127,7 @@ func (s *localSubs) handle(sess *router.Session, x *transport.Exchange, b *backe
 	}
 	_, had := set[sess]
 	delete(set, sess)
-	delete(s.bySess[sess], key)
+	s.bySess.remove(sess, key)
 	last := had && len(set) == 0
 	if last {
 		delete(s.byKey, key)
@@ -184,7 +185,7 @@ func (s *localSubs) dropSession(sess *router.Session) {
 	up := s.up
 	s.mu.Lock()
 	var released []subKey
-	for key := range s.bySess[sess] {
+	for _, key := range s.bySess[sess] {
 		set := s.byKey[key]
 		delete(set, sess)
 		if len(set) == 0 {
@@ -362,9 +363,8 @@ func (u *subsUpstream) listen(ctx context.Context, c *upConn, key subKey, sub bo
 
 // limitReached reports whether a session holding the subscriptions in held may not
 // add key: one client must not make the router hold an unbounded set for it.
-func (u *subsUpstream) limitReached(held map[subKey]struct{}, key subKey) bool {
-	_, has := held[key]
-	return !has && len(held) >= u.max
+func (u *subsUpstream) limitReached(held keySet, key subKey) bool {
+	return !held.has(key) && len(held) >= u.max
 }
 
 // refuse answers a resources/subscribe beyond the session's limit.
@@ -372,12 +372,8 @@ func (u *subsUpstream) refuse(x *transport.Exchange) bool {
 	return u.rep.replyErr(x, CodeSessionLimit, "mcprouter: the session already holds "+strconv.Itoa(u.max)+" resource subscriptions, the most allowed; unsubscribe from one first")
 }
 
-func listOf(bySess map[*router.Session]map[subKey]struct{}, sess *router.Session) []subKey {
-	var out []subKey
-	for k := range bySess[sess] {
-		out = append(out, k)
-	}
-	return out
+func listOf(bySess sessionKeys, sess *router.Session) []subKey {
+	return slices.Clone(bySess[sess])
 }
 
 // addLocked records sess as a subscriber of key and reports whether it is the first one
@@ -390,10 +386,7 @@ func (s *localSubs) addLocked(sess *router.Session, key subKey) (first bool) {
 	}
 	first = len(set) == 0
 	set[sess] = struct{}{}
-	if s.bySess[sess] == nil {
-		s.bySess[sess] = map[subKey]struct{}{}
-	}
-	s.bySess[sess][key] = struct{}{}
+	s.bySess.add(sess, key)
 	return first
 }
 
@@ -406,7 +399,7 @@ func (s *localSubs) removeLocked(sess *router.Session, key subKey) {
 			delete(s.byKey, key)
 		}
 	}
-	delete(s.bySess[sess], key)
+	s.bySess.remove(sess, key)
 }
 
 func (s *localSubs) list(sess *router.Session) []subKey {

@@ -51,7 +51,7 @@ type clusterSubs struct {
 
 	mu     sync.Mutex
 	keys   map[subKey]*clusterSub
-	bySess map[*router.Session]map[subKey]struct{}
+	bySess sessionKeys
 
 	stop    chan struct{}
 	bg      sync.WaitGroup  // the heartbeat and the presence watch
@@ -88,7 +88,7 @@ func newClusterSubs(up *subsUpstream, bus *natsbus.Bus) (*clusterSubs, error) {
 	}
 	s := &clusterSubs{
 		up: up, bus: bus, kv: kv,
-		keys: map[subKey]*clusterSub{}, bySess: map[*router.Session]map[subKey]struct{}{},
+		keys: map[subKey]*clusterSub{}, bySess: sessionKeys{},
 		stop: make(chan struct{}), id: bus.Name() + "-" + rand.Text(),
 	}
 	if _, err := bus.NC.Subscribe(bus.Subject("subs", "free", "*"), s.onFree); err != nil {
@@ -151,7 +151,7 @@ func (s *clusterSubs) handle(sess *router.Session, x *transport.Exchange, b *bac
 		cs = s.addLocked(sess, key)
 	} else if cs != nil {
 		delete(cs.sessions, sess)
-		delete(s.bySess[sess], key)
+		s.bySess.remove(sess, key)
 	}
 	s.mu.Unlock()
 	x.Tag = &subTask{sess: sess, b: b, key: key, sub: sub}
@@ -174,7 +174,7 @@ func (s *clusterSubs) run(x *transport.Exchange, t *subTask) {
 		if cs := s.keys[t.key]; cs != nil {
 			delete(cs.sessions, t.sess)
 		}
-		delete(s.bySess[t.sess], t.key)
+		s.bySess.remove(t.sess, t.key)
 		s.mu.Unlock()
 		s.leave(ctx, t.key)
 		s.up.rep.replyErr(x, CodeBackendUnavailable, "backend "+t.b.cfg.Name+": cannot subscribe: "+err.Error())
@@ -390,7 +390,7 @@ func (s *clusterSubs) updated(b *backend, uri string, msg []byte) {
 func (s *clusterSubs) dropSession(sess *router.Session) {
 	s.mu.Lock()
 	var keys []subKey
-	for key := range s.bySess[sess] {
+	for _, key := range s.bySess[sess] {
 		if cs := s.keys[key]; cs != nil {
 			delete(cs.sessions, sess)
 		}
@@ -589,10 +589,7 @@ func (s *clusterSubs) addLocked(sess *router.Session, key subKey) *clusterSub {
 		s.keys[key] = cs
 	}
 	cs.sessions[sess] = struct{}{}
-	if s.bySess[sess] == nil {
-		s.bySess[sess] = map[subKey]struct{}{}
-	}
-	s.bySess[sess][key] = struct{}{}
+	s.bySess.add(sess, key)
 	return cs
 }
 
