@@ -358,7 +358,7 @@ func (s *clusterSubs) joinSession(sess *router.Session, key subKey) error {
 		if cs := s.keys[key]; cs != nil {
 			delete(cs.sessions, sess)
 		}
-		delete(s.bySess[sess], key)
+		s.bySess.remove(sess, key)
 		s.mu.Unlock()
 		s.leave(ctx, key)
 		return err
