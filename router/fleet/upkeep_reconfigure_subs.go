@@ -35,11 +35,8 @@ func (f *Fleet) subsOwner(from *backend, uri string) *backend {
 // unindexLocked takes key (on a retired backend) out of sess's subscriptions, and the
 // session out of the index when it has none left. The caller holds the subscriber's
 // lock and deletes key's own entry.
-func unindexLocked(bySess map[*router.Session]map[subKey]struct{}, sess *router.Session, key subKey) {
-	delete(bySess[sess], key)
-	if len(bySess[sess]) == 0 {
-		delete(bySess, sess)
-	}
+func unindexLocked(bySess sessionKeys, sess *router.Session, key subKey) {
+	bySess.remove(sess, key)
 }
 
 // persistAll saves the subscriptions of each session (their backend names changed, or
