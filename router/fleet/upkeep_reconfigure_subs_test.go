@@ -50,7 +50,7 @@ func subsOn(f *Fleet, b *backend) int {
 		}
 	}
 	for _, keys := range s.bySess {
-		for key := range keys {
+		for _, key := range keys {
 			if key.b == b {
 				n++
 			}
