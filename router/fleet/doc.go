@@ -56,6 +56,7 @@
 //	subscriptions.go          subscriber, localSubs, subsUpstream: resources/subscribe
 //	subscriptions_cluster.go  clusterSubs: the same across router instances, over JetStream
 //	subscriptions_presence.go who holds an upstream subscription, and whether it is alive
+//	subscriptions_index.go    sessionKeys: each session's subscriptions, a slice per session
 //	subscriptions_lease.go    a lease the store did not take, tried again soon
 //	upkeep_reconfigure*.go    live reconfiguration: backends added, replaced, removed, and
 //	                          the subscriptions of the retired ones
