@@ -124,6 +124,7 @@ func run(args []string) int {
 		log.Error("invalid configuration", "err", err)
 		return 2
 	}
+	defer app.ApplyHeapFloor(log)()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if *configPath != "" {
