@@ -19,28 +19,41 @@ func wrap(c net.Conn) net.Conn {
 	if err != nil {
 		return c
 	}
-	r := &fdReader{rc: rc}
-	r.try = r.tryRead
-	return &conn{Conn: c, raw: r}
+	w := &conn{Conn: c}
+	w.dl.Init(c)
+	r := &fdIO{rc: rc, dl: &w.dl}
+	r.tryR, r.tryW = r.tryRead, r.tryWrite
+	w.raw = r
+	return w
 }
 
-// fdReader reads through the runtime's poller: syscall.RawConn.Read calls try until it
-// reports done, parking the goroutine in between until the socket is readable, within
-// the connection's read deadline. try is tryRead bound once per connection and the
-// attempt's outcome is kept in fields, so that a read allocates nothing (a closure per
-// read would escape into RawConn.Read).
-type fdReader struct {
-	rc  syscall.RawConn
-	try func(fd uintptr) bool
-	// The last attempt's outcome: the buffer it filled (nil when none), the count and
-	// the error of read(2).
+// fdIO reads and writes through the runtime's poller: syscall.RawConn.Read and Write
+// call try until it reports done, parking the goroutine in between until the socket is
+// ready, within the deadline, which dl hands over only then. The try functions are
+// bound once per connection and an attempt's outcome is kept in fields, so that an
+// operation allocates nothing (a closure per call would escape into RawConn).
+type fdIO struct {
+	rc         syscall.RawConn
+	dl         *Deadlines
+	tryR, tryW func(fd uintptr) bool
+	// The last read attempt's outcome: the buffer it filled (nil when none), the
+	// count and the error of read(2).
 	b   *[]byte
 	n   int
 	err error
+	// The write in progress: what is left to write, what was written, write(2)'s error.
+	wb   []byte
+	wn   int
+	werr error
 }
 
-func (r *fdReader) readInto() (*[]byte, int, error) {
-	err := r.rc.Read(r.try)
+func (r *fdIO) readInto() (*[]byte, int, error) {
+	err := r.rc.Read(r.tryR)
+	r.dl.Woke(Read)
+	for err != nil && r.dl.Stale(Read, err) {
+		err = r.rc.Read(r.tryR)
+		r.dl.Woke(Read)
+	}
 	b, n, rerr := r.b, r.n, r.err
 	r.b, r.err = nil, nil
 	if err == nil && rerr == nil && n > 0 {
@@ -60,7 +73,7 @@ func (r *fdReader) readInto() (*[]byte, int, error) {
 
 // tryRead is one attempt: a pooled buffer is taken only for the read itself and goes
 // back when the socket had nothing yet, before the goroutine parks.
-func (r *fdReader) tryRead(fd uintptr) bool {
+func (r *fdIO) tryRead(fd uintptr) bool {
 	b := bufs.Get().(*[]byte)
 	for {
 		r.n, r.err = syscall.Read(int(fd), *b)
@@ -70,8 +83,58 @@ func (r *fdReader) tryRead(fd uintptr) bool {
 	}
 	if r.err == syscall.EAGAIN {
 		bufs.Put(b)
+		if err := r.dl.BeforeWait(Read); err != nil {
+			r.n, r.err = 0, err
+			return true
+		}
 		return false
 	}
 	r.b = b
+	return true
+}
+
+func (r *fdIO) write(b []byte) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	r.wb, r.wn, r.werr = b, 0, nil
+	err := r.rc.Write(r.tryW)
+	r.dl.Woke(Write)
+	for err != nil && r.dl.Stale(Write, err) {
+		err = r.rc.Write(r.tryW)
+		r.dl.Woke(Write)
+	}
+	n, werr := r.wn, r.werr
+	r.wb, r.werr = nil, nil
+	switch {
+	case err != nil:
+		return n, err
+	case werr != nil:
+		return n, os.NewSyscallError("write", werr)
+	}
+	return n, nil
+}
+
+// tryWrite writes what is left; when the socket's buffer is full it hands the write
+// deadline over and reports false, so that the runtime waits for room.
+func (r *fdIO) tryWrite(fd uintptr) bool {
+	for r.wn < len(r.wb) {
+		n, err := syscall.Write(int(fd), r.wb[r.wn:])
+		if n > 0 {
+			r.wn += n
+		}
+		switch err {
+		case nil, syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			if err := r.dl.BeforeWait(Write); err != nil {
+				r.werr = err
+				return true
+			}
+			return false
+		}
+		r.werr = err
+		return true
+	}
 	return true
 }

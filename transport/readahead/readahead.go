@@ -8,6 +8,10 @@
 // taken from a pool only once the socket has data (the read is tried, and on EAGAIN the
 // buffer goes back before the goroutine parks) keeps both: an idle connection holds no
 // buffer, and a request costs one read.
+//
+// The same connections keep their deadlines until an operation has to wait
+// (Deadlines): fasthttp sets three or four per request, and a request that is in the
+// socket already and a response that fits in its buffer never wait.
 package readahead
 
 import (
@@ -16,6 +20,7 @@ import (
 	"net"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // bufSize is the pooled buffer's size: a typical MCP POST (headers and body) fits. A
@@ -41,30 +46,67 @@ func (l listener) Accept() (net.Conn, error) {
 	return wrap(c), nil
 }
 
-// conn is a connection whose small reads read ahead. Like a net.Conn, it takes one
-// reader at a time; Close and the other methods may be called concurrently with it. A
-// buffer still held when the connection closes is left to the garbage collector.
+// conn is a connection whose small reads read ahead and whose deadlines reach the
+// runtime only when an operation waits (Deadlines). Like a net.Conn, it takes one
+// reader and one writer at a time; Close and the other methods may be called
+// concurrently with them. A buffer still held when the connection closes is left to
+// the garbage collector.
 type conn struct {
 	net.Conn
-	raw  rawReader
+	raw  rawIO
+	dl   Deadlines
 	buf  *[]byte // bytes read ahead, buf[r:w]; nil when none
 	r, w int
 }
 
-// rawReader reads from the socket as soon as it has bytes, within the read deadline,
-// into a buffer from bufs that it returns (the caller puts it back); a buffer is held only
-// while the socket has bytes for it. io.EOF at the end of the stream.
-type rawReader interface {
+// rawIO reads and writes the socket directly, waiting through the runtime's poller
+// under the conn's Deadlines.
+type rawIO interface {
+	// readInto reads as soon as the socket has bytes into a buffer from bufs that it
+	// returns (the caller puts it back); a buffer is held only while the socket has
+	// bytes for it. io.EOF at the end of the stream.
 	readInto() (b *[]byte, n int, err error)
+	// write writes b whole, as net.Conn's Write.
+	write(b []byte) (int, error)
 }
 
 // SyscallConn gives the descriptor of the wrapped connection, which Write writes to
 // unchanged: for writers that write to it without blocking (transport's GET streams).
+// Whoever waits through it waits under the deadlines set so far.
 func (c *conn) SyscallConn() (syscall.RawConn, error) {
+	if err := c.applyDeadlines(); err != nil {
+		return nil, err
+	}
 	if sc, ok := c.Conn.(syscall.Conn); ok {
 		return sc.SyscallConn()
 	}
 	return nil, errors.ErrUnsupported
+}
+
+func (c *conn) applyDeadlines() error {
+	if err := c.dl.Apply(Read); err != nil {
+		return err
+	}
+	return c.dl.Apply(Write)
+}
+
+// SetDeadline implements net.Conn (see Deadlines).
+func (c *conn) SetDeadline(t time.Time) error { return c.dl.SetDeadline(t) }
+
+// SetReadDeadline implements net.Conn (see Deadlines).
+func (c *conn) SetReadDeadline(t time.Time) error { return c.dl.SetReadDeadline(t) }
+
+// SetWriteDeadline implements net.Conn (see Deadlines).
+func (c *conn) SetWriteDeadline(t time.Time) error { return c.dl.SetWriteDeadline(t) }
+
+// Write implements net.Conn: the write deadline reaches the runtime only if the
+// socket's buffer is full.
+func (c *conn) Write(b []byte) (int, error) {
+	n, err := c.raw.write(b)
+	if err != nil {
+		return n, c.opError("write", err)
+	}
+	return n, nil
 }
 
 func (c *conn) Read(p []byte) (int, error) {
@@ -78,11 +120,14 @@ func (c *conn) Read(p []byte) (int, error) {
 		return n, nil
 	}
 	if len(p) == 0 || len(p) >= bufSize {
+		if err := c.dl.Apply(Read); err != nil {
+			return 0, err
+		}
 		return c.Conn.Read(p)
 	}
 	b, n, err := c.raw.readInto()
 	if err != nil {
-		return 0, c.opError(err)
+		return 0, c.opError("read", err)
 	}
 	k := copy(p, (*b)[:n])
 	if k < n {
@@ -93,15 +138,15 @@ func (c *conn) Read(p []byte) (int, error) {
 	return k, nil
 }
 
-// opError names a read error as net.Conn reads do (*net.OpError), so that callers that
-// test for timeouts, closed connections and resets see what they expect; io.EOF stays
-// itself.
-func (c *conn) opError(err error) error {
+// opError names an error of op ("read", "write") as net.Conn's methods do
+// (*net.OpError), so that callers that test for timeouts, closed connections and resets
+// see what they expect; io.EOF stays itself.
+func (c *conn) opError(op string, err error) error {
 	if err == nil || err == io.EOF { // the raw reader returns io.EOF itself
 		return err
 	}
 	if _, ok := err.(*net.OpError); ok {
 		return err
 	}
-	return &net.OpError{Op: "read", Net: c.LocalAddr().Network(), Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
+	return &net.OpError{Op: op, Net: c.LocalAddr().Network(), Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
 }

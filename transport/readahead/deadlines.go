@@ -1,0 +1,121 @@
+package readahead
+
+import (
+	"errors"
+	"net"
+	"os"
+	"sync"
+	"time"
+)
+
+// Deadlines keeps a connection's read and write deadlines and hands each to the
+// runtime only when an operation is about to wait for the socket, or when one is
+// already waiting.
+//
+// Why: fasthttp sets a deadline before nearly every step of an exchange (the idle
+// wait, the request's headers, its body, the response; on the client side the
+// request and the reply), and each costs a clock read and a change to a runtime
+// timer under its lock. Most of those steps never wait: the request is in the socket
+// already, the response fits in the socket's buffer. Kept here, a deadline costs a
+// store until some operation has to wait, and the deadline in force is then the last
+// one set, as with net.Conn.
+//
+// Operations that wait through the runtime by themselves (a plain Read or Write on
+// the connection, or a syscall.RawConn handed out) must call Apply first. A deadline
+// already handed over that has passed makes the runtime refuse an operation before it
+// tries (a timeout) even though a later deadline is wanted: Stale tells the caller to
+// try again then. Deadlines' methods are safe for concurrent use.
+type Deadlines struct {
+	c       net.Conn
+	mu      sync.Mutex
+	want    [2]time.Time // by Read, Write
+	set     [2]time.Time // what the runtime has
+	waiting [2]bool      // an operation is waiting, or about to
+}
+
+// Read and Write name the deadline an operation concerns.
+const (
+	Read  = 0
+	Write = 1
+)
+
+// Init makes d the deadlines of c, none set yet: c's must be none either.
+func (d *Deadlines) Init(c net.Conn) { d.c = c }
+
+// SetDeadline implements net.Conn.
+func (d *Deadlines) SetDeadline(t time.Time) error {
+	if err := d.store(Read, t); err != nil {
+		return err
+	}
+	return d.store(Write, t)
+}
+
+// SetReadDeadline implements net.Conn.
+func (d *Deadlines) SetReadDeadline(t time.Time) error { return d.store(Read, t) }
+
+// SetWriteDeadline implements net.Conn.
+func (d *Deadlines) SetWriteDeadline(t time.Time) error { return d.store(Write, t) }
+
+func (d *Deadlines) store(k int, t time.Time) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.want[k] = t
+	if d.waiting[k] {
+		return d.applyLocked(k)
+	}
+	return nil
+}
+
+// BeforeWait hands the deadline k to the runtime for an operation about to wait; Woke
+// must follow when the operation returns.
+func (d *Deadlines) BeforeWait(k int) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.waiting[k] = true
+	return d.applyLocked(k)
+}
+
+// Woke ends what BeforeWait began.
+func (d *Deadlines) Woke(k int) {
+	d.mu.Lock()
+	d.waiting[k] = false
+	d.mu.Unlock()
+}
+
+// Apply hands the deadline k to the runtime now.
+func (d *Deadlines) Apply(k int) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.applyLocked(k)
+}
+
+// Stale reports whether err, an operation's timeout, came from a deadline the runtime
+// had but that is no longer the one wanted: the wanted one is handed over and the
+// caller tries again.
+func (d *Deadlines) Stale(k int, err error) bool {
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		return false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.want[k].Equal(d.set[k]) {
+		return false
+	}
+	return d.applyLocked(k) == nil
+}
+
+func (d *Deadlines) applyLocked(k int) error {
+	if d.want[k].Equal(d.set[k]) {
+		return nil
+	}
+	var err error
+	if k == Read {
+		err = d.c.SetReadDeadline(d.want[k])
+	} else {
+		err = d.c.SetWriteDeadline(d.want[k])
+	}
+	if err == nil {
+		d.set[k] = d.want[k]
+	}
+	return err
+}

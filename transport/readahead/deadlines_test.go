@@ -1,0 +1,97 @@
+package readahead
+
+import (
+	"errors"
+	"net"
+	"os"
+	"testing"
+	"time"
+)
+
+// isDeadline reports a net.Conn timeout, as callers test for it.
+func isDeadline(err error) bool {
+	var ne net.Error
+	return errors.Is(err, os.ErrDeadlineExceeded) && errors.As(err, &ne) && ne.Timeout()
+}
+
+// A read deadline set while nothing waited ends the wait that follows, a later one
+// replaces a deadline that has passed, and one set during a wait ends that wait.
+func TestReadDeadlines(t *testing.T) {
+	server, client := pair(t)
+	var one [1]byte
+	if err := server.SetReadDeadline(time.Now().Add(20 * time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := server.Read(one[:]); !isDeadline(err) {
+		t.Fatalf("read past its deadline: %v", err)
+	}
+	// The deadline that passed is still the runtime's; a later one must win over it
+	// even when the read finds bytes at once.
+	if err := server.SetReadDeadline(time.Now().Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := server.Read(one[:]); n != 1 || err != nil {
+		t.Fatalf("read with a later deadline: %d, %v", n, err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := server.Read(one[:])
+		done <- err
+	}()
+	time.Sleep(10 * time.Millisecond) // let the read park; the deadline below ends it either way
+	if err := server.SetReadDeadline(time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if !isDeadline(err) {
+			t.Fatalf("read whose deadline was set while it waited: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a deadline set during the wait did not end it")
+	}
+}
+
+// A write that finds room never hands its deadline over; one that must wait for a
+// peer that does not read ends at its deadline, with what it wrote.
+func TestWriteDeadline(t *testing.T) {
+	server, _ := pair(t)
+	if err := server.SetWriteDeadline(time.Now().Add(-time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := server.Write([]byte("fits")); n != 4 || err != nil {
+		t.Fatalf("write with room: %d, %v", n, err)
+	}
+	if err := server.SetWriteDeadline(time.Now().Add(50 * time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	big := make([]byte, 64<<20) // more than both sockets' buffers: the client reads nothing
+	n, err := server.Write(big)
+	if !isDeadline(err) || n <= 0 || n >= len(big) {
+		t.Fatalf("write to a peer that does not read: %d, %v", n, err)
+	}
+}
+
+// SyscallConn hands the deadlines set so far over, for writers that wait through it.
+func TestSyscallConnAppliesDeadlines(t *testing.T) {
+	server, _ := pair(t)
+	c, ok := server.(*conn)
+	if !ok {
+		t.Skipf("connection not wrapped on this platform (%T)", server)
+	}
+	d := time.Now().Add(time.Hour)
+	if err := c.SetDeadline(d); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.SyscallConn(); err != nil {
+		t.Fatal(err)
+	}
+	c.dl.mu.Lock()
+	defer c.dl.mu.Unlock()
+	if !c.dl.set[Read].Equal(d) || !c.dl.set[Write].Equal(d) {
+		t.Fatalf("deadlines handed over: %v, %v; want %v", c.dl.set[Read], c.dl.set[Write], d)
+	}
+}
