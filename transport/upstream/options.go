@@ -17,6 +17,7 @@ import (
 	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/internal/defaults"
 	"github.com/mcprouter/mcprouter/transport/logsafe"
+	"github.com/mcprouter/mcprouter/transport/readahead"
 )
 
 // HTTPOptions configures DialHTTP and DialSSE. The zero value is ready to use: every
@@ -286,6 +287,10 @@ type trackedConn struct {
 	lastRead time.Time // when
 	wrote    bool      // a request was written and nothing read since
 	send     sendRead  // the request the next Read sends (sendread_unix.go)
+	// dl keeps the deadlines fasthttp sets before every exchange until a read or a
+	// write has to wait: most writes never do, and the held request's read sets the
+	// read deadline only once the request is out.
+	dl readahead.Deadlines
 }
 
 // idleProbe is how long a pooled connection must have been idle before it is probed for
@@ -318,8 +323,20 @@ func (t *trackedConn) Write(b []byte) (int, error) {
 	if t.send.hold(b) {
 		return len(b), nil
 	}
+	if err := t.dl.Apply(readahead.Write); err != nil {
+		return 0, err
+	}
 	return t.Conn.Write(b)
 }
+
+// SetDeadline implements net.Conn (see readahead.Deadlines).
+func (t *trackedConn) SetDeadline(d time.Time) error { return t.dl.SetDeadline(d) }
+
+// SetReadDeadline implements net.Conn (see readahead.Deadlines).
+func (t *trackedConn) SetReadDeadline(d time.Time) error { return t.dl.SetReadDeadline(d) }
+
+// SetWriteDeadline implements net.Conn (see readahead.Deadlines).
+func (t *trackedConn) SetWriteDeadline(d time.Time) error { return t.dl.SetWriteDeadline(d) }
 
 // Read implements net.Conn. The first read after a request sends the request Write held
 // back and waits for the answer without trying to read first (sendRead). Without a held
@@ -337,7 +354,9 @@ func (t *trackedConn) Read(b []byte) (n int, err error) {
 		runtime.Gosched()
 		fallthrough
 	default:
-		n, err = t.Conn.Read(b)
+		if err = t.dl.Apply(readahead.Read); err == nil {
+			n, err = t.Conn.Read(b)
+		}
 	}
 	if n > 0 {
 		t.reused, t.lastRead = true, time.Now()
@@ -365,7 +384,8 @@ func (s *connSet) dialer(limit time.Duration) func(addr string, timeout time.Dur
 			return nil, &dialError{err}
 		}
 		t := &trackedConn{Conn: c, set: s}
-		t.send.init(c)
+		t.dl.Init(c)
+		t.send.init(c, &t.dl)
 		s.mu.Lock()
 		if s.closed {
 			s.mu.Unlock()

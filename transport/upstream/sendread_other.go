@@ -2,7 +2,11 @@
 
 package upstream
 
-import "net"
+import (
+	"net"
+
+	"github.com/mcprouter/mcprouter/transport/readahead"
+)
 
 // sendRead holds nothing back where the socket cannot be read directly: every Write
 // goes out at once (see sendread_unix.go).

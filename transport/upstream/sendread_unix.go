@@ -7,6 +7,8 @@ import (
 	"net"
 	"os"
 	"syscall"
+
+	"github.com/mcprouter/mcprouter/transport/readahead"
 )
 
 // sendRead holds a pooled connection's request back from Write and sends it from the
@@ -26,6 +28,7 @@ import (
 // bypass trackedConn). A connection whose descriptor cannot be had sends at once.
 type sendRead struct {
 	rc  syscall.RawConn // nil: no held writes
+	dl  *readahead.Deadlines
 	try func(fd uintptr) bool
 	// held is the request Write returned for and that is not sent yet (nil: none);
 	// off is how much of it the socket took.
@@ -43,7 +46,8 @@ type sendRead struct {
 // maxHeld bounds a request held back: larger writes (a large body) go out at once.
 const maxHeld = 4 << 10
 
-func (s *sendRead) init(c net.Conn) {
+func (s *sendRead) init(c net.Conn, dl *readahead.Deadlines) {
+	s.dl = dl
 	sc, ok := c.(syscall.Conn)
 	if !ok {
 		return
@@ -81,17 +85,26 @@ func (s *sendRead) drop() {
 
 // flush sends the held request through c, as a plain Write would have.
 func (s *sendRead) flush(c net.Conn) error {
-	_, err := c.Write((*s.held)[s.off:])
+	err := s.dl.Apply(readahead.Write)
+	if err == nil {
+		_, err = c.Write((*s.held)[s.off:])
+	}
 	s.drop()
 	return err
 }
 
-// read sends the held request and reads its reply into p, through c's descriptor. c's
+// read sends the held request and reads its reply into p, through c's descriptor. The
 // deadlines hold: the write is non-blocking (the rest of a request the socket did not
-// take goes out with c.Write), the wait for the reply ends at the read deadline.
+// take goes out with c.Write), the wait for the reply ends at the read deadline, which
+// reaches the runtime only then.
 func (s *sendRead) read(c net.Conn, p []byte) (int, error) {
 	s.p, s.n, s.err, s.wrote, s.short = p, 0, nil, false, false
 	err := s.rc.Read(s.try)
+	s.dl.Woke(readahead.Read)
+	for err != nil && !s.wrote && s.dl.Stale(readahead.Read, err) {
+		err = s.rc.Read(s.try) // a deadline that passed since the last exchange refused it
+		s.dl.Woke(readahead.Read)
+	}
 	n, rerr, wrote, short := s.n, s.err, s.wrote, s.short
 	s.p, s.err = nil, nil
 	switch {
@@ -141,17 +154,27 @@ func (s *sendRead) attempt(fd uintptr) bool {
 		}
 		s.drop()
 		s.wrote = true
-		return false
+		return s.wait()
 	}
 	n, err := syscall.Read(int(fd), s.p)
 	for err == syscall.EINTR {
 		n, err = syscall.Read(int(fd), s.p)
 	}
 	if err == syscall.EAGAIN {
-		return false
+		return s.wait()
 	}
 	s.n, s.err = n, err
 	return true
+}
+
+// wait hands the read deadline to the runtime and reports false, for the runtime to
+// wait for the reply; true, with the error, when the deadline cannot be set.
+func (s *sendRead) wait() bool {
+	if err := s.dl.BeforeWait(readahead.Read); err != nil {
+		s.err = err
+		return true
+	}
+	return false
 }
 
 // opError names a system call's error the way net.Conn's methods do.
