@@ -157,6 +157,9 @@ func (a *App) newServer() *fasthttp.Server {
 		CloseOnShutdown:      true,
 		KeepHijackedConns:    true, // GET streams own their connections (transport.HTTPConfig.KeepsHijackedConns)
 		NoDefaultContentType: true,
+		// Nothing asks a request for its time (RequestCtx.Time): no clock read per
+		// request for it.
+		LazyRequestTime: true,
 		// Malformed requests are logged without their bytes: they may carry tokens.
 		SecureErrorLogMessage: true,
 		// A client can provoke these lines at will: a few a second at most.
