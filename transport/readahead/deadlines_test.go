@@ -2,6 +2,7 @@ package readahead
 
 import (
 	"errors"
+	"io"
 	"net"
 	"os"
 	"testing"
@@ -93,5 +94,36 @@ func TestSyscallConnAppliesDeadlines(t *testing.T) {
 	defer c.dl.mu.Unlock()
 	if !c.dl.set[Read].Equal(d) || !c.dl.set[Write].Equal(d) {
 		t.Fatalf("deadlines handed over: %v, %v; want %v", c.dl.set[Read], c.dl.set[Write], d)
+	}
+}
+
+// Writers may write at once, as on any net.Conn: each write arrives whole.
+func TestConcurrentWrites(t *testing.T) {
+	server, client := pair(t)
+	const writers, each = 4, 200
+	msg := func(w int) []byte { return []byte{'a' + byte(w), 'a' + byte(w), 'a' + byte(w), '\n'} }
+	done := make(chan error, writers)
+	for w := range writers {
+		go func() {
+			var err error
+			for i := 0; i < each && err == nil; i++ {
+				_, err = server.Write(msg(w))
+			}
+			done <- err
+		}()
+	}
+	got := make([]byte, writers*each*4)
+	if _, err := io.ReadFull(client, got); err != nil {
+		t.Fatal(err)
+	}
+	for range writers {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < len(got); i += 4 {
+		if got[i] != got[i+1] || got[i] != got[i+2] || got[i+3] != '\n' {
+			t.Fatalf("writes interleaved at %d: %q", i, got[i:i+4])
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync"
 	"syscall"
 )
 
@@ -41,7 +42,9 @@ type fdIO struct {
 	b   *[]byte
 	n   int
 	err error
-	// The write in progress: what is left to write, what was written, write(2)'s error.
+	// The write in progress, one at a time (wmu: writers may be concurrent, as
+	// net.Conn allows): what to write, what was written, write(2)'s error.
+	wmu  sync.Mutex
 	wb   []byte
 	wn   int
 	werr error
@@ -97,6 +100,8 @@ func (r *fdIO) write(b []byte) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
+	r.wmu.Lock()
+	defer r.wmu.Unlock()
 	r.wb, r.wn, r.werr = b, 0, nil
 	err := r.rc.Write(r.tryW)
 	r.dl.Woke(Write)
