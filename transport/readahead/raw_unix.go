@@ -42,6 +42,9 @@ type fdIO struct {
 	b   *[]byte
 	n   int
 	err error
+	// waited: an attempt handed a deadline over (Deadlines.BeforeWait), so Woke must
+	// follow; rwaited for the read, wwaited for the write.
+	rwaited, wwaited bool
 	// The write in progress, one at a time (wmu: writers may be concurrent, as
 	// net.Conn allows): what to write, what was written, write(2)'s error.
 	wmu  sync.Mutex
@@ -52,10 +55,10 @@ type fdIO struct {
 
 func (r *fdIO) readInto() (*[]byte, int, error) {
 	err := r.rc.Read(r.tryR)
-	r.dl.Woke(Read)
+	r.wokeRead()
 	for err != nil && r.dl.Stale(Read, err) {
 		err = r.rc.Read(r.tryR)
-		r.dl.Woke(Read)
+		r.wokeRead()
 	}
 	b, n, rerr := r.b, r.n, r.err
 	r.b, r.err = nil, nil
@@ -86,6 +89,7 @@ func (r *fdIO) tryRead(fd uintptr) bool {
 	}
 	if r.err == syscall.EAGAIN {
 		bufs.Put(b)
+		r.rwaited = true
 		if err := r.dl.BeforeWait(Read); err != nil {
 			r.n, r.err = 0, err
 			return true
@@ -104,10 +108,10 @@ func (r *fdIO) write(b []byte) (int, error) {
 	defer r.wmu.Unlock()
 	r.wb, r.wn, r.werr = b, 0, nil
 	err := r.rc.Write(r.tryW)
-	r.dl.Woke(Write)
+	r.wokeWrite()
 	for err != nil && r.dl.Stale(Write, err) {
 		err = r.rc.Write(r.tryW)
-		r.dl.Woke(Write)
+		r.wokeWrite()
 	}
 	n, werr := r.wn, r.werr
 	r.wb, r.werr = nil, nil
@@ -132,6 +136,7 @@ func (r *fdIO) tryWrite(fd uintptr) bool {
 		case nil, syscall.EINTR:
 			continue
 		case syscall.EAGAIN:
+			r.wwaited = true
 			if err := r.dl.BeforeWait(Write); err != nil {
 				r.werr = err
 				return true
@@ -142,4 +147,19 @@ func (r *fdIO) tryWrite(fd uintptr) bool {
 		return true
 	}
 	return true
+}
+
+// wokeRead and wokeWrite end a wait an attempt began, if one did.
+func (r *fdIO) wokeRead() {
+	if r.rwaited {
+		r.rwaited = false
+		r.dl.Woke(Read)
+	}
+}
+
+func (r *fdIO) wokeWrite() {
+	if r.wwaited {
+		r.wwaited = false
+		r.dl.Woke(Write)
+	}
 }

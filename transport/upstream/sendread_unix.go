@@ -36,11 +36,12 @@ type sendRead struct {
 	off  int
 	// The current Read's attempt: the caller's buffer, then read(2)'s outcome; wrote
 	// reports that held went out whole, short that the socket took only part of it.
-	p     []byte
-	n     int
-	err   error
-	wrote bool
-	short bool
+	p      []byte
+	n      int
+	err    error
+	wrote  bool
+	short  bool
+	waited bool // the read deadline was handed over for a wait (woke ends it)
 }
 
 // maxHeld bounds a request held back: larger writes (a large body) go out at once.
@@ -100,10 +101,10 @@ func (s *sendRead) flush(c net.Conn) error {
 func (s *sendRead) read(c net.Conn, p []byte) (int, error) {
 	s.p, s.n, s.err, s.wrote, s.short = p, 0, nil, false, false
 	err := s.rc.Read(s.try)
-	s.dl.Woke(readahead.Read)
+	s.woke()
 	for err != nil && !s.wrote && s.dl.Stale(readahead.Read, err) {
 		err = s.rc.Read(s.try) // a deadline that passed since the last exchange refused it
-		s.dl.Woke(readahead.Read)
+		s.woke()
 	}
 	n, rerr, wrote, short := s.n, s.err, s.wrote, s.short
 	s.p, s.err = nil, nil
@@ -170,6 +171,7 @@ func (s *sendRead) attempt(fd uintptr) bool {
 // wait hands the read deadline to the runtime and reports false, for the runtime to
 // wait for the reply; true, with the error, when the deadline cannot be set.
 func (s *sendRead) wait() bool {
+	s.waited = true
 	if err := s.dl.BeforeWait(readahead.Read); err != nil {
 		s.err = err
 		return true
@@ -180,4 +182,12 @@ func (s *sendRead) wait() bool {
 // opError names a system call's error the way net.Conn's methods do.
 func opError(op string, c net.Conn, err error) error {
 	return &net.OpError{Op: op, Net: c.LocalAddr().Network(), Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: os.NewSyscallError(op, err)}
+}
+
+// woke ends the wait wait began, if it did.
+func (s *sendRead) woke() {
+	if s.waited {
+		s.waited = false
+		s.dl.Woke(readahead.Read)
+	}
 }
