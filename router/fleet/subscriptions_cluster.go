@@ -77,6 +77,13 @@ type clusterSub struct {
 	holder string
 	// retrying: a retryLease goroutine is at work on this key.
 	retrying bool
+	// joining is closed when the subscriber writing the key's leases (join) is done;
+	// nil when none is.
+	joining chan struct{}
+	// claim is held by the one goroutine of this process taking or finding the owner
+	// lease (the joining subscriber, the heartbeat, a retry, a takeover): two would both
+	// read our id in the lease one of them just wrote, and subscribe upstream twice.
+	claim sync.Mutex
 }
 
 func newClusterSubs(up *subsUpstream, bus *natsbus.Bus) (*clusterSubs, error) {
@@ -187,17 +194,47 @@ func (s *clusterSubs) run(x *transport.Exchange, t *subTask) {
 // join makes sure this instance listens for the key's updates, holds a member lease, and
 // that some instance holds the upstream subscription.
 func (s *clusterSubs) join(ctx context.Context, key subKey) error {
-	s.mu.Lock()
-	cs := s.keys[key]
-	if cs == nil || len(cs.sessions) == 0 {
+	for {
+		s.mu.Lock()
+		cs := s.keys[key]
+		if cs == nil || len(cs.sessions) == 0 {
+			s.mu.Unlock()
+			return nil
+		}
+		if cs.nsub != nil && (cs.member || cs.retrying) {
+			// Already listening with a lease (the heartbeat keeps both and watches the
+			// owner), or with its leases being retried in the background.
+			s.mu.Unlock()
+			return nil
+		}
+		wait := cs.joining
+		if wait == nil {
+			done := make(chan struct{})
+			cs.joining = done
+			err := s.lead(ctx, cs, key) // unlocks s.mu
+			s.mu.Lock()
+			cs.joining = nil
+			s.mu.Unlock()
+			close(done)
+			return err
+		}
 		s.mu.Unlock()
-		return nil
+		// Another subscriber of this instance is writing the key's leases: one write of
+		// each per instance, not one per subscriber. Subscribers opened together used to
+		// send as many lease writes to the JetStream as there were of them, until the
+		// first was stored: on a JetStream flooded with session records, thousands.
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
-	if cs.member && cs.nsub != nil {
-		// Already listening with a lease: the heartbeat keeps both and watches the owner.
-		s.mu.Unlock()
-		return nil
-	}
+}
+
+// lead is join's work for the first subscriber of the key in a while: it listens for the
+// key's updates, writes the member lease and makes sure some instance holds the owner
+// lease. The caller holds s.mu; lead releases it.
+func (s *clusterSubs) lead(ctx context.Context, cs *clusterSub, key subKey) error {
 	if cs.nsub == nil {
 		nsub, err := s.bus.NC.Subscribe(s.bus.Subject("res", cs.hash), func(m *nats.Msg) {
 			pub, _ := strconv.ParseInt(m.Header.Get(receivedHeader), 10, 64)
@@ -241,9 +278,29 @@ func (s *clusterSubs) ensureOwner(ctx context.Context, cs *clusterSub) error {
 	return err
 }
 
+// ensureOwnerClaimed is ensureOwner for a caller that holds cs.claim.
+func (s *clusterSubs) ensureOwnerClaimed(ctx context.Context, cs *clusterSub) error {
+	answered, err := s.tryOwnerClaimed(ctx, cs)
+	if !answered {
+		s.retryLease(cs)
+	}
+	return err
+}
+
 // tryOwner is one attempt of ensureOwner; answered is false when the lease store did not
 // answer (a leader election, a loaded server), and nothing is settled.
 func (s *clusterSubs) tryOwner(ctx context.Context, cs *clusterSub) (answered bool, err error) {
+	if !cs.claim.TryLock() {
+		// Another goroutine of this process is taking or finding the lease: its
+		// outcome stands for both, and it retries itself if the store did not answer.
+		return true, nil
+	}
+	defer cs.claim.Unlock()
+	return s.tryOwnerClaimed(ctx, cs)
+}
+
+// tryOwnerClaimed is tryOwner for a caller that holds cs.claim.
+func (s *clusterSubs) tryOwnerClaimed(ctx context.Context, cs *clusterSub) (answered bool, err error) {
 	s.mu.Lock()
 	owner := cs.owner
 	s.mu.Unlock()
@@ -256,7 +313,8 @@ func (s *clusterSubs) tryOwner(ctx context.Context, cs *clusterSub) (answered bo
 			// Our own lease, which we do not know we hold: a Create the store applied
 			// but whose answer was lost (it timed out on a loaded JetStream). Everyone
 			// else reads it as held by a live process, so nobody else would subscribe
-			// upstream until it expired.
+			// upstream until it expired. (No other goroutine of ours is taking it:
+			// the caller holds cs.claim.)
 			return true, s.own(ctx, cs, e.Revision())
 		}
 		s.setHolder(cs, string(e.Value()))

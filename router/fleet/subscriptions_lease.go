@@ -86,7 +86,11 @@ func (s *clusterSubs) settleLeases(ctx context.Context, cs *clusterSub) bool {
 		cs.member = true
 		s.mu.Unlock()
 	}
-	answered, err := s.tryOwner(ctx, cs)
+	if !cs.claim.TryLock() {
+		return false // another goroutine is at it: look again after the pause
+	}
+	answered, err := s.tryOwnerClaimed(ctx, cs)
+	cs.claim.Unlock()
 	if !answered {
 		return false
 	}

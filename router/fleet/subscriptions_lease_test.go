@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/internal/testwait"
+	"github.com/mcprouter/mcprouter/router"
 	"github.com/mcprouter/mcprouter/transport/natsbus"
 )
 
@@ -152,5 +153,41 @@ func TestLeaseAnswerLost(t *testing.T) {
 	e, err := cs.kv.Get(ctx, cs.ownerKey(sub))
 	if err != nil || string(e.Value()) != cs.id || e.Revision() != sub.ownerRev || !held(t, cs, fc) {
 		t.Fatalf("the renewal gave the lease up: %v", err)
+	}
+}
+
+// TestLeaseWrittenOncePerInstance: many sessions of one instance subscribing to the same
+// resource at once write its leases once (the member lease and the owner lease), not
+// once per session: on a JetStream flooded with session records, thousands of lease
+// writes queued behind the first.
+func TestLeaseWrittenOncePerInstance(t *testing.T) {
+	fc, _, bus := leaseFleet(t, 0)
+	const sessions = 20
+	done := make(chan struct{}, sessions)
+	for range sessions {
+		sess := new(router.Session)
+		fc.f.SessionOpened(sess)
+		t.Cleanup(func() { fc.f.SessionClosed(sess) })
+		go func() {
+			fc.f.Resubscribe(sess, [][2]string{{"a", "file:///r"}})
+			done <- struct{}{}
+		}()
+	}
+	upstreamSubscribe(t, fc)
+	for range sessions {
+		testwait.Recv(t, "a subscription in place", leaseWait, (<-chan struct{})(done))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := bus.JS.Stream(ctx, "KV_"+bus.Prefix()+"_subs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := info.State.LastSeq; n != 2 {
+		t.Fatalf("%d lease writes for %d sessions of one instance, want 2 (member, owner)", n, sessions)
 	}
 }

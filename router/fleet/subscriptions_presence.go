@@ -93,9 +93,13 @@ func (s *clusterSubs) present(id string) bool {
 // lease is swapped on its revision, so of the instances that noticed together exactly
 // one wins; the others read the winner as the new holder.
 func (s *clusterSubs) takeOver(ctx context.Context, cs *clusterSub, gone string) error {
+	if !cs.claim.TryLock() {
+		return nil // this process is taking or finding the lease already
+	}
+	defer cs.claim.Unlock()
 	e, err := s.kv.Get(ctx, s.ownerKey(cs))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return s.ensureOwner(ctx, cs) // released or expired meanwhile: free to take
+		return s.ensureOwnerClaimed(ctx, cs) // released or expired meanwhile: free to take
 	}
 	if err != nil {
 		return err
@@ -107,7 +111,7 @@ func (s *clusterSubs) takeOver(ctx context.Context, cs *clusterSub, gone string)
 	rev, err := s.kv.Update(ctx, s.ownerKey(cs), []byte(s.id), e.Revision())
 	if err != nil {
 		if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
-			return s.ensureOwner(ctx, cs) // another instance was quicker: note which
+			return s.ensureOwnerClaimed(ctx, cs) // another instance was quicker: note which
 		}
 		return err
 	}
