@@ -52,7 +52,7 @@ func (r *router) metricsURL() string { return fmt.Sprintf("http://127.0.0.1:%d/m
 // many clients behind one address is lifted: the loaders open every session from a
 // few loopback addresses.
 func routerConfig(c *Config, i int, r *router, backendURL string, natsPort int, password string) string {
-	nats := fmt.Sprintf(`{listen: "127.0.0.1:%d", user: scale, password: %q, name: %s}`, natsPort, password, r.name)
+	nats := fmt.Sprintf(`{listen: "127.0.0.1:%d", user: scale, password: %q, name: %s, jetstream: {session_storage: %q}}`, natsPort, password, r.name, c.SessionStorage)
 	if i > 0 {
 		nats = fmt.Sprintf(`{url: "nats://scale:%s@127.0.0.1:%d", name: %s}`, password, natsPort, r.name)
 	}

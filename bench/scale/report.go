@@ -13,6 +13,8 @@ type Report struct {
 	Sessions int // asked for
 	Protocol string
 	Persist  bool
+	// SessionStorage is where the records were kept ("": the router's default).
+	SessionStorage string `json:",omitempty"`
 
 	Held, Failed   int
 	FirstOpenError string `json:",omitempty"`
@@ -117,6 +119,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 		streams = "subscriptions/listen streams"
 	}
 	persist := "session records in JetStream"
+	if r.SessionStorage != "" {
+		persist += " (" + r.SessionStorage + " storage)"
+	}
 	if !r.Persist {
 		persist = "no_persist"
 	}

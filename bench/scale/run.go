@@ -71,7 +71,7 @@ func (r *run) run() (*Report, error) {
 	if err := r.startServers(); err != nil {
 		return nil, err
 	}
-	rep := &Report{Sessions: c.Sessions, Protocol: c.Protocol, Persist: c.Persist}
+	rep := &Report{Sessions: c.Sessions, Protocol: c.Protocol, Persist: c.Persist, SessionStorage: c.SessionStorage}
 	urls := r.urls()
 	// The routers are empty and warm once each has answered a call: its catalog is in.
 	if r.calls, err = startCaller(urls, max(c.Callers, len(urls)), c.Protocol, c.CallPause); err != nil {

@@ -31,6 +31,7 @@ func main() {
 	flag.StringVar(&c.SourceAddrs, "source-addrs", "127.0.0.2-127.0.0.9", "loopback addresses the loaders connect from")
 	flag.IntVar(&c.Concurrency, "concurrency", 128, "sessions each loader opens at once")
 	flag.BoolVar(&c.Persist, "persist", true, "keep session records in JetStream, as a default router does (false: sessions.no_persist)")
+	flag.StringVar(&c.SessionStorage, "session-storage", "", "where the NATS server keeps the records: file or memory (default: the router's default)")
 	flag.IntVar(&c.Callers, "callers", 2, "sessions of the closed loop of tools/call kept running throughout")
 	flag.DurationVar(&c.CallPause, "call-pause", 5*time.Millisecond, "pause between two calls of one caller")
 	flag.IntVar(&c.Updates, "updates", 1, "updates of the resource, a second apart, each timed at every session")
