@@ -112,16 +112,17 @@ type JetStreamConfig struct {
 	// MaxMsgBytes caps one record or event; larger ones are not kept (a larger GET
 	// stream event still resumes on its own instance). Default 1 MiB.
 	MaxMsgBytes int32 `yaml:"max_msg_bytes"`
-	// SessionStorage is where the session records' bucket keeps them: "file" or
-	// "memory". Default: file with the embedded server (its store_dir, a temporary
-	// directory unless set), memory with an external NATS. In memory each record costs
-	// the process that runs the embedded server about 500 bytes of heap (the message
-	// and its subject 250, the subject index 250), for every session of every
-	// instance; on file about 250 (the index), plus the buffer of the block written
-	// last (up to 8 MiB, released once writes pause), and each write is a write to the
-	// block file (no fsync per record: a record lost with the machine costs its client
-	// a new session, as a record never written does). Leases and the event log stay in
-	// memory: they are small or short-lived and read often.
+	// SessionStorage is where the session records' bucket keeps them: "memory"
+	// (default) or "file" (in store_dir). In memory each record costs the process that
+	// runs the NATS server about 500 bytes of heap (the message and its subject 250,
+	// the subject index 250) for every session of every instance; on file about 250
+	// (the index) plus the buffer of the block written last (up to 8 MiB), and each
+	// write also goes to the block file (no fsync per record). At 100,000 sessions on
+	// eight routers the RSS of the router running the server was the same either way
+	// (10.5 KiB per own session in memory, 10.7 on file), so file is for records that
+	// must outlive the NATS server's process (a store_dir kept across restarts), not
+	// for memory. Leases and the event log stay in memory: small, short-lived, read
+	// often.
 	SessionStorage string `yaml:"session_storage"`
 }
 
@@ -228,9 +229,6 @@ func (c *Config) validateAuth() error {
 func (c *Config) defaults() {
 	if c.JetStream.SessionStorage == "" {
 		c.JetStream.SessionStorage = "memory"
-		if c.URL == "" {
-			c.JetStream.SessionStorage = "file"
-		}
 	}
 	if c.Prefix == "" {
 		c.Prefix = "mcpr"

@@ -54,9 +54,8 @@ func (b *Bus) Sessions(ttl time.Duration) (*SessionStore, error) {
 		kv, err = b.keyValue(ctx, "sessions", ttl, 0, storage)
 	}
 	if err != nil && b.JS != nil {
-		// The bucket exists in another storage (an instance that joined the embedded
-		// server's NATS keeps it where that server put it; JetStream does not move a
-		// stream between storages): it is used as it is.
+		// The bucket exists in another storage (an instance configured otherwise made
+		// it; JetStream does not move a stream between storages): it is used as it is.
 		if existing, oerr := b.JS.KeyValue(ctx, b.cfg.Prefix+"_sessions"); oerr == nil {
 			kv, err = existing, nil
 			if st, serr := existing.Status(ctx); serr == nil && st.LimitMarkerTTL() == 0 {

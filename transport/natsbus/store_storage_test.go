@@ -20,18 +20,17 @@ func bucketStorage(t *testing.T, s *SessionStore) jetstream.StorageType {
 	return st.(*jetstream.KeyValueBucketStatus).StreamInfo().Config.Storage
 }
 
-// The embedded server keeps session records on file by default; an instance that
-// joins it (default: memory) uses the bucket where it is, and reads and writes it; a
-// configuration that asks for memory gets memory.
+// Session records are in memory by default; on file when asked. An instance that
+// joins (default: memory) uses the file bucket where it is, and reads and writes it.
 func TestSessionStorage(t *testing.T) {
-	a := startBus(t, withUser(Config{Listen: "127.0.0.1:0"}))
+	a := startBus(t, withUser(Config{Listen: "127.0.0.1:0", JetStream: JetStreamConfig{SessionStorage: "file"}}))
 	b := startBus(t, withUser(Config{URL: a.ClientURL()}))
 	sa, err := a.Sessions(time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := bucketStorage(t, sa); got != jetstream.FileStorage {
-		t.Fatalf("embedded server's records in %v, want file", got)
+		t.Fatalf("records in %v, want file as configured", got)
 	}
 	sb, err := b.Sessions(time.Hour)
 	if err != nil {
@@ -51,12 +50,12 @@ func TestSessionStorage(t *testing.T) {
 		t.Fatal("a deleted record still loads")
 	}
 
-	m := startBus(t, Config{Listen: "127.0.0.1:0", User: "router", Password: "secret", JetStream: JetStreamConfig{SessionStorage: "memory"}})
+	m := startBus(t, withUser(Config{Listen: "127.0.0.1:0"}))
 	sm, err := m.Sessions(time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := bucketStorage(t, sm); got != jetstream.MemoryStorage {
-		t.Fatalf("records in %v, want memory as configured", got)
+		t.Fatalf("records in %v by default, want memory", got)
 	}
 }
