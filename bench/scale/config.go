@@ -34,7 +34,7 @@ type Config struct {
 	Persist bool
 	// SessionStorage is nats.jetstream.session_storage of the router that runs the
 	// NATS server, which decides where the records' bucket is: file or memory
-	// (default: the router's default, file).
+	// (default: the router's default, memory).
 	SessionStorage string
 	// Callers is the closed loop of tools/call kept running throughout (default 2
 	// sessions, one call at a time each, CallPause between calls, default 5ms).
