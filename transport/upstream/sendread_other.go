@@ -12,7 +12,7 @@ import (
 // goes out at once (see sendread_unix.go).
 type sendRead struct{}
 
-func (s *sendRead) init(net.Conn)                          {}
+func (s *sendRead) init(net.Conn, *readahead.Deadlines)    {}
 func (s *sendRead) pending() bool                          { return false }
 func (s *sendRead) hold([]byte) bool                       { return false }
 func (s *sendRead) drop()                                  {}
