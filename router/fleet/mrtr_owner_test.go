@@ -52,17 +52,14 @@ func startOwnerBackend(t testing.TB, waiting, cancelled chan<- struct{}) string 
 	t.Helper()
 	srv := mcp.NewServer(&mcp.Implementation{Name: "asker", Version: "1"}, nil)
 	mcp.AddTool(srv, &mcp.Tool{Name: "ask_once"}, func(ctx context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
-		r, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "name?", RequestedSchema: map[string]any{
-			"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}})
+		name, err := sdktest.ElicitName(ctx, req.Session)
 		if err != nil {
 			return nil, nil, err
 		}
-		name, _ := r.Content["name"].(string)
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: name}}}, nil, nil
 	})
 	mcp.AddTool(srv, &mcp.Tool{Name: "ask_wait"}, func(ctx context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
-		if _, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "name?", RequestedSchema: map[string]any{
-			"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}}); err != nil {
+		if _, err := sdktest.ElicitName(ctx, req.Session); err != nil {
 			return nil, nil, err
 		}
 		waiting <- struct{}{}
@@ -71,25 +68,18 @@ func startOwnerBackend(t testing.TB, waiting, cancelled chan<- struct{}) string 
 		return nil, nil, ctx.Err()
 	})
 	mcp.AddTool(srv, &mcp.Tool{Name: "ask"}, func(ctx context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
-		r, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "name?", RequestedSchema: map[string]any{
-			"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}})
+		name, err := sdktest.ElicitName(ctx, req.Session)
 		if err != nil {
 			return nil, nil, err
 		}
-		name, _ := r.Content["name"].(string)
 		if tok := req.Params.GetProgressToken(); tok != nil {
 			req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 1, Message: "named " + name})
 		}
-		s, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 10,
-			Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "greet " + name}}}})
+		text, err := sdktest.SampleGreeting(ctx, req.Session, name)
 		if err != nil {
 			return nil, nil, err
 		}
-		text, _ := s.Content.(*mcp.TextContent)
-		if text == nil {
-			return nil, nil, context.Canceled
-		}
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: name + ":" + text.Text}}}, nil, nil
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: name + ":" + text}}}, nil, nil
 	})
 	return sdktest.Serve(t, srv)
 }
