@@ -206,6 +206,13 @@ func TestDriveSlowConsumer(t *testing.T) {
 	if s.Stats().CutOffs.Load() != 1 || s.Attached() {
 		t.Errorf("cut-offs %d, attached %v", s.Stats().CutOffs.Load(), s.Attached())
 	}
+	checkSeq(t, 0, resumeAll(t, s), 1, 40)
+}
+
+// resumeAll resumes s from its start, closes it and returns every event the
+// resumption replays: what a client reconnecting after the stream's end gets.
+func resumeAll(t *testing.T, s *Stream) []rec {
+	t.Helper()
 	c, err := s.Resume(0)
 	if err != nil {
 		t.Fatal(err)
@@ -215,7 +222,7 @@ func TestDriveSlowConsumer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkSeq(t, 0, parseAll(t, out).events, 1, 40)
+	return parseAll(t, out).events
 }
 
 // TestDriveReplaced: a resumption detaches the driven consumer (ErrDetached) and gets
@@ -302,14 +309,5 @@ func TestDriveWriteError(t *testing.T) {
 	if s.Attached() {
 		t.Error("the consumer is still attached")
 	}
-	c2, err := s.Resume(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Close(0)
-	out, err := pumpAll(t, c2, PumpOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkSeq(t, 0, parseAll(t, out).events, 1, 1)
+	checkSeq(t, 0, resumeAll(t, s), 1, 1)
 }
