@@ -6,14 +6,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/mcprouter/mcprouter/internal/testbin"
 )
 
 // tables_gen.go is what the generator makes of testdata/*/schema.json today: a schema
 // updated without `go generate` fails here.
 func TestTablesUpToDate(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the generator")
-	}
+	testbin.Long(t, "builds and runs the generator")
 	out := filepath.Join(t.TempDir(), "tables_gen.go")
 	cmd := exec.Command("go", "run", "./internal/gen", "-dir", ".", "-out", out)
 	if msg, err := cmd.CombinedOutput(); err != nil {
