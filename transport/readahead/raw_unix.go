@@ -82,7 +82,7 @@ func (r *fdIO) readInto() (*[]byte, int, error) {
 func (r *fdIO) tryRead(fd uintptr) bool {
 	b := bufs.Get().(*[]byte)
 	for {
-		r.n, r.err = syscall.Read(int(fd), *b)
+		r.n, r.err = RawRead(int(fd), *b)
 		if r.err != syscall.EINTR {
 			break
 		}
@@ -128,7 +128,7 @@ func (r *fdIO) write(b []byte) (int, error) {
 // deadline over and reports false, so that the runtime waits for room.
 func (r *fdIO) tryWrite(fd uintptr) bool {
 	for r.wn < len(r.wb) {
-		n, err := syscall.Write(int(fd), r.wb[r.wn:])
+		n, err := RawWrite(int(fd), r.wb[r.wn:])
 		if n > 0 {
 			r.wn += n
 		}

@@ -138,9 +138,9 @@ func (s *sendRead) read(c net.Conn, p []byte) (int, error) {
 func (s *sendRead) attempt(fd uintptr) bool {
 	if !s.wrote {
 		b := (*s.held)[s.off:]
-		n, err := syscall.Write(int(fd), b)
+		n, err := readahead.RawWrite(int(fd), b)
 		for err == syscall.EINTR {
-			n, err = syscall.Write(int(fd), b)
+			n, err = readahead.RawWrite(int(fd), b)
 		}
 		if n > 0 {
 			s.off += n
@@ -157,9 +157,9 @@ func (s *sendRead) attempt(fd uintptr) bool {
 		s.wrote = true
 		return s.wait()
 	}
-	n, err := syscall.Read(int(fd), s.p)
+	n, err := readahead.RawRead(int(fd), s.p)
 	for err == syscall.EINTR {
-		n, err = syscall.Read(int(fd), s.p)
+		n, err = readahead.RawRead(int(fd), s.p)
 	}
 	if err == syscall.EAGAIN {
 		return s.wait()
