@@ -2,6 +2,7 @@ package transport
 
 import (
 	"bytes"
+	"time"
 	"unsafe"
 
 	"github.com/valyala/fasthttp"
@@ -260,6 +261,9 @@ func (s *HTTPServer) awaitReply(p *httpPost) {
 	if !p.stateless || p.accept&acceptSSE == 0 || early <= 0 || early >= wait {
 		early = 0
 	}
+	if p.timer == nil { // given back by the post's previous stream (dropAdmission)
+		p.timer = time.NewTimer(time.Hour)
+	}
 	if early > 0 {
 		p.timer.Reset(early)
 	} else {
@@ -280,6 +284,24 @@ func (s *HTTPServer) awaitReply(p *httpPost) {
 		break
 	}
 	p.timer.Stop()
+	c := &p.call
+	c.mu.Lock()
+	held := p.stateless && p.stream != nil
+	c.mu.Unlock()
+	if held {
+		p.dropAdmission()
+	}
+}
+
+// dropAdmission gives back what stateless post p needed only until its stream opened:
+// the scan of its body (views into a request fasthttp has done with), the copied
+// Mcp-Param-* and trace headers, the scratch buffer and the reply's timer. A stream may be held
+// for hours (subscriptions/listen), and these were about 700 bytes of it; the pool's
+// next post that waits for a reply makes a timer again (awaitReply).
+func (p *httpPost) dropAdmission() {
+	p.timer = nil
+	p.in, p.trace = inbound{}, TraceHeaders{}
+	p.hdrs, p.tmp = nil, nil
 }
 
 // streamStateless turns the reply of stateless post p into a stream of its own, unless
