@@ -81,6 +81,25 @@ func (h *statelessHandler) HandleMessage(x *Exchange) {
 			x.Send([]byte(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"n":1}}`))
 			x.Reply(codec.AppendResult(nil, id, []byte(`{"done":true}`)))
 		}()
+	case "listen", "keep": // acknowledged, then held until the test releases it or ends
+		x.HoldStream()
+		x.OnAbandon(func() { h.abandoned <- method })
+		send, reply, done := x.Send, x.Reply, x.Done
+		if method == "listen" { // the request given back (Hold), as a listen stream does
+			held := x.Hold()
+			send, reply, done = held.Send, held.Reply, held.Done
+		}
+		send([]byte(`{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{}}`))
+		go func() {
+			select {
+			case <-h.release:
+				send([]byte(`{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"secret"}}`))
+				send([]byte(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"n":2}}`))
+				reply(codec.AppendResult(nil, id, []byte(`{"done":true}`)))
+			case <-h.gate: // the test ended, or the client left: the handler ends it
+				done()
+			}
+		}()
 	case "stream", "wait":
 		x.OnAbandon(func() { h.abandoned <- method })
 		go func() {
@@ -105,7 +124,14 @@ func (a abandonSignal) Abandon() { a.ch <- a.method }
 // startStateless serves a statelessHandler on an in-memory listener.
 // streamAfter is HTTPConfig.StatelessStreamAfter (negative: never, so that quick
 // replies are JSON whatever the machine's load).
-func startStateless(t *testing.T, streamAfter time.Duration) (*statelessHandler, *http.Client) {
+func startStateless(t testing.TB, streamAfter time.Duration) (*statelessHandler, *http.Client) {
+	h, ms := startStatelessServer(t, streamAfter)
+	return h, ms.Client
+}
+
+// startStatelessServer is startStateless with the in-memory server itself, whose
+// listener opens raw connections to it.
+func startStatelessServer(t testing.TB, streamAfter time.Duration) (*statelessHandler, *memhttp.Server) {
 	h := &statelessHandler{abandoned: make(chan string, 4), gate: make(chan struct{}), release: make(chan struct{})}
 	cfg := HTTPConfig{
 		Rules:                DefaultHTTPRules("127.0.0.1:0", testRevisions, "2025-03-26"),
@@ -126,7 +152,7 @@ func startStateless(t *testing.T, streamAfter time.Duration) (*statelessHandler,
 		hs.Shutdown()
 		reg.Close()
 	})
-	return h, ms.Client
+	return h, ms
 }
 
 func statelessPost(t *testing.T, cl *http.Client, body string, headers map[string]string) *http.Response {

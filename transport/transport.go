@@ -161,11 +161,7 @@ func (x *Exchange) Bind(version string, state SessionState) (*Session, error) {
 
 func (x *Exchange) release() {
 	c := x.call
-	*x = Exchange{own: x.own[:0]}
-	if cap(x.own) > maxPooledBuf {
-		x.own = nil
-	}
-	exchangePool.Put(x)
+	x.recycle()
 	c.unref()
 }
 
