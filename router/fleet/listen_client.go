@@ -29,17 +29,19 @@ import (
 
 // clientListeners holds this instance's listen streams. The zero value is ready.
 type clientListeners struct {
-	mu     sync.Mutex
-	m      map[*clientListener]struct{}
-	bySess map[*router.Session]*clientListener // for resource updates
-	closed bool                                // EndListeners ran: no new streams
+	mu sync.Mutex
+	// bySess is every stream, by its stateless session (one stream each): the set the
+	// list changes go to, and where resource updates find theirs.
+	bySess map[*router.Session]*clientListener
+	closed bool // EndListeners ran: no new streams
 }
 
-// clientListener is one listen stream: its exchange, open until the client leaves or
-// the router ends it, and the notifications it asked for.
+// clientListener is one listen stream: its request, held (transport.Held: the request's
+// bytes, scan and headers given back once admitted) until the client leaves or the
+// router ends it, and the notifications it asked for.
 type clientListener struct {
 	mu    sync.Mutex // serializes sends with the end of the exchange
-	x     *transport.Exchange
+	x     *transport.Held
 	sess  *router.Session // the stateless session of the listen request
 	acked bool            // nothing goes out before the acknowledgement
 	done  bool
@@ -73,7 +75,7 @@ func (f *Fleet) Listen(s *router.Session, x *transport.Exchange) {
 	// may take the opening of the stream for it.
 	x.HoldStream()
 	n := p.Notifications
-	l := &clientListener{x: x, sess: s, id: append([]byte(nil), x.Msg.ID...)}
+	l := &clientListener{sess: s, id: append([]byte(nil), x.Msg.ID...)}
 	l.tools = n.ToolsListChanged && f.offers("tools")
 	l.prompts = n.PromptsListChanged && f.offers("prompts")
 	l.resources = n.ResourcesListChanged && f.offers("resources")
@@ -86,11 +88,17 @@ func (f *Fleet) Listen(s *router.Session, x *transport.Exchange) {
 	}
 
 	ls := &f.catalog.listeners
+	// Under l.mu until x is held: once added, the stream may be ended (EndListeners,
+	// the client leaving), which takes l.mu before it uses l.x.
+	l.mu.Lock()
 	if !ls.add(l) {
+		l.mu.Unlock()
 		f.rep.replyErr(x, codec.CodeOverloaded, "the router is shutting down: subscriptions/listen refused")
 		return
 	}
 	x.OnAbandon(func() { f.endListener(l, nil) })
+	l.x = x.Hold() // x is not to be used from here on
+	l.mu.Unlock()
 	if len(uris) == 0 {
 		f.acknowledge(l)
 		return
@@ -157,11 +165,10 @@ func (f *Fleet) EndListeners() {
 	ls := &f.catalog.listeners
 	ls.mu.Lock()
 	ls.closed = true
-	all := make([]*clientListener, 0, len(ls.m))
-	for l := range ls.m {
+	all := make([]*clientListener, 0, len(ls.bySess))
+	for _, l := range ls.bySess {
 		all = append(all, l)
 	}
-	clear(ls.m)
 	clear(ls.bySess)
 	ls.mu.Unlock()
 	for _, l := range all {
@@ -178,11 +185,9 @@ func (ls *clientListeners) add(l *clientListener) bool {
 	if ls.closed {
 		return false
 	}
-	if ls.m == nil {
-		ls.m = make(map[*clientListener]struct{})
+	if ls.bySess == nil {
 		ls.bySess = make(map[*router.Session]*clientListener)
 	}
-	ls.m[l] = struct{}{}
 	ls.bySess[l.sess] = l
 	return true
 }
@@ -196,8 +201,9 @@ func (ls *clientListeners) of(s *router.Session) *clientListener {
 
 func (ls *clientListeners) remove(l *clientListener) {
 	ls.mu.Lock()
-	delete(ls.m, l)
-	delete(ls.bySess, l.sess)
+	if ls.bySess[l.sess] == l {
+		delete(ls.bySess, l.sess)
+	}
 	ls.mu.Unlock()
 }
 
@@ -206,7 +212,7 @@ func (ls *clientListeners) remove(l *clientListener) {
 func (ls *clientListeners) changed(method string) {
 	ls.mu.Lock()
 	var to []*clientListener
-	for l := range ls.m {
+	for _, l := range ls.bySess {
 		if l.wants(method) {
 			to = append(to, l)
 		}
