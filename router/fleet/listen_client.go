@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 
 	"github.com/bytedance/sonic"
@@ -48,7 +49,7 @@ type clientListener struct {
 	id    []byte // the subscription id: the request's raw JSON-RPC id, copied
 
 	tools, prompts, resources bool
-	uris                      []string // the resources subscribed to
+	uris                      []string // the resources subscribed to, until acknowledged
 }
 
 // listenFilter is the params.notifications of subscriptions/listen.
@@ -120,6 +121,7 @@ func (f *Fleet) acknowledge(l *clientListener) {
 	}
 	err := l.x.Send(l.ack())
 	l.acked = err == nil
+	l.uris = nil // told; what holds is in the subscriptions
 	l.mu.Unlock()
 	if err != nil {
 		f.endListener(l, codec.AppendError(nil, l.id, codec.CodeInvalidRequest, "subscriptions/listen needs a stream: accept text/event-stream ("+err.Error()+")", nil))
@@ -382,6 +384,9 @@ func (f *Fleet) subscribeResources(l *clientListener, uris []string) []string {
 	cat := f.catalog.load()
 	var ok []string
 	for _, uri := range uris {
+		// Its own copy: what sonic decoded points into a copy of the whole params, which
+		// the subscription would otherwise pin for the stream's life.
+		uri = strings.Clone(uri)
 		b := cat.resourceOwner(uri)
 		if b != nil && b.perClientLegacy() { // on the principal's session (listen_principal.go)
 			if err := f.listenPrincipal(l, b, uri); err != nil {
