@@ -35,7 +35,7 @@ func (k *streamSink) init(c net.Conn) {
 	k.c = c
 	// A wrapper that writes through unchanged says so by giving the descriptor (the
 	// read-ahead listener's connections do); a TLS connection does not.
-	if sc, ok := c.(syscall.Conn); ok {
+	if sc, ok := c.(syscall.Conn); ok && rawWrites {
 		if rc, err := sc.SyscallConn(); err == nil {
 			k.rc = rc
 			k.tryFn = k.rawWrite
@@ -90,20 +90,6 @@ func (k *streamSink) TryWrite(p []byte, id sse.EventID) (bool, error) {
 	}
 	k.keep(bp, n)
 	return false, nil
-}
-
-// rawWrite is the one non-blocking write(2) of TryWrite. A full socket (EAGAIN), or a
-// signal, writes nothing and is no error: the rest goes out with Write.
-func (k *streamSink) rawWrite(fd uintptr) bool {
-	n, err := syscall.Write(int(fd), k.p)
-	switch {
-	case err == syscall.EAGAIN || err == syscall.EINTR:
-		n, err = 0, nil
-	case n < 0:
-		n = 0
-	}
-	k.n, k.err = n, err
-	return true
 }
 
 // keep keeps the framed bytes of bp from off on, after what is kept already.
