@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcprouter/mcprouter/internal/testbin"
 )
 
 // TestRunSmall runs the whole benchmark at a tiny size, on both generations of
@@ -13,9 +15,7 @@ import (
 // session receives the update, and the calls are answered throughout. Figures of speed
 // are the benchmark's, not this test's.
 func TestRunSmall(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds three binaries and starts five processes")
-	}
+	testbin.Long(t, "builds three binaries and starts five processes")
 	bins := map[string]string{}
 	dir := t.TempDir() // the binaries, built by the first run, and each run's logs
 	for _, protocol := range []string{"2025-11-25", "2026-07-28"} {

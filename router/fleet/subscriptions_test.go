@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/router"
 )
 
@@ -13,15 +12,7 @@ import (
 // update reaches both, and the upstream subscription goes when the last one leaves.
 func TestSubscriptionShared(t *testing.T) {
 	fc := newFleetClient(t, time.Minute)
-	fc.send(`{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"file:///r"}}`)
-	up := fc.upstream()
-	if string(up.Method) != "resources/subscribe" || string(up.URI) != "file:///r" {
-		t.Fatalf("backend got %s %s, want resources/subscribe file:///r", up.Method, up.URI)
-	}
-	fc.answer(up.ID, `{}`)
-	if r := fc.read(); string(r.ID) != "1" || r.Kind != codec.KindResult {
-		t.Fatalf("client got %v for %s, want the result of 1", r.Kind, r.ID)
-	}
+	relayR(t, fc, "1", "resources/subscribe")
 	if n := fc.f.Subscriptions(); n != 1 {
 		t.Fatalf("%d upstream subscriptions, want 1", n)
 	}
@@ -41,15 +32,7 @@ func TestSubscriptionShared(t *testing.T) {
 
 	// The last one to leave ends the upstream subscription.
 	fc.f.SessionClosed(other)
-	fc.send(`{"jsonrpc":"2.0","id":2,"method":"resources/unsubscribe","params":{"uri":"file:///r"}}`)
-	if up := fc.upstream(); string(up.Method) != "resources/unsubscribe" {
-		t.Fatalf("backend got %s, want resources/unsubscribe", up.Method)
-	} else {
-		fc.answer(up.ID, `{}`)
-	}
-	if r := fc.read(); string(r.ID) != "2" {
-		t.Fatalf("client got %s, want the answer to 2", r.ID)
-	}
+	relayR(t, fc, "2", "resources/unsubscribe")
 	if n := fc.f.Subscriptions(); n != 0 {
 		t.Fatalf("%d upstream subscriptions left", n)
 	}

@@ -280,9 +280,7 @@ func TestStdioSendRespectsContextWhenQueueFull(t *testing.T) {
 // TestStdioEverythingServer runs the official Go SDK's conformance server as a real
 // stdio backend.
 func TestStdioEverythingServer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the Go SDK's everything-server")
-	}
+	testbin.Long(t, "builds the Go SDK's everything-server")
 	bin := testbin.BuildFixture(t, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server")
 	log, _ := newLogCapture()
 	p, sinks := startPool(t, Command{Path: bin}, 1, StdioOptions{Name: "everything", Logger: log})
