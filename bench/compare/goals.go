@@ -286,41 +286,34 @@ func cpuRatioGoal(name string, limit float64, rounds int, t *TargetResult, other
 // router adds over direct minus the p99 haproxy adds over direct, that is the router's
 // p99 minus haproxy's, round by round.
 func openP99VsHAProxyGoal(res *Result, set *OpenSet) []Goal {
-	rt, ha := set.target(TargetRouter), set.target(TargetHAProxy)
-	if rt == nil || ha == nil || len(rt.Runs) == 0 || len(ha.Runs) == 0 {
-		return nil
-	}
-	g := Goal{Name: fmt.Sprintf("open loop at %.0f%% of the router's maximum: p99 the router adds over direct minus the p99 haproxy adds", 100*res.Options.OpenLoadFraction),
-		Limit: goalOpenP99VsHAProxyUS, Unit: "µs", Note: fmt.Sprintf("%s/s offered, %d sessions", formatRate(set.Rate), res.Options.OpenSessions)}
-	for r := 1; r <= res.Options.Rounds; r++ {
-		a, b := rt.inRound(r), ha.inRound(r)
-		if a != nil && b != nil && a.sampled() && b.sampled() {
-			g.PerRound = append(g.PerRound, a.Report.Latency.P99-b.Report.Latency.P99)
-		}
-	}
-	g.Measured = median(g.PerRound)
-	g.Problems = append(rt.problems(), ha.problems()...)
-	g.judge()
-	return []Goal{g}
+	name := fmt.Sprintf("open loop at %.0f%% of the router's maximum: p99 the router adds over direct minus the p99 haproxy adds", 100*res.Options.OpenLoadFraction)
+	return p99DeltaGoal(res, set, TargetRouter, TargetHAProxy, name, goalOpenP99VsHAProxyUS)
 }
 
 // openP99Goal is the open-loop tail goal: p99 through the router minus p99 direct, round
-// by round; none when either side was not run.
+// by round.
 func openP99Goal(res *Result, set *OpenSet) []Goal {
-	od, orr := set.target(TargetDirect), set.target(TargetRouter)
-	if od == nil || orr == nil || len(od.Runs) == 0 || len(orr.Runs) == 0 {
+	name := fmt.Sprintf("open loop at %.0f%% of the direct maximum: p99 through the router minus p99 direct", 100*res.Options.OpenLoadFraction)
+	return p99DeltaGoal(res, set, TargetRouter, TargetDirect, name, goalOpenP99DeltaUS)
+}
+
+// p99DeltaGoal is an open-loop goal on p99 of over minus p99 of base, round by round,
+// against limit (µs); none when either side was not run.
+func p99DeltaGoal(res *Result, set *OpenSet, over, base, name string, limit float64) []Goal {
+	o, b := set.target(over), set.target(base)
+	if o == nil || b == nil || len(o.Runs) == 0 || len(b.Runs) == 0 {
 		return nil
 	}
-	g := Goal{Name: fmt.Sprintf("open loop at %.0f%% of the direct maximum: p99 through the router minus p99 direct", 100*res.Options.OpenLoadFraction),
-		Limit: goalOpenP99DeltaUS, Unit: "µs", Note: fmt.Sprintf("%s/s offered, %d sessions", formatRate(set.Rate), res.Options.OpenSessions)}
+	g := Goal{Name: name, Limit: limit, Unit: "µs",
+		Note: fmt.Sprintf("%s/s offered, %d sessions", formatRate(set.Rate), res.Options.OpenSessions)}
 	for r := 1; r <= res.Options.Rounds; r++ {
-		a, b := orr.inRound(r), od.inRound(r)
-		if a != nil && b != nil && a.sampled() && b.sampled() {
-			g.PerRound = append(g.PerRound, a.Report.Latency.P99-b.Report.Latency.P99)
+		x, y := o.inRound(r), b.inRound(r)
+		if x != nil && y != nil && x.sampled() && y.sampled() {
+			g.PerRound = append(g.PerRound, x.Report.Latency.P99-y.Report.Latency.P99)
 		}
 	}
 	g.Measured = median(g.PerRound)
-	g.Problems = append(od.problems(), orr.problems()...)
+	g.Problems = append(o.problems(), b.problems()...)
 	g.judge()
 	return []Goal{g}
 }
