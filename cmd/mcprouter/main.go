@@ -124,7 +124,12 @@ func run(args []string) int {
 		log.Error("invalid configuration", "err", err)
 		return 2
 	}
-	defer app.ApplyHeapFloor(log)()
+	stopFloor, err := app.ApplyHeapFloor(cfg, log)
+	if err != nil {
+		log.Error("invalid configuration", "err", err)
+		return 2
+	}
+	defer stopFloor()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if *configPath != "" {

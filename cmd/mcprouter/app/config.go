@@ -59,6 +59,10 @@ type Config struct {
 	// unit ("1536MiB", "2GiB"). Default: 90% of the cgroup's memory limit when there is
 	// one; a GOMEMLIMIT environment variable wins over both (memlimit.go).
 	MemoryLimit string `yaml:"memory_limit"`
+	// HeapFloor lets the heap gather this much garbage ("32MiB") before a collection
+	// while the live heap is small: fewer collections for more memory. Off by default
+	// (heapfloor.go says why).
+	HeapFloor string `yaml:"heap_floor"`
 	// Stateless decides whether requests claiming MCP 2026-07-28 are served
 	// statelessly: auto (the default: when every backend speaks 2026-07-28 over shared
 	// connections, so nothing needs translating between generations), on (always) or

@@ -80,6 +80,9 @@ func (c *Config) validateEdge() error {
 	if _, err := parseBytes(c.MemoryLimit); err != nil {
 		return fmt.Errorf("memory_limit: %w", err)
 	}
+	if _, err := parseBytes(c.HeapFloor); err != nil {
+		return fmt.Errorf("heap_floor: %w", err)
+	}
 	for i, b := range c.Backends {
 		for _, e := range b.Env {
 			if k, _, ok := strings.Cut(e, "="); !ok || k == "" {

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"fmt"
 	"log/slog"
 	"math"
 	"os"
@@ -11,48 +12,54 @@ import (
 	"sync/atomic"
 )
 
-// DefaultHeapFloor is the garbage the heap may gather before a collection while the live
-// heap is small: the heap goal is kept at or above live + DefaultHeapFloor.
+// HeapFloor (the heap_floor setting) is the garbage the heap may gather before a
+// collection while the live heap is small: the heap goal is kept at or above live +
+// heap_floor. Off unless set.
 //
-// Why: with the runtime's default pacing (GOGC=100, collect when the heap has doubled) a
-// router with a few MiB live collects every few MiB of garbage, about every 1.3 s when it
-// forwards 16,000 calls a second. On the one CPU it shares with its backend each mark
-// phase (5-8 ms at a quarter of the CPU, plus assists) is a stall that the queue of calls
-// takes tens of milliseconds to absorb when the CPU is near busy: in an execution trace
-// goroutines waited 1.5-5x as long to run within 10 ms of a cycle's start
-// (bench/RESULTS.md, "The open-loop tail"). With the floor the same load collects about
-// every 12 s.
+// Why one would set it: with the runtime's default pacing (GOGC=100, collect when the
+// heap has doubled) a router with a few MiB live collects every few MiB of garbage,
+// about every 1.3 s when it forwards 16,000 calls a second. On the one CPU it shares
+// with its backend each mark phase (5-8 ms at a quarter of the CPU, plus assists) is a
+// stall that the queue of calls takes tens of milliseconds to absorb when the CPU is
+// near busy: in an execution trace goroutines waited 1.5-5x as long to run within 10 ms
+// of a cycle's start (bench/RESULTS.md, "The open-loop tail"). With a 32 MiB floor the
+// same load collects about every 12 s.
 //
-// The price is memory: a router whose live heap is below the floor may hold up to the
-// floor in garbage (under that load its RSS was 83 MB against 52 MB; idle, unchanged);
-// once the live heap is above it the pacing is the runtime's own, so memory per session
-// at scale is unchanged.
-const DefaultHeapFloor = 32 << 20
+// Why it is off by default: its effect on the open-loop p99 was below the noise of the
+// runs that measured it, while its price is measured: a router whose live heap is below
+// the floor may hold up to the floor in garbage (under that load RSS 83 MB against 52
+// MB; idle sessions 3.5 against 3.1 KiB each at 5,000 held, 6.6 against 4.4 KiB with
+// session records, BenchmarkIdleSessionRSS). Above the floor the pacing is the
+// runtime's own.
 
-// ApplyHeapFloor keeps the heap goal at least DefaultHeapFloor above the live heap (see
-// there), by raising the GC percentage after each collection while the live heap is
-// small. Call it once, after ApplyMemoryLimit. A GOGC environment variable turns it off
-// (the operator chose the pacing), and with a memory limit the floor is at most a quarter
-// of the limit (the limit still wins: the runtime collects as it nears it). It returns a
-// function that stops the adjustment and gives back the percentage it found.
-func ApplyHeapFloor(log *slog.Logger) (stop func()) {
-	floor := heapFloorFor(os.Getenv("GOGC"), debug.SetMemoryLimit(-1))
+// ApplyHeapFloor keeps the heap goal at least the configured heap_floor above the live
+// heap (see HeapFloor), by raising the GC percentage after each collection while the
+// live heap is small. Call it once, after ApplyMemoryLimit. A GOGC environment variable
+// turns it off (the operator chose the pacing), and with a memory limit the floor is at
+// most a quarter of the limit (the limit still wins: the runtime collects as it nears
+// it). It returns a function that stops the adjustment and gives back the percentage it
+// found.
+func ApplyHeapFloor(cfg Config, log *slog.Logger) (stop func(), err error) {
+	configured, err := parseBytes(cfg.HeapFloor)
+	if err != nil {
+		return nil, fmt.Errorf("heap_floor: %w", err)
+	}
+	floor := heapFloorFor(os.Getenv("GOGC"), uint64(max(configured, 0)), debug.SetMemoryLimit(-1))
 	if floor == 0 {
-		return func() {}
+		return func() {}, nil
 	}
 	h := newHeapFloor(floor, readLiveHeap(), debug.SetGCPercent)
 	log.Info("heap floor", "bytes", floor)
 	h.arm()
-	return h.stop
+	return h.stop, nil
 }
 
-// heapFloorFor is the floor to keep for a GOGC setting and a memory limit (the runtime's
-// math.MaxInt64 when there is none); 0 means none.
-func heapFloorFor(gogc string, limit int64) uint64 {
+// heapFloorFor is the floor to keep for a GOGC setting, the configured floor and a
+// memory limit (the runtime's math.MaxInt64 when there is none); 0 means none.
+func heapFloorFor(gogc string, floor uint64, limit int64) uint64 {
 	if gogc != "" {
 		return 0
 	}
-	floor := uint64(DefaultHeapFloor)
 	if limit > 0 && limit < math.MaxInt64 {
 		floor = min(floor, uint64(limit)/4)
 	}

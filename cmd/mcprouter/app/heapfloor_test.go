@@ -12,20 +12,23 @@ import (
 )
 
 func TestHeapFloorFor(t *testing.T) {
+	const floor = 32 << 20
 	for _, tc := range []struct {
-		name  string
-		gogc  string
-		limit int64
-		want  uint64
+		name       string
+		gogc       string
+		configured uint64
+		limit      int64
+		want       uint64
 	}{
-		{"default", "", math.MaxInt64, DefaultHeapFloor},
-		{"GOGC set", "100", math.MaxInt64, 0},
-		{"GOGC off", "off", math.MaxInt64, 0},
-		{"large limit", "", 4 << 30, DefaultHeapFloor},
-		{"small limit", "", 64 << 20, 16 << 20},
+		{"not set", "", 0, math.MaxInt64, 0},
+		{"set", "", floor, math.MaxInt64, floor},
+		{"GOGC set", "100", floor, math.MaxInt64, 0},
+		{"GOGC off", "off", floor, math.MaxInt64, 0},
+		{"large limit", "", floor, 4 << 30, floor},
+		{"small limit", "", floor, 64 << 20, 16 << 20},
 	} {
-		if got := heapFloorFor(tc.gogc, tc.limit); got != tc.want {
-			t.Errorf("%s: heapFloorFor(%q, %d) = %d, want %d", tc.name, tc.gogc, tc.limit, got, tc.want)
+		if got := heapFloorFor(tc.gogc, tc.configured, tc.limit); got != tc.want {
+			t.Errorf("%s: heapFloorFor(%q, %d, %d) = %d, want %d", tc.name, tc.gogc, tc.configured, tc.limit, got, tc.want)
 		}
 	}
 }
@@ -67,7 +70,7 @@ func TestHeapFloorPercent(t *testing.T) {
 		{"GC off left off", -1, 4 << 20, -1},
 	} {
 		f := &fakePercent{cur: tc.base}
-		h := newHeapFloor(DefaultHeapFloor, func() uint64 { return tc.live }, f.SetGCPercent)
+		h := newHeapFloor(testFloor, func() uint64 { return tc.live }, f.SetGCPercent)
 		if got := h.percentFor(tc.live); got != tc.want {
 			t.Errorf("%s: percentFor(%d) = %d, want %d", tc.name, tc.live, got, tc.want)
 		}
@@ -81,7 +84,7 @@ func TestHeapFloorFollowsCollections(t *testing.T) {
 	f := &fakePercent{cur: 100}
 	var mu sync.Mutex
 	live := uint64(2 << 20)
-	h := newHeapFloor(DefaultHeapFloor, func() uint64 { mu.Lock(); defer mu.Unlock(); return live }, f.SetGCPercent)
+	h := newHeapFloor(testFloor, func() uint64 { mu.Lock(); defer mu.Unlock(); return live }, f.SetGCPercent)
 	cycled := make(chan struct{}, 16)
 	h.cycled = func() { cycled <- struct{}{} }
 	h.arm()
@@ -124,10 +127,22 @@ func TestApplyHeapFloorLeavesGOGCAlone(t *testing.T) {
 	t.Setenv("GOGC", "150")
 	before := debug.SetGCPercent(150)
 	defer debug.SetGCPercent(before)
-	stop := ApplyHeapFloor(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	stop, err := ApplyHeapFloor(Config{HeapFloor: "32MiB"}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer stop()
 	runtime.GC()
 	if got := debug.SetGCPercent(150); got != 150 {
 		t.Fatalf("GC percentage with GOGC=150 set = %d, want 150 (untouched)", got)
+	}
+}
+
+// testFloor is the floor the adjustment tests keep.
+const testFloor = 32 << 20
+
+func TestApplyHeapFloorBadSetting(t *testing.T) {
+	if _, err := ApplyHeapFloor(Config{HeapFloor: "lots"}, slog.New(slog.NewTextHandler(io.Discard, nil))); err == nil {
+		t.Fatal("heap_floor: lots was accepted")
 	}
 }
