@@ -43,6 +43,7 @@ type clientListeners struct {
 type clientListener struct {
 	mu    sync.Mutex // serializes sends with the end of the exchange
 	x     *transport.Held
+	f     *Fleet          // for Abandon
 	sess  *router.Session // the stateless session of the listen request
 	acked bool            // nothing goes out before the acknowledgement
 	done  bool
@@ -97,8 +98,9 @@ func (f *Fleet) Listen(s *router.Session, x *transport.Exchange) {
 		f.rep.replyErr(x, codec.CodeOverloaded, "the router is shutting down: subscriptions/listen refused")
 		return
 	}
-	x.OnAbandon(func() { f.endListener(l, nil) })
-	l.x = x.Hold() // x is not to be used from here on
+	l.f = f
+	x.OnAbandonBy(l) // Abandon: no closure per stream
+	l.x = x.Hold()   // x is not to be used from here on
 	l.mu.Unlock()
 	if len(uris) == 0 {
 		f.acknowledge(l)
@@ -110,6 +112,10 @@ func (f *Fleet) Listen(s *router.Session, x *transport.Exchange) {
 		f.acknowledge(l)
 	})
 }
+
+// Abandon implements transport.Abandoner: the client closed the stream, which ends it
+// without a reply.
+func (l *clientListener) Abandon() { l.f.endListener(l, nil) }
 
 // acknowledge sends l's acknowledgement, after which its notifications may flow; a
 // client that takes no stream is answered with an error instead.
