@@ -46,7 +46,8 @@ type Config struct {
 	// but those a declared capability allows (sampling, roots, elicitation, tasks): such
 	// a request would go out on the POST's stream, which that goroutine serves only once
 	// the forward has returned. The mcprouter fleet answers backends' pings itself and
-	// checks those capabilities.
+	// checks sampling, roots and elicitation; a request of a method no revision defines,
+	// which it relays unchecked, would wait there until the backend's timeout.
 	RunOnCaller bool
 }
 
