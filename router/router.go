@@ -39,16 +39,6 @@ type Config struct {
 	// Tracer, when set, starts the trace of every client request as it arrives (it sets
 	// x.Trace; the tracing package's); nil traces nothing and costs nothing.
 	Tracer interface{ Start(x *transport.Exchange) }
-	// RunOnCaller lets a session's request on Streamable HTTP, when its shard is idle,
-	// be forwarded on the HTTP request's own goroutine instead of a pool worker
-	// (workers.DispatchRun; see runsOnCaller in inline.go for when). Set it only with a
-	// Fleet that, while it forwards a request, sends the client no request of its own
-	// but those a declared capability allows (sampling, roots, elicitation, tasks): such
-	// a request would go out on the POST's stream, which that goroutine serves only once
-	// the forward has returned. The mcprouter fleet answers backends' pings itself and
-	// checks sampling, roots and elicitation; a request of a method no revision defines,
-	// which it relays unchecked, would wait there until the backend's timeout.
-	RunOnCaller bool
 }
 
 // SessionStore keeps session records outside the process (JetStream key-value).
@@ -151,7 +141,6 @@ type Session struct {
 	// stateless marks the session of one stateless (2026-07-28) request, made for it
 	// from its _meta and dropped with it (stateless.go); principal is then its sender's.
 	stateless bool
-	asking    atomic.Uint32 // whether the client can be asked anything (mayAsk); beside the bool, in its padding
 	principal *auth.Principal
 }
 
@@ -260,13 +249,7 @@ func (r *Router) HandleMessage(x *transport.Exchange) {
 		j.start = Now()
 	}
 	x.Tag = j // for Started, until the fleet puts its own state there
-	var err error
-	if r.runsOnCaller(x) { // inline.go
-		err = r.disp.DispatchRun(key, j)
-	} else {
-		err = r.disp.Dispatch(key, j)
-	}
-	if err != nil {
+	if err := r.disp.Dispatch(key, j); err != nil {
 		r.Stats.Overloaded.Add(1)
 		j.fail(err)
 	}
