@@ -5,8 +5,9 @@ import (
 	"sync"
 )
 
-// maxLogLines is how many of a process's last lines a Log keeps.
-const maxLogLines = 400
+// maxLogLines is how many of a process's last lines a Log keeps: enough for a router's
+// goroutine dump (Stop).
+const maxLogLines = 1000
 
 // Log keeps the last lines a process (or a logger) wrote, for failure messages and for
 // values the test reads from them; safe for concurrent use. It is an io.Writer, so it

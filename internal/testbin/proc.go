@@ -175,7 +175,9 @@ func (p *Proc) Kill() {
 }
 
 // Stop ends the process gracefully (SIGTERM to its PID) and kills it if it is still
-// running after d; it reports whether it stopped on its own.
+// running after d; it reports whether it stopped on its own. One that did not gets a
+// SIGQUIT first, so that a Go program writes every goroutine's stack to its log: what
+// it was waiting for is then in the failing test's output.
 func (p *Proc) Stop(d time.Duration) bool {
 	select {
 	case <-p.exited:
@@ -186,9 +188,14 @@ func (p *Proc) Stop(d time.Duration) bool {
 	if p.WaitExit(d) {
 		return true
 	}
+	p.Cmd.Process.Signal(syscall.SIGQUIT)
+	p.WaitExit(stackDumpWait)
 	p.Kill()
 	return false
 }
+
+// stackDumpWait is how long Stop lets a process write its stacks after SIGQUIT.
+const stackDumpWait = 5 * time.Second
 
 // Pipes connects the standard input and output of cmd, not yet started, for a test
 // that speaks to the process over stdio (a stdio backend, the router's stdio mode),
