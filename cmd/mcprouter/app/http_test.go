@@ -7,6 +7,7 @@ package app
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -230,4 +231,24 @@ func validPath(s string) bool {
 		}
 	}
 	return true
+}
+
+// TestShutdownRightAfterServe: a shutdown that comes before Serve's goroutine has
+// started serving (a SIGTERM right after "mcprouter listening") still ends it; the
+// server's own shutdown closes only the listeners it has seen.
+func TestShutdownRightAfterServe(t *testing.T) {
+	for i := range 20 {
+		a, err := New(testConfig(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.Serve(fasthttputil.NewInmemoryListener())
+		done := make(chan error, 1)
+		go func() { done <- a.Shutdown(context.Background()) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("round %d: Shutdown right after Serve did not return in 5 s", i)
+		}
+	}
 }
