@@ -271,10 +271,6 @@ func (a *App) Shutdown(ctx context.Context) error {
 		if a.srv != nil {
 			stopped = make(chan error, 1)
 			go func() { stopped <- a.srv.ShutdownWithContext(grace) }()
-			// The server closes only the listeners its Serve has taken up: a shutdown
-			// right after Serve (a SIGTERM as the router starts) could come before
-			// Serve's goroutine has, and leave it serving for ever.
-			a.ln.Close()
 		}
 		// Stop intake of new messages and finish those in flight first, so their replies
 		// still reach the clients, then close streams and connections.
@@ -298,6 +294,11 @@ func (a *App) Shutdown(ctx context.Context) error {
 			if serr := <-stopped; serr != nil && err == nil {
 				err = serr
 			}
+			// The server closes only the listeners its Serve has taken up: a shutdown
+			// right after Serve (a SIGTERM as the router starts) could come before
+			// Serve's goroutine has, and leave it serving for ever. Closed again here
+			// (the error of a second close is nothing), Serve ends either way.
+			a.ln.Close()
 			<-a.served
 		}
 		if aerr := a.shutdownAdmin(); aerr != nil && err == nil {

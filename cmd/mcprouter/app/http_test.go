@@ -246,7 +246,10 @@ func TestShutdownRightAfterServe(t *testing.T) {
 		done := make(chan error, 1)
 		go func() { done <- a.Shutdown(context.Background()) }()
 		select {
-		case <-done:
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("round %d: Shutdown: %v", i, err)
+			}
 		case <-time.After(5 * time.Second):
 			t.Fatalf("round %d: Shutdown right after Serve did not return in 5 s", i)
 		}
