@@ -68,6 +68,7 @@ func (r *run) run() (*Report, error) {
 	if r.bins, err = build(r.ctx, c.Dir, c.Bins, c.Logf); err != nil {
 		return nil, err
 	}
+	waitTimeWait(r.ctx, c.Sessions, c.Logf)
 	if err := r.startServers(); err != nil {
 		return nil, err
 	}
