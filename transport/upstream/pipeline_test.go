@@ -486,6 +486,13 @@ func TestPipelineWindow(t *testing.T) {
 
 // Pipelining over TLS (an https backend URL).
 func TestPipelineTLS(t *testing.T) {
+	echoOverTLS(t, HTTPOptions{Pipeline: 1})
+}
+
+// echoOverTLS sends 12 echo calls to an https backend through a connection dialed with
+// opts (its TLSConfig trusting the backend's certificate) and checks every answer.
+func echoOverTLS(t *testing.T, opts HTTPOptions) {
+	t.Helper()
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeEcho(w, readID(r))
 	}))
@@ -493,7 +500,8 @@ func TestPipelineTLS(t *testing.T) {
 	t.Cleanup(srv.Close)
 	roots := x509.NewCertPool()
 	roots.AddCert(srv.Certificate())
-	c, s := dialHTTP(t, srv.URL, HTTPOptions{Pipeline: 1, TLSConfig: &tls.Config{RootCAs: roots}})
+	opts.TLSConfig = &tls.Config{RootCAs: roots}
+	c, s := dialHTTP(t, srv.URL, opts)
 	defer c.Close()
 	sendAllOK(t, c, 1, 12)
 	for id := 1; id <= 12; id++ {

@@ -2,16 +2,10 @@ package upstream
 
 import (
 	"bytes"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
-	"fmt"
 	"io"
 	"net"
-	"net/http"
-	"net/http/httptest"
 	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -137,19 +131,5 @@ func TestSendReadDeadlineAndClose(t *testing.T) {
 // Over TLS the pooled connection carries the handshake and the records the same way:
 // every write is followed by the read of what answers it.
 func TestSendReadTLS(t *testing.T) {
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeEcho(w, readID(r))
-	}))
-	srv.StartTLS()
-	t.Cleanup(srv.Close)
-	roots := x509.NewCertPool()
-	roots.AddCert(srv.Certificate())
-	c, s := dialHTTP(t, srv.URL, HTTPOptions{MaxConns: 2, TLSConfig: &tls.Config{RootCAs: roots}})
-	defer c.Close()
-	sendAllOK(t, c, 1, 12)
-	for id := 1; id <= 12; id++ {
-		if got := resultText(t, s.response(strconv.Itoa(id))); got != fmt.Sprintf("r%d", id) {
-			t.Fatalf("id %d: result %q", id, got)
-		}
-	}
+	echoOverTLS(t, HTTPOptions{MaxConns: 2})
 }
