@@ -2,7 +2,6 @@ package transport
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"io"
 	"net"
@@ -11,8 +10,6 @@ import (
 	"testing"
 
 	"github.com/valyala/fasthttp"
-
-	"github.com/mcprouter/mcprouter/internal/testwait"
 )
 
 // TestStatelessHeld: a request given back once acknowledged (Exchange.Hold) keeps its
@@ -46,17 +43,7 @@ func TestStatelessHeld(t *testing.T) {
 // TestStatelessHeldAbandon: what was registered with OnAbandon before Hold still runs
 // when the client closes the held stream.
 func TestStatelessHeldAbandon(t *testing.T) {
-	h, cl := startStateless(t, -1)
-	ctx, cancel := context.WithCancel(context.Background())
-	resp := statelessPostCtx(t, ctx, cl, `{"jsonrpc":"2.0","id":1,"method":"listen"}`, nil)
-	if ack, err := bufio.NewReader(resp.Body).ReadString('}'); err != nil || !strings.Contains(ack, "acknowledged") {
-		t.Fatalf("first event: %q %v", ack, err)
-	}
-	cancel()
-	resp.Body.Close()
-	if got := testwait.Recv(t, "OnAbandon after the client left", waitLimit, h.abandoned); got != "listen" {
-		t.Errorf("abandoned %q", got)
-	}
+	abandonAfterFirst(t, "listen", "acknowledged")
 }
 
 // BenchmarkHeldStream: the transport's heap per acknowledged stateless stream held

@@ -256,16 +256,24 @@ func TestStatelessStream(t *testing.T) {
 // TestStatelessAbandon: a client that closes the stream of its request before the reply
 // runs what the handler registered with OnAbandon (the revision's cancellation).
 func TestStatelessAbandon(t *testing.T) {
+	abandonAfterFirst(t, "wait", "notifications/progress")
+}
+
+// abandonAfterFirst posts a stateless request of method, reads its stream's first event
+// (which must hold first), then closes the stream: the handler's OnAbandon must run for
+// that request.
+func abandonAfterFirst(t *testing.T, method, first string) {
+	t.Helper()
 	h, cl := startStateless(t, -1)
 	ctx, cancel := context.WithCancel(context.Background())
-	resp := statelessPostCtx(t, ctx, cl, `{"jsonrpc":"2.0","id":1,"method":"wait"}`, nil)
+	resp := statelessPostCtx(t, ctx, cl, `{"jsonrpc":"2.0","id":1,"method":"`+method+`"}`, nil)
 	line, err := bufio.NewReader(resp.Body).ReadString('}') // the first event is there
-	if err != nil || !strings.Contains(line, "notifications/progress") {
+	if err != nil || !strings.Contains(line, first) {
 		t.Fatalf("first event: %q %v", line, err)
 	}
 	cancel()
 	resp.Body.Close()
-	if got := testwait.Recv(t, "OnAbandon after the client left", waitLimit, h.abandoned); got != "wait" {
+	if got := testwait.Recv(t, "OnAbandon after the client left", waitLimit, h.abandoned); got != method {
 		t.Errorf("abandoned %q", got)
 	}
 }

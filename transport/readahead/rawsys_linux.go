@@ -28,11 +28,7 @@ func RawRead(fd int, p []byte) (int, error) {
 	if len(p) == 0 || len(p) > maxRaw {
 		return syscall.Read(fd, p)
 	}
-	n, _, e := syscall.RawSyscall(syscall.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-	if e != 0 {
-		return -1, e
-	}
-	return int(n), nil
+	return raw(syscall.SYS_READ, fd, p)
 }
 
 // RawWrite is write(2) as RawRead is read(2).
@@ -40,7 +36,12 @@ func RawWrite(fd int, b []byte) (int, error) {
 	if len(b) == 0 || len(b) > maxRaw {
 		return syscall.Write(fd, b)
 	}
-	n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+	return raw(syscall.SYS_WRITE, fd, b)
+}
+
+// raw is read(2) or write(2) (trap) of b on fd by syscall.RawSyscall.
+func raw(trap uintptr, fd int, b []byte) (int, error) {
+	n, _, e := syscall.RawSyscall(trap, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
 	if e != 0 {
 		return -1, e
 	}
