@@ -154,18 +154,19 @@ func BenchmarkDispatchLatency(b *testing.B) {
 // Each producer (a b.RunParallel goroutine with a key of its own) has one request in
 // flight at a time, so shards are mostly idle between requests, which is when the fast
 // path applies. path=queued turns the fast path off: every job goes through the shard
-// goroutine, as it did before the fast path existed. path=fast is the default
-// behaviour. With run=false the job is a notification: Prepare signals and there is no
+// goroutine, as it did before the fast path existed. path=fast is Dispatch's default
+// behaviour. path=caller dispatches with DispatchRun, which on the fast path runs Run
+// on the producer too. With run=false the job is a notification: Prepare signals and there is no
 // Run. shards=default is Config's default, 4 × GOMAXPROCS. Run it with -cpu 1 too: the
 // router runs with GOMAXPROCS=1 in the load benchmark that matters.
 func BenchmarkRoundTrip(b *testing.B) {
 	for _, run := range []bool{true, false} {
 		for _, shards := range []int{1, 0} {
-			for _, queued := range []bool{true, false} {
+			for _, path := range []string{"queued", "fast", "caller"} {
 				name := "run=" + strconv.FormatBool(run) + "/shards=" + map[bool]string{true: "1", false: "default"}[shards == 1] +
-					"/path=" + map[bool]string{true: "queued", false: "fast"}[queued]
+					"/path=" + path
 				b.Run(name, func(b *testing.B) {
-					benchRoundTrip(b, Config{Shards: shards, PoolSize: 64}, run, queued)
+					benchRoundTrip(b, Config{Shards: shards, PoolSize: 64}, run, path)
 				})
 			}
 		}
@@ -187,13 +188,17 @@ func (j *roundTripJob) Prepare() bool {
 func (j *roundTripJob) Run()         { j.reply <- struct{}{} }
 func (j *roundTripJob) Fail(_ error) { j.reply <- struct{}{} }
 
-func benchRoundTrip(b *testing.B, cfg Config, run, queued bool) {
+func benchRoundTrip(b *testing.B, cfg Config, run bool, path string) {
 	d, err := New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
-	if queued {
+	if path == "queued" {
 		queuedOnly(d)
+	}
+	dispatch := d.Dispatch
+	if path == "caller" {
+		dispatch = d.DispatchRun
 	}
 	var base atomic.Uint64
 	b.ReportAllocs()
@@ -202,7 +207,7 @@ func benchRoundTrip(b *testing.B, cfg Config, run, queued bool) {
 		j := &roundTripJob{run: run, reply: make(chan struct{}, 1)}
 		key := base.Add(1)
 		for pb.Next() {
-			if err := d.Dispatch(key, j); err != nil { // one in flight: never refused
+			if err := dispatch(key, j); err != nil { // one in flight: never refused
 				b.Error(err)
 				return
 			}

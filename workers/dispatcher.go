@@ -87,10 +87,11 @@ type shard struct {
 	// runs. pending counts jobs Dispatch put on q whose accept has not finished yet:
 	// Dispatch adds 1 before the send (and takes it back if the queue is full), the
 	// shard goroutine subtracts 1 after accepting the job, under acceptMu.
-	acceptMu sync.Mutex
-	pending  atomic.Int64
-	inline   atomic.Uint64 // jobs accepted on the fast path, for Stats
-	_        [64]byte
+	acceptMu  sync.Mutex
+	pending   atomic.Int64
+	inline    atomic.Uint64 // jobs accepted on the fast path, for Stats
+	ranInline atomic.Uint64 // of those, jobs DispatchRun ran on its caller
+	_         [64]byte
 
 	// Consumer side: owned by the shard goroutine. The atomics mirror its state for
 	// Stats; readyLen is also read by the fast path.
@@ -177,12 +178,49 @@ func New(cfg Config) (*Dispatcher, error) {
 // may then wait the instant it takes a worker that just finished to park itself.
 //
 // Dispatch may be called from Prepare, Run and Fail.
-func (d *Dispatcher) Dispatch(key uint64, j Job) error {
+func (d *Dispatcher) Dispatch(key uint64, j Job) error { return d.dispatch(key, j, false) }
+
+// DispatchRun is Dispatch for a caller that would only wait for the job's answer (an
+// HTTP request's goroutine): on the fast path it also calls j.Run itself, after
+// Prepare, instead of handing j to a worker, and returns once Run has, saving the
+// hand-off to a worker and the wake-up of the caller. The inline Run holds the worker
+// token a pooled Run would (Config.PoolSize bounds both together, Stats.Busy counts
+// it), a panic in it is handled as on a worker (Fail with a *PanicError, on the
+// caller), and Close waits for it. Off the fast path it is Dispatch: it queues j and
+// returns at once.
+//
+// Ordering is unchanged: the shard is released once Prepare returns, before Run, so the
+// next job of the shard does not wait for this Run, exactly as when a worker runs it.
+//
+// Never call it where Run must not block the caller: a loop reading one connection's
+// messages (stdio, a message bus) would run them one at a time, and a caller that must
+// serve the job's streamed output while it runs would hold that output back until Run
+// returns.
+func (d *Dispatcher) DispatchRun(key uint64, j Job) error { return d.dispatch(key, j, true) }
+
+// CallerRunner is a Job that knows only once prepared whether its Run may block the
+// caller of DispatchRun (a forward whose backend answers in a way the caller could not
+// serve meanwhile): DispatchRun asks RunsOnCaller right after a Prepare that returned
+// true, on the fast path, and hands the job to a worker as Dispatch would when it says
+// false. It is called under the shard's accept step and must be as quick as Prepare.
+type CallerRunner interface {
+	Job
+	RunsOnCaller() bool
+}
+
+// runsOnCaller is j's say on running on DispatchRun's caller: yes unless j is a
+// CallerRunner that says no.
+func runsOnCaller(j Job) bool {
+	cr, ok := j.(CallerRunner)
+	return !ok || cr.RunsOnCaller()
+}
+
+func (d *Dispatcher) dispatch(key uint64, j Job, run bool) error {
 	if j == nil {
 		panic("workers: Dispatch of a nil Job")
 	}
 	s := &d.shards[key%uint64(len(d.shards))]
-	if s.pending.Load() == 0 && !d.noFastPath && s.tryInline(j) {
+	if s.pending.Load() == 0 && !d.noFastPath && s.tryInline(j, run) {
 		return nil
 	}
 	s.mu.RLock()
@@ -253,26 +291,42 @@ func (d *Dispatcher) Dispatch(key uint64, j Job) error {
 // calls is still bounded by the pool size, and no token is taken while shards are
 // waiting for one (they wait in a send on the full semaphore, which a non-blocking
 // send cannot overtake).
-func (s *shard) tryInline(j Job) bool {
+//
+// With run (DispatchRun), Run follows on the calling goroutine once acceptMu is
+// released, through the pool's own run, so it holds the token a worker would, its panic
+// is recovered and the token given back exactly as on a worker. Close waits for it by
+// taking every token back (see Close): the token was taken before closing was seen to
+// be false under acceptMu, so before Close's shard barrier, hence before Close waits.
+func (s *shard) tryInline(j Job, run bool) bool {
 	if !s.acceptMu.TryLock() {
 		return false
 	}
-	defer s.acceptMu.Unlock()
 	if s.pending.Load() != 0 || s.readyLen.Load() != 0 || s.d.closing.Load() {
+		s.acceptMu.Unlock()
 		return false
 	}
 	select {
 	case s.pool.sem <- struct{}{}:
 	default:
+		s.acceptMu.Unlock()
 		return false
 	}
 	s.inline.Add(1)
 	s.prepared.Add(1)
 	if !s.d.prepare(j) {
 		<-s.pool.sem
+		s.acceptMu.Unlock()
 		return true
 	}
-	s.submit(j)
+	if !run || !runsOnCaller(j) {
+		s.submit(j)
+		s.acceptMu.Unlock()
+		return true
+	}
+	s.submitted.Add(1)
+	s.ranInline.Add(1)
+	s.acceptMu.Unlock()
+	s.pool.run(j)
 	return true
 }
 
@@ -305,11 +359,39 @@ func (d *Dispatcher) Close(ctx context.Context) error {
 	}
 	// Every accepted job has been prepared and either submitted or failed. Releasing
 	// a pool stops its idle workers at once and busy ones as they return; waiting
-	// for that is waiting for the running jobs.
+	// for that is waiting for the jobs running on workers.
 	for _, p := range d.pools {
 		if err := p.ants.ReleaseContext(ctx); err != nil {
 			d.giveUp()
 			return err
+		}
+	}
+	// Jobs DispatchRun runs on its caller hold a token each and no new token can be
+	// taken any more (the shards have exited, the fast path sees closing): taking every
+	// token back waits for the last of them to return.
+	for _, p := range d.pools {
+		if err := p.drain(ctx); err != nil {
+			d.giveUp()
+			return err
+		}
+	}
+	return nil
+}
+
+// drain waits until no token of p is held, by taking them all, then gives them back
+// (Stats reads the tokens held as Busy). Close calls it once nothing can take a token.
+func (p *pool) drain(ctx context.Context) error {
+	n := 0
+	defer func() {
+		for range n {
+			<-p.sem
+		}
+	}()
+	for ; n < cap(p.sem); n++ {
+		select {
+		case p.sem <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 	}
 	return nil

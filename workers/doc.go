@@ -30,6 +30,12 @@
 // it stops intake, and waits for a fast-path Prepare in progress as it waits for the
 // shards. ShardStats.Inline counts the jobs that took it.
 //
+// A caller that would only wait for the job's answer anyway (an HTTP request's
+// goroutine) may call DispatchRun instead: on the fast path it then runs Job.Run
+// itself too, holding the worker it reserved, after the shard has been released, so the
+// ordering below is the same. Close waits for these runs like any other;
+// ShardStats.RanInline counts them.
+//
 // # Ordering guarantee
 //
 // For one key (more precisely, for one shard, so it holds for every key that maps to

@@ -8,8 +8,9 @@ type Stats struct {
 	// PoolCap is the total number of workers allowed (Config.PoolSize, rounded up to a
 	// multiple of Shards with PoolPerShard).
 	PoolCap int
-	// Busy is the number of jobs submitted to a pool and not yet finished, plus, for
-	// the instant a fast-path Prepare runs, the worker that job has reserved.
+	// Busy is the number of jobs submitted to a pool or running on the caller of
+	// DispatchRun and not yet finished, plus, for the instant a fast-path Prepare
+	// runs, the worker that job has reserved.
 	Busy int
 	// Workers is the number of live worker goroutines, busy or idle.
 	Workers int
@@ -35,8 +36,11 @@ type ShardStats struct {
 	// Inline counts the jobs among Prepared that took the fast path: Dispatch found
 	// the shard idle and a worker free, and prepared and submitted the job itself.
 	Inline uint64
-	// Submitted counts jobs handed to the pool.
+	// Submitted counts jobs given a worker: handed to the pool, or run by the caller of
+	// DispatchRun on the fast path (RanInline).
 	Submitted uint64
+	// RanInline counts the jobs among Submitted whose Run DispatchRun called itself.
+	RanInline uint64
 }
 
 // Stats returns a snapshot. It takes no lock; its only allocation is the Shards slice.
@@ -55,6 +59,7 @@ func (d *Dispatcher) Stats() Stats {
 			Prepared:  s.prepared.Load(),
 			Inline:    s.inline.Load(),
 			Submitted: s.submitted.Load(),
+			RanInline: s.ranInline.Load(),
 		}
 		st.Overloads += ss.Overloads
 		st.Shards[i] = ss
