@@ -97,6 +97,27 @@ func (w *Walker) Value() (val []byte, ok bool) {
 	return w.s.b[v:end], w.i >= 0
 }
 
+// Pass moves the walker past the value it is on when v is that value whole: a view of
+// it in the walked bytes (the same array, from the value's first byte to its last) that
+// a scan validated already, as codec.Scan validated the views it records
+// (Message.Meta). It does not scan v again, which is its point: for a caller that
+// judged those bytes before (params.ValidateJudged). It reports whether it moved; when
+// v does not start at the value the walker is on, it does nothing.
+func (w *Walker) Pass(v []byte) bool {
+	if w.close == '}' && !w.onValue || !w.On(v) {
+		return false
+	}
+	w.next(w.i + len(v))
+	return w.i >= 0
+}
+
+// On reports whether v is a view of the walked bytes that starts at the value the
+// walker is on (after Key, or at an array's next element).
+func (w *Walker) On(v []byte) bool {
+	b := w.s.b
+	return !w.done && len(v) > 0 && w.i >= 0 && w.i < len(b) && len(v) <= len(b)-w.i && &v[0] == &b[w.i]
+}
+
 // Enter starts child on the object or array the walker is on, without scanning it
 // first, so that a nested value is walked once rather than once per level; it reports
 // whether the value is an object or an array. Once child is done with it, Exit moves

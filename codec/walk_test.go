@@ -152,3 +152,42 @@ func TestWalkerEnter(t *testing.T) {
 		t.Error("Peek after the end")
 	}
 }
+
+// TestWalkerPass: Pass moves past the member whose value is the view it is given (as
+// Scan recorded _meta) and the walk goes on from there as after Value; any other view,
+// of other bytes or of the same bytes elsewhere, leaves the walker where it was.
+func TestWalkerPass(t *testing.T) {
+	in := []byte(`{"name":"echo","arguments":{"text":"hello"},"_meta":{"k":[1,2]} , "z":true}`)
+	var m Message
+	if err := Scan([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":`+string(in)+`}`), &m); err != nil || m.Meta == nil {
+		t.Fatalf("scan: %v, meta %q", err, m.Meta)
+	}
+	in = m.Params
+	var w Walker
+	w.Object(in)
+	var got []string
+	for key, _, ok := w.Key(); ok; key, _, ok = w.Key() {
+		if w.Pass([]byte(`{"k":[1,2]}`)) || w.On(m.Params) {
+			t.Fatalf("%s: Pass or On took a view of other bytes", key)
+		}
+		if string(key) == "_meta" {
+			if !w.On(m.Meta) || !w.Pass(m.Meta) {
+				t.Fatal("_meta: Pass did not take the view Scan recorded")
+			}
+			got = append(got, "_meta passed")
+			continue
+		}
+		if w.Pass(m.Meta) {
+			t.Fatalf("%s: Pass took _meta's view on another member", key)
+		}
+		v, _ := w.Value()
+		got = append(got, string(key)+"="+string(v))
+	}
+	want := `name="echo" arguments={"text":"hello"} _meta passed z=true`
+	if s := strings.Join(got, " "); s != want || w.Err() != nil {
+		t.Fatalf("got %s (err %v), want %s", s, w.Err(), want)
+	}
+	if w.Pass(m.Meta) || w.On(m.Meta) {
+		t.Error("Pass or On after the end")
+	}
+}
