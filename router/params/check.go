@@ -130,12 +130,14 @@ func check(r *rule, v []byte) *Error {
 func checkObject(r *rule, v []byte) *Error {
 	var w codec.Walker
 	w.Object(v)
-	return walkObject(r, &w)
+	return walkObject(r, &w, nil)
 }
 
 // walkObject checks the members of the object w walks: each described member against
-// its rule, the others against r.extra, then that the required ones were there.
-func walkObject(r *rule, w *codec.Walker) *Error {
+// its rule, the others against r.extra, then that the required ones were there. With
+// sk (params itself, ValidateJudged) its _meta is passed over when sk says it conformed
+// already, and judged when it is checked.
+func walkObject(r *rule, w *codec.Walker, sk *skip) *Error {
 	var seen uint64
 	for key, esc, ok := w.Key(); ok; key, esc, ok = w.Key() {
 		sub := r.extra
@@ -144,12 +146,22 @@ func walkObject(r *rule, w *codec.Walker) *Error {
 			seen |= 1 << i
 			sub = r.members[i].rule
 		}
+		judge := false
+		if sk != nil && i >= 0 && r.members[i].name == "_meta" && w.On(sk.meta) {
+			if sk.j.rule.Load() == uint32(sub)+1 && w.Pass(sk.meta) {
+				continue
+			}
+			judge = true
+		}
 		if e := checkAt(&rules[sub], w); e != nil {
 			if i >= 0 {
 				return e.at(segment(r.members[i].name))
 			}
 			name, _ := codec.Unquote(nil, key)
 			return e.at(segment(string(name)))
+		}
+		if judge {
+			sk.j.rule.Store(uint32(sub) + 1)
 		}
 	}
 	if w.Err() != nil {
@@ -177,7 +189,7 @@ func checkAt(r *rule, w *codec.Walker) *Error {
 		}
 		var in codec.Walker
 		w.Enter(&in)
-		if e := walkObject(r, &in); e != nil {
+		if e := walkObject(r, &in, nil); e != nil {
 			return e
 		}
 		if _, ok := w.Exit(&in); !ok {

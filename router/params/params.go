@@ -45,6 +45,11 @@ func (e *Error) AppendData(dst []byte) []byte {
 // tables know, and otherwise an *Error naming the first member found wrong. It does not
 // allocate unless it returns an error.
 func Validate[S string | []byte](revision string, method S, params []byte) error {
+	return validate(revision, method, params, nil)
+}
+
+// validate is Validate, with sk for ValidateJudged.
+func validate[S string | []byte](revision string, method S, params []byte, sk *skip) error {
 	rev := revisionIndex(revision)
 	if rev < 0 {
 		return nil
@@ -59,7 +64,7 @@ func Validate[S string | []byte](revision string, method S, params []byte) error
 		}
 		return nil
 	}
-	if e := check(&rules[r], params); e != nil {
+	if e := checkParams(&rules[r], params, sk); e != nil {
 		return e.at("params")
 	}
 	return nil
