@@ -8,6 +8,7 @@ import (
 
 	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/router/modern"
+	"github.com/mcprouter/mcprouter/router/params"
 	"github.com/mcprouter/mcprouter/transport"
 )
 
@@ -150,7 +151,7 @@ func (r *Router) handleStateless(j *job) bool {
 		return true
 	}
 	var meta modern.Meta
-	kept := r.modern.metas.read(m, &meta)
+	memo := r.modern.metas.read(m, &meta)
 	var hp *modern.Headers
 	if x.Carrier == transport.CarrierStreamable {
 		hp = &modern.Headers{Version: x.Headers.Version, Method: x.Headers.Method, Name: x.Headers.Name}
@@ -167,8 +168,11 @@ func (r *Router) handleStateless(j *job) bool {
 		return true
 	}
 	// After the revision's own refusals (-32020..-32022), which say more to a client
-	// that got the revision wrong than a member of its params would.
-	if j.refuseParams(V20260728, m.Method) {
+	// that got the revision wrong than a member of its params would. A _meta kept
+	// (memo) has its schema checked once, not with every request that carries it; the
+	// refusal checks params again for its answer, the rare case.
+	if params.ValidateJudged(V20260728, m.Method, m.Params, m.Meta, memo.judgement()) != nil &&
+		j.refuseParams(V20260728, m.Method) {
 		return true
 	}
 	if string(m.Method) == "server/discover" {
@@ -180,7 +184,7 @@ func (r *Router) handleStateless(j *job) bool {
 		j.refuse(http.StatusNotFound)
 		return true
 	}
-	q := r.statelessSession(x, &meta, kept)
+	q := r.statelessSession(x, &meta, memo != nil)
 	s := &q.s
 	j.s = s
 	sf, ok := r.fleet.(StatelessFleet)

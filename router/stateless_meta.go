@@ -7,6 +7,7 @@ import (
 
 	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/router/modern"
+	"github.com/mcprouter/mcprouter/router/params"
 )
 
 // The _meta of stateless requests, read once per kind of client. A 2026-07-28 client
@@ -26,11 +27,14 @@ const metaMemoSlots = 16
 // few hundred bytes).
 const metaMemoMax = 1024
 
-// metaMemo is one _meta read: its bytes (never written after it is stored) and what
-// modern.ReadMetaOf read from them, as views into those bytes.
+// metaMemo is one _meta read: its bytes (never written after it is stored), what
+// modern.ReadMetaOf read from them, as views into those bytes, and the judgement of
+// its schema (params.ValidateJudged: a request carrying it has the rest of its params
+// checked, and the _meta only once).
 type metaMemo struct {
-	raw  []byte
-	meta modern.Meta
+	raw    []byte
+	meta   modern.Meta
+	judged params.Judgement
 }
 
 // metaMemos are the _meta kept, by a hash of their bytes.
@@ -42,22 +46,31 @@ type metaMemos struct {
 func newMetaMemos() *metaMemos { return &metaMemos{seed: maphash.MakeSeed()} }
 
 // read reads the _meta of request m into meta, from a kept copy when it is one, and
-// reports whether meta's views are into such a copy (immutable, and kept alive by
-// whoever holds them: a Session may keep them without copying) rather than into m.
-func (mm *metaMemos) read(m *codec.Message, meta *modern.Meta) (kept bool) {
+// returns that copy (nil when m's _meta is not kept): meta's views are then into it
+// (immutable, and kept alive by whoever holds them: a Session may keep them without
+// copying) rather than into m.
+func (mm *metaMemos) read(m *codec.Message, meta *modern.Meta) *metaMemo {
 	raw := m.Meta
 	if m.Flags&codec.MetaReserved == 0 || len(raw) > metaMemoMax {
 		modern.ReadMetaOf(m, meta)
-		return false
+		return nil
 	}
 	slot := &mm.slots[maphash.Bytes(mm.seed, raw)%metaMemoSlots]
 	if e := slot.Load(); e != nil && bytes.Equal(e.raw, raw) {
 		*meta = e.meta
-		return true
+		return e
 	}
 	e := &metaMemo{raw: append([]byte(nil), raw...)}
 	modern.ReadMetaOf(&codec.Message{Meta: e.raw}, &e.meta)
 	slot.Store(e)
 	*meta = e.meta
-	return true
+	return e
+}
+
+// judgement is the Judgement of the _meta's bytes e holds, nil for none (nil e).
+func (e *metaMemo) judgement() *params.Judgement {
+	if e == nil {
+		return nil
+	}
+	return &e.judged
 }

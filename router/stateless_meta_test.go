@@ -31,7 +31,7 @@ func TestMetaMemosConcurrent(t *testing.T) {
 			for r := range rounds {
 				i := (w*7 + r*5) % kinds
 				var meta modern.Meta
-				if !mm.read(&msgs[i], &meta) {
+				if mm.read(&msgs[i], &meta) == nil {
 					t.Errorf("%s not kept", msgs[i].Meta)
 					return
 				}
