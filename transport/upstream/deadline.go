@@ -27,6 +27,8 @@ type Deadline struct {
 	parent context.Context
 	d      time.Time
 
+	detach Detacher // Detach's, nil for none
+
 	mu      sync.Mutex
 	inner   context.Context // nil until Done is first called
 	stop    context.CancelFunc
@@ -68,8 +70,15 @@ func (c *Deadline) Err() error {
 	return nil
 }
 
-// Value implements context.Context.
+// Detach lets the Send under c hand a streamed reply to d (Detacher), as WithDetach
+// would without another context. Call it before the Send.
+func (c *Deadline) Detach(d Detacher) { c.detach = d }
+
+// Value implements context.Context; a context made from c finds its Detacher.
 func (c *Deadline) Value(key any) any {
+	if _, ok := key.(detachKey); ok && c.detach != nil {
+		return c.detach
+	}
 	if c.started.Load() {
 		return c.inner.Value(key)
 	}

@@ -119,8 +119,8 @@ func (c *HTTPConn) Send(ctx context.Context, msg []byte) error {
 		}
 		err := c.post(ctx, msg, mp, sess)
 		switch {
-		case err == nil:
-			return nil
+		case err == nil, err == ErrDetached:
+			return err
 		case errors.Is(err, errSessionGone) && sess != nil && attempt == 0:
 			if rerr := c.renew(ctx, sess); rerr != nil {
 				return rerr
@@ -169,7 +169,12 @@ func (c *HTTPConn) post(ctx context.Context, msg []byte, m *codec.Message, sess 
 	if err != nil {
 		return err
 	}
-	defer ex.release()
+	detached := false
+	defer func() {
+		if !detached {
+			ex.release()
+		}
+	}()
 	resp, body := ex.resp, ex.body
 	status := resp.StatusCode()
 	if isInit && status/100 == 2 {
@@ -184,6 +189,12 @@ func (c *HTTPConn) post(ctx context.Context, msg []byte, m *codec.Message, sess 
 		return nil
 	case status/100 == 2:
 		if bytes.HasPrefix(resp.Header.ContentType(), []byte("text/event-stream")) {
+			if m != nil && m.Kind == codec.KindRequest {
+				if d := detacherOf(ctx); d != nil && c.detach(ctx, ex, m.ID, sess, d) {
+					detached = true
+					return ErrDetached
+				}
+			}
 			return c.readReply(ctx, body, m, sess)
 		}
 		var want []byte
@@ -423,7 +434,36 @@ func (c *HTTPConn) readReply(ctx context.Context, body io.Reader, m *codec.Messa
 	if m != nil && m.Kind == codec.KindRequest {
 		st.want = m.ID
 	}
-	err := c.readEvents(ctx, body, &st)
+	return c.readStream(ctx, body, sess, &st)
+}
+
+// detach hands the SSE reply ex to request want to a goroutine of its own, which reads
+// it as readReply would and gives the outcome to d (Detacher), and reports true; it
+// reports false, and the caller reads the reply itself, once the Conn is closing. Close
+// waits for the goroutine with the GET stream's (its closing of the connections ends
+// the reading).
+func (c *HTTPConn) detach(ctx context.Context, ex exchange, want []byte, sess *session, d Detacher) bool {
+	c.closeMu.Lock()
+	defer c.closeMu.Unlock()
+	if c.closed {
+		return false
+	}
+	c.wg.Add(1)
+	go c.readDetached(ctx, ex, want, sess, d)
+	return true
+}
+
+func (c *HTTPConn) readDetached(ctx context.Context, ex exchange, want []byte, sess *session, d Detacher) {
+	defer c.wg.Done()
+	err := c.readStream(ctx, ex.body, sess, &streamState{want: want})
+	ex.release()
+	d.Detached(err)
+}
+
+// readStream reads an SSE reply whose st says what it is for until it is answered, or
+// resumes it (resume) when it breaks before.
+func (c *HTTPConn) readStream(ctx context.Context, body io.Reader, sess *session, st *streamState) error {
+	err := c.readEvents(ctx, body, st)
 	switch {
 	case st.answered:
 		return nil
@@ -439,7 +479,7 @@ func (c *HTTPConn) readReply(ctx context.Context, body io.Reader, m *codec.Messa
 	case c.ctx.Err() != nil:
 		return deadErr(c.Err())
 	}
-	return c.resume(ctx, sess, &st, err)
+	return c.resume(ctx, sess, st, err)
 }
 
 // errLinger ends a stream whose server kept it open after the response.
