@@ -148,9 +148,81 @@ func within(b, msg []byte) bool {
 	return p >= lo && p < lo+uintptr(cap(msg))
 }
 
-// statelessOf asks the handler whether the POST body is a stateless request: only a
-// single message without a session id can be. It scans the body into in; ok is false
+// claimStateless asks the handler whether the POST body is a stateless request: only a
+// single message without a session id can be. It scans the body into p.in and reads
+// the revision's headers into p (statelessHeaders: the MCP-Protocol-Version the
+// handler judges the claim on comes from that walk, not from a Peek more); ok is false
 // when the body is no single valid message (the session path then answers for it).
+func (s *HTTPServer) claimStateless(ctx *fasthttp.RequestCtx, p *httpPost) bool {
+	if s.stateless == nil || len(ctx.Request.Header.Peek(HeaderSessionID)) > 0 {
+		return false
+	}
+	in := &p.in
+	body := ctx.PostBody()
+	if codec.IsBatch(body) {
+		return false
+	}
+	if batch, err := in.split(body, s.cfg.MaxBatch); batch || err != nil {
+		return false
+	}
+	if _, invalid := in.scan(); invalid > 0 {
+		return false
+	}
+	m := &in.msgs[0]
+	if m.Kind != codec.KindRequest && m.Kind != codec.KindNotification {
+		return false
+	}
+	statelessHeaders(ctx, p)
+	if !s.stateless.Stateless(m, p.shdr.Version) {
+		p.shdr = StatelessHeaders{} // the session path's: the post keeps no view of the request
+		return false
+	}
+	return true
+}
+
+// statelessHeaders reads the headers of the revision's binding into p.shdr (views into
+// the request) and the Mcp-Param-* ones into p.hdrs, in one walk over the headers,
+// where a Peek of each would walk them again (and normalize its name) four times more.
+// The first of each wins, as with Peek.
+func statelessHeaders(ctx *fasthttp.RequestCtx, p *httpPost) {
+	p.hdrs = p.hdrs[:0]
+	hd := &p.shdr
+	*hd = StatelessHeaders{}
+	var seen uint8
+	ctx.Request.Header.VisitAll(func(k, v []byte) {
+		switch {
+		case len(k) > len(headerParamPrefix) && bytes.EqualFold(k[:len(headerParamPrefix)], []byte(headerParamPrefix)):
+			p.hdrs = append(p.hdrs, k...)
+			p.hdrs = append(p.hdrs, ':', ' ')
+			p.hdrs = append(p.hdrs, v...)
+			p.hdrs = append(p.hdrs, '\n')
+		case seen&1 == 0 && len(k) == len(HeaderProtocolVersion) && bytes.EqualFold(k, []byte(HeaderProtocolVersion)):
+			hd.Version, seen = v, seen|1
+		case seen&2 == 0 && len(k) == len(HeaderMethod) && bytes.EqualFold(k, []byte(HeaderMethod)):
+			hd.Method, seen = v, seen|2
+		case seen&4 == 0 && len(k) == len(HeaderName) && bytes.EqualFold(k, []byte(HeaderName)):
+			hd.Name, seen = v, seen|4
+		}
+	})
+	if len(p.hdrs) > 0 {
+		hd.Params = p.hdrs
+	}
+}
+
+// statelessRefused answers 405 to a GET or DELETE whose MCP-Protocol-Version names a
+// stateless revision: there is no session to stream or end. It reports whether it did.
+func (s *HTTPServer) statelessRefused(ctx *fasthttp.RequestCtx) bool {
+	if s.stateless == nil || len(ctx.Request.Header.Peek(HeaderSessionID)) > 0 ||
+		!s.stateless.Stateless(nil, ctx.Request.Header.Peek(HeaderProtocolVersion)) {
+		return false
+	}
+	ctx.Response.Header.Set("Allow", "POST")
+	s.httpError(ctx, fasthttp.StatusMethodNotAllowed, "this protocol revision has no sessions: GET and DELETE are not served, POST each request")
+	return true
+}
+
+// statelessOf is claimStateless of a post's scan alone (its caller moves to
+// claimStateless).
 func (s *HTTPServer) statelessOf(ctx *fasthttp.RequestCtx, in *inbound) bool {
 	if s.stateless == nil || len(ctx.Request.Header.Peek(HeaderSessionID)) > 0 {
 		return false
@@ -172,47 +244,12 @@ func (s *HTTPServer) statelessOf(ctx *fasthttp.RequestCtx, in *inbound) bool {
 	return s.stateless.Stateless(m, ctx.Request.Header.Peek(HeaderProtocolVersion))
 }
 
-// statelessRefused answers 405 to a GET or DELETE whose MCP-Protocol-Version names a
-// stateless revision: there is no session to stream or end. It reports whether it did.
-func (s *HTTPServer) statelessRefused(ctx *fasthttp.RequestCtx) bool {
-	if s.stateless == nil || len(ctx.Request.Header.Peek(HeaderSessionID)) > 0 ||
-		!s.stateless.Stateless(nil, ctx.Request.Header.Peek(HeaderProtocolVersion)) {
-		return false
-	}
-	ctx.Response.Header.Set("Allow", "POST")
-	s.httpError(ctx, fasthttp.StatusMethodNotAllowed, "this protocol revision has no sessions: GET and DELETE are not served, POST each request")
-	return true
-}
-
-// postStateless serves a stateless request scanned into in (statelessOf), whose post
-// p is set up but for its message.
+// postStateless serves a stateless request scanned into p.in, whose post p is set up
+// but for its message.
 func (s *HTTPServer) postStateless(ctx *fasthttp.RequestCtx, p *httpPost, principal *auth.Principal) {
 	p.stateless = true
-	p.hdrs = p.hdrs[:0]
+	statelessHeaders(ctx, p)
 	hd := &p.shdr
-	*hd = StatelessHeaders{}
-	// One walk over the headers for all the revision's own, where a Peek of each would
-	// walk them again (and normalize its name) three times more. The first of each
-	// wins, as with Peek.
-	var seen uint8
-	ctx.Request.Header.VisitAll(func(k, v []byte) {
-		switch {
-		case len(k) > len(headerParamPrefix) && bytes.EqualFold(k[:len(headerParamPrefix)], []byte(headerParamPrefix)):
-			p.hdrs = append(p.hdrs, k...)
-			p.hdrs = append(p.hdrs, ':', ' ')
-			p.hdrs = append(p.hdrs, v...)
-			p.hdrs = append(p.hdrs, '\n')
-		case seen&1 == 0 && len(k) == len(HeaderProtocolVersion) && bytes.EqualFold(k, []byte(HeaderProtocolVersion)):
-			hd.Version, seen = v, seen|1
-		case seen&2 == 0 && len(k) == len(HeaderMethod) && bytes.EqualFold(k, []byte(HeaderMethod)):
-			hd.Method, seen = v, seen|2
-		case seen&4 == 0 && len(k) == len(HeaderName) && bytes.EqualFold(k, []byte(HeaderName)):
-			hd.Name, seen = v, seen|4
-		}
-	})
-	if len(p.hdrs) > 0 {
-		hd.Params = p.hdrs
-	}
 	c := &p.call
 	c.init(p, false)
 	p.in.handOff(c, s.handler, arrival{carrier: CarrierStreamable, principal: principal, stateless: hd, screen: s.screen}, &p.tmp)
