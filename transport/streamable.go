@@ -357,7 +357,7 @@ func (s *HTTPServer) post(ctx *fasthttp.RequestCtx, principal *auth.Principal) {
 	}
 	if s.stateless != nil {
 		p := getPost()
-		if s.statelessOf(ctx, &p.in) {
+		if s.claimStateless(ctx, p) {
 			p.srv, p.accept, p.principal = s, accept, principal
 			p.trace.take(s.traceHeaders(), &ctx.Request.Header)
 			s.postStateless(ctx, p, principal)
