@@ -8,6 +8,7 @@ import (
 	"context"
 	"log/slog"
 	"sync/atomic"
+	"time"
 
 	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/transport"
@@ -39,6 +40,16 @@ type Config struct {
 	// Tracer, when set, starts the trace of every client request as it arrives (it sets
 	// x.Trace; the tracing package's); nil traces nothing and costs nothing.
 	Tracer interface{ Start(x *transport.Exchange) }
+	// RunOnCaller lets a session's request on Streamable HTTP be forwarded on the HTTP
+	// request's own goroutine, when its shard is idle and the Fleet is a CallerFleet
+	// that says the forward can run there (inline.go says when): a hand-off to a pool
+	// worker and the wake-up of the request's goroutine fewer per call.
+	RunOnCaller bool
+	// ReplyTimeout is how long the transport waits for a request's answer
+	// (transport.HTTPConfig.ReplyTimeout; 0 takes the transport's default, 10m): a
+	// forward runs on the request's goroutine only when the fleet ends it within that
+	// time.
+	ReplyTimeout time.Duration
 }
 
 // SessionStore keeps session records outside the process (JetStream key-value).
@@ -56,6 +67,8 @@ type Router struct {
 	fleet Fleet
 	rr    atomic.Uint64 // spreads sessionless messages over shards
 	errs  errorMapper   // dispatcher and fleet errors to JSON-RPC errors
+	// inline is the Fleet as a CallerFleet when Config.RunOnCaller is set (inline.go).
+	inline CallerFleet
 
 	saving recordWriter   // session records queued or being written (Close waits for them)
 	tap    *tap           // request log and Config.Observer; nil when neither wants anything
@@ -89,6 +102,12 @@ func New(cfg Config) (*Router, error) {
 	}
 	r := &Router{cfg: cfg, log: cfg.Logger, fleet: cfg.Fleet, tap: newTap(cfg.Logger, cfg.Observer, cfg.Fleet)}
 	r.modern = newStatelessState(&cfg)
+	if cf, ok := cfg.Fleet.(CallerFleet); ok && cfg.RunOnCaller {
+		r.inline = cf
+		if r.cfg.ReplyTimeout <= 0 {
+			r.cfg.ReplyTimeout = 10 * time.Minute // transport.HTTPConfig's default
+		}
+	}
 	wc := cfg.Workers
 	userHook := wc.PanicHook
 	wc.PanicHook = func(p *workers.PanicError) {
@@ -249,7 +268,13 @@ func (r *Router) HandleMessage(x *transport.Exchange) {
 		j.start = Now()
 	}
 	x.Tag = j // for Started, until the fleet puts its own state there
-	if err := r.disp.Dispatch(key, j); err != nil {
+	var err error
+	if r.runsOnCaller(x) { // inline.go
+		err = r.disp.DispatchRun(key, j)
+	} else {
+		err = r.disp.Dispatch(key, j)
+	}
+	if err != nil {
 		r.Stats.Overloaded.Add(1)
 		j.fail(err)
 	}

@@ -152,6 +152,7 @@ func (fw *forwarder) forward(e *entry) {
 	if tr, ok := e.x.Trace.(*tracing.Request); ok { // the backend continues the trace (tracing.go)
 		ctx = traced(ctx, tr, c, bp)
 	}
+	inline := e.inline
 	if !fw.table.bind(e, c) { // cancelled before it left: nothing to tell the backend
 		endCtx(stop, dl)
 		b.release()
@@ -160,22 +161,106 @@ func (fw *forwarder) forward(e *entry) {
 		return
 	}
 	fw.stats.Forwarded.Add(1)
-	err = c.conn.Send(ctx, *bp)
-	if err != nil {
+	s := sendingPool.Get().(*sending)
+	*s = sending{fw: fw, b: b, c: c, id: id, ctx: ctx, stop: stop, dl: dl, bp: bp}
+	switch {
+	case !inline:
+		s.send()
+	case dl != nil && answersOnCaller(c):
+		// On the request's goroutine (RunsOnCaller): a reply that streams goes on on a
+		// goroutine of its own, and this one back to serving the request's stream.
+		dl.Detach(s)
+		s.send()
+	default:
+		// A backend whose Send would wait on what this goroutine must serve (its era
+		// or connection changed since RunsOnCaller said yes): as on a worker.
+		fw.life.spawn(s.send)
+	}
+}
+
+// sending is one forwarded request from its Send on, with what the end of the Send
+// needs: on the goroutine that sent it, or on the one its reply's stream was handed to
+// (upstream.Detacher). Pooled.
+type sending struct {
+	fw     *forwarder
+	b      *backend
+	c      *upConn
+	id     uint64
+	ctx    context.Context
+	stop   func()
+	dl     *upstream.Deadline
+	bp     *[]byte
+	resent bool // sent again to another replica already
+}
+
+var sendingPool = sync.Pool{New: func() any { return new(sending) }}
+
+// send sends the request and ends it, unless its reply's stream went to a goroutine of
+// its own, which ends it (Detached).
+func (s *sending) send() {
+	if err := s.c.conn.Send(s.ctx, *s.bp); err != upstream.ErrDetached {
+		s.Detached(err)
+	}
+}
+
+// Detached ends the Send (upstream.Detacher): a failed one may go to another replica,
+// once (forward_retry.go), and otherwise fails the request unless someone settled it
+// first; then what the request's sending held is given back.
+func (s *sending) Detached(err error) {
+	if err != nil && !s.resent {
+		s.resent = true
 		// Another replica may take it, once, when that is safe (forward_retry.go).
 		var c2 *upConn
-		if c2, err = fw.resendBuilding(b, c, id, err, nil); c2 != nil {
-			c = c2
-			if err = c.conn.Send(ctx, *bp); errors.Is(err, upstream.ErrNoResponse) {
+		if c2, err = s.fw.resendBuilding(s.b, s.c, s.id, err, nil); c2 != nil {
+			s.c = c2
+			err = c2.conn.Send(s.ctx, *s.bp)
+			switch {
+			case err == upstream.ErrDetached:
+				return // this again, from the stream's goroutine
+			case errors.Is(err, upstream.ErrNoResponse):
 				err = mayHaveRun(err, true, "it was sent to a second replica already")
 			}
 		}
 	}
-	endCtx(stop, dl)
-	putBuf(bp)
+	endCtx(s.stop, s.dl)
+	putBuf(s.bp)
 	if err != nil {
-		fw.sendFailed(b, c, id, err)
+		s.fw.sendFailed(s.b, s.c, s.id, err)
 	}
+	*s = sending{}
+	sendingPool.Put(s)
+}
+
+// answersOnCaller reports whether c's Send returns once the message is written and
+// its answer read if the reply carries it whole, handing a streamed reply to a
+// goroutine of its own (upstream.Detacher): a 2025 Streamable HTTP backend, a legacy
+// HTTP+SSE one (its answers come on its stream), a child process. A 2026-07-28
+// backend's Send reads the request's stream itself, a NATS service's waits for its
+// reply while what it sends about the request comes another way.
+func answersOnCaller(c *upConn) bool {
+	switch c.conn.(type) {
+	case *upstream.HTTPConn, *upstream.SSEConn, *upstream.Instance:
+		return !c.modern
+	}
+	return false
+}
+
+// RunsOnCaller implements router.CallerFleet: a client's request routed to a backend
+// whose connections answer on the caller (answersOnCaller) and whose timeout ends the
+// request within the transport's (within) may be forwarded on the request's goroutine.
+// It marks the entry so, for forward.
+func (f *Fleet) RunsOnCaller(_ *router.Session, x *transport.Exchange, within time.Duration) bool {
+	e, ok := x.Tag.(*entry)
+	if !ok || e.kind != clientRequest || e.backend.cfg.Timeout > within {
+		return false
+	}
+	for _, in := range e.backend.instances {
+		if c := in.conn.Load(); c != nil && !answersOnCaller(c) {
+			return false
+		}
+	}
+	e.inline = true
+	return true
 }
 
 // endCtx releases a forwarded request's context: its cancel function (2026-07-28) or

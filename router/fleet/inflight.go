@@ -100,6 +100,9 @@ type entry struct {
 	// request's stream is how that revision cancels a request (era.go).
 	stop func()
 
+	// inline: forward runs on the client request's own goroutine (Fleet.RunsOnCaller).
+	inline bool
+
 	// wait receives the raw response of an ownRequest; closed when none will come.
 	wait chan []byte
 
