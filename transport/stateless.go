@@ -221,34 +221,10 @@ func (s *HTTPServer) statelessRefused(ctx *fasthttp.RequestCtx) bool {
 	return true
 }
 
-// statelessOf is claimStateless of a post's scan alone (its caller moves to
-// claimStateless).
-func (s *HTTPServer) statelessOf(ctx *fasthttp.RequestCtx, in *inbound) bool {
-	if s.stateless == nil || len(ctx.Request.Header.Peek(HeaderSessionID)) > 0 {
-		return false
-	}
-	body := ctx.PostBody()
-	if codec.IsBatch(body) {
-		return false
-	}
-	if batch, err := in.split(body, s.cfg.MaxBatch); batch || err != nil {
-		return false
-	}
-	if _, invalid := in.scan(); invalid > 0 {
-		return false
-	}
-	m := &in.msgs[0]
-	if m.Kind != codec.KindRequest && m.Kind != codec.KindNotification {
-		return false
-	}
-	return s.stateless.Stateless(m, ctx.Request.Header.Peek(HeaderProtocolVersion))
-}
-
-// postStateless serves a stateless request scanned into p.in, whose post p is set up
-// but for its message.
+// postStateless serves a stateless request scanned into p.in, its headers read into p
+// (claimStateless), whose post p is set up but for its message.
 func (s *HTTPServer) postStateless(ctx *fasthttp.RequestCtx, p *httpPost, principal *auth.Principal) {
 	p.stateless = true
-	statelessHeaders(ctx, p)
 	hd := &p.shdr
 	c := &p.call
 	c.init(p, false)
