@@ -5,8 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/bytedance/sonic"
-
 	"github.com/mcprouter/mcprouter/transport"
 	"github.com/mcprouter/mcprouter/transport/auth"
 	"github.com/mcprouter/mcprouter/transport/logsafe"
@@ -35,9 +33,10 @@ type record struct {
 // their own: the one snapshot takes them all (initialize's and resources/subscribe's
 // under load).
 type saver struct {
-	mu      sync.Mutex
-	running bool // queued or being written
-	dirty   bool // changed since the running writer took its snapshot
+	mu       sync.Mutex
+	running  bool // queued or being written
+	dirty    bool // changed since the running writer took its snapshot
+	recorded bool // a record of the session has been written
 }
 
 // begin reports whether the caller must queue the session; false when it is queued or
@@ -74,8 +73,24 @@ func (v *saver) again() bool {
 	return false
 }
 
+// firstRecord reports whether no record of the session has been written yet.
+func (v *saver) firstRecord() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return !v.recorded
+}
+
+func (v *saver) wrote() {
+	v.mu.Lock()
+	v.recorded = true
+	v.mu.Unlock()
+}
+
 // save writes s's record as it is now, or deletes it once the session has ended for
-// its client (a session handed over by a shutdown keeps it, to carry on elsewhere).
+// its client. A session handed over by a shutdown keeps its record, to carry on
+// elsewhere, and gets its first one if it was still waiting for it (recordSettle): no
+// other instance can have carried it on without one. A record it had is not written
+// again: another instance may have carried the session on and written it since.
 // Only the session's writer calls it (one at a time: recordWriter), so that a delete
 // cannot be overtaken by a write.
 func (r *Router) save(s *Session) {
@@ -86,17 +101,18 @@ func (r *Router) save(s *Session) {
 	if t.Closed() {
 		if !t.HandedOver() {
 			r.cfg.Store.Delete(t.ID())
+			return
 		}
-		return
+		if !s.saves.firstRecord() {
+			return
+		}
 	}
 	rec := record{Version: s.version, Capabilities: s.clientCaps, ClientInfo: s.clientInfo, Principal: t.Principal().ID()}
 	if r.fleet != nil {
 		rec.Subs = r.fleet.SessionSubscriptions(s)
 	}
-	b, err := sonic.Marshal(rec)
-	if err != nil {
-		return
-	}
+	b := appendRecord(nil, &rec, r.shareClient(s))
+	var err error
 	// A store that is briefly unreachable (a NATS reconnect, a JetStream leader
 	// election) gets a few more tries.
 	for attempt := 0; attempt < 4; attempt++ {
@@ -104,10 +120,27 @@ func (r *Router) save(s *Session) {
 			time.Sleep(time.Duration(attempt) * 250 * time.Millisecond)
 		}
 		if err = r.cfg.Store.Save(t.ID(), b); err == nil {
+			s.saves.wrote()
 			return
 		}
 	}
 	r.log.Warn("cannot save session record", "session", logsafe.Session(t.ID()), "err", err)
+}
+
+// shareClient stores s's capabilities and clientInfo as a shared blob where the store
+// keeps blobs and takes this one, and returns the key the record refers to it by; ""
+// when the record is to carry them itself.
+func (r *Router) shareClient(s *Session) string {
+	blobs, ok := r.cfg.Store.(blobStore)
+	if !ok || len(s.clientCaps)+len(s.clientInfo) == 0 {
+		return ""
+	}
+	blob := appendClientBlob(make([]byte, 0, len(s.clientCaps)+len(s.clientInfo)+4), s.clientCaps, s.clientInfo)
+	key := blobKey(blob)
+	if !blobs.Share(key, blob) {
+		return ""
+	}
+	return key
 }
 
 // ResolveSession implements transport.SessionResolver: a session whose instance went
@@ -121,14 +154,16 @@ func (r *Router) ResolveSession(id string, p *auth.Principal) (string, transport
 	if !ok {
 		return "", nil, transport.ErrNoSession
 	}
-	var rec record
-	if err := sonic.Unmarshal(b, &rec); err != nil || rec.Version == "" {
+	blobs, _ := r.cfg.Store.(blobStore)
+	rec, err := decodeRecord(b, blobs)
+	if err != nil {
 		return "", nil, transport.ErrNoSession
 	}
 	if rec.Principal != p.ID() {
 		return "", nil, transport.ErrForeignSession
 	}
-	s := &Session{version: rec.Version, r: r, clientCaps: rec.Capabilities, clientInfo: rec.ClientInfo}
+	s := &Session{version: rec.Version, r: r}
+	s.keepClient(rec.Capabilities, rec.ClientInfo)
 	r.Stats.Adopted.Add(1)
 	if r.fleet != nil {
 		r.fleet.SessionOpened(s)

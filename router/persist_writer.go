@@ -2,6 +2,7 @@ package router
 
 import (
 	"sync"
+	"time"
 
 	"github.com/mcprouter/mcprouter/internal/ctxtime"
 )
@@ -17,6 +18,15 @@ import (
 // session.
 const recordWriters = 4
 
+// recordSettle is how long a session waits in the queue before its record is written:
+// a session that opens initializes, then opens its stream and subscribes within a few
+// round trips, and each step changed the record; written at once, it cost two or three
+// JetStream writes per session opened (and as many messages replaced in the NATS
+// server). Waiting lets the changes of the settle join one write. The price: a session
+// whose instance dies within recordSettle of a change is carried on without that change
+// (or, if it had no record yet, is unknown elsewhere and its client initializes again).
+const recordSettle = 500 * time.Millisecond
+
 // recordWriter is the queue of sessions whose record is to be written, and its writers:
 // at most recordWriters goroutines, started when work arrives and ended when none is
 // left, so that an idle router runs none. A session is in the queue at most once (its
@@ -27,9 +37,18 @@ type recordWriter struct {
 	ctxtime.Counter
 
 	mu      sync.Mutex
-	queue   []*Session // queue[head:] waits, oldest first
+	queue   []queued // queue[head:] waits, oldest first (so in the order they are due)
 	head    int
 	running int // writer goroutines
+
+	settle time.Duration // 0: recordSettle; tests change it before the first push
+	wake   chan struct{} // closed by flush: nothing waits for its settle any more
+}
+
+// queued is a session in the queue and when its record is due to be written.
+type queued struct {
+	s   *Session
+	due time.Time
 }
 
 // push queues s, whose saver has just begun, and starts a writer if fewer than
@@ -37,7 +56,7 @@ type recordWriter struct {
 func (w *recordWriter) push(r *Router, s *Session) {
 	w.Add()
 	w.mu.Lock()
-	w.queue = append(w.queue, s)
+	w.queue = append(w.queue, queued{s, w.due()})
 	start := w.running < recordWriters
 	if start {
 		w.running++
@@ -48,34 +67,83 @@ func (w *recordWriter) push(r *Router, s *Session) {
 	}
 }
 
-// next takes the oldest queued session; nil when none is left, and the writer that
-// asked then ends.
-func (w *recordWriter) next() *Session {
+// flush writes every queued record as soon as a writer takes it, without waiting for
+// its settle: the process is going (Router.Close), and the records are what lets its
+// sessions carry on elsewhere.
+func (w *recordWriter) flush() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.wake == nil {
+		w.wake = make(chan struct{})
+	}
+	select {
+	case <-w.wake:
+	default:
+		close(w.wake)
+	}
+}
+
+// wait waits until due, or until flush.
+func (w *recordWriter) wait(due time.Time) {
+	d := time.Until(due)
+	if d <= 0 {
+		return
+	}
+	w.mu.Lock()
+	if w.wake == nil {
+		w.wake = make(chan struct{})
+	}
+	wake := w.wake
+	w.mu.Unlock()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-wake:
+	}
+}
+
+// due is when a session queued now is to be written.
+func (w *recordWriter) due() time.Time {
+	if w.settle > 0 {
+		return time.Now().Add(w.settle)
+	}
+	return time.Now().Add(recordSettle)
+}
+
+// next takes the oldest queued session and when it is due; nil when none is left, and
+// the writer that asked then ends.
+func (w *recordWriter) next() (*Session, time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.head == len(w.queue) {
 		w.running--
 		// The queue's storage grew with the backlog; an empty queue gives it back.
 		w.queue, w.head = nil, 0
-		return nil
+		return nil, time.Time{}
 	}
-	s := w.queue[w.head]
-	w.queue[w.head] = nil
+	q := w.queue[w.head]
+	w.queue[w.head] = queued{}
 	w.head++
-	return s
+	return q.s, q.due
 }
 
 // requeue puts s back at the end of the queue: it changed while it was written. A
-// session changing again and again thus waits its turn behind the others.
+// session changing again and again thus waits its turn behind the others, and settles
+// again (a session that subscribes while its first record is written).
 func (w *recordWriter) requeue(s *Session) {
 	w.mu.Lock()
-	w.queue = append(w.queue, s)
+	w.queue = append(w.queue, queued{s, w.due()})
 	w.mu.Unlock()
 }
 
-// run is one writer: it writes the queued sessions' records until none is left.
+// run is one writer: it writes the queued sessions' records until none is left, each
+// once it is due. The queue is in the order the sessions are due (each waits the same
+// settle from when it was queued), so a writer waiting for its session's turn holds
+// back none that is due before it; the other writers take those after it.
 func (w *recordWriter) run(r *Router) {
-	for s := w.next(); s != nil; s = w.next() {
+	for s, due := w.next(); s != nil; s, due = w.next() {
+		w.wait(due)
 		s.saves.take()
 		r.save(s)
 		if s.saves.again() {

@@ -17,7 +17,8 @@ import (
 // SessionStore keeps client session records in the P_sessions bucket, so that a session
 // outlives the router instance that created it. Records expire ttl after their last write.
 type SessionStore struct {
-	kv      jetstream.KeyValue
+	kv jetstream.KeyValue
+	*clientBlobs
 	timeout time.Duration
 	// marker is the TTL of the marker Delete leaves (0: the bucket's own TTL).
 	marker time.Duration
@@ -66,7 +67,9 @@ func (b *Bus) Sessions(ttl time.Duration) (*SessionStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &SessionStore{kv: kv, timeout: 5 * time.Second, marker: marker}, nil
+	s := &SessionStore{kv: kv, timeout: 5 * time.Second, marker: marker}
+	s.clientBlobs = b.openClientBlobs(ctx, ttl, storage, func() { s.Errors.Add(1) })
+	return s, nil
 }
 
 // Save writes a session's record.
