@@ -137,6 +137,7 @@ func (r *Router) Close(ctx context.Context) error {
 	err := r.disp.Close(ctx)
 	// Session records being written must land before the process goes: they are what
 	// lets the sessions carry on elsewhere.
+	r.saving.flush()
 	select {
 	case <-r.saving.Zero():
 	case <-ctx.Done():
