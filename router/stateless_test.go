@@ -3,6 +3,7 @@ package router
 import (
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/router/modern"
@@ -215,5 +216,13 @@ func TestStatelessSession(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestStatelessCallSize: the one allocation of a stateless request stays in the 144-byte
+// size class (statelessInline); a field more puts every request in the next.
+func TestStatelessCallSize(t *testing.T) {
+	if n := unsafe.Sizeof(statelessCall{}); n > 144 {
+		t.Errorf("statelessCall is %d bytes, more than 144", n)
 	}
 }
