@@ -1,8 +1,11 @@
 package fleet
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/transport/upstream"
@@ -22,16 +25,40 @@ import (
 //     or idempotentHint (catalog_hints.go), and only while no message of the backend's
 //     about it has come (entry.heard: its client may have heard of it).
 //
-// Once, never on a client's own upstream session (its state lives on that instance
-// alone), and only to a replica of the same era (the bytes were built for it).
+// Once, never on a 2025 client's own upstream session (its state lives on that instance
+// alone), and only to a replica of the same era (the bytes were built for it). The
+// session it goes on there speaks for the same clients as the one it left (sessionLike):
+// another replica's shared session for a shared one; for a 2026-07-28 client's session
+// by declared capabilities, or its principal's, that replica's session declaring the
+// same capabilities (for the same principal), opened on demand under the same bounds.
+// Never the shared session in their stead: it declares the router's capabilities, and
+// the second replica would judge the client by capabilities it never declared
+// (sessions_caps.go). When no such session can be had, the request fails and the error
+// says why.
 
 // resendBuilding finds where request id, whose send on c failed with err, goes next:
 // the connection of another replica it was moved to, or nil and the error to answer
 // with (err, saying why it was not sent again when the request may have run). build,
 // when set, is called with the entry and the connection it moves to while it moves
 // (under its shard's lock): the last moment its exchange may be read, to build the
-// bytes sent again when the caller no longer has them.
+// bytes sent again when the caller no longer has them. It may wait, within the
+// request's deadline, for the session on the other replica to open: forward calls it
+// on a dispatcher worker, where the request's first session was opened too.
 func (fw *forwarder) resendBuilding(b *backend, c *upConn, id uint64, err error, build func(e *entry, to *upConn)) (*upConn, error) {
+	return fw.resend(b, c, id, err, build, func(in *instance) (*upConn, error) {
+		dl := fw.table.sentDeadline(id, c)
+		if dl == 0 {
+			return nil, nil // settled meanwhile
+		}
+		ctx, cancel := context.WithDeadline(fw.life.ctx, time.Unix(0, dl))
+		defer cancel()
+		return fw.sessions.sessionLike(ctx, c, in)
+	})
+}
+
+// resend is resendBuilding with the session on the other replica found by to (which
+// returns nil and no error when there is none to move to).
+func (fw *forwarder) resend(b *backend, c *upConn, id uint64, err error, build func(e *entry, to *upConn), to func(in *instance) (*upConn, error)) (*upConn, error) {
 	// Lost before down: a request lost on a replica that died (failover's error wraps
 	// the child's exit, a down error) was sent, and may have run.
 	lost := errors.Is(err, upstream.ErrNoResponse)
@@ -39,19 +66,21 @@ func (fw *forwarder) resendBuilding(b *backend, c *upConn, id uint64, err error,
 	if !down && !lost {
 		return nil, err
 	}
-	if b.cfg.PerClient || c.owner != nil {
+	if c.owner != nil && !c.owner.Stateless() || b.cfg.PerClient && c.owner == nil {
 		return nil, mayHaveRun(err, lost, "the client's own upstream session lives on that instance")
 	}
 	if down {
 		c.inst.healthy.Store(false)
 	}
-	var c2 *upConn
-	if in := b.pickOther(c.inst); in != nil {
-		if c2 = in.conn.Load(); c2 != nil && c2.modern != c.modern {
-			c2 = nil
-		}
+	in := b.pickOther(c.inst)
+	if in == nil {
+		return nil, mayHaveRun(err, lost, "no other replica is available")
 	}
-	if c2 == nil {
+	c2, oerr := to(in)
+	if oerr != nil {
+		return nil, noLike(err, lost, in, oerr)
+	}
+	if c2 == nil || c2.modern != c.modern {
 		return nil, mayHaveRun(err, lost, "no other replica is available")
 	}
 	why := ""
@@ -71,6 +100,25 @@ func (fw *forwarder) resendBuilding(b *backend, c *upConn, id uint64, err error,
 	}
 	fw.stats.Failovers.Add(1)
 	return c2, nil
+}
+
+// noLike is the error of a request that failed with err and found no session like
+// its own on replica in (sessionLike failed with why).
+func noLike(err error, lost bool, in *instance, why error) error {
+	return mayHaveRun(fmt.Errorf("%w (and replica %s could not open a session declaring the client's capabilities: %w)", err, in.dialer.Addr, why),
+		lost, "no other replica had a session for it")
+}
+
+// sentDeadline returns the deadline of client request id sent on c, 0 once it is
+// settled or moved.
+func (t *table) sentDeadline(id uint64, c *upConn) int64 {
+	sh := t.shard(id)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if e := sh.m[id]; e != nil && e.state == stateSent && e.kind == clientRequest && e.conn == c {
+		return e.deadline
+	}
+	return 0
 }
 
 // whyNotRepeat says why sent request e, which the backend may have run, must not be

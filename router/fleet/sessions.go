@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcprouter/mcprouter/router"
+	"github.com/mcprouter/mcprouter/transport/upstream"
 )
 
 // sessions is the part that owns the fleet's state of each client session
@@ -305,13 +306,30 @@ func (ss *sessions) openSlotted(ctx context.Context, in *instance, owner *router
 }
 
 // upstreamFor returns the upstream session to send e on: a healthy instance's shared
-// session, or the client's own session with that instance (opened on first use).
+// session, or a session of that instance opened for some clients (the client's own, a
+// 2026-07-28 principal's, one declaring a 2026 client's capabilities) on first use.
+// When the instance refuses to open it (down, and its health check has not seen it
+// yet), nothing has been sent: the request goes to another replica, on the same kind of
+// session opened there, never on the shared one in its stead (sessions_caps.go).
 func (ss *sessions) upstreamFor(e *entry) (*upConn, error) {
 	b := e.backend
 	in := b.pick()
 	if in == nil {
 		return nil, errors.New("no healthy instance")
 	}
+	c, err := ss.upstreamOn(e, in)
+	if err != nil && errors.Is(err, upstream.ErrBackendDown) {
+		in.healthy.Store(false)
+		if in2 := b.pickOther(in); in2 != nil {
+			return ss.upstreamOn(e, in2)
+		}
+	}
+	return c, err
+}
+
+// upstreamOn is upstreamFor on instance in.
+func (ss *sessions) upstreamOn(e *entry, in *instance) (*upConn, error) {
+	b := e.backend
 	if !b.cfg.PerClient {
 		c := in.conn.Load()
 		if c == nil {

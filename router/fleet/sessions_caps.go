@@ -40,8 +40,8 @@ import (
 // Bounds: at most maxCapsSessions sets per instance (clients of one kind declare the
 // same, so a handful is the rule), each session taking a slot of the cap every
 // per-client session shares (Config.MaxUpstreamSessions). Past maxCapsSessions the set
-// used least recently with nothing in flight is closed for the new one (LRU); with
-// none idle the request is refused as overloaded. A set unused for its backend's
+// used least recently with nothing in flight, and unused for evictAfter, is closed for
+// the new one (LRU); with none idle the request is refused as overloaded. A set unused for its backend's
 // SessionIdle is closed by the reaper (sessions_principal.go); removing the backend
 // (dropScoped) and the fleet's close close them all.
 //
@@ -252,12 +252,65 @@ func (ss *sessions) openCaps(ctx context.Context, in *instance, key string) (*up
 	}
 }
 
-// lruLocked returns the open session of set used least recently with nothing in busy,
-// nil if every one is busy or opening; the caller holds the registry's lock.
+// sessionLike returns instance in's upstream session that speaks for the clients c
+// speaks for, opening it within ctx as their own requests would (with its bounds):
+// where a request that failed on c goes on another replica (forward_retry.go). That is
+// in's shared session for a shared c; for a session by declared capabilities, in's
+// session declaring the same; for a principal's, that principal's session with in
+// (sessions_principal.go). Never in's shared session for a 2026-07-28 client's: it
+// declares the router's capabilities. A 2026 instance (modern) has no such sessions:
+// its shared one, which carries each request's own capabilities, is returned, for the
+// caller to judge. nil for a 2025 client's own session, which has no like elsewhere.
+func (ss *sessions) sessionLike(ctx context.Context, c *upConn, in *instance) (*upConn, error) {
+	shared := in.conn.Load()
+	switch {
+	case !c.scoped() || shared != nil && shared.modern:
+		return shared, nil
+	case c.owner == nil:
+		return ss.openCaps(ctx, in, string(c.caps))
+	case c.owner.Stateless():
+		return ss.principalConn(ctx, principalID(c.owner), c.owner, in)
+	}
+	return nil, nil
+}
+
+// openLike is sessionLike without the wait: the session when it is open, else nil
+// (for failover, on a connection's reader, which must not block).
+func (ss *sessions) openLike(c *upConn, in *instance) *upConn {
+	shared := in.conn.Load()
+	var c2 *upConn
+	switch {
+	case !c.scoped() || shared != nil && shared.modern:
+		return shared
+	case c.owner == nil:
+		cs := &ss.caps
+		cs.mu.Lock()
+		if cc := cs.m[in][string(c.caps)]; cc != nil && cc.c != nil {
+			c2 = cc.c
+			cc.last.Store(time.Now().UnixNano())
+		}
+		cs.mu.Unlock()
+	case c.owner.Stateless():
+		c2 = ss.principalOpen(principalID(c.owner), in)
+	}
+	if c2 != nil && c2.dead() {
+		return nil
+	}
+	return c2
+}
+
+// lruLocked returns the open session of set used least recently with nothing in busy
+// and unused for evictAfter, nil if every one is busy, opening or in use lately; the
+// caller holds the registry's lock. A session handed to a request (capsConn) is not in
+// busy until the request is sent on it, which may wait up to a second for a slot of
+// the backend's: closed then, it would fail a request that never left (as a
+// principal's, sessions_principal.go).
 func (cs *capsSessions) lruLocked(set map[string]*capsConn, busy map[*upConn]bool) *capsConn {
 	var found *capsConn
+	before := time.Now().Add(-evictAfter).UnixNano()
 	for _, cc := range set {
-		if cc.c == nil || busy[cc.c] || (found != nil && cc.last.Load() >= found.last.Load()) {
+		last := cc.last.Load()
+		if cc.c == nil || busy[cc.c] || last >= before || (found != nil && last >= found.last.Load()) {
 			continue
 		}
 		found = cc

@@ -100,6 +100,23 @@ func (ss *sessions) principalConn(ctx context.Context, id string, owner *router.
 	}
 }
 
+// principalOpen returns principal id's open upstream session with instance in, nil if
+// it has none (or the principal is not held), marking the principal used: a lookup
+// that never opens (sessions_caps.go, openLike).
+func (ss *sessions) principalOpen(id string, in *instance) *upConn {
+	p := &ss.principals
+	p.mu.Lock()
+	ps := p.m[id]
+	if ps != nil {
+		ps.last.Store(time.Now().UnixNano())
+	}
+	p.mu.Unlock()
+	if ps == nil {
+		return nil
+	}
+	return ps.st.conn(in)
+}
+
 // principal finds or makes the state of principal id, marking it used now. A new one
 // past the cap takes the place of the principal idle the longest, or is refused.
 func (ss *sessions) principal(id string, owner *router.Session) (*principalState, error) {

@@ -1,0 +1,240 @@
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcprouter/mcprouter/internal/testwait"
+	"github.com/mcprouter/mcprouter/router"
+	"github.com/mcprouter/mcprouter/transport"
+	"github.com/mcprouter/mcprouter/transport/upstream"
+)
+
+// declaredElicitation is what the 2026-07-28 client of these tests declares: elicitation
+// alone, where the router's shared sessions declare elicitation, roots and sampling.
+const declaredElicitation = `{"elicitation":{}}`
+
+// capsReplica is one replica of a real 2025 backend (the Go SDK's server on loopback,
+// Streamable HTTP with JSON replies or legacy HTTP+SSE), whose read-only tool who
+// reports to seen the replica and the capabilities its session's client declared in
+// initialize, and answers with the replica's number; while hang is set, the first
+// call blocks until its connection goes.
+type capsReplica struct {
+	n    int
+	url  string
+	hs   *http.Server
+	seen chan<- capsSeen
+	hang *atomic.Bool
+}
+
+// capsSeen is one tools/call a replica got: where, and on what session.
+type capsSeen struct {
+	replica int
+	caps    *mcp.ClientCapabilities
+}
+
+// startCapsReplica serves replica n until the test ends (or kill).
+func startCapsReplica(t *testing.T, n int, legacy bool, seen chan<- capsSeen, hang *atomic.Bool) *capsReplica {
+	t.Helper()
+	r := &capsReplica{n: n, seen: seen, hang: hang}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "replica", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "who", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
+			var caps *mcp.ClientCapabilities
+			if p := req.Session.InitializeParams(); p != nil {
+				caps = p.Capabilities
+			}
+			r.seen <- capsSeen{replica: n, caps: caps}
+			if r.hang.CompareAndSwap(true, false) {
+				<-ctx.Done() // the replica is killed under it
+				return nil, nil, ctx.Err()
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "replica " + strconv.Itoa(n)}}}, nil, nil
+		})
+	get := func(*http.Request) *mcp.Server { return srv }
+	var h http.Handler = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{JSONResponse: true})
+	if legacy {
+		h = mcp.NewSSEHandler(get, nil)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.url = "http://" + l.Addr().String() + "/mcp"
+	r.hs = &http.Server{Handler: h}
+	go r.hs.Serve(l)
+	t.Cleanup(r.kill)
+	return r
+}
+
+// kill closes the replica's listener and every connection at once, as a replica whose
+// process is killed loses them.
+func (r *capsReplica) kill() { r.hs.Close() }
+
+// capsPair is a router in front of backend "a" of two capsReplicas.
+type capsPair struct {
+	f     *Fleet
+	r     *router.Router
+	reps  [2]*capsReplica
+	seen  chan capsSeen
+	hang  atomic.Bool
+	later []func()
+}
+
+// startCapsPair starts the two replicas and a fleet and router in front of them; the
+// backend's sessions are per client when perClient.
+func startCapsPair(t *testing.T, legacy, perClient bool) *capsPair {
+	t.Helper()
+	p := &capsPair{seen: make(chan capsSeen, 8)}
+	var dialers []Dialer
+	for i := range p.reps {
+		rep := startCapsReplica(t, i, legacy, p.seen, &p.hang)
+		p.reps[i] = rep
+		dialers = append(dialers, Dialer{Addr: rep.url, Dial: func(ctx context.Context, sink upstream.Sink) (upstream.Conn, error) {
+			if legacy {
+				return upstream.DialSSE(ctx, rep.url, upstream.HTTPOptions{Name: "a"}, sink)
+			}
+			return upstream.DialHTTP(ctx, rep.url, upstream.HTTPOptions{Name: "a"}, sink)
+		}})
+	}
+	log := slog.New(slog.DiscardHandler)
+	p.f = New(Config{Logger: log, HealthInterval: time.Hour, Backends: []BackendConfig{{
+		Name: "a", Timeout: 20 * time.Second, Era: Era2025, PerClient: perClient, Dialers: dialers,
+	}}})
+	p.f.Start(10 * time.Second)
+	var err error
+	if p.r, err = router.New(router.Config{Fleet: p.f, Stateless: router.StatelessOn, Logger: log}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.r.Close(context.Background()) })
+	t.Cleanup(p.f.Close)
+	testwait.For(t, "both replicas usable", 10*time.Second, func() bool {
+		in := p.f.set.all()[0].instances
+		return in[0].usable() && in[1].usable()
+	})
+	return p
+}
+
+// call sends a 2026-07-28 tools/call of who from a client declaring
+// declaredElicitation, and returns the client that reads its answer.
+func (p *capsPair) call(t *testing.T) *statusClient {
+	t.Helper()
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"who","arguments":{},` +
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + declaredElicitation + `}}}`
+	c := &statusClient{reply: make(chan statusReply, 1)}
+	if _, err := transport.ServeRelayed(p.r, []byte(body), nil, c); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// answer reads c's answer: the text of its result, or fails the test on an error.
+func (p *capsPair) answer(t *testing.T, c *statusClient) string {
+	t.Helper()
+	r := testwait.Recv(t, "the answer", 30*time.Second, c.reply)
+	var a struct {
+		Result struct{ Content []struct{ Text string } }
+		Error  *struct {
+			Code    int
+			Message string
+		}
+	}
+	if err := json.Unmarshal(r.msg, &a); err != nil || a.Error != nil || len(a.Result.Content) != 1 {
+		t.Fatalf("answer %s (%v), want one text", r.msg, err)
+	}
+	return a.Result.Content[0].Text
+}
+
+// got reads the next call a replica got and checks that the session it came on was
+// initialized with exactly what the client declared: elicitation, and neither roots
+// nor sampling, which the router's shared session declares.
+func (p *capsPair) got(t *testing.T, what string) int {
+	t.Helper()
+	s := testwait.Recv(t, what, 30*time.Second, p.seen)
+	if c := s.caps; c == nil || c.Elicitation == nil || c.Sampling != nil || c.RootsV2 != nil {
+		raw, _ := json.Marshal(s.caps)
+		t.Fatalf("%s: replica %d got the call on a session that declared %s, want %s", what, s.replica, raw, declaredElicitation)
+	}
+	return s.replica
+}
+
+// TestCapsFailoverLost: a 2026-07-28 client's call in front of a shared (or per-client)
+// 2025 backend runs on a session declaring the client's capabilities (or its
+// principal's); its replica is killed under it, before any byte of the answer; the call
+// (a read-only tool) goes to the other replica on a session declaring the same
+// capabilities, opened there for it, never on that replica's shared session, which
+// declares the router's. Over Streamable HTTP the lost exchange's Send sees it
+// (forward_retry.go); over legacy HTTP+SSE the dropped stream does (forward_failover.go,
+// through a stand-in while the session opens).
+func TestCapsFailoverLost(t *testing.T) {
+	for _, tc := range []struct {
+		name              string
+		legacy, perClient bool
+	}{
+		{"http/caps", false, false},
+		{"http/principal", false, true},
+		{"sse/caps", true, false},
+		{"sse/principal", true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := startCapsPair(t, tc.legacy, tc.perClient)
+			p.hang.Store(true)
+			c := p.call(t)
+			first := p.got(t, "the call")
+			p.reps[first].kill()
+			second := p.got(t, "the call sent again")
+			if second == first {
+				t.Fatalf("the call was sent again to replica %d, which was killed", first)
+			}
+			if text := p.answer(t, c); text != "replica "+strconv.Itoa(second) {
+				t.Fatalf("answer %q, want replica %d's", text, second)
+			}
+			if n := p.f.Stats.Failovers.Load(); n != 1 {
+				t.Fatalf("Failovers = %d, want 1", n)
+			}
+			select {
+			case s := <-p.seen:
+				t.Fatalf("replica %d got the call once more", s.replica)
+			default:
+			}
+		})
+	}
+}
+
+// TestCapsFailoverDown: the replica holding a 2026-07-28 client's session by declared
+// capabilities (or its principal's) is killed, and the client's next call is routed
+// there before the health check has seen it: refused, it goes to the other replica on
+// a session declaring the client's capabilities, opened there for it.
+func TestCapsFailoverDown(t *testing.T) {
+	for _, perClient := range []bool{false, true} {
+		t.Run("perClient="+strconv.FormatBool(perClient), func(t *testing.T) {
+			p := startCapsPair(t, false, perClient)
+			c := p.call(t)
+			first := p.got(t, "the first call")
+			p.answer(t, c)
+			p.reps[first].kill()
+			// pick prefers the less loaded of two: the next call goes to the killed one.
+			other := p.f.set.all()[0].instances[1-first]
+			other.outstanding.Add(1 << 20)
+			c = p.call(t)
+			second := p.got(t, "the call after the kill")
+			other.outstanding.Add(-(1 << 20))
+			if second == first {
+				t.Fatalf("replica %d answered after it was killed", first)
+			}
+			if text := p.answer(t, c); text != "replica "+strconv.Itoa(second) {
+				t.Fatalf("answer %q, want replica %d's", text, second)
+			}
+			t.Logf("failovers: %d", p.f.Stats.Failovers.Load())
+		})
+	}
+}
