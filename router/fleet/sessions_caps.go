@@ -41,9 +41,31 @@ import (
 // same, so a handful is the rule), each session taking a slot of the cap every
 // per-client session shares (Config.MaxUpstreamSessions). Past maxCapsSessions the set
 // used least recently with nothing in flight, and unused for evictAfter, is closed for
-// the new one (LRU); with none idle the request is refused as overloaded. A set unused for its backend's
-// SessionIdle is closed by the reaper (sessions_principal.go); removing the backend
-// (dropScoped) and the fleet's close close them all.
+// the new one (LRU); with none idle the request is refused as overloaded. A set unused
+// for its backend's SessionIdle is closed by the reaper (sessions_principal.go);
+// removing the backend (dropScoped) and the fleet's close close them all.
+//
+// Across replicas: such a session belongs to one instance of the backend, and a request
+// that leaves it for another replica never goes on that replica's shared session, which
+// would have the backend judge the client by the router's capabilities. Every way out
+// lands on a session of the other replica declaring the same capabilities (for a
+// principal's, that principal's session there), opened on demand under the bounds
+// above, or fails saying why none could be had:
+//   - a request lost or refused on it (a replica killed, its connections dropped, an
+//     HTTP 5xx): sent again where forward_retry.go allows (sessionLike), after the
+//     session there is opened within the request's deadline; when the replica's
+//     answers come apart from sends (stdio, legacy SSE), failover holds the requests
+//     on a stand-in while its goroutine opens it (forward_failover.go);
+//   - an instance down before its health check saw it, found when opening the session:
+//     the request goes to another replica and opens its session there (upstreamFor);
+//   - an instance ejected by health checks, or a session found dead: the next request
+//     is routed to a usable instance and opens its session there, as the first did;
+//   - a replica that restarted and forgot the session: the connection renews it by
+//     replaying its initialize, which declares the same capabilities;
+//   - a backend removed by Reconfigure: its calls in flight drain, then its sessions
+//     close with it (dropScoped); there is no other replica to go to;
+//   - a set evicted for another (LRU): only a set with nothing in flight and unused for
+//     evictAfter, so that no request handed its session is left without it.
 //
 // Who calls it: forwarding (sessions.upstreamFor) on dispatcher workers, the reaper,
 // the fleet's close. Its lock guards the registry; no I/O under it.

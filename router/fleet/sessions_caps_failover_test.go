@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -42,8 +43,9 @@ type capsSeen struct {
 	caps    *mcp.ClientCapabilities
 }
 
-// startCapsReplica serves replica n until the test ends (or kill).
-func startCapsReplica(t *testing.T, n int, legacy bool, seen chan<- capsSeen, hang *atomic.Bool) *capsReplica {
+// startCapsReplica serves replica n on addr (host:port, "" for any port) until the
+// test ends (or kill).
+func startCapsReplica(t *testing.T, n int, addr string, legacy bool, seen chan<- capsSeen, hang *atomic.Bool) *capsReplica {
 	t.Helper()
 	r := &capsReplica{n: n, seen: seen, hang: hang}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "replica", Version: "1"}, nil)
@@ -65,7 +67,10 @@ func startCapsReplica(t *testing.T, n int, legacy bool, seen chan<- capsSeen, ha
 	if legacy {
 		h = mcp.NewSSEHandler(get, nil)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +102,7 @@ func startCapsPair(t *testing.T, legacy, perClient bool) *capsPair {
 	p := &capsPair{seen: make(chan capsSeen, 8)}
 	var dialers []Dialer
 	for i := range p.reps {
-		rep := startCapsReplica(t, i, legacy, p.seen, &p.hang)
+		rep := startCapsReplica(t, i, "", legacy, p.seen, &p.hang)
 		p.reps[i] = rep
 		dialers = append(dialers, Dialer{Addr: rep.url, Dial: func(ctx context.Context, sink upstream.Sink) (upstream.Conn, error) {
 			if legacy {
@@ -235,6 +240,40 @@ func TestCapsFailoverDown(t *testing.T) {
 				t.Fatalf("answer %q, want replica %d's", text, second)
 			}
 			t.Logf("failovers: %d", p.f.Stats.Failovers.Load())
+		})
+	}
+}
+
+// TestCapsSessionRenewed: the replica holding a 2026-07-28 client's session by declared
+// capabilities (or its principal's) restarts and forgets its sessions; the client's
+// next call there renews the session by replaying its initialize, which declares the
+// client's capabilities again, not the router's.
+func TestCapsSessionRenewed(t *testing.T) {
+	for _, perClient := range []bool{false, true} {
+		t.Run("perClient="+strconv.FormatBool(perClient), func(t *testing.T) {
+			p := startCapsPair(t, false, perClient)
+			c := p.call(t)
+			first := p.got(t, "the first call")
+			p.answer(t, c)
+			old := p.reps[first]
+			old.kill()
+			p.reps[first] = startCapsReplica(t, first, strings.TrimSuffix(strings.TrimPrefix(old.url, "http://"), "/mcp"), false, p.seen, &p.hang)
+			// Each upstream session's GET stream drops with the old process; the new
+			// one does not know the session, which is renewed: the shared one and the
+			// client's.
+			in := p.f.set.all()[0].instances[first]
+			testwait.For(t, "both sessions with the restarted replica renewed", 20*time.Second, func() bool { return in.Renewed.Load() >= 2 })
+			other := p.f.set.all()[0].instances[1-first]
+			other.outstanding.Add(1 << 20)
+			c = p.call(t)
+			second := p.got(t, "the call after the restart")
+			other.outstanding.Add(-(1 << 20))
+			if text := p.answer(t, c); text != "replica "+strconv.Itoa(second) {
+				t.Fatalf("answer %q, want replica %d's", text, second)
+			}
+			if second != first {
+				t.Fatalf("replica %d answered, want the restarted one, %d", second, first)
+			}
 		})
 	}
 }
