@@ -78,7 +78,7 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 	reqLog := logsafe.LimitWarnings(log, 10, 50)
 	a.reqLog = reqLog
 	rc := router.Config{
-		Name: "mcprouter", Version: Version, Logger: reqLog, Stateless: cfg.Stateless,
+		Name: "mcprouter", Version: Version, Logger: reqLog, Stateless: cfg.Stateless, RunOnCaller: true,
 		Workers: workers.Config{Shards: cfg.Workers.Shards, QueueDepth: cfg.Workers.QueueDepth, PoolSize: cfg.Workers.PoolSize},
 	}
 	bus, err := natsbus.Start(cfg.NATS, log)
