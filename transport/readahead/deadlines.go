@@ -31,6 +31,7 @@ type Deadlines struct {
 	want    [2]time.Time // by Read, Write
 	set     [2]time.Time // what the runtime has
 	waiting [2]bool      // an operation is waiting, or about to
+	bound   [2]time.Time // an earlier end for the current wait (BeforeWaitUntil); zero: none
 }
 
 // Read and Write name the deadline an operation concerns.
@@ -75,10 +76,23 @@ func (d *Deadlines) BeforeWait(k int) error {
 	return d.applyLocked(k)
 }
 
-// Woke ends what BeforeWait began.
+// BeforeWaitUntil is BeforeWait for a wait that must also end at bound, if that comes
+// before the deadline: the runtime then reports the deadline passed, and Stale (after
+// Woke) tells the caller to try again under the real one. The bound covers this wait
+// only.
+func (d *Deadlines) BeforeWaitUntil(k int, bound time.Time) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.waiting[k] = true
+	d.bound[k] = bound
+	return d.applyLocked(k)
+}
+
+// Woke ends what BeforeWait or BeforeWaitUntil began.
 func (d *Deadlines) Woke(k int) {
 	d.mu.Lock()
 	d.waiting[k] = false
+	d.bound[k] = time.Time{}
 	d.mu.Unlock()
 }
 
@@ -98,24 +112,35 @@ func (d *Deadlines) Stale(k int, err error) bool {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.want[k].Equal(d.set[k]) {
+	if d.target(k).Equal(d.set[k]) {
 		return false
 	}
 	return d.applyLocked(k) == nil
 }
 
+// target is the deadline the runtime should have for k: the one wanted, or the current
+// wait's bound if that comes first.
+func (d *Deadlines) target(k int) time.Time {
+	t, b := d.want[k], d.bound[k]
+	if !b.IsZero() && (t.IsZero() || b.Before(t)) {
+		return b
+	}
+	return t
+}
+
 func (d *Deadlines) applyLocked(k int) error {
-	if d.want[k].Equal(d.set[k]) {
+	t := d.target(k)
+	if t.Equal(d.set[k]) {
 		return nil
 	}
 	var err error
 	if k == Read {
-		err = d.c.SetReadDeadline(d.want[k])
+		err = d.c.SetReadDeadline(t)
 	} else {
-		err = d.c.SetWriteDeadline(d.want[k])
+		err = d.c.SetWriteDeadline(t)
 	}
 	if err == nil {
-		d.set[k] = d.want[k]
+		d.set[k] = t
 	}
 	return err
 }

@@ -23,7 +23,7 @@ func wrap(c net.Conn) net.Conn {
 	w := &conn{Conn: c}
 	w.dl.Init(c)
 	r := &fdIO{rc: rc, dl: &w.dl}
-	r.tryR, r.tryW = r.tryRead, r.tryWrite
+	r.tryR, r.tryW, r.sendR = r.tryRead, r.tryWrite, r.sendHeld
 	w.raw = r
 	return w
 }
@@ -34,14 +34,30 @@ func wrap(c net.Conn) net.Conn {
 // bound once per connection and an attempt's outcome is kept in fields, so that an
 // operation allocates nothing (a closure per call would escape into RawConn).
 type fdIO struct {
-	rc         syscall.RawConn
-	dl         *Deadlines
-	tryR, tryW func(fd uintptr) bool
+	rc                syscall.RawConn
+	dl                *Deadlines
+	tryR, tryW, sendR func(fd uintptr) bool
 	// The last read attempt's outcome: the buffer it filled (nil when none), the
-	// count and the error of read(2).
-	b   *[]byte
-	n   int
-	err error
+	// count and the error of read(2), or of the held reply's write(2) when
+	// sendFailed.
+	b          *[]byte
+	n          int
+	err        error
+	sendFailed bool
+	// The held reply (hold_unix.go), under hmu: armed, the writes up to the next read
+	// are held (the last one that fits, in held[:heldN]); noHold, the client was seen
+	// to send before it had its reply, so nothing is held any more.
+	hmu           sync.Mutex
+	armed, noHold bool
+	held          *[]byte
+	heldN         int
+	// The read that sent the held reply: the part the socket did not take
+	// (rest[restOff:restN]); bounded, its wait ended at heldWaitBound;
+	// afterBound, the attempt after that bound, which tells whether bytes were
+	// waiting.
+	rest                *[]byte
+	restOff, restN      int
+	bounded, afterBound bool
 	// waited: an attempt handed a deadline over (Deadlines.BeforeWait), so Woke must
 	// follow; rwaited for the read, wwaited for the write.
 	rwaited, wwaited bool
@@ -54,14 +70,32 @@ type fdIO struct {
 }
 
 func (r *fdIO) readInto() (*[]byte, int, error) {
-	err := r.rc.Read(r.tryR)
+	err := r.rc.Read(r.sendR) // a held reply goes out first
 	r.wokeRead()
-	for err != nil && r.dl.Stale(Read, err) {
-		err = r.rc.Read(r.tryR)
+	for {
+		if r.rest != nil {
+			// The socket took part of the held reply: the rest under the write
+			// deadline, then the read.
+			if err := r.sendRest(); err != nil {
+				return nil, 0, err
+			}
+			err = r.rc.Read(r.tryR)
+			r.wokeRead()
+			continue
+		}
+		if err == nil || !r.dl.Stale(Read, err) {
+			break
+		}
+		// The runtime refused the read before any attempt (a deadline it had that
+		// passed: the last wait's bound, most often), or the wait that skipped its
+		// read reached its bound: a reply still held goes out with this attempt.
+		r.afterBound, r.bounded = r.bounded, false
+		err = r.rc.Read(r.sendR)
 		r.wokeRead()
 	}
-	b, n, rerr := r.b, r.n, r.err
-	r.b, r.err = nil, nil
+	r.bounded, r.afterBound = false, false
+	b, n, rerr, sendFailed := r.b, r.n, r.err, r.sendFailed
+	r.b, r.err, r.sendFailed = nil, nil, false
 	if err == nil && rerr == nil && n > 0 {
 		return b, n, nil
 	}
@@ -71,6 +105,8 @@ func (r *fdIO) readInto() (*[]byte, int, error) {
 	switch {
 	case err != nil:
 		return nil, 0, err // deadline, closed: already a *net.OpError
+	case sendFailed:
+		return nil, 0, os.NewSyscallError("write", rerr)
 	case rerr != nil:
 		return nil, 0, os.NewSyscallError("read", rerr)
 	}
@@ -85,6 +121,16 @@ func (r *fdIO) tryRead(fd uintptr) bool {
 		r.n, r.err = RawRead(int(fd), *b)
 		if r.err != syscall.EINTR {
 			break
+		}
+	}
+	if r.afterBound {
+		// A wait that skipped its read reached its bound: bytes found at once had
+		// arrived before the reply went out (a pipelining or half-closing client).
+		r.afterBound = false
+		if r.err != syscall.EAGAIN {
+			r.hmu.Lock()
+			r.noHold = true
+			r.hmu.Unlock()
 		}
 	}
 	if r.err == syscall.EAGAIN {

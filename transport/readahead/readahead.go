@@ -11,7 +11,9 @@
 //
 // The same connections keep their deadlines until an operation has to wait
 // (Deadlines): fasthttp sets three or four per request, and a request that is in the
-// socket already and a response that fits in its buffer never wait.
+// socket already and a response that fits in its buffer never wait. And a complete
+// reply may be held and sent from the read of the next request (ReplyHolder), which
+// then skips a read(2) that could only find nothing.
 package readahead
 
 import (
@@ -68,12 +70,23 @@ type rawIO interface {
 	readInto() (b *[]byte, n int, err error)
 	// write writes b whole, as net.Conn's Write.
 	write(b []byte) (int, error)
+	// The held reply (ReplyHolder): holdReply arms it; writeOut is Write, holding
+	// what belongs to an armed reply; readInto sends what is held first; flushHeld
+	// sends it now, disarm ending the reply (pipelined: the client sent its next
+	// request before it had the reply); pending reports one held.
+	holdReply()
+	writeOut(b []byte) (int, error)
+	flushHeld(disarm, pipelined bool) error
+	pending() bool
 }
 
 // SyscallConn gives the descriptor of the wrapped connection, which Write writes to
 // unchanged: for writers that write to it without blocking (transport's GET streams).
 // Whoever waits through it waits under the deadlines set so far.
 func (c *conn) SyscallConn() (syscall.RawConn, error) {
+	if err := c.flushHeld(); err != nil {
+		return nil, err
+	}
 	if err := c.applyDeadlines(); err != nil {
 		return nil, err
 	}
@@ -90,23 +103,53 @@ func (c *conn) applyDeadlines() error {
 	return c.dl.Apply(Write)
 }
 
-// SetDeadline implements net.Conn (see Deadlines).
-func (c *conn) SetDeadline(t time.Time) error { return c.dl.SetDeadline(t) }
+// SetDeadline implements net.Conn (see Deadlines). A reply held goes out first: the
+// connection is changing hands (fasthttp's hijack) or its next wait is another's.
+func (c *conn) SetDeadline(t time.Time) error {
+	if err := c.flushHeld(); err != nil {
+		return err
+	}
+	return c.dl.SetDeadline(t)
+}
 
-// SetReadDeadline implements net.Conn (see Deadlines).
+// SetReadDeadline implements net.Conn (see Deadlines). A reply held stays held: the
+// read that waits under this deadline sends it.
 func (c *conn) SetReadDeadline(t time.Time) error { return c.dl.SetReadDeadline(t) }
 
-// SetWriteDeadline implements net.Conn (see Deadlines).
-func (c *conn) SetWriteDeadline(t time.Time) error { return c.dl.SetWriteDeadline(t) }
+// SetWriteDeadline implements net.Conn (see Deadlines). A reply held goes out first,
+// under the deadline it was written under; a reply announced and not written yet
+// stays announced (fasthttp sets the reply's write deadline after its handler).
+func (c *conn) SetWriteDeadline(t time.Time) error {
+	if err := c.raw.flushHeld(false, false); err != nil {
+		return c.opError("write", err)
+	}
+	return c.dl.SetWriteDeadline(t)
+}
 
 // Write implements net.Conn: the write deadline reaches the runtime only if the
-// socket's buffer is full.
+// socket's buffer is full. The writes of a reply HoldReply announced are held (see
+// there).
 func (c *conn) Write(b []byte) (int, error) {
-	n, err := c.raw.write(b)
+	n, err := c.raw.writeOut(b)
 	if err != nil {
 		return n, c.opError("write", err)
 	}
 	return n, nil
+}
+
+// Close implements net.Conn: a reply held goes out first, under the write deadline in
+// force (as fasthttp's own flush of it would have).
+func (c *conn) Close() error {
+	_ = c.flushHeld() // failed: the connection ends now all the same
+	return c.Conn.Close()
+}
+
+// flushHeld sends a reply held and ends it.
+func (c *conn) flushHeld() error {
+	if err := c.raw.flushHeld(true, false); err != nil {
+		return c.opError("write", err)
+	}
+	return nil
 }
 
 func (c *conn) Read(p []byte) (int, error) {
@@ -119,7 +162,7 @@ func (c *conn) Read(p []byte) (int, error) {
 		}
 		return n, nil
 	}
-	if len(p) == 0 || len(p) >= bufSize {
+	if len(p) == 0 || len(p) >= bufSize && !c.raw.pending() {
 		if err := c.dl.Apply(Read); err != nil {
 			return 0, err
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/mcprouter/mcprouter/transport/auth"
 	"github.com/mcprouter/mcprouter/transport/logsafe"
 	"github.com/mcprouter/mcprouter/transport/natsbus"
+	"github.com/mcprouter/mcprouter/transport/readahead"
 )
 
 // ConnectionsConfig bounds the MCP listener's connections, so that slow or greedy
@@ -146,7 +147,7 @@ func (a *App) newServer() *fasthttp.Server {
 	cc := a.cfg.Connections
 	bodyTimeout := off(cc.ReadTimeout)
 	s := &fasthttp.Server{
-		Handler:              a.streamsUnbounded(a.Handler()),
+		Handler:              holdPlainReplies(a.streamsUnbounded(a.Handler())),
 		ErrorHandler:         a.rejectRequest,
 		Name:                 "mcprouter",
 		MaxRequestBodySize:   a.cfg.Limits.MaxBodyBytes,
@@ -176,6 +177,27 @@ func (a *App) newServer() *fasthttp.Server {
 		}
 	}
 	return s
+}
+
+// holdPlainReplies lets the listener's connections (transport/readahead) send a reply
+// that is not a stream from the read that waits for the connection's next request,
+// which saves that read a system call that could only find nothing
+// (readahead.ReplyHolder). A request fasthttp read together with the one before it (a
+// pipelining client) first sends the reply held for that one.
+func holdPlainReplies(h fasthttp.RequestHandler) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) {
+		rh := readahead.HolderOf(ctx.Conn())
+		if rh == nil {
+			h(ctx)
+			return
+		}
+		_ = rh.SendHeld() // a failed write fails this reply's too
+		h(ctx)
+		if !ctx.Response.IsBodyStream() && !ctx.Hijacked() &&
+			!ctx.Request.Header.ConnectionClose() && !ctx.Response.ConnectionClose() {
+			rh.HoldReply()
+		}
+	}
 }
 
 // streamsUnbounded lifts the write timeout from SSE replies: fasthttp applies it to the

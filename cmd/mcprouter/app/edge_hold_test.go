@@ -1,0 +1,253 @@
+package app
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/mcprouter/mcprouter/transport/readahead"
+)
+
+// holdServer is the MCP listener's server as newServer configures it (default
+// connection limits, fasthttp's per-address count, low-memory mode), its replies held
+// by holdPlainReplies, in front of a test handler:
+//
+//	/plain   answers "plain:" and the body
+//	/sse     streams one event, waits for gate, then streams another
+//	/block   signals entered, waits for release, then answers "late"
+type holdServer struct {
+	addr     string
+	srv      *fasthttp.Server
+	served   chan error
+	lnClosed chan struct{}
+	gate     chan struct{} // /sse's second event
+	entered  chan struct{} // /block's handler runs
+	release  chan struct{} // /block's answer
+	mu       sync.Mutex
+	unheld   int // requests whose connection HolderOf did not see
+}
+
+func startHoldServer(t *testing.T) *holdServer {
+	t.Helper()
+	cfg, err := ParseConfig(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &App{cfg: cfg, log: slog.New(slog.DiscardHandler)}
+	h := &holdServer{served: make(chan error, 1), lnClosed: make(chan struct{}), gate: make(chan struct{}),
+		entered: make(chan struct{}, 1), release: make(chan struct{})}
+	h.srv = a.newServer()
+	h.srv.Handler = holdPlainReplies(a.streamsUnbounded(h.handle))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.addr = ln.Addr().String()
+	go func() { h.served <- h.srv.Serve(readahead.Listen(&notifyClose{Listener: ln, closed: h.lnClosed})) }()
+	t.Cleanup(func() {
+		_ = h.srv.Shutdown()
+		<-h.served
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if h.unheld > 0 {
+			t.Errorf("%d requests on connections whose replies cannot be held (readahead.HolderOf)", h.unheld)
+		}
+	})
+	return h
+}
+
+func (h *holdServer) handle(ctx *fasthttp.RequestCtx) {
+	if readahead.HolderOf(ctx.Conn()) == nil {
+		h.mu.Lock()
+		h.unheld++
+		h.mu.Unlock()
+	}
+	switch string(ctx.Path()) {
+	case "/plain":
+		ctx.SetBodyString("plain:" + string(ctx.PostBody()))
+	case "/sse":
+		ctx.SetContentType("text/event-stream")
+		ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
+			w.WriteString("data: first\n\n")
+			w.Flush()
+			<-h.gate
+			w.WriteString("data: last\n\n")
+		})
+	case "/block":
+		h.entered <- struct{}{}
+		<-h.release
+		ctx.SetBodyString("late")
+	}
+}
+
+// notifyClose closes closed when the listener closes (Shutdown's first step).
+type notifyClose struct {
+	net.Listener
+	once   sync.Once
+	closed chan struct{}
+}
+
+func (l *notifyClose) Close() error {
+	l.once.Do(func() { close(l.closed) })
+	return l.Listener.Close()
+}
+
+// client is a raw HTTP/1.1 connection, so that requests can be pipelined at will.
+type client struct {
+	t  *testing.T
+	c  net.Conn
+	br *bufio.Reader
+}
+
+func dialHold(t *testing.T, addr string) *client {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(20 * time.Second)) // a hang fails the test, not the run
+	return &client{t: t, c: c, br: bufio.NewReader(c)}
+}
+
+func request(path, body, extra string) string {
+	return "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" + extra +
+		"Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
+}
+
+func (c *client) send(s string) {
+	c.t.Helper()
+	if _, err := c.c.Write([]byte(s)); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// reply reads one response whole.
+func (c *client) reply() *fasthttp.Response {
+	c.t.Helper()
+	r := new(fasthttp.Response)
+	if err := r.Read(c.br); err != nil {
+		c.t.Fatalf("reading a reply: %v", err)
+	}
+	return r
+}
+
+func (c *client) want(body string) {
+	c.t.Helper()
+	if r := c.reply(); string(r.Body()) != body {
+		c.t.Fatalf("reply %q, want %q", r.Body(), body)
+	}
+}
+
+func (c *client) wantEOF() {
+	c.t.Helper()
+	if b, err := c.br.ReadByte(); err != io.EOF {
+		c.t.Fatalf("after the last reply: %q %v, want the connection's end", b, err)
+	}
+}
+
+// TestHoldPlainReplies: a client that sends its next request only once it has the
+// reply gets every reply (the held write goes out from the server's next read);
+// pipelined requests, in one write or in several, get theirs in order.
+func TestHoldPlainReplies(t *testing.T) {
+	h := startHoldServer(t)
+	c := dialHold(t, h.addr)
+	for i := range 50 {
+		body := strings.Repeat("b", i*7)
+		c.send(request("/plain", body, ""))
+		c.want("plain:" + body)
+	}
+	c.send(request("/plain", "1", "") + request("/plain", "2", "") + request("/plain", "3", ""))
+	c.want("plain:1")
+	c.want("plain:2")
+	c.want("plain:3")
+	// Separate writes before any reply: the later ones may reach the socket before the
+	// read that sends the earlier reply starts.
+	for _, b := range []string{"4", "5", "6"} {
+		c.send(request("/plain", b, ""))
+	}
+	c.want("plain:4")
+	c.want("plain:5")
+	c.want("plain:6")
+	c.send(request("/plain", "7", ""))
+	c.want("plain:7")
+}
+
+// TestHoldPlainRepliesConnectionClose: a request that closes the connection gets its
+// reply, then the end.
+func TestHoldPlainRepliesConnectionClose(t *testing.T) {
+	h := startHoldServer(t)
+	c := dialHold(t, h.addr)
+	c.send(request("/plain", "a", ""))
+	c.want("plain:a")
+	c.send(request("/plain", "bye", "Connection: close\r\n"))
+	c.want("plain:bye")
+	c.wantEOF()
+}
+
+// TestHoldPlainRepliesThenStream: an SSE stream after a plain reply on the same
+// connection is not held: its first event reaches the client while the stream is open
+// (the handler writes the second only once the test has the first).
+func TestHoldPlainRepliesThenStream(t *testing.T) {
+	h := startHoldServer(t)
+	c := dialHold(t, h.addr)
+	c.send(request("/plain", "x", ""))
+	c.want("plain:x")
+	c.send(request("/sse", "", ""))
+	var seen strings.Builder
+	for !strings.Contains(seen.String(), "data: first") {
+		line, err := c.br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("stream before its first event: %q %v", seen.String(), err)
+		}
+		seen.WriteString(line)
+	}
+	close(h.gate)
+	for !strings.HasSuffix(seen.String(), "\r\n0\r\n\r\n") { // the chunked end
+		line, err := c.br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("stream's end: %q %v", seen.String(), err)
+		}
+		seen.WriteString(line)
+	}
+	if !strings.Contains(seen.String(), "data: last") {
+		t.Fatalf("stream %q lacks its last event", seen.String())
+	}
+	c.send(request("/plain", "after", ""))
+	c.want("plain:after")
+}
+
+// TestHoldPlainRepliesShutdown: a reply finished while the server shuts down (held,
+// then the connection closed) reaches the client before the connection's end, and an
+// idle connection with its reply sent is closed.
+func TestHoldPlainRepliesShutdown(t *testing.T) {
+	h := startHoldServer(t)
+	idle := dialHold(t, h.addr)
+	idle.send(request("/plain", "i", ""))
+	idle.want("plain:i")
+	c := dialHold(t, h.addr)
+	c.send(request("/block", "", ""))
+	<-h.entered
+	done := make(chan error, 1)
+	go func() { done <- h.srv.Shutdown() }()
+	<-h.lnClosed
+	close(h.release)
+	r := c.reply()
+	if string(r.Body()) != "late" || !r.ConnectionClose() {
+		t.Fatalf("reply during shutdown %q (Connection: close %v)", r.Body(), r.ConnectionClose())
+	}
+	c.wantEOF()
+	idle.wantEOF()
+	if err := <-done; err != nil && !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("shutdown: %v", err)
+	}
+}

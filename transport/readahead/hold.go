@@ -1,0 +1,60 @@
+package readahead
+
+import (
+	"net"
+	"reflect"
+)
+
+// A ReplyHolder is a connection from Listen whose replies can be held (HolderOf).
+//
+// HoldReply tells it that what is written to it from now to its next read is one
+// complete reply, after which the connection waits for another request read by the
+// same goroutine: the reply's last write (up to 4 KiB) is held and sent from that
+// read, which then waits for the request without first trying a read that can only
+// find nothing (hold_unix.go says why and how). Call it only for a reply that is not a
+// stream, on a connection neither hijacked nor closing. What is held goes out before
+// anything else happens to the connection: another write, Close, SetDeadline,
+// SetWriteDeadline, SyscallConn, or SendHeld.
+//
+// SendHeld sends the reply held now, if there is one, for a request that was read
+// before it went out (a pipelining client): its handler must not keep the earlier
+// reply waiting. The connection then holds no more replies.
+type ReplyHolder interface {
+	HoldReply()
+	SendHeld() error
+}
+
+// HolderOf returns c, a connection from Listen, as a ReplyHolder, seeing through a
+// wrapper that embeds it as its first field (fasthttp's per-address connection
+// count wraps its connections so); nil for any other connection.
+func HolderOf(c net.Conn) ReplyHolder {
+	if w, ok := c.(*conn); ok {
+		return w
+	}
+	v := reflect.ValueOf(c)
+	if v.Kind() != reflect.Pointer || v.IsNil() {
+		return nil
+	}
+	if v = v.Elem(); v.Kind() != reflect.Struct || v.NumField() == 0 {
+		return nil
+	}
+	if f := v.Field(0); f.Type() == connType && f.CanInterface() {
+		if w, ok := f.Interface().(*conn); ok {
+			return w
+		}
+	}
+	return nil
+}
+
+var connType = reflect.TypeFor[net.Conn]()
+
+// HoldReply implements ReplyHolder.
+func (c *conn) HoldReply() { c.raw.holdReply() }
+
+// SendHeld implements ReplyHolder.
+func (c *conn) SendHeld() error {
+	if err := c.raw.flushHeld(true, true); err != nil {
+		return c.opError("write", err)
+	}
+	return nil
+}
