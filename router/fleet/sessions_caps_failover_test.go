@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/internal/testwait"
 	"github.com/mcprouter/mcprouter/router"
 	"github.com/mcprouter/mcprouter/transport"
@@ -92,7 +94,9 @@ type capsPair struct {
 	reps  [2]*capsReplica
 	seen  chan capsSeen
 	hang  atomic.Bool
-	later []func()
+	// refuse makes a replica's dialer refuse new sessions, as an instance that went
+	// down refuses them before its health check has seen it.
+	refuse [2]atomic.Bool
 }
 
 // startCapsPair starts the two replicas and a fleet and router in front of them; the
@@ -105,6 +109,9 @@ func startCapsPair(t *testing.T, legacy, perClient bool) *capsPair {
 		rep := startCapsReplica(t, i, "", legacy, p.seen, &p.hang)
 		p.reps[i] = rep
 		dialers = append(dialers, Dialer{Addr: rep.url, Dial: func(ctx context.Context, sink upstream.Sink) (upstream.Conn, error) {
+			if p.refuse[i].Load() {
+				return nil, fmt.Errorf("%w: replica %d refuses", upstream.ErrBackendDown, i)
+			}
 			if legacy {
 				return upstream.DialSSE(ctx, rep.url, upstream.HTTPOptions{Name: "a"}, sink)
 			}
@@ -273,6 +280,63 @@ func TestCapsSessionRenewed(t *testing.T) {
 			}
 			if second != first {
 				t.Fatalf("replica %d answered, want the restarted one, %d", second, first)
+			}
+		})
+	}
+}
+
+// TestCapsOpenRefused: a 2026-07-28 client's call is routed to a replica that refuses to
+// open the session declaring the client's capabilities (or its principal's): nothing
+// was sent, so the call goes to the other replica on such a session opened there, and
+// the refusing replica is out of the rotation until its health check sees it again.
+func TestCapsOpenRefused(t *testing.T) {
+	for _, perClient := range []bool{false, true} {
+		t.Run("perClient="+strconv.FormatBool(perClient), func(t *testing.T) {
+			p := startCapsPair(t, false, perClient)
+			ins := p.f.set.all()[0].instances
+			p.refuse[0].Store(true)
+			ins[1].outstanding.Add(1 << 20) // pick prefers the less loaded of two: 0
+			c := p.call(t)
+			got := p.got(t, "the call")
+			ins[1].outstanding.Add(-(1 << 20))
+			if text := p.answer(t, c); got != 1 || text != "replica 1" {
+				t.Fatalf("replica %d got the call, answer %q; want replica 1", got, text)
+			}
+			if ins[0].healthy.Load() {
+				t.Fatal("the refusing replica is still in the rotation")
+			}
+		})
+	}
+}
+
+// TestCapsFailoverNoSession: a 2026-07-28 client's call is lost with its replica, and
+// the other replica refuses to open a session declaring the client's capabilities: the
+// call is not sent on that replica's shared session, and the client gets -32010 saying
+// why, over Streamable HTTP (forward_retry.go) and legacy SSE (forward_failover.go).
+func TestCapsFailoverNoSession(t *testing.T) {
+	for _, legacy := range []bool{false, true} {
+		t.Run("legacy="+strconv.FormatBool(legacy), func(t *testing.T) {
+			p := startCapsPair(t, legacy, false)
+			p.hang.Store(true)
+			c := p.call(t)
+			first := p.got(t, "the call")
+			p.refuse[1-first].Store(true)
+			p.reps[first].kill()
+			r := testwait.Recv(t, "the answer", 30*time.Second, c.reply)
+			var a struct {
+				Error *struct {
+					Code    int
+					Message string
+				}
+			}
+			if err := json.Unmarshal(r.msg, &a); err != nil || a.Error == nil || a.Error.Code != codec.CodeBackendUnavailable ||
+				!strings.Contains(a.Error.Message, "could not open a session declaring the client's capabilities") {
+				t.Fatalf("answer %s, want -32010 saying no session declaring the client's capabilities could be opened", r.msg)
+			}
+			select {
+			case s := <-p.seen:
+				t.Fatalf("replica %d got the call again", s.replica)
+			default:
 			}
 		})
 	}
