@@ -89,11 +89,11 @@ func (r *capsReplica) kill() { r.hs.Close() }
 
 // capsPair is a router in front of backend "a" of two capsReplicas.
 type capsPair struct {
-	f     *Fleet
-	r     *router.Router
-	reps  [2]*capsReplica
-	seen  chan capsSeen
-	hang  atomic.Bool
+	f    *Fleet
+	r    *router.Router
+	reps [2]*capsReplica
+	seen chan capsSeen
+	hang atomic.Bool
 	// refuse makes a replica's dialer refuse new sessions, as an instance that went
 	// down refuses them before its health check has seen it.
 	refuse [2]atomic.Bool
