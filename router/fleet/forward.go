@@ -134,13 +134,15 @@ func (fw *forwarder) forward(e *entry) {
 	}
 	// A 2026-07-28 request is cancelled by ending its context (e.stop); any other ends
 	// only at its deadline, which needs no timer (upstream.Deadline).
+	s := sendingPool.Get().(*sending)
 	var ctx context.Context
 	var dl *upstream.Deadline
 	if c.modern {
 		ctx, e.stop = context.WithDeadline(fw.life.ctx, time.Unix(0, deadline))
 		ctx = upstream.WithParamHeaders(ctx, paramHeaders(e)) // modern_client.go
 	} else {
-		dl = upstream.NewDeadline(fw.life.ctx, time.Unix(0, deadline))
+		dl = &s.deadline
+		dl.Reset(fw.life.ctx, time.Unix(0, deadline))
 		ctx = dl
 	}
 	stop := e.stop // e is not ours once bound
@@ -155,14 +157,14 @@ func (fw *forwarder) forward(e *entry) {
 	inline := e.inline
 	if !fw.table.bind(e, c) { // cancelled before it left: nothing to tell the backend
 		endCtx(stop, dl)
+		s.recycle()
 		b.release()
 		putBuf(bp)
 		fw.finishCancelled(e)
 		return
 	}
 	fw.stats.Forwarded.Add(1)
-	s := sendingPool.Get().(*sending)
-	*s = sending{fw: fw, b: b, c: c, id: id, ctx: ctx, stop: stop, dl: dl, bp: bp}
+	s.fw, s.b, s.c, s.id, s.ctx, s.stop, s.dl, s.bp = fw, b, c, id, ctx, stop, dl, bp
 	switch {
 	case !inline:
 		s.send()
@@ -188,9 +190,11 @@ type sending struct {
 	id     uint64
 	ctx    context.Context
 	stop   func()
-	dl     *upstream.Deadline
+	dl     *upstream.Deadline // &deadline, or nil for a 2026-07-28 backend's (stop)
 	bp     *[]byte
 	resent bool // sent again to another replica already
+	// deadline is the Send's context, kept here rather than allocated per request.
+	deadline upstream.Deadline
 }
 
 var sendingPool = sync.Pool{New: func() any { return new(sending) }}
@@ -227,7 +231,13 @@ func (s *sending) Detached(err error) {
 	if err != nil {
 		s.fw.sendFailed(s.b, s.c, s.id, err)
 	}
-	*s = sending{}
+	s.recycle()
+}
+
+// recycle puts s back in the pool, once its Send's context was released.
+func (s *sending) recycle() {
+	s.fw, s.b, s.c, s.ctx, s.stop, s.dl, s.bp, s.resent = nil, nil, nil, nil, nil, nil, nil, false
+	s.deadline.Reset(nil, time.Time{})
 	sendingPool.Put(s)
 }
 

@@ -40,6 +40,16 @@ func NewDeadline(parent context.Context, d time.Time) *Deadline {
 	return &Deadline{parent: parent, d: d}
 }
 
+// Reset makes c the context of a new Send, as NewDeadline(parent, d) would, for a
+// caller that keeps its Deadline in a pooled object of its own (saving its allocation
+// per Send). c must be new or Released, and nothing may use it as the context of an
+// earlier Send any more.
+func (c *Deadline) Reset(parent context.Context, d time.Time) {
+	c.parent, c.d, c.detach = parent, d, nil
+	c.inner, c.stop = nil, nil
+	c.started.Store(false)
+}
+
 // Deadline implements context.Context.
 func (c *Deadline) Deadline() (time.Time, bool) { return c.d, true }
 

@@ -98,3 +98,31 @@ func TestDeadlineTrickledBody(t *testing.T) {
 		})
 	}
 }
+
+// TestDeadlineReset: a Deadline released after its timer was armed and its Detacher
+// set is, once Reset, the context of a new Send: the new parent and time, nothing
+// armed, no Detacher, nothing ended.
+func TestDeadlineReset(t *testing.T) {
+	d := NewDeadline(context.Background(), time.Now().Add(-time.Second)) // passed already
+	d.Detach(make(detachRec, 1))
+	<-d.Done() // armed, and ended
+	d.Release()
+	parent := context.WithValue(context.Background(), deadlineKey{}, "v")
+	at := time.Now().Add(time.Hour)
+	d.Reset(parent, at)
+	if got, ok := d.Deadline(); !ok || !got.Equal(at) {
+		t.Errorf("Deadline() = %v, %v, want %v", got, ok, at)
+	}
+	if err := d.Err(); err != nil {
+		t.Errorf("Err() = %v after Reset", err)
+	}
+	if d.Value(deadlineKey{}) != "v" || detacherOf(d) != nil {
+		t.Error("Reset kept the old parent's values or Detacher")
+	}
+	select {
+	case <-d.Done():
+		t.Error("Done closed after Reset")
+	default:
+	}
+	d.Release()
+}
