@@ -27,12 +27,12 @@ type whoSeen struct {
 	caps    *mcp.ClientCapabilities
 }
 
-// startWhoReplica serves replica n of a 2025 backend (sessions, JSON replies) whose
-// read-only tool who reports each call to seen and answers with the replica's number;
-// the first call while hang is set blocks until its connection goes. It returns the
-// MCP endpoint's URL and the server, whose Close kills the replica's connections at
-// once.
-func startWhoReplica(t *testing.T, n int, seen chan<- whoSeen, hang *atomic.Bool) (string, *http.Server) {
+// startWhoReplica serves replica n of a 2025 backend (Streamable HTTP with sessions and
+// JSON replies, or legacy HTTP+SSE) whose read-only tool who reports each call to seen
+// and answers with the replica's number; the first call while hang is set blocks until
+// its connection goes. It returns the MCP endpoint's URL (legacy: ending in /sse, which
+// tells the router) and the server, whose Close kills the replica's connections at once.
+func startWhoReplica(t *testing.T, n int, legacy bool, seen chan<- whoSeen, hang *atomic.Bool) (string, *http.Server) {
 	t.Helper()
 	srv := mcp.NewServer(&mcp.Implementation{Name: "who", Version: "1"}, nil)
 	mcp.AddTool(srv, &mcp.Tool{Name: "who", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
@@ -48,15 +48,22 @@ func startWhoReplica(t *testing.T, n int, seen chan<- whoSeen, hang *atomic.Bool
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "replica " + strconv.Itoa(n)}}}, nil, nil
 		})
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{JSONResponse: true})
+	get := func(*http.Request) *mcp.Server { return srv }
+	var h http.Handler = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{JSONResponse: true})
+	path := "/mcp"
+	if legacy {
+		h, path = mcp.NewSSEHandler(get, nil), "/sse"
+	}
+	mux := http.NewServeMux()
+	mux.Handle(path, h)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := &http.Server{Handler: h}
+	hs := &http.Server{Handler: mux}
 	go hs.Serve(l)
 	t.Cleanup(func() { hs.Close() })
-	return "http://" + l.Addr().String() + "/mcp", hs
+	return "http://" + l.Addr().String() + path, hs
 }
 
 // TestFailoverCapsKilledReplica: the replica running a 2026-07-28 client's read-only
@@ -65,18 +72,23 @@ func startWhoReplica(t *testing.T, n int, seen chan<- whoSeen, hang *atomic.Bool
 // declared (elicitation), opened there for it, never on that replica's shared session
 // (which declares the router's: roots, sampling and elicitation), and the client gets
 // the other replica's answer. With shared sessions the session is the one of the
-// client's set of capabilities; per client, its principal's.
+// client's set of capabilities; per client, its principal's. Over Streamable HTTP the
+// call's own exchange sees the loss; over legacy HTTP+SSE the dropped event stream does.
 func TestFailoverCapsKilledReplica(t *testing.T) {
 	testbin.Long(t, "starts a router in front of two replicas and kills one mid-call")
-	for _, sessions := range []string{"shared", "per-client"} {
-		t.Run(sessions, func(t *testing.T) {
+	for _, tc := range []struct {
+		sessions string
+		legacy   bool
+	}{{"shared", false}, {"per-client", false}, {"shared", true}, {"per-client", true}} {
+		sessions := tc.sessions
+		t.Run(sessions+"/legacy="+strconv.FormatBool(tc.legacy), func(t *testing.T) {
 			seen := make(chan whoSeen, 4)
 			var hang atomic.Bool
 			hang.Store(true)
 			var urls [2]string
 			var reps [2]*http.Server
 			for i := range reps {
-				urls[i], reps[i] = startWhoReplica(t, i, seen, &hang)
+				urls[i], reps[i] = startWhoReplica(t, i, tc.legacy, seen, &hang)
 			}
 			cfg := fmt.Sprintf("stateless: on\nadmin: {listen: \"127.0.0.1:0\"}\nbackends:\n"+
 				"  - {name: a, prefix: \"\", era: \"2025\", sessions: %s, timeout: 30s, urls: [%q, %q]}\n", sessions, urls[0], urls[1])
