@@ -123,7 +123,7 @@ func (fw *forwarder) forward(e *entry) {
 		fw.abandon(e, CodeBackendUnavailable, "backend "+b.cfg.Name+" unavailable: "+err.Error())
 		return
 	}
-	if !b.acquire(time.Second) {
+	if !b.acquire(slotWait) {
 		fw.abandon(e, CodeBackendBusy, "backend "+b.cfg.Name+" is at its concurrency limit ("+strconv.Itoa(b.cfg.MaxConcurrency)+")")
 		return
 	}
@@ -255,13 +255,18 @@ func answersOnCaller(c *upConn) bool {
 	return false
 }
 
+// slotWait bounds how long forward waits for one of a backend's concurrency slots.
+const slotWait = time.Second
+
 // RunsOnCaller implements router.CallerFleet: a client's request routed to a backend
-// whose connections answer on the caller (answersOnCaller) and whose timeout ends the
-// request within the transport's (within) may be forwarded on the request's goroutine.
-// It marks the entry so, for forward.
+// whose connections answer on the caller (answersOnCaller) and whose timeout, after the
+// wait for a concurrency slot, ends the request within the transport's (within) may be
+// forwarded on the request's goroutine. (Opening a client's own upstream session, for a
+// PerClient backend, has bounds of its own, as on a worker.) It marks the entry so, for
+// forward.
 func (f *Fleet) RunsOnCaller(_ *router.Session, x *transport.Exchange, within time.Duration) bool {
 	e, ok := x.Tag.(*entry)
-	if !ok || e.kind != clientRequest || e.backend.cfg.Timeout > within {
+	if !ok || e.kind != clientRequest || e.backend.cfg.Timeout+slotWait > within {
 		return false
 	}
 	for _, in := range e.backend.instances {
