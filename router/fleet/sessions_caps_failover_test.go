@@ -97,6 +97,8 @@ type capsPair struct {
 	// refuse makes a replica's dialer refuse new sessions, as an instance that went
 	// down refuses them before its health check has seen it.
 	refuse [2]atomic.Bool
+	// gate, when set, holds a replica's new sessions until it is closed.
+	gate [2]atomic.Pointer[chan struct{}]
 }
 
 // startCapsPair starts the two replicas and a fleet and router in front of them; the
@@ -111,6 +113,9 @@ func startCapsPair(t *testing.T, legacy, perClient bool) *capsPair {
 		dialers = append(dialers, Dialer{Addr: rep.url, Dial: func(ctx context.Context, sink upstream.Sink) (upstream.Conn, error) {
 			if p.refuse[i].Load() {
 				return nil, fmt.Errorf("%w: replica %d refuses", upstream.ErrBackendDown, i)
+			}
+			if g := p.gate[i].Load(); g != nil {
+				<-*g
 			}
 			if legacy {
 				return upstream.DialSSE(ctx, rep.url, upstream.HTTPOptions{Name: "a"}, sink)
@@ -339,5 +344,50 @@ func TestCapsFailoverNoSession(t *testing.T) {
 			default:
 			}
 		})
+	}
+}
+
+// TestCapsFailoverCancelledWhileOpening: a 2026-07-28 client's call lost with its legacy
+// SSE replica waits on a stand-in while the other replica's session declaring its
+// capabilities opens; the client goes away meanwhile. The call is not sent once the
+// session is open, and nothing stays counted in flight or outstanding.
+func TestCapsFailoverCancelledWhileOpening(t *testing.T) {
+	p := startCapsPair(t, true, false)
+	p.hang.Store(true)
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"who","arguments":{},` +
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + declaredElicitation + `}}}`
+	relay, err := transport.ServeRelayed(p.r, []byte(body), nil, &statusClient{reply: make(chan statusReply, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := p.got(t, "the call")
+	gate := make(chan struct{})
+	p.gate[1-first].Store(&gate)
+	failovers := p.f.Stats.Failovers.Load()
+	p.reps[first].kill()
+	testwait.For(t, "the call moved to a stand-in", 20*time.Second, func() bool { return p.f.Stats.Failovers.Load() > failovers })
+	relay.Abandon()
+	testwait.For(t, "the call cancelled", 20*time.Second, func() bool { return p.f.InFlight() == 0 })
+	close(gate)
+	ins := p.f.set.all()[0].instances
+	other := ins[1-first]
+	testwait.For(t, "the other replica's session declaring the client's capabilities opened", 20*time.Second, func() bool {
+		ss := p.f.sessions
+		ss.caps.mu.Lock()
+		defer ss.caps.mu.Unlock()
+		cc := ss.caps.m[other][declaredElicitation]
+		return cc != nil && cc.c != nil
+	})
+	// A later call of a client declaring the same goes on that session: the only call
+	// the other replica gets.
+	if text := p.answer(t, p.call(t)); text != "replica "+strconv.Itoa(1-first) {
+		t.Fatalf("a later call: %q, want replica %d's", text, 1-first)
+	}
+	p.got(t, "the later call")
+	testwait.For(t, "nothing outstanding", 20*time.Second, func() bool { return ins[0].outstanding.Load() == 0 && other.outstanding.Load() == 0 })
+	select {
+	case s := <-p.seen:
+		t.Fatalf("replica %d got the cancelled call", s.replica)
+	default:
 	}
 }
