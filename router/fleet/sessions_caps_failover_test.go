@@ -37,6 +37,8 @@ type capsReplica struct {
 	hs   *http.Server
 	seen chan<- capsSeen
 	hang *atomic.Bool
+	// unavailable makes the replica answer every POST 503, as one shedding load does.
+	unavailable atomic.Bool
 }
 
 // capsSeen is one tools/call a replica got: where, and on what session.
@@ -77,7 +79,13 @@ func startCapsReplica(t *testing.T, n int, addr string, legacy bool, seen chan<-
 		t.Fatal(err)
 	}
 	r.url = "http://" + l.Addr().String() + "/mcp"
-	r.hs = &http.Server{Handler: h}
+	r.hs = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.Method == http.MethodPost && r.unavailable.Load() {
+			http.Error(w, "shedding load", http.StatusServiceUnavailable)
+			return
+		}
+		h.ServeHTTP(w, req)
+	})}
 	go r.hs.Serve(l)
 	t.Cleanup(r.kill)
 	return r
@@ -228,17 +236,23 @@ func TestCapsFailoverLost(t *testing.T) {
 }
 
 // TestCapsFailoverDown: the replica holding a 2026-07-28 client's session by declared
-// capabilities (or its principal's) is killed, and the client's next call is routed
-// there before the health check has seen it: refused, it goes to the other replica on
-// a session declaring the client's capabilities, opened there for it.
+// capabilities (or its principal's) is killed, or answers 503, and the client's next
+// call is routed there before the health check has seen it: refused, it goes to the
+// other replica on a session declaring the client's capabilities, opened there for it.
 func TestCapsFailoverDown(t *testing.T) {
-	for _, perClient := range []bool{false, true} {
-		t.Run("perClient="+strconv.FormatBool(perClient), func(t *testing.T) {
-			p := startCapsPair(t, false, perClient)
+	for _, tc := range []struct {
+		perClient, shed bool
+	}{{false, false}, {true, false}, {false, true}, {true, true}} {
+		t.Run("perClient="+strconv.FormatBool(tc.perClient)+"/503="+strconv.FormatBool(tc.shed), func(t *testing.T) {
+			p := startCapsPair(t, false, tc.perClient)
 			c := p.call(t)
 			first := p.got(t, "the first call")
 			p.answer(t, c)
-			p.reps[first].kill()
+			if tc.shed {
+				p.reps[first].unavailable.Store(true)
+			} else {
+				p.reps[first].kill()
+			}
 			// pick prefers the less loaded of two: the next call goes to the killed one.
 			other := p.f.set.all()[0].instances[1-first]
 			other.outstanding.Add(1 << 20)
@@ -251,7 +265,9 @@ func TestCapsFailoverDown(t *testing.T) {
 			if text := p.answer(t, c); text != "replica "+strconv.Itoa(second) {
 				t.Fatalf("answer %q, want replica %d's", text, second)
 			}
-			t.Logf("failovers: %d", p.f.Stats.Failovers.Load())
+			if tc.shed && p.f.Stats.Failovers.Load() != 1 {
+				t.Fatalf("Failovers = %d, want 1: the 503 moved the call", p.f.Stats.Failovers.Load())
+			}
 		})
 	}
 }
