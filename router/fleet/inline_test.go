@@ -460,3 +460,70 @@ func TestInlineRelatedOnGET(t *testing.T) {
 		t.Error("no request ran on its caller")
 	}
 }
+
+// TestInlineConcurrent: sessions calling at once, each call answered with JSON or an
+// event stream by turns, some on their callers and some on workers: every call gets
+// its own result (under -race, the hand-offs between the caller, the stream's
+// goroutine and the pooled per-send state are checked too).
+func TestInlineConcurrent(t *testing.T) {
+	b := &scriptBackend{}
+	b.call = func(w http.ResponseWriter, r *http.Request, m *codec.Message) {
+		// The call's own numbers are in its arguments, sent back: odd calls stream.
+		params := string(m.Params)
+		res := codec.AppendResult(nil, m.ID, []byte(`{"content":[],"params":`+params+`}`))
+		if strings.Contains(params, `"odd":true`) {
+			startSSE(w)
+			writeEvent(w, "", `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":`+string(m.ProgressToken)+`,"progress":1}}`)
+			writeEvent(w, "", string(res))
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(res)
+	}
+	g := newInlineRig(t, b, true, inlineWait, time.Minute)
+	const sessions, calls = 6, 20
+	sids := make([]string, sessions)
+	for i := range sids {
+		sids[i] = g.session()
+	}
+	var wg sync.WaitGroup
+	errs := make(chan string, sessions*calls)
+	for i, sid := range sids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := range calls {
+				odd := n%2 == 1
+				call := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"call","arguments":{"s":%d,"n":%d,"odd":%v},"_meta":{"progressToken":"p%d"}}}`, n, i, n, odd, n)
+				req, _ := http.NewRequest("POST", "http://127.0.0.1/mcp", strings.NewReader(call))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Accept", "application/json, text/event-stream")
+				req.Header.Set(transport.HeaderSessionID, sid)
+				req.Header.Set(transport.HeaderProtocolVersion, router.V20250618)
+				resp, err := g.cl.Do(req)
+				if err != nil {
+					errs <- err.Error()
+					return
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				want := fmt.Sprintf(`"id":%d,"result"`, n)
+				args := fmt.Sprintf(`"arguments":{"s":%d,"n":%d,"odd":%v}`, i, n, odd)
+				if !strings.Contains(string(body), want) || !strings.Contains(string(body), args) {
+					errs <- fmt.Sprintf("session %d call %d: %s", i, n, body)
+				}
+				if odd && !strings.Contains(string(body), fmt.Sprintf(`"progressToken":"p%d"`, n)) {
+					errs <- fmt.Sprintf("session %d call %d: no progress in %s", i, n, body)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	if n := g.ranInline(); n == 0 {
+		t.Error("no request ran on its caller")
+	}
+}
