@@ -190,6 +190,11 @@ func statelessHeaders(ctx *fasthttp.RequestCtx, p *httpPost) {
 	*hd = StatelessHeaders{}
 	var seen uint8
 	ctx.Request.Header.VisitAll(func(k, v []byte) {
+		// All of them begin with "Mcp-" (any case); the others (Host, Accept,
+		// Content-Type...) are passed with one compare, not an EqualFold or two.
+		if len(k) < len(HeaderName) || k[0]|0x20 != 'm' {
+			return
+		}
 		switch {
 		case len(k) > len(headerParamPrefix) && bytes.EqualFold(k[:len(headerParamPrefix)], []byte(headerParamPrefix)):
 			p.hdrs = append(p.hdrs, k...)

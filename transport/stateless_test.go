@@ -195,6 +195,7 @@ func TestStatelessRequest(t *testing.T) {
 	_, cl := startStateless(t, -1)
 	resp := statelessPost(t, cl, `{"jsonrpc":"2.0","id":1,"method":"headers"}`, map[string]string{
 		"Mcp-Method": "headers", "Mcp-Name": "=?base64?eA==?=", "Mcp-Param-Region": "eu", "mcp-param-tier": " gold ",
+		"Mcp-Methox": "no", "Mcp-Nam": "no", "M": "no", "Mcp-Param-": "no", // near misses, taken for none of them
 	})
 	body := readAll(t, resp)
 	if resp.StatusCode != 200 || resp.Header.Get(HeaderSessionID) != "" {
@@ -205,6 +206,9 @@ func TestStatelessRequest(t *testing.T) {
 		if !strings.Contains(body, want) {
 			t.Errorf("reply lacks %s: %s", want, body)
 		}
+	}
+	if strings.Contains(body, "no") {
+		t.Errorf("a near miss was taken for a header of the revision: %s", body)
 	}
 
 	resp = statelessPost(t, cl, `{"jsonrpc":"2.0","id":2,"method":"refused"}`, nil)
