@@ -34,7 +34,8 @@
 // goroutine) may call DispatchRun instead: on the fast path it then runs Job.Run
 // itself too, holding the worker it reserved, after the shard has been released, so the
 // ordering below is the same. Close waits for these runs like any other;
-// ShardStats.RanInline counts them.
+// ShardStats.RanInline counts them. A job that learns only from its Prepare whether its
+// Run may block the caller (a CallerRunner) goes to a worker when it says no.
 //
 // # Ordering guarantee
 //
