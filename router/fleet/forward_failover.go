@@ -52,7 +52,7 @@ func (fw *forwarder) failover(c *upConn, cause error) {
 		if to, _ := fw.resend(c.b, c, id, lost, func(e *entry, to *upConn) {
 			m.bp, m.deadline = wireFor(to, e), e.deadline
 		}, func(in *instance) (*upConn, error) {
-			if c2 := fw.sessions.openLike(c, in); c2 != nil || !c.scoped() {
+			if c2, _ := fw.sessions.sessionLike(nil, c, in, false); c2 != nil || !c.scoped() {
 				return c2, nil
 			}
 			for _, s := range stands {
@@ -112,7 +112,7 @@ func (fw *forwarder) openStandIn(c, s *upConn, lost error, out []moved) {
 		}
 	}
 	ctx, cancel := context.WithDeadline(fw.life.ctx, time.Unix(0, dl))
-	c2, err := fw.sessions.sessionLike(ctx, c, s.inst)
+	c2, err := fw.sessions.sessionLike(ctx, c, s.inst, true)
 	cancel()
 	if err == nil && (c2 == nil || c2.modern != c.modern) {
 		err = errors.New("the replica now speaks another protocol revision")

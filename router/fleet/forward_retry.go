@@ -52,7 +52,7 @@ func (fw *forwarder) resendBuilding(b *backend, c *upConn, id uint64, err error,
 		}
 		ctx, cancel := context.WithDeadline(fw.life.ctx, time.Unix(0, dl))
 		defer cancel()
-		return fw.sessions.sessionLike(ctx, c, in)
+		return fw.sessions.sessionLike(ctx, c, in, true)
 	})
 }
 

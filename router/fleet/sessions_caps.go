@@ -275,50 +275,51 @@ func (ss *sessions) openCaps(ctx context.Context, in *instance, key string) (*up
 }
 
 // sessionLike returns instance in's upstream session that speaks for the clients c
-// speaks for, opening it within ctx as their own requests would (with its bounds):
-// where a request that failed on c goes on another replica (forward_retry.go). That is
-// in's shared session for a shared c; for a session by declared capabilities, in's
-// session declaring the same; for a principal's, that principal's session with in
-// (sessions_principal.go). Never in's shared session for a 2026-07-28 client's: it
-// declares the router's capabilities. A 2026 instance (modern) has no such sessions:
-// its shared one, which carries each request's own capabilities, is returned, for the
-// caller to judge. nil for a 2025 client's own session, which has no like elsewhere.
-func (ss *sessions) sessionLike(ctx context.Context, c *upConn, in *instance) (*upConn, error) {
-	shared := in.conn.Load()
-	switch {
-	case !c.scoped() || shared != nil && shared.modern:
-		return shared, nil
-	case c.owner == nil:
-		return ss.openCaps(ctx, in, string(c.caps))
-	case c.owner.Stateless():
-		return ss.principalConn(ctx, principalID(c.owner), c.owner, in)
-	}
-	return nil, nil
-}
-
-// openLike is sessionLike without the wait: the session when it is open, else nil
-// (for failover, on a connection's reader, which must not block).
-func (ss *sessions) openLike(c *upConn, in *instance) *upConn {
+// speaks for: where a request that failed on c goes on another replica
+// (forward_retry.go). That is in's shared session for a shared c; for a session by
+// declared capabilities, in's session declaring the same; for a principal's, that
+// principal's session with in (sessions_principal.go). Never in's shared session for
+// a 2026-07-28 client's: it declares the router's capabilities. A 2026 instance
+// (modern) has no such sessions: its shared one, which carries each request's own
+// capabilities, is returned, for the caller to judge. nil for a 2025 client's own
+// session, which has no like elsewhere. With open, one not open yet is opened within
+// ctx as their own requests would open it (with its bounds); without, nil is returned
+// for it at once (failover, on a connection's reader, must not block).
+func (ss *sessions) sessionLike(ctx context.Context, c *upConn, in *instance, open bool) (*upConn, error) {
 	shared := in.conn.Load()
 	var c2 *upConn
 	switch {
 	case !c.scoped() || shared != nil && shared.modern:
-		return shared
+		return shared, nil
+	case c.owner == nil && open:
+		return ss.openCaps(ctx, in, string(c.caps))
 	case c.owner == nil:
-		cs := &ss.caps
-		cs.mu.Lock()
-		if cc := cs.m[in][string(c.caps)]; cc != nil && cc.c != nil {
-			c2 = cc.c
-			cc.last.Store(time.Now().UnixNano())
-		}
-		cs.mu.Unlock()
-	case c.owner.Stateless():
+		c2 = ss.capsOpen(in, string(c.caps))
+	case !c.owner.Stateless():
+		return nil, nil
+	case open:
+		return ss.principalConn(ctx, principalID(c.owner), c.owner, in)
+	default:
 		c2 = ss.principalOpen(principalID(c.owner), in)
 	}
 	if c2 != nil && c2.dead() {
+		return nil, nil
+	}
+	return c2, nil
+}
+
+// capsOpen returns instance in's open session for the capabilities key, marking it
+// used, nil if none is open: a lookup that never opens.
+func (ss *sessions) capsOpen(in *instance, key string) *upConn {
+	cs := &ss.caps
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	cc := cs.m[in][key]
+	if cc == nil || cc.c == nil {
 		return nil
 	}
-	return c2
+	cc.last.Store(time.Now().UnixNano())
+	return cc.c
 }
 
 // lruLocked returns the open session of set used least recently with nothing in busy

@@ -102,7 +102,7 @@ func (ss *sessions) principalConn(ctx context.Context, id string, owner *router.
 
 // principalOpen returns principal id's open upstream session with instance in, nil if
 // it has none (or the principal is not held), marking the principal used: a lookup
-// that never opens (sessions_caps.go, openLike).
+// that never opens (sessions_caps.go, sessionLike).
 func (ss *sessions) principalOpen(id string, in *instance) *upConn {
 	p := &ss.principals
 	p.mu.Lock()
