@@ -251,3 +251,20 @@ func TestHoldPlainRepliesShutdown(t *testing.T) {
 		t.Fatalf("shutdown: %v", err)
 	}
 }
+
+// TestHoldPlainRepliesHalfClose: a client that ends its side right after its request,
+// before it has the reply (its end may reach the socket before the read that sends the
+// held reply starts, its readiness then unseen), gets the reply and then the
+// connection's end within the held wait's bound, not the idle timeout's.
+func TestHoldPlainRepliesHalfClose(t *testing.T) {
+	h := startHoldServer(t)
+	c := dialHold(t, h.addr)
+	c.send(request("/plain", "a", ""))
+	c.want("plain:a")
+	c.send(request("/plain", "last", ""))
+	if err := c.c.(*net.TCPConn).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	c.want("plain:last")
+	c.wantEOF()
+}
