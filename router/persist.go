@@ -87,44 +87,60 @@ func (v *saver) wrote() {
 }
 
 // save writes s's record as it is now, or deletes it once the session has ended for
-// its client. A session handed over by a shutdown keeps its record, to carry on
-// elsewhere, and gets its first one if it was still waiting for it (recordSettle): no
-// other instance can have carried it on without one. A record it had is not written
-// again: another instance may have carried the session on and written it since.
-// Only the session's writer calls it (one at a time: recordWriter), so that a delete
-// cannot be overtaken by a write.
+// its client. Only the session's writer calls it (one at a time: recordWriter), so
+// that a delete cannot be overtaken by a write.
 func (r *Router) save(s *Session) {
+	if id, b, ok := r.snapshot(s); ok {
+		r.write(s, id, b, nil)
+	}
+}
+
+// snapshot encodes s's record as it is now; ok false when there is nothing to write:
+// the session has no transport side yet, or it ended (and its record was deleted
+// here). A session handed over by a shutdown keeps its record, to carry on elsewhere,
+// and gets its first one if it was still waiting for it (recordSettle): no other
+// instance can have carried it on without one. A record it had is not written again:
+// another instance may have carried the session on and written it since.
+func (r *Router) snapshot(s *Session) (id string, b []byte, ok bool) {
 	t := s.TransportSession()
 	if t == nil {
-		return
+		return "", nil, false
 	}
 	if t.Closed() {
 		if !t.HandedOver() {
 			r.cfg.Store.Delete(t.ID())
-			return
+			return "", nil, false
 		}
 		if !s.saves.firstRecord() {
-			return
+			return "", nil, false
 		}
 	}
 	rec := record{Version: s.version, Capabilities: s.clientCaps, ClientInfo: s.clientInfo, Principal: t.Principal().ID()}
 	if r.fleet != nil {
 		rec.Subs = r.fleet.SessionSubscriptions(s)
 	}
-	b := appendRecord(nil, &rec, r.shareClient(s))
-	var err error
-	// A store that is briefly unreachable (a NATS reconnect, a JetStream leader
-	// election) gets a few more tries.
-	for attempt := 0; attempt < 4; attempt++ {
+	return t.ID(), appendRecord(nil, &rec, r.shareClient(s)), true
+}
+
+// write stores s's record b; err is the failure of a first attempt made elsewhere (a
+// batch), nil to make the first attempt here. A store that is briefly unreachable (a
+// NATS reconnect, a JetStream leader election) gets a few more tries; a record that
+// still could not be written is reported.
+func (r *Router) write(s *Session, id string, b []byte, err error) {
+	attempt := 0
+	if err != nil {
+		attempt = 1
+	}
+	for ; attempt < 4; attempt++ {
 		if attempt > 0 {
 			time.Sleep(time.Duration(attempt) * 250 * time.Millisecond)
 		}
-		if err = r.cfg.Store.Save(t.ID(), b); err == nil {
+		if err = r.cfg.Store.Save(id, b); err == nil {
 			s.saves.wrote()
 			return
 		}
 	}
-	r.log.Warn("cannot save session record", "session", logsafe.Session(t.ID()), "err", err)
+	r.log.Warn("cannot save session record", "session", logsafe.Session(id), "err", err)
 }
 
 // shareClient stores s's capabilities and clientInfo as a shared blob where the store

@@ -18,7 +18,9 @@ import (
 // outlives the router instance that created it. Records expire ttl after their last write.
 type SessionStore struct {
 	kv jetstream.KeyValue
+	js jetstream.JetStream // SaveAll publishes to the bucket's subjects (prefix) itself
 	*clientBlobs
+	prefix  string
 	timeout time.Duration
 	// marker is the TTL of the marker Delete leaves (0: the bucket's own TTL).
 	marker time.Duration
@@ -67,7 +69,7 @@ func (b *Bus) Sessions(ttl time.Duration) (*SessionStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &SessionStore{kv: kv, timeout: 5 * time.Second, marker: marker}
+	s := &SessionStore{kv: kv, js: b.JS, prefix: "$KV." + kv.Bucket() + ".", timeout: 5 * time.Second, marker: marker}
 	s.clientBlobs = b.openClientBlobs(ctx, ttl, storage, func() { s.Errors.Add(1) })
 	return s, nil
 }
