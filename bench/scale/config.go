@@ -53,9 +53,10 @@ type Config struct {
 	// missing ones are built with go build.
 	Bins map[string]string
 	// Profiles makes each loader write its CPU profile and its heap profile (once its
-	// sessions are open) beside its log in Dir, and saves each router's heap profile
-	// there once the sessions are held (routerN.heap.pprof; the routers' admin
-	// listeners serve pprof).
+	// sessions are open) beside its log in Dir, and saves each router's CPU profile
+	// of the opening (routerN.cpu.pprof: from its start, for about as long as it
+	// lasts) and heap profile once the sessions are held (routerN.heap.pprof; the
+	// routers' admin listeners serve pprof).
 	Profiles bool
 	// Logf receives progress lines (default: none).
 	Logf func(format string, args ...any)

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mcprouter/mcprouter/bench/internal/cluster"
@@ -115,14 +116,36 @@ func logWarnings(dir string, routers int, until time.Time) map[string]int {
 
 // saveHeapProfile fetches a router's heap profile (after a collection) into path.
 func saveHeapProfile(r *router, path string) error {
-	c := &http.Client{Timeout: time.Minute}
-	resp, err := c.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/heap?gc=1", r.adminPort))
+	return saveProfile(r, "heap?gc=1", time.Minute, path)
+}
+
+// startCPUProfiles profiles each router's CPU for d (the opening, about), into
+// routerN.cpu.pprof in dir; the returned function waits for the profiles.
+func startCPUProfiles(routers []*router, d time.Duration, dir string, logf func(string, ...any)) (wait func()) {
+	var wg sync.WaitGroup
+	for _, rt := range routers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			q := fmt.Sprintf("profile?seconds=%d", int(d.Seconds()))
+			if err := saveProfile(rt, q, d+time.Minute, filepath.Join(dir, rt.name+".cpu.pprof")); err != nil {
+				logf("%v", err)
+			}
+		}()
+	}
+	return wg.Wait
+}
+
+// saveProfile fetches the router's /debug/pprof/<query> into path.
+func saveProfile(r *router, query string, timeout time.Duration, path string) error {
+	c := &http.Client{Timeout: timeout}
+	resp, err := c.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/%s", r.adminPort, query))
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: heap profile: HTTP %d", r.name, resp.StatusCode)
+		return fmt.Errorf("%s: profile %s: HTTP %d", r.name, query, resp.StatusCode)
 	}
 	f, err := os.Create(path)
 	if err != nil {

@@ -95,6 +95,12 @@ func (r *run) run() (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	var profiled func()
+	if c.Profiles {
+		// The opening lasts about a second per 2,500 sessions on 2 cores.
+		d := min(max(time.Duration(c.Sessions/2500)*time.Second, 3*time.Second), 30*time.Second)
+		profiled = startCPUProfiles(r.routers, d, c.Dir, c.Logf)
+	}
 	if err := r.openSessions(rep); err != nil {
 		return nil, err
 	}
@@ -128,6 +134,9 @@ func (r *run) run() (*Report, error) {
 		if v, err := cluster.Metric(rt.metricsURL(), "mcprouter_sse_open_streams"); err == nil {
 			st.Sessions = int(v)
 		}
+	}
+	if profiled != nil {
+		profiled()
 	}
 	if c.Profiles {
 		for _, rt := range r.routers {

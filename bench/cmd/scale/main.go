@@ -38,7 +38,7 @@ func main() {
 	flag.DurationVar(&c.Wait, "wait", time.Minute, "bound on the update's arrival at every session")
 	flag.StringVar(&c.Dir, "dir", "", "directory of binaries, configurations and logs (default: a temporary one)")
 	flag.BoolVar(&c.Keep, "keep", false, "keep the temporary directory (logs)")
-	flag.BoolVar(&c.Profiles, "profiles", false, "write loaderN.cpu.pprof, loaderN.heap.pprof and routerN.heap.pprof (sessions held) in the directory (with -keep or -dir)")
+	flag.BoolVar(&c.Profiles, "profiles", false, "write loaderN.cpu.pprof, routerN.cpu.pprof (the opening), loaderN.heap.pprof and routerN.heap.pprof (sessions held) in the directory (with -keep or -dir)")
 	jsonOut := flag.String("json", "", "also write the report as JSON to this file")
 	bins := flag.String("bins", "", "directory of prebuilt mcprouter, mcpbackend and mcpload binaries (default: built with go build)")
 	flag.Parse()
