@@ -1,6 +1,7 @@
 package natsbus
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
@@ -10,23 +11,28 @@ import (
 )
 
 // BenchmarkRecordCost measures what the embedded JetStream holds per session record in
-// the memory store (live heap after a collection, per record), for the record and key
+// the memory store (live heap after a collection, per session), for the record and key
 // shapes a router may write: the JSON record of a client like mcpload keyed by its
-// 32-character session id, a compact record, and a shorter key. The server runs in
-// this process, so its heap is ours to measure.
+// 32-character session id (what the previous build wrote), the binary record of the
+// same session (59 bytes: its client's bytes in a shared blob), a shorter key, an empty
+// value (JetStream's own cost of a message), and the sessions' binary records packed 64
+// to a message (one key per page of sessions: what a store of pages would hold). The
+// server runs in this process, so its heap is ours to measure.
 func BenchmarkRecordCost(b *testing.B) {
 	const n = 20000
 	jsonRec := []byte(`{"v":"2025-11-25","caps":{"roots":{}},"info":{"name":"mcpload","version":"0.1.0"},"subs":[["backend","memo://board"]]}`)
-	compact := make([]byte, 26)
+	binary := make([]byte, 59)
 	cases := []struct {
-		name string
-		rec  []byte
-		key  func([]byte) string
+		name    string
+		rec     []byte
+		key     func([]byte) string
+		perPage int // sessions per message
 	}{
-		{"json_hexkey", jsonRec, hex.EncodeToString},
-		{"compact_hexkey", compact, hex.EncodeToString},
-		{"compact_b64key", compact, base64.RawURLEncoding.EncodeToString},
-		{"empty_hexkey", nil, hex.EncodeToString},
+		{"json_hexkey", jsonRec, hex.EncodeToString, 1},
+		{"binary_hexkey", binary, hex.EncodeToString, 1},
+		{"binary_b64key", binary, base64.RawURLEncoding.EncodeToString, 1},
+		{"empty_hexkey", nil, hex.EncodeToString, 1},
+		{"binary_pages_of_64", bytes.Repeat(binary, 64), hex.EncodeToString, 64},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
@@ -39,7 +45,7 @@ func BenchmarkRecordCost(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				keys := make([]string, n)
+				keys := make([]string, n/c.perPage)
 				for k := range keys {
 					var id [16]byte
 					rand.Read(id[:])
@@ -52,7 +58,7 @@ func BenchmarkRecordCost(b *testing.B) {
 					}
 				}
 				after := heapInUse()
-				b.ReportMetric(float64(after-before)/n, "heapB/record")
+				b.ReportMetric(float64(after-before)/n, "heapB/session")
 				bus.Close()
 			}
 		})
