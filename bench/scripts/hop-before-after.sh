@@ -30,16 +30,17 @@ run() { # name bin port
 	"${srv[@]}" "$bin" --listen "127.0.0.1:$port" --backend b=http://127.0.0.1:18190/mcp --config "$work/router.yaml" >"$work/$name.log" 2>&1 &
 	pid=$!
 	rpid=$pid # for the exit trap, should the script end mid-run
-	for _ in $(seq 1 100); do grep -q "mcprouter listening" "$work/$name.log" && break; sleep 0.05; done
+	for _ in $(seq 1 300); do grep -q "mcprouter listening" "$work/$name.log" && break; sleep 0.05; done # a loaded machine: up to 15 s
 	if ! c0=$(awk '{print $14+$15}' "/proc/$pid/stat" 2>/dev/null); then
 		echo "$name run failed: the router exited: $(tail -n 1 "$work/$name.log")"
 		return
 	fi
 	rm -f "$work/$name.json" # a failed run must not report the previous round's figures
 	"${load[@]}" "$work/mcpload" --url "http://127.0.0.1:$port/mcp" --sessions 32 --rate "$RATE" --duration "$DUR" --warmup 1s \
-		--tool b__echo --args '{"text":"hello"}' --quiet --json "$work/$name.json" >/dev/null 2>&1 || true
+		--tool b__echo --args '{"text":"hello"}' --quiet --json "$work/$name.json" >"$work/$name.load" 2>&1 || true
 	c1=$(awk '{print $14+$15}' "/proc/$pid/stat" 2>/dev/null || echo "$c0")
 	kill "$pid"; wait "$pid" 2>/dev/null || true
+	[ -s "$work/$name.json" ] || echo "$name: mcpload: $(tail -n 1 "$work/$name.load")"
 	python3 - "$name" "$work/$name.json" $((c1 - c0)) "$tck" <<'PY'
 import json, sys
 name, f, ticks, tck = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
