@@ -233,7 +233,9 @@ func (s *HTTPServer) postStateless(ctx *fasthttp.RequestCtx, p *httpPost, princi
 	hd := &p.shdr
 	c := &p.call
 	c.init(p, false)
+	p.inl.ctx = ctx // for a handler that works on this goroutine (WatchOnCaller)
 	p.in.handOff(c, s.handler, arrival{carrier: CarrierStreamable, principal: principal, stateless: hd, screen: s.screen}, &p.tmp)
+	p.inl.stop()
 	*hd = StatelessHeaders{} // copied onto the exchange: the post keeps no view of the request
 	if p.in.msgs[0].Kind != codec.KindRequest {
 		c.unref()

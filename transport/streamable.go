@@ -1151,6 +1151,7 @@ type httpPost struct {
 	timer     *time.Timer // the reply's deadlines (awaitReply)
 
 	shdr StatelessHeaders // postStateless's headers, in the post rather than on the heap
+	inl  callerWatch      // the connection watched while a handler works on the post's goroutine (stateless_inline.go)
 }
 
 var postPool = sync.Pool{New: func() any {
