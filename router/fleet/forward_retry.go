@@ -38,22 +38,29 @@ import (
 
 // resendBuilding finds where request id, whose send on c failed with err, goes next:
 // the connection of another replica it was moved to, or nil and the error to answer
-// with (err, saying why it was not sent again when the request may have run). build,
+// with (err, saying why it was not sent again when the request may have run), or nil
+// and no error when the request is no longer on c: settled, or moved by failover (a
+// legacy SSE replica's POST and its event stream fail together), whose holder answers
+// it. build,
 // when set, is called with the entry and the connection it moves to while it moves
 // (under its shard's lock): the last moment its exchange may be read, to build the
 // bytes sent again when the caller no longer has them. It may wait, within the
 // request's deadline, for the session on the other replica to open: forward calls it
 // on a dispatcher worker, where the request's first session was opened too.
 func (fw *forwarder) resendBuilding(b *backend, c *upConn, id uint64, err error, build func(e *entry, to *upConn)) (*upConn, error) {
-	return fw.resend(b, c, id, err, build, func(in *instance) (*upConn, error) {
-		dl := fw.table.sentDeadline(id, c)
-		if dl == 0 {
-			return nil, nil // settled meanwhile
-		}
+	dl := fw.table.sentDeadline(id, c)
+	if dl == 0 {
+		return nil, nil
+	}
+	c2, err := fw.resend(b, c, id, err, build, func(in *instance) (*upConn, error) {
 		ctx, cancel := context.WithDeadline(fw.life.ctx, time.Unix(0, dl))
 		defer cancel()
 		return fw.sessions.sessionLike(ctx, c, in, true)
 	})
+	if c2 == nil && fw.table.sentDeadline(id, c) == 0 {
+		return nil, nil // moved or settled while the session there opened
+	}
+	return c2, err
 }
 
 // resend is resendBuilding with the session on the other replica found by to (which
