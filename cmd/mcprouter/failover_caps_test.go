@@ -41,8 +41,9 @@ func startWhoReplica(t *testing.T, n int, legacy bool, seen chan<- whoSeen, hang
 			if p := req.Session.InitializeParams(); p != nil {
 				s.caps = p.Capabilities
 			}
+			hanging := hang.CompareAndSwap(true, false) // before the test hears of the call
 			seen <- s
-			if hang.CompareAndSwap(true, false) {
+			if hanging {
 				<-ctx.Done()
 				return nil, nil, ctx.Err()
 			}

@@ -59,8 +59,9 @@ func startCapsReplica(t *testing.T, n int, addr string, legacy bool, seen chan<-
 			if p := req.Session.InitializeParams(); p != nil {
 				caps = p.Capabilities
 			}
+			hang := r.hang.CompareAndSwap(true, false) // before the test hears of the call
 			r.seen <- capsSeen{replica: n, caps: caps}
-			if r.hang.CompareAndSwap(true, false) {
+			if hang {
 				<-ctx.Done() // the replica is killed under it
 				return nil, nil, ctx.Err()
 			}
