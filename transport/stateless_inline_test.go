@@ -1,0 +1,179 @@
+package transport
+
+import (
+	"bufio"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/internal/memhttp"
+	"github.com/mcprouter/mcprouter/internal/testwait"
+)
+
+// onCallerHandler works on the goroutine that delivers each stateless request, as the
+// router's forward run on the caller does: it asks WatchOnCaller first (its answer goes
+// to watch), then "now" answers at once and "slow" blocks until its client leaves
+// (OnAbandon) or the test ends, then answers.
+type onCallerHandler struct {
+	watch     chan bool
+	running   chan struct{} // one per "slow" request, once its abandon hook is in
+	abandoned chan struct{}
+	end       chan struct{}
+}
+
+func newOnCallerHandler() *onCallerHandler {
+	return &onCallerHandler{watch: make(chan bool, 4), running: make(chan struct{}, 4),
+		abandoned: make(chan struct{}, 4), end: make(chan struct{})}
+}
+
+func (h *onCallerHandler) Stateless(m *codec.Message, header []byte) bool {
+	return string(header) == "stateless-1"
+}
+
+func (h *onCallerHandler) SessionClosed(*Session) {}
+
+func (h *onCallerHandler) HandleMessage(x *Exchange) {
+	if x.Msg.Kind != codec.KindRequest {
+		x.Done()
+		return
+	}
+	h.watch <- x.WatchOnCaller()
+	id := append([]byte(nil), x.Msg.ID...)
+	if string(x.Msg.Method) == "slow" {
+		left := make(chan struct{})
+		x.OnAbandon(func() { close(left); h.abandoned <- struct{}{} })
+		h.running <- struct{}{}
+		select {
+		case <-left:
+		case <-h.end:
+		}
+	}
+	x.Reply(codec.AppendResult(nil, id, []byte(`{"done":true}`)))
+}
+
+// startOnCaller serves h on a real loopback listener (a connection with a descriptor,
+// which the close watcher takes), with StatelessStreamAfter streamAfter.
+func startOnCaller(t *testing.T, h *onCallerHandler, streamAfter time.Duration) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := NewRegistry(RegistryConfig{}, h)
+	hs := NewHTTPServer(HTTPConfig{
+		Rules:                DefaultHTTPRules(ln.Addr().String(), testRevisions, "2025-03-26"),
+		StatelessStreamAfter: streamAfter,
+	}, reg, h)
+	srv := &fasthttp.Server{Handler: hs.ServeStreamable, Logger: quietLogger{}, NoDefaultContentType: true}
+	go srv.Serve(ln)
+	t.Cleanup(func() {
+		close(h.end)
+		srv.Shutdown()
+		hs.Shutdown()
+		reg.Close()
+	})
+	return ln.Addr().String()
+}
+
+// rawStatelessPost writes a stateless POST of method on a new connection to addr.
+func rawStatelessPost(t *testing.T, addr, method string) net.Conn {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	body := `{"jsonrpc":"2.0","id":1,"method":"` + method + `"}`
+	req := "POST /mcp HTTP/1.1\r\nHost: " + addr + "\r\nContent-Type: application/json\r\n" +
+		"Accept: application/json, text/event-stream\r\n" + HeaderProtocolVersion + ": stateless-1\r\n" +
+		"Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
+	if _, err := conn.Write([]byte(req)); err != nil {
+		t.Fatal(err)
+	}
+	return conn
+}
+
+// TestStatelessOnCallerClosed: a stateless request worked on its own goroutine, still
+// running after StatelessStreamAfter, is abandoned when its client closes the
+// connection (the close watcher, armed by WatchOnCaller), as a closed stream abandons
+// one served by another goroutine; a close before the watch is armed counts too.
+func TestStatelessOnCallerClosed(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		streamAfter time.Duration
+	}{
+		{"closed after the watch (most likely)", time.Millisecond},
+		{"closed before the watch", time.Second},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newOnCallerHandler()
+			addr := startOnCaller(t, h, c.streamAfter)
+			conn := rawStatelessPost(t, addr, "slow")
+			if !testwait.Recv(t, "WatchOnCaller's answer", waitLimit, h.watch) {
+				t.Fatal("WatchOnCaller refused a loopback connection")
+			}
+			testwait.Recv(t, "the request running on its goroutine", waitLimit, h.running)
+			conn.Close()
+			testwait.Recv(t, "the abandon hook after the client closed", waitLimit, h.abandoned)
+		})
+	}
+}
+
+// TestStatelessOnCallerAnswered: a request answered on its goroutine before
+// StatelessStreamAfter goes out as JSON, and the connection serves the next request.
+func TestStatelessOnCallerAnswered(t *testing.T) {
+	h := newOnCallerHandler()
+	addr := startOnCaller(t, h, time.Second)
+	conn := rawStatelessPost(t, addr, "now")
+	br := bufio.NewReader(conn)
+	for i := range 2 {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		bufio.NewReader(resp.Body).WriteTo(&b)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") || !strings.Contains(b.String(), `"done":true`) {
+			t.Fatalf("reply %d: %d %q %s", i, resp.StatusCode, resp.Header.Get("Content-Type"), b.String())
+		}
+		if !testwait.Recv(t, "WatchOnCaller's answer", waitLimit, h.watch) {
+			t.Fatal("WatchOnCaller refused a loopback connection")
+		}
+		if i == 0 {
+			body := `{"jsonrpc":"2.0","id":2,"method":"now"}`
+			conn.Write([]byte("POST /mcp HTTP/1.1\r\nHost: " + addr + "\r\nContent-Type: application/json\r\n" +
+				"Accept: application/json, text/event-stream\r\n" + HeaderProtocolVersion + ": stateless-1\r\n" +
+				"Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body))
+		}
+	}
+}
+
+// TestStatelessOnCallerUnwatchable: a connection the close watcher cannot take (no
+// descriptor, as with TLS; here in memory) cannot have its request worked on its
+// goroutine: WatchOnCaller says no, and the handler must let that goroutine wait.
+func TestStatelessOnCallerUnwatchable(t *testing.T) {
+	h := newOnCallerHandler()
+	reg := NewRegistry(RegistryConfig{}, h)
+	hs := NewHTTPServer(HTTPConfig{
+		Rules:                DefaultHTTPRules("127.0.0.1:0", testRevisions, "2025-03-26"),
+		StatelessStreamAfter: time.Second,
+	}, reg, h)
+	ms := memhttp.Start(t, &fasthttp.Server{Handler: hs.ServeStreamable, Logger: quietLogger{}, NoDefaultContentType: true}, waitLimit)
+	t.Cleanup(func() {
+		close(h.end)
+		hs.Shutdown()
+		reg.Close()
+	})
+	resp := statelessPost(t, ms.Client, `{"jsonrpc":"2.0","id":1,"method":"now"}`, nil)
+	readAll(t, resp)
+	if testwait.Recv(t, "WatchOnCaller's answer", waitLimit, h.watch) {
+		t.Fatal("WatchOnCaller said yes for a connection without a descriptor")
+	}
+}
