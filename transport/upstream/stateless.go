@@ -91,8 +91,8 @@ func (c *StatelessConn) Send(ctx context.Context, msg []byte) error {
 	for attempt := 0; ; attempt++ {
 		err := c.post(ctx, msg, &m)
 		switch {
-		case err == nil:
-			return nil
+		case err == nil, err == ErrDetached:
+			return err
 		case errors.Is(err, errStaleConn) && attempt < maxStaleRetries:
 			continue // nothing was sent
 		case attempt == 0 && retryAuth(err):
@@ -124,7 +124,12 @@ func (c *StatelessConn) post(ctx context.Context, msg []byte, m *codec.Message) 
 	if err != nil {
 		return err
 	}
-	defer ex.release()
+	detached := false
+	defer func() {
+		if !detached {
+			ex.release()
+		}
+	}()
 	resp, body := ex.resp, ex.body
 	status := resp.StatusCode()
 	switch {
@@ -132,6 +137,10 @@ func (c *StatelessConn) post(ctx context.Context, msg []byte, m *codec.Message) 
 		return nil
 	case status/100 == 2:
 		if bytes.HasPrefix(resp.Header.ContentType(), []byte("text/event-stream")) {
+			if d := detacherOf(ctx); d != nil && m.Kind == codec.KindRequest && c.detach(ctx, ex, m, d) {
+				detached = true
+				return ErrDetached
+			}
 			return c.readStream(ctx, body, m)
 		}
 		var want []byte
@@ -144,6 +153,27 @@ func (c *StatelessConn) post(ctx context.Context, msg []byte, m *codec.Message) 
 		return c.readErrorBody(req, resp, body, m)
 	}
 	return h.statusErr(req, resp, body, "POST")
+}
+
+// detach hands the SSE reply ex to request m to a goroutine of its own, as
+// HTTPConn.detach does (Detacher): it reads it as readStream would and gives the outcome
+// to d. It reports false, and the caller reads the reply itself, once the Conn is
+// closing.
+func (c *StatelessConn) detach(ctx context.Context, ex exchange, m *codec.Message, d Detacher) bool {
+	h := c.h
+	h.closeMu.Lock()
+	defer h.closeMu.Unlock()
+	if h.closed {
+		return false
+	}
+	h.wg.Add(1)
+	go func(m codec.Message) {
+		defer h.wg.Done()
+		err := c.readStream(ctx, ex.body, &m)
+		ex.release()
+		d.Detached(err)
+	}(*m)
+	return true
 }
 
 // readStream reads the SSE stream scoped to request m until its response; the revision
