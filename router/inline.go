@@ -31,9 +31,11 @@ type CallerFleet interface {
 //   - on Streamable HTTP, alone in its POST: stdio and a message bus read one
 //     connection's messages in one loop, which would run them one at a time, and the
 //     elements of a batch would run one after another;
-//   - of a session, not a stateless request: a stateless request's goroutine turns the
-//     POST into an event stream when the answer is slow (StatelessStreamAfter), which it
-//     could not do while running the forward.
+//   - of a session, or stateless: a stateless request's goroutine turns the POST into
+//     an event stream when the answer is slow (StatelessStreamAfter), so that the
+//     client's closing of the connection cancels it; while it runs the forward, the
+//     transport watches the connection for that instead (Exchange.WatchOnCaller, asked
+//     once the fleet has said yes).
 //
 // Messages that reach the request by another way while its forward runs on the caller
 // (a backend's progress or log sent on its GET stream instead of the POST's reply) are
@@ -43,15 +45,20 @@ type CallerFleet interface {
 // the request's deadline. The specification sends both on the request's own stream,
 // which the CallerFleet hands off.
 func (r *Router) runsOnCaller(x *transport.Exchange) bool {
-	if r.inline == nil || x.Msg.Kind != codec.KindRequest || x.Carrier != transport.CarrierStreamable || x.Batch || x.Stateless {
+	if r.inline == nil || x.Msg.Kind != codec.KindRequest || x.Carrier != transport.CarrierStreamable || x.Batch {
 		return false
+	}
+	if x.Stateless {
+		return true
 	}
 	s := sessionOf(x.Session)
 	return s != nil && !s.stateless
 }
 
 // RunsOnCaller implements workers.CallerRunner: the fleet's say, once prepared, for a
-// job dispatched with DispatchRun (runsOnCaller).
+// job dispatched with DispatchRun (runsOnCaller), and for a stateless request the
+// transport's, which then watches its connection while the forward runs.
 func (j *job) RunsOnCaller() bool {
-	return j.fwd && j.r.inline != nil && j.r.inline.RunsOnCaller(j.s, j.x, j.r.cfg.ReplyTimeout)
+	return j.fwd && j.r.inline != nil && j.r.inline.RunsOnCaller(j.s, j.x, j.r.cfg.ReplyTimeout) &&
+		(!j.x.Stateless || j.x.WatchOnCaller())
 }

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"strconv"
@@ -154,7 +155,7 @@ func (fw *forwarder) forward(e *entry) {
 	if tr, ok := e.x.Trace.(*tracing.Request); ok { // the backend continues the trace (tracing.go)
 		ctx = traced(ctx, tr, c, bp)
 	}
-	inline := e.inline
+	inline, stateless := e.inline, e.x != nil && e.x.Stateless
 	if !fw.table.bind(e, c) { // cancelled before it left: nothing to tell the backend
 		endCtx(stop, dl)
 		s.recycle()
@@ -168,10 +169,15 @@ func (fw *forwarder) forward(e *entry) {
 	switch {
 	case !inline:
 		s.send()
-	case dl != nil && answersOnCaller(c):
+	case dl != nil && answersOnCaller(c, stateless, true):
 		// On the request's goroutine (RunsOnCaller): a reply that streams goes on on a
 		// goroutine of its own, and this one back to serving the request's stream.
 		dl.Detach(s)
+		s.send()
+	case dl == nil && answersOnCaller(c, stateless, true):
+		// A stateless request to a 2026-07-28 backend, on its goroutine likewise (its
+		// context is its own: the closing of the client's connection cancels it).
+		s.ctx = upstream.WithDetach(ctx, s)
 		s.send()
 	default:
 		// A backend whose Send would wait on what this goroutine must serve (its era
@@ -241,18 +247,41 @@ func (s *sending) recycle() {
 	sendingPool.Put(s)
 }
 
-// answersOnCaller reports whether c's Send returns once the message is written and
-// its answer read if the reply carries it whole, handing a streamed reply to a
-// goroutine of its own (upstream.Detacher): a 2025 Streamable HTTP backend, a legacy
-// HTTP+SSE one (its answers come on its stream), a child process. A 2026-07-28
-// backend's Send reads the request's stream itself, a NATS service's waits for its
-// reply while what it sends about the request comes another way.
-func answersOnCaller(c *upConn) bool {
+// answersOnCaller reports whether c's Send, for a request of a session's client or of
+// a stateless one, returns once the message is written and its answer read if the reply
+// carries it whole, handing a streamed reply to a goroutine of its own
+// (upstream.Detacher), and whether nothing of the request needs its goroutine before
+// then. For a session's: a 2025 Streamable HTTP backend, a legacy HTTP+SSE one (its
+// answers come on its stream), a child process; not a 2026-07-28 backend, whose
+// input_required the fleet turns into requests to the client (translate.go), on the
+// stream the request's goroutine serves. For a stateless one: a 2026-07-28 Streamable
+// HTTP backend (its input_required is the reply), and a 2025 one only when nothing of
+// its can ask the client (asksNothing): a 2025 backend's request to the client parks
+// the call and answers the client's POST with input_required while the upstream call
+// waits (mrtr.go), an answer that could not go out before a Send waiting for a JSON
+// reply returned. A NATS service's Send waits for its reply while what it sends about
+// the request comes another way.
+func answersOnCaller(c *upConn, stateless, asksNothing bool) bool {
 	switch c.conn.(type) {
 	case *upstream.HTTPConn, *upstream.SSEConn, *upstream.Instance:
-		return !c.modern
+		return !c.modern && (!stateless || asksNothing)
+	case *upstream.StatelessConn:
+		return c.modern && stateless
 	}
 	return false
+}
+
+// asksNothing reports whether a stateless client with capabilities caps can be asked
+// nothing by a 2025 backend that would park its call: it declared none of sampling,
+// roots and elicitation, so the fleet refuses such a request at once (serverreq.go
+// clientCan), and answers a ping itself. (A backend asking a method of no capability
+// would park the call, and the call then ends at its timeout, as with a backend that
+// does not answer.)
+func asksNothing(caps []byte) bool {
+	if t := bytes.TrimSpace(caps); len(t) == 0 || string(t) == "{}" {
+		return true
+	}
+	return !hasMember(caps, "sampling") && !hasMember(caps, "roots") && !hasMember(caps, "elicitation")
 }
 
 // slotWait bounds how long forward waits for one of a backend's concurrency slots.
@@ -262,15 +291,17 @@ const slotWait = time.Second
 // whose connections answer on the caller (answersOnCaller) and whose timeout, after the
 // wait for a concurrency slot, ends the request within the transport's (within) may be
 // forwarded on the request's goroutine. (Opening a client's own upstream session, for a
-// PerClient backend, has bounds of its own, as on a worker.) It marks the entry so, for
-// forward.
-func (f *Fleet) RunsOnCaller(_ *router.Session, x *transport.Exchange, within time.Duration) bool {
+// PerClient backend, has bounds of its own, as on a worker.) A stateless client's
+// request (s its Session) likewise, where answersOnCaller allows it for such a request.
+// It marks the entry so, for forward.
+func (f *Fleet) RunsOnCaller(s *router.Session, x *transport.Exchange, within time.Duration) bool {
 	e, ok := x.Tag.(*entry)
 	if !ok || e.kind != clientRequest || e.backend.cfg.Timeout+slotWait > within {
 		return false
 	}
+	quiet := !x.Stateless || asksNothing(s.ClientCapabilities())
 	for _, in := range e.backend.instances {
-		if c := in.conn.Load(); c != nil && !answersOnCaller(c) {
+		if c := in.conn.Load(); c != nil && !answersOnCaller(c, x.Stateless, quiet) {
 			return false
 		}
 	}
