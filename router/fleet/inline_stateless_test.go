@@ -1,0 +1,246 @@
+package fleet
+
+// A stateless (2026-07-28) client's request forwarded on its own goroutine: the client
+// on a real loopback connection (the transport watches it while the forward runs), the
+// router with RunOnCaller, and a scripted 2025 Streamable HTTP backend.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/internal/testwait"
+	"github.com/mcprouter/mcprouter/router"
+	"github.com/mcprouter/mcprouter/transport"
+	"github.com/mcprouter/mcprouter/transport/upstream"
+)
+
+// cancelTap hands the backend's notifications/cancelled to cancelled, and the rest of
+// what the router sends to b.
+type cancelTap struct {
+	b         *scriptBackend
+	cancelled chan string
+}
+
+func (c *cancelTap) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodPost {
+		raw, _ := io.ReadAll(r.Body)
+		if bytes.Contains(raw, []byte(`"notifications/cancelled"`)) {
+			c.cancelled <- string(raw)
+		}
+		r.Body = io.NopCloser(bytes.NewReader(raw))
+	}
+	c.b.ServeHTTP(w, r)
+}
+
+// statelessRig is a router serving stateless clients (StatelessOn) with RunOnCaller in
+// front of b, its HTTP server on a loopback listener; streamAfter is the transport's
+// StatelessStreamAfter.
+type statelessRig struct {
+	t    *testing.T
+	r    *router.Router
+	addr string
+	tap  *cancelTap
+}
+
+func newStatelessRig(t *testing.T, b *scriptBackend, streamAfter time.Duration) *statelessRig {
+	t.Helper()
+	if b.answers == nil {
+		b.answers = make(chan string, 4)
+	}
+	tap := &cancelTap{b: b, cancelled: make(chan string, 4)}
+	srv := httptest.NewServer(tap)
+	t.Cleanup(srv.Close)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	f := New(Config{HealthInterval: time.Hour, Logger: log, Backends: []BackendConfig{{
+		Name: "b", Timeout: inlineWait, Era: Era2025,
+		Dialers: []Dialer{{Addr: srv.URL, Dial: func(ctx context.Context, sink upstream.Sink) (upstream.Conn, error) {
+			return upstream.DialHTTP(ctx, srv.URL+"/mcp", upstream.HTTPOptions{Name: "b", ReconnectMin: time.Millisecond, ReconnectMax: 10 * time.Millisecond}, sink)
+		}}},
+	}}})
+	f.Start(inlineWait)
+	r, err := router.New(router.Config{Fleet: f, Logger: log, RunOnCaller: true, Stateless: router.StatelessOn, ReplyTimeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := transport.NewRegistry(transport.RegistryConfig{}, r)
+	hs := transport.NewHTTPServer(transport.HTTPConfig{
+		Rules:                transport.DefaultHTTPRules(ln.Addr().String(), router.HeaderVersions, router.V20250326),
+		ReplyTimeout:         time.Minute,
+		StatelessStreamAfter: streamAfter,
+		StatusOf:             router.StatusOf,
+	}, reg, r)
+	fs := &fasthttp.Server{Handler: hs.ServeStreamable, NoDefaultContentType: true}
+	go fs.Serve(ln)
+	t.Cleanup(func() {
+		fs.Shutdown()
+		hs.Shutdown()
+		reg.Close()
+		f.Close()
+		testwait.Cleanup(t, inlineWait, r.Close)
+	})
+	return &statelessRig{t: t, r: r, addr: ln.Addr().String(), tap: tap}
+}
+
+// statelessCall is a 2026-07-28 tools/call of the scripted tool, with a progress token,
+// from a client that declares caps.
+func statelessCall(caps string) string {
+	return `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"call","_meta":{"progressToken":"p",` +
+		`"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + caps + `}}}`
+}
+
+// post writes body as a stateless POST on a new connection and returns the connection.
+func (g *statelessRig) post(body string) net.Conn {
+	g.t.Helper()
+	conn, err := net.Dial("tcp", g.addr)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	g.t.Cleanup(func() { conn.Close() })
+	req := "POST /mcp HTTP/1.1\r\nHost: " + g.addr + "\r\nContent-Type: application/json\r\n" +
+		"Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n" +
+		"Mcp-Method: tools/call\r\nMcp-Name: call\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
+	if _, err := conn.Write([]byte(req)); err != nil {
+		g.t.Fatal(err)
+	}
+	return conn
+}
+
+// response reads the response on conn.
+func response(t *testing.T, conn net.Conn) *http.Response {
+	t.Helper()
+	conn.SetReadDeadline(time.Now().Add(inlineWait))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+func (g *statelessRig) ranInline() (n uint64) {
+	for _, s := range g.r.Dispatcher().Stats().Shards {
+		n += s.RanInline
+	}
+	return n
+}
+
+// TestInlineStatelessJSON: a stateless call whose 2025 backend answers with JSON is
+// forwarded on its request's goroutine (a client that declares no capability the
+// backend could ask with) and answered with the decorated result.
+func TestInlineStatelessJSON(t *testing.T) {
+	b := &scriptBackend{}
+	b.call = func(w http.ResponseWriter, r *http.Request, m *codec.Message) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(codec.AppendResult(nil, m.ID, []byte(`{"content":[{"type":"text","text":"done"}]}`)))
+	}
+	g := newStatelessRig(t, b, 0)
+	conn := g.post(statelessCall(`{}`))
+	resp := response(t, conn)
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"id":7`) || !strings.Contains(string(body), `"resultType":"complete"`) {
+		t.Fatalf("stateless call: %d %s", resp.StatusCode, body)
+	}
+	if n := g.ranInline(); n == 0 {
+		t.Error("the stateless call did not run on its caller")
+	}
+}
+
+// TestInlineStatelessStream: the backend's event stream is handed off: its progress
+// reaches the client while the backend still holds the result (it answers only once the
+// test has seen the progress), then the result ends the client's stream.
+func TestInlineStatelessStream(t *testing.T) {
+	b := &scriptBackend{}
+	seen := make(chan struct{})
+	b.call = func(w http.ResponseWriter, r *http.Request, m *codec.Message) {
+		startSSE(w)
+		writeEvent(w, "", `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":`+string(m.ProgressToken)+`,"progress":1}}`)
+		select {
+		case <-seen:
+		case <-r.Context().Done():
+			return
+		}
+		writeEvent(w, "", string(codec.AppendResult(nil, m.ID, []byte(`{"content":[{"type":"text","text":"done"}]}`))))
+	}
+	g := newStatelessRig(t, b, 0)
+	conn := g.post(statelessCall(`{}`))
+	resp := response(t, conn)
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
+		t.Fatalf("stateless call answered %d %s, want an event stream", resp.StatusCode, ct)
+	}
+	ch := events(resp.Body)
+	if msg := next(t, ch, "the progress"); !strings.Contains(msg, `"progressToken":"p"`) {
+		t.Fatalf("first message %s, want the progress with the client's token", msg)
+	}
+	close(seen)
+	if msg := next(t, ch, "the result"); !strings.Contains(msg, `"id":7`) || !strings.Contains(msg, "done") {
+		t.Fatalf("last message %s, want the result", msg)
+	}
+	if n := g.ranInline(); n == 0 {
+		t.Error("the stateless call did not run on its caller")
+	}
+}
+
+// TestInlineStatelessClosed: a slow stateless call forwarded on its goroutine, whose
+// backend sends nothing before its answer, is cancelled upstream when the client closes
+// its connection (seen by the close watcher once StatelessStreamAfter has passed): the
+// backend gets notifications/cancelled for it, as through a worker.
+func TestInlineStatelessClosed(t *testing.T) {
+	b := &scriptBackend{}
+	running, stop := make(chan struct{}, 1), make(chan struct{})
+	b.call = func(w http.ResponseWriter, r *http.Request, m *codec.Message) {
+		running <- struct{}{}
+		select { // answers nothing: the cancellation came, or the router went
+		case <-stop:
+		case <-r.Context().Done():
+		}
+	}
+	g := newStatelessRig(t, b, 10*time.Millisecond)
+	conn := g.post(statelessCall(`{}`))
+	testwait.Recv(t, "the call on the backend", inlineWait, running)
+	conn.Close()
+	got := testwait.Recv(t, "the backend's notifications/cancelled", inlineWait, g.tap.cancelled)
+	close(stop)
+	if !strings.Contains(got, `"requestId"`) {
+		t.Fatalf("cancellation %s", got)
+	}
+	if n := g.ranInline(); n == 0 {
+		t.Error("the stateless call did not run on its caller")
+	}
+}
+
+// TestInlineStatelessAsks: a client that declares sampling is not forwarded on its
+// goroutine to a 2025 backend (which could park its call with input_required behind a
+// Send waiting for a JSON reply): its call goes to a worker and is answered.
+func TestInlineStatelessAsks(t *testing.T) {
+	b := &scriptBackend{}
+	b.call = func(w http.ResponseWriter, r *http.Request, m *codec.Message) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(codec.AppendResult(nil, m.ID, []byte(`{"content":[]}`)))
+	}
+	g := newStatelessRig(t, b, 0)
+	conn := g.post(statelessCall(`{"sampling":{}}`))
+	resp := response(t, conn)
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"id":7`) {
+		t.Fatalf("stateless call: %d %s", resp.StatusCode, body)
+	}
+	if n := g.ranInline(); n != 0 {
+		t.Errorf("%d calls ran on their callers, want none", n)
+	}
+}
