@@ -28,10 +28,12 @@ import (
 )
 
 // cancelTap hands the backend's notifications/cancelled to cancelled, and the rest of
-// what the router sends to b.
+// what the router sends to b; modern: it answers server/discover offering 2026-07-28
+// alone (b then serves 2026-07-28 requests as it serves the others).
 type cancelTap struct {
 	b         *scriptBackend
 	cancelled chan string
+	modern    bool
 }
 
 func (c *cancelTap) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -39,6 +41,12 @@ func (c *cancelTap) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		raw, _ := io.ReadAll(r.Body)
 		if bytes.Contains(raw, []byte(`"notifications/cancelled"`)) {
 			c.cancelled <- string(raw)
+		}
+		var m codec.Message
+		if c.modern && codec.Scan(raw, &m) == nil && string(m.Method) == "server/discover" {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write(codec.AppendResult(nil, m.ID, []byte(`{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"serverInfo":{"name":"b","version":"1"}}`)))
+			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(raw))
 	}
@@ -56,16 +64,22 @@ type statelessRig struct {
 }
 
 func newStatelessRig(t *testing.T, b *scriptBackend, streamAfter time.Duration) *statelessRig {
+	return newStatelessRigEra(t, b, streamAfter, Era2025)
+}
+
+// newStatelessRigEra is newStatelessRig with the backend used in era (Era2026: the
+// backend offers 2026-07-28 alone).
+func newStatelessRigEra(t *testing.T, b *scriptBackend, streamAfter time.Duration, era Era) *statelessRig {
 	t.Helper()
 	if b.answers == nil {
 		b.answers = make(chan string, 4)
 	}
-	tap := &cancelTap{b: b, cancelled: make(chan string, 4)}
+	tap := &cancelTap{b: b, cancelled: make(chan string, 4), modern: era == Era2026}
 	srv := httptest.NewServer(tap)
 	t.Cleanup(srv.Close)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	f := New(Config{HealthInterval: time.Hour, Logger: log, Backends: []BackendConfig{{
-		Name: "b", Timeout: inlineWait, Era: Era2025,
+		Name: "b", Timeout: inlineWait, Era: era,
 		Dialers: []Dialer{{Addr: srv.URL, Dial: func(ctx context.Context, sink upstream.Sink) (upstream.Conn, error) {
 			return upstream.DialHTTP(ctx, srv.URL+"/mcp", upstream.HTTPOptions{Name: "b", ReconnectMin: time.Millisecond, ReconnectMax: 10 * time.Millisecond}, sink)
 		}}},
@@ -242,5 +256,46 @@ func TestInlineStatelessAsks(t *testing.T) {
 	}
 	if n := g.ranInline(); n != 0 {
 		t.Errorf("%d calls ran on their callers, want none", n)
+	}
+}
+
+// TestInlineStatelessModern: before a 2026-07-28 backend, a stateless call is forwarded
+// on its goroutine whatever the client declares (the backend's input_required is its
+// reply), and the backend's event stream is handed off (upstream.StatelessConn under a
+// Detacher): its progress reaches the client while the backend holds the result.
+func TestInlineStatelessModern(t *testing.T) {
+	b := &scriptBackend{}
+	seen := make(chan struct{})
+	b.call = func(w http.ResponseWriter, r *http.Request, m *codec.Message) {
+		if r.Header.Get("MCP-Protocol-Version") != "2026-07-28" {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		startSSE(w)
+		writeEvent(w, "", `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":`+string(m.ProgressToken)+`,"progress":1}}`)
+		select {
+		case <-seen:
+		case <-r.Context().Done():
+			return
+		}
+		writeEvent(w, "", string(codec.AppendResult(nil, m.ID, []byte(`{"resultType":"complete","content":[{"type":"text","text":"done"}]}`))))
+	}
+	g := newStatelessRigEra(t, b, 0, Era2026)
+	conn := g.post(statelessCall(`{"sampling":{}}`))
+	resp := response(t, conn)
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
+		body, _ := io.ReadAll(resp.Body)
+		t.Fatalf("stateless call answered %d %s, want an event stream: %s", resp.StatusCode, ct, body)
+	}
+	ch := events(resp.Body)
+	if msg := next(t, ch, "the progress"); !strings.Contains(msg, `"progressToken":"p"`) {
+		t.Fatalf("first message %s, want the progress with the client's token", msg)
+	}
+	close(seen)
+	if msg := next(t, ch, "the result"); !strings.Contains(msg, `"id":7`) || !strings.Contains(msg, "done") {
+		t.Fatalf("last message %s, want the result", msg)
+	}
+	if n := g.ranInline(); n == 0 {
+		t.Error("the stateless call did not run on its caller")
 	}
 }
