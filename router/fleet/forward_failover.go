@@ -134,9 +134,12 @@ func (fw *forwarder) openStandIn(c, s *upConn, lost error, out []moved) {
 	}
 }
 
-// opening is the upstream.Conn of a stand-in (standIn): nothing goes through it.
+// opening is the upstream.Conn of a stand-in (standIn): nothing goes through it, and
+// it is never dead (Done is nil) while its session opens.
 type opening struct{}
 
+// errStandIn is what a send on a stand-in gets: only a cancellation is sent there, and
+// the request it is about ends with it.
 var errStandIn = fmt.Errorf("%w: its session on another replica is being opened", upstream.ErrBackendDown)
 
 func (opening) Send(context.Context, []byte) error { return errStandIn }
