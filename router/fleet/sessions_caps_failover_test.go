@@ -408,3 +408,25 @@ func TestCapsFailoverCancelledWhileOpening(t *testing.T) {
 	default:
 	}
 }
+
+// TestCapsEjected: the replica holding a 2026-07-28 client's session by declared
+// capabilities (or its principal's) is ejected by its health check; the client's next
+// call goes to the other replica on a session declaring its capabilities, opened there.
+func TestCapsEjected(t *testing.T) {
+	for _, perClient := range []bool{false, true} {
+		t.Run("perClient="+strconv.FormatBool(perClient), func(t *testing.T) {
+			p := startCapsPair(t, false, perClient)
+			c := p.call(t)
+			first := p.got(t, "the first call")
+			p.answer(t, c)
+			p.f.set.all()[0].instances[first].healthy.Store(false) // as two failed checks leave it
+			c = p.call(t)
+			if second := p.got(t, "the call after the ejection"); second == first {
+				t.Fatalf("the ejected replica %d got the call", first)
+			}
+			if text := p.answer(t, c); text != "replica "+strconv.Itoa(1-first) {
+				t.Fatalf("answer %q, want replica %d's", text, 1-first)
+			}
+		})
+	}
+}
