@@ -8,6 +8,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/mcprouter/mcprouter/transport/closewatch"
+	"github.com/mcprouter/mcprouter/transport/readahead"
 )
 
 // A stateless request whose handler does its work on the request's own goroutine
@@ -57,7 +58,7 @@ func (x *Exchange) WatchOnCaller() bool {
 	if s.watcher == nil {
 		return false
 	}
-	if _, ok := p.inl.ctx.Conn().(syscall.Conn); !ok {
+	if _, ok := readahead.SyscallConnOf(p.inl.ctx.Conn()); !ok {
 		return false
 	}
 	w := &p.inl
@@ -90,7 +91,7 @@ func (w *callerWatch) fire() {
 	if !waits {
 		return
 	}
-	sc, ok := w.ctx.Conn().(syscall.Conn)
+	sc, ok := readahead.SyscallConnOf(w.ctx.Conn())
 	if !ok {
 		return
 	}

@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcprouter/mcprouter/transport/readahead"
 	"github.com/mcprouter/mcprouter/transport/sse"
 )
 
@@ -34,8 +35,9 @@ type streamSink struct {
 func (k *streamSink) init(c net.Conn) {
 	k.c = c
 	// A wrapper that writes through unchanged says so by giving the descriptor (the
-	// read-ahead listener's connections do); a TLS connection does not.
-	if sc, ok := c.(syscall.Conn); ok && rawWrites {
+	// read-ahead listener's connections do, also under fasthttp's per-address wrapper:
+	// readahead.SyscallConnOf); a TLS connection does not.
+	if sc, ok := readahead.SyscallConnOf(c); ok && rawWrites {
 		if rc, err := sc.SyscallConn(); err == nil {
 			k.rc = rc
 			k.tryFn = k.rawWrite

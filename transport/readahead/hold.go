@@ -3,6 +3,7 @@ package readahead
 import (
 	"net"
 	"reflect"
+	"syscall"
 )
 
 // A ReplyHolder is a connection from Listen whose replies can be held (HolderOf).
@@ -25,9 +26,33 @@ type ReplyHolder interface {
 }
 
 // HolderOf returns c, a connection from Listen, as a ReplyHolder, seeing through a
-// wrapper that embeds it as its first field (fasthttp's per-address connection
-// count wraps its connections so); nil for any other connection.
+// wrapper (inner); nil for any other connection.
 func HolderOf(c net.Conn) ReplyHolder {
+	if w := inner(c); w != nil {
+		return w
+	}
+	return nil
+}
+
+// SyscallConnOf returns c's descriptor holder: c itself when it is a syscall.Conn, or
+// the connection from Listen that a wrapper embeds (inner). The wrapper stays the one
+// to close: fasthttp's per-address wrapper counts its Close.
+func SyscallConnOf(c net.Conn) (syscall.Conn, bool) {
+	if sc, ok := c.(syscall.Conn); ok {
+		return sc, true
+	}
+	if w := inner(c); w != nil {
+		return w, true
+	}
+	return nil, false
+}
+
+// inner returns c, a connection from Listen, or the one a wrapper embeds as its first
+// field: fasthttp's per-address connection count (Server.MaxConnsPerIP, the router's
+// connections.max_per_address, on by default) wraps every connection so, and its
+// wrapper gives neither the descriptor nor the held reply. nil for any other
+// connection.
+func inner(c net.Conn) *conn {
 	if w, ok := c.(*conn); ok {
 		return w
 	}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -276,5 +277,36 @@ func TestHeldReplyAfterBoundPassed(t *testing.T) {
 	client.Write([]byte("q2"))
 	if r := <-next; r != "q2" {
 		t.Fatalf("server read %q", r)
+	}
+}
+
+// countedConn wraps a connection as fasthttp's per-address count does: the connection
+// embedded as the first field.
+type countedConn struct{ net.Conn }
+
+// TestSeeThroughWrapper checks that a connection of Listen is found inside a wrapper
+// that embeds it first, for the held reply and the descriptor alike, and that nothing
+// else is taken for one.
+func TestSeeThroughWrapper(t *testing.T) {
+	server, client := pair(t)
+	if _, ok := server.(*conn); !ok {
+		t.Skipf("connection not wrapped on this platform (%T)", server)
+	}
+	w := &countedConn{Conn: server}
+	if HolderOf(w) == nil {
+		t.Error("HolderOf: nil for a wrapped connection of Listen")
+	}
+	if sc, ok := SyscallConnOf(w); !ok || sc != syscall.Conn(server.(*conn)) {
+		t.Errorf("SyscallConnOf(wrapper) = %v, %v; want the connection of Listen", sc, ok)
+	}
+	other := &countedConn{Conn: client} // a plain TCP connection: its own descriptor
+	if HolderOf(other) != nil {
+		t.Error("HolderOf: a holder for a connection not from Listen")
+	}
+	if _, ok := SyscallConnOf(other); ok {
+		t.Error("SyscallConnOf: a descriptor through a wrapper of a connection not from Listen")
+	}
+	if _, ok := SyscallConnOf(client); !ok {
+		t.Error("SyscallConnOf: no descriptor for a TCP connection")
 	}
 }
