@@ -182,20 +182,35 @@ func TestInlineStatelessStream(t *testing.T) {
 	b := &scriptBackend{}
 	seen := make(chan struct{})
 	b.call = func(w http.ResponseWriter, r *http.Request, m *codec.Message) {
-		startSSE(w)
-		writeEvent(w, "", `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":`+string(m.ProgressToken)+`,"progress":1}}`)
-		select {
-		case <-seen:
-		case <-r.Context().Done():
-			return
-		}
-		writeEvent(w, "", string(codec.AppendResult(nil, m.ID, []byte(`{"content":[{"type":"text","text":"done"}]}`))))
+		progressThenResult(w, r, m, seen, `{"content":[{"type":"text","text":"done"}]}`)
 	}
 	g := newStatelessRig(t, b, 0)
-	conn := g.post(statelessCall(`{}`))
+	g.expectProgressThenResult(t, g.post(statelessCall(`{}`)), seen)
+}
+
+// progressThenResult answers call m with an event stream: a progress notification with
+// m's token, then, once seen is closed, result.
+func progressThenResult(w http.ResponseWriter, r *http.Request, m *codec.Message, seen <-chan struct{}, result string) {
+	startSSE(w)
+	writeEvent(w, "", `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":`+string(m.ProgressToken)+`,"progress":1}}`)
+	select {
+	case <-seen:
+	case <-r.Context().Done():
+		return
+	}
+	writeEvent(w, "", string(codec.AppendResult(nil, m.ID, []byte(result))))
+}
+
+// expectProgressThenResult reads the answer to the stateless call (id 7, progress token
+// "p") posted on conn, answered by progressThenResult: an event stream whose progress
+// comes while the backend holds the result, which comes once seen is closed; and the
+// call ran on its caller.
+func (g *statelessRig) expectProgressThenResult(t *testing.T, conn net.Conn, seen chan struct{}) {
+	t.Helper()
 	resp := response(t, conn)
 	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
-		t.Fatalf("stateless call answered %d %s, want an event stream", resp.StatusCode, ct)
+		body, _ := io.ReadAll(resp.Body)
+		t.Fatalf("stateless call answered %d %s, want an event stream: %s", resp.StatusCode, ct, body)
 	}
 	ch := events(resp.Body)
 	if msg := next(t, ch, "the progress"); !strings.Contains(msg, `"progressToken":"p"`) {
@@ -271,31 +286,8 @@ func TestInlineStatelessModern(t *testing.T) {
 			w.WriteHeader(http.StatusBadRequest)
 			return
 		}
-		startSSE(w)
-		writeEvent(w, "", `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":`+string(m.ProgressToken)+`,"progress":1}}`)
-		select {
-		case <-seen:
-		case <-r.Context().Done():
-			return
-		}
-		writeEvent(w, "", string(codec.AppendResult(nil, m.ID, []byte(`{"resultType":"complete","content":[{"type":"text","text":"done"}]}`))))
+		progressThenResult(w, r, m, seen, `{"resultType":"complete","content":[{"type":"text","text":"done"}]}`)
 	}
 	g := newStatelessRigEra(t, b, 0, Era2026)
-	conn := g.post(statelessCall(`{"sampling":{}}`))
-	resp := response(t, conn)
-	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
-		body, _ := io.ReadAll(resp.Body)
-		t.Fatalf("stateless call answered %d %s, want an event stream: %s", resp.StatusCode, ct, body)
-	}
-	ch := events(resp.Body)
-	if msg := next(t, ch, "the progress"); !strings.Contains(msg, `"progressToken":"p"`) {
-		t.Fatalf("first message %s, want the progress with the client's token", msg)
-	}
-	close(seen)
-	if msg := next(t, ch, "the result"); !strings.Contains(msg, `"id":7`) || !strings.Contains(msg, "done") {
-		t.Fatalf("last message %s, want the result", msg)
-	}
-	if n := g.ranInline(); n == 0 {
-		t.Error("the stateless call did not run on its caller")
-	}
+	g.expectProgressThenResult(t, g.post(statelessCall(`{"sampling":{}}`)), seen)
 }
