@@ -162,19 +162,13 @@ func (c *HTTPConn) post(ctx context.Context, msg []byte, m *codec.Message, sess 
 	if err := c.prepare(ctx, req, fasthttp.MethodPost, sess, !isInit); err != nil {
 		return err
 	}
-	req.Header.SetContentType("application/json")
-	req.Header.Set(fasthttp.HeaderAccept, "application/json, text/event-stream")
+	setPostHeaders(&req.Header)
 	req.SetBodyRaw(msg)
 	ex, err := c.roundTrip(ctx, req)
 	if err != nil {
 		return err
 	}
-	detached := false
-	defer func() {
-		if !detached {
-			ex.release()
-		}
-	}()
+	defer ex.done()
 	resp, body := ex.resp, ex.body
 	status := resp.StatusCode()
 	if isInit && status/100 == 2 {
@@ -191,7 +185,7 @@ func (c *HTTPConn) post(ctx context.Context, msg []byte, m *codec.Message, sess 
 		if bytes.HasPrefix(resp.Header.ContentType(), []byte("text/event-stream")) {
 			if m != nil && m.Kind == codec.KindRequest {
 				if d := detacherOf(ctx); d != nil && c.detach(ctx, ex, m.ID, sess, d) {
-					detached = true
+					ex.handed = true
 					return ErrDetached
 				}
 			}
@@ -214,6 +208,23 @@ type exchange struct {
 	resp *fasthttp.Response
 	body io.Reader
 	call *pipeCall // nil: resp came from the pool
+	// handed: the reading of the reply went to a goroutine of its own (a Detacher's),
+	// which releases the exchange when done.
+	handed bool
+}
+
+// done releases e unless it was handed on.
+func (e *exchange) done() {
+	if !e.handed {
+		e.release()
+	}
+}
+
+// setPostHeaders sets what every POST of a message carries besides the session's,
+// the revision's and the credentials' (prepare).
+func setPostHeaders(h *fasthttp.RequestHeader) {
+	h.SetContentType("application/json")
+	h.Set(fasthttp.HeaderAccept, "application/json, text/event-stream")
 }
 
 func (e *exchange) release() {

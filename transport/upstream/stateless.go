@@ -114,8 +114,7 @@ func (c *StatelessConn) post(ctx context.Context, msg []byte, m *codec.Message) 
 	if err := h.prepare(ctx, req, fasthttp.MethodPost, nil, false); err != nil {
 		return err
 	}
-	req.Header.SetContentType("application/json")
-	req.Header.Set(fasthttp.HeaderAccept, "application/json, text/event-stream")
+	setPostHeaders(&req.Header)
 	req.Header.Set(modern.HeaderProtocolVersion, *c.version.Load())
 	setModernHeaders(&req.Header, m)
 	setParamHeaders(ctx, &req.Header)
@@ -124,12 +123,7 @@ func (c *StatelessConn) post(ctx context.Context, msg []byte, m *codec.Message) 
 	if err != nil {
 		return err
 	}
-	detached := false
-	defer func() {
-		if !detached {
-			ex.release()
-		}
-	}()
+	defer ex.done()
 	resp, body := ex.resp, ex.body
 	status := resp.StatusCode()
 	switch {
@@ -138,7 +132,7 @@ func (c *StatelessConn) post(ctx context.Context, msg []byte, m *codec.Message) 
 	case status/100 == 2:
 		if bytes.HasPrefix(resp.Header.ContentType(), []byte("text/event-stream")) {
 			if d := detacherOf(ctx); d != nil && m.Kind == codec.KindRequest && c.detach(ctx, ex, m, d) {
-				detached = true
+				ex.handed = true
 				return ErrDetached
 			}
 			return c.readStream(ctx, body, m)
