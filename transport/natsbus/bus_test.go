@@ -42,6 +42,22 @@ func startBus(t *testing.T, cfg Config) *Bus {
 	return b
 }
 
+// twoStores starts two instances on one NATS, the second joining the first's server,
+// and opens each one's session store: what one writes, the other must read.
+func twoStores(t *testing.T) (sa, sb *SessionStore) {
+	t.Helper()
+	a := startBus(t, withUser(Config{Listen: "127.0.0.1:0"}))
+	b := startBus(t, withUser(Config{URL: a.ClientURL()}))
+	var err error
+	if sa, err = a.Sessions(time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if sb, err = b.Sessions(time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	return sa, sb
+}
+
 // eventually polls cond until it holds, failing the test after waitLimit.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()

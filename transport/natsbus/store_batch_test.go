@@ -9,16 +9,7 @@ import (
 // SaveAll writes many records at once; another instance reads each, and a later Save
 // overwrites one as it would a Put. A bad id fails alone.
 func TestSessionStoreSaveAll(t *testing.T) {
-	a := startBus(t, withUser(Config{Listen: "127.0.0.1:0"}))
-	b := startBus(t, withUser(Config{URL: a.ClientURL()}))
-	sa, err := a.Sessions(time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sb, err := b.Sessions(time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sa, sb := twoStores(t)
 	ids := make([]string, 300)
 	recs := make([][]byte, len(ids))
 	for i := range ids {

@@ -12,16 +12,7 @@ import (
 // While it is fresh it is not written again; once refresh old, the next record
 // referring to it writes it again.
 func TestClientBlobs(t *testing.T) {
-	a := startBus(t, withUser(Config{Listen: "127.0.0.1:0"}))
-	b := startBus(t, withUser(Config{URL: a.ClientURL()}))
-	sa, err := a.Sessions(time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sb, err := b.Sessions(time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sa, sb := twoStores(t)
 	const key = "blob-of-an-ide"
 	blob := []byte("capabilities and clientInfo")
 	if sa.Share(key, blob) {

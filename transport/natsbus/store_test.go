@@ -15,16 +15,7 @@ import (
 // The session store saves, loads, overwrites and forgets records, and another
 // instance on the same NATS reads what the first one wrote.
 func TestSessionStore(t *testing.T) {
-	a := startBus(t, withUser(Config{Listen: "127.0.0.1:0"}))
-	b := startBus(t, withUser(Config{URL: a.ClientURL()}))
-	sa, err := a.Sessions(time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sb, err := b.Sessions(time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sa, sb := twoStores(t)
 	if _, ok := sa.Load("never-saved"); ok {
 		t.Fatal("a record that was never saved loads")
 	}
