@@ -149,6 +149,19 @@ func (c *client) want(body string) {
 	}
 }
 
+// readUntil reads lines into seen until done holds of all read so far, failing the
+// test, named by what, if the connection ends or errs first.
+func (c *client) readUntil(seen *strings.Builder, what string, done func(string) bool) {
+	c.t.Helper()
+	for !done(seen.String()) {
+		line, err := c.br.ReadString('\n')
+		if err != nil {
+			c.t.Fatalf("%s: %q %v", what, seen.String(), err)
+		}
+		seen.WriteString(line)
+	}
+}
+
 func (c *client) wantEOF() {
 	c.t.Helper()
 	if b, err := c.br.ReadByte(); err != io.EOF {
@@ -205,21 +218,9 @@ func TestHoldPlainRepliesThenStream(t *testing.T) {
 	c.want("plain:x")
 	c.send(request("/sse", "", ""))
 	var seen strings.Builder
-	for !strings.Contains(seen.String(), "data: first") {
-		line, err := c.br.ReadString('\n')
-		if err != nil {
-			t.Fatalf("stream before its first event: %q %v", seen.String(), err)
-		}
-		seen.WriteString(line)
-	}
+	c.readUntil(&seen, "stream before its first event", func(s string) bool { return strings.Contains(s, "data: first") })
 	close(h.gate)
-	for !strings.HasSuffix(seen.String(), "\r\n0\r\n\r\n") { // the chunked end
-		line, err := c.br.ReadString('\n')
-		if err != nil {
-			t.Fatalf("stream's end: %q %v", seen.String(), err)
-		}
-		seen.WriteString(line)
-	}
+	c.readUntil(&seen, "stream's end", func(s string) bool { return strings.HasSuffix(s, "\r\n0\r\n\r\n") }) // the chunked end
 	if !strings.Contains(seen.String(), "data: last") {
 		t.Fatalf("stream %q lacks its last event", seen.String())
 	}
