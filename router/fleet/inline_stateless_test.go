@@ -147,13 +147,6 @@ func response(t *testing.T, conn net.Conn) *http.Response {
 	return resp
 }
 
-func (g *statelessRig) ranInline() (n uint64) {
-	for _, s := range g.r.Dispatcher().Stats().Shards {
-		n += s.RanInline
-	}
-	return n
-}
-
 // TestInlineStatelessJSON: a stateless call whose 2025 backend answers with JSON is
 // forwarded on its request's goroutine (a client that declares no capability the
 // backend could ask with) and answered with the decorated result.
@@ -170,9 +163,7 @@ func TestInlineStatelessJSON(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(string(body), `"id":7`) || !strings.Contains(string(body), `"resultType":"complete"`) {
 		t.Fatalf("stateless call: %d %s", resp.StatusCode, body)
 	}
-	if n := g.ranInline(); n == 0 {
-		t.Error("the stateless call did not run on its caller")
-	}
+	wantRanInline(t, g.r, "the stateless call did not run on its caller")
 }
 
 // TestInlineStatelessStream: the backend's event stream is handed off: its progress
@@ -220,9 +211,7 @@ func (g *statelessRig) expectProgressThenResult(t *testing.T, conn net.Conn, see
 	if msg := next(t, ch, "the result"); !strings.Contains(msg, `"id":7`) || !strings.Contains(msg, "done") {
 		t.Fatalf("last message %s, want the result", msg)
 	}
-	if n := g.ranInline(); n == 0 {
-		t.Error("the stateless call did not run on its caller")
-	}
+	wantRanInline(t, g.r, "the stateless call did not run on its caller")
 }
 
 // TestInlineStatelessClosed: a slow stateless call forwarded on its goroutine, whose
@@ -248,9 +237,7 @@ func TestInlineStatelessClosed(t *testing.T) {
 	if !strings.Contains(got, `"requestId"`) {
 		t.Fatalf("cancellation %s", got)
 	}
-	if n := g.ranInline(); n == 0 {
-		t.Error("the stateless call did not run on its caller")
-	}
+	wantRanInline(t, g.r, "the stateless call did not run on its caller")
 }
 
 // TestInlineStatelessAsks: a client that declares sampling is not forwarded on its
@@ -269,7 +256,7 @@ func TestInlineStatelessAsks(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(string(body), `"id":7`) {
 		t.Fatalf("stateless call: %d %s", resp.StatusCode, body)
 	}
-	if n := g.ranInline(); n != 0 {
+	if n := ranInline(g.r); n != 0 {
 		t.Errorf("%d calls ran on their callers, want none", n)
 	}
 }

@@ -186,12 +186,20 @@ func (g *inlineRig) session() string {
 	return sid
 }
 
-// ranInline is how many jobs the router ran on their callers.
-func (g *inlineRig) ranInline() (n uint64) {
-	for _, s := range g.r.Dispatcher().Stats().Shards {
+// ranInline is how many jobs r ran on their callers.
+func ranInline(r *router.Router) (n uint64) {
+	for _, s := range r.Dispatcher().Stats().Shards {
 		n += s.RanInline
 	}
 	return n
+}
+
+// wantRanInline fails the test, saying msg, if r ran no job on its caller.
+func wantRanInline(t *testing.T, r *router.Router, msg string) {
+	t.Helper()
+	if ranInline(r) == 0 {
+		t.Error(msg)
+	}
 }
 
 // events reads an event stream's data lines, one message each, onto a channel, closed
@@ -282,9 +290,7 @@ func TestInlineStreamHandOff(t *testing.T) {
 	if msg := next(t, ch, "the result"); !strings.Contains(msg, `"id":7,"result"`) || !strings.Contains(msg, "done") {
 		t.Fatalf("last message %s, want the result", msg)
 	}
-	if n := g.ranInline(); n == 0 {
-		t.Error("no request ran on its caller")
-	}
+	wantRanInline(t, g.r, "no request ran on its caller")
 }
 
 // TestInlineStreamLate: a backend that starts its event stream late, and then answers
@@ -303,9 +309,7 @@ func TestInlineStreamLate(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(string(body), `"id":7,"result":{"content":[]}`) {
 		t.Fatalf("tools/call: %d %s", resp.StatusCode, body)
 	}
-	if n := g.ranInline(); n == 0 {
-		t.Error("no request ran on its caller")
-	}
+	wantRanInline(t, g.r, "no request ran on its caller")
 }
 
 // TestInlineStreamBroken: an event stream that breaks after its progress, before its
@@ -365,7 +369,7 @@ func TestInlineStreamBroken(t *testing.T) {
 				if tc.resume && !strings.Contains(got[1], "resumed") {
 					t.Fatalf("on the caller %v: %s, want the resumed stream's result", on, got[1])
 				}
-				if on && g.ranInline() == 0 {
+				if on && ranInline(g.r) == 0 {
 					t.Error("no request ran on its caller")
 				}
 				outcome[on] = got[1]
@@ -406,7 +410,7 @@ func TestInlineNeverAnswers(t *testing.T) {
 				if resp.StatusCode != tc.status {
 					t.Fatalf("on the caller %v: %d %s, want %d", on, resp.StatusCode, body, tc.status)
 				}
-				if ran := g.ranInline() > 0; on && ran != tc.inline {
+				if ran := ranInline(g.r) > 0; on && ran != tc.inline {
 					t.Errorf("ran on its caller: %v, want %v", ran, tc.inline)
 				}
 				outcome[on] = fmt.Sprint(resp.StatusCode, " ", string(body))
@@ -456,9 +460,7 @@ func TestInlineRelatedOnGET(t *testing.T) {
 	if len(got) != 2 || !strings.Contains(got[0], `"progressToken":"p"`) || !strings.Contains(got[1], `"id":7,"result"`) {
 		t.Fatalf("the client got %q, want the progress, then the result", got)
 	}
-	if n := g.ranInline(); n == 0 {
-		t.Error("no request ran on its caller")
-	}
+	wantRanInline(t, g.r, "no request ran on its caller")
 }
 
 // TestInlineConcurrent: sessions calling at once, each call answered with JSON or an
@@ -523,7 +525,5 @@ func TestInlineConcurrent(t *testing.T) {
 	for e := range errs {
 		t.Error(e)
 	}
-	if n := g.ranInline(); n == 0 {
-		t.Error("no request ran on its caller")
-	}
+	wantRanInline(t, g.r, "no request ran on its caller")
 }
