@@ -37,27 +37,42 @@ func fuzzSeeds(f *testing.F) [][]byte {
 	return seeds
 }
 
+// addFuzzSeeds adds each of fuzzSeeds in every revision, for targets that take a
+// message and a revision.
+func addFuzzSeeds(f *testing.F) {
+	for _, s := range fuzzSeeds(f) {
+		for rev := range len(revisions) {
+			f.Add(s, uint8(rev))
+		}
+	}
+}
+
+// fuzzMessage is the request or notification a target checks: msg scanned, its method
+// unescaped, and the revision rev picks; ok is false for bytes the codec rejects and for
+// replies, which the targets pass over.
+func fuzzMessage(msg []byte, rev uint8) (m codec.Message, method []byte, revision string, ok bool) {
+	if codec.Scan(msg, &m) != nil || (m.Kind != codec.KindRequest && m.Kind != codec.KindNotification) {
+		return m, nil, "", false
+	}
+	method = m.Method
+	if m.Flags&codec.MethodEscaped != 0 {
+		method, _ = codec.Unquote(nil, m.Method)
+	}
+	return m, method, revisions[int(rev)%len(revisions)], true
+}
+
 // FuzzValidate: for any message codec.Scan accepts, in any revision, Validate neither
 // panics nor allocates on success, its error is an *Error for -32602 that names a member
 // under params, never "invalid JSON" (the bytes were scanned), and it agrees with the
 // codec's routing peeks: valid tools/call and prompts/get params have a string name,
 // valid resources/* params a string uri.
 func FuzzValidate(f *testing.F) {
-	for _, s := range fuzzSeeds(f) {
-		for rev := range 5 {
-			f.Add(s, uint8(rev))
-		}
-	}
+	addFuzzSeeds(f)
 	f.Fuzz(func(t *testing.T, msg []byte, rev uint8) {
-		var m codec.Message
-		if codec.Scan(msg, &m) != nil || (m.Kind != codec.KindRequest && m.Kind != codec.KindNotification) {
+		m, method, revision, ok := fuzzMessage(msg, rev)
+		if !ok {
 			return
 		}
-		method := m.Method
-		if m.Flags&codec.MethodEscaped != 0 {
-			method, _ = codec.Unquote(nil, m.Method)
-		}
-		revision := revisions[int(rev)%len(revisions)]
 		err := Validate(revision, method, m.Params)
 		if err != nil {
 			var e *Error

@@ -11,23 +11,14 @@ import (
 // again with the one the first call left (which passes over a _meta it judged
 // conforming), and it judges a _meta only when the params conform up to it.
 func FuzzValidateJudged(f *testing.F) {
-	for _, s := range fuzzSeeds(f) {
-		for rev := range 5 {
-			f.Add(s, uint8(rev))
-		}
-	}
+	addFuzzSeeds(f)
 	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},"_meta":{}}}`), uint8(4))
 	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":7,"io.modelcontextprotocol/clientCapabilities":{}},"name":"x"}}`), uint8(4))
 	f.Fuzz(func(t *testing.T, msg []byte, rev uint8) {
-		var m codec.Message
-		if codec.Scan(msg, &m) != nil || (m.Kind != codec.KindRequest && m.Kind != codec.KindNotification) {
+		m, method, revision, ok := fuzzMessage(msg, rev)
+		if !ok {
 			return
 		}
-		method := m.Method
-		if m.Flags&codec.MethodEscaped != 0 {
-			method, _ = codec.Unquote(nil, m.Method)
-		}
-		revision := revisions[int(rev)%len(revisions)]
 		want := errString(Validate(revision, method, m.Params))
 		var j Judgement
 		for round := range 3 {
