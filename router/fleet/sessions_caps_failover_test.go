@@ -180,6 +180,27 @@ func (p *capsPair) answer(t *testing.T, c *statusClient) string {
 	return a.Result.Content[0].Text
 }
 
+// firstCall makes the client's first call and answers it, and says which replica got
+// it: the one holding the client's session from then on.
+func (p *capsPair) firstCall(t *testing.T) int {
+	t.Helper()
+	c := p.call(t)
+	first := p.got(t, "the first call")
+	p.answer(t, c)
+	return first
+}
+
+// callPreferring makes a call while replica want is the less loaded of the two, which
+// pick prefers, and says which replica got it (what names it in a failure).
+func (p *capsPair) callPreferring(t *testing.T, want int, what string) (*statusClient, int) {
+	t.Helper()
+	other := p.f.set.all()[0].instances[1-want]
+	other.outstanding.Add(1 << 20)
+	defer other.outstanding.Add(-(1 << 20))
+	c := p.call(t)
+	return c, p.got(t, what)
+}
+
 // got reads the next call a replica got and checks that the session it came on was
 // initialized with exactly what the client declared: elicitation, and neither roots
 // nor sampling, which the router's shared session declares.
@@ -246,20 +267,13 @@ func TestCapsFailoverDown(t *testing.T) {
 	}{{false, false}, {true, false}, {false, true}, {true, true}} {
 		t.Run("perClient="+strconv.FormatBool(tc.perClient)+"/503="+strconv.FormatBool(tc.shed), func(t *testing.T) {
 			p := startCapsPair(t, false, tc.perClient)
-			c := p.call(t)
-			first := p.got(t, "the first call")
-			p.answer(t, c)
+			first := p.firstCall(t)
 			if tc.shed {
 				p.reps[first].unavailable.Store(true)
 			} else {
 				p.reps[first].kill()
 			}
-			// pick prefers the less loaded of two: the next call goes to the killed one.
-			other := p.f.set.all()[0].instances[1-first]
-			other.outstanding.Add(1 << 20)
-			c = p.call(t)
-			second := p.got(t, "the call after the kill")
-			other.outstanding.Add(-(1 << 20))
+			c, second := p.callPreferring(t, first, "the call after the kill") // the killed one
 			if second == first {
 				t.Fatalf("replica %d answered after it was killed", first)
 			}
@@ -281,9 +295,7 @@ func TestCapsSessionRenewed(t *testing.T) {
 	for _, perClient := range []bool{false, true} {
 		t.Run("perClient="+strconv.FormatBool(perClient), func(t *testing.T) {
 			p := startCapsPair(t, false, perClient)
-			c := p.call(t)
-			first := p.got(t, "the first call")
-			p.answer(t, c)
+			first := p.firstCall(t)
 			old := p.reps[first]
 			old.kill()
 			p.reps[first] = startCapsReplica(t, first, strings.TrimSuffix(strings.TrimPrefix(old.url, "http://"), "/mcp"), false, p.seen, &p.hang)
@@ -292,11 +304,7 @@ func TestCapsSessionRenewed(t *testing.T) {
 			// client's.
 			in := p.f.set.all()[0].instances[first]
 			testwait.For(t, "both sessions with the restarted replica renewed", 20*time.Second, func() bool { return in.Renewed.Load() >= 2 })
-			other := p.f.set.all()[0].instances[1-first]
-			other.outstanding.Add(1 << 20)
-			c = p.call(t)
-			second := p.got(t, "the call after the restart")
-			other.outstanding.Add(-(1 << 20))
+			c, second := p.callPreferring(t, first, "the call after the restart")
 			if text := p.answer(t, c); text != "replica "+strconv.Itoa(second) {
 				t.Fatalf("answer %q, want replica %d's", text, second)
 			}
@@ -315,16 +323,12 @@ func TestCapsOpenRefused(t *testing.T) {
 	for _, perClient := range []bool{false, true} {
 		t.Run("perClient="+strconv.FormatBool(perClient), func(t *testing.T) {
 			p := startCapsPair(t, false, perClient)
-			ins := p.f.set.all()[0].instances
 			p.refuse[0].Store(true)
-			ins[1].outstanding.Add(1 << 20) // pick prefers the less loaded of two: 0
-			c := p.call(t)
-			got := p.got(t, "the call")
-			ins[1].outstanding.Add(-(1 << 20))
+			c, got := p.callPreferring(t, 0, "the call")
 			if text := p.answer(t, c); got != 1 || text != "replica 1" {
 				t.Fatalf("replica %d got the call, answer %q; want replica 1", got, text)
 			}
-			if ins[0].healthy.Load() {
+			if p.f.set.all()[0].instances[0].healthy.Load() {
 				t.Fatal("the refusing replica is still in the rotation")
 			}
 		})
@@ -416,11 +420,9 @@ func TestCapsEjected(t *testing.T) {
 	for _, perClient := range []bool{false, true} {
 		t.Run("perClient="+strconv.FormatBool(perClient), func(t *testing.T) {
 			p := startCapsPair(t, false, perClient)
-			c := p.call(t)
-			first := p.got(t, "the first call")
-			p.answer(t, c)
+			first := p.firstCall(t)
 			p.f.set.all()[0].instances[first].healthy.Store(false) // as two failed checks leave it
-			c = p.call(t)
+			c := p.call(t)
 			if second := p.got(t, "the call after the ejection"); second == first {
 				t.Fatalf("the ejected replica %d got the call", first)
 			}
