@@ -58,6 +58,22 @@ func twoStores(t *testing.T) (sa, sb *SessionStore) {
 	return sa, sb
 }
 
+// busStore starts a bus and opens its session store, for a test that closes the bus
+// itself (NATS gone) and then uses the store.
+func busStore(t *testing.T) (*Bus, *SessionStore) {
+	t.Helper()
+	b, err := Start(Config{}, quietLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := b.Sessions(time.Hour)
+	if err != nil {
+		b.Close()
+		t.Fatal(err)
+	}
+	return b, s
+}
+
 // eventually polls cond until it holds, failing the test after waitLimit.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()

@@ -3,7 +3,6 @@ package natsbus
 import (
 	"fmt"
 	"testing"
-	"time"
 )
 
 // SaveAll writes many records at once; another instance reads each, and a later Save
@@ -43,14 +42,7 @@ func TestSessionStoreSaveAll(t *testing.T) {
 
 // With NATS gone, a batch reports every record as not written, at once.
 func TestSessionStoreSaveAllClosed(t *testing.T) {
-	b, err := Start(Config{}, quietLog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := b.Sessions(time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, s := busStore(t)
 	b.Close()
 	for i, err := range s.SaveAll([]string{"s1", "s2"}, [][]byte{[]byte("a"), []byte("b")}) {
 		if err == nil {

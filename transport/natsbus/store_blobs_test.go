@@ -90,14 +90,7 @@ func TestClientBlobsBounded(t *testing.T) {
 // With NATS gone a blob is not shared (the record carries the bytes) and the failure
 // is counted; nothing hangs.
 func TestClientBlobsClosed(t *testing.T) {
-	b, err := Start(Config{}, quietLog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := b.Sessions(time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, s := busStore(t)
 	s.Share("k", []byte("x"))
 	b.Close()
 	if s.Share("k", []byte("x")) {

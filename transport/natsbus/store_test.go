@@ -87,14 +87,7 @@ func TestSessionStoreExpiry(t *testing.T) {
 
 // With NATS gone, every operation fails fast and is counted; Load tries twice.
 func TestSessionStoreClosed(t *testing.T) {
-	b, err := Start(Config{}, quietLog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := b.Sessions(time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, s := busStore(t)
 	b.Close()
 	if err := s.Save("s1", []byte("r")); err == nil {
 		t.Fatal("Save on a closed bus succeeded")
