@@ -7,12 +7,10 @@ package fleet
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -24,7 +22,6 @@ import (
 	"github.com/mcprouter/mcprouter/internal/testwait"
 	"github.com/mcprouter/mcprouter/router"
 	"github.com/mcprouter/mcprouter/transport"
-	"github.com/mcprouter/mcprouter/transport/upstream"
 )
 
 // cancelTap hands the backend's notifications/cancelled to cancelled, and the rest of
@@ -75,16 +72,8 @@ func newStatelessRigEra(t *testing.T, b *scriptBackend, streamAfter time.Duratio
 		b.answers = make(chan string, 4)
 	}
 	tap := &cancelTap{b: b, cancelled: make(chan string, 4), modern: era == Era2026}
-	srv := httptest.NewServer(tap)
-	t.Cleanup(srv.Close)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	f := New(Config{HealthInterval: time.Hour, Logger: log, Backends: []BackendConfig{{
-		Name: "b", Timeout: inlineWait, Era: era,
-		Dialers: []Dialer{{Addr: srv.URL, Dial: func(ctx context.Context, sink upstream.Sink) (upstream.Conn, error) {
-			return upstream.DialHTTP(ctx, srv.URL+"/mcp", upstream.HTTPOptions{Name: "b", ReconnectMin: time.Millisecond, ReconnectMax: 10 * time.Millisecond}, sink)
-		}}},
-	}}})
-	f.Start(inlineWait)
+	f := startInlineFleet(t, tap, inlineWait, era, log)
 	r, err := router.New(router.Config{Fleet: f, Logger: log, RunOnCaller: true, Stateless: router.StatelessOn, ReplyTimeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)

@@ -117,6 +117,23 @@ type inlineRig struct {
 	cl *http.Client
 }
 
+// startInlineFleet starts h on loopback and, in front of it, a started fleet with one
+// HTTP backend "b" used in era with backend timeout timeout, for an inline rig's
+// router; the rig closes the fleet in its own cleanup, in its order.
+func startInlineFleet(t *testing.T, h http.Handler, timeout time.Duration, era Era, log *slog.Logger) *Fleet {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	f := New(Config{HealthInterval: time.Hour, Logger: log, Backends: []BackendConfig{{
+		Name: "b", Timeout: timeout, Era: era,
+		Dialers: []Dialer{{Addr: srv.URL, Dial: func(ctx context.Context, sink upstream.Sink) (upstream.Conn, error) {
+			return upstream.DialHTTP(ctx, srv.URL+"/mcp", upstream.HTTPOptions{Name: "b", ReconnectMin: time.Millisecond, ReconnectMax: 10 * time.Millisecond}, sink)
+		}}},
+	}}})
+	f.Start(inlineWait)
+	return f
+}
+
 // newInlineRig starts b on loopback, a fleet with backend timeout timeout in front of
 // it, and the router with the transport's reply timeout replyTimeout.
 func newInlineRig(t *testing.T, b *scriptBackend, on bool, timeout, replyTimeout time.Duration) *inlineRig {
@@ -124,16 +141,8 @@ func newInlineRig(t *testing.T, b *scriptBackend, on bool, timeout, replyTimeout
 	if b.answers == nil {
 		b.answers = make(chan string, 4)
 	}
-	srv := httptest.NewServer(b)
-	t.Cleanup(srv.Close)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	f := New(Config{HealthInterval: time.Hour, Logger: log, Backends: []BackendConfig{{
-		Name: "b", Timeout: timeout, Era: Era2025,
-		Dialers: []Dialer{{Addr: srv.URL, Dial: func(ctx context.Context, sink upstream.Sink) (upstream.Conn, error) {
-			return upstream.DialHTTP(ctx, srv.URL+"/mcp", upstream.HTTPOptions{Name: "b", ReconnectMin: time.Millisecond, ReconnectMax: 10 * time.Millisecond}, sink)
-		}}},
-	}}})
-	f.Start(inlineWait)
+	f := startInlineFleet(t, b, timeout, Era2025, log)
 	r, err := router.New(router.Config{Fleet: f, Logger: log, RunOnCaller: on, ReplyTimeout: replyTimeout})
 	if err != nil {
 		t.Fatal(err)
