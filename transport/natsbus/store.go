@@ -90,11 +90,17 @@ func (s *SessionStore) Load(id string) ([]byte, bool) {
 	if !validKey(id) {
 		return nil, false
 	}
-	// A loaded or re-electing JetStream may miss one timeout: a session that moved is
-	// worth a second try before its client is told it does not exist.
+	return getTwice(s.kv, id, s.timeout, func() { s.Errors.Add(1) })
+}
+
+// getTwice reads key from kv, each attempt within timeout, and tries once more after a
+// failure other than "not found" (each counted by onError): a loaded or re-electing
+// JetStream may miss one timeout, and a session that moved is worth a second try
+// before its client is told it does not exist.
+func getTwice(kv jetstream.KeyValue, key string, timeout time.Duration, onError func()) ([]byte, bool) {
 	for attempt := 0; attempt < 2; attempt++ {
-		ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
-		e, err := s.kv.Get(ctx, id)
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		e, err := kv.Get(ctx, key)
 		cancel()
 		if err == nil {
 			return e.Value(), true
@@ -102,7 +108,7 @@ func (s *SessionStore) Load(id string) ([]byte, bool) {
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
 			return nil, false
 		}
-		s.Errors.Add(1)
+		onError()
 	}
 	return nil, false
 }

@@ -2,7 +2,6 @@ package natsbus
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
 
@@ -95,17 +94,5 @@ func (c *clientBlobs) LoadBlob(key string) ([]byte, bool) {
 	if c == nil || !validKey(key) {
 		return nil, false
 	}
-	for attempt := 0; attempt < 2; attempt++ {
-		ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
-		e, err := c.kv.Get(ctx, key)
-		cancel()
-		if err == nil {
-			return e.Value(), true
-		}
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			return nil, false
-		}
-		c.onError()
-	}
-	return nil, false
+	return getTwice(c.kv, key, c.timeout, c.onError)
 }
