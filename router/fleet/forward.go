@@ -1,7 +1,6 @@
 package fleet
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"strconv"
@@ -272,16 +271,14 @@ func answersOnCaller(c *upConn, stateless, asksNothing bool) bool {
 }
 
 // asksNothing reports whether a stateless client with capabilities caps can be asked
-// nothing by a 2025 backend that would park its call: it declared none of sampling,
-// roots and elicitation, so the fleet refuses such a request at once (serverreq.go
-// clientCan), and answers a ping itself. (A backend asking a method of no capability
-// would park the call, and the call then ends at its timeout, as with a backend that
-// does not answer.)
-func asksNothing(caps []byte) bool {
-	if t := bytes.TrimSpace(caps); len(t) == 0 || string(t) == "{}" {
-		return true
-	}
-	return !hasMember(caps, "sampling") && !hasMember(caps, "roots") && !hasMember(caps, "elicitation")
+// nothing by a 2025 backend that would park its call: it declared none of what such a
+// backend can ask for (declaredCaps), so the fleet refuses such a request at once
+// (serverreq.go clientCan), and answers a ping itself. (A backend asking a method of no
+// capability would park the call, and the call then ends at its timeout, as with a
+// backend that does not answer.) The capabilities-session key says it, from its cache
+// of the objects met lately, without a walk per request.
+func (cs *capsSessions) asksNothing(caps []byte) bool {
+	return cs.declaredKey(caps) == "{}"
 }
 
 // slotWait bounds how long forward waits for one of a backend's concurrency slots.
@@ -299,7 +296,7 @@ func (f *Fleet) RunsOnCaller(s *router.Session, x *transport.Exchange, within ti
 	if !ok || e.kind != clientRequest || e.backend.cfg.Timeout+slotWait > within {
 		return false
 	}
-	quiet := !x.Stateless || asksNothing(s.ClientCapabilities())
+	quiet := !x.Stateless || f.sessions.caps.asksNothing(s.ClientCapabilities())
 	for _, in := range e.backend.instances {
 		if c := in.conn.Load(); c != nil && !answersOnCaller(c, x.Stateless, quiet) {
 			return false
