@@ -168,20 +168,21 @@ func (fw *forwarder) forward(e *entry) {
 	switch {
 	case !inline:
 		s.send()
-	case dl != nil && answersOnCaller(c, stateless, true):
-		// On the request's goroutine (RunsOnCaller): a reply that streams goes on on a
-		// goroutine of its own, and this one back to serving the request's stream.
-		dl.Detach(s)
-		s.send()
-	case dl == nil && answersOnCaller(c, stateless, true):
-		// A stateless request to a 2026-07-28 backend, on its goroutine likewise (its
-		// context is its own: the closing of the client's connection cancels it).
-		s.ctx = upstream.WithDetach(ctx, s)
-		s.send()
-	default:
+	case !answersOnCaller(c, stateless, true):
 		// A backend whose Send would wait on what this goroutine must serve (its era
 		// or connection changed since RunsOnCaller said yes): as on a worker.
 		fw.life.spawn(s.send)
+	default:
+		// On the request's goroutine (RunsOnCaller): a reply that streams goes on on a
+		// goroutine of its own, and this one back to serving the request's stream. The
+		// Deadline carries the Detacher; a 2026-07-28 request's context is its own (the
+		// closing of the client's connection cancels it), so it carries it instead.
+		if dl != nil {
+			dl.Detach(s)
+		} else {
+			s.ctx = upstream.WithDetach(ctx, s)
+		}
+		s.send()
 	}
 }
 
