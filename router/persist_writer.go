@@ -1,6 +1,7 @@
 package router
 
 import (
+	"cmp"
 	"sync"
 	"time"
 
@@ -74,13 +75,19 @@ func (w *recordWriter) push(r *Router, s *Session) {
 func (w *recordWriter) flush() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if !w.flushed {
+		w.flushed = true
+		close(w.wakeLocked())
+	}
+}
+
+// wakeLocked is the channel flush closes, made by whoever first needs it; the caller
+// holds w.mu.
+func (w *recordWriter) wakeLocked() chan struct{} {
 	if w.wake == nil {
 		w.wake = make(chan struct{})
 	}
-	if !w.flushed {
-		w.flushed = true
-		close(w.wake)
-	}
+	return w.wake
 }
 
 // wait waits until due, or until flush.
@@ -90,10 +97,7 @@ func (w *recordWriter) wait(due time.Time) {
 		return
 	}
 	w.mu.Lock()
-	if w.wake == nil {
-		w.wake = make(chan struct{})
-	}
-	wake := w.wake
+	wake := w.wakeLocked()
 	w.mu.Unlock()
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -105,10 +109,7 @@ func (w *recordWriter) wait(due time.Time) {
 
 // due is when a session queued now is to be written.
 func (w *recordWriter) due() time.Time {
-	if w.settle > 0 {
-		return time.Now().Add(w.settle)
-	}
-	return time.Now().Add(recordSettle)
+	return time.Now().Add(cmp.Or(w.settle, recordSettle))
 }
 
 // next takes the oldest queued session and when it is due; nil when none is left, and
