@@ -11,7 +11,20 @@ FUZZTIME="${FUZZTIME:-4s}"
 logs="$(mktemp -d)"
 trap 'rm -rf "$logs"' EXIT
 failed=0
+failures=() # what failed, with its failing rows, repeated at the end so the log's tail says why
 step() { printf '\n==> %s\n' "$*"; }
+# fail NAME [LOG]: marks the run failed; the summary at the end names NAME and repeats the
+# table rows of LOG that failed (the reliability benchmarks print a PASS/FAIL table), or
+# LOG's last lines when it has no such row.
+fail() {
+	failed=1
+	local rows=""
+	if [ -n "${2:-}" ] && [ -f "$2" ]; then
+		rows="$(grep -E '\| *FAIL *\|' "$2" | cut -c1-400 || true)"
+		[ -n "$rows" ] || rows="$(tail -n 5 "$2" | cut -c1-400)" # no table: how it ended
+	fi
+	failures+=("$1${rows:+$'\n'$rows}")
+}
 
 step "gofmt"
 unformatted="$(find . -name '*.go' -not -path './.cache/*' -not -path '*/node_modules/*' -not -path './.git/*' -print0 | xargs -0 gofmt -l)"
@@ -61,10 +74,10 @@ fi
 # checked for drift beside same-time references, so that neighbours on a shared
 # machine do not fail it (about 3.5 minutes with its build). Full runs: bench/RESULTS.md.
 step "chaos (60s)"
-go run ./bench/cmd/chaos -duration 60s || failed=1
+go run ./bench/cmd/chaos -duration 60s 2>&1 | tee "$logs/chaos.log" || fail "chaos (60s)" "$logs/chaos.log"
 
 step "soak (2m)"
-go run ./bench/cmd/soak -duration 2m -warmup 40s -tick 25ms -share 0.3 || failed=1
+go run ./bench/cmd/soak -duration 2m -warmup 40s -tick 25ms -share 0.3 2>&1 | tee "$logs/soak.log" || fail "soak (2m)" "$logs/soak.log"
 
 step "fuzz (${FUZZTIME} per target)"
 for pkg in $(go list ./...); do
@@ -78,7 +91,7 @@ for pkg in $(go list ./...); do
 			if grep -q "context deadline exceeded" "$logs/fuzz.log" && ! grep -q "Failing input written" "$logs/fuzz.log"; then
 				echo "  (fuzzer stopped at its time limit without a finding)"
 			else
-				cat "$logs/fuzz.log"; failed=1
+				cat "$logs/fuzz.log"; fail "fuzz $pkg $t"
 			fi
 		fi
 	done
@@ -89,5 +102,10 @@ if [ -d bench/peers ]; then
 	(cd bench/peers && go vet ./... && go test -count=1 ./...)
 fi
 
-if [ "$failed" != 0 ]; then echo "FAILED"; exit 1; fi
+if [ "$failed" != 0 ]; then
+	echo
+	echo "FAILED:"
+	printf '  %s\n' "${failures[@]}"
+	exit 1
+fi
 echo "all checks passed"
