@@ -59,41 +59,31 @@ func (in *Input) parseArguments() (ref.Val, error) {
 		return celValue(args)
 	}
 	m := map[ref.Val]ref.Val{}
-	ctx, err := member(params, "context", "params")
+	ctx, err := objectMember(params, "context", "params")
 	if err != nil {
 		return nil, err
 	}
-	if ctx != nil && ctx.Type() == fastjson.TypeObject {
-		ca, err := member(ctx, "arguments", "params.context")
-		if err != nil {
+	if ca, err := objectMember(ctx, "arguments", "params.context"); err != nil {
+		return nil, err
+	} else if ca != nil {
+		if m, err = celObject(ca); err != nil {
 			return nil, err
 		}
-		if ca != nil && ca.Type() == fastjson.TypeObject {
-			if m, err = celObject(ca); err != nil {
-				return nil, err
-			}
-		}
 	}
-	arg, err := member(params, "argument", "params")
+	arg, err := objectMember(params, "argument", "params")
 	if err != nil {
 		return nil, err
 	}
-	if arg != nil && arg.Type() == fastjson.TypeObject {
-		name, err := member(arg, "name", "params.argument")
+	var name, value *fastjson.Value
+	if err := members(arg, "params.argument", field{"name", &name}, field{"value", &value}); err != nil {
+		return nil, err
+	}
+	if name != nil && value != nil && name.Type() == fastjson.TypeString {
+		v, err := celValue(value)
 		if err != nil {
 			return nil, err
 		}
-		value, err := member(arg, "value", "params.argument")
-		if err != nil {
-			return nil, err
-		}
-		if name != nil && value != nil && name.Type() == fastjson.TypeString {
-			v, err := celValue(value)
-			if err != nil {
-				return nil, err
-			}
-			m[types.String(name.GetStringBytes())] = v
-		}
+		m[types.String(name.GetStringBytes())] = v
 	}
 	return types.NewRefValMap(types.DefaultTypeAdapter, m), nil
 }
@@ -121,13 +111,8 @@ func (in *Input) completionRef() error {
 		return fmt.Errorf("%w: params.ref is not an object", ErrInput)
 	}
 	var typ, name, uri *fastjson.Value
-	for _, f := range [...]struct {
-		key string
-		dst **fastjson.Value
-	}{{"type", &typ}, {"name", &name}, {"uri", &uri}} {
-		if *f.dst, err = member(r, f.key, "params.ref"); err != nil {
-			return err
-		}
+	if err := members(r, "params.ref", field{"type", &typ}, field{"name", &name}, field{"uri", &uri}); err != nil {
+		return err
 	}
 	str := func(v *fastjson.Value) string {
 		if v != nil && v.Type() == fastjson.TypeString {
@@ -144,8 +129,41 @@ func (in *Input) completionRef() error {
 	return nil
 }
 
-// member returns the object o's member key, nil if absent, an error if repeated.
+// field is a member to read and where to put it, for members.
+type field struct {
+	key string
+	dst **fastjson.Value
+}
+
+// members reads the members fs of the object o (each nil if absent, or all when o is
+// nil or not an object), an error if one is repeated.
+func members(o *fastjson.Value, where string, fs ...field) error {
+	for _, f := range fs {
+		v, err := member(o, f.key, where)
+		if err != nil {
+			return err
+		}
+		*f.dst = v
+	}
+	return nil
+}
+
+// objectMember is member when the member is an object, and nil when it is of another
+// type: the parts of a completion's params that are read only when they are objects.
+func objectMember(o *fastjson.Value, key, where string) (*fastjson.Value, error) {
+	v, err := member(o, key, where)
+	if err != nil || v == nil || v.Type() != fastjson.TypeObject {
+		return nil, err
+	}
+	return v, nil
+}
+
+// member returns the object o's member key, nil if absent (or o is nil or not an
+// object), an error if repeated.
 func member(o *fastjson.Value, key, where string) (*fastjson.Value, error) {
+	if o == nil {
+		return nil, nil
+	}
 	obj, err := o.Object()
 	if err != nil {
 		return nil, nil
