@@ -17,17 +17,20 @@ type fault struct {
 	play func(c *cluster.Cluster, rng *rand.Rand, o *options) (what string, cleared time.Time, err error)
 	// router says the fault kills a router instance (its sessions must move).
 	router bool
+	// hits names the backend whose calls the fault may fail ("web", "cli"): the calls in
+	// flight on the broken replica, which no router can answer but with an error.
+	hits string
 }
 
 // down is how long a killed process stays down before it is restarted.
 const down = time.Second
 
 var faults = []fault{
-	{name: "kill web replica", play: func(c *cluster.Cluster, rng *rand.Rand, _ *options) (string, time.Time, error) {
+	{name: "kill web replica", hits: "web", play: func(c *cluster.Cluster, rng *rand.Rand, _ *options) (string, time.Time, error) {
 		w := pick(rng, c.Web)
 		return killRestart(w.Name, w.Proc, w.Start)
 	}},
-	{name: "kill cli replica", play: func(c *cluster.Cluster, rng *rand.Rand, _ *options) (string, time.Time, error) {
+	{name: "kill cli replica", hits: "cli", play: func(c *cluster.Cluster, rng *rand.Rand, _ *options) (string, time.Time, error) {
 		r := pick(rng, c.Routers)
 		kids := r.StdioChildren()
 		if len(kids) == 0 {
@@ -46,7 +49,7 @@ var faults = []fault{
 		n := pick(rng, c.NATS)
 		return killRestart(n.Name, n.Proc, n.Start)
 	}},
-	{name: "pause web replica", play: func(c *cluster.Cluster, rng *rand.Rand, o *options) (string, time.Time, error) {
+	{name: "pause web replica", hits: "web", play: func(c *cluster.Cluster, rng *rand.Rand, o *options) (string, time.Time, error) {
 		w := pick(rng, c.Web)
 		pause := o.backendTimeout + time.Second
 		w.Proc.Signal(syscall.SIGSTOP)
@@ -54,7 +57,7 @@ var faults = []fault{
 		w.Proc.Signal(syscall.SIGCONT)
 		return fmt.Sprintf("SIGSTOP %s for %v, SIGCONT", w.Name, pause), time.Now(), nil
 	}},
-	{name: "drop web connections", play: func(c *cluster.Cluster, rng *rand.Rand, _ *options) (string, time.Time, error) {
+	{name: "drop web connections", hits: "web", play: func(c *cluster.Cluster, rng *rand.Rand, _ *options) (string, time.Time, error) {
 		w := pick(rng, c.Web)
 		n := w.Proxy.Drop()
 		return fmt.Sprintf("dropped %d connections of %s", n, w.Name), time.Now(), nil
@@ -77,6 +80,7 @@ func killRestart(name string, p *cluster.Proc, start func() error) (string, time
 type played struct {
 	at, cleared time.Time
 	kind        string
+	hits        string // the backend whose in-flight calls it may fail (fault.hits)
 	what        string
 	// lag is how long after the fault cleared the last subscriber heard of a change;
 	// late counts the subscribers that had not within the bound.

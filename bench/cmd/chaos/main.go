@@ -72,7 +72,7 @@ func chaos(ctx context.Context, o *options) (*verdict, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := &verdict{capacity: capacity, rate: o.share * capacity, timeout: o.timeout, tools: tools}
+	v := &verdict{capacity: capacity, rate: o.share * capacity, timeout: o.timeout, tools: tools, sessions: o.sessions}
 	logf("capacity %.0f calls/s over %d instances; offering %.0f/s", capacity, len(c.Routers), v.rate)
 
 	refs := c.Processes()
@@ -103,7 +103,7 @@ func chaos(ctx context.Context, o *options) (*verdict, error) {
 		}
 		time.Sleep(wait)
 		f := faults[rng.IntN(len(faults))]
-		p := played{at: time.Now(), kind: f.name}
+		p := played{at: time.Now(), kind: f.name, hits: f.hits}
 		p.what, p.cleared, p.err = f.play(c, rng, o)
 		p.lag, p.late, _ = w.Await(p.cleared, 2*time.Second)
 		v.faults = append(v.faults, p)
