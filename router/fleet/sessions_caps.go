@@ -345,10 +345,7 @@ func (cs *capsSessions) lruLocked(set map[string]*capsConn, busy map[*upConn]boo
 // with nothing in flight.
 func (ss *sessions) reapCaps(now time.Time) {
 	cs := &ss.caps
-	var gone []*upConn
-	cs.mu.Lock()
-	if len(cs.m) > 0 {
-		busy := ss.conns.table.busyConns()
+	ss.reapIdle(&cs.mu, func() int { return len(cs.m) }, func(busy map[*upConn]bool) (gone []*upConn) {
 		for in, set := range cs.m {
 			before := now.Add(-in.b.cfg.SessionIdle).UnixNano()
 			for key, cc := range set {
@@ -361,11 +358,8 @@ func (ss *sessions) reapCaps(now time.Time) {
 				delete(cs.m, in)
 			}
 		}
-	}
-	cs.mu.Unlock()
-	for _, c := range gone {
-		c.closeUpstream()
-	}
+		return gone
+	})
 }
 
 // closeCaps closes every session by declared capabilities, counting them in closing

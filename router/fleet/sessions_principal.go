@@ -260,10 +260,7 @@ func (ss *sessions) reap() {
 // and forgets a principal left with none once it has been unused for evictAfter.
 func (ss *sessions) reapPrincipals(now time.Time) {
 	p := &ss.principals
-	var gone []*upConn
-	p.mu.Lock()
-	if len(p.m) > 0 {
-		busy := ss.conns.table.busyConns()
+	ss.reapIdle(&p.mu, func() int { return len(p.m) }, func(busy map[*upConn]bool) (gone []*upConn) {
 		for id, ps := range p.m {
 			if ps.busy(busy) {
 				continue
@@ -275,8 +272,21 @@ func (ss *sessions) reapPrincipals(now time.Time) {
 				ps.st.closeAll(nil) // nothing left to close: marks it closed
 			}
 		}
+		return gone
+	})
+}
+
+// reapIdle is the frame of the reapers of a registry guarded by mu: when the registry
+// holds anything (size, under mu), take runs under mu with the upstream connections
+// that have requests in flight now and returns those it removed from the registry;
+// they are closed once mu is released, since closing one may wait on the network.
+func (ss *sessions) reapIdle(mu *sync.Mutex, size func() int, take func(busy map[*upConn]bool) []*upConn) {
+	var gone []*upConn
+	mu.Lock()
+	if size() > 0 {
+		gone = take(ss.conns.table.busyConns())
 	}
-	p.mu.Unlock()
+	mu.Unlock()
 	for _, c := range gone {
 		c.closeUpstream()
 	}
