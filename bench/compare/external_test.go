@@ -30,12 +30,7 @@ func TestFloorGoals(t *testing.T) {
 		tr(TargetRouter, fakeRun(1, 12500, 300, 900, 3000*ms, 1500*ms), fakeRun(2, 12500, 300, 1500, 3000*ms, 1500*ms)),
 		tr(TargetHAProxy, fakeRun(1, 12500, 300, 850, 2000*ms, 1500*ms), fakeRun(2, 12500, 300, 1000, 2000*ms, 1500*ms)),
 	}})
-	goals := goalsByName(res)
-	for _, tc := range []struct {
-		name     string
-		measured float64
-		met      bool
-	}{
+	checkGoals(t, goalsByName(res), []goalWant{
 		// 30000/25000 = 1.2, 20000/40000 = 0.5.
 		{"mcprouter -> mcpbackend vs haproxy -> mcpbackend (throughput)", 0.85, false},
 		// 30/20 = 1.5, 32/16 = 2.
@@ -46,16 +41,7 @@ func TestFloorGoals(t *testing.T) {
 		{"mcprouter -> mcpbackend stdio: CPU per call (with the child) vs the cheaper stdio bridge's (with its children)", 0.05, true},
 		// 900-850 = 50, 1500-1000 = 500.
 		{"open loop at 50% of the router's maximum: p99 the router adds over direct minus the p99 haproxy adds", 275, false},
-	} {
-		g, ok := goals[tc.name]
-		if !ok {
-			t.Errorf("goal %q missing", tc.name)
-			continue
-		}
-		if d := g.Measured - tc.measured; d > 1e-9 || d < -1e-9 || g.Met != tc.met {
-			t.Errorf("%s: measured %v met %v, want %v %v (per round %v, problems %q)", tc.name, g.Measured, g.Met, tc.measured, tc.met, g.PerRound, g.Problems)
-		}
-	}
+	})
 }
 
 // TestProxyConfigs checks the generated configurations with the programs themselves

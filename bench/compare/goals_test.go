@@ -18,6 +18,29 @@ func goalsByName(res *Result) map[string]Goal {
 	return got
 }
 
+// goalWant is what a test expects of the goal named name.
+type goalWant struct {
+	name     string
+	measured float64
+	met      bool
+}
+
+// checkGoals checks that goals (by name, as goalsByName gives them) hold each of want,
+// the figure to within 1e-9.
+func checkGoals(t *testing.T, goals map[string]Goal, want []goalWant) {
+	t.Helper()
+	for _, w := range want {
+		g, ok := goals[w.name]
+		if !ok {
+			t.Errorf("goal %q missing", w.name)
+			continue
+		}
+		if d := g.Measured - w.measured; d > 1e-9 || d < -1e-9 || g.Met != w.met {
+			t.Errorf("%s: measured %v met %v, want %v met %v (per round %v, problems %q)", w.name, g.Measured, g.Met, w.measured, w.met, g.PerRound, g.Problems)
+		}
+	}
+}
+
 const (
 	goalRouterMCPGo  = "mcprouter -> mcpbackend vs mcp-go alone (throughput)"
 	goalRouterGoSDK  = "mcprouter -> mcpbackend vs the official Go SDK alone (throughput)"

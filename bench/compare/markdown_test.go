@@ -107,15 +107,8 @@ func fakeResult() *Result {
 
 func TestEvaluate(t *testing.T) {
 	res := fakeResult()
-	got := map[string]Goal{}
-	for _, g := range res.Goals {
-		got[g.Name] = g
-	}
-	for _, tc := range []struct {
-		name     string
-		measured float64
-		met      bool
-	}{
+	got := goalsByName(res)
+	checkGoals(t, got, []goalWant{
 		// Per round: 60000/20000 = 3, 50000/25000 = 2 (mcp-go session is the fastest peer
 		// in both rounds); median 2.5.
 		{"mcpbackend alone vs the fastest peer server alone (throughput)", 2.5, false},
@@ -132,16 +125,7 @@ func TestEvaluate(t *testing.T) {
 		{"mcpload's CPU while doing so (100% = one core)", 95, true},
 		// 1e6/12.5 = 80000 on one core, / 25000.
 		{"mcpload's one-core ceiling from its CPU per call (1e6 / µs per call) vs mcprouter's maximum rate", 3.2, true},
-	} {
-		g, ok := got[tc.name]
-		if !ok {
-			t.Errorf("goal %q missing", tc.name)
-			continue
-		}
-		if diff := g.Measured - tc.measured; diff > 1e-9 || diff < -1e-9 || g.Met != tc.met {
-			t.Errorf("%s: measured %v met %v, want %v met %v", tc.name, g.Measured, g.Met, tc.measured, tc.met)
-		}
-	}
+	})
 	if len(got) != 8 {
 		t.Errorf("%d goals, want 8", len(got))
 	}
