@@ -207,3 +207,17 @@ func (r *Router) SessionAdopted(ts *transport.Session) {
 		r.fleet.SessionAdopted(s)
 	}
 }
+
+// sessionNamer is a SessionStore that names the sessions whose records it keeps: it
+// packs the records of the sessions it named into pages, and finds a record's page
+// from its session's id (natsbus).
+type sessionNamer interface{ NewID() string }
+
+// NewSessionID implements transport.SessionNamer: the store's name for a new session,
+// "" (the transport's own) when it has none.
+func (r *Router) NewSessionID() string {
+	if n, ok := r.cfg.Store.(sessionNamer); ok {
+		return n.NewID()
+	}
+	return ""
+}

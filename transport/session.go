@@ -425,7 +425,7 @@ func (r *Registry) longestIdleLocked(client netip.Addr, sameClient bool) *Sessio
 // addLocked registers s, giving it a fresh id when it has none.
 func (r *Registry) addLocked(s *Session) {
 	for s.id == "" {
-		s.id = newSessionID()
+		s.id = r.newID()
 		if _, dup := r.sessions[s.id]; dup {
 			s.id = ""
 		}
@@ -536,6 +536,20 @@ func (s *Session) busy() bool {
 		return b.attached()
 	}
 	return false
+}
+
+// SessionNamer is a Handler that names the sessions it is given: the router's session
+// store finds a session's record from its id. An empty name leaves it to newSessionID.
+type SessionNamer interface{ NewSessionID() string }
+
+// newID names a new session: the handler's name for it, or newSessionID's.
+func (r *Registry) newID() string {
+	if n, ok := r.handler.(SessionNamer); ok {
+		if id := n.NewSessionID(); id != "" {
+			return id
+		}
+	}
+	return newSessionID()
 }
 
 // newSessionID returns 128 random bits as 32 lowercase hex characters: visible ASCII as

@@ -20,6 +20,7 @@ type SessionStore struct {
 	kv jetstream.KeyValue
 	js jetstream.JetStream // SaveAll publishes to the bucket's subjects (prefix) itself
 	*clientBlobs
+	pages   *pages // the records of the sessions this store named (store_pages.go)
 	prefix  string
 	timeout time.Duration
 	// marker is the TTL of the marker Delete leaves (0: the bucket's own TTL).
@@ -69,13 +70,19 @@ func (b *Bus) Sessions(ttl time.Duration) (*SessionStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &SessionStore{kv: kv, js: b.JS, prefix: "$KV." + kv.Bucket() + ".", timeout: 5 * time.Second, marker: marker}
+	s := &SessionStore{kv: kv, js: b.JS, pages: newPages(), prefix: "$KV." + kv.Bucket() + ".", timeout: 5 * time.Second, marker: marker}
 	s.clientBlobs = b.openClientBlobs(ctx, ttl, storage, func() { s.Errors.Add(1) })
 	return s, nil
 }
 
-// Save writes a session's record.
+// Save writes a session's record: into its page when this store named the session,
+// under its id otherwise.
 func (s *SessionStore) Save(id string, rec []byte) error {
+	if n, key, ok := s.pages.mine(id); ok {
+		writes := s.publishPages(map[uint32]map[[idRandom / 2]byte][]byte{n: {key: nonNil(rec)}})
+		s.waitPages(writes)
+		return writes[n].err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
 	defer cancel()
 	_, err := s.kv.Put(ctx, id, rec)
@@ -85,12 +92,29 @@ func (s *SessionStore) Save(id string, rec []byte) error {
 	return err
 }
 
-// Load reads a session's record.
+// nonNil keeps an empty record a record: a nil one would delete its page entry.
+func nonNil(rec []byte) []byte {
+	if rec == nil {
+		return []byte{}
+	}
+	return rec
+}
+
+// Load reads a session's record: the one under its id (written by the previous build,
+// or by a router that carried on a session of another's page: the newer), else the
+// one in the page its id names.
 func (s *SessionStore) Load(id string) ([]byte, bool) {
 	if !validKey(id) {
 		return nil, false
 	}
-	return getTwice(s.kv, id, s.timeout, func() { s.Errors.Add(1) })
+	if b, ok := getTwice(s.kv, id, s.timeout, func() { s.Errors.Add(1) }); ok {
+		if string(b) == string(tombstone) {
+			return nil, false
+		}
+		s.pages.cameBack(id)
+		return b, true
+	}
+	return s.loadPaged(id)
 }
 
 // getTwice reads key from kv, each attempt within timeout, and tries once more after a
@@ -113,10 +137,23 @@ func getTwice(kv jetstream.KeyValue, key string, timeout time.Duration, onError 
 	return nil, false
 }
 
-// Delete forgets a session that ended.
+// Delete forgets a session that ended: its page entry when this store named it; a
+// session of another's page gets a tombstone under its id (see store_pages.go).
 func (s *SessionStore) Delete(id string) {
+	if n, key, ok := s.pages.mine(id); ok {
+		s.waitPages(s.publishPages(map[uint32]map[[idRandom / 2]byte][]byte{n: {key: nil}}))
+		s.pages.release(n)
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
 	defer cancel()
+	if _, _, _, paged := pageID(id); paged {
+		s.pages.forget(id)
+		if _, err := s.kv.Put(ctx, id, tombstone); err != nil {
+			s.Errors.Add(1)
+		}
+		return
+	}
 	if s.marker > 0 {
 		s.kv.Purge(ctx, id, jetstream.PurgeTTL(s.marker))
 		return

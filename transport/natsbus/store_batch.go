@@ -15,11 +15,27 @@ var errInvalidKey = errors.New("nats: invalid session id")
 // together and the server acknowledges them together, and then every acknowledgement
 // is waited for, within the store's timeout. What it writes is what Save writes (a
 // record is the value of its key, as kv.Put makes it). Each record's error is reported:
-// one not acknowledged in time counts as not written (the caller writes it again).
+// one not acknowledged in time counts as not written (the caller writes it again). The
+// records of sessions this store named go into their pages, each page changed once
+// and written whole.
 func (s *SessionStore) SaveAll(ids []string, recs [][]byte) []error {
 	errs := make([]error, len(ids))
 	acks := make([]jetstream.PubAckFuture, len(ids))
+	var (
+		changes map[uint32]map[[idRandom / 2]byte][]byte
+		inPage  map[int]uint32 // index in ids -> its page
+	)
 	for i, id := range ids {
+		if n, key, ok := s.pages.mine(id); ok {
+			if changes == nil {
+				changes, inPage = map[uint32]map[[idRandom / 2]byte][]byte{}, map[int]uint32{}
+			}
+			if changes[n] == nil {
+				changes[n] = map[[idRandom / 2]byte][]byte{}
+			}
+			changes[n][key], inPage[i] = nonNil(recs[i]), n
+			continue
+		}
 		if !validKey(id) {
 			errs[i] = errInvalidKey
 			continue
@@ -29,8 +45,18 @@ func (s *SessionStore) SaveAll(ids []string, recs [][]byte) []error {
 			s.Errors.Add(1)
 		}
 	}
+	var writes map[uint32]*pageWrite
+	if changes != nil {
+		writes = s.publishPages(changes)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
 	defer cancel()
+	if writes != nil {
+		s.waitPages(writes)
+		for i, n := range inPage {
+			errs[i] = writes[n].err
+		}
+	}
 	for i, ack := range acks {
 		if ack == nil {
 			continue

@@ -12,6 +12,7 @@ import (
 	"github.com/mcprouter/mcprouter/internal/testwait"
 	"github.com/mcprouter/mcprouter/transport/auth"
 	"github.com/mcprouter/mcprouter/transport/auth/authtest"
+	"github.com/mcprouter/mcprouter/transport/natsbus"
 )
 
 // authResource is the canonical URI of the authenticating routers of these tests: the
@@ -63,7 +64,7 @@ func TestAdoptedSessionKeepsItsPrincipal(t *testing.T) {
 	a.Shutdown(t.Context())
 	var rec string
 	testwait.For(t, "alice's session record on b's node", 20*time.Second, func() bool {
-		rec = storedRecord(t, nodes[1].url(), "mcpr_sessions", sid)
+		rec = storedRecord(t, nodes[1].url(), "mcpr_sessions", natsbus.RecordKey(sid))
 		return strings.Contains(rec, op.Issuer+" alice") // the principal's ID, in a binary record
 	})
 

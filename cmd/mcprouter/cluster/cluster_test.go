@@ -410,7 +410,7 @@ func TestSessionMovesToAnotherInstance(t *testing.T) {
 		}
 	})
 	testwait.For(t, "the session record with its subscription on b's node", 20*time.Second, func() bool {
-		rec = storedRecord(t, nodes[1].url(), "mcpr_sessions", sid)
+		rec = storedRecord(t, nodes[1].url(), "mcpr_sessions", natsbus.RecordKey(sid))
 		return strings.Contains(rec, uri)
 	})
 

@@ -1,0 +1,359 @@
+package natsbus
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Session records are packed into pages. JetStream holds about 300 bytes per stored
+// message whatever it carries (the message, its subject, the subject tree's leaf, the
+// sequence map), and the NATS server that holds the records of a whole cluster held
+// one message per session: 100,000 sessions cost it 36 MB of live heap, nearly all of
+// it that overhead. A page carries the records of up to pageCap sessions that one
+// router opened, so the overhead is shared.
+//
+// How a record is found: the router asks its store for the id of every session it
+// opens (NewID), and the store names the session after a page of its own with room:
+//
+//	<32 hex random characters>-<owner tag>-<page number, base 36>
+//
+// The owner tag is random per store, so a router that restarts writes new pages and
+// never overwrites the pages of the process before it. Whoever holds the id (another
+// router carrying the session on) reads the page "pg.<owner tag>.<page number>" and
+// finds the record by the id's random part.
+//
+// Who writes a page: its owner only, whole, in the order the owner changed it (each
+// write is published under the store's lock, and one connection's messages reach the
+// stream in order), so the last write of a page holds the latest record of every one
+// of its sessions. A router that carries on a session of another's page writes that
+// session's record under the session's id as its own key (as every record was written
+// before pages), and its key is read before the page: it is the newer one. When such a
+// session ends, its key is overwritten with a tombstone rather than purged, so that the
+// record the page still holds (its owner died, or no longer writes it) does not come
+// back; the tombstone ages out with the bucket's TTL, by which time the page has too,
+// unless its owner still writes it, and then the owner holds the session.
+//
+// Records of ids that are not of this form (the previous build's, or a client's
+// choice) are their own keys, as before.
+
+// pageCap is the most sessions one page holds: 64 records of about 80 bytes keep a
+// page write near 5 KB while the per-message overhead falls to 5 bytes per session.
+const pageCap = 64
+
+// pageFormat is the first byte of a page; the entries follow it, each the 16 bytes of
+// its id's random part, a uvarint length and that many bytes of record.
+const pageFormat = 0x50
+
+// idRandom is the length of the random part of an id (hex), and tagLen of the owner tag.
+const (
+	idRandom = 32
+	tagLen   = 8
+)
+
+// maxPage bounds the page numbers an id may name.
+const maxPage = 1 << 24
+
+// tombstone is the value under an id whose session ended on a router that carried it
+// on: no record, whatever the id's page says.
+var tombstone = []byte{0}
+
+// errPage is a page that cannot be decoded.
+var errPage = errors.New("nats: malformed session page")
+
+// pages are this store's pages: the entries it has written (or is about to), and the
+// room left in each for the sessions it names.
+type pages struct {
+	tag string
+
+	// publish is held while pages are changed and published, so that the writes of a
+	// page reach the stream in the order they were made; mu guards the fields below
+	// (NewID takes only mu: naming a session never waits for a publication).
+	publish sync.Mutex
+	mu      sync.Mutex
+	pages   []page   // by page number
+	room    []uint32 // numbers of the pages with room, the one to fill next last
+	// back are ids of this store's pages that came back from another router's key
+	// (carried on there, then here again): their key is newer than the page, so they
+	// are written under it.
+	back map[string]struct{}
+}
+
+// page is one page's entries as last published, and how many of the ids named after it
+// are still in use (minted and not deleted): a page is offered for new ids while held
+// is below pageCap.
+type page struct {
+	buf  []byte
+	held int
+}
+
+func newPages() *pages {
+	var b [5]byte // 40 random bits: tagLen base-32 characters
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("natsbus: crypto/rand failed: " + err.Error())
+	}
+	var tag [tagLen]byte
+	v := uint64(0)
+	for _, c := range b {
+		v = v<<8 | uint64(c)
+	}
+	for i := range tag {
+		tag[i] = "0123456789abcdefghijklmnopqrstuv"[v&31]
+		v >>= 5
+	}
+	return &pages{tag: string(tag[:])}
+}
+
+// NewID implements the router's idMinter: a fresh session id naming a page of this
+// store with room.
+func (s *SessionStore) NewID() string {
+	p := s.pages
+	var r [idRandom / 2]byte
+	if _, err := rand.Read(r[:]); err != nil {
+		panic("natsbus: crypto/rand failed: " + err.Error())
+	}
+	p.mu.Lock()
+	if len(p.room) == 0 {
+		p.pages = append(p.pages, page{})
+		p.room = append(p.room, uint32(len(p.pages)-1))
+	}
+	n := p.room[len(p.room)-1]
+	if p.pages[n].held++; p.pages[n].held >= pageCap {
+		p.room = p.room[:len(p.room)-1]
+	}
+	p.mu.Unlock()
+	id := make([]byte, 0, idRandom+tagLen+8)
+	id = hex.AppendEncode(id, r[:])
+	id = append(id, '-')
+	id = append(id, p.tag...)
+	id = append(id, '-')
+	return string(strconv.AppendUint(id, uint64(n), 36))
+}
+
+// pageID is where an id of the paged form says its record is: the page's owner tag and
+// number, and the 16 bytes its entry is found by; ok false for any other id.
+func pageID(id string) (tag string, n uint32, key [idRandom / 2]byte, ok bool) {
+	if len(id) < idRandom+tagLen+3 || id[idRandom] != '-' || id[idRandom+tagLen+1] != '-' {
+		return "", 0, key, false
+	}
+	if _, err := hex.Decode(key[:], []byte(id[:idRandom])); err != nil {
+		return "", 0, key, false
+	}
+	tag = id[idRandom+1 : idRandom+1+tagLen]
+	if !validKey(tag) {
+		return "", 0, key, false
+	}
+	num := id[idRandom+tagLen+2:]
+	v, err := strconv.ParseUint(num, 36, 32)
+	if err != nil || v >= maxPage || strings.ToLower(num) != num || strconv.FormatUint(v, 36) != num {
+		return "", 0, key, false
+	}
+	return tag, uint32(v), key, true
+}
+
+// pageKey is the bucket key of page n of the owner tag.
+func pageKey(tag string, n uint32) string {
+	return "pg." + tag + "." + strconv.FormatUint(uint64(n), 36)
+}
+
+// mine returns the number and entry key of id's page when this store owns it.
+func (p *pages) mine(id string) (uint32, [idRandom / 2]byte, bool) {
+	tag, n, key, ok := pageID(id)
+	if !ok || tag != p.tag {
+		return 0, key, false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, moved := p.back[id]
+	return n, key, int(n) < len(p.pages) && !moved
+}
+
+// cameBack notes that id, of this store's pages, was read from another router's key.
+func (p *pages) cameBack(id string) {
+	tag, _, _, ok := pageID(id)
+	if !ok || tag != p.tag {
+		return
+	}
+	p.mu.Lock()
+	if p.back == nil {
+		p.back = map[string]struct{}{}
+	}
+	p.back[id] = struct{}{}
+	p.mu.Unlock()
+}
+
+// forget ends what cameBack noted.
+func (p *pages) forget(id string) {
+	p.mu.Lock()
+	delete(p.back, id)
+	p.mu.Unlock()
+}
+
+// pageEntries calls each with every entry of page b in turn until it returns false;
+// a malformed page is errPage (the entries before the damage have been seen).
+func pageEntries(b []byte, each func(key, rec []byte) bool) error {
+	if len(b) == 0 || b[0] != pageFormat {
+		return errPage
+	}
+	b = b[1:]
+	for len(b) > 0 {
+		if len(b) < idRandom/2 {
+			return errPage
+		}
+		key := b[:idRandom/2]
+		n, k := binary.Uvarint(b[idRandom/2:])
+		if k <= 0 || n > uint64(len(b)-idRandom/2-k) {
+			return errPage
+		}
+		start := idRandom/2 + k
+		rec := b[start : start+int(n) : start+int(n)]
+		b = b[start+int(n):]
+		if !each(key, rec) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// findEntry is the record of page b under key.
+func findEntry(b []byte, key [idRandom / 2]byte) ([]byte, bool) {
+	var found []byte
+	ok := false
+	if pageEntries(b, func(k, rec []byte) bool {
+		if string(k) == string(key[:]) {
+			found, ok = rec, true
+		}
+		return !ok
+	}) != nil {
+		return nil, false
+	}
+	return found, ok
+}
+
+// rewritePage is page b with the records of changes in place of its own (a nil record
+// removes the entry), in a new buffer; changed false when nothing differs.
+func rewritePage(b []byte, changes map[[idRandom / 2]byte][]byte) (out []byte, changed bool) {
+	out = append(make([]byte, 0, len(b)+64*len(changes)), pageFormat)
+	if len(b) > 0 {
+		// Only this store writes b, from entries it encoded: it is well formed.
+		pageEntries(b, func(k, rec []byte) bool {
+			var key [idRandom / 2]byte
+			copy(key[:], k)
+			if _, ok := changes[key]; ok {
+				changed = true
+				return true
+			}
+			out = appendEntry(out, k, rec)
+			return true
+		})
+	}
+	for k, rec := range changes {
+		if rec != nil {
+			out = appendEntry(out, k[:], rec)
+			changed = true
+		}
+	}
+	return out, changed
+}
+
+func appendEntry(dst, key, rec []byte) []byte {
+	dst = append(dst, key...)
+	dst = binary.AppendUvarint(dst, uint64(len(rec)))
+	return append(dst, rec...)
+}
+
+// pageWrite is one change of one of this store's pages, published and not yet
+// acknowledged.
+type pageWrite struct {
+	ack jetstream.PubAckFuture
+	err error
+}
+
+// publishPages applies the changes to this store's pages (page number, then entry key
+// to record; nil deletes) and publishes every page that changed, under the lock so
+// that a page's writes reach the stream in the order they were made.
+func (s *SessionStore) publishPages(changes map[uint32]map[[idRandom / 2]byte][]byte) map[uint32]*pageWrite {
+	p := s.pages
+	writes := make(map[uint32]*pageWrite, len(changes))
+	p.publish.Lock()
+	defer p.publish.Unlock()
+	for n, c := range changes {
+		p.mu.Lock()
+		buf, changed := rewritePage(p.pages[n].buf, c)
+		if changed {
+			p.pages[n].buf = buf
+		}
+		p.mu.Unlock()
+		w := &pageWrite{}
+		writes[n] = w
+		if !changed {
+			continue
+		}
+		if w.ack, w.err = s.js.PublishAsync(s.prefix+pageKey(p.tag, n), buf); w.err != nil {
+			w.ack = nil
+			s.Errors.Add(1)
+		}
+	}
+	return writes
+}
+
+// waitPages waits for the acknowledgement of each write, within the store's timeout.
+func (s *SessionStore) waitPages(writes map[uint32]*pageWrite) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	defer cancel()
+	for _, w := range writes {
+		if w.ack == nil {
+			continue
+		}
+		if w.err = waitAck(ctx, w.ack); w.err != nil {
+			s.Errors.Add(1)
+		}
+	}
+}
+
+// release gives back the room of a deleted id in page n.
+func (p *pages) release(n uint32) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pg := &p.pages[n]
+	if pg.held == pageCap {
+		p.room = append(p.room, n)
+	}
+	if pg.held > 0 {
+		pg.held--
+	}
+}
+
+// loadPaged reads the record of a paged id from its page.
+func (s *SessionStore) loadPaged(id string) ([]byte, bool) {
+	tag, n, key, ok := pageID(id)
+	if !ok {
+		return nil, false
+	}
+	b, ok := getTwice(s.kv, pageKey(tag, n), s.timeout, func() { s.Errors.Add(1) })
+	if !ok {
+		return nil, false
+	}
+	rec, ok := findEntry(b, key)
+	if !ok {
+		return nil, false
+	}
+	return rec, true
+}
+
+// RecordKey is the bucket key under which the router that named session id writes its
+// record: its page's for an id of the paged form (the page holds other sessions'
+// records too), the id itself otherwise.
+func RecordKey(id string) string {
+	if tag, n, _, ok := pageID(id); ok {
+		return pageKey(tag, n)
+	}
+	return id
+}

@@ -1,0 +1,189 @@
+package natsbus
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// loads checks that s loads want under id (ok false: no record).
+func loads(t *testing.T, s *SessionStore, id, want string, ok bool) {
+	t.Helper()
+	rec, found := s.Load(id)
+	if found != ok || string(rec) != want {
+		t.Fatalf("Load(%s) = %q %v, want %q %v", id, rec, found, want, ok)
+	}
+}
+
+// The sessions a store names share pages of pageCap records; another instance finds
+// each record from its id alone; a change or a deletion of one leaves the others of
+// its page as they were, and a deleted session's room is given to the next id.
+func TestSessionPages(t *testing.T) {
+	sa, sb := twoStores(t)
+	ids := make([]string, pageCap+6)
+	recs := make([][]byte, len(ids))
+	for i := range ids {
+		ids[i] = sa.NewID()
+		recs[i] = []byte(fmt.Sprintf("record %d", i))
+		if tag, n, _, ok := pageID(ids[i]); !ok || tag != sa.pages.tag || n != uint32(i/pageCap) {
+			t.Fatalf("id %d %q: page %s %d %v", i, ids[i], tag, n, ok)
+		}
+	}
+	for i, err := range sa.SaveAll(ids, recs) {
+		if err != nil {
+			t.Fatalf("record %d: %v", i, err)
+		}
+	}
+	for i, id := range ids {
+		loads(t, sb, id, string(recs[i]), true)
+	}
+	if err := sa.Save(ids[3], []byte("changed")); err != nil {
+		t.Fatal(err)
+	}
+	sa.Delete(ids[5])
+	loads(t, sb, ids[3], "changed", true)
+	loads(t, sb, ids[5], "", false)
+	loads(t, sb, ids[6], string(recs[6]), true)
+	if _, n, _, _ := pageID(sa.NewID()); n != 0 {
+		t.Fatalf("the next id names page %d, want the room left in page 0", n)
+	}
+	if sa.Errors.Load() != 0 || sb.Errors.Load() != 0 {
+		t.Fatalf("errors counted on the ordinary path: %d %d", sa.Errors.Load(), sb.Errors.Load())
+	}
+}
+
+// A session of a's page carried on by b is written under its id, which is read before
+// the page; when it ends on b, its tombstone hides what a's page still says. A session
+// that comes back to a from b's key stays under its key.
+func TestSessionPagesCarriedOn(t *testing.T) {
+	sa, sb := twoStores(t)
+	id, back := sa.NewID(), sa.NewID()
+	for _, i := range []string{id, back} {
+		if err := sa.Save(i, []byte("on a")); err != nil {
+			t.Fatal(err)
+		}
+		if err := sb.Save(i, []byte("on b")); err != nil {
+			t.Fatal(err)
+		}
+		loads(t, sa, i, "on b", true)
+	}
+	sb.Delete(id)
+	loads(t, sa, id, "", false)
+	loads(t, sb, id, "", false)
+
+	// back: a read b's key above, so a writes it there from now on.
+	if err := sa.Save(back, []byte("on a again")); err != nil {
+		t.Fatal(err)
+	}
+	loads(t, sb, back, "on a again", true)
+	sa.Delete(back)
+	loads(t, sb, back, "", false)
+}
+
+// Writers changing sessions of one page at once lose none of each other's records.
+func TestSessionPagesConcurrent(t *testing.T) {
+	sa, sb := twoStores(t)
+	ids := make([]string, 16)
+	for i := range ids {
+		ids[i] = sa.NewID()
+	}
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for round := range 5 {
+				rec := []byte(fmt.Sprintf("%d.%d", i, round))
+				if i%2 == 0 {
+					if err := sa.Save(id, rec); err != nil {
+						t.Error(err)
+					}
+					continue
+				}
+				if errs := sa.SaveAll([]string{id}, [][]byte{rec}); errs[0] != nil {
+					t.Error(errs[0])
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for i, id := range ids {
+		loads(t, sb, id, fmt.Sprintf("%d.4", i), true)
+	}
+}
+
+// Only ids of the exact form name a page; anything else is a key of its own.
+func TestPageID(t *testing.T) {
+	hex32 := strings.Repeat("0a", 16)
+	good := hex32 + "-abcdefgh-z"
+	if tag, n, _, ok := pageID(good); !ok || tag != "abcdefgh" || n != 35 {
+		t.Fatalf("pageID(%q) = %q %d %v", good, tag, n, ok)
+	}
+	for _, id := range []string{
+		"", hex32, hex32 + "-abcdefgh-", hex32 + "-abcdefgh-Z", hex32 + "-abcdefgh-01",
+		hex32 + "-abcdefg-1", hex32 + "_abcdefgh-1", strings.Repeat("zz", 16) + "-abcdefgh-1",
+		hex32 + "-abcdefgh-zzzzzz", hex32 + "-abcdefgh--1", hex32 + "-abcdefgh-+1",
+	} {
+		if _, _, _, ok := pageID(id); ok {
+			t.Errorf("pageID(%q) names a page", id)
+		}
+		if RecordKey(id) != id {
+			t.Errorf("RecordKey(%q) = %q", id, RecordKey(id))
+		}
+	}
+	if k := RecordKey(good); k != "pg.abcdefgh.z" {
+		t.Fatalf("RecordKey(%q) = %q", good, k)
+	}
+}
+
+// A page is whatever bytes the bucket holds under its key: reading one never panics,
+// and a page that reads whole is written back to the same entries, each one found.
+func FuzzPageEntries(f *testing.F) {
+	key := func(c byte) [idRandom / 2]byte { return [idRandom / 2]byte{c, 1, 2, 3} }
+	page, _ := rewritePage(nil, map[[idRandom / 2]byte][]byte{key(1): []byte("one"), key(2): {}})
+	f.Add(page)
+	f.Add([]byte{pageFormat})
+	f.Add([]byte{pageFormat, 1, 2})
+	f.Add(append(bytes.Clone(page), 0xff, 0xff))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		keys, recs, err := readPage(b)
+		if err != nil {
+			return
+		}
+		again, _ := rewritePage(b, nil)
+		keys2, recs2, err := readPage(again)
+		if err != nil || fmt.Sprint(keys2, recs2) != fmt.Sprint(keys, recs) {
+			t.Fatalf("rewritten %x (%v), read %x", again, err, b)
+		}
+		for i, k := range keys {
+			rec, ok := findEntry(b, k)
+			if !ok {
+				t.Fatalf("entry %d not found", i)
+			}
+			if first := indexOfKey(keys, k); first == i && !bytes.Equal(rec, recs[i]) {
+				t.Fatalf("entry %d: found %q, read %q", i, rec, recs[i])
+			}
+		}
+	})
+}
+
+func readPage(b []byte) (keys [][idRandom / 2]byte, recs [][]byte, err error) {
+	err = pageEntries(b, func(k, rec []byte) bool {
+		var kk [idRandom / 2]byte
+		copy(kk[:], k)
+		keys, recs = append(keys, kk), append(recs, rec)
+		return true
+	})
+	return keys, recs, err
+}
+
+func indexOfKey(keys [][idRandom / 2]byte, k [idRandom / 2]byte) int {
+	for i, kk := range keys {
+		if kk == k {
+			return i
+		}
+	}
+	return -1
+}
