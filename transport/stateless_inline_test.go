@@ -177,3 +177,43 @@ func TestStatelessOnCallerUnwatchable(t *testing.T) {
 		t.Fatal("WatchOnCaller said yes for a connection without a descriptor")
 	}
 }
+
+// TestCallerWatchesFull: a request worked on its goroutine takes one of its server's
+// callerSlots until its handler returns; when every slot it could take is taken,
+// WatchOnCaller says no (the work goes to a worker) and takes none. The sweep, started
+// by the first arm, ends once every slot is free.
+func TestCallerWatchesFull(t *testing.T) {
+	s := NewHTTPServer(HTTPConfig{Rules: DefaultHTTPRules("127.0.0.1:0", testRevisions, "2025-03-26"),
+		StatelessStreamAfter: time.Millisecond}, NewRegistry(RegistryConfig{}, nil), nil)
+	if s.watcher == nil {
+		t.Skip("no close watcher here")
+	}
+	var ctx fasthttp.RequestCtx
+	ctx.Init2(loopbackConn(t), nil, false)
+	p, x := callerPost(s)
+	defer putPost(p)
+	other := new(callerWatch)
+	for i := range s.callers.slots {
+		s.callers.slots[i].Store(other)
+	}
+	p.inl.ctx = &ctx
+	if x.WatchOnCaller() || p.inl.slot != 0 || p.inl.st.Load() != 0 {
+		t.Fatalf("every slot taken: WatchOnCaller said yes (slot %d, state %x)", p.inl.slot, p.inl.st.Load())
+	}
+	p.inl.stop()
+	for i := range s.callers.slots {
+		s.callers.slots[i].Store(nil)
+	}
+	p.inl.ctx = &ctx
+	if !x.WatchOnCaller() || p.inl.slot == 0 || !s.callers.running.Load() {
+		t.Fatal("a free slot: WatchOnCaller said no, or started no sweep")
+	}
+	if !x.WatchOnCaller() {
+		t.Fatal("asked again: WatchOnCaller said no")
+	}
+	p.inl.stop()
+	if p.inl.slot != 0 || s.callers.taken() {
+		t.Fatal("a slot still taken after stop")
+	}
+	testwait.For(t, "the sweep to end with every slot free", waitLimit, func() bool { return !s.callers.running.Load() })
+}

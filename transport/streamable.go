@@ -224,6 +224,7 @@ type HTTPServer struct {
 	// watcher notices the client's close of held streams' connections (the process's
 	// closewatch.Default); nil where there is none (not Linux).
 	watcher *closewatch.Watcher
+	callers callerWatches // stateless requests worked on their goroutines (stateless_inline.go)
 	Stats   HTTPStats
 }
 
