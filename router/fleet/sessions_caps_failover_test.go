@@ -154,13 +154,7 @@ func startCapsPair(t *testing.T, legacy, perClient bool) *capsPair {
 // declaredElicitation, and returns the client that reads its answer.
 func (p *capsPair) call(t *testing.T) *statusClient {
 	t.Helper()
-	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"who","arguments":{},` +
-		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + declaredElicitation + `}}}`
-	c := &statusClient{reply: make(chan statusReply, 1)}
-	if _, err := transport.ServeRelayed(p.r, []byte(body), nil, c); err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return sendWithCaps(t, p.r, "who", declaredElicitation)
 }
 
 // answer reads c's answer: the text of its result, or fails the test on an error.

@@ -66,17 +66,25 @@ func (c *statusClient) Reply(msg []byte, status int) {
 	c.reply <- statusReply{append([]byte(nil), msg...), status}
 }
 
+// sendWithCaps sends r a 2026-07-28 tools/call of tool whose client declares caps, and
+// returns the client that reads its answer.
+func sendWithCaps(t *testing.T, r *router.Router, tool, caps string) *statusClient {
+	t.Helper()
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + tool + `","arguments":{},` +
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + caps + `}}}`
+	c := &statusClient{reply: make(chan statusReply, 1)}
+	if _, err := transport.ServeRelayed(r, []byte(body), nil, c); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // callWithCaps sends n a 2026-07-28 tools/call of tool whose client declares caps, and
 // returns the answer's text (or error code) and HTTP status: the one set on the
 // exchange, else the one the HTTP transport gives a JSON reply (router.StatusOf).
 func callWithCaps(t *testing.T, n *ownerNode, tool, caps string) (text string, code, status int) {
 	t.Helper()
-	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + tool + `","arguments":{},` +
-		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + caps + `}}}`
-	c := &statusClient{reply: make(chan statusReply, 1)}
-	if _, err := transport.ServeRelayed(n.r, []byte(body), nil, c); err != nil {
-		t.Fatal(err)
-	}
+	c := sendWithCaps(t, n.r, tool, caps)
 	r := testwait.Recv(t, "the answer to "+tool, 20*time.Second, c.reply)
 	if r.status == 0 {
 		r.status = router.StatusOf(r.msg)
