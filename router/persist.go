@@ -90,17 +90,23 @@ func (v *saver) wrote() {
 // its client. Only the session's writer calls it (one at a time: recordWriter), so
 // that a delete cannot be overtaken by a write.
 func (r *Router) save(s *Session) {
-	if id, b, ok := r.snapshot(s); ok {
+	id, b, ok := r.snapshot(s)
+	switch {
+	case !ok:
+	case b == nil:
+		r.cfg.Store.Delete(id)
+	default:
 		r.write(s, id, b, nil)
 	}
 }
 
 // snapshot encodes s's record as it is now; ok false when there is nothing to write:
-// the session has no transport side yet, or it ended (and its record was deleted
-// here). A session handed over by a shutdown keeps its record, to carry on elsewhere,
-// and gets its first one if it was still waiting for it (recordSettle): no other
-// instance can have carried it on without one. A record it had is not written again:
-// another instance may have carried the session on and written it since.
+// the session has no transport side yet, or it ended for good after its record was
+// written elsewhere; b nil (with ok) when it ended and its record is to be deleted. A
+// session handed over by a shutdown keeps its record, to carry on elsewhere, and gets
+// its first one if it was still waiting for it (recordSettle): no other instance can
+// have carried it on without one. A record it had is not written again: another
+// instance may have carried the session on and written it since.
 func (r *Router) snapshot(s *Session) (id string, b []byte, ok bool) {
 	t := s.TransportSession()
 	if t == nil {
@@ -108,8 +114,7 @@ func (r *Router) snapshot(s *Session) (id string, b []byte, ok bool) {
 	}
 	if t.Closed() {
 		if !t.HandedOver() {
-			r.cfg.Store.Delete(t.ID())
-			return "", nil, false
+			return t.ID(), nil, true
 		}
 		if !s.saves.firstRecord() {
 			return "", nil, false

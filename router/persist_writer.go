@@ -143,7 +143,8 @@ func (w *recordWriter) requeue(s *Session) {
 // of its acknowledgement on both ends (a quarter of a router's CPU per session opened
 // went to writing records one at a time); sent together, they share them.
 type batchStore interface {
-	// SaveAll writes recs[i] under ids[i] and reports each one's error (nil: stored).
+	// SaveAll writes recs[i] under ids[i], or deletes ids[i]'s record where recs[i] is
+	// nil, and reports each write's error (nil: stored).
 	SaveAll(ids []string, recs [][]byte) []error
 }
 
@@ -191,7 +192,8 @@ func (w *recordWriter) run(r *Router) {
 }
 
 // saveAll writes the records of sessions, in one batch when the store takes batches
-// and there are several; a record the batch did not store is tried again alone.
+// and there are several (the records of sessions that ended are deleted in it); a
+// record the batch did not store is tried again alone.
 func (r *Router) saveAll(sessions []*Session, batcher batchStore) {
 	if batcher == nil || len(sessions) == 1 {
 		for _, s := range sessions {
@@ -216,6 +218,9 @@ func (r *Router) saveAll(sessions []*Session, batcher batchStore) {
 	}
 	errs := batcher.SaveAll(ids, recs)
 	for i, s := range saved {
+		if recs[i] == nil { // deleted: the session ended
+			continue
+		}
 		if errs[i] == nil {
 			s.saves.wrote()
 			continue

@@ -17,7 +17,8 @@ var errInvalidKey = errors.New("nats: invalid session id")
 // record is the value of its key, as kv.Put makes it). Each record's error is reported:
 // one not acknowledged in time counts as not written (the caller writes it again). The
 // records of sessions this store named go into their pages, each page changed once
-// and written whole.
+// and written whole. A nil record deletes its session's record (Delete), in its page's
+// write when this store named it.
 func (s *SessionStore) SaveAll(ids []string, recs [][]byte) []error {
 	errs := make([]error, len(ids))
 	acks := make([]jetstream.PubAckFuture, len(ids))
@@ -33,7 +34,11 @@ func (s *SessionStore) SaveAll(ids []string, recs [][]byte) []error {
 			if changes[n] == nil {
 				changes[n] = map[[idRandom / 2]byte][]byte{}
 			}
-			changes[n][key], inPage[i] = nonNil(recs[i]), n
+			changes[n][key], inPage[i] = recs[i], n
+			continue
+		}
+		if recs[i] == nil {
+			s.Delete(id)
 			continue
 		}
 		if !validKey(id) {
@@ -55,6 +60,9 @@ func (s *SessionStore) SaveAll(ids []string, recs [][]byte) []error {
 		s.waitPages(writes)
 		for i, n := range inPage {
 			errs[i] = writes[n].err
+			if recs[i] == nil {
+				s.pages.release(n)
+			}
 		}
 	}
 	for i, ack := range acks {

@@ -49,6 +49,19 @@ func TestSessionPages(t *testing.T) {
 	if _, n, _, _ := pageID(sa.NewID()); n != 0 {
 		t.Fatalf("the next id names page %d, want the room left in page 0", n)
 	}
+	// A nil record in a batch deletes, in a page and under a key of its own alike.
+	if err := sa.Save("plain-key", []byte("plain")); err != nil {
+		t.Fatal(err)
+	}
+	for i, err := range sa.SaveAll([]string{ids[6], "plain-key", ids[7]}, [][]byte{nil, nil, []byte("kept")}) {
+		if err != nil {
+			t.Fatalf("batch entry %d: %v", i, err)
+		}
+	}
+	loads(t, sb, ids[6], "", false)
+	loads(t, sb, "plain-key", "", false)
+	loads(t, sb, ids[7], "kept", true)
+	loads(t, sb, ids[8], string(recs[8]), true)
 	if sa.Errors.Load() != 0 || sb.Errors.Load() != 0 {
 		t.Fatalf("errors counted on the ordinary path: %d %d", sa.Errors.Load(), sb.Errors.Load())
 	}
