@@ -20,11 +20,21 @@ import (
 // store until some operation has to wait, and the deadline in force is then the last
 // one set, as with net.Conn.
 //
+// A wait (BeforeWait, BeforeWaitUntil) keeps the deadline the runtime has when the
+// one it should have is at most lazySlack later: on a keep-alive connection the next
+// wait's deadline is the last one moved on by the time between two requests, and
+// handing each over is a runtime timer change under its lock, twice per forwarded
+// call. The runtime's deadline then comes first, up to lazySlack early; the wait's
+// caller sees a timeout that Stale tells apart, and Stale hands the exact deadline
+// over for it to try again. So a wait never ends later than its deadline, and ends
+// early only as a wake-up that Stale absorbs.
+//
 // Operations that wait through the runtime by themselves (a plain Read or Write on
-// the connection, or a syscall.RawConn handed out) must call Apply first. A deadline
-// already handed over that has passed makes the runtime refuse an operation before it
-// tries (a timeout) even though a later deadline is wanted: Stale tells the caller to
-// try again then. Deadlines' methods are safe for concurrent use.
+// the connection, or a syscall.RawConn handed out) must call Apply first, which hands
+// over the exact deadline. A deadline already handed over that has passed makes the
+// runtime refuse an operation before it tries (a timeout) even though a later deadline
+// is wanted: Stale tells the caller to try again then. Deadlines' methods are safe for
+// concurrent use.
 type Deadlines struct {
 	c       net.Conn
 	mu      sync.Mutex
@@ -73,7 +83,7 @@ func (d *Deadlines) BeforeWait(k int) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.waiting[k] = true
-	return d.applyLocked(k)
+	return d.handOverLocked(k, true)
 }
 
 // BeforeWaitUntil is BeforeWait for a wait that must also end at bound, if that comes
@@ -85,7 +95,7 @@ func (d *Deadlines) BeforeWaitUntil(k int, bound time.Time) error {
 	defer d.mu.Unlock()
 	d.waiting[k] = true
 	d.bound[k] = bound
-	return d.applyLocked(k)
+	return d.handOverLocked(k, true)
 }
 
 // Woke ends what BeforeWait or BeforeWaitUntil began.
@@ -128,9 +138,20 @@ func (d *Deadlines) target(k int) time.Time {
 	return t
 }
 
-func (d *Deadlines) applyLocked(k int) error {
-	t := d.target(k)
-	if t.Equal(d.set[k]) {
+// lazySlack is how much earlier than the one it should have the runtime's deadline may
+// stay for a wait (see Deadlines). It is far below any timeout fasthttp or a backend's
+// configuration sets, and below heldWaitBound, so that a wait's kept deadline has not
+// passed when the wait starts: 20 ms, against requests a few milliseconds apart on a
+// busy connection.
+const lazySlack = 20 * time.Millisecond
+
+func (d *Deadlines) applyLocked(k int) error { return d.handOverLocked(k, false) }
+
+// handOverLocked gives the runtime the deadline k should have; lazy keeps the one it
+// has when that is at most lazySlack earlier (a wait's, which Stale covers).
+func (d *Deadlines) handOverLocked(k int, lazy bool) error {
+	t, s := d.target(k), d.set[k]
+	if t.Equal(s) || lazy && !s.IsZero() && !t.IsZero() && !t.Before(s) && t.Sub(s) <= lazySlack {
 		return nil
 	}
 	var err error

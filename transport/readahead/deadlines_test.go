@@ -127,3 +127,69 @@ func TestConcurrentWrites(t *testing.T) {
 		}
 	}
 }
+
+// deadlineLog is a net.Conn that records the read deadlines handed to it.
+type deadlineLog struct {
+	net.Conn
+	set []time.Time
+}
+
+func (c *deadlineLog) SetReadDeadline(t time.Time) error {
+	c.set = append(c.set, t)
+	return nil
+}
+
+// A wait keeps the runtime's deadline when the one wanted is at most lazySlack later,
+// and hands over a later one, an earlier one, or none; Stale then hands over the
+// exact deadline, and Apply always does.
+func TestWaitKeepsSlightlyEarlierDeadline(t *testing.T) {
+	var c deadlineLog
+	var d Deadlines
+	d.Init(&c)
+	base := time.Now().Add(time.Minute)
+	wait := func(at time.Time) {
+		t.Helper()
+		if err := d.SetReadDeadline(at); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.BeforeWait(Read); err != nil {
+			t.Fatal(err)
+		}
+		d.Woke(Read)
+	}
+	wait(base)
+	wait(base.Add(lazySlack / 2)) // kept
+	wait(base.Add(lazySlack))     // kept
+	wait(base.Add(lazySlack + 1)) // handed over
+	wait(base)                    // earlier: handed over
+	if err := d.SetReadDeadline(base.Add(time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.BeforeWaitUntil(Read, base.Add(2*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	// The kept deadline ended the wait: Stale hands the wanted one over.
+	if !d.Stale(Read, os.ErrDeadlineExceeded) {
+		t.Fatal("Stale: a kept earlier deadline is not the one wanted")
+	}
+	d.Woke(Read)
+	if d.Stale(Read, os.ErrDeadlineExceeded) {
+		t.Fatal("Stale after the exact deadline was handed over")
+	}
+	wait(time.Time{}) // none: handed over
+	if err := d.SetReadDeadline(base.Add(time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Apply(Read); err != nil {
+		t.Fatal(err)
+	}
+	want := []time.Time{base, base.Add(lazySlack + 1), base, base.Add(time.Millisecond), {}, base.Add(time.Millisecond)}
+	if len(c.set) != len(want) {
+		t.Fatalf("deadlines handed over: %v, want %v", c.set, want)
+	}
+	for i := range want {
+		if !c.set[i].Equal(want[i]) {
+			t.Fatalf("deadline %d handed over: %v, want %v", i, c.set[i], want[i])
+		}
+	}
+}

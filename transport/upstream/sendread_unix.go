@@ -102,8 +102,12 @@ func (s *sendRead) read(c net.Conn, p []byte) (int, error) {
 	s.p, s.n, s.err, s.wrote, s.short = p, 0, nil, false, false
 	err := s.rc.Read(s.try)
 	s.woke()
-	for err != nil && !s.wrote && s.dl.Stale(readahead.Read, err) {
-		err = s.rc.Read(s.try) // a deadline that passed since the last exchange refused it
+	// A timeout from a deadline the runtime had but no longer wanted: one that passed
+	// since the last exchange refused the read before the request went out, or the
+	// earlier deadline the wait kept (readahead.Deadlines) ended it before the reply.
+	// Then again under the wanted one: the request once, the reply's read after it.
+	for err != nil && s.dl.Stale(readahead.Read, err) {
+		err = s.rc.Read(s.try)
 		s.woke()
 	}
 	n, rerr, wrote, short := s.n, s.err, s.wrote, s.short
