@@ -57,12 +57,9 @@ func startAskingBackend(t *testing.T) string {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%s:%d roots", name, len(roots.Roots))}}}, nil, nil
 	})
 	mcp.AddTool(srv, &mcp.Tool{Name: "ask_progress"}, func(ctx context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
-		name, err := sdktest.ElicitName(ctx, req.Session)
+		name, err := sdktest.ElicitNameNotifying(ctx, req)
 		if err != nil {
 			return nil, nil, err
-		}
-		if tok := req.Params.GetProgressToken(); tok != nil {
-			req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 1, Message: "named " + name})
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: name}}}, nil, nil
 	})

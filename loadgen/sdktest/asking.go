@@ -25,6 +25,20 @@ func ElicitName(ctx context.Context, ss *mcp.ServerSession) (string, error) {
 	return name, nil
 }
 
+// ElicitNameNotifying is ElicitName for the client of req, followed, when req carries a
+// progress token, by a progress notification "named <name>": a tool whose answer
+// comes after a server-to-client request and a notification sent between the two.
+func ElicitNameNotifying(ctx context.Context, req *mcp.CallToolRequest) (string, error) {
+	name, err := ElicitName(ctx, req.Session)
+	if err != nil {
+		return "", err
+	}
+	if tok := req.Params.GetProgressToken(); tok != nil {
+		req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 1, Message: "named " + name})
+	}
+	return name, nil
+}
+
 // ErrNoText: the client's sampling answer holds no text.
 var ErrNoText = errors.New("sdktest: the sampling answer holds no text")
 

@@ -68,12 +68,9 @@ func startOwnerBackend(t testing.TB, waiting, cancelled chan<- struct{}) string 
 		return nil, nil, ctx.Err()
 	})
 	mcp.AddTool(srv, &mcp.Tool{Name: "ask"}, func(ctx context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
-		name, err := sdktest.ElicitName(ctx, req.Session)
+		name, err := sdktest.ElicitNameNotifying(ctx, req)
 		if err != nil {
 			return nil, nil, err
-		}
-		if tok := req.Params.GetProgressToken(); tok != nil {
-			req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 1, Message: "named " + name})
 		}
 		text, err := sdktest.SampleGreeting(ctx, req.Session, name)
 		if err != nil {
