@@ -148,8 +148,8 @@ func TestRecordMalformed(t *testing.T) {
 }
 
 // TestRecordTakeover: sessions opened on one router are carried on by another from
-// their records in a real JetStream: version, capabilities, clientInfo and
-// subscriptions. The first client of a kind carries its bytes in its record, the
+// their records in a real JetStream (packed into the store's pages: the store names
+// the sessions): version, capabilities, clientInfo and subscriptions. The first client of a kind carries its bytes in its record, the
 // others refer to the one blob; a record of the previous build (JSON) is carried on
 // too, and a record whose blob is gone is a session that does not exist.
 func TestRecordTakeover(t *testing.T) {
@@ -173,6 +173,9 @@ func TestRecordTakeover(t *testing.T) {
 	}
 	inline := 0
 	for i, id := range ids {
+		if natsbus.RecordKey(id) == id {
+			t.Fatalf("session %d: id %s names no page of the store", i, id)
+		}
 		raw, ok := store.Load(id)
 		if !ok || raw[0] != recordBinary {
 			t.Fatalf("session %d: record %q %v", i, raw, ok)
