@@ -25,23 +25,14 @@ import (
 const askMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{},"elicitation":{},"roots":{}}}`
 
 // startAskingBackend serves, on loopback, a 2025-era Go SDK server with three tools:
-// ask_twice elicits a name, then asks for a sampling with it; ask_parallel elicits a
+// ask_twice elicits a name, then asks for a sampling with it (sdktest.AskTwice, whose
+// progress notification these tests never ask for); ask_parallel elicits a
 // name and lists the roots at the same time; ask_progress elicits a name and reports
 // progress with it. Each answers with what it was told.
 func startAskingBackend(t *testing.T) string {
 	t.Helper()
 	srv := mcp.NewServer(&mcp.Implementation{Name: "asker", Version: "1"}, nil)
-	mcp.AddTool(srv, &mcp.Tool{Name: "ask_twice"}, func(ctx context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
-		name, err := sdktest.ElicitName(ctx, req.Session)
-		if err != nil {
-			return nil, nil, err
-		}
-		text, err := sdktest.SampleGreeting(ctx, req.Session, name)
-		if err != nil {
-			return nil, nil, err
-		}
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: name + ":" + text}}}, nil, nil
-	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "ask_twice"}, sdktest.AskTwice)
 	mcp.AddTool(srv, &mcp.Tool{Name: "ask_parallel"}, func(ctx context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
 		var wg sync.WaitGroup
 		var name string
@@ -57,11 +48,7 @@ func startAskingBackend(t *testing.T) string {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%s:%d roots", name, len(roots.Roots))}}}, nil, nil
 	})
 	mcp.AddTool(srv, &mcp.Tool{Name: "ask_progress"}, func(ctx context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
-		name, err := sdktest.ElicitNameNotifying(ctx, req)
-		if err != nil {
-			return nil, nil, err
-		}
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: name}}}, nil, nil
+		return sdktest.TextResult(sdktest.ElicitNameNotifying(ctx, req))
 	})
 	return sdktest.Serve(t, srv)
 }

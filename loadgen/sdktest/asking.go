@@ -39,6 +39,26 @@ func ElicitNameNotifying(ctx context.Context, req *mcp.CallToolRequest) (string,
 	return name, nil
 }
 
+// AskTwice is a tool handler that asks its client twice: a name (ElicitNameNotifying,
+// so with a progress notification in between when the call carries a progress
+// token), then a sampling greeting that name; it answers "<name>:<greeting>".
+func AskTwice(ctx context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
+	name, err := ElicitNameNotifying(ctx, req)
+	if err != nil {
+		return nil, nil, err
+	}
+	text, err := SampleGreeting(ctx, req.Session, name)
+	return TextResult(name+":"+text, err)
+}
+
+// TextResult is a tool handler's answer: one text, or err when it is not nil.
+func TextResult(text string, err error) (*mcp.CallToolResult, any, error) {
+	if err != nil {
+		return nil, nil, err
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil, nil
+}
+
 // ErrNoText: the client's sampling answer holds no text.
 var ErrNoText = errors.New("sdktest: the sampling answer holds no text")
 

@@ -52,11 +52,7 @@ func startOwnerBackend(t testing.TB, waiting, cancelled chan<- struct{}) string 
 	t.Helper()
 	srv := mcp.NewServer(&mcp.Implementation{Name: "asker", Version: "1"}, nil)
 	mcp.AddTool(srv, &mcp.Tool{Name: "ask_once"}, func(ctx context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
-		name, err := sdktest.ElicitName(ctx, req.Session)
-		if err != nil {
-			return nil, nil, err
-		}
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: name}}}, nil, nil
+		return sdktest.TextResult(sdktest.ElicitName(ctx, req.Session))
 	})
 	mcp.AddTool(srv, &mcp.Tool{Name: "ask_wait"}, func(ctx context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
 		if _, err := sdktest.ElicitName(ctx, req.Session); err != nil {
@@ -67,17 +63,7 @@ func startOwnerBackend(t testing.TB, waiting, cancelled chan<- struct{}) string 
 		cancelled <- struct{}{}
 		return nil, nil, ctx.Err()
 	})
-	mcp.AddTool(srv, &mcp.Tool{Name: "ask"}, func(ctx context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
-		name, err := sdktest.ElicitNameNotifying(ctx, req)
-		if err != nil {
-			return nil, nil, err
-		}
-		text, err := sdktest.SampleGreeting(ctx, req.Session, name)
-		if err != nil {
-			return nil, nil, err
-		}
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: name + ":" + text}}}, nil, nil
-	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "ask"}, sdktest.AskTwice)
 	return sdktest.Serve(t, srv)
 }
 
