@@ -171,9 +171,9 @@ member: // b[i] should start a key of the object of level
 	// The routing keys, closing quote included, fit in one word: match them with a
 	// load and a compare, which also validates them. The two switches (the message
 	// object's keys, params') are the same shape on purpose: a loop over a table of
-	// {word, mask, bit, length} for both cost 9% more CPU per message on
-	// BenchmarkEnvelope/codec/call199 and 5% on batch100 (best of 12 interleaved
-	// rounds), against constants the compiler folds into the compares.
+	// {word, mask, bit, length} for both cost 8% more CPU per message on
+	// BenchmarkEnvelope/codec/call199 and 6% on batch100 (cpu-ns/op, best of 16
+	// interleaved rounds), against constants the compiler folds into the compares.
 	f = 0
 	if i+9 <= len(b) {
 		w := binary.LittleEndian.Uint64(b[i+1:])
