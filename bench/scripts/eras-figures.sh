@@ -20,6 +20,13 @@
 #                              # before and after: a second router built from that revision
 #                              # (git archive) runs beside this tree's, in front of the same
 #                              # backend; every round measures both, "-base" runs are its
+#   RATE=8000 PART=calls bash bench/scripts/eras-figures.sh
+#                              # calls in open loop at that many calls/s (mcpload --rate), the
+#                              # same for both revisions: in the closed loop a revision whose
+#                              # client is slower gets fewer calls per wake-up of the router,
+#                              # which raises the router's CPU per call whatever its own path
+#                              # costs; at one rate below both maxima the two are compared at
+#                              # the same offered load (calls_per_s then says the rate was met)
 #   PROFILE=<dir> PART=calls bash bench/scripts/eras-figures.sh
 #                              # a CPU profile of the router over each calls run, into
 #                              # <dir>/<run>-r<round>.cpu (go tool pprof -top); the routers
@@ -32,6 +39,7 @@
 # and its median.
 set -euo pipefail
 PART=${PART:-all} ERA=${ERA:-auto} ROUNDS=${ROUNDS:-6} DUR=${DUR:-5s} SUBS=${SUBS:-500 2000} FRATE=${FRATE:-10} BASE=${BASE:-}
+RATE=${RATE:-}
 # The backend listens on PORT, the router on PORT+1, the BASE router on PORT+2.
 PORT=${PORT:-18390} PROFILE=${PROFILE:-}
 cd "$(dirname "$0")/../.."
@@ -132,7 +140,7 @@ PY
 exec > >(tee "$work/lines.txt")
 
 calls() { # name protocol
-	one "$1" "$2" --sessions 32 --duration "$DUR" --warmup 1s --tool echo --args '{"text":"hello"}'
+	one "$1" "$2" --sessions 32 --duration "$DUR" --warmup 1s --tool echo --args '{"text":"hello"}' ${RATE:+--rate "$RATE"}
 }
 fanout() { # name protocol subscribers
 	one "$1" "$2" --mode fanout --sessions "$3" --ramp 2s --duration "$DUR" --warmup 0s --timeout 30s \
