@@ -79,7 +79,7 @@ func (b *Bus) Sessions(ttl time.Duration) (*SessionStore, error) {
 // under its id otherwise.
 func (s *SessionStore) Save(id string, rec []byte) error {
 	if n, key, ok := s.pages.mine(id); ok {
-		writes := s.publishPages(map[uint32]map[[idRandom / 2]byte][]byte{n: {key: nonNil(rec)}})
+		writes := s.publishPages(map[uint32]map[entryKey][]byte{n: {key: nonNil(rec)}})
 		s.waitPages(writes)
 		return writes[n].err
 	}
@@ -141,7 +141,7 @@ func getTwice(kv jetstream.KeyValue, key string, timeout time.Duration, onError 
 // session of another's page gets a tombstone under its id (see store_pages.go).
 func (s *SessionStore) Delete(id string) {
 	if n, key, ok := s.pages.mine(id); ok {
-		s.waitPages(s.publishPages(map[uint32]map[[idRandom / 2]byte][]byte{n: {key: nil}}))
+		s.waitPages(s.publishPages(map[uint32]map[entryKey][]byte{n: {key: nil}}))
 		s.pages.release(n)
 		return
 	}

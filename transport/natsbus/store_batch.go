@@ -23,16 +23,16 @@ func (s *SessionStore) SaveAll(ids []string, recs [][]byte) []error {
 	errs := make([]error, len(ids))
 	acks := make([]jetstream.PubAckFuture, len(ids))
 	var (
-		changes map[uint32]map[[idRandom / 2]byte][]byte
+		changes map[uint32]map[entryKey][]byte
 		inPage  map[int]uint32 // index in ids -> its page
 	)
 	for i, id := range ids {
 		if n, key, ok := s.pages.mine(id); ok {
 			if changes == nil {
-				changes, inPage = map[uint32]map[[idRandom / 2]byte][]byte{}, map[int]uint32{}
+				changes, inPage = map[uint32]map[entryKey][]byte{}, map[int]uint32{}
 			}
 			if changes[n] == nil {
-				changes[n] = map[[idRandom / 2]byte][]byte{}
+				changes[n] = map[entryKey][]byte{}
 			}
 			changes[n][key], inPage[i] = recs[i], n
 			continue

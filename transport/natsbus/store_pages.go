@@ -3,8 +3,8 @@ package natsbus
 import (
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"strconv"
 	"strings"
@@ -23,7 +23,7 @@ import (
 // How a record is found: the router asks its store for the id of every session it
 // opens (NewID), and the store names the session after a page of its own with room:
 //
-//	<32 hex random characters>-<owner tag>-<page number, base 36>
+//	<16 random base64url characters>-<owner tag>-<page number, base 36>
 //
 // The owner tag is random per store, so a router that restarts writes new pages and
 // never overwrites the pages of the process before it. Whoever holds the id (another
@@ -48,15 +48,22 @@ import (
 // page write near 5 KB while the per-message overhead falls to 5 bytes per session.
 const pageCap = 64
 
-// pageFormat is the first byte of a page; the entries follow it, each the 16 bytes of
-// its id's random part, a uvarint length and that many bytes of record.
+// pageFormat is the first byte of a page; the entries follow it, each the keyLen bytes
+// of its id's random part, a uvarint length and that many bytes of record.
 const pageFormat = 0x50
 
-// idRandom is the length of the random part of an id (hex), and tagLen of the owner tag.
+// idRandom is the length of the random part of an id (base64url: keyLen random bytes,
+// 96 bits), and tagLen of the owner tag. With a page number of up to six characters
+// an id is at most 32 bytes, the size class of the 32 hex characters of the ids the
+// transport names itself: every router holds each of its sessions' ids.
 const (
-	idRandom = 32
+	idRandom = 16
+	keyLen   = 12
 	tagLen   = 8
 )
+
+// entryKey finds a session's entry in its page: its id's random part, decoded.
+type entryKey [keyLen]byte
 
 // maxPage bounds the page numbers an id may name.
 const maxPage = 1 << 24
@@ -115,7 +122,7 @@ func newPages() *pages {
 // store with room.
 func (s *SessionStore) NewID() string {
 	p := s.pages
-	var r [idRandom / 2]byte
+	var r entryKey
 	if _, err := rand.Read(r[:]); err != nil {
 		panic("natsbus: crypto/rand failed: " + err.Error())
 	}
@@ -129,8 +136,8 @@ func (s *SessionStore) NewID() string {
 		p.room = p.room[:len(p.room)-1]
 	}
 	p.mu.Unlock()
-	id := make([]byte, 0, idRandom+tagLen+8)
-	id = hex.AppendEncode(id, r[:])
+	id := make([]byte, 0, 32)
+	id = base64.RawURLEncoding.AppendEncode(id, r[:])
 	id = append(id, '-')
 	id = append(id, p.tag...)
 	id = append(id, '-')
@@ -138,12 +145,12 @@ func (s *SessionStore) NewID() string {
 }
 
 // pageID is where an id of the paged form says its record is: the page's owner tag and
-// number, and the 16 bytes its entry is found by; ok false for any other id.
-func pageID(id string) (tag string, n uint32, key [idRandom / 2]byte, ok bool) {
+// number, and the key its entry is found by; ok false for any other id.
+func pageID(id string) (tag string, n uint32, key entryKey, ok bool) {
 	if len(id) < idRandom+tagLen+3 || id[idRandom] != '-' || id[idRandom+tagLen+1] != '-' {
 		return "", 0, key, false
 	}
-	if _, err := hex.Decode(key[:], []byte(id[:idRandom])); err != nil {
+	if n, err := base64.RawURLEncoding.Decode(key[:], []byte(id[:idRandom])); err != nil || n != keyLen {
 		return "", 0, key, false
 	}
 	tag = id[idRandom+1 : idRandom+1+tagLen]
@@ -164,7 +171,7 @@ func pageKey(tag string, n uint32) string {
 }
 
 // mine returns the number and entry key of id's page when this store owns it.
-func (p *pages) mine(id string) (uint32, [idRandom / 2]byte, bool) {
+func (p *pages) mine(id string) (uint32, entryKey, bool) {
 	tag, n, key, ok := pageID(id)
 	if !ok || tag != p.tag {
 		return 0, key, false
@@ -204,15 +211,15 @@ func pageEntries(b []byte, each func(key, rec []byte) bool) error {
 	}
 	b = b[1:]
 	for len(b) > 0 {
-		if len(b) < idRandom/2 {
+		if len(b) < keyLen {
 			return errPage
 		}
-		key := b[:idRandom/2]
-		n, k := binary.Uvarint(b[idRandom/2:])
-		if k <= 0 || n > uint64(len(b)-idRandom/2-k) {
+		key := b[:keyLen]
+		n, k := binary.Uvarint(b[keyLen:])
+		if k <= 0 || n > uint64(len(b)-keyLen-k) {
 			return errPage
 		}
-		start := idRandom/2 + k
+		start := keyLen + k
 		rec := b[start : start+int(n) : start+int(n)]
 		b = b[start+int(n):]
 		if !each(key, rec) {
@@ -223,7 +230,7 @@ func pageEntries(b []byte, each func(key, rec []byte) bool) error {
 }
 
 // findEntry is the record of page b under key.
-func findEntry(b []byte, key [idRandom / 2]byte) ([]byte, bool) {
+func findEntry(b []byte, key entryKey) ([]byte, bool) {
 	var found []byte
 	ok := false
 	if pageEntries(b, func(k, rec []byte) bool {
@@ -239,12 +246,12 @@ func findEntry(b []byte, key [idRandom / 2]byte) ([]byte, bool) {
 
 // rewritePage is page b with the records of changes in place of its own (a nil record
 // removes the entry), in a new buffer; changed false when nothing differs.
-func rewritePage(b []byte, changes map[[idRandom / 2]byte][]byte) (out []byte, changed bool) {
+func rewritePage(b []byte, changes map[entryKey][]byte) (out []byte, changed bool) {
 	out = append(make([]byte, 0, len(b)+64*len(changes)), pageFormat)
 	if len(b) > 0 {
 		// Only this store writes b, from entries it encoded: it is well formed.
 		pageEntries(b, func(k, rec []byte) bool {
-			var key [idRandom / 2]byte
+			var key entryKey
 			copy(key[:], k)
 			if _, ok := changes[key]; ok {
 				changed = true
@@ -279,7 +286,7 @@ type pageWrite struct {
 // publishPages applies the changes to this store's pages (page number, then entry key
 // to record; nil deletes) and publishes every page that changed, under the lock so
 // that a page's writes reach the stream in the order they were made.
-func (s *SessionStore) publishPages(changes map[uint32]map[[idRandom / 2]byte][]byte) map[uint32]*pageWrite {
+func (s *SessionStore) publishPages(changes map[uint32]map[entryKey][]byte) map[uint32]*pageWrite {
 	p := s.pages
 	writes := make(map[uint32]*pageWrite, len(changes))
 	p.publish.Lock()

@@ -129,15 +129,16 @@ func TestSessionPagesConcurrent(t *testing.T) {
 
 // Only ids of the exact form name a page; anything else is a key of its own.
 func TestPageID(t *testing.T) {
-	hex32 := strings.Repeat("0a", 16)
-	good := hex32 + "-abcdefgh-z"
+	r16 := "Ab-_0123456789xy"
+	good := r16 + "-abcdefgh-z"
 	if tag, n, _, ok := pageID(good); !ok || tag != "abcdefgh" || n != 35 {
 		t.Fatalf("pageID(%q) = %q %d %v", good, tag, n, ok)
 	}
 	for _, id := range []string{
-		"", hex32, hex32 + "-abcdefgh-", hex32 + "-abcdefgh-Z", hex32 + "-abcdefgh-01",
-		hex32 + "-abcdefg-1", hex32 + "_abcdefgh-1", strings.Repeat("zz", 16) + "-abcdefgh-1",
-		hex32 + "-abcdefgh-zzzzzz", hex32 + "-abcdefgh--1", hex32 + "-abcdefgh-+1",
+		"", r16, strings.Repeat("0a", 16), r16 + "-abcdefgh-", r16 + "-abcdefgh-Z", r16 + "-abcdefgh-01",
+		r16 + "-abcdefg-1", r16 + "_abcdefgh-1", r16[:15] + "+-abcdefgh-1", r16[:15] + "=-abcdefgh-1",
+		r16[1:] + "-abcdefgh-1", r16 + "-abcdefgh-zzzzzz", r16 + "-abcdefgh--1", r16 + "-abcdefgh-+1",
+		r16 + "-abcd.fgh-1",
 	} {
 		if _, _, _, ok := pageID(id); ok {
 			t.Errorf("pageID(%q) names a page", id)
@@ -154,8 +155,8 @@ func TestPageID(t *testing.T) {
 // A page is whatever bytes the bucket holds under its key: reading one never panics,
 // and a page that reads whole is written back to the same entries, each one found.
 func FuzzPageEntries(f *testing.F) {
-	key := func(c byte) [idRandom / 2]byte { return [idRandom / 2]byte{c, 1, 2, 3} }
-	page, _ := rewritePage(nil, map[[idRandom / 2]byte][]byte{key(1): []byte("one"), key(2): {}})
+	key := func(c byte) entryKey { return entryKey{c, 1, 2, 3} }
+	page, _ := rewritePage(nil, map[entryKey][]byte{key(1): []byte("one"), key(2): {}})
 	f.Add(page)
 	f.Add([]byte{pageFormat})
 	f.Add([]byte{pageFormat, 1, 2})
@@ -182,9 +183,9 @@ func FuzzPageEntries(f *testing.F) {
 	})
 }
 
-func readPage(b []byte) (keys [][idRandom / 2]byte, recs [][]byte, err error) {
+func readPage(b []byte) (keys []entryKey, recs [][]byte, err error) {
 	err = pageEntries(b, func(k, rec []byte) bool {
-		var kk [idRandom / 2]byte
+		var kk entryKey
 		copy(kk[:], k)
 		keys, recs = append(keys, kk), append(recs, rec)
 		return true
@@ -192,7 +193,7 @@ func readPage(b []byte) (keys [][idRandom / 2]byte, recs [][]byte, err error) {
 	return keys, recs, err
 }
 
-func indexOfKey(keys [][idRandom / 2]byte, k [idRandom / 2]byte) int {
+func indexOfKey(keys []entryKey, k entryKey) int {
 	for i, kk := range keys {
 		if kk == k {
 			return i
