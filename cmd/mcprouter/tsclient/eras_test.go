@@ -1,12 +1,12 @@
 package tsclient
 
 // The TypeScript SDK client in front of backends of each era through mcprouter (issue
-// 12). The SDK installed by .ci/deps.sh speaks 2025-11-25 at most (no 2026-07-28), so it
-// holds a session with the router in every case: relayed as it is in front of a 2025
-// backend, translated in front of a 2026-07-28 one (the router keeps the session and
-// turns resources/subscribe into subscriptions/listen, input_required into sampling
-// and elicitation requests on the client's session, the session's cancellation into
-// the closing of the upstream request).
+// 12). The v1 SDK speaks 2025-11-25 at most (the v2 client, which speaks 2026-07-28, is
+// in eras2026_test.go), so it holds a session with the router in every case: relayed as
+// it is in front of a 2025 backend, translated in front of a 2026-07-28 one (the router
+// keeps the session and turns resources/subscribe into subscriptions/listen,
+// input_required into sampling and elicitation requests on the client's session, the
+// session's cancellation into the closing of the upstream request).
 
 import (
 	"fmt"
