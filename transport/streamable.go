@@ -366,7 +366,8 @@ func (s *HTTPServer) post(ctx *fasthttp.RequestCtx, principal *auth.Principal) {
 		}
 		putPost(p)
 	}
-	version, ok := s.cfg.Rules.versionFor(ctx.Request.Header.Peek(HeaderProtocolVersion))
+	pv := ctx.Request.Header.Peek(HeaderProtocolVersion)
+	version, ok := s.cfg.Rules.versionFor(pv)
 	if !ok {
 		s.httpError(ctx, fasthttp.StatusBadRequest, "unsupported MCP-Protocol-Version")
 		return
@@ -378,7 +379,7 @@ func (s *HTTPServer) post(ctx *fasthttp.RequestCtx, principal *auth.Principal) {
 	var client netip.Addr
 	if sess != nil {
 		sess.touch()
-		if len(ctx.Request.Header.Peek(HeaderProtocolVersion)) == 0 {
+		if len(pv) == 0 {
 			version = sess.Version()
 		}
 	} else if client, ok = s.allowNewSession(ctx); !ok {
