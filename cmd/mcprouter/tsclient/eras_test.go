@@ -34,6 +34,7 @@ type erasResult struct {
 	BackendCancelled bool      `json:"backendCancelled"`
 	EchoAfter        string    `json:"echoAfter"`
 	Elicited         string    `json:"elicited"`
+	SubscribedBy     string    `json:"subscribedBy"`
 }
 
 // startRouter starts mcprouter in front of one backend at url, without a prefix; era
@@ -63,28 +64,57 @@ func TestTypeScriptClientEras(t *testing.T) {
 			if r.Negotiated != tsSession || r.Server != "mcprouter" {
 				t.Errorf("negotiated %q with %q, want %s with mcprouter", r.Negotiated, r.Server, tsSession)
 			}
-			for _, c := range []struct{ what, got, want string }{
-				{"tools/call echo", r.Echo, "from typescript"},
-				{"resources/read", r.Read, "hello you"},
-				{"prompts/get", r.Prompt, "Ahoy, Ada!"},
-				{"sampling", r.Sampled, "sampled: say hi"},
-				{"echo after the cancellation", r.EchoAfter, "still here"},
-			} {
-				if c.got != c.want {
-					t.Errorf("%s: %q, want %q", c.what, c.got, c.want)
-				}
-			}
-			if !slices.Equal(r.Progress, []float64{1, 2, 3}) {
-				t.Errorf("progress %v, want 1, 2, 3", r.Progress)
-			}
-			if !r.Updated {
-				t.Error("no notifications/resources/updated for memo://board after subscribing")
-			}
-			if !r.CallRejected || !r.BackendCancelled {
-				t.Errorf("cancellation: call rejected %v, backend stopped it %v", r.CallRejected, r.BackendCancelled)
-			}
+			checkReference(t, r)
 		})
 	}
+}
+
+// checkReference checks what a client saw on the walk of the reference backend
+// (testdata/walk.mjs).
+func checkReference(t *testing.T, r erasResult) {
+	t.Helper()
+	for _, c := range []struct{ what, got, want string }{
+		{"tools/call echo", r.Echo, "from typescript"},
+		{"resources/read", r.Read, "hello you"},
+		{"prompts/get", r.Prompt, "Ahoy, Ada!"},
+		{"sampling", r.Sampled, "sampled: say hi"},
+		{"echo after the cancellation", r.EchoAfter, "still here"},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s: %q, want %q", c.what, c.got, c.want)
+		}
+	}
+	if !slices.Equal(r.Progress, []float64{1, 2, 3}) {
+		t.Errorf("progress %v, want 1, 2, 3", r.Progress)
+	}
+	if !r.Updated {
+		t.Errorf("no notifications/resources/updated for memo://board after %s", r.SubscribedBy)
+	}
+	if !r.CallRejected || !r.BackendCancelled {
+		t.Errorf("cancellation: call rejected %v, backend stopped it %v", r.CallRejected, r.BackendCancelled)
+	}
+}
+
+// elicitingBackend is the Go SDK conformance everything-server in one mode, with the
+// tool of it that elicits and the text that tool returns once the client's handler
+// answered (testdata/walk.mjs's elicit).
+type elicitingBackend struct{ name, stateless, tool, want string }
+
+// elicitingBackends: stateful (2025: elicitation/create on the session) and stateless
+// (2026-07-28: an input_required result).
+var elicitingBackends = []elicitingBackend{
+	{"2025", "false", "test_elicitation", "Elicitation result: action=accept, content=map[username:ada]"},
+	{"2026", "true", "test_input_required_result_elicitation", "Hello, Ada!"},
+}
+
+// startEliciting starts the everything-server binary in be's mode and a router in
+// front of it pinned to its era, and returns the router's URL.
+func startEliciting(t *testing.T, everything string, be elicitingBackend) string {
+	t.Helper()
+	addr := testbin.FreeAddr(t)
+	testbin.Start(t, testbin.Spec{Name: "everything-server", Bin: everything, Args: []string{"-http", addr, "-stateless=" + be.stateless}})
+	testbin.WaitListening(t, addr, mcpbackendtest.Wait)
+	return startRouter(t, "http://"+addr+"/mcp", be.name)
 }
 
 // TestTypeScriptClientErasElicitation: the TypeScript SDK client's elicitation handler
@@ -95,16 +125,9 @@ func TestTypeScriptClientErasElicitation(t *testing.T) {
 	testbin.Long(t, "starts processes and Node")
 	nodeBin, sdk := node(t)
 	everything := testbin.BuildFixture(t, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server")
-	for _, be := range []struct{ name, stateless, tool, want string }{
-		{"2025", "false", "test_elicitation", "Elicitation result: action=accept, content=map[username:ada]"},
-		{"2026", "true", "test_input_required_result_elicitation", "Hello, Ada!"},
-	} {
+	for _, be := range elicitingBackends {
 		t.Run("backend "+be.name, func(t *testing.T) {
-			addr := testbin.FreeAddr(t)
-			testbin.Start(t, testbin.Spec{Name: "everything-server", Bin: everything, Args: []string{"-http", addr, "-stateless=" + be.stateless}})
-			testbin.WaitListening(t, addr, mcpbackendtest.Wait)
-			url := startRouter(t, "http://"+addr+"/mcp", be.name)
-			r := runScript[erasResult](t, nodeBin, "eras.mjs", sdk, url, "elicit", be.tool, "Who are you?")
+			r := runScript[erasResult](t, nodeBin, "eras.mjs", sdk, startEliciting(t, everything, be), "elicit", be.tool, "Who are you?")
 			if r.Negotiated != tsSession || r.Elicited != be.want {
 				t.Fatalf("negotiated %q, elicited %q; want %s, %q", r.Negotiated, r.Elicited, tsSession, be.want)
 			}

@@ -20,24 +20,34 @@ func repoRoot(t *testing.T) string {
 	return dir
 }
 
-// node finds Node and the TypeScript SDK that .ci/deps.sh installs; without them the test
-// skips outside CI and fails in CI.
+// node finds Node and the TypeScript SDK (v1) that .ci/deps.sh installs; without them
+// the test skips outside CI and fails in CI.
 func node(t *testing.T) (bin, sdk string) {
+	bin, pkgs := nodePackages(t, "@modelcontextprotocol/sdk")
+	return bin, pkgs[0]
+}
+
+// nodePackages finds Node and the directories of the packages named (as npm names
+// them) that .ci/deps.sh installs in the same place; without them the test skips
+// outside CI and fails in CI.
+func nodePackages(t *testing.T, names ...string) (bin string, dirs []string) {
 	dir := os.Getenv("MCPROUTER_NODE_DIR")
 	if dir == "" {
 		dir = filepath.Join(repoRoot(t), ".cache", "node")
 	}
 	bin = filepath.Join(dir, "node_modules", ".bin", "node")
-	sdk = filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk")
-	for _, p := range []string{bin, sdk} {
+	for _, name := range names {
+		dirs = append(dirs, filepath.Join(dir, "node_modules", filepath.FromSlash(name)))
+	}
+	for _, p := range append([]string{bin}, dirs...) {
 		if _, err := os.Stat(p); err != nil {
 			if os.Getenv("CI") != "" {
 				t.Fatalf("%s missing: .ci/deps.sh should have installed it", p)
 			}
-			t.Skipf("Node or the TypeScript SDK not installed (bash .ci/deps.sh): %v", err)
+			t.Skipf("Node or a TypeScript SDK package not installed (bash .ci/deps.sh): %v", err)
 		}
 	}
-	return bin, sdk
+	return bin, dirs
 }
 
 // runScript runs testdata/name with Node (for at most a minute) and decodes the JSON
