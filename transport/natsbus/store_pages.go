@@ -245,29 +245,45 @@ func findEntry(b []byte, key entryKey) ([]byte, bool) {
 }
 
 // rewritePage is page b with the records of changes in place of its own (a nil record
-// removes the entry), in a new buffer; changed false when nothing differs.
+// removes the entry), in a new buffer of the exact size (the store keeps it as its
+// copy of the page); changed false when nothing differs.
 func rewritePage(b []byte, changes map[entryKey][]byte) (out []byte, changed bool) {
-	out = append(make([]byte, 0, len(b)+64*len(changes)), pageFormat)
-	if len(b) > 0 {
-		// Only this store writes b, from entries it encoded: it is well formed.
-		pageEntries(b, func(k, rec []byte) bool {
-			var key entryKey
-			copy(key[:], k)
-			if _, ok := changes[key]; ok {
-				changed = true
-				return true
-			}
-			out = appendEntry(out, k, rec)
+	size := 1
+	keep := func(k, rec []byte, each func(k, rec []byte)) bool {
+		if _, ok := changes[entryKey(k)]; ok {
+			changed = true
 			return true
-		})
+		}
+		each(k, rec)
+		return true
 	}
-	for k, rec := range changes {
+	// b is well formed where it is this store's own page; bytes from elsewhere (the
+	// fuzz test's) end where they stop reading.
+	pageEntries(b, func(k, rec []byte) bool {
+		return keep(k, rec, func(k, rec []byte) { size += entrySize(rec) })
+	})
+	for _, rec := range changes {
 		if rec != nil {
-			out = appendEntry(out, k[:], rec)
+			size += entrySize(rec)
 			changed = true
 		}
 	}
+	out = append(make([]byte, 0, size), pageFormat)
+	pageEntries(b, func(k, rec []byte) bool {
+		return keep(k, rec, func(k, rec []byte) { out = appendEntry(out, k, rec) })
+	})
+	for k, rec := range changes {
+		if rec != nil {
+			out = appendEntry(out, k[:], rec)
+		}
+	}
 	return out, changed
+}
+
+// entrySize is the encoded size of an entry holding rec.
+func entrySize(rec []byte) int {
+	var n [binary.MaxVarintLen64]byte
+	return keyLen + binary.PutUvarint(n[:], uint64(len(rec))) + len(rec)
 }
 
 func appendEntry(dst, key, rec []byte) []byte {
