@@ -142,7 +142,6 @@ func getTwice(kv jetstream.KeyValue, key string, timeout time.Duration, onError 
 func (s *SessionStore) Delete(id string) {
 	if n, key, ok := s.pages.mine(id); ok {
 		s.waitPages(s.publishPages(map[uint32]map[entryKey][]byte{n: {key: nil}}))
-		s.pages.release(n)
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)

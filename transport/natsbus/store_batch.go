@@ -60,9 +60,6 @@ func (s *SessionStore) SaveAll(ids []string, recs [][]byte) []error {
 		s.waitPages(writes)
 		for i, n := range inPage {
 			errs[i] = writes[n].err
-			if recs[i] == nil {
-				s.pages.release(n)
-			}
 		}
 	}
 	for i, ack := range acks {

@@ -93,13 +93,20 @@ type pages struct {
 	back map[string]struct{}
 }
 
-// page is one page's entries as last published, and how many of the ids named after it
-// are still in use (minted and not deleted): a page is offered for new ids while held
-// is below pageCap.
+// page is one page's entries as last published, how many there are, and how many ids
+// named after it have no entry yet (pending: their sessions' first records are still
+// to come). A page is offered for new ids (inRoom: its number is in room) while
+// entries+pending is below pageCap. The entries are counted from the page itself, so a
+// session deleted twice cannot make room that is not there.
 type page struct {
-	buf  []byte
-	held int
+	buf     []byte
+	entries int
+	pending int
+	inRoom  bool
 }
+
+// full reports whether the page has no room for another id.
+func (pg *page) full() bool { return pg.entries+pg.pending >= pageCap }
 
 func newPages() *pages {
 	var b [5]byte // 40 random bits: tagLen base-32 characters
@@ -128,12 +135,13 @@ func (s *SessionStore) NewID() string {
 	}
 	p.mu.Lock()
 	if len(p.room) == 0 {
-		p.pages = append(p.pages, page{})
+		p.pages = append(p.pages, page{inRoom: true})
 		p.room = append(p.room, uint32(len(p.pages)-1))
 	}
 	n := p.room[len(p.room)-1]
-	if p.pages[n].held++; p.pages[n].held >= pageCap {
-		p.room = p.room[:len(p.room)-1]
+	pg := &p.pages[n]
+	if pg.pending++; pg.full() {
+		p.room, pg.inRoom = p.room[:len(p.room)-1], false
 	}
 	p.mu.Unlock()
 	id := make([]byte, 0, 32)
@@ -244,40 +252,67 @@ func findEntry(b []byte, key entryKey) ([]byte, bool) {
 	return found, ok
 }
 
+// pageChange is what rewritePage did to a page: whether its bytes changed, the entries
+// it added (fresh) and removed (gone), and the deletions of ids that had no entry
+// (their sessions ended before their first record).
+type pageChange struct {
+	changed              bool
+	fresh, gone, unsaved int
+}
+
 // rewritePage is page b with the records of changes in place of its own (a nil record
 // removes the entry), in a new buffer of the exact size (the store keeps it as its
-// copy of the page); changed false when nothing differs.
-func rewritePage(b []byte, changes map[entryKey][]byte) (out []byte, changed bool) {
+// copy of the page).
+func rewritePage(b []byte, changes map[entryKey][]byte) (out []byte, c pageChange) {
 	size := 1
-	keep := func(k, rec []byte, each func(k, rec []byte)) bool {
-		if _, ok := changes[entryKey(k)]; ok {
-			changed = true
-			return true
-		}
-		each(k, rec)
-		return true
-	}
+	found := 0
 	// b is well formed where it is this store's own page; bytes from elsewhere (the
 	// fuzz test's) end where they stop reading.
 	pageEntries(b, func(k, rec []byte) bool {
-		return keep(k, rec, func(k, rec []byte) { size += entrySize(rec) })
+		if rec, ok := changes[entryKey(k)]; ok {
+			found++
+			if rec == nil {
+				c.gone++
+			}
+			return true
+		}
+		size += entrySize(rec)
+		return true
 	})
+	saved := 0
 	for _, rec := range changes {
 		if rec != nil {
 			size += entrySize(rec)
-			changed = true
+			saved++
 		}
 	}
+	c.fresh = saved - (found - c.gone)
+	c.unsaved = len(changes) - saved - c.gone
+	c.changed = saved > 0 || c.gone > 0
 	out = append(make([]byte, 0, size), pageFormat)
 	pageEntries(b, func(k, rec []byte) bool {
-		return keep(k, rec, func(k, rec []byte) { out = appendEntry(out, k, rec) })
+		if _, ok := changes[entryKey(k)]; !ok {
+			out = appendEntry(out, k, rec)
+		}
+		return true
 	})
 	for k, rec := range changes {
 		if rec != nil {
 			out = appendEntry(out, k[:], rec)
 		}
 	}
-	return out, changed
+	return out, c
+}
+
+// counted brings page n's counts up to change c, and offers the page for new ids again
+// once it has room; the caller holds p.mu.
+func (p *pages) counted(n uint32, c pageChange) {
+	pg := &p.pages[n]
+	pg.entries += c.fresh - c.gone
+	pg.pending = max(0, pg.pending-c.fresh-c.unsaved)
+	if !pg.inRoom && !pg.full() {
+		p.room, pg.inRoom = append(p.room, n), true
+	}
 }
 
 // entrySize is the encoded size of an entry holding rec.
@@ -309,14 +344,15 @@ func (s *SessionStore) publishPages(changes map[uint32]map[entryKey][]byte) map[
 	defer p.publish.Unlock()
 	for n, c := range changes {
 		p.mu.Lock()
-		buf, changed := rewritePage(p.pages[n].buf, c)
-		if changed {
+		buf, change := rewritePage(p.pages[n].buf, c)
+		if change.changed {
 			p.pages[n].buf = buf
 		}
+		p.counted(n, change)
 		p.mu.Unlock()
 		w := &pageWrite{}
 		writes[n] = w
-		if !changed {
+		if !change.changed {
 			continue
 		}
 		if w.ack, w.err = s.js.PublishAsync(s.prefix+pageKey(p.tag, n), buf); w.err != nil {
@@ -338,19 +374,6 @@ func (s *SessionStore) waitPages(writes map[uint32]*pageWrite) {
 		if w.err = waitAck(ctx, w.ack); w.err != nil {
 			s.Errors.Add(1)
 		}
-	}
-}
-
-// release gives back the room of a deleted id in page n.
-func (p *pages) release(n uint32) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	pg := &p.pages[n]
-	if pg.held == pageCap {
-		p.room = append(p.room, n)
-	}
-	if pg.held > 0 {
-		pg.held--
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // loads checks that s loads want under id (ok false: no record).
@@ -200,4 +201,46 @@ func indexOfKey(keys []entryKey, k entryKey) int {
 		}
 	}
 	return -1
+}
+
+// A page's room follows its entries: a session deleted twice frees one place, and a
+// session that ended before its first record gives its place back.
+func TestSessionPagesRoom(t *testing.T) {
+	s, err := startBus(t, Config{}).Sessions(time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pageOf := func(id string) uint32 {
+		_, n, _, _ := pageID(id)
+		return n
+	}
+	ids := make([]string, pageCap)
+	recs := make([][]byte, pageCap)
+	for i := range ids {
+		ids[i], recs[i] = s.NewID(), []byte("r")
+	}
+	for i, err := range s.SaveAll(ids, recs) {
+		if err != nil {
+			t.Fatalf("record %d: %v", i, err)
+		}
+	}
+	s.Delete(ids[0])
+	s.Delete(ids[0])
+	if n := pageOf(s.NewID()); n != 0 {
+		t.Fatalf("the place of the deleted session: page %d", n)
+	}
+	unsaved := s.NewID()
+	if n := pageOf(unsaved); n != 1 {
+		t.Fatalf("page 0 is full again, yet the next id names page %d", n)
+	}
+	for range pageCap - 1 { // page 1 full
+		s.NewID()
+	}
+	s.Delete(unsaved)
+	if n := pageOf(s.NewID()); n != 1 {
+		t.Fatalf("the place of a session without a record: page %d", n)
+	}
+	if n := pageOf(s.NewID()); n != 2 {
+		t.Fatalf("page 1 is full again, yet the next id names page %d", n)
+	}
 }
