@@ -128,6 +128,52 @@ func TestSendReadDeadlineAndClose(t *testing.T) {
 	}
 }
 
+// A reply's wait under the earlier deadline the runtime kept from the exchange before
+// (readahead.Deadlines keeps one at most 20 ms earlier) ends at the deadline wanted, not
+// at the kept one, and the request goes out once.
+func TestSendReadKeptDeadline(t *testing.T) {
+	c, peer := dialTracked(t)
+	kept := time.Now().Add(100 * time.Millisecond)
+	if err := c.SetReadDeadline(kept); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Write([]byte("one")); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		if _, err := io.ReadFull(peer, make([]byte, 3)); err == nil {
+			_, _ = peer.Write([]byte("1"))
+		}
+	}()
+	buf := make([]byte, 16)
+	if n, err := c.Read(buf); n != 1 || err != nil {
+		t.Fatalf("first reply: %d, %v", n, err)
+	}
+	want := kept.Add(10 * time.Millisecond)
+	if err := c.SetReadDeadline(want); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Write([]byte("two")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Read(buf); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("read without a reply: %v, want a deadline error", err)
+	}
+	if now := time.Now(); now.Before(want) {
+		t.Fatalf("the wait ended %v before its deadline", want.Sub(now))
+	}
+	got := make([]byte, 3)
+	if _, err := io.ReadFull(peer, got); err != nil || string(got) != "two" {
+		t.Fatalf("the backend got %q, %v", got, err)
+	}
+	if err := peer.SetReadDeadline(time.Now().Add(20 * time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := peer.Read(got); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("the backend got %q more (%v), want the request once", got[:n], err)
+	}
+}
+
 // Over TLS the pooled connection carries the handshake and the records the same way:
 // every write is followed by the read of what answers it.
 func TestSendReadTLS(t *testing.T) {
