@@ -24,17 +24,17 @@ func (s *SessionStore) SaveAll(ids []string, recs [][]byte) []error {
 	acks := make([]jetstream.PubAckFuture, len(ids))
 	var (
 		changes map[uint32]map[entryKey][]byte
-		inPage  map[int]uint32 // index in ids -> its page
+		inPage  []uint32 // by index in ids: its page + 1, 0 when it has none
 	)
 	for i, id := range ids {
 		if n, key, ok := s.pages.mine(id); ok {
 			if changes == nil {
-				changes, inPage = map[uint32]map[entryKey][]byte{}, map[int]uint32{}
+				changes, inPage = map[uint32]map[entryKey][]byte{}, make([]uint32, len(ids))
 			}
 			if changes[n] == nil {
-				changes[n] = map[entryKey][]byte{}
+				changes[n] = make(map[entryKey][]byte, min(len(ids)-i, pageCap))
 			}
-			changes[n][key], inPage[i] = recs[i], n
+			changes[n][key], inPage[i] = recs[i], n+1
 			continue
 		}
 		if recs[i] == nil {
@@ -59,7 +59,9 @@ func (s *SessionStore) SaveAll(ids []string, recs [][]byte) []error {
 	if writes != nil {
 		s.waitPages(writes)
 		for i, n := range inPage {
-			errs[i] = writes[n].err
+			if n > 0 {
+				errs[i] = writes[n-1].err
+			}
 		}
 	}
 	for i, ack := range acks {
