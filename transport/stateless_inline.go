@@ -22,9 +22,10 @@ import (
 // StatelessStreamAfter/sweepSteps, puts the connection of a request still running after
 // StatelessStreamAfter under the process's close watcher, and the client's close runs
 // the abandon hook (OnAbandon, OnAbandonBy) as a closed stream's does. A request
-// answered before that costs a slot taken and given back (three atomic operations and
-// a store), where a timer per request, Reset and Stopped, took the runtime's timer heap
-// and its locks every time; awaitReply then arms no timer either (the call is finished).
+// answered before that costs a slot taken and given back and its arm's state set and
+// cleared (four atomic writes, all but the slot's in the post itself), where a timer
+// per request, Reset and Stopped, took the runtime's timer heap and its locks every
+// time; awaitReply then arms no timer either (the call is finished).
 
 // callerWatches are the posts of one server whose handlers work on their goroutines
 // (WatchOnCaller), each in a slot until its handler returns, and the sweep that watches
