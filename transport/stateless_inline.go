@@ -66,13 +66,17 @@ type callerWatch struct {
 	reg closewatch.Reg
 }
 
-const watchFired = 1
+// The bits of callerWatch.st below the due tick; the arm's count is above it.
+const (
+	watchFired = 1
+	watchArmed = 2
+)
 
-// armState is st for arm number arms, due at tick due.
-func armState(arms, due uint32) uint64 { return uint64(arms)<<32 | uint64(due)<<1 }
+// armState is st for arm number arms, due at tick due: never 0.
+func armState(arms, due uint32) uint64 { return uint64(arms)<<34 | uint64(due)<<2 | watchArmed }
 
 // dueBy reports whether st, armed, is due at tick now.
-func dueBy(st uint64, now uint32) bool { return int32(now-uint32(st>>1)) >= 0 }
+func dueBy(st uint64, now uint32) bool { return int32(now-uint32(st>>2)) >= 0 }
 
 // WatchOnCaller is asked by a handler that would do x's work on the goroutine that
 // delivered x, before it starts: it reports whether it may. Only a stateless request

@@ -217,3 +217,20 @@ func TestCallerWatchesFull(t *testing.T) {
 	}
 	testwait.For(t, "the sweep to end with every slot free", waitLimit, func() bool { return !s.callers.running.Load() })
 }
+
+// TestArmState: an arm's state is never that of no arm, keeps its due tick whatever its
+// count, and is due from that tick on, across the tick's wrap.
+func TestArmState(t *testing.T) {
+	for _, c := range []struct{ arms, due uint32 }{{0, 0}, {1, 5}, {1 << 31, 0}, {^uint32(0), ^uint32(0)}, {7, ^uint32(0) - 1}} {
+		st := armState(c.arms, c.due)
+		if st == 0 || st&watchFired != 0 {
+			t.Fatalf("arm %d due %d: state %x", c.arms, c.due, st)
+		}
+		if !dueBy(st, c.due) || !dueBy(st, c.due+3) || dueBy(st, c.due-1) {
+			t.Fatalf("arm %d due %d: due by %d, %d, not by %d", c.arms, c.due, c.due, c.due+3, c.due-1)
+		}
+	}
+	if armState(1, 9) == armState(2, 9) {
+		t.Fatal("two arms due at one tick share a state")
+	}
+}
