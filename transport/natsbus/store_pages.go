@@ -31,9 +31,9 @@ import (
 // finds the record by the id's random part.
 //
 // Who writes a page: its owner only, whole, in the order the owner changed it (each
-// write is published under the store's lock, and one connection's messages reach the
-// stream in order), so the last write of a page holds the latest record of every one
-// of its sessions. A router that carries on a session of another's page writes that
+// write is published under the store's lock, one connection's messages reach the
+// stream in order, and the client does not send a write again by itself), so the last
+// write of a page holds the latest record of every one of its sessions. A router that carries on a session of another's page writes that
 // session's record under the session's id as its own key (as every record was written
 // before pages), and its key is read before the page: it is the newer one. When such a
 // session ends, its key is overwritten with a tombstone rather than purged, so that the
@@ -355,7 +355,10 @@ func (s *SessionStore) publishPages(changes map[uint32]map[entryKey][]byte) map[
 		if !change.changed {
 			continue
 		}
-		if w.ack, w.err = s.js.PublishAsync(s.prefix+pageKey(p.tag, n), buf); w.err != nil {
+		// No retry by the client: a write it sent again later (after "no responders")
+		// could land after a newer write of the page. A write that fails is the
+		// caller's to retry, with the page as it is then.
+		if w.ack, w.err = s.js.PublishAsync(s.prefix+pageKey(p.tag, n), buf, jetstream.WithRetryAttempts(0)); w.err != nil {
 			w.ack = nil
 			s.Errors.Add(1)
 		}
