@@ -1,0 +1,193 @@
+package cluster
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcprouter/mcprouter/cmd/mcpbackend/mcpbackendtest"
+	backendsrv "github.com/mcprouter/mcprouter/cmd/mcpbackend/server"
+	"github.com/mcprouter/mcprouter/cmd/mcprouter/app"
+	"github.com/mcprouter/mcprouter/cmd/mcprouter/app/apptest"
+	"github.com/mcprouter/mcprouter/internal/testwait"
+)
+
+// subscribeCounter stands between the routers and the backend and counts the requests
+// that open an upstream subscription (resources/subscribe on a 2025 session,
+// subscriptions/listen toward a 2026-07-28 backend) naming one URI: what the backend
+// itself saw, not what the routers say they hold.
+type subscribeCounter struct {
+	uri string
+	mu  sync.Mutex
+	n   map[string]int // method -> requests naming uri
+}
+
+func (c *subscribeCounter) count(method string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[method]
+}
+
+// startCounter starts a reverse proxy to backendURL that counts c's requests; it
+// returns the proxy's URL with the backend's path.
+func startCounter(t *testing.T, backendURL string, c *subscribeCounter) string {
+	t.Helper()
+	target, err := url.Parse(backendURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := &httputil.ReverseProxy{
+		Rewrite:       func(r *httputil.ProxyRequest) { r.SetURL(&url.URL{Scheme: target.Scheme, Host: target.Host}) },
+		FlushInterval: -1, // event streams pass at once
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			if bytes.Contains(body, []byte(c.uri)) {
+				c.mu.Lock()
+				for _, m := range []string{"resources/subscribe", "subscriptions/listen"} {
+					c.n[m] += bytes.Count(body, []byte(`"method":"`+m+`"`))
+				}
+				c.mu.Unlock()
+			}
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + target.Path
+}
+
+// listenStream is a 2026-07-28 subscriptions/listen stream opened by raw HTTP.
+type listenStream struct {
+	data chan string
+	stop context.CancelFunc
+}
+
+// openListen opens a listen stream on endpoint for uri, with the stream's id id, and
+// returns once its acknowledgement arrived (which must honour uri).
+func openListen(t *testing.T, endpoint, id, uri string) *listenStream {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	body := `{"jsonrpc":"2.0","id":"` + id + `","method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},"notifications":{"resourceSubscriptions":["` + uri + `"]}}}`
+	resp := postModern(t, ctx, endpoint, body, "subscriptions/listen", "")
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		t.Fatalf("listen on %s: %d %s", endpoint, resp.StatusCode, b)
+	}
+	s := &listenStream{data: make(chan string, 64), stop: cancel}
+	go func() {
+		defer resp.Body.Close()
+		defer close(s.data)
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if line, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				s.data <- line
+			}
+		}
+	}()
+	ack := testwait.Recv(t, "the listen acknowledgement on "+endpoint, 10*time.Second, s.data)
+	if !strings.Contains(ack, `"notifications/subscriptions/acknowledged"`) || !strings.Contains(ack, `"resourceSubscriptions":["`+uri+`"]`) {
+		t.Fatalf("acknowledgement on %s: %s", endpoint, ack)
+	}
+	return s
+}
+
+// postModern sends a 2026-07-28 request (its revision and routing headers) within ctx.
+func postModern(t *testing.T, ctx context.Context, endpoint, body, method, name string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", method)
+	if name != "" {
+		req.Header.Set("Mcp-Name", name)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// TestListenFanOutAcrossInstances (issue 12): subscriptions/listen streams of 2026-07-28
+// clients on two instances joined by NATS, and a 2025 session's GET stream subscribed to
+// the same resource, share one upstream subscription: the backend is asked once for
+// (backend, URI), and one update reaches every one of them. Both a dual-era backend
+// (reached through a 2025 session: resources/subscribe) and a 2026-only one (reached
+// statelessly: subscriptions/listen upstream) are tried.
+func TestListenFanOutAcrossInstances(t *testing.T) {
+	nodes := startNATS(t, 3)
+	for _, era := range []backendsrv.Eras{backendsrv.ErasBoth, backendsrv.ErasModern} {
+		t.Run(era.String(), func(t *testing.T) {
+			backend := mcpbackendtest.Start(t, backendsrv.Config{Name: "ref", Tick: -1, Eras: era, Logger: quiet(t)})
+			const uri = "memo://board"
+			counter := &subscribeCounter{uri: uri, n: map[string]int{}}
+			upstream := startCounter(t, backend.URL(), counter)
+			routers := make([]*app.App, 2)
+			for i := range routers {
+				cfg := routerConfig(fmt.Sprintf("%s-r%d", era, i), nodes[i].url(), upstream)
+				cfg.Stateless = "on"
+				routers[i] = apptest.Start(t, cfg, quiet(t), 10*time.Second)
+			}
+			a, b := routers[0], routers[1]
+
+			listenA := openListen(t, a.URL(), "LA", uri)
+			listenB := openListen(t, b.URL(), "LB", uri)
+			h := &rawClient{t: t}
+			sid := h.initialize(b.URL())
+			events, stop := h.stream(b.URL(), sid, "")
+			defer stop()
+			h.post(b.URL(), sid, `{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":"`+uri+`"}}`)
+
+			if n := upstreamSubscriptions(routers...); n != 1 {
+				t.Fatalf("upstream subscriptions in the cluster = %d, want 1", n)
+			}
+			if a.Fleet.Subscriptions() != 1 {
+				t.Fatalf("the first listener's instance should hold the upstream subscription (a %d, b %d)", a.Fleet.Subscriptions(), b.Fleet.Subscriptions())
+			}
+
+			// One change, made by a stateless call on B, reaches all three.
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			resp := postModern(t, ctx, b.URL(), `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"touch","arguments":{"uri":"`+uri+`"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`, "tools/call", "touch")
+			touched, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK || strings.Contains(string(touched), `"error"`) {
+				t.Fatalf("touch: %d %s", resp.StatusCode, touched)
+			}
+			for _, l := range []struct {
+				id string
+				s  *listenStream
+			}{{"LA", listenA}, {"LB", listenB}} {
+				upd := testwait.Recv(t, "the update on listen stream "+l.id, 10*time.Second, l.s.data)
+				if !strings.Contains(upd, `"method":"notifications/resources/updated"`) || !strings.Contains(upd, `"uri":"`+uri+`"`) ||
+					!strings.Contains(upd, `"io.modelcontextprotocol/subscriptionId":"`+l.id+`"`) {
+					t.Fatalf("listen stream %s: %s", l.id, upd)
+				}
+			}
+			if ev := nextData(t, events); !strings.Contains(ev.data, `"notifications/resources/updated"`) || !strings.Contains(ev.data, uri) {
+				t.Fatalf("the 2025 session's GET stream: %+v", ev)
+			}
+
+			subscribes, listens := counter.count("resources/subscribe"), counter.count("subscriptions/listen")
+			t.Logf("the backend saw %d resources/subscribe and %d subscriptions/listen for %s", subscribes, listens, uri)
+			if subscribes+listens != 1 {
+				t.Fatalf("the backend saw %d resources/subscribe and %d subscriptions/listen naming %s, want one in all", subscribes, listens, uri)
+			}
+		})
+	}
+}
