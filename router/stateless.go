@@ -301,6 +301,12 @@ func (r *Router) ScreenReply(x *transport.Exchange, msg, buf []byte) []byte {
 	}
 	var rp modern.Reply
 	modern.ReadReply(msg, &rp)
+	if rp.Kind == codec.KindError {
+		if re := r.reshapeError(x, rp.Error); re != nil { // reshape.go
+			msg = re
+			modern.ReadReply(msg, &rp)
+		}
+	}
 	switch rp.Kind {
 	case codec.KindError:
 		out, code := appendModernError(buf, msg, rp.Error)

@@ -259,20 +259,24 @@ func (p *parking) roundLocked(pk *parked) []byte {
 // resume takes a stateless client's retry carrying a requestState of the router's
 // (ours), in Prepare: the state is opened, the answers go to the waiting backend
 // requests, and x takes the parked request over, or is answered the next round when
-// the backend asked more meanwhile. Always false: x is answered here or by the
-// request's settlement.
-func (p *parking) resume(s *router.Session, x *transport.Exchange, state []byte, rep *reporter) bool {
-	owner, id, seq, rej := p.open(state, x)
+// the backend asked more meanwhile. The retry of a URL state (urlelicit.go) instead
+// becomes the original request, to be routed again: again is then true. run is always
+// false: x is answered here or by the request's settlement.
+func (p *parking) resume(s *router.Session, x *transport.Exchange, state []byte, rep *reporter) (run, again bool) {
+	owner, id, seq, urls, rej := p.open(state, x)
+	if rej.OK() && urls > 0 {
+		return false, p.urlRetry(x, urls, rep)
+	}
 	if rej.OK() && owner != p.instance {
 		if p.relay == nil {
 			rej = rejectUnreachable
 		} else {
-			return p.relay.forward(s, x, owner)
+			return p.relay.forward(s, x, owner), false
 		}
 	}
 	if !rej.OK() {
 		x.SetStatus(rej.Status)
-		return rep.replyErr(x, rej.Code, rej.Message)
+		return rep.replyErr(x, rej.Code, rej.Message), false
 	}
 	var start int64
 	if rep.on() {
@@ -283,7 +287,7 @@ func (p *parking) resume(s *router.Session, x *transport.Exchange, state []byte,
 	if pk == nil || pk.seq != seq || pk.x != nil {
 		p.mu.Unlock()
 		x.SetStatus(http.StatusBadRequest)
-		return rep.replyErr(x, codec.CodeInvalidParams, "Invalid params: requestState was answered already or its request ended: send the original request again, without requestState")
+		return rep.replyErr(x, codec.CodeInvalidParams, "Invalid params: requestState was answered already or its request ended: send the original request again, without requestState"), false
 	}
 	answers := make([][]byte, len(pk.shown))
 	for i, a := range pk.shown {
@@ -291,7 +295,7 @@ func (p *parking) resume(s *router.Session, x *transport.Exchange, state []byte,
 		if answers[i] == nil {
 			p.mu.Unlock()
 			x.SetStatus(http.StatusBadRequest)
-			return rep.replyErr(x, codec.CodeInvalidParams, "Invalid params: inputResponses has no answer for "+strconv.Quote(a.key)+" ("+a.method+")")
+			return rep.replyErr(x, codec.CodeInvalidParams, "Invalid params: inputResponses has no answer for "+strconv.Quote(a.key)+" ("+a.method+")"), false
 		}
 	}
 	answered, conn := pk.shown, pk.conn
@@ -310,15 +314,15 @@ func (p *parking) resume(s *router.Session, x *transport.Exchange, state []byte,
 	p.mu.Unlock()
 	if !claimed {
 		// Settled meanwhile (its connection was lost, the router is closing).
-		return rep.replyErr(x, CodeBackendUnavailable, "backend request ended while waiting for input")
+		return rep.replyErr(x, CodeBackendUnavailable, "backend request ended while waiting for input"), false
 	}
 	for i, a := range answered {
 		p.srv.answer(conn, codec.AppendResult(nil, a.backendID, answers[i]))
 	}
 	if next != nil {
-		return rep.reply(x, next)
+		return rep.reply(x, next), false
 	}
-	return false
+	return false, false
 }
 
 // rejectOtherInstance refuses a state another router process owns when this one cannot
@@ -332,33 +336,37 @@ var rejectUnreachable = modern.Reject{Code: codec.CodeInvalidParams, Status: htt
 	Message: "Invalid params: requestState belongs to another router instance, and this one has no NATS bus to reach it"}
 
 // open opens state, a retry's requestState of the router's (ours), for the retry x:
-// the instance that owns it and the entry and round it names there, or why it is
+// the instance that owns it and the entry and round it names there (or, for a URL
+// state, the count of its elicitations, urlelicit.go), or why it is
 // refused (modern.Open's checks: integrity, the request's digest, the principal, the
 // expiry). A state of another instance is opened only with the cluster's shared key;
 // the owner sealed inside is the one trusted.
-func (p *parking) open(state []byte, x *transport.Exchange) (owner [8]byte, id, seq uint64, rej modern.Reject) {
+func (p *parking) open(state []byte, x *transport.Exchange) (owner [8]byte, id, seq uint64, urls int, rej modern.Reject) {
 	rest := state[len(statePrefix):]
 	if len(rest) < ownerSize || rest[ownerSize-1] != ':' {
-		return owner, 0, 0, modern.RejectState(modern.ErrStateTampered)
+		return owner, 0, 0, 0, modern.RejectState(modern.ErrStateTampered)
 	}
 	if _, err := hex.Decode(owner[:], rest[:ownerSize-1]); err != nil {
-		return owner, 0, 0, modern.RejectState(modern.ErrStateTampered)
+		return owner, 0, 0, 0, modern.RejectState(modern.ErrStateTampered)
 	}
 	if owner != p.instance && !p.shared {
-		return owner, 0, 0, rejectOtherInstance
+		return owner, 0, 0, 0, rejectOtherInstance
 	}
 	payload, err := p.sealer.Open(rest[ownerSize:], principalKey(x.Principal), modern.RequestDigest(&x.Msg))
 	if err != nil {
-		return owner, 0, 0, modern.RejectState(err)
+		return owner, 0, 0, 0, modern.RejectState(err)
+	}
+	if urls = urlStateCount(payload); urls > 0 {
+		return [8]byte(payload[:8]), 0, 0, urls, modern.Reject{}
 	}
 	if len(payload) != payloadSize {
-		return owner, 0, 0, modern.RejectState(modern.ErrStateTampered)
+		return owner, 0, 0, 0, modern.RejectState(modern.ErrStateTampered)
 	}
 	owner = [8]byte(payload[:8])
 	if owner != p.instance && !p.shared {
-		return owner, 0, 0, rejectOtherInstance
+		return owner, 0, 0, 0, rejectOtherInstance
 	}
-	return owner, binary.BigEndian.Uint64(payload[8:16]), binary.BigEndian.Uint64(payload[16:]), modern.Reject{}
+	return owner, binary.BigEndian.Uint64(payload[8:16]), binary.BigEndian.Uint64(payload[16:]), 0, modern.Reject{}
 }
 
 // dropLocked forgets pk; the caller holds p.mu.

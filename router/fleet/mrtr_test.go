@@ -116,7 +116,7 @@ func TestOpenState(t *testing.T) {
 		t.Fatalf("input_required %s: no state of the router's", res)
 	}
 
-	if _, id, seq, rej := p.open(state, retry("alice", `{ "prompt" : "hi" }`)); !rej.OK() || id != 42 || seq != pk.seq {
+	if _, id, seq, _, rej := p.open(state, retry("alice", `{ "prompt" : "hi" }`)); !rej.OK() || id != 42 || seq != pk.seq {
 		t.Fatalf("a good state: entry %d round %d (%s), want entry 42 round %d", id, seq, rej.Message, pk.seq)
 	}
 
@@ -147,7 +147,7 @@ func TestOpenState(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			now = now.Add(tc.advance)
 			defer func() { now = now.Add(-tc.advance) }()
-			_, _, _, rej := tc.p.open(tc.state, tc.x)
+			_, _, _, _, rej := tc.p.open(tc.state, tc.x)
 			if rej.Code != codec.CodeInvalidParams || rej.Status != 400 || !strings.Contains(rej.Message, tc.want) {
 				t.Fatalf("refusal %+v, want invalid params (400) saying %q", rej, tc.want)
 			}
@@ -175,22 +175,22 @@ func TestOpenSharedState(t *testing.T) {
 	state := modern.RequestState(owner.roundLocked(pk))
 	owner.mu.Unlock()
 
-	got, id, seq, rej := peer.open(state, x)
+	got, id, seq, _, rej := peer.open(state, x)
 	if !rej.OK() || got != owner.instance || id != 7 || seq != pk.seq {
 		t.Fatalf("peer opened owner %x entry %d round %d (%s), want %x, 7, %d", got, id, seq, rej.Message, owner.instance, pk.seq)
 	}
 	moved := append([]byte(statePrefix+hex.EncodeToString(peer.instance[:])), state[len(statePrefix)+ownerSize-1:]...)
-	if got, _, _, rej := peer.open(moved, x); !rej.OK() || got != owner.instance {
+	if got, _, _, _, rej := peer.open(moved, x); !rej.OK() || got != owner.instance {
 		t.Fatalf("clear owner rewritten: owner %x (%s), want the sealed one %x", got, rej.Message, owner.instance)
 	}
 	x.Principal = &auth.Principal{Subject: "mallory"}
-	if _, _, _, rej := peer.open(state, x); !strings.Contains(rej.Message, "another principal") {
+	if _, _, _, _, rej := peer.open(state, x); !strings.Contains(rej.Message, "another principal") {
 		t.Fatalf("another principal on the peer: %+v", rej)
 	}
 	x.Principal = nil
 	bad := append([]byte(nil), state...)
 	bad[len(bad)-3] ^= 1
-	if _, _, _, rej := peer.open(bad, x); !strings.Contains(rej.Message, "failed verification") {
+	if _, _, _, _, rej := peer.open(bad, x); !strings.Contains(rej.Message, "failed verification") {
 		t.Fatalf("tampered on the peer: %+v", rej)
 	}
 }

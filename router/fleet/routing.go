@@ -37,7 +37,9 @@ func (rt *routing) request(s *router.Session, x *transport.Exchange) bool {
 	// every other stateless request a walk over its arguments for a requestState.
 	if x.Stateless && rt.park != nil && bytes.Contains(m.Params, []byte(statePrefix)) {
 		if st := modern.RequestState(m.Params); ours(st) {
-			return rt.park.resume(s, x, st, rt.rep)
+			if run, again := rt.park.resume(s, x, st, rt.rep); !again {
+				return run
+			} // else x is the original request again (urlelicit.go): routed below
 		}
 	}
 	cat := rt.catalog.load()

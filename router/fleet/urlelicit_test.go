@@ -1,0 +1,205 @@
+package fleet
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/valyala/fasthttp"
+
+	"github.com/mcprouter/mcprouter/loadgen/sdktest"
+	"github.com/mcprouter/mcprouter/router"
+	"github.com/mcprouter/mcprouter/transport"
+)
+
+// urlBackend serves, on loopback, the 2025 tool "pay": it answers URL elicitation
+// required (-32042, as the Go SDK's URLElicitationRequiredError writes it) until the
+// out-of-band flow is through (paid set, as the test's stand-in for the user's browser),
+// then "paid"; calls counts its calls.
+func urlBackend(t *testing.T, paid *atomic.Bool, calls *atomic.Int64) string {
+	t.Helper()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "shop", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "pay"}, func(context.Context, *mcp.CallToolRequest, map[string]any) (*mcp.CallToolResult, any, error) {
+		calls.Add(1)
+		if !paid.Load() {
+			return nil, nil, mcp.URLElicitationRequiredError([]*mcp.ElicitParams{{Mode: "url", Message: "Pay at the shop",
+				URL: "https://shop.example/pay?o=1", ElicitationID: "e-1"}})
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "paid"}}}, nil, nil
+	})
+	return sdktest.Serve(t, srv)
+}
+
+// urlFront serves n's router to stateless clients over HTTP on loopback, as mcprouter
+// does (the reply goes through the router's screen, which reshapes errors), and
+// returns its address.
+func urlFront(t *testing.T, n *ownerNode) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := transport.NewRegistry(transport.RegistryConfig{}, n.r)
+	hs := transport.NewHTTPServer(transport.HTTPConfig{
+		Rules:        transport.DefaultHTTPRules(ln.Addr().String(), router.HeaderVersions, router.V20250326),
+		ReplyTimeout: time.Minute,
+		StatusOf:     router.StatusOf,
+	}, reg, n.r)
+	fs := &fasthttp.Server{Handler: hs.ServeStreamable, NoDefaultContentType: true}
+	go fs.Serve(ln)
+	t.Cleanup(func() {
+		fs.Shutdown()
+		hs.Shutdown()
+		reg.Close()
+	})
+	return ln.Addr().String()
+}
+
+// callURL posts a 2026-07-28 tools/call of pay with amount to the front at addr, with
+// capabilities caps and the further params members extra, and returns its answer and
+// HTTP status.
+func callURL(t *testing.T, addr, amount, caps, extra string) (ownerAnswer, int) {
+	t.Helper()
+	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"pay","arguments":{"amount":` + amount + `},` +
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + caps + `}` + extra + `}}`
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/mcp", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "tools/call")
+	req.Header.Set("Mcp-Name", "pay")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		// The reply is the stream's last event.
+		i := bytes.LastIndex(raw, []byte("data: "))
+		if i < 0 {
+			t.Fatalf("stream %s: no event", raw)
+		}
+		raw, _, _ = bytes.Cut(raw[i+len("data: "):], []byte("\n"))
+	}
+	var a ownerAnswer
+	if err := json.Unmarshal(raw, &a); err != nil {
+		t.Fatalf("answer %s: %v", raw, err)
+	}
+	return a, resp.StatusCode
+}
+
+// TestURLElicitationForModernClient: a 2025 backend's -32042 reaches a 2026-07-28
+// client as the revision has it, an input_required result holding URL-mode
+// elicitation/create requests; the client's retry (accepted) sends the original request
+// to the backend again, and gets its answer: another input_required while the user's
+// flow is not through, the result once it is. A declined elicitation, a missing answer,
+// a client without URL-mode elicitation, and a state replayed for other arguments or by
+// another principal get clear errors, and no backend call.
+func TestURLElicitationForModernClient(t *testing.T) {
+	var paid atomic.Bool
+	var calls atomic.Int64
+	n := startNode(t, urlBackend(t, &paid, &calls), nil, nil, false)
+	const caps = `{"elicitation":{"url":{}}}`
+	addr := urlFront(t, n)
+
+	askedURL := func(a ownerAnswer, status int) (key, state string) {
+		t.Helper()
+		if status != http.StatusOK || a.Error != nil || a.Result.ResultType != "input_required" || len(a.Result.InputRequests) != 1 {
+			t.Fatalf("answer %+v %+v, want input_required with one URL elicitation", a, a.Error)
+		}
+		for k, req := range a.Result.InputRequests {
+			var r struct {
+				Method string
+				Params map[string]any
+			}
+			if err := json.Unmarshal(req, &r); err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]any{"mode": "url", "message": "Pay at the shop", "url": "https://shop.example/pay?o=1"}
+			if r.Method != "elicitation/create" || len(r.Params) != len(want) {
+				t.Fatalf("input request %s, want elicitation/create with %v", req, want)
+			}
+			for name, v := range want {
+				if r.Params[name] != v {
+					t.Fatalf("input request %s: %s %v, want %v", req, name, r.Params[name], v)
+				}
+			}
+			key = k
+		}
+		if !strings.HasPrefix(a.Result.RequestState, statePrefix) {
+			t.Fatalf("requestState %q, want one of the router's", a.Result.RequestState)
+		}
+		return key, a.Result.RequestState
+	}
+	retry := func(key, action, state string) string {
+		return `,"inputResponses":{"` + key + `":{"action":"` + action + `"}},"requestState":"` + state + `"`
+	}
+
+	key, state := askedURL(callURL(t, addr, "3", caps, ""))
+	// Accepted before the flow is through: the backend is asked again, and asks again.
+	key, state = askedURL(callURL(t, addr, "3", caps, retry(key, "accept", state)))
+	if got := calls.Load(); got != 2 {
+		t.Fatalf("backend calls %d, want 2 (the retry sends the request again)", got)
+	}
+	paid.Store(true)
+	// A state is bound to the request's arguments (and principal: TestOpenState).
+	if a, _ := callURL(t, addr, "4", caps, retry(key, "accept", state)); a.Error == nil || a.Error.Code != -32602 {
+		t.Fatalf("retry for other arguments: %+v, want invalid params", a)
+	}
+	if a, _ := callURL(t, addr, "3", caps, `,"inputResponses":{},"requestState":"`+state+`"`); a.Error == nil ||
+		a.Error.Code != -32602 || !strings.Contains(a.Error.Message, key) {
+		t.Fatalf("retry without the answer: %+v, want invalid params naming %s", a, key)
+	}
+	for _, action := range []string{"decline", "cancel"} {
+		if a, _ := callURL(t, addr, "3", caps, retry(key, action, state)); a.Error == nil || !strings.Contains(a.Error.Message, "did not accept the URL elicitation") {
+			t.Fatalf("retry %s: %+v, want an error saying the user did not accept", action, a)
+		}
+	}
+	if got := calls.Load(); got != 2 {
+		t.Fatalf("backend calls %d after refused retries, want still 2", got)
+	}
+	a, status := callURL(t, addr, "3", caps, retry(key, "accept", state))
+	if status != http.StatusOK || a.Error != nil || a.Result.ResultType != "complete" || len(a.Result.Content) != 1 || a.Result.Content[0].Text != "paid" {
+		t.Fatalf("accepted retry once paid: %+v, want the tool's result", a)
+	}
+
+	// Without URL-mode elicitation the client cannot be asked: -32021 naming it.
+	paid.Store(false)
+	a, status = callURL(t, addr, "3", `{"elicitation":{}}`, "")
+	if status != http.StatusBadRequest || a.Error == nil || a.Error.Code != -32021 || !strings.Contains(a.Error.Message, "elicitation.url") {
+		t.Fatalf("client without elicitation.url: %+v, want -32021 naming elicitation.url", a)
+	}
+}
+
+// TestURLInputRequests: the elicitations of a -32042's data that become input
+// requests, and those that cannot.
+func TestURLInputRequests(t *testing.T) {
+	for _, tc := range []struct{ els, want string }{
+		{`[{"mode":"url","url":"https://a","message":"m","elicitationId":"1"}]`, `{"mode":"url","message":"m","url":"https://a"}`},
+		{`[{"url":"https://a"}]`, `{"mode":"url","message":"The server needs you to open a URL to continue.","url":"https://a"}`},
+		{`[{"mode":"form","url":"https://a","message":"m"}]`, ``},
+		{`[{"mode":"url","message":"m"}]`, ``},
+		{`{"url":"https://a"}`, ``},
+		{``, ``},
+	} {
+		reqs := urlInputRequests([]byte(tc.els))
+		var got string
+		if len(reqs) == 1 {
+			got = string(reqs[0].Params)
+		} else if len(reqs) > 1 {
+			t.Fatalf("%s: %d requests", tc.els, len(reqs))
+		}
+		if got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.els, got, tc.want)
+		}
+	}
+}
