@@ -272,7 +272,7 @@ func TestStatelessHTTPStatuses(t *testing.T) {
 		{"discover", "POST", std("server/discover", ""),
 			`{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{` + statelessMeta + `}}`, 200, 0, ""},
 		{"no _meta", "POST", std("tools/list", ""),
-			`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}`, 0, 0, ""}, // not claimed: the session path (400)
+			`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}`, 0, 0, ""}, // claimed by its header: -32602 (no params._meta) with 400; only the status is checked
 		{"no capabilities", "POST", std("tools/list", ""),
 			`{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`, 400, -32602, ""},
 		{"unsupported version", "POST", hdr{"MCP-Protocol-Version": "2099-01-01", "Mcp-Method": "tools/list"},
