@@ -7,9 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +16,7 @@ import (
 	backendsrv "github.com/mcprouter/mcprouter/cmd/mcpbackend/server"
 	"github.com/mcprouter/mcprouter/cmd/mcprouter/app"
 	"github.com/mcprouter/mcprouter/cmd/mcprouter/app/apptest"
+	"github.com/mcprouter/mcprouter/internal/testio"
 	"github.com/mcprouter/mcprouter/internal/testwait"
 )
 
@@ -38,34 +36,19 @@ func (c *subscribeCounter) count(method string) int {
 	return c.n[method]
 }
 
-// startCounter starts a reverse proxy to backendURL that counts c's requests; it
-// returns the proxy's URL with the backend's path.
-func startCounter(t *testing.T, backendURL string, c *subscribeCounter) string {
-	t.Helper()
-	target, err := url.Parse(backendURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := &httputil.ReverseProxy{
-		Rewrite:       func(r *httputil.ProxyRequest) { r.SetURL(&url.URL{Scheme: target.Scheme, Host: target.Host}) },
-		FlushInterval: -1, // event streams pass at once
-	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost {
-			body, _ := io.ReadAll(r.Body)
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			if bytes.Contains(body, []byte(c.uri)) {
-				c.mu.Lock()
-				for _, m := range []string{"resources/subscribe", "subscriptions/listen"} {
-					c.n[m] += bytes.Count(body, []byte(`"method":"`+m+`"`))
-				}
-				c.mu.Unlock()
-			}
+// tap puts c between a router and the backend at backendURL (testio.Tap) and returns
+// the URL the router is to take as the backend's.
+func (c *subscribeCounter) tap(t *testing.T, backendURL string) string {
+	return testio.Tap(t, backendURL, func(r *http.Request, body []byte) {
+		if r.Method != http.MethodPost || !bytes.Contains(body, []byte(c.uri)) {
+			return
 		}
-		proxy.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL + target.Path
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for _, m := range []string{"resources/subscribe", "subscriptions/listen"} {
+			c.n[m] += bytes.Count(body, []byte(`"method":"`+m+`"`))
+		}
+	})
 }
 
 // listenStream is a 2026-07-28 subscriptions/listen stream opened by raw HTTP.
@@ -136,7 +119,7 @@ func TestListenFanOutAcrossInstances(t *testing.T) {
 			backend := mcpbackendtest.Start(t, backendsrv.Config{Name: "ref", Tick: -1, Eras: era, Logger: quiet(t)})
 			const uri = "memo://board"
 			counter := &subscribeCounter{uri: uri, n: map[string]int{}}
-			upstream := startCounter(t, backend.URL(), counter)
+			upstream := counter.tap(t, backend.URL())
 			routers := make([]*app.App, 2)
 			for i := range routers {
 				cfg := routerConfig(fmt.Sprintf("%s-r%d", era, i), nodes[i].url(), upstream)
