@@ -62,7 +62,7 @@ func (s *Server) callTool(m *codec.Message, sess *Session, r Responder) {
 		if !ok || code != int64(int32(code)) {
 			code = codec.CodeInternalError
 		}
-		replyError(r, m.ID, int(code), msg, nil)
+		replyError(r, m.ID, int(code), msg, urlElicitationData(code, member(args, "url")))
 	case toolProgress:
 		steps, ok1 := intArg(args, "steps", 5)
 		interval, ok2 := intArg(args, "intervalMs", 10)
@@ -215,4 +215,18 @@ func (s *Server) touch(m *codec.Message, sess *Session, r Responder, args []byte
 // overloaded answers a call refused by MaxInFlight.
 func overloaded(r Responder, id []byte) {
 	replyError(r, id, codec.CodeOverloaded, router.MessageOverloaded, []byte(`{"reason":"too many calls in flight"}`))
+}
+
+// urlElicitationData is the data of fail_rpc's error: for 2025-11-25's URL elicitation
+// required (-32042) given a url argument (raw), the one URL-mode elicitation it lists,
+// as a server that needs the user to open url writes it; nil otherwise.
+func urlElicitationData(code int64, url []byte) []byte {
+	if code != -32042 {
+		return nil
+	}
+	if _, ok := stringValue(url); !ok {
+		return nil
+	}
+	data := append([]byte(`{"elicitations":[{"mode":"url","elicitationId":"fail_rpc","message":"Open the URL to continue","url":`), url...)
+	return append(data, "}]}"...)
 }
