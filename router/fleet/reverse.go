@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"bytes"
 	"context"
 	"strconv"
 	"sync"
@@ -45,6 +46,8 @@ type reversals struct {
 	fw    *forwarder
 	srv   *serverRequests
 	count atomic.Int64 // len(byEntry) + rounds gathering: input's fast path skips the lock at 0
+	// urlIDs numbers the elicitationIds of URL-mode elicitations (withElicitationID).
+	urlIDs atomic.Uint64
 
 	mu sync.Mutex
 	// byEntry finds a request whose retry is upstream by the retry's entry id (ids are
@@ -163,13 +166,41 @@ func (r *reversals) readInputs(b *backend, sess *router.Session, result []byte) 
 			data = []byte(`{"requiredCapabilities":{"` + capName + `":{}}}`)
 			return false
 		}
-		reqs = append(reqs, inputRequest{key: append([]byte(nil), key...), method: string(method), params: append([]byte(nil), params...)})
+		// A URL-mode elicitation needs the mode declared too (a bare elicitation
+		// capability means form mode alone), as the backend would have checked on a
+		// session of its own.
+		url := capName == "elicitation" && string(codec.Member(params, "mode")) == `"url"`
+		if url && !hasMember(codec.Member(caps, capName), "url") {
+			code, msg = codec.CodeInvalidParams, "mcprouter: backend "+b.cfg.Name+" needs the user to open a URL (elicitation/create in URL mode), "+
+				"and this client did not declare the elicitation.url capability"
+			data = []byte(`{"requiredCapabilities":{"elicitation":{"url":{}}}}`)
+			return false
+		}
+		copied := append([]byte(nil), params...)
+		if url && codec.Member(params, "elicitationId") == nil {
+			copied = withElicitationID(params, r.urlIDs.Add(1))
+		}
+		reqs = append(reqs, inputRequest{key: append([]byte(nil), key...), method: string(method), params: copied})
 		return true
 	})
 	if code == 0 && len(reqs) == 0 && codec.Member(result, "requestState") == nil {
 		code, msg = codec.CodeInternalError, "mcprouter: backend "+b.cfg.Name+" answered input_required with neither inputRequests nor requestState"
 	}
 	return reqs, code, msg, data
+}
+
+// withElicitationID returns a URL-mode elicitation's params (an object) with an
+// elicitationId, which 2025-11-25 requires of the mode and 2026-07-28 dropped along with
+// notifications/elicitation/complete: the router's own, n-th of the process (a 2025
+// client waiting for that notification waits in vain; it learns the outcome from the
+// call's result, as a 2026-07-28 client does).
+func withElicitationID(params []byte, n uint64) []byte {
+	out := append([]byte(`{"elicitationId":"mcprouter-`), strconv.FormatUint(n, 10)...)
+	out = append(out, '"')
+	if rest := bytes.TrimLeft(params[1:], " \t\r\n"); len(rest) > 0 && rest[0] != '}' {
+		out = append(out, ',')
+	}
+	return append(out, params[1:]...)
 }
 
 // gather puts one round's input requests to rv's client, waits for every answer (or
