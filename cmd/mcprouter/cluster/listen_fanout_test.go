@@ -111,7 +111,8 @@ func postModern(t *testing.T, ctx context.Context, endpoint, body, method, name 
 // the same resource, share one upstream subscription: the backend is asked once for
 // (backend, URI), and one update reaches every one of them. Both a dual-era backend
 // (reached through a 2025 session: resources/subscribe) and a 2026-only one (reached
-// statelessly: subscriptions/listen upstream) are tried.
+// statelessly: subscriptions/listen upstream) are tried. Once the streams end and the
+// session unsubscribes, the upstream subscription is released.
 func TestListenFanOutAcrossInstances(t *testing.T) {
 	nodes := startNATS(t, 3)
 	for _, era := range []backendsrv.Eras{backendsrv.ErasBoth, backendsrv.ErasModern} {
@@ -171,6 +172,12 @@ func TestListenFanOutAcrossInstances(t *testing.T) {
 			if subscribes+listens != 1 {
 				t.Fatalf("the backend saw %d resources/subscribe and %d subscriptions/listen naming %s, want one in all", subscribes, listens, uri)
 			}
+
+			// The last listener gone, the upstream subscription is released.
+			listenA.stop()
+			listenB.stop()
+			h.post(b.URL(), sid, `{"jsonrpc":"2.0","id":3,"method":"resources/unsubscribe","params":{"uri":"`+uri+`"}}`)
+			testwait.For(t, "the upstream subscription to be released", 10*time.Second, func() bool { return upstreamSubscriptions(routers...) == 0 })
 		})
 	}
 }
