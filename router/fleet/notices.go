@@ -5,6 +5,7 @@ import (
 
 	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/router"
+	"github.com/mcprouter/mcprouter/router/modern"
 	"github.com/mcprouter/mcprouter/transport"
 )
 
@@ -127,6 +128,9 @@ func (n *notices) fromBackend(c *upConn, msg []byte, m *codec.Message, reqID []b
 		sent := false
 		if id := n.table.related(c, reqID); id != 0 {
 			sent = n.table.with(id, func(e *entry) {
+				if e.x.Stateless && modern.DroppedForModern(m.Method) {
+					return // 2026-07-28 has no such notification (modern.Mappings)
+				}
 				if !n.sessions.conns.belowLevel(e.sess, m) { // loglevel.go
 					e.x.Send(msg)
 				}

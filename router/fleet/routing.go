@@ -94,7 +94,7 @@ func (rt *routing) request(s *router.Session, x *transport.Exchange) bool {
 	case "completion/complete":
 		return rt.complete(s, x, cat)
 	default:
-		return rt.rep.replyErr(x, codec.CodeMethodNotFound, "Method not found: "+string(m.Method))
+		return rt.rep.replyErr(x, codec.CodeMethodNotFound, modern.MethodNotFound(m.Method)) // with the reason when the method cannot be mapped
 	}
 	if rt.pol != nil && !rt.pol.admit(rt.rep, s, x, b) {
 		return false

@@ -35,6 +35,17 @@ func urlBackend(t *testing.T, paid *atomic.Bool, calls *atomic.Int64) string {
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "paid"}}}, nil, nil
 	})
+	// done tells the client, on the request's stream, that elicitation e-1 completed,
+	// reports progress, and answers.
+	mcp.AddTool(srv, &mcp.Tool{Name: "done"}, func(ctx context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
+		if err := req.Session.NotifyElicitationComplete(ctx, &mcp.ElicitationCompleteParams{ElicitationID: "e-1"}); err != nil {
+			return nil, nil, err
+		}
+		if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: req.Params.GetProgressToken(), Progress: 1}); err != nil {
+			return nil, nil, err
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil, nil
+	})
 	return sdktest.Serve(t, srv)
 }
 
@@ -70,19 +81,8 @@ func callURL(t *testing.T, addr, amount, caps, extra string) (ownerAnswer, int) 
 	t.Helper()
 	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"pay","arguments":{"amount":` + amount + `},` +
 		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + caps + `}` + extra + `}}`
-	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/mcp", strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", "tools/call")
-	req.Header.Set("Mcp-Name", "pay")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+	raw, sse, status := postStateless(t, addr, "pay", body)
+	if sse {
 		// The reply is the stream's last event.
 		i := bytes.LastIndex(raw, []byte("data: "))
 		if i < 0 {
@@ -94,7 +94,26 @@ func callURL(t *testing.T, addr, amount, caps, extra string) (ownerAnswer, int) 
 	if err := json.Unmarshal(raw, &a); err != nil {
 		t.Fatalf("answer %s: %v", raw, err)
 	}
-	return a, resp.StatusCode
+	return a, status
+}
+
+// postStateless posts the 2026-07-28 tools/call body of tool to the front at addr and
+// returns the reply's body, whether it is an event stream, and its status.
+func postStateless(t *testing.T, addr, tool, body string) (raw []byte, sse bool, status int) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/mcp", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "tools/call")
+	req.Header.Set("Mcp-Name", tool)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ = io.ReadAll(resp.Body)
+	return raw, strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream"), resp.StatusCode
 }
 
 // TestURLElicitationForModernClient: a 2025 backend's -32042 reaches a 2026-07-28
@@ -201,5 +220,23 @@ func TestURLInputRequests(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.els, got, tc.want)
 		}
+	}
+}
+
+// TestElicitationCompleteDropped: a 2025 backend's notifications/elicitation/complete on
+// a 2026-07-28 client's request stream is dropped (2026-07-28 has no such notification:
+// modern.Mappings), while its progress on the same stream reaches the client.
+func TestElicitationCompleteDropped(t *testing.T) {
+	var paid atomic.Bool
+	var calls atomic.Int64
+	addr := urlFront(t, startNode(t, urlBackend(t, &paid, &calls), nil, nil, false))
+	body := `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"done","arguments":{},` +
+		`"_meta":{"progressToken":"p","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{"url":{}}}}}}`
+	raw, sse, status := postStateless(t, addr, "done", body)
+	if status != http.StatusOK || !sse || !bytes.Contains(raw, []byte(`"notifications/progress"`)) || !bytes.Contains(raw, []byte(`"text":"done"`)) {
+		t.Fatalf("reply (%d, event stream %v): %s, want the progress, then the result", status, sse, raw)
+	}
+	if bytes.Contains(raw, []byte("elicitation/complete")) {
+		t.Fatalf("reply %s: notifications/elicitation/complete reached a 2026-07-28 client", raw)
 	}
 }

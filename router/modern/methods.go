@@ -117,7 +117,11 @@ func Removed(name []byte) string {
 	case "resources/subscribe", "resources/unsubscribe":
 		return "resources/subscribe and resources/unsubscribe were removed in 2026-07-28: use subscriptions/listen with resourceSubscriptions"
 	case "tasks/result", "tasks/list":
-		return "tasks/result and tasks/list were removed in 2026-07-28 (the tasks extension polls with tasks/get)"
+		return tasksRemoved
 	}
 	return ""
 }
+
+// tasksRemoved says what became of tasks/result and tasks/list (Removed, and their
+// translation rows).
+const tasksRemoved = "tasks/result and tasks/list were removed in 2026-07-28 (the tasks extension polls with tasks/get)"

@@ -20,9 +20,12 @@ const (
 	// server-to-client request inside an InputRequiredResult, a subscription on a
 	// subscriptions/listen stream).
 	Reshaped
-	// Unmappable: the other era has nothing that means it; Why says what the router
-	// answers.
+	// Unmappable: the other era has nothing that means it; Rationale says what the
+	// router answers.
 	Unmappable
+	// Unrouted: both eras have it, and the router routes it in neither (Rationale says
+	// why, and is the message of the -32601 it answers).
+	Unrouted
 )
 
 // Direction says who sends a message.
@@ -79,14 +82,14 @@ var Mappings = [...]Mapping{
 	{"completion/complete", "completion/complete", ClientToServer, Request, Same, ""},
 	{"", "subscriptions/listen", ClientToServer, Request, Reshaped,
 		"toward a 2025 backend: the router's GET stream and resources/subscribe feed the listen stream through the cluster's fan-out"},
-	{"tasks/get", "tasks/get", ClientToServer, Request, Same, "the tasks extension; needs the client to declare it"},
-	{"tasks/cancel", "tasks/cancel", ClientToServer, Request, Same, "the tasks extension; needs the client to declare it"},
-	{"tasks/result", "", ClientToServer, Request, Unmappable,
-		"removed: the 2026 tasks extension polls with tasks/get; -32601 with this reason"},
-	{"tasks/list", "", ClientToServer, Request, Unmappable,
-		"removed from the 2026 tasks extension; -32601 with this reason"},
+	// The tasks extension: the router routes none of its requests (TasksNotRouted), and
+	// answers each with -32601 and the reasons of its row (MethodNotFound).
+	{"tasks/get", "tasks/get", ClientToServer, Request, Unrouted, TasksNotRouted},
+	{"tasks/cancel", "tasks/cancel", ClientToServer, Request, Unrouted, TasksNotRouted},
+	{"tasks/result", "", ClientToServer, Request, Unmappable, tasksRemoved},
+	{"tasks/list", "", ClientToServer, Request, Unmappable, tasksRemoved},
 	{"", "tasks/update", ClientToServer, Request, Unmappable,
-		"2025 tasks have no client-to-server input; -32601 toward a 2025 backend"},
+		"tasks/update is new in 2026-07-28: 2025 tasks take no input from the client"},
 
 	// Client to server notifications.
 	{"notifications/initialized", "", ClientToServer, Notification, Local, "no handshake in 2026-07-28: absorbed"},
@@ -118,11 +121,42 @@ var Mappings = [...]Mapping{
 	{"notifications/prompts/list_changed", "notifications/prompts/list_changed", ServerToClient, Notification, Reshaped,
 		"on a listen stream with promptsListChanged"},
 	{"notifications/elicitation/complete", "", ServerToClient, Notification, Unmappable,
-		"removed in 2026-07-28: the client learns the outcome by retrying; dropped"},
+		"removed in 2026-07-28: the client learns the outcome by retrying; dropped (DroppedForModern)"},
 	{"", "notifications/subscriptions/acknowledged", ServerToClient, Notification, Local,
 		"from a 2026 backend: consumed by the router, which acknowledges its own listeners"},
 	{"notifications/cancelled", "notifications/cancelled", ServerToClient, Notification, Local,
 		"2026 servers send it only to end a listen stream: the router ends its own listeners' streams"},
+}
+
+// TasksNotRouted is why the router answers every request of the tasks extension with
+// -32601, in either era: a task id names no backend, and the router keeps no map from
+// the tasks backends made to the backends that made them.
+const TasksNotRouted = "the router does not route the tasks extension's requests: a task id names no backend, and the router keeps no record of which backend made a task"
+
+// MethodNotFound is the message of the -32601 the router answers a client request it
+// routes to no backend: the method, and for a method of the table that cannot be
+// mapped or is not routed, why (its row's Rationale, and TasksNotRouted for the tasks
+// extension's removed methods too).
+func MethodNotFound(method []byte) string {
+	r := ToModern(method, ClientToServer, Request)
+	if r == nil {
+		r = ToLegacy(method, ClientToServer, Request)
+	}
+	switch {
+	case r == nil || (r.How != Unmappable && r.How != Unrouted):
+		return "Method not found: " + string(method)
+	case r.How == Unmappable && len(method) > len("tasks/") && string(method[:len("tasks/")]) == "tasks/":
+		return "Method not found: " + string(method) + ": " + r.Rationale + "; and " + TasksNotRouted
+	}
+	return "Method not found: " + string(method) + ": " + r.Rationale
+}
+
+// DroppedForModern reports whether a notification a 2025 backend sends is dropped on its
+// way to a 2026-07-28 client (the Unmappable server-to-client notification rows): a
+// switch, for the backend's every notification, that TestDroppedForModern holds to the
+// table.
+func DroppedForModern(method []byte) bool {
+	return string(method) == "notifications/elicitation/complete"
 }
 
 // ToModern finds the row of a 2025 method sent in direction dir.

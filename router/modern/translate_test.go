@@ -1,6 +1,7 @@
 package modern
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/mcprouter/mcprouter/codec"
@@ -71,6 +72,42 @@ func TestErrorCodes(t *testing.T) {
 	for _, c := range []int{codec.CodeHeaderMismatch, codec.CodeMissingCapability, codec.CodeUnsupportedVersion} {
 		if ErrorToLegacy(c) == c {
 			t.Errorf("%d is a 2026 code and must not reach a 2025 client", c)
+		}
+	}
+}
+
+// TestMethodNotFound: a method the table cannot map or the router does not route gets
+// its reason in the -32601 message; any other, the plain message.
+func TestMethodNotFound(t *testing.T) {
+	for method, want := range map[string][]string{
+		"tasks/list":   {"Method not found: tasks/list: ", "removed in 2026-07-28", TasksNotRouted},
+		"tasks/result": {"removed in 2026-07-28", TasksNotRouted},
+		"tasks/update": {"2025 tasks take no input from the client"},
+		"tasks/get":    {TasksNotRouted},
+		"tasks/cancel": {TasksNotRouted},
+		"nope/x":       {"Method not found: nope/x"},
+	} {
+		got := MethodNotFound([]byte(method))
+		for _, w := range want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s: %q, want it to say %q", method, got, w)
+			}
+		}
+	}
+	if got := MethodNotFound([]byte("nope/x")); got != "Method not found: nope/x" {
+		t.Errorf("unknown method: %q", got)
+	}
+}
+
+// TestDroppedForModern: DroppedForModern is true of exactly the server-to-client
+// notifications the table drops toward a 2026-07-28 client.
+func TestDroppedForModern(t *testing.T) {
+	for _, r := range Mappings {
+		if r.Dir != ServerToClient || r.Kind != Notification || r.Legacy == "" {
+			continue
+		}
+		if want := r.How == Unmappable; DroppedForModern([]byte(r.Legacy)) != want {
+			t.Errorf("%s: DroppedForModern %v, the table says %v", r.Legacy, !want, want)
 		}
 	}
 }
