@@ -148,13 +148,20 @@ func (n *notices) fromClient(s *router.Session, x *transport.Exchange) bool {
 	case "notifications/cancelled":
 		n.fwd.cancel(s, x.Msg.RequestID)
 	case "notifications/roots/list_changed":
-		n.sessions.eachConn(s, func(c *upConn) {
-			if c.modern {
-				return // 2026-07-28 has no such notification: roots are asked for anew
-			}
-			c.conn.Send(n.life.ctx, codec.AppendNotification(nil, "notifications/roots/list_changed", nil))
-		})
+		n.rootsChanged(s)
 	}
 	x.Done()
 	return false
+}
+
+// rootsChanged passes a client's notifications/roots/list_changed to its own upstream
+// sessions with 2025 backends; for 2026-07-28 ones it is absorbed (modern.Mappings):
+// the revision has no such notification, its servers ask for roots anew each time.
+func (n *notices) rootsChanged(s *router.Session) {
+	n.sessions.eachConn(s, func(c *upConn) {
+		if c.modern {
+			return
+		}
+		c.conn.Send(n.life.ctx, codec.AppendNotification(nil, "notifications/roots/list_changed", nil))
+	})
 }
