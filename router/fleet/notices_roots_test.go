@@ -39,7 +39,7 @@ func TestRootsListChangedAbsorbed(t *testing.T) {
 		{}: {conn: modern, modern: true},
 	}}
 	n.rootsChanged(s) // fromClient's for notifications/roots/list_changed
-	life.stop() // waits for the sends spawned
+	life.stop()       // waits for the sends spawned
 	if len(legacy.sent) != 1 || len(modern.sent) != 0 {
 		t.Fatalf("sent to the 2025 backend %q, to the 2026-07-28 one %q; want one and none", legacy.sent, modern.sent)
 	}
