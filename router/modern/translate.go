@@ -3,8 +3,11 @@ package modern
 import "github.com/mcprouter/mcprouter/codec"
 
 // The translation tables between the 2025 revisions (2024-11-05 to 2025-11-25, the
-// "legacy" era) and 2026-07-28. They are data: the fleet reads them to decide what to do
-// with a message crossing eras, and the tests check they cover every method of both.
+// "legacy" era) and 2026-07-28. They are data: the router answers from them where a row
+// is its answer (MethodNotFound gives an unmappable request's reason, DroppedForModern
+// the notifications dropped, ErrorToModern and ErrorToLegacy the codes), and the tests
+// check they cover every method of both and hold the other rows to what the router
+// does (the fleet's tests of each translation).
 
 // How says what translating a message takes.
 type How uint8
@@ -196,7 +199,7 @@ var CodeMappings = [...]CodeMapping{
 	{codec.CodeResourceNotFound, codec.CodeInvalidParams,
 		"2026-07-28 renumbered resource not found to -32602 and forbids emitting -32002"},
 	{CodeURLElicitationRequired, 0,
-		"2025-11-25's URL elicitation required is an InputRequiredResult with a URL-mode elicitation in 2026-07-28: the fleet reshapes it, it is never passed as an error"},
+		"2025-11-25's URL elicitation required is an InputRequiredResult with a URL-mode elicitation in 2026-07-28: the fleet reshapes it (router.ErrorReshaper; the accepted retry sends the original request again), and the code never reaches a 2026 client (one without URL-mode elicitation gets -32021)"},
 	{codec.CodeInvalidParams, codec.CodeHeaderMismatch,
 		"a 2026 backend's header mismatch is the router's own fault toward it: a 2025 client sees invalid params"},
 	{codec.CodeInvalidParams, codec.CodeMissingCapability,
