@@ -84,67 +84,79 @@ func backendStats(t *testing.T, p *routerProc) map[string]float64 {
 }
 
 // TestStatelessBrokenStreamLosesOnlyItsRequest: a 2026-07-28 client with two calls in
-// flight on one HTTP client (a sleep and a progress call) closes the first one's
-// connection: the backend cancels that call alone, and the other goes on to its
-// result with every progress notification.
+// flight on one HTTP client closes the first one's connection: the backend cancels that
+// call alone, and the other (a progress call) goes on to its result with every progress
+// notification. The broken call is a sleep, which sends nothing before its answer (the
+// router turns its slow reply into a stream), or a progress call, which streams; a
+// 2026-07-28 backend is given only the latter (it learns of a closed stream only when
+// it writes to it: TestStatelessCancelSlowCall).
 func TestStatelessBrokenStreamLosesOnlyItsRequest(t *testing.T) {
 	testbin.Long(t, "starts processes")
-	p := startRouterFor(t, startEraBackend(t, "legacy"))
-	client := &http.Client{Transport: &http.Transport{}}
-	defer client.CloseIdleConnections()
-	before := backendStats(t, p)["cancelled"]
+	const meta = `"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}`
+	for _, tc := range []struct{ era, tool, args string }{
+		{"legacy", "sleep", `{"ms":20000}`},
+		{"legacy", "progress", `{"steps":10000,"intervalMs":20}`},
+		{"modern", "progress", `{"steps":10000,"intervalMs":20}`},
+	} {
+		t.Run(tc.era+"/"+tc.tool, func(t *testing.T) {
+			p := startRouterFor(t, startEraBackend(t, tc.era))
+			client := &http.Client{Transport: &http.Transport{}}
+			defer client.CloseIdleConnections()
+			before := backendStats(t, p)["cancelled"]
 
-	sleepCtx, breakSleep := context.WithCancel(context.Background())
-	defer breakSleep()
-	sleepDone := make(chan error, 1)
-	go func() {
-		resp, err := client.Do(modernRequest(sleepCtx, p, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":20000},`+statelessMeta+`}}`, "tools/call", "sleep"))
-		if err == nil {
-			_, err = io.ReadAll(resp.Body)
-			resp.Body.Close()
-		}
-		sleepDone <- err
-	}()
-	// The progress call lasts a while (200 steps, 50 ms apart), so that it is still
-	// running when the sleep's stream is broken and when the backend cancels the sleep.
-	const steps = 200
-	ctx, cancel := context.WithTimeout(context.Background(), 2*testTimeout)
-	defer cancel()
-	resp, err := client.Do(modernRequest(ctx, p, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"progress","arguments":{"steps":200,"intervalMs":50},"_meta":{"progressToken":"p2","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`, "tools/call", "progress"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	progress := streamData(resp)
-	first := testwait.Recv(t, "the progress call's first notification", testTimeout, progress)
-	if !strings.Contains(first, `"notifications/progress"`) {
-		t.Fatalf("progress call: %s", first)
-	}
-	testwait.For(t, "both calls running on the backend", testTimeout, func() bool { return backendStats(t, p)["inFlight"] >= 2 })
+			brokenCtx, breakIt := context.WithCancel(context.Background())
+			defer breakIt()
+			brokenDone := make(chan error, 1)
+			go func() {
+				resp, err := client.Do(modernRequest(brokenCtx, p, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"`+tc.tool+`","arguments":`+tc.args+`,"_meta":{"progressToken":"p1",`+meta+`}}}`, "tools/call", tc.tool))
+				if err == nil {
+					_, err = io.ReadAll(resp.Body)
+					resp.Body.Close()
+				}
+				brokenDone <- err
+			}()
+			// The other call lasts a while (100 steps, 50 ms apart), so that it is still
+			// running when the first one's stream is broken and the backend cancels it.
+			const steps = 100
+			ctx, cancel := context.WithTimeout(context.Background(), 2*testTimeout)
+			defer cancel()
+			resp, err := client.Do(modernRequest(ctx, p, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"progress","arguments":{"steps":100,"intervalMs":50},"_meta":{"progressToken":"p2",`+meta+`}}}`, "tools/call", "progress"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			progress := streamData(resp)
+			first := testwait.Recv(t, "the other call's first notification", testTimeout, progress)
+			if !strings.Contains(first, `"notifications/progress"`) || !strings.Contains(first, `"progressToken":"p2"`) {
+				t.Fatalf("the other call: %s", first)
+			}
+			testwait.For(t, "both calls running on the backend", testTimeout, func() bool { return backendStats(t, p)["inFlight"] >= 2 })
 
-	breakSleep()
-	if err := testwait.Recv(t, "the broken call to return", testTimeout, sleepDone); err == nil {
-		t.Fatal("the broken call read its answer")
-	}
-	testwait.For(t, "the backend to cancel the broken call", testTimeout, func() bool { return backendStats(t, p)["cancelled"] > before })
+			breakIt()
+			if err := testwait.Recv(t, "the broken call to return", testTimeout, brokenDone); err == nil {
+				t.Fatal("the broken call read its answer")
+			}
+			testwait.For(t, "the backend to cancel the broken call", testTimeout, func() bool { return backendStats(t, p)["cancelled"] > before })
 
-	// The other call goes on: more progress, then its result, none of it an error.
-	notes, result := 1, ""
-	for msg := range progress {
-		switch {
-		case strings.Contains(msg, `"notifications/progress"`):
-			notes++
-		case strings.Contains(msg, `"id":2`):
-			result = msg
-		default:
-			t.Errorf("unexpected message on the progress call's stream: %s", msg)
-		}
-	}
-	if notes != steps || !strings.Contains(result, `"result"`) || strings.Contains(result, `"error"`) || strings.Contains(result, `"isError":true`) {
-		t.Fatalf("the other call: %d progress notifications (want %d), answer %s", notes, steps, result)
-	}
-	st := backendStats(t, p)
-	if st["cancelled"] != before+1 || st["inFlight"] != 0 {
-		t.Fatalf("the backend cancelled %v calls (want 1) and has %v in flight: %v", st["cancelled"]-before, st["inFlight"], st)
+			// The other call goes on: the rest of its progress, then its result.
+			notes, result := 1, ""
+			for msg := range progress {
+				switch {
+				case strings.Contains(msg, `"notifications/progress"`) && strings.Contains(msg, `"progressToken":"p2"`):
+					notes++
+				case strings.Contains(msg, `"id":2`):
+					result = msg
+				default:
+					t.Errorf("unexpected message on the other call's stream: %s", msg)
+				}
+			}
+			if notes != steps || !strings.Contains(result, `"result"`) || strings.Contains(result, `"error"`) || strings.Contains(result, `"isError":true`) {
+				t.Fatalf("the other call: %d progress notifications (want %d), answer %s", notes, steps, result)
+			}
+			st := backendStats(t, p)
+			if st["cancelled"] != before+1 || st["inFlight"] != 0 {
+				t.Fatalf("the backend cancelled %v calls (want 1) and has %v in flight: %v", st["cancelled"]-before, st["inFlight"], st)
+			}
+		})
 	}
 }
 
