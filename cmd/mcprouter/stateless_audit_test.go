@@ -212,6 +212,7 @@ func TestStatelessNoStateCarriedOver(t *testing.T) {
 			if len(msgs) != 1 || !strings.Contains(msgs[0], `"resultType":"input_required"`) {
 				t.Fatalf("a sample with sampling declared: %q, want input_required", msgs)
 			}
+			askedMsg := msgs[0]
 			// Undeclared, on the same connection: judged alone.
 			msgs, conn := send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"log","arguments":{"level":"error","message":"not asked for"},`+statelessMeta+`}}`, "log")
 			if logs(msgs) != 0 {
@@ -231,6 +232,17 @@ func TestStatelessNoStateCarriedOver(t *testing.T) {
 				t.Fatal("the sample without sampling did not reuse the declared call's connection")
 			}
 			t.Logf("without sampling declared: %s", msgs[0])
+
+			// The declared sample is still waiting for its answer: given now, it completes
+			// (and the router has no parked request left to wait for at shutdown).
+			var asked mcpraw.Answer
+			if err := json.Unmarshal([]byte(askedMsg), &asked); err != nil || len(asked.Result.InputRequests) != 1 {
+				t.Fatalf("input_required: %v: %s", err, askedMsg)
+			}
+			for key := range asked.Result.InputRequests {
+				status, a := toolCallAs(t, p, "", "sample", `{"prompt":"hi"}`, declared+retryParams(key, "ok", asked.Result.RequestState))
+				wantText(t, "the declared sample's retry", status, a, "ok")
+			}
 		})
 	}
 }
