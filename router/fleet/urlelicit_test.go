@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -15,9 +16,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/valyala/fasthttp"
 
+	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/loadgen/sdktest"
 	"github.com/mcprouter/mcprouter/router"
+	"github.com/mcprouter/mcprouter/router/modern"
 	"github.com/mcprouter/mcprouter/transport"
+	"github.com/mcprouter/mcprouter/transport/auth"
 )
 
 // urlBackend serves, on loopback, the 2025 tool "pay": it answers URL elicitation
@@ -238,5 +242,47 @@ func TestElicitationCompleteDropped(t *testing.T) {
 	}
 	if bytes.Contains(raw, []byte("elicitation/complete")) {
 		t.Fatalf("reply %s: notifications/elicitation/complete reached a 2026-07-28 client", raw)
+	}
+}
+
+// TestOpenURLState: a URL state names no call, so an instance sharing the sealing key
+// opens it as its own (its retry is routed there, not sent to the instance that sealed
+// it); it is still refused for another principal, after its TTL, and by an instance
+// that cannot verify it.
+func TestOpenURLState(t *testing.T) {
+	life := newLifecycle()
+	t.Cleanup(life.stop)
+	srv := newServerRequests(life, newTable(), slog.New(slog.DiscardHandler), &Stats{}, 4, 0)
+	sealer, peer, other := newParking(srv, nil, nil), newParking(srv, nil, nil), newParking(srv, nil, nil)
+	peer.sealer, sealer.shared, peer.shared = sealer.sealer, true, true
+	now := time.Unix(1_800_000_000, 0)
+	sealer.sealer.Now = func() time.Time { return now }
+
+	call := func(who string) *transport.Exchange {
+		x := &transport.Exchange{Raw: []byte(`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"pay","arguments":{},` +
+			`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{"url":{}}}}}}`),
+			Principal: &auth.Principal{Issuer: "https://issuer", Subject: who}}
+		if err := codec.Scan(x.Raw, &x.Msg); err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	res := sealer.urlElicitation(call("alice"), []byte(`{"code":-32042,"message":"m","data":{"elicitations":[{"mode":"url","url":"https://a","message":"m"},{"mode":"url","url":"https://b","message":"n"}]}}`))
+	state := modern.RequestState(codec.Member(res, "result"))
+	if !ours(state) {
+		t.Fatalf("answer %s: no state of the router's", res)
+	}
+	if owner, _, _, urls, rej := peer.open(state, call("alice")); !rej.OK() || urls != 2 || owner != sealer.instance {
+		t.Fatalf("on a peer with the key: owner %x, %d elicitations (%s), want the sealer's and 2", owner, urls, rej.Message)
+	}
+	if _, _, _, _, rej := peer.open(state, call("bob")); rej.OK() {
+		t.Fatal("another principal's retry was let through")
+	}
+	if _, _, _, _, rej := other.open(state, call("alice")); rej.Message != rejectOtherInstance.Message {
+		t.Fatalf("without the key: %q, want the other-instance refusal", rej.Message)
+	}
+	now = now.Add(urlStateTTL + time.Second)
+	if _, _, _, _, rej := peer.open(state, call("alice")); rej.OK() || !strings.Contains(rej.Message, "expired") {
+		t.Fatalf("after the TTL: %q, want it refused as expired", rej.Message)
 	}
 }

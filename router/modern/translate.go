@@ -106,7 +106,7 @@ var Mappings = [...]Mapping{
 	{"sampling/createMessage", "sampling/createMessage", ServerToClient, Request, Reshaped,
 		"a 2025 backend's request becomes an inputRequests entry of an InputRequiredResult with a sealed requestState; the client's inputResponses answer it"},
 	{"elicitation/create", "elicitation/create", ServerToClient, Request, Reshaped,
-		"as sampling/createMessage"},
+		"as sampling/createMessage; in URL mode the client must have declared elicitation.url, and a 2025 client gets the elicitationId its revision requires (the router's own)"},
 	{"roots/list", "roots/list", ServerToClient, Request, Reshaped,
 		"as sampling/createMessage"},
 	{"ping", "", ServerToClient, Request, Local, "a 2025 backend's ping is answered by the router"},
