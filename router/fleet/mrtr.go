@@ -203,9 +203,9 @@ func (p *parking) more(c *upConn, relID uint64, m *codec.Message) bool {
 		return false
 	}
 	var refuse []byte
-	switch capName := capabilityFor(string(m.Method)); {
-	case capName != "" && !hasMember(pk.caps, capName):
-		refuse = codec.AppendError(nil, m.ID, codec.CodeMethodNotFound, "client does not support "+string(m.Method)+" (no "+capName+" capability)", nil)
+	switch missing := missingCapability(pk.caps, string(m.Method), m.Params); {
+	case missing != "":
+		refuse = codec.AppendError(nil, m.ID, codec.CodeMethodNotFound, "client does not support "+string(m.Method)+" (no "+missing+" capability)", nil)
 	case len(pk.shown)+len(pk.next) >= maxAsks:
 		refuse = codec.AppendError(nil, m.ID, CodeSessionLimit, "mcprouter: the call already has "+strconv.Itoa(maxAsks)+" requests waiting for its client's input; "+string(m.Method)+" refused", nil)
 	case pk.x != nil:

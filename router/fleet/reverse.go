@@ -160,22 +160,13 @@ func (r *reversals) readInputs(b *backend, sess *router.Session, result []byte) 
 				" (input_required), which is no request a server may make of a client"
 			return false
 		}
-		if !hasMember(caps, capName) {
+		if missing := missingCapability(caps, string(method), params); missing != "" {
 			code, msg = codec.CodeInvalidParams, "mcprouter: backend "+b.cfg.Name+" needs the client to answer "+string(method)+
-				", and this client did not declare the "+capName+" capability"
-			data = []byte(`{"requiredCapabilities":{"` + capName + `":{}}}`)
+				", and this client did not declare the "+missing+" capability"
+			data = requiredCapabilities(missing)
 			return false
 		}
-		// A URL-mode elicitation needs the mode declared too (a bare elicitation
-		// capability means form mode alone), as the backend would have checked on a
-		// session of its own.
-		url := capName == "elicitation" && string(codec.Member(params, "mode")) == `"url"`
-		if url && !hasMember(codec.Member(caps, capName), "url") {
-			code, msg = codec.CodeInvalidParams, "mcprouter: backend "+b.cfg.Name+" needs the user to open a URL (elicitation/create in URL mode), "+
-				"and this client did not declare the elicitation.url capability"
-			data = []byte(`{"requiredCapabilities":{"elicitation":{"url":{}}}}`)
-			return false
-		}
+		url := capName == "elicitation" && isURLMode(params)
 		copied := append([]byte(nil), params...)
 		if url && codec.Member(params, "elicitationId") == nil {
 			copied = withElicitationID(params, r.urlIDs.Add(1))

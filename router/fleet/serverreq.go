@@ -217,8 +217,8 @@ func (s *serverRequests) fromBackend(c *upConn, msg []byte, m *codec.Message, re
 // clientCan reports whether sess declared the capability the backend's request m needs,
 // and otherwise refuses it to the backend.
 func (s *serverRequests) clientCan(c *upConn, sess *router.Session, m *codec.Message) bool {
-	if capName := capabilityFor(string(m.Method)); capName != "" && !hasMember(sess.ClientCapabilities(), capName) {
-		s.answer(c, codec.AppendError(nil, m.ID, codec.CodeMethodNotFound, "client does not support "+string(m.Method)+" (no "+capName+" capability)", nil))
+	if missing := missingCapability(sess.ClientCapabilities(), string(m.Method), m.Params); missing != "" {
+		s.answer(c, codec.AppendError(nil, m.ID, codec.CodeMethodNotFound, "client does not support "+string(m.Method)+" (no "+missing+" capability)", nil))
 		return false
 	}
 	return true

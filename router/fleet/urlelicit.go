@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mcprouter/mcprouter/codec"
@@ -67,7 +68,7 @@ func (p *parking) urlElicitation(x *transport.Exchange, errObj []byte) []byte {
 	if !hasMember(codec.Member(meta.Capabilities, "elicitation"), "url") {
 		return codec.AppendError(nil, x.Msg.ID, codec.CodeMissingCapability, "Missing required client capability: the backend needs the user "+
 			"to open a URL (URL-mode elicitation), and the request's clientCapabilities do not declare elicitation.url",
-			[]byte(`{"requiredCapabilities":{"elicitation":{"url":{}}}}`))
+			requiredCapabilities("elicitation.url"))
 	}
 	var payload [urlPayloadSize]byte
 	copy(payload[:8], p.instance[:])
@@ -160,6 +161,37 @@ func urlStateCount(payload []byte) int {
 		return 0
 	}
 	return int(payload[9])
+}
+
+// missingCapability returns the client capability a backend's request of method with
+// params needs and the client's declared capabilities caps lack, "" when none: the
+// method's (capabilityFor), and for a URL-mode elicitation elicitation.url too (a bare
+// elicitation capability means form mode alone).
+func missingCapability(caps []byte, method string, params []byte) string {
+	capName := capabilityFor(method)
+	switch {
+	case capName == "":
+		return ""
+	case !hasMember(caps, capName):
+		return capName
+	case capName == "elicitation" && isURLMode(params) && !hasMember(codec.Member(caps, capName), "url"):
+		return "elicitation.url"
+	}
+	return ""
+}
+
+// isURLMode reports whether an elicitation/create's params ask in URL mode.
+func isURLMode(params []byte) bool { return string(codec.Member(params, "mode")) == `"url"` }
+
+// requiredCapabilities is the data of an error refusing a client that lacks capability
+// (missingCapability's "sampling" or "elicitation.url").
+func requiredCapabilities(capability string) []byte {
+	name, sub, _ := strings.Cut(capability, ".")
+	inner := "{}"
+	if sub != "" {
+		inner = `{"` + sub + `":{}}`
+	}
+	return []byte(`{"requiredCapabilities":{"` + name + `":` + inner + `}}`)
 }
 
 var _ router.ErrorReshaper = (*Fleet)(nil)

@@ -286,3 +286,26 @@ func TestOpenURLState(t *testing.T) {
 		t.Fatalf("after the TTL: %q, want it refused as expired", rej.Message)
 	}
 }
+
+// TestMissingCapability: what a backend's request needs of the client's capabilities,
+// URL-mode elicitation included, and the error data naming it.
+func TestMissingCapability(t *testing.T) {
+	for _, tc := range []struct{ caps, method, params, want, data string }{
+		{`{"sampling":{}}`, "sampling/createMessage", `{}`, "", ""},
+		{`{}`, "sampling/createMessage", `{}`, "sampling", `{"requiredCapabilities":{"sampling":{}}}`},
+		{`{"elicitation":{}}`, "elicitation/create", `{"message":"m"}`, "", ""},
+		{`{"elicitation":{}}`, "elicitation/create", `{"mode":"url","url":"u"}`, "elicitation.url", `{"requiredCapabilities":{"elicitation":{"url":{}}}}`},
+		{`{"elicitation":{"form":{}}}`, "elicitation/create", `{"mode":"url","url":"u"}`, "elicitation.url", ""},
+		{`{"elicitation":{"url":{}}}`, "elicitation/create", `{"mode":"url","url":"u"}`, "", ""},
+		{`{}`, "roots/list", `{}`, "roots", ""},
+		{`{}`, "ping", `{}`, "", ""},
+	} {
+		got := missingCapability([]byte(tc.caps), tc.method, []byte(tc.params))
+		if got != tc.want {
+			t.Errorf("%s %s with %s: missing %q, want %q", tc.method, tc.params, tc.caps, got, tc.want)
+		}
+		if tc.data != "" && string(requiredCapabilities(got)) != tc.data {
+			t.Errorf("%s: data %s, want %s", got, requiredCapabilities(got), tc.data)
+		}
+	}
+}
