@@ -405,3 +405,48 @@ func TestMCPGoDefaultCancelReachesBackend(t *testing.T) {
 		})
 	}
 }
+
+// TestMCPGoDefaultListen: mcp-go on its default revision subscribes with
+// subscriptions/listen (Client.ListenAsync, whose stream the router acknowledges) and
+// receives a resource's update through the router, whatever the backend's era.
+// TestErasMCPGo skips subscriptions on this setting; mcp-go's client has had Listen
+// since.
+func TestMCPGoDefaultListen(t *testing.T) {
+	testbin.Long(t, "starts processes")
+	const uri = "memo://board"
+	for _, era := range backendEras {
+		t.Run(era, func(t *testing.T) {
+			p := startRouterFor(t, startEraBackend(t, era))
+			c, n := connectMCPGo(t, p.url("/mcp"), "")
+			acked := make(chan string, 4)
+			c.OnNotification(func(note mcpgo.JSONRPCNotification) {
+				if note.Method == "notifications/subscriptions/acknowledged" {
+					b, _ := json.Marshal(note.Params.AdditionalFields)
+					offer(acked, string(b))
+				}
+			})
+			ctx, cancel := context.WithTimeout(context.Background(), 2*testTimeout)
+			defer cancel()
+			listenErr := make(chan error, 1)
+			stop, err := c.ListenAsync(ctx, mcpgo.SubscriptionFilter{ResourceSubscriptions: []string{uri}}, func(err error) { offer(listenErr, err) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer stop()
+			select {
+			case ack := <-acked:
+				if !strings.Contains(ack, uri) {
+					t.Fatalf("acknowledgement without %s: %s", uri, ack)
+				}
+			case err := <-listenErr:
+				t.Fatalf("listen: %v", err)
+			case <-ctx.Done():
+				t.Fatal("no acknowledgement of the listen stream")
+			}
+			mcpgoCall(t, ctx, c, "touch", map[string]any{"uri": uri})
+			if got := testwait.Recv(t, "notifications/resources/updated", testTimeout, n.updated); got != uri {
+				t.Fatalf("update for %q, want %s", got, uri)
+			}
+		})
+	}
+}
