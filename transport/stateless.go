@@ -2,13 +2,13 @@ package transport
 
 import (
 	"bytes"
-	"time"
 	"unsafe"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/transport/auth"
+	"github.com/mcprouter/mcprouter/transport/budget"
 	"github.com/mcprouter/mcprouter/transport/sse"
 )
 
@@ -231,7 +231,7 @@ func (s *HTTPServer) statelessRefused(ctx *fasthttp.RequestCtx) bool {
 func (s *HTTPServer) postStateless(ctx *fasthttp.RequestCtx, p *httpPost, principal *auth.Principal) {
 	p.stateless = true
 	hd := &p.shdr
-	c := &p.call
+	c := p.call
 	c.init(p, false)
 	p.inl.ctx = ctx // for a handler that works on this goroutine (WatchOnCaller)
 	p.in.handOff(c, s.handler, arrival{carrier: CarrierStreamable, principal: principal, stateless: hd, screen: s.screen}, &p.tmp)
@@ -281,9 +281,6 @@ func (s *HTTPServer) awaitReply(p *httpPost) {
 	if !p.stateless || p.accept&acceptSSE == 0 || early <= 0 || early >= wait {
 		early = 0
 	}
-	if p.timer == nil { // given back by the post's previous stream (dropAdmission)
-		p.timer = time.NewTimer(time.Hour)
-	}
 	if early > 0 {
 		p.timer.Reset(early)
 	} else {
@@ -304,25 +301,54 @@ func (s *HTTPServer) awaitReply(p *httpPost) {
 		break
 	}
 	p.timer.Stop()
-	c := &p.call
-	c.mu.Lock()
-	held := p.stateless && p.stream != nil
-	c.mu.Unlock()
-	if held {
-		p.dropAdmission()
+}
+
+// holdStream hands the call of stateless post p, whose stream is open, over to a
+// heldStream, which delivers the rest of the call's messages on the stream, and leaves
+// p to go back to the pool whole (its scan, headers, buffers and timer serve the next
+// post): a held stream (subscriptions/listen, held for hours) kept the whole post,
+// about 700 bytes, and its timer for its call, stream and account. Called with
+// p.call.mu held once the wait for the reply is over; the caller puts p back once it
+// has unlocked. The call's reply buffers go too: a streamed call sends its replies as
+// they come.
+func (p *httpPost) holdStream() {
+	c := p.call
+	c.out = &heldStream{stream: p.stream, acct: p.acct}
+	c.buf, c.ends = nil, nil
+	p.call, p.stream, p.acct = nil, nil, nil
+}
+
+// heldStream is the output of a stateless request's call once its post has gone back to
+// the pool (holdStream): the call is streamed, so what comes goes on the stream, and
+// the stream's account closes when the call is released.
+type heldStream struct {
+	stream *sse.Stream
+	acct   *budget.Account
+}
+
+func (h *heldStream) finish(*call) {} // a streamed call ends through streamed
+
+func (h *heldStream) related(c *call, msg []byte) (bool, error) {
+	_, err := h.stream.Publish("", msg)
+	return true, err
+}
+
+func (h *heldStream) streamed(c *call, msg []byte, last bool) {
+	if msg != nil {
+		publishReply(h.stream, msg)
+	}
+	if last {
+		h.stream.Close(0)
 	}
 }
 
-// dropAdmission gives back what stateless post p needed only until its stream opened:
-// the scan of its body (views into a request fasthttp has done with), the copied
-// Mcp-Param-* and trace headers, the scratch buffer and the reply's timer. A stream may be held
-// for hours (subscriptions/listen), and these were about 700 bytes of it; the pool's
-// next post that waits for a reply makes a timer again (awaitReply).
-func (p *httpPost) dropAdmission() {
-	p.timer = nil
-	p.in, p.trace = inbound{}, TraceHeaders{}
-	p.hdrs, p.tmp = nil, nil
+// bind refuses: once the stream's headers are out, the client could never learn the id
+// of a session opened now.
+func (h *heldStream) bind(*call, string, SessionState) (*Session, error) {
+	return nil, ErrAlreadyBound
 }
+
+func (h *heldStream) released(*call) { h.acct.Close() }
 
 // streamStateless turns the reply of stateless post p into a stream of its own, unless
 // it came meanwhile or a stream is open already: a slow request's client may then cancel
@@ -331,7 +357,7 @@ func (p *httpPost) dropAdmission() {
 // whether the wait for the reply is over: a stream is open or the call finished (false:
 // the handler holds the stream back, HoldStream).
 func (s *HTTPServer) streamStateless(p *httpPost) bool {
-	c := &p.call
+	c := p.call
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.finished && p.stream == nil && !c.noEarly {

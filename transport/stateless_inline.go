@@ -186,7 +186,7 @@ func (w *callerWatch) fire(st uint64) {
 		return // the handler returned meanwhile
 	}
 	p := w.p
-	c := &p.call
+	c := p.call
 	c.mu.Lock()
 	waits := !c.finished && c.abandon != nil
 	c.mu.Unlock()

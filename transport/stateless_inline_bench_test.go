@@ -63,6 +63,6 @@ func callerPost(s *HTTPServer) (*httpPost, *Exchange) {
 	p.srv, p.stateless, p.accept = s, true, acceptSSE
 	p.call.init(p, false)
 	x := &Exchange{}
-	x.call = &p.call
+	x.call = p.call
 	return p, x
 }

@@ -473,7 +473,7 @@ func (s *HTTPServer) serveUnit(ctx *fasthttp.RequestCtx, p *httpPost, batch, nee
 			}
 		}
 	}
-	c := &p.call
+	c := p.call
 	c.init(p, batch)
 	p.in.handOff(c, s.handler, arrival{sess: p.sess, version: p.version, carrier: CarrierStreamable, batch: batch, principal: p.principal}, &p.tmp)
 	if !needsReply {
@@ -489,7 +489,7 @@ func (s *HTTPServer) serveUnit(ctx *fasthttp.RequestCtx, p *httpPost, batch, nee
 // nothing: no timer is armed for it (awaitReply's Reset and Stop were 1.5% of the
 // router's CPU per forwarded call). Its wake-up stays in p.wake until putPost drains it.
 func (s *HTTPServer) await(ctx *fasthttp.RequestCtx, p *httpPost) {
-	c := &p.call
+	c := p.call
 	c.mu.Lock()
 	if !c.finished || p.stream != nil {
 		c.mu.Unlock()
@@ -504,7 +504,13 @@ func (s *HTTPServer) await(ctx *fasthttp.RequestCtx, p *httpPost) {
 		if sess == nil {
 			sess = p.sess
 		}
-		c.mu.Unlock()
+		if p.stateless {
+			p.holdStream()
+			c.mu.Unlock()
+			putPost(p)
+		} else {
+			c.mu.Unlock()
+		}
 		s.serveStream(ctx, stream, false, 0, sess, func(err error) {
 			if err != nil {
 				c.abandoned() // the client left before the reply
@@ -555,7 +561,7 @@ func (s *HTTPServer) await(ctx *fasthttp.RequestCtx, p *httpPost) {
 // other), or, without a session (a failed initialize), as a plain one-event stream.
 // Called with p.call.mu held; releases it.
 func (s *HTTPServer) replyAsStream(ctx *fasthttp.RequestCtx, p *httpPost) {
-	c := &p.call
+	c := p.call
 	sess := p.bound
 	if sess == nil {
 		sess = p.sess
@@ -1130,7 +1136,9 @@ func overBudgetReply(msg []byte) []byte {
 // httpPost is one POST in flight: the call gathering its replies and the request goroutine
 // waiting for them. Pooled.
 type httpPost struct {
-	call    call
+	// call is the post's own until a stateless stream takes it over (holdStream): the
+	// post then goes back to the pool, and getPost gives it a new one.
+	call    *call
 	srv     *HTTPServer
 	sess    *Session
 	bound   *Session
@@ -1162,7 +1170,13 @@ var postPool = sync.Pool{New: func() any {
 	return &httpPost{wake: make(chan struct{}, 1), timer: t}
 }}
 
-func getPost() *httpPost { return postPool.Get().(*httpPost) }
+func getPost() *httpPost {
+	p := postPool.Get().(*httpPost)
+	if p.call == nil {
+		p.call = new(call)
+	}
+	return p
+}
 
 func putPost(p *httpPost) {
 	select { // drain a stale wake-up
@@ -1181,7 +1195,7 @@ func putPost(p *httpPost) {
 	if cap(p.hdrs) > maxPooledBuf {
 		p.hdrs = nil
 	}
-	if cap(p.call.buf) > maxPooledBuf {
+	if p.call != nil && cap(p.call.buf) > maxPooledBuf {
 		p.call.buf = nil
 	}
 	if cap(p.tmp) > maxPooledBuf {
