@@ -40,6 +40,43 @@ func TestStatelessHeld(t *testing.T) {
 	}
 }
 
+// TestStatelessHeldPostReused: a held stream's post goes back to the pool (holdStream):
+// the requests posted while two streams are held, which may be served by their posts,
+// are answered, and each stream still delivers its own messages and ends with its own
+// reply.
+func TestStatelessHeldPostReused(t *testing.T) {
+	h, cl := startStateless(t, -1)
+	var streams [2]*bufio.Reader
+	for i := range streams {
+		resp := statelessPost(t, cl, fmt.Sprintf(`{"jsonrpc":"2.0","id":"l-%d","method":"listen"}`, i), nil)
+		defer resp.Body.Close()
+		streams[i] = bufio.NewReader(resp.Body)
+		if ack, err := streams[i].ReadString('}'); err != nil || !strings.Contains(ack, "acknowledged") {
+			t.Fatalf("stream %d, first event: %q %v", i, ack, err)
+		}
+		for j := 0; j < 8; j++ {
+			resp := statelessPost(t, cl, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"failed"}`, j), nil)
+			got, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil || !strings.Contains(string(got), fmt.Sprintf(`"id":%d,"error"`, j)) {
+				t.Fatalf("request %d while %d streams are held: %s %v", j, i+1, got, err)
+			}
+		}
+	}
+	close(h.release)
+	for i, r := range streams {
+		rest, err := io.ReadAll(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := string(rest)
+		if !strings.Contains(body, `"n":2`) || !strings.Contains(body, fmt.Sprintf(`"id":"l-%d","result":{"done":true}`, i)) ||
+			strings.Count(body, `"done":true`) != 1 {
+			t.Errorf("stream %d after the hold: %s", i, body)
+		}
+	}
+}
+
 // TestStatelessHeldAbandon: what was registered with OnAbandon before Hold still runs
 // when the client closes the held stream.
 func TestStatelessHeldAbandon(t *testing.T) {
