@@ -172,9 +172,9 @@ func mcpgoText(content []mcpgo.Content) string {
 var mcpgoSettings = []struct{ name, version string }{{"default", ""}, {"pinned", "2025-11-25"}}
 
 // TestErasMCPGo: mcp-go on both settings in front of a backend of each era: tools,
-// resources, prompts, progress, logging, sampling, cancellation and, pinned,
-// subscriptions (mcp-go's client offers neither resources/subscribe nor
-// subscriptions/listen: the pinned client sends resources/subscribe as a raw request).
+// resources, prompts, progress, logging, sampling, cancellation and subscriptions (on
+// its default revision with subscriptions/listen, Client.ListenAsync; pinned, mcp-go's
+// client offers no resources/subscribe, so it sends one as a raw request).
 func TestErasMCPGo(t *testing.T) {
 	testbin.Long(t, "starts processes")
 	for _, era := range backendEras {
@@ -274,7 +274,8 @@ func checkMCPGo(t *testing.T, c *mcpgoclient.Client, n *mcpgoNotes, pinned bool)
 	})
 	t.Run("subscriptions", func(t *testing.T) {
 		if !pinned {
-			t.Skip("mcp-go's client has no subscriptions/listen to ask with")
+			mcpgoListen(t, ctx, c, n, "memo://board")
+			return
 		}
 		params, _ := json.Marshal(map[string]string{"uri": "memo://board"})
 		res, err := c.GetTransport().SendRequest(ctx, mcpgotransport.JSONRPCRequest{JSONRPC: "2.0", ID: mcpgo.NewRequestId("sub-1"),
@@ -431,5 +432,38 @@ func TestErasPerClientBackend(t *testing.T) {
 			open(connect(aliceToken), 1, "alice's second connection")
 			open(connect(bobToken), 2, "bob")
 		})
+	}
+}
+
+// mcpgoListen: mcp-go on its default revision subscribes to uri with
+// subscriptions/listen (Client.ListenAsync), the router acknowledges the stream with uri
+// in its filter, and a touch of uri reaches the client as notifications/resources/updated.
+func mcpgoListen(t *testing.T, ctx context.Context, c *mcpgoclient.Client, n *mcpgoNotes, uri string) {
+	acked := make(chan string, 4)
+	c.OnNotification(func(note mcpgo.JSONRPCNotification) {
+		if note.Method == "notifications/subscriptions/acknowledged" {
+			b, _ := json.Marshal(note.Params.AdditionalFields)
+			offer(acked, string(b))
+		}
+	})
+	listenErr := make(chan error, 1)
+	stop, err := c.ListenAsync(ctx, mcpgo.SubscriptionFilter{ResourceSubscriptions: []string{uri}}, func(err error) { offer(listenErr, err) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	select {
+	case ack := <-acked:
+		if !strings.Contains(ack, uri) {
+			t.Fatalf("acknowledgement without %s: %s", uri, ack)
+		}
+	case err := <-listenErr:
+		t.Fatalf("listen: %v", err)
+	case <-ctx.Done():
+		t.Fatal("no acknowledgement of the listen stream")
+	}
+	mcpgoCall(t, ctx, c, "touch", map[string]any{"uri": uri})
+	if got := testwait.Recv(t, "notifications/resources/updated", testTimeout, n.updated); got != uri {
+		t.Fatalf("update for %q, want %s", got, uri)
 	}
 }
