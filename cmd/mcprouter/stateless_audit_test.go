@@ -28,15 +28,7 @@ import (
 // modernRequest is a 2026-07-28 POST of body to p's MCP endpoint within ctx, with the
 // revision and routing headers (Mcp-Name when name is set).
 func modernRequest(ctx context.Context, p *routerProc, body, method, name string) *http.Request {
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, p.url("/mcp"), strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", method)
-	if name != "" {
-		req.Header.Set("Mcp-Name", name)
-	}
-	return req
+	return mcpraw.NewModernRequest(ctx, p.url("/mcp"), body, method, name)
 }
 
 // streamData yields the data of each event of an event-stream body (or the whole body of a
@@ -266,8 +258,7 @@ func TestLegacyClientResumesBeforeModernBackend(t *testing.T) {
 			t.Fatalf("POST %s: %v %v", body, err, r)
 		}
 	}
-	type event struct{ id, data string }
-	open := func(lastID string) (<-chan event, context.CancelFunc) {
+	open := func(lastID string) (<-chan mcpraw.Event, context.CancelFunc) {
 		t.Helper()
 		sctx, stop := context.WithCancel(ctx)
 		req := c.NewRequest(sctx, http.MethodGet, "")
@@ -279,26 +270,10 @@ func TestLegacyClientResumesBeforeModernBackend(t *testing.T) {
 			stop()
 			t.Fatalf("GET stream (Last-Event-ID %q): %v %v", lastID, err, resp)
 		}
-		out := make(chan event, 64)
+		out := make(chan mcpraw.Event, 64)
 		go func() {
-			defer close(out)
 			defer resp.Body.Close()
-			sc := bufio.NewScanner(resp.Body)
-			var ev event
-			for sc.Scan() {
-				line := sc.Text()
-				switch {
-				case strings.HasPrefix(line, "id:"):
-					ev.id = strings.TrimSpace(line[3:])
-				case strings.HasPrefix(line, "data:"):
-					ev.data += strings.TrimSpace(line[5:])
-				case line == "":
-					if ev.data != "" {
-						out <- ev
-					}
-					ev = event{}
-				}
-			}
+			mcpraw.ReadEvents(resp.Body, out)
 		}()
 		return out, stop
 	}
@@ -310,7 +285,7 @@ func TestLegacyClientResumesBeforeModernBackend(t *testing.T) {
 	post(`{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":"` + uri + `"}}`)
 	touch(3)
 	first := testwait.Recv(t, "the first update", testTimeout, events)
-	if !strings.Contains(first.data, `"notifications/resources/updated"`) || first.id == "" {
+	if !strings.Contains(first.Data, `"notifications/resources/updated"`) || first.ID == "" {
 		t.Fatalf("first update (with an event id): %+v", first)
 	}
 
@@ -321,17 +296,17 @@ func TestLegacyClientResumesBeforeModernBackend(t *testing.T) {
 	touch(4)
 	touch(5)
 
-	resumed, stopResumed := open(first.id)
+	resumed, stopResumed := open(first.ID)
 	defer stopResumed()
 	for i := range 2 {
 		ev := testwait.Recv(t, "a missed update", testTimeout, resumed)
-		if !strings.Contains(ev.data, `"notifications/resources/updated"`) || !strings.Contains(ev.data, uri) || ev.id == "" || ev.id == first.id {
-			t.Fatalf("missed update %d after resuming from %s: %+v", i+1, first.id, ev)
+		if !strings.Contains(ev.Data, `"notifications/resources/updated"`) || !strings.Contains(ev.Data, uri) || ev.ID == "" || ev.ID == first.ID {
+			t.Fatalf("missed update %d after resuming from %s: %+v", i+1, first.ID, ev)
 		}
 	}
 	// Nothing else was waiting: a new update is the next event.
 	touch(6)
-	if ev := testwait.Recv(t, "the update after resuming", testTimeout, resumed); !strings.Contains(ev.data, `"notifications/resources/updated"`) {
+	if ev := testwait.Recv(t, "the update after resuming", testTimeout, resumed); !strings.Contains(ev.Data, `"notifications/resources/updated"`) {
 		t.Fatalf("after resuming: %+v", ev)
 	}
 	select {

@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcprouter/mcprouter/cmd/mcpbackend/mcpbackendtest"
+	"github.com/mcprouter/mcprouter/internal/mcpraw"
 	"github.com/mcprouter/mcprouter/internal/testbin"
 	"github.com/mcprouter/mcprouter/internal/testwait"
 )
@@ -110,14 +111,7 @@ func postModern(t *testing.T, p *routerProc, body, method, name string) *http.Re
 // postModernAs is postModern presenting the bearer token (none when "").
 func postModernAs(t *testing.T, p *routerProc, token, body, method, name string) *http.Response {
 	t.Helper()
-	req, _ := http.NewRequest("POST", p.url("/mcp"), strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", method)
-	if name != "" {
-		req.Header.Set("Mcp-Name", name)
-	}
+	req := mcpraw.NewModernRequest(context.Background(), p.url("/mcp"), body, method, name)
 	client := http.DefaultClient
 	if token != "" {
 		client = authClient(token)

@@ -149,3 +149,50 @@ func (r *Reply) Messages() [][]byte {
 	}
 	return msgs
 }
+
+// ModernVersion is the revision NewModernRequest claims.
+const ModernVersion = "2026-07-28"
+
+// NewModernRequest builds a 2026-07-28 POST of body to url within ctx: no session, the
+// revision's header and its routing headers (Mcp-Method, and Mcp-Name when name is set).
+// The request's _meta is body's to carry.
+func NewModernRequest(ctx context.Context, url, body, method, name string) *http.Request {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		panic("mcpraw: " + err.Error()) // a bad URL: the test's own mistake
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", ModernVersion)
+	req.Header.Set("Mcp-Method", method)
+	if name != "" {
+		req.Header.Set("Mcp-Name", name)
+	}
+	return req
+}
+
+// Event is one event of an SSE stream: its id and its data lines, joined.
+type Event struct{ ID, Data string }
+
+// ReadEvents reads the SSE stream r to its end, sends out every event that carries data
+// (a priming event has none), and closes out.
+func ReadEvents(r io.Reader, out chan<- Event) {
+	defer close(out)
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), maxReply)
+	var ev Event
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "id:"):
+			ev.ID = strings.TrimSpace(line[3:])
+		case strings.HasPrefix(line, "data:"):
+			ev.Data += strings.TrimSpace(line[5:])
+		case line == "":
+			if ev.Data != "" {
+				out <- ev
+			}
+			ev = Event{}
+		}
+	}
+}

@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -393,11 +392,11 @@ func TestSessionMovesToAnotherInstance(t *testing.T) {
 	h.post(a.URL(), sid, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"touch","arguments":{"uri":"`+uri+`"}}}`)
 	// A has sent the second update when it is on the stream; the client leaves without
 	// acknowledging it (it resumes from the first), so B must deliver it again.
-	if missed := nextData(t, events); !strings.Contains(missed.data, "notifications/resources/updated") {
+	if missed := nextData(t, events); !strings.Contains(missed.Data, "notifications/resources/updated") {
 		t.Fatalf("second event on A: %+v", missed)
 	}
 	stop()
-	if !strings.Contains(first.data, "notifications/resources/updated") {
+	if !strings.Contains(first.Data, "notifications/resources/updated") {
 		t.Fatalf("first event: %+v", first)
 	}
 	a.Shutdown(context.Background())
@@ -415,11 +414,11 @@ func TestSessionMovesToAnotherInstance(t *testing.T) {
 	})
 
 	// The client comes back on B with the id of the last event it read.
-	events, stop = h.resume(b.URL(), sid, first.id)
+	events, stop = h.resume(b.URL(), sid, first.ID)
 	defer stop()
 	second := nextData(t, events)
 	t.Logf("second %+v", second)
-	if !strings.Contains(second.data, "notifications/resources/updated") || second.id == first.id {
+	if !strings.Contains(second.Data, "notifications/resources/updated") || second.ID == first.ID {
 		t.Fatalf("resumed event: %+v (first %+v)", second, first)
 	}
 	// The session goes on: calls work and the subscription still delivers once B holds
@@ -427,7 +426,7 @@ func TestSessionMovesToAnotherInstance(t *testing.T) {
 	testwait.For(t, "b to hold the upstream subscription", 20*time.Second, func() bool { return b.Fleet.Subscriptions() == 1 })
 	h.post(b.URL(), sid, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"touch","arguments":{"uri":"`+uri+`"}}}`)
 	third := nextData(t, events)
-	if !strings.Contains(third.data, uri) {
+	if !strings.Contains(third.Data, uri) {
 		t.Fatalf("update after the move: %+v", third)
 	}
 	if b.HTTP.Stats.Adopted.Load() != 1 || b.Router.Stats.Adopted.Load() != 1 {
@@ -459,7 +458,7 @@ func (h *rawClient) post(endpoint, sid, body string) string {
 	return string(r.Body)
 }
 
-type sseEvent struct{ id, data string }
+type sseEvent = mcpraw.Event
 
 // resume opens the session's GET stream on another instance from lastID. The instance
 // answers 404 when its store did not answer in time (a loaded JetStream): like a real
@@ -514,23 +513,7 @@ func (h *rawClient) openStream(endpoint, sid, lastID string) (<-chan sseEvent, f
 	out := make(chan sseEvent, 64)
 	go func() {
 		defer resp.Body.Close()
-		defer close(out)
-		sc := bufio.NewScanner(resp.Body)
-		var ev sseEvent
-		for sc.Scan() {
-			line := sc.Text()
-			switch {
-			case strings.HasPrefix(line, "id:"):
-				ev.id = strings.TrimSpace(line[3:])
-			case strings.HasPrefix(line, "data:"):
-				ev.data += strings.TrimSpace(line[5:])
-			case line == "":
-				if ev.data != "" {
-					out <- ev
-				}
-				ev = sseEvent{}
-			}
-		}
+		mcpraw.ReadEvents(resp.Body, out)
 	}()
 	return out, cancel, http.StatusOK
 }

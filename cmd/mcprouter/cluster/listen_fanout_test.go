@@ -16,6 +16,7 @@ import (
 	backendsrv "github.com/mcprouter/mcprouter/cmd/mcpbackend/server"
 	"github.com/mcprouter/mcprouter/cmd/mcprouter/app"
 	"github.com/mcprouter/mcprouter/cmd/mcprouter/app/apptest"
+	"github.com/mcprouter/mcprouter/internal/mcpraw"
 	"github.com/mcprouter/mcprouter/internal/testio"
 	"github.com/mcprouter/mcprouter/internal/testwait"
 )
@@ -91,15 +92,7 @@ func openListen(t *testing.T, endpoint, id, uri string) *listenStream {
 // postModern sends a 2026-07-28 request (its revision and routing headers) within ctx.
 func postModern(t *testing.T, ctx context.Context, endpoint, body, method, name string) *http.Response {
 	t.Helper()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", method)
-	if name != "" {
-		req.Header.Set("Mcp-Name", name)
-	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := http.DefaultClient.Do(mcpraw.NewModernRequest(ctx, endpoint, body, method, name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +156,7 @@ func TestListenFanOutAcrossInstances(t *testing.T) {
 					t.Fatalf("listen stream %s: %s", l.id, upd)
 				}
 			}
-			if ev := nextData(t, events); !strings.Contains(ev.data, `"notifications/resources/updated"`) || !strings.Contains(ev.data, uri) {
+			if ev := nextData(t, events); !strings.Contains(ev.Data, `"notifications/resources/updated"`) || !strings.Contains(ev.Data, uri) {
 				t.Fatalf("the 2025 session's GET stream: %+v", ev)
 			}
 
