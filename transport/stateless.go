@@ -333,14 +333,7 @@ func (h *heldStream) related(c *call, msg []byte) (bool, error) {
 	return true, err
 }
 
-func (h *heldStream) streamed(c *call, msg []byte, last bool) {
-	if msg != nil {
-		publishReply(h.stream, msg)
-	}
-	if last {
-		h.stream.Close(0)
-	}
-}
+func (h *heldStream) streamed(c *call, msg []byte, last bool) { streamReply(h.stream, msg, last) }
 
 // bind refuses: once the stream's headers are out, the client could never learn the id
 // of a session opened now.

@@ -1247,12 +1247,16 @@ func (p *httpPost) related(c *call, msg []byte) (bool, error) {
 	return true, err
 }
 
-func (p *httpPost) streamed(c *call, msg []byte, last bool) {
+func (p *httpPost) streamed(c *call, msg []byte, last bool) { streamReply(p.stream, msg, last) }
+
+// streamReply is output.streamed on a call's own stream st: the reply msg (nil for
+// none) goes on it, and last ends it.
+func streamReply(st *sse.Stream, msg []byte, last bool) {
 	if msg != nil {
-		publishReply(p.stream, msg)
+		publishReply(st, msg)
 	}
 	if last {
-		p.stream.Close(0)
+		st.Close(0)
 	}
 }
 
