@@ -16,12 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/valyala/fasthttp"
-
 	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/internal/testwait"
 	"github.com/mcprouter/mcprouter/router"
-	"github.com/mcprouter/mcprouter/transport"
 )
 
 // cancelTap hands the backend's notifications/cancelled to cancelled, and the rest of
@@ -82,22 +79,12 @@ func newStatelessRigEra(t *testing.T, b *scriptBackend, streamAfter time.Duratio
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := transport.NewRegistry(transport.RegistryConfig{}, r)
-	hs := transport.NewHTTPServer(transport.HTTPConfig{
-		Rules:                transport.DefaultHTTPRules(ln.Addr().String(), router.HeaderVersions, router.V20250326),
-		ReplyTimeout:         time.Minute,
-		StatelessStreamAfter: streamAfter,
-		StatusOf:             router.StatusOf,
-	}, reg, r)
-	fs := &fasthttp.Server{Handler: hs.ServeStreamable, NoDefaultContentType: true}
-	go fs.Serve(ln)
+	// Cleanups run last first: the front stops before the router and the fleet close.
 	t.Cleanup(func() {
-		fs.Shutdown()
-		hs.Shutdown()
-		reg.Close()
 		f.Close()
 		testwait.Cleanup(t, inlineWait, r.Close)
 	})
+	serveHTTPFront(t, ln, r, streamAfter)
 	return &statelessRig{t: t, r: r, addr: ln.Addr().String(), tap: tap}
 }
 

@@ -62,12 +62,21 @@ func urlFront(t *testing.T, n *ownerNode) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := transport.NewRegistry(transport.RegistryConfig{}, n.r)
+	serveHTTPFront(t, ln, n.r, 0)
+	return ln.Addr().String()
+}
+
+// serveHTTPFront serves r on ln as mcprouter's MCP listener does (the Streamable HTTP
+// rules, the router's statuses; streamAfter is HTTPConfig.StatelessStreamAfter, 0 its
+// default) until the test ends.
+func serveHTTPFront(t *testing.T, ln net.Listener, r *router.Router, streamAfter time.Duration) {
+	reg := transport.NewRegistry(transport.RegistryConfig{}, r)
 	hs := transport.NewHTTPServer(transport.HTTPConfig{
-		Rules:        transport.DefaultHTTPRules(ln.Addr().String(), router.HeaderVersions, router.V20250326),
-		ReplyTimeout: time.Minute,
-		StatusOf:     router.StatusOf,
-	}, reg, n.r)
+		Rules:                transport.DefaultHTTPRules(ln.Addr().String(), router.HeaderVersions, router.V20250326),
+		ReplyTimeout:         time.Minute,
+		StatelessStreamAfter: streamAfter,
+		StatusOf:             router.StatusOf,
+	}, reg, r)
 	fs := &fasthttp.Server{Handler: hs.ServeStreamable, NoDefaultContentType: true}
 	go fs.Serve(ln)
 	t.Cleanup(func() {
@@ -75,7 +84,6 @@ func urlFront(t *testing.T, n *ownerNode) string {
 		hs.Shutdown()
 		reg.Close()
 	})
-	return ln.Addr().String()
 }
 
 // callURL posts a 2026-07-28 tools/call of pay with amount to the front at addr, with
