@@ -236,6 +236,11 @@ func (c *Config) Validate() error {
 	if !(c.Rate >= 0) || math.IsInf(c.Rate, 1) { // NaN fails every comparison
 		return errors.New("rate must be a finite number, not negative")
 	}
+	// Checked in every mode: a scenario may carry a fan-out section its mode does not
+	// use, and a number that is no rate is a mistake wherever it stands.
+	if !(c.Fanout.Rate >= 0) || math.IsInf(c.Fanout.Rate, 1) {
+		return errors.New("fan-out rate must be a finite number, not negative (0: 10 a second)")
+	}
 	c.LateThreshold = defaults.Positive(c.LateThreshold, time.Millisecond)
 	c.Seed = cmp.Or(c.Seed, 1)
 	c.Mode = cmp.Or(c.Mode, Steady)
@@ -252,10 +257,7 @@ func (c *Config) Validate() error {
 		if err := c.Fanout.Trigger.normalize(); err != nil {
 			return fmt.Errorf("fan-out trigger: %w", err)
 		}
-		if math.IsNaN(c.Fanout.Rate) || math.IsInf(c.Fanout.Rate, 0) {
-			return errors.New("fan-out rate must be a finite number")
-		}
-		if c.Fanout.Rate <= 0 {
+		if c.Fanout.Rate == 0 {
 			c.Fanout.Rate = 10
 		}
 		c.Fanout.Grace = defaults.Positive(c.Fanout.Grace, min(c.Timeout, 5*time.Second))

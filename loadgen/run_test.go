@@ -471,6 +471,8 @@ func TestConfigValidation(t *testing.T) {
 	bad := []Config{
 		{Mode: "burst"},
 		{Rate: -1},
+		{Fanout: FanoutSpec{Rate: -1}}, // in any mode, not only fanout
+		{Fanout: FanoutSpec{Rate: math.Inf(1)}},
 		{Warmup: -time.Second},
 		{Mix: []OpSpec{{}}},
 		{Mix: []OpSpec{{Tool: "echo", Method: "ping"}}},
