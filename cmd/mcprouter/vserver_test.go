@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	mcpgoclient "github.com/mark3labs/mcp-go/client"
 	mcpgotransport "github.com/mark3labs/mcp-go/client/transport"
@@ -388,4 +389,59 @@ func TestVirtualServersReloadProcess(t *testing.T) {
 	if resp.StatusCode != http.StatusNotFound {
 		t.Errorf("GET /mcp/gone/sse after the reload: %d, want 404", resp.StatusCode)
 	}
+}
+
+// TestVirtualServersReloadListen: with stateless clients served (`stateless: on`), the Go
+// SDK client on 2026-07-28 of a virtual server that a reload narrows hears
+// tools/list_changed on its subscriptions/listen stream, as a session's client hears it
+// on its GET stream (TestVirtualServersReloadProcess), and lists the new selection.
+func TestVirtualServersReloadListen(t *testing.T) {
+	testbin.Long(t, "starts processes")
+	path := filepath.Join(t.TempDir(), "mcprouter.yaml")
+	reloadConfig(t, path, []string{"keep"}, "stateless: on\nvirtual_servers:\n  - {name: narrow, backends: [keep], auth: {mode: off}}\n")
+	p := startRouter(t, "--config", path)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+
+	changed := make(chan struct{}, 16)
+	client := mcp.NewClient(&mcp.Implementation{Name: "vs-reload-listen", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { offer(changed, struct{}{}) },
+	})
+	narrow, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: p.url("/mcp/narrow"), MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatalf("narrow: connect: %v\n%s", err, p.Log)
+	}
+	defer narrow.Close()
+	if v := narrow.InitializeResult().ProtocolVersion; v != "2026-07-28" {
+		t.Fatalf("negotiated %q, want 2026-07-28 (stateless)", v)
+	}
+	if names, _ := toolNames(t, narrow); !slices.Contains(names, "keep__echo") {
+		t.Fatalf("narrow lists %v before the reload, want keep__echo", names)
+	}
+	// The client opens its listen stream in the background, and a change made before
+	// it is open is not told on it: the selection is narrowed and widened again until
+	// a list_changed arrives, then left narrowed.
+	wide := "stateless: on\nvirtual_servers:\n  - {name: narrow, backends: [keep], auth: {mode: off}}\n"
+	narrowed := "stateless: on\nvirtual_servers:\n  - {name: narrow, backends: [keep], exclude: [keep__echo], auth: {mode: off}}\n"
+	heard := false
+	for i := 0; i < 20 && !heard; i++ {
+		cfg := narrowed
+		if i%2 == 1 {
+			cfg = wide
+		}
+		reloadConfig(t, path, []string{"keep"}, cfg)
+		select {
+		case <-changed:
+			heard = true
+		case <-time.After(testTimeout / 10):
+		}
+	}
+	if !heard {
+		t.Fatal("no tools/list_changed on the listen stream after 20 reloads")
+	}
+	reloadConfig(t, path, []string{"keep"}, narrowed)
+	testwait.For(t, "narrow's selection after the reload", testTimeout, func() bool {
+		names, _ := toolNames(t, narrow)
+		return len(names) > 0 && !slices.Contains(names, "keep__echo")
+	})
 }

@@ -215,6 +215,17 @@ func (ls *clientListeners) remove(l *clientListener) {
 	ls.mu.Unlock()
 }
 
+// all returns the listen streams open now.
+func (ls *clientListeners) all() []*clientListener {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	out := make([]*clientListener, 0, len(ls.bySess))
+	for _, l := range ls.bySess {
+		out = append(out, l)
+	}
+	return out
+}
+
 // changed tells the listen streams that asked for it that a merged list changed
 // (method: its list_changed notification).
 func (ls *clientListeners) changed(method string) {

@@ -118,13 +118,14 @@ func (f *Fleet) setEngines(edit func(*engines)) {
 	}
 	edit(&next)
 	p.eng.Store(&next)
-	p.notifyViews(f.catalog.load(), f.sessions.all(), prev, &next)
+	p.notifyViews(f.catalog.load(), f.sessions.all(), f.catalog.listeners.all(), prev, &next)
 }
 
-// notifyViews sends, to each session whose view of cat's lists differs between the
-// engine sets prev and next, the list_changed of each list that differs (once for
-// resources and templates, which share one).
-func (p *policer) notifyViews(cat *catalog, all []*sessionState, prev, next *engines) {
+// notifyViews sends, to each session and each listen stream whose view of cat's lists
+// differs between the engine sets prev and next, the list_changed of each list that
+// differs (once for resources and templates, which share one); a listen stream gets
+// only those it asked for.
+func (p *policer) notifyViews(cat *catalog, all []*sessionState, listens []*clientListener, prev, next *engines) {
 	if cat == nil {
 		return
 	}
@@ -134,15 +135,12 @@ func (p *policer) notifyViews(cat *catalog, all []*sessionState, prev, next *eng
 		old, next *policy.Engine
 	}
 	verdicts := map[key][numKinds]bool{}
-	for _, st := range all {
-		t := st.sess.TransportSession()
-		if t == nil {
-			continue
-		}
-		pr := st.sess.Principal()
+	// each calls send with the list_changed of each list whose view by principal pr
+	// changed, once per notification method.
+	each := func(pr *auth.Principal, send func(method string)) {
 		k := key{p.subjectOf(pr), prev.engineFor(pr), next.engineFor(pr)}
 		if k.old == k.next {
-			continue
+			return
 		}
 		changed, ok := verdicts[k]
 		if !ok {
@@ -155,9 +153,21 @@ func (p *policer) notifyViews(cat *catalog, all []*sessionState, prev, next *eng
 		for kd := kind(0); kd < numKinds; kd++ {
 			if m := kindInfo[kd].changed; changed[kd] && !sent[m] {
 				sent[m] = true
-				t.SendNotice(codec.AppendNotification(nil, m, nil))
+				send(m)
 			}
 		}
+	}
+	for _, st := range all {
+		if t := st.sess.TransportSession(); t != nil {
+			each(st.sess.Principal(), func(m string) { t.SendNotice(codec.AppendNotification(nil, m, nil)) })
+		}
+	}
+	for _, l := range listens {
+		each(l.sess.Principal(), func(m string) {
+			if l.wants(m) {
+				l.notify(m)
+			}
+		})
 	}
 }
 
