@@ -229,16 +229,10 @@ func (ls *clientListeners) all() []*clientListener {
 // changed tells the listen streams that asked for it that a merged list changed
 // (method: its list_changed notification).
 func (ls *clientListeners) changed(method string) {
-	ls.mu.Lock()
-	var to []*clientListener
-	for _, l := range ls.bySess {
+	for _, l := range ls.all() { // what a stream wants is fixed when it opens
 		if l.wants(method) {
-			to = append(to, l)
+			l.notify(method)
 		}
-	}
-	ls.mu.Unlock()
-	for _, l := range to {
-		l.notify(method)
 	}
 }
 
