@@ -142,11 +142,22 @@ func (c *client) reply() *fasthttp.Response {
 	return r
 }
 
-func (c *client) want(body string) {
+// want reads a reply per body, in order, and fails unless each has that body.
+func (c *client) want(bodies ...string) {
 	c.t.Helper()
-	if r := c.reply(); string(r.Body()) != body {
-		c.t.Fatalf("reply %q, want %q", r.Body(), body)
+	for _, body := range bodies {
+		if r := c.reply(); string(r.Body()) != body {
+			c.t.Fatalf("reply %q, want %q", r.Body(), body)
+		}
 	}
+}
+
+// plain sends a /plain request with body and waits for its reply, the body echoed:
+// a client that sends its next request only once it has the last reply.
+func (c *client) plain(body string) {
+	c.t.Helper()
+	c.send(request("/plain", body, ""))
+	c.want("plain:" + body)
 }
 
 // readUntil reads lines into seen until done holds of all read so far, failing the
@@ -177,23 +188,17 @@ func TestHoldPlainReplies(t *testing.T) {
 	c := dialHold(t, h.addr)
 	for i := range 50 {
 		body := strings.Repeat("b", i*7)
-		c.send(request("/plain", body, ""))
-		c.want("plain:" + body)
+		c.plain(body)
 	}
 	c.send(request("/plain", "1", "") + request("/plain", "2", "") + request("/plain", "3", ""))
-	c.want("plain:1")
-	c.want("plain:2")
-	c.want("plain:3")
+	c.want("plain:1", "plain:2", "plain:3")
 	// Separate writes before any reply: the later ones may reach the socket before the
 	// read that sends the earlier reply starts.
 	for _, b := range []string{"4", "5", "6"} {
 		c.send(request("/plain", b, ""))
 	}
-	c.want("plain:4")
-	c.want("plain:5")
-	c.want("plain:6")
-	c.send(request("/plain", "7", ""))
-	c.want("plain:7")
+	c.want("plain:4", "plain:5", "plain:6")
+	c.plain("7")
 }
 
 // TestHoldPlainRepliesConnectionClose: a request that closes the connection gets its
@@ -201,8 +206,7 @@ func TestHoldPlainReplies(t *testing.T) {
 func TestHoldPlainRepliesConnectionClose(t *testing.T) {
 	h := startHoldServer(t)
 	c := dialHold(t, h.addr)
-	c.send(request("/plain", "a", ""))
-	c.want("plain:a")
+	c.plain("a")
 	c.send(request("/plain", "bye", "Connection: close\r\n"))
 	c.want("plain:bye")
 	c.wantEOF()
@@ -214,8 +218,7 @@ func TestHoldPlainRepliesConnectionClose(t *testing.T) {
 func TestHoldPlainRepliesThenStream(t *testing.T) {
 	h := startHoldServer(t)
 	c := dialHold(t, h.addr)
-	c.send(request("/plain", "x", ""))
-	c.want("plain:x")
+	c.plain("x")
 	c.send(request("/sse", "", ""))
 	var seen strings.Builder
 	c.readUntil(&seen, "stream before its first event", func(s string) bool { return strings.Contains(s, "data: first") })
@@ -224,8 +227,7 @@ func TestHoldPlainRepliesThenStream(t *testing.T) {
 	if !strings.Contains(seen.String(), "data: last") {
 		t.Fatalf("stream %q lacks its last event", seen.String())
 	}
-	c.send(request("/plain", "after", ""))
-	c.want("plain:after")
+	c.plain("after")
 }
 
 // TestHoldPlainRepliesShutdown: a reply finished while the server shuts down (held,
@@ -234,8 +236,7 @@ func TestHoldPlainRepliesThenStream(t *testing.T) {
 func TestHoldPlainRepliesShutdown(t *testing.T) {
 	h := startHoldServer(t)
 	idle := dialHold(t, h.addr)
-	idle.send(request("/plain", "i", ""))
-	idle.want("plain:i")
+	idle.plain("i")
 	c := dialHold(t, h.addr)
 	c.send(request("/block", "", ""))
 	<-h.entered
@@ -261,8 +262,7 @@ func TestHoldPlainRepliesShutdown(t *testing.T) {
 func TestHoldPlainRepliesHalfClose(t *testing.T) {
 	h := startHoldServer(t)
 	c := dialHold(t, h.addr)
-	c.send(request("/plain", "a", ""))
-	c.want("plain:a")
+	c.plain("a")
 	c.send(request("/plain", "last", ""))
 	if err := c.c.(*net.TCPConn).CloseWrite(); err != nil {
 		t.Fatal(err)
