@@ -620,6 +620,18 @@ func closeAsync(d *Dispatcher) <-chan error {
 	return closed
 }
 
+// wantStillClosing fails the test if the Close of closeAsync has returned, or returns
+// within a short grace (the time a Close that would not wait takes to return), while
+// what it must wait for (during) is still going on.
+func wantStillClosing(t *testing.T, closed <-chan error, during string) {
+	t.Helper()
+	select {
+	case err := <-closed:
+		t.Fatalf("Close returned (%v) during %s", err, during)
+	case <-time.After(20 * time.Millisecond):
+	}
+}
+
 // probeUntilClosed dispatches probes to key until Dispatch refuses them with ErrClosed,
 // counting in accepted the ones taken before intake stopped (they must still run).
 func probeUntilClosed(t *testing.T, d *Dispatcher, key uint64, probe func() Job, accepted *atomic.Int64) {

@@ -201,12 +201,7 @@ func TestDispatchRunCloseWaits(t *testing.T) {
 		defer open()
 		closed := closeAsync(d)
 		waitFor(t, "intake to stop", func() bool { return errors.Is(d.DispatchRun(1, &funcJob{}), ErrClosed) })
-		// Give a Close that would not wait the time to return.
-		select {
-		case err := <-closed:
-			t.Fatalf("Close returned (%v) during an inline Run", err)
-		case <-time.After(20 * time.Millisecond):
-		}
+		wantStillClosing(t, closed, "an inline Run")
 		open()
 		if err := recv(t, "Close", closed); err != nil {
 			t.Fatalf("Close: %v", err)
@@ -254,13 +249,7 @@ func TestDispatchRunPanic(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	var pe *PanicError
-	if !errors.As(failErr, &pe) || pe.Value != "in run" {
-		t.Fatalf("Fail(%v) when DispatchRun returned, want the *PanicError", failErr)
-	}
-	if len(hooked) != 1 || hooked[0] != pe {
-		t.Errorf("hook saw %v, want the same *PanicError", hooked)
-	}
+	wantPanicFail(t, failErr, "in run", hooked)
 	if err := d.DispatchRun(0, &funcJob{run: func() { panic("again") }, fail: func(error) { panic("in fail") }}); err != nil {
 		t.Fatal(err)
 	}

@@ -470,13 +470,7 @@ func TestFastPathPanics(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		var pe *PanicError
-		if !errors.As(failErr, &pe) || pe.Value != "in prepare" {
-			t.Fatalf("Fail(%v) when Dispatch returned, want the *PanicError", failErr)
-		}
-		if len(hooked) != 1 || hooked[0] != pe {
-			t.Errorf("hook saw %v, want the same *PanicError", hooked)
-		}
+		wantPanicFail(t, failErr, "in prepare", hooked)
 		st := d.Stats()
 		if st.Panics != 1 || st.Busy != 0 || st.Shards[0].Inline != 1 || st.Shards[0].Prepared != 1 || st.Shards[0].Submitted != 0 {
 			t.Errorf("Stats after a fast-path Prepare panic = %+v", st)
@@ -531,12 +525,7 @@ func TestFastPathCloseWaitsForInline(t *testing.T) {
 		if err := d.Dispatch(0, job()); !errors.Is(err, ErrClosed) {
 			t.Fatalf("Dispatch to the shard with the fast-path Prepare = %v, want ErrClosed", err)
 		}
-		// Give a Close that would not wait the time to return.
-		select {
-		case err := <-closed:
-			t.Fatalf("Close returned (%v) during a fast-path Prepare", err)
-		case <-time.After(20 * time.Millisecond):
-		}
+		wantStillClosing(t, closed, "a fast-path Prepare")
 		openGate()
 		if err := recv(t, "the slow Dispatch", dispatched); err != nil {
 			t.Fatalf("Dispatch: %v", err)

@@ -41,6 +41,20 @@ func (j *funcJob) Fail(err error) {
 	}
 }
 
+// wantPanicFail fails the test unless failErr, what a job's Fail got, is the
+// *PanicError of a panic(value) in its Prepare or Run, and the PanicHook, whose calls
+// so far are hooked, saw that same value and nothing else.
+func wantPanicFail(t testing.TB, failErr error, value any, hooked []*PanicError) {
+	t.Helper()
+	var pe *PanicError
+	if !errors.As(failErr, &pe) || pe.Value != value {
+		t.Fatalf("Fail(%v) when the dispatch returned, want the *PanicError of %q", failErr, value)
+	}
+	if len(hooked) != 1 || hooked[0] != pe {
+		t.Errorf("hook saw %v, want the same *PanicError", hooked)
+	}
+}
+
 // waitFor polls cond until it holds, failing the test after patience.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
