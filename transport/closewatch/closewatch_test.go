@@ -273,10 +273,7 @@ func TestDescriptorReuse(t *testing.T) {
 
 // TestClose: a closed Watcher refuses registrations and forgets the ones it held.
 func TestClose(t *testing.T) {
-	w, err := New()
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := newWatcher(t)
 	lb := newLoopback(t)
 	srv, rc, cl := lb.pair()
 	defer srv.Close()
