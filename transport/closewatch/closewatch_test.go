@@ -39,11 +39,11 @@ func (c *closer) wait(t *testing.T, what string) {
 
 // loopback accepts connections on a real loopback listener.
 type loopback struct {
-	t  *testing.T
+	t  testing.TB
 	ln net.Listener
 }
 
-func newLoopback(t *testing.T) *loopback {
+func newLoopback(t testing.TB) *loopback {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +71,7 @@ func (l *loopback) pair() (*net.TCPConn, syscall.RawConn, *net.TCPConn) {
 	return srv, rc, cl.(*net.TCPConn)
 }
 
-func newWatcher(t *testing.T) *Watcher {
+func newWatcher(t testing.TB) *Watcher {
 	w, err := New()
 	if err != nil {
 		t.Fatal(err)
@@ -307,27 +307,10 @@ func TestDefault(t *testing.T) {
 // BenchmarkAddRemove: what a watched stream pays, a registration and its removal (two
 // epoll_ctl calls through RawConn.Control), on one open loopback connection.
 func BenchmarkAddRemove(b *testing.B) {
-	w, err := New()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer w.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ln.Close()
-	cl, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		b.Fatal(err)
-	}
+	w := newWatcher(b)
+	srv, rc, cl := newLoopback(b).pair()
+	defer srv.Close()
 	defer cl.Close()
-	sc, err := ln.Accept()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer sc.Close()
-	rc, _ := sc.(*net.TCPConn).SyscallConn()
 	c := newCloser()
 	b.ReportAllocs()
 	for b.Loop() {
