@@ -2,6 +2,7 @@ package transport
 
 import (
 	"bytes"
+	"syscall"
 	"unsafe"
 
 	"github.com/valyala/fasthttp"
@@ -9,6 +10,8 @@ import (
 	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/transport/auth"
 	"github.com/mcprouter/mcprouter/transport/budget"
+	"github.com/mcprouter/mcprouter/transport/closewatch"
+	"github.com/mcprouter/mcprouter/transport/readahead"
 	"github.com/mcprouter/mcprouter/transport/sse"
 )
 
@@ -358,6 +361,54 @@ func (s *HTTPServer) streamStateless(p *httpPost) bool {
 		c.streamed = true
 	}
 	return c.finished || p.stream != nil
+}
+
+// callStreamConn is the connection of stateless post p's stream for the close watcher,
+// when that stream is a call's (its handler did not hold it back, HoldStream) and the
+// watcher can take the connection: serveStream then pumps it on the response, as a
+// session's POST stream is, with the connection watched for the client's close (which
+// cancels the call) until the stream ends, and a stream that ended cleanly leaves the
+// connection to serve the client's next request. A stream that takes the connection
+// over (hijackStream) ends with it: a client whose calls stream (progress, logs, a slow
+// reply) connected again for each. nil: the stream takes the connection over still,
+// because its handler holds it (subscriptions/listen: it may live for hours, and
+// fan-out writes to it from the publisher's goroutine, with no pipe and no goroutine
+// of fasthttp's in between), or because the watcher cannot take the connection (no
+// descriptor, as with TLS, or not Linux), so that a reader of its own must see the
+// close (watchClose), after which the connection carries nothing more. Called with
+// p.call.mu held.
+func (s *HTTPServer) callStreamConn(ctx *fasthttp.RequestCtx, c *call) syscall.RawConn {
+	if c.noEarly || s.watcher == nil {
+		return nil
+	}
+	sc, ok := readahead.SyscallConnOf(ctx.Conn())
+	if !ok {
+		return nil
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	return rc
+}
+
+// watchCallStream puts the connection rc of a stateless call's stream pumped on its
+// response (callStreamConn; nil: none) under the close watcher, which closes cons, and
+// so ends the stream and abandons the call, when the client closes it. The zero Reg: not
+// watched (the client's close is then seen at the stream's next write).
+func (s *HTTPServer) watchCallStream(rc syscall.RawConn, cons *sse.Consumer) closewatch.Reg {
+	if rc == nil {
+		return closewatch.Reg{}
+	}
+	reg, _ := s.watcher.Add(rc, cons)
+	return reg
+}
+
+// unwatchCallStream ends watchCallStream's watch, before the connection can close.
+func (s *HTTPServer) unwatchCallStream(rc syscall.RawConn, reg closewatch.Reg) {
+	if reg.Registered() {
+		s.watcher.Remove(rc, reg)
+	}
 }
 
 // statelessStream is the SSE stream a stateless POST p turns into: its own, outside any

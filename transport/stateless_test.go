@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -132,7 +134,33 @@ func startStateless(t testing.TB, streamAfter time.Duration) (*statelessHandler,
 // startStatelessServer is startStateless with the in-memory server itself, whose
 // listener opens raw connections to it.
 func startStatelessServer(t testing.TB, streamAfter time.Duration) (*statelessHandler, *memhttp.Server) {
-	h := &statelessHandler{abandoned: make(chan string, 4), gate: make(chan struct{}), release: make(chan struct{})}
+	h, srv, stop := newStatelessServer(streamAfter)
+	ms := memhttp.Start(t, srv, waitLimit)
+	t.Cleanup(stop)
+	return h, ms
+}
+
+// startStatelessTCP serves a statelessHandler on a loopback listener: connections with
+// a descriptor, which the close watcher takes. It returns the listener's address.
+func startStatelessTCP(t *testing.T) (*statelessHandler, string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, srv, stop := newStatelessServer(-1)
+	go srv.Serve(ln)
+	t.Cleanup(func() {
+		stop()
+		srv.Shutdown()
+	})
+	return h, ln.Addr().String()
+}
+
+// newStatelessServer is a statelessHandler behind an HTTPServer and the fasthttp.Server
+// serving it; stop ends the handler's waits and the HTTPServer.
+func newStatelessServer(streamAfter time.Duration) (h *statelessHandler, srv *fasthttp.Server, stop func()) {
+	h = &statelessHandler{abandoned: make(chan string, 4), gate: make(chan struct{}), release: make(chan struct{})}
 	cfg := HTTPConfig{
 		Rules:                DefaultHTTPRules("127.0.0.1:0", testRevisions, "2025-03-26"),
 		KeepAlive:            time.Hour, // a client that leaves is seen at once, not at a keep-alive
@@ -146,13 +174,12 @@ func startStatelessServer(t testing.TB, streamAfter time.Duration) (*statelessHa
 	}
 	reg := NewRegistry(RegistryConfig{}, h)
 	hs := NewHTTPServer(cfg, reg, h)
-	ms := memhttp.Start(t, &fasthttp.Server{Handler: hs.ServeStreamable, Logger: quietLogger{}, NoDefaultContentType: true}, waitLimit)
-	t.Cleanup(func() {
+	srv = &fasthttp.Server{Handler: hs.ServeStreamable, Logger: quietLogger{}, NoDefaultContentType: true}
+	return h, srv, func() {
 		close(h.gate)
 		hs.Shutdown()
 		reg.Close()
-	})
-	return h, ms
+	}
 }
 
 func statelessPost(t *testing.T, cl *http.Client, body string, headers map[string]string) *http.Response {
@@ -254,6 +281,64 @@ func TestStatelessStream(t *testing.T) {
 	}
 	if strings.Contains(body, "secret") {
 		t.Errorf("the screen's refusal went out: %s", body)
+	}
+}
+
+// TestStatelessStreamKeepsConn: a stateless call whose answer is streamed (a message
+// before the reply) leaves its connection to the client's next request once the stream
+// has ended with the reply (no Connection: close; the chunked body ends), over a
+// connection the close watcher takes; and a client that closes such a stream before
+// the reply still abandons the call (the watcher sees the close).
+func TestStatelessStreamKeepsConn(t *testing.T) {
+	h, addr := startStatelessTCP(t)
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(waitLimit))
+	br := bufio.NewReader(conn)
+	post := func(c net.Conn, id int, method string) {
+		t.Helper()
+		body := `{"jsonrpc":"2.0","id":` + strconv.Itoa(id) + `,"method":"` + method + `"}`
+		req := "POST /mcp HTTP/1.1\r\nHost: " + addr + "\r\nContent-Type: application/json\r\n" +
+			"Accept: application/json, text/event-stream\r\n" + HeaderProtocolVersion + ": stateless-1\r\n" +
+			"Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
+		if _, err := c.Write([]byte(req)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for id := 1; id <= 3; id++ { // one connection for every call
+		post(conn, id, "stream")
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("call %d: %v", id, err)
+		}
+		if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") || resp.Close {
+			t.Fatalf("call %d: content type %q, connection closed after it: %v", id, ct, resp.Close)
+		}
+		if body := readAll(t, resp); !strings.Contains(body, `"id":`+strconv.Itoa(id)+`,"result":{"done":true}`) {
+			t.Fatalf("call %d: stream %s", id, body)
+		}
+	}
+
+	c2, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	c2.SetDeadline(time.Now().Add(waitLimit))
+	post(c2, 1, "wait")
+	resp, err := http.ReadResponse(bufio.NewReader(c2), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if line, err := bufio.NewReader(resp.Body).ReadString('}'); err != nil || !strings.Contains(line, "notifications/progress") {
+		t.Fatalf("first event: %q %v", line, err)
+	}
+	c2.Close()
+	if got := testwait.Recv(t, "OnAbandon after the client closed the stream", waitLimit, h.abandoned); got != "wait" {
+		t.Errorf("abandoned %q", got)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -504,14 +505,16 @@ func (s *HTTPServer) await(ctx *fasthttp.RequestCtx, p *httpPost) {
 		if sess == nil {
 			sess = p.sess
 		}
+		var watch syscall.RawConn
 		if p.stateless {
+			watch = s.callStreamConn(ctx, c) // stateless.go
 			p.holdStream()
 			c.mu.Unlock()
 			putPost(p)
 		} else {
 			c.mu.Unlock()
 		}
-		s.serveStream(ctx, stream, false, 0, sess, func(err error) {
+		s.serveStream(ctx, stream, false, 0, sess, watch, func(err error) {
 			if err != nil {
 				c.abandoned() // the client left before the reply
 			}
@@ -579,13 +582,14 @@ func (s *HTTPServer) replyAsStream(ctx *fasthttp.RequestCtx, p *httpPost) {
 	c.replies(func(msg []byte) { publishReply(stream, msg) })
 	stream.Close(0)
 	c.mu.Unlock()
-	s.serveStream(ctx, stream, false, 0, sess, func(error) { c.unref() })
+	s.serveStream(ctx, stream, false, 0, sess, nil, func(error) { c.unref() })
 }
 
 // serveStream turns the response into an SSE stream pumping from stream, resuming after
 // seq; done runs when the pump ends, with the error that ended it (nil: the stream
-// ended cleanly).
-func (s *HTTPServer) serveStream(ctx *fasthttp.RequestCtx, stream *sse.Stream, resume bool, after uint64, sess *Session, done func(error)) {
+// ended cleanly). watch, for a stateless call's stream (callStreamConn), is its
+// connection for the close watcher while the stream is pumped on the response.
+func (s *HTTPServer) serveStream(ctx *fasthttp.RequestCtx, stream *sse.Stream, resume bool, after uint64, sess *Session, watch syscall.RawConn, done func(error)) {
 	var cons *sse.Consumer
 	var err error
 	if resume {
@@ -623,9 +627,9 @@ func (s *HTTPServer) serveStream(ctx *fasthttp.RequestCtx, stream *sse.Stream, r
 		tokenBound(&opts, sess.Principal())
 	}
 	s.Stats.OpenStreams.Add(1)
-	if done == nil || sess == nil {
-		// A GET stream lives as long as the session, and a stateless request's stream
-		// (subscriptions/listen above all) may live as long: it takes the connection
+	if done == nil || sess == nil && watch == nil {
+		// A GET stream lives as long as the session, and a held stateless stream
+		// (subscriptions/listen) may live as long: it takes the connection
 		// over, so that each batch of events is one write to the socket (no pipe, no
 		// second goroutine and copy per event, which fan-out to many sessions pays for)
 		// and an idle one holds no buffer and no goroutine of fasthttp's. A stateless
@@ -645,7 +649,9 @@ func (s *HTTPServer) serveStream(ctx *fasthttp.RequestCtx, stream *sse.Stream, r
 				cons.Close() // the client is gone: Pump returns at once
 			}
 		}
+		reg := s.watchCallStream(watch, cons)
 		err := cons.Pump(w, opts)
+		s.unwatchCallStream(watch, reg) // before endCutStream can close the connection
 		s.Stats.OpenStreams.Add(-1)
 		endCutStream(conn, err)
 		if err == sse.ErrSlowConsumer {
@@ -840,7 +846,7 @@ func (s *HTTPServer) get(ctx *fasthttp.RequestCtx, p *auth.Principal) {
 		after, resume = id.Seq, true
 		s.Stats.Resumes.Add(1)
 	}
-	s.serveStream(ctx, stream, resume, after, sess, nil)
+	s.serveStream(ctx, stream, resume, after, sess, nil, nil)
 }
 
 func (s *HTTPServer) delete(ctx *fasthttp.RequestCtx, p *auth.Principal) {
