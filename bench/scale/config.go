@@ -55,7 +55,8 @@ type Config struct {
 	// Profiles makes each loader write its CPU profile and its heap profile (once its
 	// sessions are open) beside its log in Dir, and saves each router's CPU profile
 	// of the opening (routerN.cpu.pprof: from its start, for about as long as it
-	// lasts) and heap profile once the sessions are held (routerN.heap.pprof; the
+	// lasts) and heap profile once the sessions are held (routerN.heap.pprof, and routerN.heap.txt
+	// with the runtime's memory statistics before that collection; the
 	// routers' admin listeners serve pprof).
 	Profiles bool
 	// Logf receives progress lines (default: none).

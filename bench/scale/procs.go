@@ -114,8 +114,14 @@ func logWarnings(dir string, routers int, until time.Time) map[string]int {
 	return out
 }
 
-// saveHeapProfile fetches a router's heap profile (after a collection) into path.
+// saveHeapProfile fetches a router's heap profile (after a collection) into path, and
+// before it, beside it (path with .txt for .pprof), the text form as the heap is, whose
+// end holds the runtime's memory statistics: how much of the RSS is live heap, how
+// much the collector's headroom and stacks.
 func saveHeapProfile(r *router, path string) error {
+	if err := saveProfile(r, "heap?debug=1", time.Minute, strings.TrimSuffix(path, ".pprof")+".txt"); err != nil {
+		return err
+	}
 	return saveProfile(r, "heap?gc=1", time.Minute, path)
 }
 
