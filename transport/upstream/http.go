@@ -249,7 +249,7 @@ func (c *HTTPConn) roundTrip(ctx context.Context, req *fasthttp.Request) (exchan
 		// every pipelined connection is busy or closing: use the pool
 	}
 	resp := fasthttp.AcquireResponse()
-	if err := c.do(ctx, req, resp); err != nil {
+	if err := c.doWhole(ctx, req, resp, c.opts.MaxMessage); err != nil {
 		fasthttp.ReleaseResponse(resp)
 		return exchange{}, err
 	}
@@ -280,22 +280,28 @@ func (c *HTTPConn) prepare(ctx context.Context, req *fasthttp.Request, method st
 	return nil
 }
 
-// do runs one exchange with ctx's deadline as its timeout. fasthttp takes no context:
-// cancellation without a deadline is observed once the response headers are in (the
-// body readers watch ctx), and Close interrupts everything by closing the connections.
+// do runs one exchange with ctx's deadline, its response body streamed (see
+// exchangeOn). The request takes no context: cancellation without a deadline is
+// observed once the response headers are in (the body readers watch ctx), and Close
+// interrupts everything by closing the connections.
 func (c *httpBase) do(ctx context.Context, req *fasthttp.Request, resp *fasthttp.Response) error {
-	if dl, ok := ctx.Deadline(); ok {
-		d := time.Until(dl)
-		if d <= 0 {
+	return c.doWhole(ctx, req, resp, 0)
+}
+
+// doWhole is do, except that a body of at most whole bytes that is already in the read
+// buffer when the head has been read is read into resp, not streamed (exchangeOn).
+func (c *httpBase) doWhole(ctx context.Context, req *fasthttp.Request, resp *fasthttp.Response, whole int) error {
+	var timeout time.Duration
+	dl, ok := ctx.Deadline()
+	if ok {
+		if timeout = time.Until(dl); timeout <= 0 {
 			return ctx.Err()
 		}
-		req.SetTimeout(d)
 	}
 	if err := liveErr(ctx); err != nil {
 		return err
 	}
-	resp.StreamBody = true
-	if err := c.hc.Do(req, resp); err != nil {
+	if err := exchangeOn(c.hc, req, resp, dl, timeout, whole); err != nil {
 		return c.exchangeErr(ctx, err)
 	}
 	return nil
@@ -826,10 +832,8 @@ func (c *HTTPConn) deleteSession(sess *session) error {
 	if err := c.prepare(ctx, req, fasthttp.MethodDelete, sess, true); err != nil {
 		return fmt.Errorf("upstream: %s: DELETE session: %w", c.opts.Name, err)
 	}
-	req.SetTimeout(closeWait)
 	// c.do would refuse: the Conn is already dead to everyone else.
-	resp.StreamBody = true
-	if err := c.hc.Do(req, resp); err != nil {
+	if err := exchangeOn(c.hc, req, resp, time.Now().Add(closeWait), closeWait, 0); err != nil {
 		if errors.Is(err, ErrBackendDown) {
 			return nil // nothing left to end
 		}

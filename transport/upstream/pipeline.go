@@ -625,19 +625,13 @@ func (pc *pipeConn) readLoop() {
 func (pc *pipeConn) readResponse(c *pipeCall, maxBody int) error {
 	resp := &c.resp
 	resp.Reset()
-	for n := 0; ; n++ { // skip interim (1xx) responses
-		if err := resp.Header.Read(pc.br); err != nil {
-			return err
-		}
-		if s := resp.StatusCode(); s >= 200 || s == fasthttp.StatusSwitchingProtocols || n >= 8 {
-			break
-		}
+	if err := readHead(resp, pc.br); err != nil {
+		return err
 	}
-	status := resp.StatusCode()
-	if status < 200 || status == fasthttp.StatusNoContent || status == fasthttp.StatusNotModified {
+	if noBody(resp.StatusCode()) {
 		return nil
 	}
-	if status/100 == 2 && bytes.HasPrefix(resp.Header.ContentType(), []byte("text/event-stream")) {
+	if isSSE(resp) {
 		resp.StreamBody = true
 		if err := resp.ReadBody(pc.br, 0); err != nil {
 			return err

@@ -95,6 +95,7 @@ func TestHTTPHostileReplies(t *testing.T) {
 		{"empty", "application/json", ``, ErrProtocol, "empty body", 0},
 		{"another id", "application/json", `{"jsonrpc":"2.0","id":99,"result":{}}`, ErrProtocol, `"id":99`, 1},
 		{"too large", "application/json", big, ErrTooLarge, "limit of 1024 bytes", 0},
+		{"too large, whole in the read buffer", "application/json", big[:1500] + `"}}`, ErrTooLarge, "limit of 1024 bytes", 0},
 		{"double in a batch", "application/json", `[{"jsonrpc":"2.0","id":5,"result":{}},{"jsonrpc":"2.0","id":5,"result":{}}]`, nil, "", 2},
 		{"sse too large", "text/event-stream", "id: e1\ndata: " + big + "\n\n", ErrTooLarge, "limit of 1024 bytes", 0},
 		{"sse cut off", "text/event-stream", "id: e1\ndata: {\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{\"x\":\n\n", ErrProtocol, "not valid JSON", 0},
