@@ -131,8 +131,10 @@ func New(cfg Config) (*Router, error) {
 // Close stops taking messages and waits (until ctx ends) for those in flight to finish.
 func (r *Router) Close(ctx context.Context) error {
 	if sf, ok := r.fleet.(StatelessFleet); ok {
-		// Listen streams never finish on their own: they end with their result.
+		// Listen streams never finish on their own: they end with their result. Nor
+		// do calls parked for a retry that this process will not be there to take.
 		sf.EndListeners()
+		sf.EndParked()
 	}
 	err := r.disp.Close(ctx)
 	// Session records being written must land before the process goes: they are what

@@ -46,6 +46,10 @@ type StatelessFleet interface {
 	Listen(s *Session, x *transport.Exchange)
 	// EndListeners ends every listen stream gracefully (the router is closing).
 	EndListeners()
+	// EndParked ends every call waiting for its client's retry with answers
+	// (input_required) and parks none after: the router is closing, and such a call's
+	// backend would otherwise hold the wait for the calls in flight.
+	EndParked()
 }
 
 // statelessState is what the router judges and decorates stateless requests with,

@@ -4,6 +4,8 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
+	"fmt"
+	"maps"
 	"net/http"
 	"strconv"
 	"sync"
@@ -74,6 +76,7 @@ type parking struct {
 	seq     uint64
 	m       map[uint64]*parked // by entry id
 	byPrinc map[string]int
+	closing bool // endAll ran: the router is closing, and nothing parks now
 }
 
 // parked is one call waiting for its client's retry.
@@ -158,6 +161,11 @@ func (p *parking) newAsk(m *codec.Message) ask {
 // in flight (the caller refuses the backend's request).
 func (p *parking) park(c *upConn, relID uint64, m *codec.Message, ttl time.Duration) bool {
 	p.mu.Lock()
+	if p.closing {
+		p.mu.Unlock()
+		p.srv.answer(c, codec.AppendError(nil, m.ID, codec.CodeInternalError, "mcprouter: "+shuttingDown+"; "+string(m.Method)+" refused", nil))
+		return true
+	}
 	var pk *parked
 	full := false
 	x := p.table.park(relID, func(e *entry) bool {
@@ -378,9 +386,37 @@ func (p *parking) dropLocked(pk *parked) {
 	}
 }
 
-// expire ends pk when no retry claimed it in time: the backend's requests are refused,
-// the client's request cancelled upstream, and the entry released.
+// expire ends pk when no retry claimed it in time.
 func (p *parking) expire(id uint64, pk *parked) {
+	p.end(id, pk, "mcprouter: the client did not retry with an answer to %s in time")
+}
+
+// shuttingDown is what the backend and the client are told of a call that the router's
+// shutdown ended.
+const shuttingDown = "the router is shutting down"
+
+// endAll ends every parked call at once, and from now on park refuses the backends'
+// requests: the router is closing. Who calls it: EndParked, from the router's Close,
+// before it waits for the calls in flight. Why: a parked call's backend is still
+// inside the call, waiting for an answer that only a retry to this process could
+// bring (its requests live on this process's upstream connections), and the worker or
+// reader that forwarded the call waits for the backend: left alone, each parked call
+// would hold the shutdown for the whole grace period.
+func (p *parking) endAll() {
+	p.mu.Lock()
+	p.closing = true
+	all := make(map[uint64]*parked, len(p.m))
+	maps.Copy(all, p.m)
+	p.mu.Unlock()
+	for id, pk := range all {
+		p.end(id, pk, "mcprouter: "+shuttingDown+"; %s was not answered")
+	}
+}
+
+// end ends parked call pk (id) unless a retry claimed it: the backend's requests are
+// refused with why (a format naming the request's method), the client's request
+// cancelled upstream, and the entry released.
+func (p *parking) end(id uint64, pk *parked, why string) {
 	p.mu.Lock()
 	if p.m[id] != pk {
 		p.mu.Unlock()
@@ -389,9 +425,14 @@ func (p *parking) expire(id uint64, pk *parked) {
 	p.dropLocked(pk)
 	x, asks := pk.x, append(pk.shown, pk.next...)
 	pk.x = nil
+	closing := p.closing
 	p.mu.Unlock()
 	if x != nil {
-		p.fwd.rep.replyErr(x, CodeClientTimeout, "mcprouter: the backend's requests for input were not shown in time")
+		if closing {
+			p.fwd.rep.replyErr(x, CodeBackendUnavailable, "mcprouter: "+shuttingDown)
+		} else {
+			p.fwd.rep.replyErr(x, CodeClientTimeout, "mcprouter: the backend's requests for input were not shown in time")
+		}
 	}
 	e := p.table.takeParked(id)
 	if e == nil {
@@ -400,7 +441,7 @@ func (p *parking) expire(id uint64, pk *parked) {
 	p.stats.ServerRequestsExpired.Add(1)
 	if !p.life.ended() {
 		for _, a := range asks {
-			p.srv.answer(pk.conn, codec.AppendError(nil, a.backendID, CodeClientTimeout, "mcprouter: the client did not retry with an answer to "+a.method+" in time", nil))
+			p.srv.answer(pk.conn, codec.AppendError(nil, a.backendID, CodeClientTimeout, fmt.Sprintf(why, a.method), nil))
 		}
 		p.fwd.tellCancelled(e.conn, e.id)
 	}
@@ -439,3 +480,7 @@ func (p *parking) count() int {
 	defer p.mu.Unlock()
 	return len(p.m)
 }
+
+// EndParked implements router.StatelessFleet: every call parked for its client's retry
+// ends now, and none parks after (parking.endAll says why).
+func (f *Fleet) EndParked() { f.srv.park.endAll() }

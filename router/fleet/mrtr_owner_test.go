@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -97,8 +98,7 @@ func startNode(t testing.TB, addr string, bus *natsbus.Bus, key []byte, perClien
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Close(context.Background()) })
-	// The fleet closes first: the calls still parked end with it, where the router
-	// would wait for them.
+	// The fleet closes first: whatever a test left in flight ends with it.
 	t.Cleanup(f.Close)
 	return &ownerNode{f: f, r: r}
 }
@@ -287,5 +287,41 @@ func BenchmarkRetry(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestShutdownEndsParkedCalls: a call parked for its client's retry does not hold the
+// router's shutdown. The router's Close ends it at once (the backend's elicitation is
+// refused, the call cancelled upstream, the entry released) where it used to wait the
+// whole grace period for a backend that waited for an answer no retry would bring; and
+// once the fleet is closing, a backend's request for input is refused at once instead
+// of parking a call.
+func TestShutdownEndsParkedCalls(t *testing.T) {
+	n := startOwnerNode(t, startOwnerBackend(t, nil, nil), nil, nil)
+	asked(t, n.call(t, "").answer(t), "elicitation/create", elicitAnswer)
+	if got := n.f.srv.park.count(); got != 1 {
+		t.Fatalf("%d calls parked, want 1", got)
+	}
+
+	n.f.EndParked()
+	if got := n.f.srv.park.count(); got != 0 || n.f.Stats.ServerRequestsExpired.Load() != 1 {
+		t.Fatalf("after EndParked: %d parked, %d ended, want 0 and 1", got, n.f.Stats.ServerRequestsExpired.Load())
+	}
+	// A call that asks for input now is not parked: the backend hears why.
+	a := n.call(t, "").answer(t)
+	if said := fmt.Sprint(a.Error, a.Result.Content); a.Result.ResultType == "input_required" || !strings.Contains(said, shuttingDown) {
+		t.Fatalf("a call asking for input while closing: %+v, want its failure saying %q", a, shuttingDown)
+	}
+	if got := n.f.srv.park.count(); got != 0 {
+		t.Fatalf("%d calls parked while closing, want 0", got)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := n.r.Close(ctx); err != nil {
+		t.Fatalf("router Close: %v (a parked call held it)", err)
+	}
+	if got := n.f.InFlight(); got != 0 {
+		t.Fatalf("%d requests in flight after Close, want 0", got)
 	}
 }
