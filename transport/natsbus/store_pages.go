@@ -1,6 +1,7 @@
 package natsbus
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -48,9 +49,24 @@ import (
 // page write near 5 KB while the per-message overhead falls to 5 bytes per session.
 const pageCap = 64
 
-// pageFormat is the first byte of a page; the entries follow it, each the keyLen bytes
-// of its id's random part, a uvarint length and that many bytes of record.
-const pageFormat = 0x50
+// pageShared is the first byte of a page as this build writes it; the entries follow
+// it, each the keyLen bytes of its id's random part and a uvarint v: v even, v/2 bytes
+// of record follow; v odd, the record is that of the page's entry number (v-1)/2, an
+// earlier one. A router's sessions are mostly of one kind (the same protocol version,
+// the same client's shared capabilities, the same subscriptions), so most of a page's
+// records repeat one before them: a page of 64 such sessions is about 1 KB, against
+// 4.5 KB written whole, in the NATS server that holds every router's pages and in each
+// router's copy of its own.
+//
+// pageFormat is the first byte of a page of the previous build, whose entries are
+// each a key, a uvarint length and that many bytes of record: still read (a rolling
+// upgrade carries its sessions on), never written. A build before this one does not
+// read a page of this one (its client initializes again on the 404): a cluster is
+// upgraded forward only, as with the records' own binary form.
+const (
+	pageFormat = 0x50
+	pageShared = 0x51
+)
 
 // idRandom is the length of the random part of an id (base64url: keyLen random bytes,
 // 96 bits), and tagLen of the owner tag. With a page number of up to six characters
@@ -214,22 +230,44 @@ func (p *pages) forget(id string) {
 // pageEntries calls each with every entry of page b in turn until it returns false;
 // a malformed page is errPage (the entries before the damage have been seen).
 func pageEntries(b []byte, each func(key, rec []byte) bool) error {
-	if len(b) == 0 || b[0] != pageFormat {
+	if len(b) == 0 || (b[0] != pageFormat && b[0] != pageShared) {
 		return errPage
 	}
+	shared := b[0] == pageShared
+	// The records of the entries read so far, by entry number, for the references.
+	recs := make([][]byte, 0, pageCap)
 	b = b[1:]
 	for len(b) > 0 {
 		if len(b) < keyLen {
 			return errPage
 		}
 		key := b[:keyLen]
-		n, k := binary.Uvarint(b[keyLen:])
-		if k <= 0 || n > uint64(len(b)-keyLen-k) {
+		v, k := binary.Uvarint(b[keyLen:])
+		if k <= 0 {
 			return errPage
 		}
-		start := keyLen + k
-		rec := b[start : start+int(n) : start+int(n)]
-		b = b[start+int(n):]
+		b = b[keyLen+k:]
+		var rec []byte
+		switch {
+		case !shared:
+			if v > uint64(len(b)) {
+				return errPage
+			}
+			rec, b = b[:v:v], b[v:]
+		case v&1 == 1: // the record of an earlier entry
+			if v>>1 >= uint64(len(recs)) {
+				return errPage
+			}
+			rec = recs[v>>1]
+			recs = append(recs, rec)
+		default:
+			n := v >> 1
+			if n > uint64(len(b)) {
+				return errPage
+			}
+			rec, b = b[:n:n], b[n:]
+			recs = append(recs, rec)
+		}
 		if !each(key, rec) {
 			return nil
 		}
@@ -262,9 +300,11 @@ type pageChange struct {
 
 // rewritePage is page b with the records of changes in place of its own (a nil record
 // removes the entry), in a new buffer of the exact size (the store keeps it as its
-// copy of the page).
+// copy of the page), in this build's form: a record that repeats an earlier entry's
+// refers to it.
 func rewritePage(b []byte, changes map[entryKey][]byte) (out []byte, c pageChange) {
-	size := 1
+	w := pageWriter{out: make([]byte, 0, len(b)+changesSize(changes)+1)}
+	w.out = append(w.out, pageShared)
 	found := 0
 	// b is well formed where it is this store's own page; bytes from elsewhere (the
 	// fuzz test's) end where they stop reading.
@@ -276,32 +316,56 @@ func rewritePage(b []byte, changes map[entryKey][]byte) (out []byte, c pageChang
 			}
 			return true
 		}
-		size += entrySize(rec)
+		w.add(k, rec)
 		return true
 	})
 	saved := 0
-	for _, rec := range changes {
+	for k, rec := range changes {
 		if rec != nil {
-			size += entrySize(rec)
+			w.add(k[:], rec)
 			saved++
 		}
 	}
 	c.fresh = saved - (found - c.gone)
 	c.unsaved = len(changes) - saved - c.gone
 	c.changed = saved > 0 || c.gone > 0
-	out = append(make([]byte, 0, size), pageFormat)
-	pageEntries(b, func(k, rec []byte) bool {
-		if _, ok := changes[entryKey(k)]; !ok {
-			out = appendEntry(out, k, rec)
-		}
-		return true
-	})
-	for k, rec := range changes {
-		if rec != nil {
-			out = appendEntry(out, k[:], rec)
+	return bytes.Clone(w.out), c
+}
+
+// changesSize bounds what changes add to a page.
+func changesSize(changes map[entryKey][]byte) int {
+	n := 0
+	for _, rec := range changes {
+		n += entrySize(rec)
+	}
+	return n
+}
+
+// pageWriter appends a page's entries, each record equal to an earlier entry's as a
+// reference to it. Its records are few and distinct (one kind of session, or a few),
+// so a record is compared with each distinct one before it.
+type pageWriter struct {
+	out     []byte
+	entries int
+	// distinct are the distinct records written so far, and first the number of the
+	// entry that wrote each.
+	distinct [][]byte
+	first    []int
+}
+
+func (w *pageWriter) add(key, rec []byte) {
+	w.out = append(w.out, key...)
+	for i, d := range w.distinct {
+		if bytes.Equal(d, rec) {
+			w.out = binary.AppendUvarint(w.out, uint64(w.first[i])<<1|1)
+			w.entries++
+			return
 		}
 	}
-	return out, c
+	w.distinct, w.first = append(w.distinct, rec), append(w.first, w.entries)
+	w.out = binary.AppendUvarint(w.out, uint64(len(rec))<<1)
+	w.out = append(w.out, rec...)
+	w.entries++
 }
 
 // counted brings page n's counts up to change c, and offers the page for new ids again
@@ -315,16 +379,10 @@ func (p *pages) counted(n uint32, c pageChange) {
 	}
 }
 
-// entrySize is the encoded size of an entry holding rec.
+// entrySize bounds the encoded size of an entry holding rec.
 func entrySize(rec []byte) int {
 	var n [binary.MaxVarintLen64]byte
-	return keyLen + binary.PutUvarint(n[:], uint64(len(rec))) + len(rec)
-}
-
-func appendEntry(dst, key, rec []byte) []byte {
-	dst = append(dst, key...)
-	dst = binary.AppendUvarint(dst, uint64(len(rec)))
-	return append(dst, rec...)
+	return keyLen + binary.PutUvarint(n[:], uint64(len(rec))<<1) + len(rec)
 }
 
 // pageWrite is one change of one of this store's pages, published and not yet

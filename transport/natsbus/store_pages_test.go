@@ -162,6 +162,11 @@ func FuzzPageEntries(f *testing.F) {
 	f.Add([]byte{pageFormat})
 	f.Add([]byte{pageFormat, 1, 2})
 	f.Add(append(bytes.Clone(page), 0xff, 0xff))
+	shared, _ := rewritePage(nil, map[entryKey][]byte{key(1): []byte("same"), key(2): []byte("same"), key(3): {}})
+	f.Add(shared)
+	k1 := key(1)
+	f.Add(append(append([]byte{pageShared}, k1[:]...), 1)) // refers to itself
+	f.Add(append(append([]byte{pageFormat}, k1[:]...), 3, 'o', 'l', 'd'))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		keys, recs, err := readPage(b)
 		if err != nil {
@@ -242,5 +247,69 @@ func TestSessionPagesRoom(t *testing.T) {
 	}
 	if n := pageOf(s.NewID()); n != 2 {
 		t.Fatalf("page 1 is full again, yet the next id names page %d", n)
+	}
+}
+
+// A page's records that repeat an earlier entry's are written as references to it: a
+// page of pageCap sessions of one kind holds one record and a few bytes per session.
+// Entries read back the same after any change (the entry referred to may go), and a
+// page of the previous build's form is still read.
+func TestPageSharedRecords(t *testing.T) {
+	rec := []byte("\x02\n2025-11-25\x00\x01\x16a-blob-key-of-22-chars\x01\x03ref\x0cmemo://board")
+	changes := map[entryKey][]byte{}
+	var keys []entryKey
+	for i := range pageCap {
+		k := entryKey{byte(i), 7}
+		keys = append(keys, k)
+		changes[k] = rec
+	}
+	other := entryKey{0xff}
+	changes[other] = []byte("another kind")
+	page, c := rewritePage(nil, changes)
+	if c.fresh != pageCap+1 {
+		t.Fatalf("fresh %d, want %d", c.fresh, pageCap+1)
+	}
+	if max := 1 + (pageCap+1)*(keyLen+2) + len(rec) + 20; len(page) > max {
+		t.Fatalf("a page of %d records of one kind is %d bytes, want at most %d", pageCap, len(page), max)
+	}
+	check := func(page []byte, gone map[entryKey]bool) {
+		t.Helper()
+		for _, k := range keys {
+			got, ok := findEntry(page, k)
+			if ok == gone[k] || ok && !bytes.Equal(got, rec) {
+				t.Fatalf("entry %x: %q %v", k, got, ok)
+			}
+		}
+		if got, ok := findEntry(page, other); !ok || string(got) != "another kind" {
+			t.Fatalf("the other record: %q %v", got, ok)
+		}
+	}
+	check(page, nil)
+	// Whichever entry holds the record the others refer to, its deletion leaves them.
+	gone := map[entryKey]bool{}
+	for len(gone) < pageCap-1 {
+		_, recs, err := readPage(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var first entryKey
+		pageEntries(page, func(k, r []byte) bool {
+			copy(first[:], k)
+			return !bytes.Equal(r, rec)
+		})
+		gone[first] = true
+		page, _ = rewritePage(page, map[entryKey][]byte{first: nil})
+		if _, recs2, _ := readPage(page); len(recs2) != len(recs)-1 {
+			t.Fatalf("%d entries after a deletion, were %d", len(recs2), len(recs))
+		}
+		check(page, gone)
+	}
+	old := append([]byte{pageFormat}, keys[0][:]...)
+	old = append(append(old, byte(len(rec))), rec...)
+	if got, ok := findEntry(old, keys[0]); !ok || !bytes.Equal(got, rec) {
+		t.Fatalf("a page of the previous form: %q %v", got, ok)
+	}
+	if again, _ := rewritePage(old, nil); again[0] != pageShared {
+		t.Fatalf("a page is rewritten in form %#x", again[0])
 	}
 }
