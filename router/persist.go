@@ -37,6 +37,7 @@ type saver struct {
 	running  bool // queued or being written
 	dirty    bool // changed since the running writer took its snapshot
 	recorded bool // a record of the session has been written
+	deleted  bool // its deletion has been taken: a closed session is deleted once
 }
 
 // begin reports whether the caller must queue the session; false when it is queued or
@@ -86,6 +87,18 @@ func (v *saver) wrote() {
 	v.mu.Unlock()
 }
 
+// deleteOnce reports whether the session's record is to be deleted now: true the
+// first time only. A store counts a deletion of a session without a record as the
+// place it kept for it given back, so a second one (the session closed while
+// initialize was attaching it, then persisted by both) would give back a place twice.
+func (v *saver) deleteOnce() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	first := !v.deleted
+	v.deleted = true
+	return first
+}
+
 // save writes s's record as it is now, or deletes it once the session has ended for
 // its client. Only the session's writer calls it (one at a time: recordWriter), so
 // that a delete cannot be overtaken by a write.
@@ -101,8 +114,9 @@ func (r *Router) save(s *Session) {
 }
 
 // snapshot encodes s's record as it is now; ok false when there is nothing to write:
-// the session has no transport side yet, or it ended for good after its record was
-// written elsewhere; b nil (with ok) when it ended and its record is to be deleted. A
+// the session has no transport side yet, it ended for good after its record was
+// written elsewhere, or its deletion was taken before; b nil (with ok) when it ended
+// and its record is to be deleted. A
 // session handed over by a shutdown keeps its record, to carry on elsewhere, and gets
 // its first one if it was still waiting for it (recordSettle): no other instance can
 // have carried it on without one. A record it had is not written again: another
@@ -114,7 +128,7 @@ func (r *Router) snapshot(s *Session) (id string, b []byte, ok bool) {
 	}
 	if t.Closed() {
 		if !t.HandedOver() {
-			return t.ID(), nil, true
+			return t.ID(), nil, s.saves.deleteOnce()
 		}
 		if !s.saves.firstRecord() {
 			return "", nil, false

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcprouter/mcprouter/transport"
+	"github.com/mcprouter/mcprouter/transport/budget"
 	"github.com/mcprouter/mcprouter/transport/natsbus"
 )
 
@@ -281,4 +282,33 @@ func (s *countingStore) count() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.saves
+}
+
+// TestRefusedSessionGivesPagePlaceBack: a session refused at initialize after its store
+// named it (here its budget share is refused) gives back the place its page kept for
+// it: after a page's worth of refusals the next id still names the first page. The
+// session was closed before initialize attached it, so its end used to write nothing,
+// and every refusal left its page one place sparser for good.
+func TestRefusedSessionGivesPagePlaceBack(t *testing.T) {
+	store := natsStore(t)
+	r, err := New(Config{Name: "mcprouter", Version: "test", Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHTTPHarnessWith(t, r, transport.RegistryConfig{Budget: budget.New(64, 64)}, transport.HTTPConfig{})
+	const refusals = 70 // more than a page holds
+	for i := range refusals {
+		resp, body := h.post("", "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"`+V20250618+`","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+		if !strings.Contains(body, "memory budget") {
+			t.Fatalf("initialize %d: %d %s, want the budget's refusal", i, resp.StatusCode, body)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if err := r.Close(ctx); err != nil { // waits for every record's write
+		t.Fatal(err)
+	}
+	if id := store.NewID(); !strings.HasSuffix(id, "-0") {
+		t.Fatalf("after %d refused sessions the next id is %s: their pages' places were not given back", refusals, id)
+	}
 }

@@ -293,5 +293,9 @@ func (r *Router) SessionClosed(ts *transport.Session) {
 	if r.fleet != nil {
 		r.fleet.SessionClosed(s)
 	}
+	// A session closed before initialize attached it (its budget share refused, or
+	// evicted meanwhile) is attached here: its record's deletion gives back the place
+	// its store kept for it (a page slot, named with its id).
+	s.t.CompareAndSwap(nil, ts)
 	s.Persist() // the record goes, after any write still running
 }
