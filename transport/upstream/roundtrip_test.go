@@ -93,7 +93,10 @@ func exchangeBytes(data []byte) (status int, contentType string, body []byte, er
 	hc := &fasthttp.HostClient{
 		Addr: "backend",
 		Dial: func(string) (net.Conn, error) { return &fuzzConn{r: bytes.NewReader(data)}, nil },
+		// the pool's cleaner goroutine ends a millisecond after the last connection
+		MaxIdleConnDuration: time.Millisecond,
 	}
+	defer hc.CloseIdleConnections()
 	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
