@@ -57,7 +57,7 @@ func (r *Router) buildDiscover() []byte {
 	d := modern.Discover{
 		Supported:    DiscoverVersions,
 		Capabilities: caps,
-		ServerInfo:   r.modern.serverInfo,
+		ServerInfo:   r.modern.decoration.ServerInfo,
 		Instructions: r.cfg.Instructions,
 		// What discover says changes only with the fleet's configuration, and is the
 		// same for every client.

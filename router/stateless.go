@@ -55,8 +55,11 @@ type StatelessFleet interface {
 // statelessState is what the router judges and decorates stateless requests with,
 // made once.
 type statelessState struct {
-	checker    modern.Checker
-	serverInfo []byte // the router's Implementation object
+	checker modern.Checker
+	// decoration is what every result gets but its caching fields: the router's
+	// serverInfo (its Implementation object), in place of a 2026-07-28 backend's own:
+	// the client speaks to the router, which says who it is, as at initialize.
+	decoration modern.Decoration
 	// open holds the stateless requests in flight on a transport that cancels with
 	// notifications/cancelled rather than by closing a stream (stdio): (its transport
 	// session, the request id) → the request's Session, until it is answered.
@@ -77,7 +80,7 @@ type openKey struct {
 func newStatelessState(cfg *Config) statelessState {
 	return statelessState{
 		checker:    modern.Checker{Supported: StatelessVersions},
-		serverInfo: modern.AppendImplementation(nil, cfg.Name, cfg.Version),
+		decoration: modern.Decoration{ServerInfo: modern.AppendImplementation(nil, cfg.Name, cfg.Version), ReplaceInfo: true},
 		metas:      newMetaMemos(),
 	}
 }
@@ -298,10 +301,20 @@ const statelessInline = 16
 // reply is read in one walk here (modern.ReadReply: the result entered in place, where a
 // scan and then the decoration walked it twice), and its HTTP status settled from that
 // walk (a result 200, an error by its code), so that the transport does not scan it
-// again (StatusOf).
+// again (StatusOf). Most results need no walk at all: one written the common way, with
+// none of the members the decoration depends on, gets them inserted after its opening
+// brace (modern.AppendPlainDecorated), unless its method's results are cacheable
+// (their caching fields are read from the result or the fleet).
 func (r *Router) ScreenReply(x *transport.Exchange, msg, buf []byte) []byte {
 	if x.Session != nil {
 		r.modern.open.Delete(openKey{x.Session, string(x.Msg.ID)})
+	}
+	def := modern.LookupMethod(x.Msg.Method)
+	if def == nil || !def.Cacheable {
+		if out, ok := modern.AppendPlainDecorated(buf, msg, x.Msg.ID, &r.modern.decoration); ok {
+			x.SettleStatus(http.StatusOK)
+			return out
+		}
 	}
 	var rp modern.Reply
 	modern.ReadReply(msg, &rp)
@@ -321,12 +334,9 @@ func (r *Router) ScreenReply(x *transport.Exchange, msg, buf []byte) []byte {
 	default:
 		return msg
 	}
-	// A 2026-07-28 backend's own serverInfo is replaced: the client speaks to the router,
-	// which says who it is, as at initialize.
-	d := modern.Decoration{ServerInfo: r.modern.serverInfo, ReplaceInfo: true}
+	d := r.modern.decoration
 	var cache modern.Cache
-	if def := modern.LookupMethod(x.Msg.Method); def != nil && def.Cacheable &&
-		string(rp.ResultType()) == modern.ResultComplete {
+	if def != nil && def.Cacheable && string(rp.ResultType()) == modern.ResultComplete {
 		switch sf, ok := r.fleet.(StatelessFleet); {
 		case ok && isList(x.Msg.Method):
 			cache = sf.ListCache(x.Msg.Method)

@@ -80,6 +80,16 @@ func BenchmarkReply(b *testing.B) {
 			out = r.AppendDecorated(out[:0], msg, &d)
 		}
 	})
+	b.Run("plain", func(b *testing.B) { // what the screen does first (AppendPlainDecorated)
+		b.ReportAllocs()
+		b.SetBytes(int64(len(msg)))
+		for b.Loop() {
+			var ok bool
+			if out, ok = AppendPlainDecorated(out[:0], msg, []byte("7"), &d); !ok {
+				b.Fatal("not decorated")
+			}
+		}
+	})
 	b.Run("scan", func(b *testing.B) {
 		b.ReportAllocs()
 		b.SetBytes(int64(len(msg)))

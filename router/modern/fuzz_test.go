@@ -20,6 +20,8 @@ func FuzzCheck(f *testing.F) {
 		`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"x","io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}}}`,
 		`{"jsonrpc":"2.0","id":"a","method":"resources/read","params":{"uri":"a\"b",` + validMeta + `}}`,
 		`{"jsonrpc":"2.0","id":2,"result":{"_meta":{ },"ttlMs":1}}`,
+		`{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"hello"}],"structuredContent":{"text":"hello"}}}`,
+		`{"jsonrpc":"2.0","id":"q","result":{ }}`,
 		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}},"roots":1},` +
 			`"io.modelcontextprotocol/clientCapabilities":7,"io.modelcontextprotocol/protocolVersion":"v","io.modelcontextprotocol/protocolVersion":1,"io.modelcontextprotocol/logLevel":"info"},"_meta":[]}}`,
 	} {
@@ -82,7 +84,31 @@ func FuzzCheck(f *testing.F) {
 				t.Fatalf("read reply of %s decorated into %s, want %s", msg, got, want)
 			}
 		}
+		if m.Kind == codec.KindResult {
+			samePlainDecorated(t, msg, m.ID)
+		}
 	})
+}
+
+// samePlainDecorated fails t when AppendPlainDecorated decorates msg (a scanned result
+// with the request id id) otherwise than ReadReply and AppendDecorated do.
+func samePlainDecorated(t *testing.T, msg, id []byte) (plain bool) {
+	t.Helper()
+	for _, d := range []Decoration{{ServerInfo: serverInfo, ReplaceInfo: true}, {}} {
+		got, ok := AppendPlainDecorated([]byte("x"), msg, id, &d)
+		if !ok {
+			if string(got) != "x" {
+				t.Fatalf("%s: not decorated, but appended %s", msg, got)
+			}
+			return false
+		}
+		var r Reply
+		ReadReply(msg, &r)
+		if want := r.AppendDecorated([]byte("x"), msg, &d); r.Kind != codec.KindResult || string(got) != string(want) {
+			t.Fatalf("%s: plainly decorated into\n%s\nwant\n%s", msg, got, want)
+		}
+	}
+	return true
 }
 
 // FuzzEncodedEquals: the quantum-by-quantum comparison agrees with decoding the whole

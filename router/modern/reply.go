@@ -1,6 +1,7 @@
 package modern
 
 import (
+	"bytes"
 	"strconv"
 
 	"github.com/mcprouter/mcprouter/codec"
@@ -114,4 +115,67 @@ func (r *Reply) AppendDecorated(dst, msg []byte, d *Decoration) []byte {
 		dst = appendDecorated(dst, r.Result, r.start, &r.fields, d)
 	}
 	return append(dst, msg[at+len(r.Result):]...)
+}
+
+// AppendPlainDecorated appends msg, a response to the request whose raw id is id, with
+// its result decorated as AppendDecorated decorates it without caching fields (d.Cache
+// is not written), for the common reply that can be decorated without a walk: written
+// as most servers write it, {"jsonrpc":"2.0","id":<id>,"result":{ with no space, and
+// with no backslash, "_meta", "resultType" or "inputRequests" in it. With no backslash
+// in the bytes, a key can only be written as it reads and a quote always delimits a
+// string, so the result has none of the members the decoration depends on: every one
+// is inserted after the result's opening brace, and nothing else changes. ok false:
+// msg is not such a reply, and nothing was appended (read it with ReadReply). Like
+// ReadReply, it takes msg for a response the fleet or the router made from a scanned
+// message (one result, valid JSON); it looks at the bytes, not at their structure
+// beyond that head.
+func AppendPlainDecorated(dst, msg, id []byte, d *Decoration) (out []byte, ok bool) {
+	head := len(plainHead) + len(id) + len(plainResult)
+	if len(msg) <= head || string(msg[:len(plainHead)]) != plainHead ||
+		string(msg[len(plainHead):len(plainHead)+len(id)]) != string(id) ||
+		string(msg[head-len(plainResult):head]) != plainResult {
+		return dst, false
+	}
+	rest := msg[head:]
+	if bytes.IndexByte(msg, '\\') >= 0 || containsBy(rest, `"_meta"`, 1) ||
+		containsBy(rest, `"resultType"`, 7) || containsBy(rest, `"inputRequests"`, 6) {
+		return dst, false
+	}
+	dst = append(dst, msg[:head]...)
+	dst = append(dst, typeComplete...)
+	if d.ServerInfo != nil {
+		dst = append(dst, ',')
+		dst = append(dst, metaInfoOpen...)
+		dst = append(dst, d.ServerInfo...)
+		dst = append(dst, '}')
+	}
+	if at := skipWS(rest, 0); at < len(rest) && rest[at] != '}' {
+		dst = append(dst, ',')
+	}
+	return append(dst, rest...), true
+}
+
+// The head of a reply AppendPlainDecorated decorates, the id between them.
+const (
+	plainHead   = `{"jsonrpc":"2.0","id":`
+	plainResult = `,"result":{`
+)
+
+// containsBy reports whether b contains s, looking for its byte s[at], which is rare in
+// JSON (an underscore, a capital), and comparing around each one found: bytes.Contains
+// looks for s by its first byte, here a quote, which JSON is full of, and so compared
+// at nearly every string (three such searches cost more than the walk they spare).
+func containsBy(b []byte, s string, at int) bool {
+	for from := at; from < len(b); {
+		i := bytes.IndexByte(b[from:], s[at])
+		if i < 0 {
+			return false
+		}
+		i += from
+		if start := i - at; start+len(s) <= len(b) && string(b[start:start+len(s)]) == s {
+			return true
+		}
+		from = i + 1
+	}
+	return false
 }

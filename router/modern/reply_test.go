@@ -56,6 +56,43 @@ func TestReadReply(t *testing.T) {
 	}
 }
 
+// TestAppendPlainDecorated: a reply written the common way, with none of the members
+// the decoration depends on, is decorated without a walk into what ReadReply and
+// AppendDecorated make of it; any other is left to them.
+func TestAppendPlainDecorated(t *testing.T) {
+	for _, tc := range []struct {
+		msg, id string
+		plain   bool
+	}{
+		{`{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"hello"}],"structuredContent":{"text":"hello"}}}`, `7`, true},
+		{`{"jsonrpc":"2.0","id":"a-1","result":{}}`, `"a-1"`, true},
+		{`{"jsonrpc":"2.0","id":1,"result":{ }}`, `1`, true},
+		{`{"jsonrpc":"2.0","id":1,"result":{ "a":[{}],"b":"meta"}}`, `1`, true},
+		{`{"jsonrpc":"2.0","id":1,"result":{"b":"_meta"}}`, `1`, false}, // a value too, to be sure
+		{`{"jsonrpc":"2.0","id":"_meta","result":{"a":1}}`, `"_meta"`, true},
+		{`{"jsonrpc":"2.0","id":7,"result":{"a":1}}`, `8`, false},      // another request's id
+		{`{"jsonrpc":"2.0","id":70,"result":{"a":1}}`, `7`, false},     // nor one it begins
+		{`{"jsonrpc":"2.0","id":1,"result":{"_meta":{}}}`, `1`, false}, // members the walk decides on
+		{`{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete"}}`, `1`, false},
+		{`{"jsonrpc":"2.0","id":1,"result":{"inputRequests":{},"requestState":"s"}}`, `1`, false},
+		{`{"jsonrpc":"2.0","id":1,"result":{"a":{"_meta":1}}}`, `1`, false}, // anywhere
+		{`{"jsonrpc":"2.0","id":1,"result":{"\u005fmeta":{}}}`, `1`, false}, // a key written with escapes
+		{`{"jsonrpc":"2.0","id":1,"result":{"t":"a\"b"}}`, `1`, false},
+		{`{"jsonrpc":"2.0","id":1,"result":[1]}`, `1`, false},
+		{`{"jsonrpc": "2.0","id":1,"result":{}}`, `1`, false},
+		{`{"id":1,"jsonrpc":"2.0","result":{}}`, `1`, false},
+		{`{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"x"}}`, `1`, false},
+	} {
+		var m codec.Message
+		if err := codec.Scan([]byte(tc.msg), &m); err != nil {
+			t.Fatalf("%s: %v", tc.msg, err)
+		}
+		if plain := samePlainDecorated(t, []byte(tc.msg), []byte(tc.id)); plain != tc.plain {
+			t.Errorf("%s (id %s): decorated without a walk: %v, want %v", tc.msg, tc.id, plain, tc.plain)
+		}
+	}
+}
+
 // decoratedByScan is the response m (msg scanned) with its result decorated, the way
 // the router's screen made it before ReadReply.
 func decoratedByScan(msg []byte, m *codec.Message, d *Decoration) []byte {
