@@ -81,7 +81,7 @@ func (t *Tracer) Start(x *transport.Exchange) {
 	if span.IsRecording() {
 		r.describe(x, method)
 	}
-	t.active.Add(1)
+	t.active.Add()
 	x.Trace = r
 }
 
@@ -187,7 +187,7 @@ func (r *Request) Answered(reply []byte) {
 // end ends r's spans: the request finished with o, backendNs after its backend call
 // started (0: no call, or no answer).
 func (r *Request) end(o router.Outcome, backendNs int64) {
-	defer r.t.active.Add(-1)
+	defer r.t.active.Done()
 	if !r.span.IsRecording() {
 		return
 	}

@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"strings"
-	"sync/atomic"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
@@ -14,6 +13,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/mcprouter/mcprouter/internal/ctxtime"
 )
 
 // Tracer makes the spans of one router. A nil *Tracer is tracing off; its methods are
@@ -28,8 +29,8 @@ type Tracer struct {
 	// unsampled.
 	sample uint64
 	// active counts the requests holding a Request of this tracer (Start to end): a
-	// tracer replaced by a reload is shut down once they ended (Active).
-	active atomic.Int64
+	// tracer replaced by a reload is shut down once they ended (Idle).
+	active ctxtime.Counter
 }
 
 // scope is the instrumentation scope the spans are reported under.
@@ -90,7 +91,12 @@ func (t *Tracer) Shutdown(ctx context.Context) error { return t.tp.Shutdown(ctx)
 
 // Active is the number of requests whose trace this tracer started and that have not
 // ended yet: their spans end on it, so it must not be shut down before.
-func (t *Tracer) Active() int64 { return t.active.Load() }
+func (t *Tracer) Active() int { return t.active.N() }
+
+// Idle returns a channel closed once no request holds a trace of this tracer (Active is
+// 0): a tracer that a reload replaced is shut down then. A request that starts on the
+// tracer after the channel closed is not waited for by it.
+func (t *Tracer) Idle() <-chan struct{} { return t.active.Zero() }
 
 // ForceFlush exports the spans ended so far, within ctx.
 func (t *Tracer) ForceFlush(ctx context.Context) error { return t.tp.ForceFlush(ctx) }

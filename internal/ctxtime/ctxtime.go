@@ -99,6 +99,14 @@ func (c *Counter) Done() {
 	c.mu.Unlock()
 }
 
+// N is the work counted now: for reports ("requests still traced"), not to wait on (Zero is
+// the signal).
+func (c *Counter) N() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+
 // Zero returns a channel closed once nothing is counted: already closed when nothing is
 // now. Work added after it closed is not waited for by that channel; ask again.
 func (c *Counter) Zero() <-chan struct{} {

@@ -67,6 +67,9 @@ func TestCounterWaitWhileAdding(t *testing.T) {
 		t.Fatal("Zero closed while work was still counted")
 	default:
 	}
+	if n := c.N(); n != 1 {
+		t.Fatalf("N = %d with one piece of work left, want 1", n)
+	}
 	c.Done()
 	<-zero
 	select {

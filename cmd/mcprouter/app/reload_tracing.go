@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mcprouter/mcprouter/internal/ctxtime"
 	"github.com/mcprouter/mcprouter/tracing"
 )
 
@@ -43,24 +44,13 @@ func (a *App) planTracing(p *reloadPlan) error {
 	return nil
 }
 
-// tracerPoll is how often a replaced tracer's requests still in flight are counted.
-const tracerPoll = 20 * time.Millisecond
-
 // retireTracer shuts t down once the requests it traces have ended (their spans end on
 // it), or after wait, the longest a request may run.
 func (a *App) retireTracer(t *tracing.Tracer, wait time.Duration) {
-	deadline := time.NewTimer(wait)
-	defer deadline.Stop()
-	tick := time.NewTicker(tracerPoll)
-	defer tick.Stop()
-	for t.Active() > 0 {
-		select {
-		case <-tick.C:
-		case <-deadline.C:
-			a.log.Warn("tracing: a replaced tracer stops with requests still traced on it; their spans are lost", "requests", t.Active())
-			a.shutdownTracer(t)
-			return
-		}
+	if !ctxtime.Wait(t.Idle(), wait) {
+		a.log.Warn("tracing: a replaced tracer stops with requests still traced on it; their spans are lost", "requests", t.Active())
+		a.shutdownTracer(t)
+		return
 	}
 	a.shutdownTracer(t)
 	a.log.Info("tracing: the replaced tracer exported its last spans and stopped")

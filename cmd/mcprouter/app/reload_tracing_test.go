@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"testing"
@@ -91,13 +92,9 @@ func TestReloadTracing(t *testing.T) {
 	tracer := a.Tracer.Current()
 	reloaded := make(chan error, 1)
 	go func() {
-		for tracer.Active() == 0 {
-			select {
-			case <-ctx.Done():
-				reloaded <- ctx.Err()
-				return
-			case <-time.After(5 * time.Millisecond):
-			}
+		if !testwait.Poll(20*time.Second, func() bool { return tracer.Active() > 0 }) {
+			reloaded <- errors.New("the call's trace never started")
+			return
 		}
 		file <- off
 		reloaded <- a.Reload("test")
