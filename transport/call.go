@@ -10,20 +10,25 @@ import (
 // The JSON-RPC rule it implements: a batch gets one array of responses (in completion order,
 // which JSON-RPC allows), a batch of notifications and responses only gets nothing, and a
 // single request gets its single response.
+//
+// A held stream keeps its call for as long as it lasts (a subscriptions/listen stream,
+// a session's whole life): the fields are ordered, and the counts 32 bits, so that a
+// call fits the 112-byte size class (it took 144).
 type call struct {
-	mu       sync.Mutex
-	out      output
-	batch    bool
-	sealed   bool   // the transport has handed over every exchange of the unit
-	pending  int    // exchanges not yet finished
-	refs     int    // exchanges not yet released, plus one held by the transport
-	buf      []byte // replies, concatenated
-	ends     []int  // end offset of each reply in buf
-	streamed bool   // the output took over delivery (SSE upgrade): replies go out one by one
+	mu      sync.Mutex
+	out     output
+	buf     []byte    // replies, concatenated
+	ends    []int     // end offset of each reply in buf
+	abandon Abandoner // Exchange.OnAbandon's, until the call finishes
+	status  int       // Exchange.SetStatus's, 0 for none
+	pending int32     // exchanges not yet finished
+	refs    int32     // exchanges not yet released, plus one held by the transport
+	batch   bool
+	sealed  bool // the transport has handed over every exchange of the unit
+	// streamed: the output took over delivery (SSE upgrade), replies go out one by one.
+	streamed bool
 	finished bool
-	abandon  Abandoner // Exchange.OnAbandon's, until the call finishes
-	status   int       // Exchange.SetStatus's, 0 for none
-	noEarly  bool      // Exchange.HoldStream: no stream before the first message
+	noEarly  bool // Exchange.HoldStream: no stream before the first message
 }
 
 // output is where a call's messages go; each client transport implements it.
