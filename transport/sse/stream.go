@@ -85,6 +85,7 @@ func (c StreamConfig) withDefaults() StreamConfig {
 	if c.QueueBytes <= 0 {
 		c.QueueBytes = min(DefaultQueueBytes, c.RingBytes)
 	}
+	c.QueueBytes = min(c.QueueBytes, maxQueueBytes)
 	if c.Stats == nil {
 		c.Stats = new(Stats)
 	}
@@ -204,19 +205,48 @@ func (r *ring) pop(acct *budget.Account) slot {
 type Stream struct {
 	// Fields are ordered so that the struct fits a smaller size class: every session
 	// holds one stream at least for its whole life.
+	// The bounds are the process's streams' one configuration, shared (sharedConfig):
+	// only the account is the session's own. With the counts below, a stream takes
+	// the 128-byte size class (it took 160).
 	id         uint32
-	closeRetry int32 // retry hint of Close, ms; guarded by mu
-	cfg        StreamConfig
+	closeRetry int32         // retry hint of Close, ms; guarded by mu
+	cfg        *StreamConfig // its Account unused: acct
+	acct       *budget.Account
 
 	mu      sync.Mutex
 	ring    ring
 	last    uint64 // seq of the newest event, 0 if none
 	evicted uint64 // seq of the newest evicted event: the ring holds evicted+1..last
 	written uint64 // highest seq flushed to some consumer
-	closed  bool
 	cons    *Consumer
-	pending int    // bytes of new events (published after its attach) cons has not taken
+	// pending is the bytes of new events (published after its attach) cons has not
+	// taken: QueueBytes and an event at most (maxQueueBytes bounds QueueBytes).
+	pending int32
+	closed  bool
 	writing uint64 // seq of the event a driven consumer is writing from its ring frame (0: none)
+}
+
+// maxQueueBytes bounds QueueBytes, so that a consumer's backlog (QueueBytes and the
+// event that passes it) counts in 32 bits.
+const maxQueueBytes = 1 << 30
+
+// lastConfig is the configuration the last stream was made with, shared by the streams
+// made with the same one after it: a process makes its streams with one (its router's),
+// and every session holds a stream for its whole life.
+var lastConfig atomic.Pointer[StreamConfig]
+
+// sharedConfig is cfg with its defaults, without its Account, shared with the streams
+// made before with the same (a new one otherwise).
+func sharedConfig(cfg StreamConfig) *StreamConfig {
+	cfg.Account = nil
+	cfg = cfg.withDefaults()
+	if p := lastConfig.Load(); p != nil && *p == cfg {
+		return p
+	}
+	p := new(StreamConfig) // allocated here only: cfg stays on the stack
+	*p = cfg
+	lastConfig.Store(p)
+	return p
 }
 
 // frameSlack is room reserved in a body buffer beyond the data: the field names and
@@ -227,8 +257,7 @@ const frameSlack = 16
 // (StreamConfig.Validate); here, zero fields take their defaults and a QueueBytes above
 // RingBytes is used as given.
 func NewStream(id uint32, cfg StreamConfig) *Stream {
-	cfg = cfg.withDefaults()
-	return &Stream{id: id, cfg: cfg}
+	return &Stream{id: id, cfg: sharedConfig(cfg), acct: cfg.Account}
 }
 
 // NewStreamAfter returns an empty stream whose first event will have sequence number
@@ -270,7 +299,7 @@ func (s *Stream) publish(e slot) (EventID, error) {
 	f := *e.b
 	// The budget is reserved before the lock: making room may evict other streams of
 	// the session, whose locks must not nest in this one.
-	acct := s.cfg.Account
+	acct := s.acct
 	reserved := int64(cap(f))
 	overBudget := acct.Reserve(reserved) != nil
 
@@ -287,7 +316,7 @@ func (s *Stream) publish(e slot) (EventID, error) {
 	size := len(f) + id.endLen() // as sent
 
 	var cut *Consumer
-	if s.cons != nil && s.pending > s.cfg.QueueBytes {
+	if s.cons != nil && int(s.pending) > s.cfg.QueueBytes {
 		cut = s.cutLocked()
 	}
 	evictions := 0
@@ -398,7 +427,7 @@ func (s *Stream) evictLocked(upTo uint64, need int) int {
 	}
 	freed, n := 0, 0
 	for s.ring.n > 0 && s.evicted < upTo && freed < need {
-		e := s.ring.pop(s.cfg.Account)
+		e := s.ring.pop(s.acct)
 		freed += cap(*e.b)
 		s.evicted++
 		s.release(e, s.evicted)
@@ -415,7 +444,7 @@ func (s *Stream) cutLocked() *Consumer {
 	c := s.cons
 	c.state = consCut
 	s.cons = nil
-	s.addPendingLocked(-s.pending)
+	s.addPendingLocked(-int(s.pending))
 	c.kickLocked()
 	return c
 }
@@ -426,7 +455,7 @@ func (s *Stream) addPendingLocked(delta int) {
 	if delta == 0 {
 		return
 	}
-	s.pending += delta
+	s.pending += int32(delta)
 	s.cfg.Stats.Queued.Add(int64(delta))
 }
 
@@ -480,7 +509,7 @@ func (s *Stream) attach(after uint64, exact bool) (*Consumer, error) {
 		old.kickLocked()
 	}
 	s.cons = c
-	s.addPendingLocked(-s.pending)
+	s.addPendingLocked(-int(s.pending))
 	s.mu.Unlock()
 
 	if exact {
@@ -577,7 +606,7 @@ func (c *Consumer) Close() {
 	}
 	if s.cons == c {
 		s.cons = nil
-		s.addPendingLocked(-s.pending)
+		s.addPendingLocked(-int(s.pending))
 	}
 	c.kickLocked()
 	s.mu.Unlock()
@@ -914,7 +943,7 @@ func (c *Consumer) finish(flushed uint64) {
 	}
 	if s.cons == c {
 		s.cons = nil
-		s.addPendingLocked(-s.pending)
+		s.addPendingLocked(-int(s.pending))
 	}
 	s.mu.Unlock()
 }
