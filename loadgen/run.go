@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/internal/ctxtime"
 	"github.com/mcprouter/mcprouter/loadgen/client"
 	"github.com/mcprouter/mcprouter/loadgen/report"
 	"github.com/mcprouter/mcprouter/loadgen/stats"
@@ -173,14 +174,7 @@ func (r *run) sleepUntil(t int64) bool {
 	if d <= 0 {
 		return !r.stopped.Load()
 	}
-	timer := time.NewTimer(time.Duration(d))
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return true
-	case <-r.stopCh:
-		return false
-	}
+	return !ctxtime.Wait(r.stopCh, time.Duration(d))
 }
 
 // dialFinished counts a session opening (or failing); the last one starts the clock:

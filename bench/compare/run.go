@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcprouter/mcprouter/internal/ctxtime"
 	"github.com/mcprouter/mcprouter/loadgen/report"
 )
 
@@ -846,9 +847,7 @@ func (h *harness) profileRouter(ctx context.Context) (*Profile, error) {
 	}
 	defer p.stop()
 	secs := max(1, int(h.o.Duration.Seconds())-1)
-	select {
-	case <-time.After(h.o.Warmup + 500*time.Millisecond):
-	case <-ctx.Done():
+	if !ctxtime.Sleep(ctx, h.o.Warmup+500*time.Millisecond) {
 		return nil, ctx.Err()
 	}
 	c := &http.Client{Timeout: time.Duration(secs)*time.Second + 30*time.Second}

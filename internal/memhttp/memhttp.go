@@ -12,6 +12,8 @@ import (
 
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttputil"
+
+	"github.com/mcprouter/mcprouter/internal/ctxtime"
 )
 
 // Server is srv serving on an in-memory listener.
@@ -48,11 +50,7 @@ func (s *Server) stop(tb testing.TB, wait time.Duration) {
 	defer cancel()
 	s.srv.ShutdownWithContext(ctx)
 	s.Listener.Close()
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-s.done:
-	case <-t.C:
+	if !ctxtime.Wait(s.done, wait) {
 		tb.Error("the in-memory server did not stop")
 	}
 	s.Client.CloseIdleConnections()

@@ -10,6 +10,7 @@ import (
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/internal/ctxtime"
 )
 
 // Holder holds many idle sessions subscribed to one resource, each with its
@@ -157,12 +158,7 @@ func (h *Holder) Collect(trigger time.Time, wait time.Duration) HoldRound {
 	if hr == nil {
 		return HoldRound{Missing: h.held.Load(), Latency: hdr.New(1, 2, 1).Export()}
 	}
-	t := time.NewTimer(wait)
-	select {
-	case <-hr.allIn:
-	case <-t.C:
-	}
-	t.Stop()
+	ctxtime.Wait(hr.allIn, wait)
 	h.round.Store(nil)
 	hist := hdr.New(1, int64(10*time.Minute), 3)
 	r := HoldRound{Duplicates: hr.dups.Load()}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/mcprouter/mcprouter/internal/ctxtime"
 	"github.com/mcprouter/mcprouter/transport/sse"
 )
 
@@ -150,9 +151,6 @@ func (s *sseSession) Close(deadline time.Time) error {
 		return nil
 	}
 	s.cancel()
-	select {
-	case <-s.done:
-	case <-time.After(time.Until(deadline)):
-	}
+	ctxtime.Wait(s.done, time.Until(deadline))
 	return nil
 }
