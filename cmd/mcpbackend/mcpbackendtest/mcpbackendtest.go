@@ -481,16 +481,12 @@ func checkCancel(t testing.TB, ctx context.Context, c *Client, _ CheckOptions) {
 	case <-time.After(Wait):
 		t.Fatal("cancelled call did not return")
 	}
-	deadline := time.Now().Add(Wait)
-	for {
-		st := Stats(t, ctx, c)
-		if st["cancelled"] > before && st["inFlight"] == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the backend did not cancel the call: %v", st)
-		}
-		time.Sleep(5 * time.Millisecond)
+	var st map[string]float64
+	if !testwait.Poll(Wait, func() bool {
+		st = Stats(t, ctx, c)
+		return st["cancelled"] > before && st["inFlight"] == 0
+	}) {
+		t.Fatalf("the backend did not cancel the call: %v", st)
 	}
 }
 
