@@ -157,3 +157,8 @@ func FuzzExchange(f *testing.F) {
 		}
 	})
 }
+
+// The pool's own exchange over TLS (an https backend URL), without pipelining.
+func TestHTTPPoolTLS(t *testing.T) {
+	echoOverTLS(t, HTTPOptions{})
+}
