@@ -37,6 +37,33 @@ func encodeResponse(status int, contentType string, body []byte, chunk int) []by
 	return b.Bytes()
 }
 
+// generatedResponse is the response the reference encoder makes of a fuzz target's
+// inputs (a status picked from fuzzStatuses, body framed by Content-Length or in
+// chunks, JSON or SSE); false for a body over fuzzMaxBody.
+func generatedResponse(statusPick uint8, body []byte, chunk uint8, sse bool) ([]byte, bool) {
+	if len(body) > fuzzMaxBody {
+		return nil, false
+	}
+	status := fuzzStatuses[int(statusPick)%len(fuzzStatuses)]
+	contentType := "application/json"
+	if sse && status/100 == 2 {
+		contentType = "text/event-stream"
+	}
+	return encodeResponse(status, contentType, body, int(chunk)), true
+}
+
+// checkReadBack fails t unless the response read from first (its status, content type
+// and body, or err) encodes as first again.
+func checkReadBack(t *testing.T, first []byte, chunk uint8, status int, contentType string, body []byte, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("response %q: %v", first, err)
+	}
+	if again := encodeResponse(status, contentType, body, int(chunk)); !bytes.Equal(again, first) {
+		t.Fatalf("response %q read as %d %q %q, which encodes as %q", first, status, contentType, body, again)
+	}
+}
+
 // readOne reads the next response from pc with the pipelined connection's reader, and
 // its body (whole, or streamed to its end for an SSE reply).
 func readOne(pc *pipeConn) (status int, contentType string, body []byte, err error) {
@@ -82,24 +109,14 @@ func FuzzPipelineReadResponse(f *testing.F) {
 			}
 		}
 
-		if len(body) > fuzzMaxBody {
+		first, ok := generatedResponse(statusPick, body, chunk, sse)
+		if !ok {
 			return
 		}
-		status := fuzzStatuses[int(statusPick)%len(fuzzStatuses)]
-		contentType := "application/json"
-		if sse && status/100 == 2 {
-			contentType = "text/event-stream"
-		}
-		first := encodeResponse(status, contentType, body, int(chunk))
 		next := encodeResponse(200, "application/json", []byte("{}"), 0)
 		pc = &pipeConn{br: bufio.NewReader(bytes.NewReader(append(append([]byte(nil), first...), next...)))}
 		gotStatus, gotType, gotBody, err := readOne(pc)
-		if err != nil {
-			t.Fatalf("response %q: %v", first, err)
-		}
-		if again := encodeResponse(gotStatus, gotType, gotBody, int(chunk)); !bytes.Equal(again, first) {
-			t.Fatalf("response %q read as %d %q %q, which encodes as %q", first, gotStatus, gotType, gotBody, again)
-		}
+		checkReadBack(t, first, chunk, gotStatus, gotType, gotBody, err)
 		if s, _, b, err := readOne(pc); err != nil || s != 200 || string(b) != "{}" {
 			t.Fatalf("after %q the next response reads as %d %q %v", first, s, b, err)
 		}
