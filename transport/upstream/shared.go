@@ -67,13 +67,6 @@ func (h *handshake) forget() {
 	h.mu.Unlock()
 }
 
-// recorded reports whether there is an initialize to replay.
-func (h *handshake) recorded() bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.init) > 0
-}
-
 // renewal is what a Conn sends to establish a new session: the recorded initialize with
 // its id replaced by a private one (so that its reply can be told apart from anything
 // the router awaits), and the recorded initialized notification (nil if the router had not

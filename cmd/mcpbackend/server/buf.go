@@ -3,8 +3,6 @@ package server
 import (
 	"strconv"
 	"sync"
-
-	"github.com/mcprouter/mcprouter/codec"
 )
 
 // Reply buffers come from a pool; the transports copy what they are given, so a buffer
@@ -45,6 +43,3 @@ func appendTextContent(dst, tok []byte) []byte {
 }
 
 func appendInt(dst []byte, n int64) []byte { return strconv.AppendInt(dst, n, 10) }
-
-// quoted returns s as a JSON string token.
-func quoted(s string) []byte { return codec.AppendString(nil, s) }
