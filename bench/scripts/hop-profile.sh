@@ -4,7 +4,9 @@
 # pinned to one CPU and mcpload (32 sessions, tools/call echo) to another, as
 # bench/cmd/compare pins them. Prints the router's CPU per call split into user and system
 # time, its system calls per call (strace -c over 3 s of the run), and the top of a CPU
-# profile taken from its admin listener (written to OUT.pprof).
+# profile taken from its admin listener (written to OUT.pprof), and its heap allocations
+# per call over the same window (the allocs profile's delta; top sites in
+# OUT.allocs.txt) with the collections GODEBUG=gctrace=1 logged meanwhile.
 #
 #   bash bench/scripts/hop-profile.sh ROUTER_BIN OUT
 #   EXTRA='    pipeline: 2' bash bench/scripts/hop-profile.sh ROUTER_BIN OUT
@@ -37,7 +39,7 @@ if [ "$R" = haproxy ]; then
 	done
 else
 	printf 'listen: 127.0.0.1:18391\nadmin: {listen: 127.0.0.1:18392, pprof: true}\nbackends:\n  - name: b\n    url: http://127.0.0.1:18390/mcp\n%s\n' "$EXTRA" >"$work/router.yaml"
-	taskset -c 1 "$R" --config "$work/router.yaml" >"$work/router.log" 2>&1 &
+	GODEBUG=gctrace=1 taskset -c 1 "$R" --config "$work/router.yaml" >"$work/router.log" 2>&1 &
 	rpid=$!
 	for _ in $(seq 1 100); do curl -sf http://127.0.0.1:18392/readyz >/dev/null && break; sleep 0.1; done
 fi
@@ -50,7 +52,14 @@ sleep 2
 if [ "$R" = haproxy ]; then
 	sleep "$DUR"
 else
-	curl -s "http://127.0.0.1:18392/debug/pprof/profile?seconds=$DUR" >"$OUT.pprof"
+	admin=http://127.0.0.1:18392
+	curl -s $admin/metrics >"$work/m0"
+	curl -s $admin/debug/pprof/allocs >"$work/a0.pprof"
+	gc0=$(grep -c '^gc ' "$work/router.log" || true)
+	curl -s "$admin/debug/pprof/profile?seconds=$DUR" >"$OUT.pprof"
+	gc1=$(grep -c '^gc ' "$work/router.log" || true)
+	curl -s $admin/debug/pprof/allocs >"$work/a1.pprof"
+	curl -s $admin/metrics >"$work/m1"
 fi
 if command -v strace >/dev/null; then
 	timeout -s INT 3 strace -c -f -p "$rpid" -o "$work/strace.txt" >/dev/null 2>&1 || true
@@ -80,5 +89,12 @@ if os.path.exists(trace):
             for k, (n, e) in sorted(counts.items(), key=lambda kv: -kv[1][0])[:6]))
 PY
 if [ "$R" != haproxy ]; then
+	allocs() { go tool pprof -sample_index="$1" -base "$work/a0.pprof" -top "$work/a1.pprof" 2>/dev/null || true; }
+	allocs alloc_objects >"$work/objects.txt"
+	allocs alloc_space >"$work/space.txt"
+	{ sed -n 1,25p "$work/objects.txt"; sed -n 1,8p "$work/space.txt"; } >"$OUT.allocs.txt"
+	total() { awk '/^Showing nodes/ {print $(NF-1); exit}' "$1"; }
+	calls() { awk '/^mcprouter_requests_total/ {s += $NF} END {printf "%d", s}' "$1"; }
+	echo "allocations over the profile's ${DUR}s: $(total "$work/objects.txt") objects, $(total "$work/space.txt") for $(($(calls "$work/m1") - $(calls "$work/m0"))) calls; $((gc1 - gc0)) collections"
 	go tool pprof -top -nodecount=25 "$R" "$OUT.pprof" 2>/dev/null | sed -n '4,40p'
 fi
