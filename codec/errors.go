@@ -40,6 +40,17 @@ const (
 	CodeUnsupportedVersion = -32022 // the protocol version is not served; data.supported and data.requested
 )
 
+// Codes of the specification that the router meets in backends' answers and never makes
+// itself. They are kept here so that the codes have one table, but apart: the README's
+// table, of the errors the router makes, leaves them out, and TestErrorCodesInREADME
+// checks that too.
+const (
+	// CodeURLElicitationRequired is 2025-11-25's "URL elicitation required", which
+	// 2026-07-28 reserves and forbids emitting: the fleet reshapes it into an
+	// input_required result for a 2026 client (router/modern's CodeMappings).
+	CodeURLElicitationRequired = -32042
+)
+
 // AppendRetryData appends the data of a CodeOverloaded error, {"retryAfterMs":N}, N being
 // d in whole milliseconds rounded up and at least 1 (a hint of 0 would invite an
 // immediate retry storm).

@@ -12,55 +12,78 @@ import (
 )
 
 // TestErrorCodesInREADME: the README's table of the errors the router makes and the Code
-// constants of errors.go list the same codes, both ways.
+// constants of errors.go's table list the same codes, both ways; the codes the router
+// never makes (errors.go's second block) are not in the README's table, nor in the first.
 func TestErrorCodesInREADME(t *testing.T) {
-	consts := codeConstants(t)
+	made, never := codeConstants(t)
 	readme, err := os.ReadFile("../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	table := readmeCodes(t, string(readme))
-	for code, name := range consts {
+	for code, name := range made {
 		if !table[code] {
 			t.Errorf("%s (%d) is missing from the README's error table", name, code)
 		}
 	}
 	for code := range table {
-		if _, ok := consts[code]; !ok {
-			t.Errorf("the README's error table lists %d, which codec/errors.go does not define", code)
+		if _, ok := made[code]; !ok {
+			t.Errorf("the README's error table lists %d, which codec/errors.go's table does not define", code)
+		}
+	}
+	for code, name := range never {
+		if table[code] {
+			t.Errorf("the README's table of the errors the router makes lists %s (%d), which the router never makes", name, code)
+		}
+		if other, ok := made[code]; ok {
+			t.Errorf("%d is both %s, which the router makes, and %s, which it never makes", code, other, name)
 		}
 	}
 }
 
-// codeConstants reads the Code* constants of errors.go: code -> name.
-func codeConstants(t *testing.T) map[int]string {
+// codeConstants reads the Code* constants of errors.go, code -> name: made, those of the
+// constant blocks the router answers with, and never, those of the block whose doc says
+// the router never makes them.
+func codeConstants(t *testing.T) (made, never map[int]string) {
 	t.Helper()
-	f, err := parser.ParseFile(token.NewFileSet(), "errors.go", nil, 0)
+	f, err := parser.ParseFile(token.NewFileSet(), "errors.go", nil, parser.ParseComments)
 	if err != nil {
 		t.Fatal(err)
 	}
-	codes := map[int]string{}
-	ast.Inspect(f, func(n ast.Node) bool {
-		vs, ok := n.(*ast.ValueSpec)
-		if !ok || len(vs.Names) != 1 || len(vs.Values) != 1 || !strings.HasPrefix(vs.Names[0].Name, "Code") {
-			return true
+	made, never = map[int]string{}, map[int]string{}
+	for _, d := range f.Decls {
+		g, ok := d.(*ast.GenDecl)
+		if !ok || g.Tok != token.CONST {
+			continue
 		}
-		u, ok := vs.Values[0].(*ast.UnaryExpr)
-		lit, isLit := u.X.(*ast.BasicLit)
-		if !ok || u.Op != token.SUB || !isLit {
-			t.Fatalf("%s is not a negative literal", vs.Names[0].Name)
+		into := made
+		if g.Doc != nil && strings.Contains(g.Doc.Text(), "never makes") {
+			into = never
 		}
-		v, err := strconv.Atoi(lit.Value)
-		if err != nil {
-			t.Fatal(err)
+		for _, s := range g.Specs {
+			vs := s.(*ast.ValueSpec)
+			if len(vs.Names) != 1 || len(vs.Values) != 1 || !strings.HasPrefix(vs.Names[0].Name, "Code") {
+				continue
+			}
+			u, ok := vs.Values[0].(*ast.UnaryExpr)
+			if !ok || u.Op != token.SUB {
+				t.Fatalf("%s is not a negative literal", vs.Names[0].Name)
+			}
+			lit, ok := u.X.(*ast.BasicLit)
+			if !ok {
+				t.Fatalf("%s is not a negative literal", vs.Names[0].Name)
+			}
+			v, err := strconv.Atoi(lit.Value)
+			if err != nil {
+				t.Fatal(err)
+			}
+			into[-v] = vs.Names[0].Name
 		}
-		codes[-v] = vs.Names[0].Name
-		return true
-	})
-	if len(codes) == 0 {
-		t.Fatal("no Code constants found in errors.go")
 	}
-	return codes
+	if len(made) == 0 || len(never) == 0 {
+		t.Fatal("errors.go's two blocks of Code constants (made, never made) were not both found")
+	}
+	return made, never
 }
 
 // readmeCodes reads the codes of the table under "### Errors the router makes".

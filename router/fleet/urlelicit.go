@@ -49,7 +49,7 @@ func urlKey(i int) string { return "url-" + strconv.Itoa(i+1) }
 // error the revision allows when it cannot: the client did not declare URL-mode
 // elicitation, or the error's data lists no URL elicitation.
 func (f *Fleet) ReshapeError(x *transport.Exchange, errObj []byte) []byte {
-	if modern.ErrorCode(errObj) != modern.CodeURLElicitationRequired {
+	if modern.ErrorCode(errObj) != codec.CodeURLElicitationRequired {
 		return nil
 	}
 	return f.srv.park.urlElicitation(x, errObj)

@@ -194,11 +194,11 @@ type CodeMapping struct {
 }
 
 // CodeMappings lists the error codes that differ between the eras; every other code
-// (JSON-RPC's own, the router's -32000..-32015) means the same in both and passes.
+// (JSON-RPC's own, the router's -32000..-32018) means the same in both and passes.
 var CodeMappings = [...]CodeMapping{
 	{codec.CodeResourceNotFound, codec.CodeInvalidParams,
 		"2026-07-28 renumbered resource not found to -32602 and forbids emitting -32002"},
-	{CodeURLElicitationRequired, 0,
+	{codec.CodeURLElicitationRequired, 0,
 		"2025-11-25's URL elicitation required is an InputRequiredResult with a URL-mode elicitation in 2026-07-28: the fleet reshapes it (router.ErrorReshaper; the accepted retry sends the original request again), and the code never reaches a 2026 client (one without URL-mode elicitation gets -32021)"},
 	{codec.CodeInvalidParams, codec.CodeHeaderMismatch,
 		"a 2026 backend's header mismatch is the router's own fault toward it: a 2025 client sees invalid params"},
@@ -208,17 +208,13 @@ var CodeMappings = [...]CodeMapping{
 		"the router chooses the version it speaks upstream: a backend refusing it is an internal error toward a 2025 client (the router re-discovers the backend)"},
 }
 
-// CodeURLElicitationRequired is 2025-11-25's "URL elicitation required" error, which
-// 2026-07-28 reserves and forbids emitting; it is not a code the router makes.
-const CodeURLElicitationRequired = -32042
-
 // ErrorToModern translates a 2025 backend's error code for a 2026 client; reshape is
 // true when the error must become an InputRequiredResult instead.
 func ErrorToModern(code int) (out int, reshape bool) {
 	switch code {
 	case codec.CodeResourceNotFound:
 		return codec.CodeInvalidParams, false
-	case CodeURLElicitationRequired:
+	case codec.CodeURLElicitationRequired:
 		return 0, true
 	}
 	return code, false

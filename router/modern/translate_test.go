@@ -48,7 +48,7 @@ func TestErrorCodes(t *testing.T) {
 	if c, re := ErrorToModern(codec.CodeResourceNotFound); c != codec.CodeInvalidParams || re {
 		t.Error("-32002 must become -32602")
 	}
-	if _, re := ErrorToModern(CodeURLElicitationRequired); !re {
+	if _, re := ErrorToModern(codec.CodeURLElicitationRequired); !re {
 		t.Error("-32042 must be reshaped")
 	}
 	for _, c := range []int{codec.CodeInvalidParams, codec.CodeMethodNotFound, codec.CodeOverloaded, codec.CodeBackendTimeout} {
