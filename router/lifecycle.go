@@ -14,13 +14,6 @@ import (
 	"github.com/mcprouter/mcprouter/transport"
 )
 
-// Error codes the router answers with, beyond JSON-RPC's own.
-const (
-	// CodeNotInitialized refuses requests sent before initialize (JSON-RPC's invalid
-	// request: the message is fine, the session is not ready for it).
-	CodeNotInitialized = codec.CodeInvalidRequest
-)
-
 // logLevels are the syslog severities of logging/setLevel, least severe first.
 var logLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
 
@@ -76,7 +69,8 @@ func (r *Router) handle(j *job) bool {
 		return true
 	}
 	if j.s == nil {
-		j.replyError(CodeNotInitialized, "session not initialized: send initialize first", nil)
+		// JSON-RPC's invalid request: the message is fine, the session is not ready for it.
+		j.replyError(codec.CodeInvalidRequest, "session not initialized: send initialize first", nil)
 		return true
 	}
 	switch string(method) {

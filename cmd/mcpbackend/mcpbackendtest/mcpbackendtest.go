@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcprouter/mcprouter/cmd/mcpbackend/server"
+	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/internal/testwait"
 )
 
@@ -370,9 +371,9 @@ func checkResources(t testing.TB, ctx context.Context, c *Client, _ CheckOptions
 	}
 	_, err = c.Session.ReadResource(ctx, &mcp.ReadResourceParams{URI: "nope://x"})
 	var werr *jsonrpc.Error
-	wantCode := int64(server.CodeResourceNotFound)
+	wantCode := int64(codec.CodeResourceNotFound)
 	if c.Modern() {
-		wantCode = -32602 // 2026-07-28 renumbered it
+		wantCode = codec.CodeInvalidParams // 2026-07-28 renumbered it
 	}
 	if !errors.As(err, &werr) || werr.Code != wantCode {
 		t.Fatalf("read unknown: want %d, got %v", wantCode, err)

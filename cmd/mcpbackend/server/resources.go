@@ -9,9 +9,6 @@ import (
 	"github.com/mcprouter/mcprouter/router/modern"
 )
 
-// CodeResourceNotFound is the MCP error for a resource URI the server does not know.
-const CodeResourceNotFound = codec.CodeResourceNotFound
-
 // changed gives res a new version and tells its subscribers; it returns the version.
 func (s *Server) changed(res *resource) uint64 {
 	v := res.version.Add(1)
@@ -69,9 +66,9 @@ func uriOf(m *codec.Message) (string, bool) {
 func resourceNotFound(r Responder, sess *Session, id []byte, uri string) {
 	data := append([]byte(`{"uri":`), codec.AppendString(nil, uri)...)
 	data = append(data, '}')
-	code, _ := modern.ErrorToModern(CodeResourceNotFound)
+	code, _ := modern.ErrorToModern(codec.CodeResourceNotFound)
 	if !sess.modern {
-		code = CodeResourceNotFound
+		code = codec.CodeResourceNotFound
 	}
 	replyError(r, id, code, "Resource not found", data)
 }

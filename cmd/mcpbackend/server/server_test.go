@@ -399,7 +399,7 @@ func TestSubscriptions(t *testing.T) {
 			t.Fatalf("subscribe %s: %d", c.uri, code)
 		}
 	}
-	if code := errorCode(t, do(t, s, a, `{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"nope://x"}}`).reply(t)); code != CodeResourceNotFound {
+	if code := errorCode(t, do(t, s, a, `{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"nope://x"}}`).reply(t)); code != codec.CodeResourceNotFound {
 		t.Fatalf("subscribe unknown: %d", code)
 	}
 	do(t, s, a, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"touch","arguments":{"uri":"memo://board"}}}`).reply(t)

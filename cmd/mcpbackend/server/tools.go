@@ -221,7 +221,7 @@ func overloaded(r Responder, id []byte) {
 // required (-32042) given a url argument (raw), the one URL-mode elicitation it lists,
 // as a server that needs the user to open url writes it; nil otherwise.
 func urlElicitationData(code int64, url []byte) []byte {
-	if code != -32042 {
+	if code != codec.CodeURLElicitationRequired {
 		return nil
 	}
 	if _, ok := stringValue(url); !ok {
