@@ -69,9 +69,8 @@ type StatelessHeaders struct {
 
 // Header names of the stateless revision's Streamable HTTP binding.
 const (
-	HeaderMethod      = "Mcp-Method"
-	HeaderName        = "Mcp-Name"
-	headerParamPrefix = "mcp-param-"
+	HeaderMethod = "Mcp-Method"
+	HeaderName   = "Mcp-Name"
 )
 
 // OnAbandon registers fn to run, once, if the client goes away before x is answered (it
@@ -199,16 +198,16 @@ func statelessHeaders(ctx *fasthttp.RequestCtx, p *httpPost) {
 			return
 		}
 		switch {
-		case len(k) > len(headerParamPrefix) && bytes.EqualFold(k[:len(headerParamPrefix)], []byte(headerParamPrefix)):
+		case len(k) > len(normParamPrefix) && headerIs(k[:len(normParamPrefix)], normParamPrefix):
 			p.hdrs = append(p.hdrs, k...)
 			p.hdrs = append(p.hdrs, ':', ' ')
 			p.hdrs = append(p.hdrs, v...)
 			p.hdrs = append(p.hdrs, '\n')
-		case seen&1 == 0 && len(k) == len(HeaderProtocolVersion) && bytes.EqualFold(k, []byte(HeaderProtocolVersion)):
+		case seen&1 == 0 && len(k) == len(normProtocolVersion) && headerIs(k, normProtocolVersion):
 			hd.Version, seen = v, seen|1
-		case seen&2 == 0 && len(k) == len(HeaderMethod) && bytes.EqualFold(k, []byte(HeaderMethod)):
+		case seen&2 == 0 && len(k) == len(HeaderMethod) && headerIs(k, HeaderMethod):
 			hd.Method, seen = v, seen|2
-		case seen&4 == 0 && len(k) == len(HeaderName) && bytes.EqualFold(k, []byte(HeaderName)):
+		case seen&4 == 0 && len(k) == len(HeaderName) && headerIs(k, HeaderName):
 			hd.Name, seen = v, seen|4
 		}
 	})
@@ -216,6 +215,20 @@ func statelessHeaders(ctx *fasthttp.RequestCtx, p *httpPost) {
 		hd.Params = p.hdrs
 	}
 }
+
+// headerIs reports whether the header name k is name in any case, comparing first with
+// name as fasthttp normalizes it (each word capitalized), which is how a server that
+// normalizes hands every name over: bytes.EqualFold of the revision's three names and
+// the prefix was the header walk's largest cost.
+func headerIs(k []byte, name string) bool {
+	return string(k) == name || bytes.EqualFold(k, []byte(name))
+}
+
+// The revision's header names as fasthttp normalizes them (headerIs).
+const (
+	normProtocolVersion = "Mcp-Protocol-Version"
+	normParamPrefix     = "Mcp-Param-"
+)
 
 // statelessRefused answers 405 to a GET or DELETE whose MCP-Protocol-Version names a
 // stateless revision: there is no session to stream or end. It reports whether it did.
