@@ -132,11 +132,10 @@ func start(ctx context.Context, exe string, o Options) (*Cluster, error) {
 	o.defaults()
 	c := &Cluster{o: o, bins: map[string]string{}}
 	for _, cmd := range []string{"mcprouter", "mcpbackend"} {
-		path := filepath.Join(o.Dir, cmd)
 		o.Logf("building %s", cmd)
-		out, err := exec.CommandContext(ctx, "go", "build", "-o", path, "github.com/mcprouter/mcprouter/cmd/"+cmd).CombinedOutput()
+		path, err := BuildCommand(ctx, o.Dir, cmd)
 		if err != nil {
-			return nil, fmt.Errorf("go build %s: %v\n%s", cmd, err, out)
+			return nil, err
 		}
 		c.bins[cmd] = path
 	}
@@ -251,6 +250,19 @@ func (c *Cluster) Close() {
 			n.Proc.Stop()
 		}
 	}
+}
+
+// BuildCommand builds the project's command cmd (mcprouter, mcpbackend, mcpload) into
+// dir and returns the binary's path; the error carries the compiler's output. It is the
+// bench commands' build (tests build with internal/testbin, which caches per test
+// process and follows the race flag).
+func BuildCommand(ctx context.Context, dir, cmd string) (string, error) {
+	path := filepath.Join(dir, cmd)
+	out, err := exec.CommandContext(ctx, "go", "build", "-o", path, "github.com/mcprouter/mcprouter/cmd/"+cmd).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build %s: %v\n%s", cmd, err, out)
+	}
+	return path, nil
 }
 
 // FreePorts reserves n loopback ports and releases them for the children to take;
