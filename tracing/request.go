@@ -7,6 +7,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
 
@@ -166,9 +167,10 @@ func (r *Request) EndRound() {
 	r.call = nil
 }
 
-// spanName is the name of s, the server span: the backend call is named alike.
+// spanName is the name of s, the server span: the backend call is named alike. A
+// recording span of the SDK is a ReadOnlySpan, which knows its name.
 func spanName(s trace.Span) string {
-	if ro, ok := s.(interface{ Name() string }); ok {
+	if ro, ok := s.(sdktrace.ReadOnlySpan); ok {
 		return ro.Name()
 	}
 	return "mcp"

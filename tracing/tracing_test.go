@@ -77,7 +77,7 @@ func TestRequestSpans(t *testing.T) {
 		t.Fatalf("%d spans, want 2", len(spans))
 	}
 	call, server := spans[0], spans[1]
-	if server.Name != "tools/call a__echo" || server.SpanKind != trace.SpanKindServer || call.SpanKind != trace.SpanKindClient {
+	if server.Name != "tools/call a__echo" || call.Name != server.Name || server.SpanKind != trace.SpanKindServer || call.SpanKind != trace.SpanKindClient {
 		t.Errorf("spans %q (%v), %q (%v)", server.Name, server.SpanKind, call.Name, call.SpanKind)
 	}
 	if server.Parent.TraceID().String() != "0af7651916cd43dd8448eb211c80319c" || server.Parent.SpanID().String() != "b7ad6b7169203331" {
