@@ -156,7 +156,9 @@ func (r *ring) at(i int) slot {
 
 func (r *ring) push(e slot, limit int) {
 	if r.n == len(r.slots) {
-		size := min(max(4, 2*len(r.slots)), limit)
+		// From one slot: most streams are a POST's, of one event, or a held one's,
+		// of a few.
+		size := min(max(1, 2*len(r.slots)), limit)
 		slots := make([]slot, size)
 		for i := 0; i < r.n; i++ {
 			j := r.head + i
@@ -281,7 +283,18 @@ func (s *Stream) Stats() *Stats { return s.cfg.Stats }
 // Stats.CutOffs); the event is kept in the ring either way. After Close it returns
 // ErrClosed.
 func (s *Stream) Publish(event string, data []byte) (EventID, error) {
-	bp := getBuf(len(event) + len(data) + frameSlack)
+	n := len(event) + len(data) + frameSlack
+	var bp *[]byte
+	if n < 1<<minClassShift {
+		// Below the smallest class, a buffer of the body's own size: the ring holds
+		// the event for as long as it is kept (a held stream's one acknowledgement,
+		// for the stream's whole life), and a pooled one would be mostly empty.
+		// Room for the event's field too: "event: ", its name, a line end.
+		b := make([]byte, 0, n+len(event)+8)
+		bp = &b
+	} else {
+		bp = getBuf(n)
+	}
 	*bp = appendBody(*bp, event, data) // the copy happens here, outside the lock
 	return s.publish(slot{b: bp})
 }
