@@ -74,9 +74,6 @@ func Start(addr string, o Options) (*Server, error) {
 // URL is the MCP endpoint.
 func (s *Server) URL() string { return "http://" + s.ln.Addr().String() + "/mcp" }
 
-// Addr is the listening address.
-func (s *Server) Addr() string { return s.ln.Addr().String() }
-
 // Calls is the number of tools/call requests received.
 func (s *Server) Calls() int64 { return s.calls.Load() }
 

@@ -146,9 +146,6 @@ func New(ops []Op, n int) *Recorder {
 	return r
 }
 
-// Ops returns the recorder's operations.
-func (r *Recorder) Ops() []Op { return r.ops }
-
 // Record adds s to the shard chosen by hint (any integer; workers pass their index).
 func (r *Recorder) Record(hint int, s Sample) {
 	if hint < 0 {
