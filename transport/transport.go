@@ -183,8 +183,8 @@ const (
 	CarrierNATS                          // NATS request/reply (see ServeNATS)
 )
 
-func (k Carrier) String() string {
-	switch k {
+func (c Carrier) String() string {
+	switch c {
 	case CarrierStreamable:
 		return "streamable"
 	case CarrierLegacySSE:
