@@ -8,6 +8,7 @@ package ctxtime
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -72,47 +73,53 @@ func Sleep(ctx context.Context, d time.Duration) bool {
 // during a shutdown start work of their own, and the shutdown waits for that too), and
 // the wait is a channel, so it combines with a timeout or a context. The zero value is
 // ready to use; any goroutine may call its methods.
+//
+// Add and Done are one atomic operation each while nobody waits, so that a per-request
+// path (a traced request, a call in flight) can count itself: only a Done that brings
+// the count to 0 while a Zero is outstanding takes the lock.
 type Counter struct {
-	mu   sync.Mutex
-	n    int
-	zero chan struct{} // closed when n drops to 0; nil while nobody waits
+	n atomic.Int64
+	// waited is set (under mu) by Zero before it reads n, and cleared when the channel
+	// closes: a Done that reaches 0 after Zero read n sees it set and closes the channel.
+	waited atomic.Bool
+	mu     sync.Mutex
+	zero   chan struct{} // closed when n drops to 0; nil while nobody waits
 }
 
 // closedChan is what Zero returns when nothing is counted.
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // Add counts one more piece of work.
-func (c *Counter) Add() {
-	c.mu.Lock()
-	c.n++
-	c.mu.Unlock()
-}
+func (c *Counter) Add() { c.n.Add(1) }
 
 // Done counts one piece of work finished.
 func (c *Counter) Done() {
+	if c.n.Add(-1) != 0 || !c.waited.Load() {
+		return
+	}
 	c.mu.Lock()
-	c.n--
-	if c.n == 0 && c.zero != nil {
+	if c.zero != nil && c.n.Load() == 0 { // not when work was added meanwhile
 		close(c.zero)
 		c.zero = nil
+		c.waited.Store(false)
 	}
 	c.mu.Unlock()
 }
 
 // N is the work counted now: for reports ("requests still traced"), not to wait on (Zero is
 // the signal).
-func (c *Counter) N() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.n
-}
+func (c *Counter) N() int { return int(c.n.Load()) }
 
 // Zero returns a channel closed once nothing is counted: already closed when nothing is
 // now. Work added after it closed is not waited for by that channel; ask again.
 func (c *Counter) Zero() <-chan struct{} {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.n == 0 {
+	c.waited.Store(true) // before reading n: see Done
+	if c.n.Load() == 0 {
+		if c.zero == nil { // no channel for a Done to close: no Done need lock
+			c.waited.Store(false)
+		}
 		return closedChan
 	}
 	if c.zero == nil {

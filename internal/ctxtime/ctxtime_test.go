@@ -79,6 +79,47 @@ func TestCounterWaitWhileAdding(t *testing.T) {
 	}
 }
 
+// TestCounterWaitersRace races Zero against Add and Done from many goroutines (bounded):
+// every channel a waiter got closes once the last piece of work is done, whatever
+// interleaving the Dones that reached 0 had with the waits.
+func TestCounterWaitersRace(t *testing.T) {
+	for range 200 {
+		var c Counter
+		var work, waiters sync.WaitGroup
+		chans := make(chan (<-chan struct{}), 64)
+		for range 8 {
+			work.Add(1)
+			go func() {
+				defer work.Done()
+				for range 20 {
+					c.Add()
+					c.Done()
+				}
+			}()
+			waiters.Add(1)
+			go func() {
+				defer waiters.Done()
+				for range 4 {
+					chans <- c.Zero()
+				}
+			}()
+		}
+		c.Add() // held until every waiter asked, so that some wait
+		waiters.Wait()
+		work.Wait()
+		c.Done()
+		close(chans)
+		for ch := range chans {
+			if !Wait(ch, 10*time.Second) {
+				t.Fatal("a Zero channel stayed open with nothing counted")
+			}
+		}
+		if c.N() != 0 {
+			t.Fatalf("N = %d after every Done", c.N())
+		}
+	}
+}
+
 // TestEvery: fn runs on every tick until stop closes, and not once after (here stop
 // closes inside the third call, so Every returns with exactly three calls made).
 func TestEvery(t *testing.T) {
