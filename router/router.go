@@ -59,7 +59,17 @@ type SessionStore interface {
 	Delete(id string)
 }
 
-// Router is the MCP layer: it implements transport.Handler.
+// Router is the MCP layer: it implements transport.Handler. It owns the dispatcher, the
+// router's side of each session (Session: revision, client capabilities, principal) and
+// the writes of session records; the backends are the Fleet's.
+//
+// Who calls it: the transports, on the goroutine that read a message (HandleMessage
+// never blocks: it hands a job to the dispatcher, or runs it on the caller when the
+// fleet allows, inline.go) and when a session opens or closes; the app, to close it.
+// Which goroutines run it: a job's Prepare runs on its session's shard goroutine, in the
+// session's order (lifecycle methods, notifications, the fleet's Prepare), and its Run
+// on a pool worker (the fleet's forwarding); session records are written on goroutines
+// of their own (persist_writer.go).
 type Router struct {
 	cfg   Config
 	log   *slog.Logger

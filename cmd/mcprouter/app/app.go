@@ -28,7 +28,12 @@ import (
 // Version is the router's version, set at build time with -ldflags.
 var Version = "dev"
 
-// App is a running router: the transports, the router and what they need.
+// App is a running router: the transports, the router and what they need. It owns them
+// all, builds them from the configuration (New), starts the listeners (Listen, Serve,
+// ServeStdio) and stops them in order (Shutdown: intake first, then what is in flight,
+// then streams and connections). The command's main goroutine calls New, Listen and
+// Shutdown; Reload runs on the reload watcher's goroutine (SIGHUP, the file changed),
+// one at a time (reload.go); every other goroutine is the parts' own.
 type App struct {
 	cfg    Config
 	log    *slog.Logger
