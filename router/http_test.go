@@ -18,6 +18,7 @@ import (
 
 	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/internal/memhttp"
+	"github.com/mcprouter/mcprouter/internal/testwait"
 	"github.com/mcprouter/mcprouter/transport"
 	"github.com/mcprouter/mcprouter/transport/sse"
 )
@@ -122,16 +123,13 @@ func TestHTTPLifecycle(t *testing.T) {
 	if _, body := h.post(sid, V20251125, `{"jsonrpc":"2.0","id":4,"method":"shutdown"}`); body != `{"jsonrpc":"2.0","id":4,"result":{}}` {
 		t.Errorf("shutdown: %s", body)
 	}
-	deadline := time.Now().Add(waitLimit)
-	for {
+	status := 0
+	if !testwait.Poll(waitLimit, func() bool {
 		resp, _ := h.post(sid, V20251125, `{"jsonrpc":"2.0","id":5,"method":"ping"}`)
-		if resp.StatusCode == 404 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("session still alive after shutdown: %d", resp.StatusCode)
-		}
-		time.Sleep(time.Millisecond)
+		status = resp.StatusCode
+		return status == 404
+	}) {
+		t.Fatalf("session still alive after shutdown: %d", status)
 	}
 
 	// The session limit: the longest-idle session makes room for a new one.

@@ -114,18 +114,10 @@ func checkNoLeak(t testing.TB) func() {
 	before := runtime.NumGoroutine()
 	return func() {
 		t.Helper()
-		deadline := time.Now().Add(patience)
-		for {
-			n := runtime.NumGoroutine()
-			if n <= before {
-				return
-			}
-			if time.Now().After(deadline) {
-				buf := make([]byte, 1<<20)
-				buf = buf[:runtime.Stack(buf, true)]
-				t.Fatalf("goroutines: %d before, %d after %v\n%s", before, n, patience, buf)
-			}
-			time.Sleep(time.Millisecond)
+		if !testwait.Poll(patience, func() bool { return runtime.NumGoroutine() <= before }) {
+			buf := make([]byte, 1<<20)
+			buf = buf[:runtime.Stack(buf, true)]
+			t.Fatalf("goroutines: %d before, %d after %v\n%s", before, runtime.NumGoroutine(), patience, buf)
 		}
 	}
 }

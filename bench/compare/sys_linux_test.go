@@ -8,6 +8,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/mcprouter/mcprouter/internal/testwait"
 )
 
 func TestParseStat(t *testing.T) {
@@ -45,13 +47,7 @@ func TestProcCPUCountsChildren(t *testing.T) {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	})
-	deadline := time.Now().Add(10 * time.Second)
-	for len(descendants(cmd.Process.Pid)) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the child never appeared")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.For(t, "the child to appear", 10*time.Second, func() bool { return len(descendants(cmd.Process.Pid)) > 0 })
 	if slices.Contains(descendants(cmd.Process.Pid), cmd.Process.Pid) {
 		t.Error("a process is not its own descendant")
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/mcprouter/mcprouter/internal/testbin"
+	"github.com/mcprouter/mcprouter/internal/testwait"
 )
 
 // dialFrom opens a raw TCP connection from the loopback address ip to the router.
@@ -93,13 +94,10 @@ func TestWriteTimeoutCutsUnreadReply(t *testing.T) {
 	fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"+
 		"Mcp-Session-Id: %s\r\nMCP-Protocol-Version: 2025-06-18\r\nContent-Length: %d\r\n\r\n%s", p.Addr(), sid, len(msg), msg)
 	// The router's end leaves ESTABLISHED (01) when it gives up on the write.
-	start, deadline := time.Now(), time.Now().Add(testTimeout)
-	for serverSideState(t, c.RemoteAddr(), c.LocalAddr()) == "01" {
-		if time.Now().After(deadline) {
-			t.Fatal("the router still holds the connection of a reply nobody reads")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	start := time.Now()
+	testwait.For(t, "the router to let go of the connection of a reply nobody reads", testTimeout, func() bool {
+		return serverSideState(t, c.RemoteAddr(), c.LocalAddr()) != "01"
+	})
 	held := time.Since(start)
 	t.Logf("the router let go of the connection after %s", held.Round(time.Millisecond))
 	// Well before the default write timeout (30s), which would also end the wait above:
@@ -318,12 +316,8 @@ func TestChildEnvironmentAllowlist(t *testing.T) {
 	script := `echo "envprobe secret=[$MCPR_E2E_SECRET] path=[${PATH:+set}] own=[$OWN]" >&2; exec "$0" stdio`
 	cfg := fmt.Sprintf("backends:\n  - name: probe\n    command: [sh, -c, %q, %q]\n    env: [OWN=yes]\n", script, backendBin(t))
 	p := startRouter(t, "--config", writeConfig(t, cfg))
-	deadline := time.Now().Add(testTimeout)
-	for !p.Log.Contains("envprobe") {
-		if time.Now().After(deadline) {
-			t.Fatalf("the child's stderr line never reached the log:\n%s", p.Log)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !testwait.Poll(testTimeout, func() bool { return p.Log.Contains("envprobe") }) {
+		t.Fatalf("the child's stderr line never reached the log:\n%s", p.Log)
 	}
 	if p.Log.Contains(secret) {
 		t.Errorf("the child saw the router's secret:\n%s", p.Log)

@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcprouter/mcprouter/internal/testbin"
+	"github.com/mcprouter/mcprouter/internal/testwait"
 )
 
 // TestSignalShutdownInFlight: SIGTERM while a tool call is in flight (forwarded to a
@@ -54,18 +55,14 @@ func TestSignalShutdownInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	// New connections are refused soon after the signal.
-	deadline := time.Now().Add(testTimeout)
-	for {
+	testwait.For(t, "the router to refuse connections after SIGTERM", testTimeout, func() bool {
 		c, err := net.DialTimeout("tcp", p.Addr(), time.Second)
 		if err != nil {
-			break
+			return true
 		}
 		c.Close()
-		if time.Now().After(deadline) {
-			t.Fatal("the router still accepts connections after SIGTERM")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return false
+	})
 
 	o := <-done
 	if o.err != nil {

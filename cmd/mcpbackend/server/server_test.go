@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/internal/testwait"
 )
 
 // TestGolden pins the exact replies of every method the server answers inline, for each
@@ -530,19 +531,11 @@ func TestShutdownRequest(t *testing.T) {
 	if got := string(do(t, s, sess, `{"jsonrpc":"2.0","id":1,"method":"shutdown"}`).reply(t)); got != `{"jsonrpc":"2.0","id":1,"result":{}}` {
 		t.Fatalf("shutdown: %s", got)
 	}
-	deadline := time.Now().Add(waitLimit)
-	for {
+	testwait.For(t, "the session to close after shutdown", waitLimit, func() bool {
 		out.mu.Lock()
-		closed := out.closed
-		out.mu.Unlock()
-		if closed == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("session not closed after shutdown")
-		}
-		time.Sleep(time.Millisecond)
-	}
+		defer out.mu.Unlock()
+		return out.closed == 1
+	})
 }
 
 func TestArgumentValidation(t *testing.T) {

@@ -115,17 +115,11 @@ func startNATS(t *testing.T, n int) []*natsNode {
 		}
 	})
 	// JetStream needs its meta leader before buckets can be made.
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if nodes[0].srv.JetStreamIsClustered() && nodes[0].srv.JetStreamIsCurrent() {
-			if l := nodes[0].srv.JetStreamIsLeader(); l || metaLeaderKnown(nodes) {
-				return nodes
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatal("JetStream cluster did not elect a leader")
-	return nil
+	testwait.For(t, "the JetStream cluster to elect a leader", 30*time.Second, func() bool {
+		n := nodes[0].srv
+		return n.JetStreamIsClustered() && n.JetStreamIsCurrent() && (n.JetStreamIsLeader() || metaLeaderKnown(nodes))
+	})
+	return nodes
 }
 
 // tryCluster starts n routed nodes on fresh ports; on failure it stops those that
