@@ -127,17 +127,30 @@ func roundTripOn(hc *fasthttp.HostClient, req *fasthttp.Request, resp *fasthttp.
 }
 
 // readHead reads a response's head from br into resp, passing over interim (1xx)
-// responses.
+// responses. A connection that gives no final response after a few interim ones, or
+// switches protocols, is an error: what follows on it is no HTTP/1.1 response.
 func readHead(resp *fasthttp.Response, br *bufio.Reader) error {
-	for n := 0; ; n++ {
+	for range maxInterim + 1 {
 		if err := resp.Header.Read(br); err != nil {
 			return err
 		}
-		if s := resp.StatusCode(); s >= 200 || s == fasthttp.StatusSwitchingProtocols || n >= 8 {
+		switch s := resp.StatusCode(); {
+		case s >= 200:
 			return nil
+		case s == fasthttp.StatusSwitchingProtocols:
+			return errSwitched
 		}
 	}
+	return errInterim
 }
+
+// maxInterim bounds the interim responses passed over before a final one.
+const maxInterim = 8
+
+var (
+	errInterim  = errors.New("upstream: interim responses without a final one")
+	errSwitched = errors.New("upstream: the backend switched protocols")
+)
 
 // noBody reports a status whose responses have no body.
 func noBody(status int) bool {

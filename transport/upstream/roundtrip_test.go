@@ -152,3 +152,26 @@ func FuzzExchange(f *testing.F) {
 func TestHTTPPoolTLS(t *testing.T) {
 	echoOverTLS(t, HTTPOptions{})
 }
+
+// TestExchangeInterimResponses: interim responses are passed over up to a bound; a
+// backend that sends only interim responses, or switches protocols, fails the exchange
+// rather than leaving what follows on the connection for the next request.
+func TestExchangeInterimResponses(t *testing.T) {
+	final := "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
+	for _, tc := range []struct {
+		name, reply string
+		ok          bool
+	}{
+		{"two interim", strings.Repeat("HTTP/1.1 100 Continue\r\n\r\n", 2) + final, true},
+		{"the most interim", strings.Repeat("HTTP/1.1 102 Processing\r\n\r\n", maxInterim) + final, true},
+		{"too many interim", strings.Repeat("HTTP/1.1 100 Continue\r\n\r\n", maxInterim+1) + final, false},
+		{"switching protocols", "HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n\r\n" + final, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, _, body, err := exchangeBytes([]byte(tc.reply))
+			if tc.ok != (err == nil) || tc.ok && (status != 200 || string(body) != "{}") {
+				t.Fatalf("got %d %q %v", status, body, err)
+			}
+		})
+	}
+}
