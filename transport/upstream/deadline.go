@@ -12,7 +12,7 @@ import (
 //
 // context.WithDeadline arms a runtime timer and registers a child on its parent (a lock
 // and a map entry) for every call, and a pooled HTTP exchange does not need either: the
-// exchange's timeout is the deadline (fasthttp sets it on the connection, where it also
+// exchange's timeout is the deadline (exchangeOn sets it on the connection, where it also
 // bounds the reading of a streamed body), and the Conn's Close, which the end of the
 // router closes it with, interrupts a read in progress. So a Deadline arms nothing until
 // something asks for its Done channel (a pipelined exchange, a credentials fetch, a

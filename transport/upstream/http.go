@@ -87,10 +87,11 @@ func newHostClient(addr string, tls bool, o *HTTPOptions, conns *connSet) *fasth
 		MaxConns:            o.MaxConns,
 		MaxConnWaitTimeout:  o.ConnWait,
 		MaxIdleConnDuration: o.IdleTimeout,
-		// POSTs are retried by fasthttp only when nothing was sent (the idle probe found
-		// the connection closed): whether a message may be sent twice is otherwise an
-		// MCP question, answered by Send with RetrySafe. GETs and DELETEs keep
-		// fasthttp's default of retrying idempotent requests.
+		// POSTs are retried only when nothing was sent (the idle probe found the
+		// connection closed): whether a message may be sent twice is otherwise an MCP
+		// question, answered by Send with RetrySafe. GETs and DELETEs are retried as
+		// fasthttp retries idempotent requests. exchangeOn, the pool's exchange for
+		// everything but the legacy event stream, applies the same rule.
 		RetryIfErr: func(req *fasthttp.Request, _ int, err error) (bool, bool) {
 			return false, !req.Header.IsPost() || errors.Is(err, errStaleConn)
 		},
@@ -143,7 +144,7 @@ func (c *HTTPConn) Send(ctx context.Context, msg []byte) error {
 }
 
 // maxStaleRetries bounds the attempts of a message that keeps meeting pooled
-// connections closed by the backend (fasthttp already tried a few each time).
+// connections closed by the backend (exchangeOn already tried a few each time).
 const maxStaleRetries = 3
 
 // isStaleConn reports an exchange that failed before any response byte, in the way a
