@@ -6,7 +6,6 @@ package transport
 // network.
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -402,25 +401,6 @@ func readEvents(t testing.TB, rd *sse.Reader, n int) []event {
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	testwait.For(t, what, waitLimit, cond)
-}
-
-// rawRequest writes raw bytes to a fresh connection and returns the response status
-// and headers (the body is not read: it may be an endless stream).
-func (ts *testServer) rawRequest(raw []byte) (*fasthttp.ResponseHeader, error) {
-	c, err := ts.ln.Dial()
-	if err != nil {
-		return nil, err
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(waitLimit))
-	if _, err := c.Write(raw); err != nil {
-		return nil, err
-	}
-	var h fasthttp.ResponseHeader
-	if err := h.Read(bufio.NewReader(c)); err != nil {
-		return nil, err
-	}
-	return &h, nil
 }
 
 // openLegacy opens a legacy HTTP+SSE stream and returns it, its reader (past the

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mcprouter/mcprouter/internal/testio"
+	"github.com/mcprouter/mcprouter/internal/testwait"
 	"github.com/mcprouter/mcprouter/loadgen/sdktest"
 )
 
@@ -178,11 +179,12 @@ func TestStub(t *testing.T) {
 	go func() { done <- run(ctx, []string{"stub", "--listen", "127.0.0.1:0"}, &out, &errOut) }()
 	re := regexp.MustCompile(`serving (\S+)`)
 	var url string
-	for deadline := time.Now().Add(10 * time.Second); url == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	testwait.Poll(10*time.Second, func() bool {
 		if m := re.FindStringSubmatch(out.String()); m != nil {
 			url = m[1]
 		}
-	}
+		return url != ""
+	})
 	if url == "" {
 		cancel()
 		t.Fatalf("stub did not start: %s", errOut.String())

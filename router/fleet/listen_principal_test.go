@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/internal/testwait"
 	"github.com/mcprouter/mcprouter/router"
 	"github.com/mcprouter/mcprouter/transport/upstream"
 )
@@ -99,8 +100,8 @@ func TestListenPrincipal(t *testing.T) {
 		t.Fatal("the listened principal counts as idle")
 	}
 	ss.unlisten(l)
-	eventually(t, "resources/unsubscribe sent", func() bool { return ml.has("resources/unsubscribe") })
-	eventually(t, "the principal reaped once unlistened", func() bool { return ss.principalCount() == 0 && fb.open.Load() == 0 && ss.inUse() == 0 })
+	testwait.For(t, "resources/unsubscribe sent", 20*time.Second, func() bool { return ml.has("resources/unsubscribe") })
+	testwait.For(t, "the principal reaped once unlistened", 20*time.Second, func() bool { return ss.principalCount() == 0 && fb.open.Load() == 0 && ss.inUse() == 0 })
 }
 
 // principalConnOf returns principal id's open upstream session with b.

@@ -204,7 +204,7 @@ func TestCapsSessionsBound(t *testing.T) {
 		}
 	}
 	// The evicted session gives its slot back once closed, in the background.
-	eventually(t, "the evicted session's slot given back", func() bool {
+	testwait.For(t, "the evicted session's slot given back", 20*time.Second, func() bool {
 		return ss.capsCount() == maxCapsSessions && ss.inUse() == maxCapsSessions
 	})
 	ss.caps.mu.Lock()
@@ -225,7 +225,7 @@ func TestCapsSessionsIdle(t *testing.T) {
 		if text, code, _ := callWithCaps(t, n, "caps", `{}`); code != 0 || text != "" {
 			t.Fatalf("%q, error %d", text, code)
 		}
-		eventually(t, "the idle session by capabilities closed", func() bool { return ss.capsCount() == 0 && ss.inUse() == 0 })
+		testwait.For(t, "the idle session by capabilities closed", 20*time.Second, func() bool { return ss.capsCount() == 0 && ss.inUse() == 0 })
 	}
 }
 

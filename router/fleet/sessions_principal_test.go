@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcprouter/mcprouter/internal/testwait"
 	"github.com/mcprouter/mcprouter/router"
 )
 
@@ -63,8 +64,8 @@ func TestPrincipalSessionIdle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the idle principal's upstream session closed", func() bool { return idle.dead() && ss.principalCount() == 1 })
-	eventually(t, "its slot given back", func() bool { return ss.inUse() == 1 && fb.open.Load() == 1 })
+	testwait.For(t, "the idle principal's upstream session closed", 20*time.Second, func() bool { return idle.dead() && ss.principalCount() == 1 })
+	testwait.For(t, "its slot given back", 20*time.Second, func() bool { return ss.inUse() == 1 && fb.open.Load() == 1 })
 	if busy.dead() {
 		t.Fatal("the upstream session with a request in flight was closed")
 	}
@@ -73,7 +74,7 @@ func TestPrincipalSessionIdle(t *testing.T) {
 		t.Fatalf("the idle principal's next request: %v, a fresh upstream session %v", err, again != idle)
 	}
 	ss.conns.table.take(inFlight.id, stateFailed)
-	eventually(t, "every principal reaped once idle", func() bool { return ss.principalCount() == 0 && fb.open.Load() == 0 && ss.inUse() == 0 })
+	testwait.For(t, "every principal reaped once idle", 20*time.Second, func() bool { return ss.principalCount() == 0 && fb.open.Load() == 0 && ss.inUse() == 0 })
 }
 
 // TestPrincipalSessionCap: with as many principals as the cap, a new one is refused as
@@ -114,7 +115,7 @@ func TestPrincipalSessionCap(t *testing.T) {
 	if p := fb.peak.Load(); p > 2 {
 		t.Errorf("%d upstream sessions open at once, cap 2", p)
 	}
-	eventually(t, "alice's slot given to carol", func() bool { return ss.inUse() == 2 && fb.open.Load() == 2 })
+	testwait.For(t, "alice's slot given to carol", 20*time.Second, func() bool { return ss.inUse() == 2 && fb.open.Load() == 2 })
 }
 
 // TestClosePrincipalSessions: the fleet's Close closes the principals' upstream

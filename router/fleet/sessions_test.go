@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/internal/testwait"
 	"github.com/mcprouter/mcprouter/router"
 	"github.com/mcprouter/mcprouter/transport/upstream"
 )
@@ -120,7 +121,7 @@ func TestUpstreamSessionCap(t *testing.T) {
 			ss.end(sess[i])
 		}()
 	}
-	eventually(t, "two requests queued", func() bool { return ss.stats.UpstreamQueued.Load() >= 2 || len(errs) > 0 })
+	testwait.For(t, "two requests queued", 20*time.Second, func() bool { return ss.stats.UpstreamQueued.Load() >= 2 || len(errs) > 0 })
 	ss.end(sess[0])
 	ss.end(sess[1])
 	wg.Wait()
@@ -131,7 +132,7 @@ func TestUpstreamSessionCap(t *testing.T) {
 	if p := fb.peak.Load(); p > 2 {
 		t.Errorf("%d upstream sessions open at once, want at most 2", p)
 	}
-	eventually(t, "every upstream session closed", func() bool { return fb.open.Load() == 0 && ss.inUse() == 0 })
+	testwait.For(t, "every upstream session closed", 20*time.Second, func() bool { return fb.open.Load() == 0 && ss.inUse() == 0 })
 }
 
 // TestUpstreamSessionRefused: with every slot held and none freed within the wait, the
@@ -155,20 +156,7 @@ func TestUpstreamSessionRefused(t *testing.T) {
 		t.Fatalf("for an ended session: err = %v, want errSessionEnded", err)
 	}
 	ss.end(a)
-	eventually(t, "every upstream session closed", func() bool { return fb.open.Load() == 0 && ss.inUse() == 0 })
-}
-
-// eventually waits for cond, which an event in another goroutine makes true, failing
-// the test if it does not hold within a generous bound.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within 20s: %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testwait.For(t, "every upstream session closed", 20*time.Second, func() bool { return fb.open.Load() == 0 && ss.inUse() == 0 })
 }
 
 // TestUpstreamWaitEndsWithSession: a request waiting for a slot gives up when its
@@ -183,7 +171,7 @@ func TestUpstreamWaitEndsWithSession(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { _, err := openFor(ss, b, c); done <- err }()
-	eventually(t, "the request queued", func() bool { return ss.stats.UpstreamQueued.Load() == 1 })
+	testwait.For(t, "the request queued", 20*time.Second, func() bool { return ss.stats.UpstreamQueued.Load() == 1 })
 	ss.end(c)
 	if err := <-done; !errors.Is(err, errSessionEnded) {
 		t.Fatalf("queued request of an ended session: err = %v, want errSessionEnded", err)
@@ -192,7 +180,7 @@ func TestUpstreamWaitEndsWithSession(t *testing.T) {
 		t.Errorf("%d upstream sessions open, want only the first session's", n)
 	}
 	ss.end(a)
-	eventually(t, "every upstream session closed", func() bool { return fb.open.Load() == 0 && ss.inUse() == 0 })
+	testwait.For(t, "every upstream session closed", 20*time.Second, func() bool { return fb.open.Load() == 0 && ss.inUse() == 0 })
 }
 
 // TestUpstreamOpenedOnce: a session's concurrent first requests open one upstream
@@ -227,7 +215,7 @@ func TestUpstreamOpenedOnce(t *testing.T) {
 		t.Errorf("%d upstream sessions opened at once, %d slots held; want 1 and 1", p, u)
 	}
 	ss.end(sess)
-	eventually(t, "every upstream session closed", func() bool { return fb.open.Load() == 0 && ss.inUse() == 0 })
+	testwait.For(t, "every upstream session closed", 20*time.Second, func() bool { return fb.open.Load() == 0 && ss.inUse() == 0 })
 }
 
 // TestCloseWaitsForUpstreamSessions checks that Close returns only once every
