@@ -66,6 +66,11 @@ else
 	echo "no test depends on the race detector"
 fi
 
+# Tests behind a build tag: TestScannedOnce counts the inbound path's scans through the
+# counting scanElement that only the transport_scancount build has.
+step "tests behind build tags (transport_scancount)"
+go test -race -count=1 -tags transport_scancount -run '^TestScannedOnce$' ./transport/
+
 # The reliability benchmarks of issue 16, in their short versions; each prints its
 # table and exits non-zero when a check fails. chaos: a three-instance cluster of real
 # processes on loopback broken at random under load for a minute (about 2.5 minutes

@@ -7,9 +7,9 @@ import (
 )
 
 // TestScannedOnce proves that the inbound path scans each message exactly once, valid or
-// not, single or in a batch, on every HTTP transport and on stdio (NATS shares the unit
-// path with legacy POSTs). Run it with: go test -tags transport_scancount -run
-// TestScannedOnce ./transport/
+// not, single or in a batch, on every HTTP transport (a 2026-07-28 stateless POST too)
+// and on stdio (NATS shares the unit path with legacy POSTs). .ci/test.sh runs it:
+// go test -tags transport_scancount -run TestScannedOnce ./transport/
 func TestScannedOnce(t *testing.T) {
 	const (
 		single  = `{"jsonrpc":"2.0","id":1,"method":"ping"}`
@@ -43,6 +43,15 @@ func TestScannedOnce(t *testing.T) {
 			n    int64
 		}{{single, 1}, {invalid, 1}, {batch, 3}} {
 			expect(t, r.body, r.n, func() { bodyOf(ts.do(req{path: endpoint, body: r.body})) })
+		}
+	})
+	t.Run("stateless", func(t *testing.T) {
+		_, cl := startStateless(t, -1)
+		for _, r := range []struct {
+			body string
+			n    int64
+		}{{`{"jsonrpc":"2.0","id":1,"method":"headers"}`, 1}, {invalid, 1}} {
+			expect(t, r.body, r.n, func() { readAll(t, statelessPost(t, cl, r.body, nil)) })
 		}
 	})
 	t.Run("stdio", func(t *testing.T) {
