@@ -28,7 +28,14 @@ import (
 // resourceSubscriptions are honoured for the URIs a backend serves and lets clients
 // subscribe to (the rest are left out of the acknowledgement, as the revision allows).
 
-// clientListeners holds this instance's listen streams. The zero value is ready.
+// clientListeners holds this instance's listen streams (the catalog owns it, beside the
+// list changes that feed it). Who calls it: Listen (add, from the listen request's Run:
+// a worker or the request's own goroutine), the goroutine that announces a list change
+// (changed: a catalog refresh, a reload), the fan-out of a resource update (updated, on
+// the goroutine that received it: an upstream reader or the bus's), a client leaving
+// (remove, from the transport's close watcher) and EndListeners (the router's Close).
+// Its lock is held for no I/O: sends go out under each stream's own lock. The zero
+// value is ready.
 type clientListeners struct {
 	mu sync.Mutex
 	// bySess is every stream, by its stateless session (one stream each): the set the

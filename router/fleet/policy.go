@@ -31,7 +31,12 @@ func (f *Fleet) SetPolicy(e *policy.Engine) {
 	f.setEngines(func(es *engines) { es.main = e })
 }
 
-// policer holds the engine and the Subjects of the principals it has seen.
+// policer is the part that applies the policy engine (router/policy) to the fleet's
+// traffic: it holds the engine and the Subjects of the principals it has seen. Who calls
+// it: routing (admit and list, from Prepare: the session's dispatcher shard goroutine, or
+// the request's own goroutine when it runs on its caller), listen streams (their
+// entries), and SetPolicy/SetEndpointPolicy from the app's reload goroutine, which swap
+// the engine while requests decide under the one they loaded. It does no I/O.
 type policer struct {
 	eng atomic.Pointer[engines] // nil until SetPolicy or SetEndpointPolicy
 	mu  sync.Mutex              // serialises the swaps of eng (setEngines)

@@ -155,7 +155,7 @@ func (s *clusterSubs) handle(sess *router.Session, x *transport.Exchange, b *bac
 			s.mu.Unlock()
 			return s.up.refuse(x)
 		}
-		cs = s.addLocked(sess, key)
+		s.addLocked(sess, key)
 	} else if cs != nil {
 		delete(cs.sessions, sess)
 		s.bySess.remove(sess, key)

@@ -43,7 +43,9 @@ func (s *backendSet) byToken(tok string) *backend {
 
 // reconfigurer is Reconfigure's state: one reconfiguration at a time, and the
 // Observer's index of every backend name seen, so that a backend replaced or added
-// again under a known name is counted where it was.
+// again under a known name is counted where it was. Who calls it: Reconfigure, on the
+// app's reload goroutine (a SIGHUP or a watched file); the backends it retires drain on
+// goroutines of the fleet's lifecycle.
 type reconfigurer struct {
 	mu      sync.Mutex
 	indexes map[string]int
