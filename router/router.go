@@ -305,7 +305,11 @@ func (r *Router) SessionClosed(ts *transport.Session) {
 	}
 	// A session closed before initialize attached it (its budget share refused, or
 	// evicted meanwhile) is attached here: its record's deletion gives back the place
-	// its store kept for it (a page slot, named with its id).
-	s.t.CompareAndSwap(nil, ts)
+	// its store kept for it (a page slot, named with its id). Not one handed over: a
+	// session resolved from another instance's record and then not registered here
+	// (transport's release) keeps that record as it is.
+	if !ts.HandedOver() {
+		s.t.CompareAndSwap(nil, ts)
+	}
 	s.Persist() // the record goes, after any write still running
 }
