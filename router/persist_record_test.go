@@ -312,3 +312,27 @@ func TestRefusedSessionGivesPagePlaceBack(t *testing.T) {
 		t.Fatalf("after %d refused sessions the next id is %s: their pages' places were not given back", refusals, id)
 	}
 }
+
+// TestClientBytesShared: sessions of one kind of client share the kept capabilities
+// and clientInfo (one copy, not one per session); another client's are its own, equal
+// to what it sent, and a session of the first kind after it gets a copy again.
+func TestClientBytesShared(t *testing.T) {
+	caps, info := []byte(`{"roots":{}}`), []byte(`{"name":"a","version":"1"}`)
+	var a, b, c, d Session
+	a.keepClient(caps, info)
+	b.keepClient(bytes.Clone(caps), bytes.Clone(info))
+	if &a.clientCaps[0] != &b.clientCaps[0] || &a.clientInfo[0] != &b.clientInfo[0] {
+		t.Error("two sessions of one client kept a copy each")
+	}
+	c.keepClient(caps, []byte(`{"name":"b","version":"1"}`))
+	if &c.clientCaps[0] == &a.clientCaps[0] || string(c.clientInfo) != `{"name":"b","version":"1"}` || string(c.clientCaps) != string(caps) {
+		t.Errorf("another client's: %s %s", c.clientCaps, c.clientInfo)
+	}
+	d.keepClient(caps, nil)
+	if d.clientInfo != nil || string(d.clientCaps) != string(caps) || cap(d.clientCaps) != len(caps) {
+		t.Errorf("capabilities alone: %q %q (cap %d)", d.clientCaps, d.clientInfo, cap(d.clientCaps))
+	}
+	if string(a.clientCaps) != string(caps) || string(a.clientInfo) != string(info) || cap(a.clientCaps) != len(caps) {
+		t.Errorf("the first session's bytes changed: %s %s", a.clientCaps, a.clientInfo)
+	}
+}

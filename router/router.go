@@ -185,6 +185,10 @@ func (s *Session) keepClient(caps, info []byte) {
 	if len(caps)+len(info) == 0 {
 		return
 	}
+	if c, i, ok := sharedClient(caps, info); ok { // persist.go
+		s.clientCaps, s.clientInfo = c, i
+		return
+	}
 	buf := make([]byte, 0, len(caps)+len(info))
 	buf = append(buf, caps...)
 	buf = append(buf, info...)
@@ -194,6 +198,7 @@ func (s *Session) keepClient(caps, info []byte) {
 	if len(info) > 0 {
 		s.clientInfo = buf[len(caps):]
 	}
+	knownClient.Store(&[2][]byte{s.clientCaps, s.clientInfo})
 }
 
 // sessionOverhead approximates what a session costs beyond its client fields: the
