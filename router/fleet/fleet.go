@@ -37,20 +37,21 @@ type Fleet struct {
 	log  *slog.Logger
 	life *lifecycle // the context and goroutines Close ends
 
-	set      *backendSet     // the backends, each with its instances and their shared sessions
-	keep     *upkeep         // what every backend's maintainers share
-	reconf   reconfigurer    // Reconfigure's state (upkeep_reconfigure.go)
-	conns    *connector      // opens upstream sessions
-	table    *table          // the in-flight table
-	catalog  *catalogBuilder // the merged lists
-	routes   *routing        // Prepare: answers from the catalog, routes
-	fwd      *forwarder      // Run: sends, completes forwarded requests
-	sessions *sessions       // client sessions and their own upstream sessions
-	srv      *serverRequests // backends' requests to clients
-	notices  *notices        // notifications both ways
-	bus      *changeBus      // list changes across router instances
-	subs     subscriber      // resources/subscribe
-	rep      reporter        // finished requests to the Observer (SetObserver)
+	set       *backendSet     // the backends, each with its instances and their shared sessions
+	keep      *upkeep         // what every backend's maintainers share
+	reconf    reconfigurer    // Reconfigure's state (upkeep_reconfigure.go)
+	conns     *connector      // opens upstream sessions
+	table     *table          // the in-flight table
+	catalog   *catalogBuilder // the merged lists
+	routes    *routing        // Prepare: answers from the catalog, routes
+	listening *listening      // subscriptions/listen streams (listen_client.go)
+	fwd       *forwarder      // Run: sends, completes forwarded requests
+	sessions  *sessions       // client sessions and their own upstream sessions
+	srv       *serverRequests // backends' requests to clients
+	notices   *notices        // notifications both ways
+	bus       *changeBus      // list changes across router instances
+	subs      subscriber      // resources/subscribe
+	rep       reporter        // finished requests to the Observer (SetObserver)
 
 	Stats Stats
 }
@@ -97,7 +98,6 @@ func New(cfg Config) *Fleet {
 		info: modern.AppendImplementation(nil, cfg.ClientName, cfg.ClientVersion), probe: 2 * cfg.HealthTimeout}
 	keep.conns = f.conns
 	f.sessions = newSessions(f.life, f.conns, &f.Stats, cfg.MaxUpstreamSessions, cfg.UpstreamSessionWait)
-	f.sessions.endListeners = f.endListenersWith
 	f.fwd = &forwarder{life: f.life, table: f.table, sessions: f.sessions, rep: &f.rep, stats: &f.Stats}
 	keep.lost, keep.up = f.fwd.connLost, f.instanceUp
 	f.srv = newServerRequests(f.life, f.table, f.log, &f.Stats, cfg.MaxServerRequests, cfg.ServerRequestTimeout)
@@ -125,6 +125,9 @@ func New(cfg Config) *Fleet {
 	f.srv.park.relay = newOwnerRelay(cfg.Bus, f.srv.park.instance, f.life, f.log, &f.rep, f.longestTimeout)
 	f.fwd.rev = newReversals(f.fwd, f.srv)
 	f.routes = &routing{catalog: f.catalog, fwd: f.fwd, subs: f.subs, rep: &f.rep, pageSize: cfg.PageSize, park: f.srv.park}
+	f.listening = &listening{streams: &f.catalog.listeners, catalog: f.catalog, set: f.set, subs: f.subs, sessions: f.sessions,
+		routes: f.routes, rep: &f.rep, life: f.life, log: f.log}
+	f.sessions.endListeners = f.listening.endAllWith
 	return f
 }
 

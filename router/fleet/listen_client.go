@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"sync"
 
@@ -50,7 +51,7 @@ type clientListeners struct {
 type clientListener struct {
 	mu    sync.Mutex // serializes sends with the end of the exchange
 	x     *transport.Held
-	f     *Fleet          // for Abandon
+	ln    *listening      // for Abandon
 	sess  *router.Session // the stateless session of the listen request
 	acked bool            // nothing goes out before the acknowledgement
 	done  bool
@@ -70,9 +71,33 @@ type listenFilter struct {
 	} `json:"notifications"`
 }
 
+// listening is the part that serves subscriptions/listen: it opens each stream (its
+// acknowledgement once its subscriptions hold), and ends it (the client leaving, its
+// principal's upstream session lost, the router's Close); the streams themselves are
+// the catalog's clientListeners, which list changes and resource updates reach. Who
+// calls it: Listen, from the listen request's Run (a worker or the request's own
+// goroutine); Abandon, from the transport's close watcher; the sessions part when a
+// principal's upstream session is lost (endAllWith); CancelRequest (stdio cancels a
+// stream by notification); EndListeners, from the router's Close. Subscribing waits for
+// backends, so it runs on a goroutine of the fleet's lifecycle.
+type listening struct {
+	streams  *clientListeners // the catalog's
+	catalog  *catalogBuilder
+	set      *backendSet
+	subs     subscriber
+	sessions *sessions
+	routes   *routing // for its policy (routes.pol), which SetPolicy sets after New
+	rep      *reporter
+	life     *lifecycle
+	log      *slog.Logger
+}
+
 // Listen implements router.StatelessFleet: it opens a listen stream for stateless
 // session s on x, which it finishes when the stream ends.
-func (f *Fleet) Listen(s *router.Session, x *transport.Exchange) {
+func (f *Fleet) Listen(s *router.Session, x *transport.Exchange) { f.listening.open(s, x) }
+
+// open opens a listen stream for stateless session s on x (Listen).
+func (f *listening) open(s *router.Session, x *transport.Exchange) {
 	var p listenFilter
 	if len(x.Msg.Params) > 0 {
 		if err := sonic.Unmarshal(x.Msg.Params, &p); err != nil {
@@ -91,12 +116,12 @@ func (f *Fleet) Listen(s *router.Session, x *transport.Exchange) {
 	uris := n.ResourceSubscriptions
 	if pol := f.routes.pol; pol != nil { // the rules on its entries (policy_listen.go)
 		var ok bool
-		if uris, ok = pol.listenEntries(&f.rep, s, x, f.catalog.load(), uris, l.tools || l.prompts || l.resources); !ok {
+		if uris, ok = pol.listenEntries(f.rep, s, x, f.catalog.load(), uris, l.tools || l.prompts || l.resources); !ok {
 			return
 		}
 	}
 
-	ls := &f.catalog.listeners
+	ls := f.streams
 	// Under l.mu until x is held: once added, the stream may be ended (EndListeners,
 	// the client leaving), which takes l.mu before it uses l.x.
 	l.mu.Lock()
@@ -105,7 +130,7 @@ func (f *Fleet) Listen(s *router.Session, x *transport.Exchange) {
 		f.rep.replyErr(x, codec.CodeOverloaded, "the router is shutting down: subscriptions/listen refused")
 		return
 	}
-	l.f = f
+	l.ln = f
 	x.OnAbandonBy(l) // Abandon: no closure per stream
 	l.x = x.Hold()   // x is not to be used from here on
 	l.mu.Unlock()
@@ -115,18 +140,18 @@ func (f *Fleet) Listen(s *router.Session, x *transport.Exchange) {
 	}
 	// Subscribing waits for backends: not on the dispatcher's goroutine.
 	f.life.spawn(func() {
-		l.uris = f.subscribeResources(l, uris)
+		l.uris = f.subscribe(l, uris)
 		f.acknowledge(l)
 	})
 }
 
 // Abandon implements transport.Abandoner: the client closed the stream, which ends it
 // without a reply.
-func (l *clientListener) Abandon() { l.f.endListener(l, nil) }
+func (l *clientListener) Abandon() { l.ln.end(l, nil) }
 
 // acknowledge sends l's acknowledgement, after which its notifications may flow; a
 // client that takes no stream is answered with an error instead.
-func (f *Fleet) acknowledge(l *clientListener) {
+func (f *listening) acknowledge(l *clientListener) {
 	l.mu.Lock()
 	if l.done {
 		l.mu.Unlock()
@@ -137,14 +162,13 @@ func (f *Fleet) acknowledge(l *clientListener) {
 	l.uris = nil // told; what holds is in the subscriptions
 	l.mu.Unlock()
 	if err != nil {
-		f.endListener(l, codec.AppendError(nil, l.id, codec.CodeInvalidRequest, "subscriptions/listen needs a stream: accept text/event-stream ("+err.Error()+")", nil))
+		f.end(l, codec.AppendError(nil, l.id, codec.CodeInvalidRequest, "subscriptions/listen needs a stream: accept text/event-stream ("+err.Error()+")", nil))
 	}
 }
 
-// endListener ends l: with reply (nil: none, the client left) and without its
-// subscriptions.
-func (f *Fleet) endListener(l *clientListener, reply []byte) {
-	f.catalog.listeners.remove(l)
+// end ends l: with reply (nil: none, the client left) and without its subscriptions.
+func (f *listening) end(l *clientListener, reply []byte) {
+	f.streams.remove(l)
 	f.subs.dropSession(l.sess)
 	f.sessions.unlisten(l) // listen_principal.go
 	l.mu.Lock()
@@ -152,16 +176,16 @@ func (f *Fleet) endListener(l *clientListener, reply []byte) {
 	l.mu.Unlock()
 }
 
-// endListenersWith ends each of ls with the error code and msg (sessions.endListeners).
-func (f *Fleet) endListenersWith(ls []*clientListener, code int, msg string) {
+// endAllWith ends each of ls with the error code and msg (sessions.endListeners).
+func (f *listening) endAllWith(ls []*clientListener, code int, msg string) {
 	for _, l := range ls {
-		f.endListener(l, codec.AppendError(nil, l.id, code, msg, nil))
+		f.end(l, codec.AppendError(nil, l.id, code, msg, nil))
 	}
 }
 
 // offers reports whether any backend declares the capability cap (tools, prompts,
 // resources): the list changes the router can tell of.
-func (f *Fleet) offers(cap string) bool {
+func (f *listening) offers(cap string) bool {
 	for _, b := range f.set.all() {
 		b.mu.Lock()
 		has := hasMember(b.caps, cap)
@@ -176,8 +200,11 @@ func (f *Fleet) offers(cap string) bool {
 // EndListeners implements router.StatelessFleet: every listen stream ends with its
 // result (a graceful end, which the client tells from a dropped connection), and no
 // new one opens.
-func (f *Fleet) EndListeners() {
-	ls := &f.catalog.listeners
+func (f *Fleet) EndListeners() { f.listening.endAll() }
+
+// endAll is EndListeners.
+func (f *listening) endAll() {
+	ls := f.streams
 	ls.mu.Lock()
 	ls.closed = true
 	all := make([]*clientListener, 0, len(ls.bySess))
@@ -396,9 +423,9 @@ func (s *clusterSubs) joinSession(sess *router.Session, key subKey) error {
 // subscribe to (Config.MaxSubscriptions); the rest are left out of the acknowledgement.
 var errSubscriptionLimit = errors.New("subscription limit reached")
 
-// subscribeResources subscribes l's session to each URI of uris that a backend serves
-// and lets clients subscribe to, and returns those it could: the honoured subset.
-func (f *Fleet) subscribeResources(l *clientListener, uris []string) []string {
+// subscribe subscribes l's session to each URI of uris that a backend serves and lets
+// clients subscribe to, and returns those it could: the honoured subset.
+func (f *listening) subscribe(l *clientListener, uris []string) []string {
 	cat := f.catalog.load()
 	var ok []string
 	for _, uri := range uris {

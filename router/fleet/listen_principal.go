@@ -20,8 +20,8 @@ import (
 // with backoff (watchPrincipal), rather than left silent until the principal's next
 // request.
 //
-// Who calls it: Listen's subscribing goroutine (listenPrincipal), endListener
-// (unlisten), the notices part on the connection's reader goroutine
+// Who calls it: Listen's subscribing goroutine (listenPrincipal), the end of a
+// stream (unlisten), the notices part on the connection's reader goroutine
 // (principalUpdated), which only looks up and sends, and the renewal of an upstream
 // session after a backend restart (restoreListens, on a goroutine of its own).
 
@@ -30,7 +30,7 @@ import (
 func (b *backend) perClientLegacy() bool { return b.cfg.PerClient && !b.modern() }
 
 // listenPrincipal subscribes listen stream l, within the backend's timeout.
-func (f *Fleet) listenPrincipal(l *clientListener, b *backend, uri string) error {
+func (f *listening) listenPrincipal(l *clientListener, b *backend, uri string) error {
 	ctx, cancel := context.WithTimeout(f.life.ctx, b.cfg.Timeout)
 	defer cancel()
 	return f.sessions.listenPrincipal(ctx, l, b, uri)

@@ -141,7 +141,7 @@ func listeningPrincipal(t *testing.T, rb *restartableBackend, timeout time.Durat
 		return b.caps != nil
 	})
 	l := &clientListener{sess: new(router.Session)}
-	if err := f.listenPrincipal(l, b, "memo://board"); err != nil {
+	if err := f.listening.listenPrincipal(l, b, "memo://board"); err != nil {
 		t.Fatal(err)
 	}
 	if uri := testwait.Recv(t, "the subscription", 10*time.Second, rb.subscribed); uri != "memo://board" {

@@ -20,7 +20,7 @@ import (
 // listen stream ends.
 func (f *Fleet) CancelRequest(s *router.Session, id []byte) {
 	if l := f.catalog.listeners.of(s); l != nil {
-		f.endListener(l, nil) // a listen stream (stdio cancels it by notification)
+		f.listening.end(l, nil) // a listen stream (stdio cancels it by notification)
 		return
 	}
 	f.fwd.cancel(s, id) // counts it (Stats.Cancelled) when it was still in flight
