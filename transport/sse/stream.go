@@ -52,7 +52,8 @@ type StreamConfig struct {
 	RingEvents int
 	// QueueBytes is how far (in bytes of new events) a consumer may fall behind before
 	// it is cut off. It should not exceed RingBytes: a consumer whose unsent events are
-	// evicted is cut off anyway. Default 512 KiB (or RingBytes if that is smaller).
+	// evicted is cut off anyway. Default 512 KiB (or RingBytes if that is smaller);
+	// at most 1 GiB (maxQueueBytes).
 	QueueBytes int
 	// Stats receives the stream's counters; streams typically share one. Nil gives the
 	// stream a private Stats (see Stream.Stats).
