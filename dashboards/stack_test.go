@@ -265,6 +265,7 @@ func (s *stack) traffic(ctx context.Context) *session {
 	c.call("resources/subscribe", `{"uri":"counter://tick"}`)
 	s.legacySession(ctx)
 	s.waitMetric("mcprouter_fanout_deliveries_total", 2)
+	s.waitMetric("mcprouter_fanout_delivery_seconds_count", 2) // timed, not only counted
 	testwait.For(s.t, "an event on the GET stream", waitLimit, func() bool { return events.Load() > 0 })
 	return c
 }

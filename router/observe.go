@@ -176,8 +176,18 @@ const NoBackend = -1
 //
 // RequestDone runs on the hot path, on whichever goroutine finished the request, many at
 // a time: it must not block and should not allocate.
+//
+// FanOutDelivered receives one call per client session a resource update reached: ns
+// is the time from the router receiving the update from its backend (on this instance
+// or another, over NATS) to handing it to the session's stream. It runs on the
+// goroutine that fans the update out, once per session, under the same rules.
+//
+// Both are in one interface, so that every Observer that wraps another (the request
+// log, tracing, the audit) passes both on: an optional method would be lost at the
+// first wrapper that did not know it.
 type Observer interface {
 	RequestDone(x *transport.Exchange, backend int, o Outcome, start, backendNs int64)
+	FanOutDelivered(ns int64)
 }
 
 // epoch anchors Now: time.Since reads the monotonic clock, so wall-clock steps do not
@@ -230,6 +240,13 @@ func newTap(log *slog.Logger, next Observer, f Fleet) *tap {
 		t.backends = n.BackendNames()
 	}
 	return t
+}
+
+// FanOutDelivered implements Observer.
+func (t *tap) FanOutDelivered(ns int64) {
+	if t.next != nil {
+		t.next.FanOutDelivered(ns)
+	}
 }
 
 // RequestDone implements Observer.

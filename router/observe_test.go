@@ -96,6 +96,8 @@ func (r *recorder) RequestDone(x *transport.Exchange, backend int, o Outcome, st
 	r.got = append(r.got, observed{string(x.Msg.Method), backend, o, start, backendNs})
 }
 
+func (r *recorder) FanOutDelivered(int64) {}
+
 func (r *recorder) records() []observed {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -231,6 +231,13 @@ func Observe(next router.Observer) router.Observer { return observer{next: next}
 
 type observer struct{ next router.Observer }
 
+// FanOutDelivered implements router.Observer.
+func (o observer) FanOutDelivered(ns int64) {
+	if o.next != nil {
+		o.next.FanOutDelivered(ns)
+	}
+}
+
 // RequestDone implements router.Observer.
 func (o observer) RequestDone(x *transport.Exchange, backend int, out router.Outcome, start, backendNs int64) {
 	if r, ok := x.Trace.(*Request); ok {

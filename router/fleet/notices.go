@@ -49,9 +49,9 @@ func (n *notices) broadcast(method string) {
 // fanOut hands a resource update to each subscribed session's stream and records the
 // delivery latency from received (when the router got it from the backend, unix ns).
 func (n *notices) fanOut(list []*router.Session, msg []byte, received int64) {
-	var obs interface{ FanOutDelivered(ns int64) }
-	if o, ok := n.rep.obs.(interface{ FanOutDelivered(ns int64) }); ok && received > 0 {
-		obs = o
+	var obs router.Observer
+	if received > 0 {
+		obs = n.rep.obs // nil: nothing observed
 	}
 	for _, sess := range list {
 		if t := sess.TransportSession(); t != nil {

@@ -73,6 +73,8 @@ func (o *countObserver) RequestDone(*transport.Exchange, int, router.Outcome, in
 	o.n.Add(1)
 }
 
+func (o *countObserver) FanOutDelivered(int64) {}
+
 // phase adds up the wall and CPU time of one side's rounds.
 type phase struct{ wall, cpu time.Duration }
 

@@ -198,6 +198,6 @@ func (m *Metrics) inFlight(r *router.Router) int64 {
 	return int64(got - done)
 }
 
-// FanOutDelivered implements the fleet's fan-out observer: one resource update reached
-// one session ns nanoseconds after the router received it from the backend.
+// FanOutDelivered implements router.Observer: one resource update reached one session
+// ns nanoseconds after the router received it from the backend.
 func (m *Metrics) FanOutDelivered(ns int64) { m.fanout.observe(ns) }

@@ -109,6 +109,13 @@ type auditObserver struct {
 	backend func(int) string // names a backend index, including those a reload added
 }
 
+// FanOutDelivered implements router.Observer.
+func (o *auditObserver) FanOutDelivered(ns int64) {
+	if o.next != nil {
+		o.next.FanOutDelivered(ns)
+	}
+}
+
 // RequestDone implements router.Observer.
 func (o *auditObserver) RequestDone(x *transport.Exchange, backend int, out router.Outcome, start, backendNs int64) {
 	if o.next != nil {
