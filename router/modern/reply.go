@@ -129,17 +129,35 @@ func (r *Reply) AppendDecorated(dst, msg []byte, d *Decoration) []byte {
 // ReadReply, it takes msg for a response the fleet or the router made from a scanned
 // message (one result, valid JSON); it looks at the bytes, not at their structure
 // beyond that head.
+//
+// A 2026-07-28 backend's result written the same way, beginning with its resultType and
+// a _meta of its serverInfo alone ("resultType":"complete","_meta":{"<serverInfo
+// key>":{...}}), has that serverInfo replaced with d's (d.ReplaceInfo) the same way.
 func AppendPlainDecorated(dst, msg, id []byte, d *Decoration) (out []byte, ok bool) {
 	head := len(plainHead) + len(id) + len(plainResult)
 	if len(msg) <= head || string(msg[:len(plainHead)]) != plainHead ||
 		string(msg[len(plainHead):len(plainHead)+len(id)]) != string(id) ||
-		string(msg[head-len(plainResult):head]) != plainResult {
+		string(msg[head-len(plainResult):head]) != plainResult ||
+		bytes.IndexByte(msg, '\\') >= 0 {
 		return dst, false
 	}
 	rest := msg[head:]
-	if bytes.IndexByte(msg, '\\') >= 0 || containsBy(rest, `"_meta"`, 1) ||
-		containsBy(rest, `"resultType"`, 7) || containsBy(rest, `"inputRequests"`, 6) {
+	info := 0 // the end of a 2026-07-28 backend's serverInfo in rest, 0: none
+	if d.ReplaceInfo && d.ServerInfo != nil && len(rest) > len(plainModernHead) &&
+		string(rest[:len(plainModernHead)]) == plainModernHead {
+		info = objectEnd(rest, len(plainModernHead))
+		if info < 0 || info >= len(rest) || rest[info] != '}' {
+			return dst, false // not an object, or not _meta's only member
+		}
+	}
+	if containsBy(rest[info:], `"_meta"`, 1) || containsBy(rest[info:], `"resultType"`, 7) ||
+		containsBy(rest[info:], `"inputRequests"`, 6) {
 		return dst, false
+	}
+	if info > 0 {
+		dst = append(dst, msg[:head+len(plainModernHead)]...)
+		dst = append(dst, d.ServerInfo...)
+		return append(dst, rest[info:]...), true
 	}
 	dst = append(dst, msg[:head]...)
 	dst = append(dst, typeComplete...)
@@ -155,11 +173,37 @@ func AppendPlainDecorated(dst, msg, id []byte, d *Decoration) (out []byte, ok bo
 	return append(dst, rest...), true
 }
 
-// The head of a reply AppendPlainDecorated decorates, the id between them.
+// The head of a reply AppendPlainDecorated decorates, the id between them, and the
+// beginning of a 2026-07-28 backend's result it replaces the serverInfo of.
 const (
-	plainHead   = `{"jsonrpc":"2.0","id":`
-	plainResult = `,"result":{`
+	plainHead       = `{"jsonrpc":"2.0","id":`
+	plainResult     = `,"result":{`
+	plainModernHead = `"resultType":"complete","_meta":{"` + KeyServerInfo + `":`
 )
+
+// objectEnd returns the offset just past the JSON object that opens at b[at], in bytes
+// with no backslash (a quote then always opens or closes a string); -1 when none opens
+// there or it does not end in b.
+func objectEnd(b []byte, at int) int {
+	if at >= len(b) || b[at] != '{' {
+		return -1
+	}
+	depth, str := 0, false
+	for i := at; i < len(b); i++ {
+		switch c := b[i]; {
+		case c == '"':
+			str = !str
+		case str:
+		case c == '{' || c == '[':
+			depth++
+		case c == '}' || c == ']':
+			if depth--; depth == 0 {
+				return i + 1
+			}
+		}
+	}
+	return -1
+}
 
 // containsBy reports whether b contains s, looking for its byte s[at], which is rare in
 // JSON (an underscore, a capital), and comparing around each one found: bytes.Contains

@@ -82,6 +82,13 @@ func TestAppendPlainDecorated(t *testing.T) {
 		{`{"jsonrpc": "2.0","id":1,"result":{}}`, `1`, false},
 		{`{"id":1,"jsonrpc":"2.0","result":{}}`, `1`, false},
 		{`{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"x"}}`, `1`, false},
+		// A 2026-07-28 backend's: its serverInfo replaced.
+		{`{"jsonrpc":"2.0","id":7,"result":{"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"mcpbackend","version":"dev"}},"content":[{"type":"text","text":"}{"}]}}`, `7`, true},
+		{`{"jsonrpc":"2.0","id":7,"result":{"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"b","x":[{"y":{}}]}}}}`, `7`, true},
+		{`{"jsonrpc":"2.0","id":7,"result":{"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"b"},"k":1},"a":1}}`, `7`, false},
+		{`{"jsonrpc":"2.0","id":7,"result":{"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":"b"},"a":1}}`, `7`, false},
+		{`{"jsonrpc":"2.0","id":7,"result":{"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{}},"a":{"_meta":1}}}`, `7`, false},
+		{`{"jsonrpc":"2.0","id":7,"result":{"resultType":"input_required","_meta":{"io.modelcontextprotocol/serverInfo":{}},"a":1}}`, `7`, false},
 	} {
 		var m codec.Message
 		if err := codec.Scan([]byte(tc.msg), &m); err != nil {
