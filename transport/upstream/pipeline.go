@@ -87,7 +87,8 @@ type pipeCall struct {
 	// pending is true while the request is outstanding on its connection (queued or
 	// written, not answered). Guarded by the connection's mutex.
 	pending bool
-	since   time.Time // when it was queued
+	since   time.Time   // when it was queued
+	timer   *time.Timer // wait's, kept from call to call
 }
 
 const (
@@ -183,12 +184,13 @@ func (p *pipeline) do(ctx context.Context, req *fasthttp.Request) (*pipeCall, er
 		c.unref()
 		return nil, errPipelineFull
 	}
-	select {
-	case <-c.done:
-	case <-ctx.Done():
+	if !c.wait(ctx) {
 		if pc.abandon(c) {
 			c.unref()
-			return nil, ctx.Err()
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			return nil, context.DeadlineExceeded // a wall clock set back: still the deadline
 		}
 		<-c.done // delivered meanwhile
 	}
@@ -198,6 +200,46 @@ func (p *pipeline) do(ctx context.Context, req *fasthttp.Request) (*pipeCall, er
 		return nil, err
 	}
 	return c, nil
+}
+
+// wait waits for the call's outcome; false when ctx ended first. The Deadline a call
+// is forwarded with is waited for with the call's own timer, reused from call to call,
+// and its parent's Done channel: its own Done would arm a context for every call (a
+// context, a timer and a channel, five heap objects, the whole garbage of a pipelined
+// call).
+func (c *pipeCall) wait(ctx context.Context) bool {
+	dl, ok := ctx.(*Deadline)
+	if !ok || dl.started.Load() {
+		select {
+		case <-c.done:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	d := time.Until(dl.d)
+	if d <= 0 {
+		select {
+		case <-c.done:
+			return true
+		default:
+			return false
+		}
+	}
+	if c.timer == nil {
+		c.timer = time.NewTimer(d)
+	} else {
+		c.timer.Reset(d)
+	}
+	defer c.timer.Stop()
+	select {
+	case <-c.done:
+		return true
+	case <-c.timer.C:
+		return false
+	case <-dl.parent.Done():
+		return false
+	}
 }
 
 // bodyStream is the SSE body the caller reads, nil when resp holds the body whole.

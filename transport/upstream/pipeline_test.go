@@ -269,6 +269,49 @@ func TestPipelineAbandonedCall(t *testing.T) {
 	noLeaks(t)
 }
 
+// A pipelined call forwarded under a Deadline (waited for with the call's own timer,
+// not the Deadline's Done) ends at the deadline, or when the Deadline's parent ends.
+func TestPipelineDeadlineWait(t *testing.T) {
+	for _, parentEnds := range []bool{false, true} {
+		t.Run(fmt.Sprint("parent ends ", parentEnds), func(t *testing.T) {
+			release, held := make(chan struct{}), make(chan struct{}, 1)
+			srv, _ := pipeServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				id := readID(r)
+				if id == 1 {
+					held <- struct{}{}
+					select {
+					case <-release:
+					case <-r.Context().Done():
+					}
+				}
+				writeEcho(w, id)
+			}))
+			defer close(release)
+			c, _ := dialHTTP(t, srv.URL, HTTPOptions{Pipeline: 1})
+			defer c.Close()
+			parent, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			want, d := context.DeadlineExceeded, 100*time.Millisecond
+			if parentEnds {
+				want, d = context.Canceled, time.Hour
+				go func() {
+					<-held
+					cancel()
+				}()
+			}
+			dl := NewDeadline(parent, time.Now().Add(d))
+			defer dl.Release()
+			if err := c.Send(dl, []byte(msgCall(1, "echo", "slow"))); !errors.Is(err, want) {
+				t.Fatalf("Send: %v, want %v", err, want)
+			}
+			if dl.started.Load() {
+				t.Fatal("the wait armed the Deadline's timer")
+			}
+			sendAllOK(t, c, 2, 4)
+		})
+	}
+}
+
 // Connection: close on a response ends the connection; the requests written behind it
 // were not processed by the server, so they are sent again, and each is processed once.
 func TestPipelineConnectionClose(t *testing.T) {
