@@ -13,6 +13,7 @@ import (
 	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/internal/ctxtime"
 	"github.com/mcprouter/mcprouter/router/modern"
+	"github.com/mcprouter/mcprouter/transport/upstream"
 )
 
 // listener keeps the one subscriptions/listen stream of a 2026-07-28 instance's shared
@@ -153,7 +154,7 @@ func (l *listener) appendFilter(dst []byte) []byte {
 func (l *listener) close(s *listenStream) {
 	s.cancel()
 	l.forgetStream(s.id)
-	if _, ok := l.c.conn.(interface{ CancelsByClosing() bool }); ok {
+	if upstream.CancelsByClosing(l.c.conn) {
 		return
 	}
 	params := append([]byte(`{"requestId":`), strconv.AppendUint(nil, s.id, 10)...)

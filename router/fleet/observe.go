@@ -4,6 +4,7 @@ import (
 	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/router"
 	"github.com/mcprouter/mcprouter/transport"
+	"github.com/mcprouter/mcprouter/transport/upstream"
 )
 
 // Observability: finished requests reported to the router's Observer (by whoever
@@ -143,8 +144,8 @@ func (f *Fleet) EachInstance(fn func(InstanceStats)) {
 				Renewals:    in.Renewed.Load(),
 			}
 			if c := in.conn.Load(); c != nil && c.conn != nil {
-				if r, ok := c.conn.(interface{ Restarts() int64 }); ok {
-					st.Restarts = uint64(max(r.Restarts(), 0))
+				if n, ok := upstream.Restarts(c.conn); ok {
+					st.Restarts = uint64(max(n, 0))
 				}
 			}
 			fn(st)

@@ -228,9 +228,7 @@ func (k *connector) handshake(ctx context.Context, c *upConn) error {
 	}
 	// Streamable HTTP backends send their own notifications (list changes, resource
 	// updates) on a GET stream, opened once the session exists.
-	if s, ok := c.conn.(interface{ StartStream() }); ok {
-		s.StartStream()
-	}
+	upstream.StartStream(c.conn)
 	return nil
 }
 

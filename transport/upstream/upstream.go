@@ -83,6 +83,39 @@ func AnswersApart(c Conn) bool {
 	return false
 }
 
+// The options a Conn may have beyond the interface, each reached through the function
+// of its name, so that callers name what they ask for.
+type (
+	closeCanceller interface{ CancelsByClosing() bool }
+	streamStarter  interface{ StartStream() }
+	restarter      interface{ Restarts() int64 }
+)
+
+// CancelsByClosing reports whether a request on c is cancelled by closing its stream (a
+// 2026-07-28 backend: StatelessConn) rather than with notifications/cancelled.
+func CancelsByClosing(c Conn) bool {
+	cc, ok := c.(closeCanceller)
+	return ok && cc.CancelsByClosing()
+}
+
+// StartStream opens c's standalone stream for the backend's own notifications (list
+// changes, resource updates), where c has one (HTTPConn's GET stream): once its session
+// exists.
+func StartStream(c Conn) {
+	if s, ok := c.(streamStarter); ok {
+		s.StartStream()
+	}
+}
+
+// Restarts is how many times c's backend process was started again (a stdio Instance);
+// false when c has no process of its own.
+func Restarts(c Conn) (int64, bool) {
+	if r, ok := c.(restarter); ok {
+		return r.Restarts(), true
+	}
+	return 0, false
+}
+
 // Sink receives what a backend sends. Its methods must not block for long: the router
 // copies and dispatches. They may be called concurrently from different streams.
 type Sink interface {
