@@ -284,9 +284,9 @@ func Start(cfg Config, log *slog.Logger) (*Bus, error) {
 	}
 	var err error
 	if cfg.URL == "" {
-		self, err := b.startServer()
-		if err != nil {
-			return nil, err
+		self, serr := b.startServer()
+		if serr != nil {
+			return nil, serr
 		}
 		opts = append(opts, nats.InProcessServer(b.Server))
 		opts = append(opts, self...)
