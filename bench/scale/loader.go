@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcprouter/mcprouter/internal/ctxtime"
 	"github.com/mcprouter/mcprouter/loadgen/client"
 )
 
@@ -128,11 +129,7 @@ func (l *loader) send(format string, args ...any) error {
 func (l *loader) stop() {
 	l.send("quit")
 	l.in.Close()
-	t := time.NewTimer(5 * time.Second)
-	defer t.Stop()
-	select {
-	case <-l.done:
-	case <-t.C:
+	if !ctxtime.Wait(l.done, 5*time.Second) {
 		_ = l.cmd.Process.Signal(syscall.SIGKILL)
 		<-l.done
 	}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -26,11 +25,10 @@ func build(ctx context.Context, dir string, given map[string]string, logf func(s
 			bins[cmd] = p
 			continue
 		}
-		path := filepath.Join(dir, cmd)
 		logf("building %s", cmd)
-		out, err := exec.CommandContext(ctx, "go", "build", "-o", path, "github.com/mcprouter/mcprouter/cmd/"+cmd).CombinedOutput()
+		path, err := cluster.BuildCommand(ctx, dir, cmd)
 		if err != nil {
-			return nil, fmt.Errorf("go build %s: %v\n%s", cmd, err, out)
+			return nil, err
 		}
 		bins[cmd] = path
 	}

@@ -12,6 +12,7 @@ import (
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/mcprouter/mcprouter/bench/internal/cluster"
+	"github.com/mcprouter/mcprouter/internal/ctxtime"
 	"github.com/mcprouter/mcprouter/loadgen/client"
 )
 
@@ -118,9 +119,7 @@ func (r *run) run() (*Report, error) {
 	if err := r.interrupted(); err != nil {
 		return nil, err
 	}
-	select { // let the routers' heaps and the kernel's buffers settle
-	case <-time.After(c.Settle):
-	case <-r.ctx.Done():
+	if !ctxtime.Sleep(r.ctx, c.Settle) { // let the routers' heaps and the kernel's buffers settle
 		return nil, errStopped
 	}
 	r.calls.next() // the settling is not measured
@@ -321,12 +320,8 @@ func (r *run) update(rep *Report) error {
 	}
 	all := hdr.New(1, int64(10*time.Minute), 3)
 	for u := range c.Updates {
-		if u > 0 {
-			select {
-			case <-time.After(time.Second):
-			case <-r.ctx.Done():
-				return errStopped
-			}
+		if u > 0 && !ctxtime.Sleep(r.ctx, time.Second) {
+			return errStopped
 		}
 		rounds, err := r.round(s)
 		if err != nil {

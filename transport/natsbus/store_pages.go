@@ -141,7 +141,7 @@ func newPages() *pages {
 	return &pages{tag: string(tag[:])}
 }
 
-// NewID implements the router's idMinter: a fresh session id naming a page of this
+// NewID implements the router's sessionNamer: a fresh session id naming a page of this
 // store with room.
 func (s *SessionStore) NewID() string {
 	p := s.pages
