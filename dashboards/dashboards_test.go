@@ -12,9 +12,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
-
-	"github.com/mcprouter/mcprouter/cmd/mcprouter/app"
-	"github.com/mcprouter/mcprouter/transport/auth"
 )
 
 // dashboard is the part of a Grafana dashboard these tests read.
@@ -87,8 +84,10 @@ func (d dashboard) queries(file string) []query {
 }
 
 var (
-	stringLit  = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
-	metricName = regexp.MustCompile(`\b(?:mcprouter|go|process)_[a-zA-Z0-9_]+\b`)
+	// readmeMetric finds the metrics README.md names (in backquotes).
+	readmeMetric = regexp.MustCompile("`(mcprouter_[a-z0-9_]+)")
+	stringLit    = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
+	metricName   = regexp.MustCompile(`\b(?:mcprouter|go|process)_[a-zA-Z0-9_]+\b`)
 )
 
 // metricsOf returns the metric names an expression reads (label values, inside quotes,
@@ -143,13 +142,16 @@ func TestDashboardsWellFormed(t *testing.T) {
 
 // TestDashboardMetricsExist starts a real router with a real backend (and a virtual
 // server, whose per-endpoint metrics are exported only then), drives traffic through
-// it, and checks that every metric any dashboard query reads is in the router's
-// /metrics output. A renamed metric fails here, not on an operator's screen.
+// it, and checks that every metric any dashboard query (or README) reads is in the
+// router's /metrics output, and that the traffic moved it as the table of moves says. A
+// renamed metric fails here, not on an operator's screen; so does one that is exported
+// but never recorded.
 func TestDashboardMetricsExist(t *testing.T) {
-	s := startStackWith(t, slog.LevelInfo, nil, func(c *app.Config) {
-		c.VirtualServers = []app.VirtualServer{{Name: "tenant", Auth: auth.Config{Mode: auth.ModeOff}}}
-	})
+	s := startStackWith(t, slog.LevelInfo, nil, withTenant)
 	s.traffic(t.Context())
+	_, before := s.get("/metrics")
+	figures := trafficFigures{httpBefore: metric(before, "mcprouter_http_requests_total ")}
+	figures.tenantRequests = float64(s.tenantTraffic(t.Context()))
 	status, exposition := s.get("/metrics")
 	if status != 200 {
 		t.Fatalf("/metrics: %d", status)
@@ -177,17 +179,45 @@ func TestDashboardMetricsExist(t *testing.T) {
 	if len(referenced) < 30 {
 		t.Fatalf("only %d metrics referenced: is the extraction broken?", len(referenced))
 	}
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range readmeMetric.FindAllStringSubmatch(string(readme), -1) {
+		referenced[m[1]] = append(referenced[m[1]], "README.md")
+	}
 	names := make([]string, 0, len(referenced))
 	for m := range referenced {
 		names = append(names, m)
 	}
 	sort.Strings(names)
+	table := moves(figures)
+	checked := map[string]bool{}
 	for _, m := range names {
 		if !exported[m] {
 			t.Errorf("%s is not in /metrics; used by %v", m, referenced[m])
 		}
+		family := familyOf(m, table)
+		mv, ok := table[family]
+		switch {
+		case !ok:
+			t.Errorf("%s (used by %v) has no entry in moves: say what traffic moves it", family, referenced[m])
+		case checked[family]:
+		case mv.check == nil:
+			t.Logf("%s: %s", family, mv.elsewhere)
+		default:
+			if err := mv.check(exposition); err != nil {
+				t.Errorf("%s did not move (%s): %v", family, mv.why, err)
+			}
+		}
+		checked[family] = true
 	}
-	t.Logf("%d metrics referenced by the dashboards, all exported", len(names))
+	for family := range table {
+		if !checked[family] {
+			t.Errorf("moves has %s, which no dashboard reads", family)
+		}
+	}
+	t.Logf("%d metrics referenced by the dashboards and README, all exported", len(names))
 
 	// With a fleet and NATS too: descriptions consistent (pedantic registry) and names
 	// by the Prometheus conventions (promlint).

@@ -48,4 +48,8 @@ func TestHealthAndReadiness(t *testing.T) {
 		t.Errorf("after the backend went away: up %v healthy %v ready %v", metric(m, `mcprouter_backend_up{backend="demo"}`),
 			metric(m, `mcprouter_backend_healthy_instances{backend="demo"}`), metric(m, "mcprouter_ready "))
 	}
+	// The failed health checks ejected the instance (moves: backend_ejections_total).
+	if got := metric(m, `mcprouter_backend_ejections_total{backend="demo"`); got < 1 {
+		t.Errorf("ejections after the backend went away: %v, want at least 1", got)
+	}
 }

@@ -245,12 +245,14 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		counter(d.overloads, ds.Overloads)
 	}
 
-	if h := src.HTTP; h != nil {
-		counter(d.httpRequests, h.Stats.Requests.Load())
-		counter(d.httpRejected, h.Stats.Rejected.Load())
-		gauge(d.openStreams, float64(h.Stats.OpenStreams.Load()))
-		counter(d.codecErrors, h.Stats.ParseErrors.Load(), "parse")
-		counter(d.codecErrors, h.Stats.InvalidRequests.Load(), "invalid_request")
+	https, regs := m.servers(src)
+	if len(https) > 0 {
+		h := sumHTTP(https)
+		counter(d.httpRequests, h.requests)
+		counter(d.httpRejected, h.rejected)
+		gauge(d.openStreams, float64(h.openStreams))
+		counter(d.codecErrors, h.parseErrors, "parse")
+		counter(d.codecErrors, h.invalidRequests, "invalid_request")
 	}
 	if st := src.Streams; st != nil {
 		s := st.Snapshot()
@@ -264,10 +266,16 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		counter(d.sseGone, s.Gone)
 		counter(d.sseKeepAlive, s.KeepAlives)
 	}
-	if reg := src.Sessions; reg != nil {
-		counter(d.sessionsExpired, reg.Expired.Load())
-		gauge(d.budgetUsed, float64(reg.BudgetUsed()))
-		for k, n := range countSessions(reg) {
+	if len(regs) > 0 {
+		var expired uint64
+		var used int64
+		for _, reg := range regs {
+			expired += reg.Expired.Load()
+			used += reg.BudgetUsed()
+		}
+		counter(d.sessionsExpired, expired)
+		gauge(d.budgetUsed, float64(used))
+		for k, n := range countAllSessions(regs) {
 			gauge(d.sessions, float64(n), k.transport, k.revision)
 		}
 	}

@@ -26,6 +26,10 @@ type Endpoint struct {
 	Name string
 	// Sessions are the endpoint's own sessions (nil: none counted).
 	Sessions *transport.Registry
+	// HTTP is the endpoint's own HTTP server (nil: none counted). A virtual server's
+	// sessions and HTTP counters also count in the router's totals (servers.go); the
+	// main endpoint's come from Sources.
+	HTTP *transport.HTTPServer
 	// Policy is the engine that decides the endpoint's requests (nil: none). Its
 	// counters start at zero when a reload replaces it (to Prometheus, a reset).
 	Policy *policy.Engine

@@ -239,16 +239,13 @@ func (f *StatusFeed) next(now time.Time) Status {
 	rd, bd := cur.routerH.sub(&prev.routerH), cur.backendH.sub(&prev.backendH)
 	st.Latency = LatencyStatus{Router: quantiles(&rd), Backend: quantiles(&bd)}
 
-	if reg := src.Sessions; reg != nil {
-		for k, n := range countSessions(reg) {
-			st.Sessions.Total += n
-			st.Sessions.ByTransport[k.transport] += n
-			st.Sessions.ByRevision[k.revision] += n
-		}
+	https, regs := m.servers(src)
+	for k, n := range countAllSessions(regs) {
+		st.Sessions.Total += n
+		st.Sessions.ByTransport[k.transport] += n
+		st.Sessions.ByRevision[k.revision] += n
 	}
-	if h := src.HTTP; h != nil {
-		st.Streams.Open = h.Stats.OpenStreams.Load()
-	}
+	st.Streams.Open = sumHTTP(https).openStreams
 	if s := src.Streams; s != nil {
 		st.Streams.QueuedBytes = max(s.Queued.Load(), 0)
 	}

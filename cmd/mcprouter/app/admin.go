@@ -124,7 +124,7 @@ func (a *App) watchMetrics() error {
 	if err := a.Metrics.Register(a.Prometheus); err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
-	if err := a.Prometheus.Register(newAuthCollector(a.Auth, a.HTTP)); err != nil {
+	if err := a.Prometheus.Register(newAuthCollector(a.authEndpoints)); err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
 	a.admin = admin.New(admin.Config{

@@ -20,7 +20,7 @@ func (a *App) countVServers(list []*vserver) {
 }
 
 // endpointsNow lists the MCP endpoints in force for the metrics: the main one and
-// each virtual server, with their sessions and policy engines.
+// each virtual server, with their sessions, HTTP servers and policy engines.
 func (a *App) endpointsNow() []metrics.Endpoint {
 	list := a.vservers.list()
 	out := make([]metrics.Endpoint, 0, len(list)+1)
@@ -30,7 +30,7 @@ func (a *App) endpointsNow() []metrics.Endpoint {
 	}
 	out = append(out, main)
 	for _, v := range list {
-		out = append(out, metrics.Endpoint{Name: v.cfg.Name, Sessions: v.reg, Policy: v.eng})
+		out = append(out, metrics.Endpoint{Name: v.cfg.Name, Sessions: v.reg, HTTP: v.http, Policy: v.eng})
 	}
 	return out
 }
