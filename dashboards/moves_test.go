@@ -50,8 +50,9 @@ func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // tenantTraffic drives the virtual server tenant (withTenant): a request without a
 // token, a session whose calls are allowed, denied and rate limited by its policy, a
-// message the codec refuses as an invalid request, and a GET stream that stays open
-// until ctx ends and has read an event when tenantTraffic returns. It returns the
+// message the codec refuses as an invalid request, and a GET stream that has read an
+// event, then was resumed (it stays open until ctx ends), and a resumption refused as
+// gone. It returns the
 // number of HTTP requests it sent.
 func (s *stack) tenantTraffic(ctx context.Context) int64 {
 	s.t.Helper()
@@ -79,25 +80,47 @@ func (s *stack) tenantTraffic(ctx context.Context) int64 {
 	if r, err := c.Post(ctx, `{"jsonrpc":"2.0","id":6}`); err != nil || r.Status != http.StatusBadRequest {
 		s.t.Fatalf("tenant invalid request: %v %v", err, r)
 	}
-	var events atomic.Int64
-	go func() {
-		resp, err := c.Do(c.NewRequest(ctx, http.MethodGet, ""))
-		if err != nil {
-			return
+	// get opens the session's GET stream, resuming after lastID when set; its events
+	// arrive on the channel, closed when the stream ends.
+	get := func(lastID string) (int, <-chan mcpraw.Event) {
+		s.t.Helper()
+		req := c.NewRequest(ctx, http.MethodGet, "")
+		if lastID != "" {
+			req.Header.Set("Last-Event-ID", lastID)
 		}
-		defer resp.Body.Close()
-		out := make(chan mcpraw.Event, 16)
+		resp, err := c.Do(req)
+		if err != nil {
+			s.t.Fatalf("tenant GET: %v", err)
+		}
+		out := make(chan mcpraw.Event, 64)
 		go func() {
-			for range out {
-				events.Add(1)
-			}
+			defer resp.Body.Close()
+			mcpraw.ReadEvents(resp.Body, out)
 		}()
-		mcpraw.ReadEvents(resp.Body, out)
-	}()
+		return resp.StatusCode, out
+	}
+	_, first := get("")
 	if r, err := c.Post(ctx, `{"jsonrpc":"2.0","id":7,"method":"resources/subscribe","params":{"uri":"counter://tick"}}`); err != nil || r.Status != http.StatusOK {
 		s.t.Fatalf("tenant subscribe: %v %v", err, r)
 	}
-	testwait.For(s.t, "an event on the tenant's GET stream", waitLimit, func() bool { return events.Load() > 0 })
+	ev := testwait.Recv(s.t, "an event on the tenant's GET stream", waitLimit, first)
+	// A resumption from that event replaces the stream; one from far beyond the
+	// stream's end is refused as gone.
+	if status, _ := get(ev.ID); status != http.StatusOK {
+		s.t.Fatalf("tenant resumption from %s: HTTP %d", ev.ID, status)
+	}
+	// The replaced stream ends (its end is counted before the client reads it).
+	for end, open := time.After(waitLimit), true; open; {
+		select {
+		case _, open = <-first:
+		case <-end:
+			s.t.Fatal("the replaced GET stream did not end")
+		}
+	}
+	streamID, _, _ := strings.Cut(ev.ID, "-")
+	if status, _ := get(streamID + "-999999999"); status == http.StatusOK {
+		s.t.Fatalf("tenant resumption from beyond the stream: HTTP %d", status)
+	}
 	return ct.n.Load()
 }
 
@@ -200,8 +223,8 @@ func moves(f trafficFigures) map[string]move {
 		"mcprouter_sse_queued_bytes":                {why: "0: every client keeps up", check: equals("mcprouter_sse_queued_bytes ", 0)},
 		"mcprouter_sse_slow_consumer_cutoffs_total": {elsewhere: "not checked: needs a client that stops reading past streams.queue_bytes (transport/sse tests)"},
 		"mcprouter_sse_evictions_total":             {elsewhere: "not checked: needs events past streams.ring_bytes (transport/sse tests)"},
-		"mcprouter_sse_resumes_total":               {elsewhere: "not checked: needs a reconnection with Last-Event-ID (transport tests)"},
-		"mcprouter_sse_resumes_gone_total":          {elsewhere: "not checked: needs a resumption from an evicted event (transport tests)"},
+		"mcprouter_sse_resumes_total":               {why: "tenant's GET stream resumed with Last-Event-ID", check: equals("mcprouter_sse_resumes_total ", 1)},
+		"mcprouter_sse_resumes_gone_total":          {why: "tenant's resumption from beyond its stream", check: equals("mcprouter_sse_resumes_gone_total ", 1)},
 		"mcprouter_sse_keepalives_total":            {elsewhere: "not checked: needs a stream idle for the keep-alive interval (transport tests)"},
 
 		"mcprouter_dispatcher_queued_jobs":          {why: "0 at rest", check: equals("mcprouter_dispatcher_queued_jobs ", 0)},
