@@ -9,9 +9,12 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+
+	"github.com/mcprouter/mcprouter/cmd/mcprouter/app"
 )
 
 // dashboard is the part of a Grafana dashboard these tests read.
@@ -147,8 +150,12 @@ func TestDashboardsWellFormed(t *testing.T) {
 // renamed metric fails here, not on an operator's screen; so does one that is exported
 // but never recorded.
 func TestDashboardMetricsExist(t *testing.T) {
-	s := startStackWith(t, slog.LevelInfo, nil, withTenant)
+	s := startStackWith(t, slog.LevelInfo, nil, func(c *app.Config) {
+		withTenant(c)
+		c.Streams.KeepAlive = 20 * time.Millisecond // the idle legacy stream gets keep-alives
+	})
 	s.traffic(t.Context())
+	s.waitMetric("mcprouter_sse_keepalives_total ", 1)
 	_, before := s.get("/metrics")
 	figures := trafficFigures{httpBefore: metric(before, "mcprouter_http_requests_total ")}
 	figures.tenantRequests = float64(s.tenantTraffic(t.Context()))

@@ -225,7 +225,7 @@ func moves(f trafficFigures) map[string]move {
 		"mcprouter_sse_evictions_total":             {elsewhere: "not checked: needs events past streams.ring_bytes (transport/sse tests)"},
 		"mcprouter_sse_resumes_total":               {why: "tenant's GET stream resumed with Last-Event-ID", check: equals("mcprouter_sse_resumes_total ", 1)},
 		"mcprouter_sse_resumes_gone_total":          {why: "tenant's resumption from beyond its stream", check: equals("mcprouter_sse_resumes_gone_total ", 1)},
-		"mcprouter_sse_keepalives_total":            {elsewhere: "not checked: needs a stream idle for the keep-alive interval (transport tests)"},
+		"mcprouter_sse_keepalives_total":            {why: "the idle legacy stream, with streams.keepalive 20ms", check: atLeast("mcprouter_sse_keepalives_total ", 1)},
 
 		"mcprouter_dispatcher_queued_jobs":          {why: "0 at rest", check: equals("mcprouter_dispatcher_queued_jobs ", 0)},
 		"mcprouter_dispatcher_shard_queue_max_jobs": {why: "0 at rest", check: equals("mcprouter_dispatcher_shard_queue_max_jobs ", 0)},
