@@ -153,7 +153,11 @@ func TestDashboardMetricsExist(t *testing.T) {
 	s := startStackWith(t, slog.LevelInfo, nil, func(c *app.Config) {
 		withTenant(c)
 		c.Streams.KeepAlive = 20 * time.Millisecond // the idle legacy stream gets keep-alives
+		c.Stateless = "on"                          // 2026-07-28 clients served statelessly
 	})
+	// A 2026-07-28 listen stream first, alone subscribed: its deliveries are timed.
+	s.modernTraffic(t.Context())
+	s.waitMetric("mcprouter_fanout_delivery_seconds_count", 1)
 	s.traffic(t.Context())
 	s.waitMetric("mcprouter_sse_keepalives_total ", 1)
 	_, before := s.get("/metrics")

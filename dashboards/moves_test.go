@@ -124,6 +124,56 @@ func (s *stack) tenantTraffic(ctx context.Context) int64 {
 	return ct.n.Load()
 }
 
+// modernMeta is the _meta of a 2026-07-28 request (no session: each request says who
+// the client is).
+const modernMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"modern","version":"1"}}`
+
+// modernTraffic drives a 2026-07-28 client, served statelessly (Config.Stateless on):
+// a tools/call, and a subscriptions/listen stream for counter://tick, held until ctx
+// ends, that has received an update when modernTraffic returns.
+func (s *stack) modernTraffic(ctx context.Context) {
+	s.t.Helper()
+	post := func(method, name, params string) *http.Response {
+		s.t.Helper()
+		body := `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":{` + params + modernMeta + `}}`
+		resp, err := s.cl.Do(mcpraw.NewModernRequest(ctx, s.app.URL(), body, method, name))
+		if err != nil || resp.StatusCode != http.StatusOK {
+			s.t.Fatalf("2026-07-28 %s: %v %v", method, err, resp)
+		}
+		return resp
+	}
+	r := post("tools/call", "demo__echo", `"name":"demo__echo","arguments":{"text":"x"},`)
+	r.Body.Close()
+	listen := &http.Client{Transport: s.cl.Transport} // no timeout: held until ctx ends
+	body := `{"jsonrpc":"2.0","id":2,"method":"subscriptions/listen","params":{"notifications":{"resourceSubscriptions":["counter://tick"]},` + modernMeta + `}}`
+	resp, err := listen.Do(mcpraw.NewModernRequest(ctx, s.app.URL(), body, "subscriptions/listen", ""))
+	if err != nil || resp.StatusCode != http.StatusOK {
+		s.t.Fatalf("2026-07-28 subscriptions/listen: %v %v", err, resp)
+	}
+	events := make(chan mcpraw.Event, 64)
+	go func() {
+		defer resp.Body.Close()
+		mcpraw.ReadEvents(resp.Body, events)
+	}()
+	for end := time.After(waitLimit); ; {
+		select {
+		case ev, open := <-events:
+			if !open {
+				s.t.Fatal("the listen stream ended")
+			}
+			if strings.Contains(ev.Data, "notifications/resources/updated") {
+				go func() { // keep reading until ctx ends
+					for range events {
+					}
+				}()
+				return
+			}
+		case <-end:
+			s.t.Fatal("no update on the listen stream")
+		}
+	}
+}
+
 // move says what should move one metric family in the stack of
 // TestDashboardMetricsExist, and checks that it did. check is nil for a family that
 // traffic the shared stack cannot make would move: elsewhere names the test that
@@ -216,7 +266,7 @@ func moves(f trafficFigures) map[string]move {
 
 		"mcprouter_http_requests_total":             {why: "every HTTP request, the tenant's too", check: atLeast("mcprouter_http_requests_total ", f.httpBefore+f.tenantRequests)},
 		"mcprouter_http_rejected_total":             {why: "the malformed body", check: atLeast("mcprouter_http_rejected_total ", 1)},
-		"mcprouter_sse_open_streams":                {why: "the GET streams of the main endpoint and tenant, the legacy stream", check: equals("mcprouter_sse_open_streams ", 3)},
+		"mcprouter_sse_open_streams":                {why: "the GET streams of the main endpoint and tenant, the legacy stream, the 2026-07-28 listen stream", check: equals("mcprouter_sse_open_streams ", 4)},
 		"mcprouter_sse_events_total":                {why: "replies and resource updates on streams", check: atLeast("mcprouter_sse_events_total ", 3)},
 		"mcprouter_sse_event_bytes_total":           {why: "replies and resource updates on streams", check: atLeast("mcprouter_sse_event_bytes_total ", 100)},
 		"mcprouter_sse_written_bytes_total":         {why: "replies and resource updates written to clients", check: atLeast("mcprouter_sse_written_bytes_total ", 100)},
@@ -249,8 +299,8 @@ func moves(f trafficFigures) map[string]move {
 		"mcprouter_backend_cancellations_total":     {elsewhere: outcomes},
 		"mcprouter_backend_catalog_refreshes_total": {why: "the catalog's first load", check: atLeast("mcprouter_backend_catalog_refreshes_total ", 1)},
 		"mcprouter_upstream_subscriptions":          {why: "one upstream subscription to counter://tick serves both sessions", check: equals("mcprouter_upstream_subscriptions ", 1)},
-		"mcprouter_fanout_deliveries_total":         {why: "counter://tick updates reach the subscribed sessions", check: atLeast("mcprouter_fanout_deliveries_total ", 2)},
-		"mcprouter_fanout_delivery_seconds":         {why: "each delivery is timed", check: atLeast("mcprouter_fanout_delivery_seconds_count ", 2)},
+		"mcprouter_fanout_deliveries_total":         {why: "counter://tick updates reach the subscribed sessions and the listen stream", check: atLeast("mcprouter_fanout_deliveries_total ", 2)},
+		"mcprouter_fanout_delivery_seconds":         {why: "each delivery is timed, to the listen stream too (waited for before any session subscribes)", check: atLeast("mcprouter_fanout_delivery_seconds_count ", 2)},
 
 		"mcprouter_nats_connected":          {why: "the router's NATS connection", check: equals("mcprouter_nats_connected ", 1)},
 		"mcprouter_nats_messages_total":     {why: "session records and notifications over NATS", check: all(atLeast(`mcprouter_nats_messages_total{direction="in"}`, 1), atLeast(`mcprouter_nats_messages_total{direction="out"}`, 1))},

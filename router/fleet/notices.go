@@ -56,11 +56,15 @@ func (n *notices) fanOut(list []*router.Session, msg []byte, received int64) {
 	for _, sess := range list {
 		if t := sess.TransportSession(); t != nil {
 			t.SendNotice(msg)
-			if obs != nil {
-				obs.FanOutDelivered(time.Now().UnixNano() - received)
-			}
 		} else if sess.Stateless() {
 			n.catalog.listeners.updated(sess, msg) // a listen stream's (listen_client.go)
+		} else {
+			continue
+		}
+		// Timed for a 2026-07-28 client's listen stream as for a session's stream:
+		// the delivery panel shows both.
+		if obs != nil {
+			obs.FanOutDelivered(time.Now().UnixNano() - received)
 		}
 	}
 	n.stats.FanOut.Add(uint64(len(list)))
