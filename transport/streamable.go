@@ -697,6 +697,10 @@ func (s *HTTPServer) retryFor(sess *Session) int {
 	return 0
 }
 
+// hijackedConn is fasthttp's hijacked connection (its type is unexported): UnsafeConn
+// gives the connection under it, without fasthttp's read buffer in the way.
+type hijackedConn interface{ UnsafeConn() net.Conn }
+
 // hijackStream writes the response head itself and drives the stream straight to the
 // connection in HTTP/1.1 chunked encoding (getStream), without a buffer or a goroutine
 // of its own while it is idle: a GET stream lives as long as its session, mostly idle,
@@ -715,7 +719,7 @@ func (s *HTTPServer) hijackStream(ctx *fasthttp.RequestCtx, cons *sse.Consumer, 
 	ctx.HijackSetNoResponse(true)
 	keeps := s.cfg.KeepsHijackedConns
 	ctx.Hijack(func(c net.Conn) {
-		if u, ok := c.(interface{ UnsafeConn() net.Conn }); ok {
+		if u, ok := c.(hijackedConn); ok {
 			c = u.UnsafeConn() // nothing is read: fasthttp's reader stays behind
 		}
 		g := &getStream{srv: s, done: done}

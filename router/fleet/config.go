@@ -110,15 +110,15 @@ type Config struct {
 
 	// ServerRequestTimeout bounds how long a backend's request to a client (sampling,
 	// roots, elicitation) waits for the answer; then the backend gets an error
-	// (CodeClientTimeout) and the client a notifications/cancelled. Default: the
+	// (codec.CodeClientTimeout) and the client a notifications/cancelled. Default: the
 	// backend's Timeout.
 	ServerRequestTimeout time.Duration
 	// MaxServerRequests caps the backends' requests waiting for one client session's
-	// answer; beyond it the backend gets an error at once (CodeSessionLimit).
+	// answer; beyond it the backend gets an error at once (codec.CodeSessionLimit).
 	// Default 32.
 	MaxServerRequests int
 	// MaxSubscriptions caps the resources one client session may subscribe to (on
-	// shared upstream sessions); beyond it resources/subscribe gets CodeSessionLimit.
+	// shared upstream sessions); beyond it resources/subscribe gets codec.CodeSessionLimit.
 	// Default 256.
 	MaxSubscriptions int
 	// MaxUpstreamSessions caps the per-client upstream sessions (PerClient backends)

@@ -19,19 +19,6 @@ import (
 // order, Run on any worker), backends' events reach it on their connections' goroutines
 // (connEvents), and it hands each to the part that owns what it concerns.
 
-// Error codes of errors the router makes about backends: names for the entries of the
-// one table in codec (codec/errors.go), kept here because the fleet's code reads better
-// with them.
-const (
-	CodeBackendUnavailable = codec.CodeBackendUnavailable
-	CodeBackendTimeout     = codec.CodeBackendTimeout
-	CodeBackendBusy        = codec.CodeBackendBusy
-	CodeClientTimeout      = codec.CodeClientTimeout
-	CodeClientGone         = codec.CodeClientGone
-	CodeSessionLimit       = codec.CodeSessionLimit
-	CodeResourceNotFound   = codec.CodeResourceNotFound
-)
-
 // Fleet implements router.Fleet over the configured backends.
 type Fleet struct {
 	log  *slog.Logger
@@ -87,6 +74,7 @@ type Stats struct {
 func New(cfg Config) *Fleet {
 	cfg.defaults()
 	f := &Fleet{log: cfg.Logger, life: newLifecycle(), table: newTable(), set: new(backendSet)}
+	f.table.signalDrains(&f.life.drained)
 	keep := &upkeep{table: f.table, log: f.log, interval: cfg.HealthInterval, timeout: cfg.HealthTimeout}
 	f.keep = keep
 	var bs []*backend
@@ -167,7 +155,7 @@ func (f *Fleet) Close() {
 	// Whatever was sent and is still in flight gets an answer (a routed request's
 	// forward fails its send on the closed context and answers it).
 	for _, e := range f.table.takeAll(nil) {
-		f.fwd.completeErrTaken(e, CodeBackendUnavailable, "router shutting down")
+		f.fwd.completeErrTaken(e, codec.CodeBackendUnavailable, "router shutting down")
 	}
 }
 
@@ -225,6 +213,12 @@ func (f *Fleet) UpstreamSessions() int { return f.sessions.inUse() }
 func (f *Fleet) InFlight() int {
 	return max(f.table.clients()-f.srv.park.count(), 0) + f.srv.park.relay.sent()
 }
+
+// WaitIdle waits until InFlight is 0, or ctx ends (false). The app's shutdown calls it
+// once the router has stopped taking messages, for the requests whose answers come
+// apart from their sends (stdio, legacy SSE backends); it wakes when the table or the
+// owner relay says a count went down (drainSignal), never by polling.
+func (f *Fleet) WaitIdle(ctx context.Context) bool { return f.life.drained.wait(ctx, f.InFlight) }
 
 // instanceUp is called when an instance's shared session is (re)established:
 // subscriptions are restored, then the backend's lists fetched (again). Restoring first

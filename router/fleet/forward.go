@@ -48,7 +48,7 @@ func (fw *forwarder) sweep() {
 				// A client's request is cancelled upstream (e is recycled once completed);
 				// the router's own may be an initialize, which is never cancelled.
 				c, id, client := e.conn, e.id, e.kind == clientRequest
-				fw.completeErrTaken(e, CodeBackendTimeout, timeoutMessage(e.backend))
+				fw.completeErrTaken(e, codec.CodeBackendTimeout, timeoutMessage(e.backend))
 				if client {
 					fw.gaveUp(c, id)
 				}
@@ -66,7 +66,7 @@ func (fw *forwarder) connLost(c *upConn, cause error) {
 		msg += ": " + cause.Error()
 	}
 	for _, e := range fw.table.takeConn(c, nil) {
-		fw.completeErrTaken(e, CodeBackendUnavailable, msg)
+		fw.completeErrTaken(e, codec.CodeBackendUnavailable, msg)
 	}
 }
 
@@ -120,11 +120,11 @@ func (fw *forwarder) forward(e *entry) {
 			fw.abandon(e, codec.CodeBackendAuth, err.Error())
 			return
 		}
-		fw.abandon(e, CodeBackendUnavailable, "backend "+b.cfg.Name+" unavailable: "+err.Error())
+		fw.abandon(e, codec.CodeBackendUnavailable, "backend "+b.cfg.Name+" unavailable: "+err.Error())
 		return
 	}
 	if !b.acquire(slotWait) {
-		fw.abandon(e, CodeBackendBusy, "backend "+b.cfg.Name+" is at its concurrency limit ("+strconv.Itoa(b.cfg.MaxConcurrency)+")")
+		fw.abandon(e, codec.CodeBackendBusy, "backend "+b.cfg.Name+" is at its concurrency limit ("+strconv.Itoa(b.cfg.MaxConcurrency)+")")
 		return
 	}
 	id, deadline := e.id, e.deadline
@@ -386,7 +386,7 @@ func (fw *forwarder) sendFailed(b *backend, c *upConn, id uint64, err error) {
 		// Its client cancelled it (a 2026-07-28 backend's request stream closed) or the
 		// fleet is closing: whoever did settled it already, or it fails now.
 		if te := fw.table.take(id, stateFailed); te != nil {
-			fw.completeErrTaken(te, CodeBackendUnavailable, "backend "+b.cfg.Name+": "+err.Error())
+			fw.completeErrTaken(te, codec.CodeBackendUnavailable, "backend "+b.cfg.Name+": "+err.Error())
 		}
 		return
 	}
@@ -394,7 +394,7 @@ func (fw *forwarder) sendFailed(b *backend, c *upConn, id uint64, err error) {
 		// The backend held the exchange past the deadline (HTTP answers within Send).
 		if te := fw.table.take(id, stateExpired); te != nil {
 			fw.stats.TimedOut.Add(1)
-			fw.completeErrTaken(te, CodeBackendTimeout, timeoutMessage(b))
+			fw.completeErrTaken(te, codec.CodeBackendTimeout, timeoutMessage(b))
 			fw.gaveUp(c, id)
 		}
 		return
@@ -413,7 +413,7 @@ func (fw *forwarder) sendFailed(b *backend, c *upConn, id uint64, err error) {
 		c.inst.healthy.Store(false)
 	}
 	if te := fw.table.take(id, stateFailed); te != nil {
-		fw.completeErrTaken(te, CodeBackendUnavailable, "backend "+b.cfg.Name+": "+err.Error())
+		fw.completeErrTaken(te, codec.CodeBackendUnavailable, "backend "+b.cfg.Name+": "+err.Error())
 	}
 }
 
@@ -426,7 +426,7 @@ func (fw *forwarder) gaveUp(c *upConn, id uint64) {
 	if c == nil {
 		return
 	}
-	if _, closes := c.conn.(interface{ CancelsByClosing() bool }); !closes {
+	if !upstream.CancelsByClosing(c.conn) {
 		fw.tellCancelled(c, id)
 	}
 }

@@ -74,8 +74,8 @@ func TestFailoverOnLostReplica(t *testing.T) {
 				if m.Kind != codec.KindError || string(m.ID) != "1" {
 					t.Fatalf("client got kind %v for id %s, want an error for 1", m.Kind, m.ID)
 				}
-				if err := rpcErrorOf(m.Error).(*router.Error); err.Code != CodeBackendUnavailable || !strings.Contains(err.Message, "connection lost") {
-					t.Fatalf("error %d %q, want %d saying the connection was lost", err.Code, err.Message, CodeBackendUnavailable)
+				if err := rpcErrorOf(m.Error).(*router.Error); err.Code != codec.CodeBackendUnavailable || !strings.Contains(err.Message, "connection lost") {
+					t.Fatalf("error %d %q, want %d saying the connection was lost", err.Code, err.Message, codec.CodeBackendUnavailable)
 				}
 				select {
 				case n := <-r.calls:

@@ -21,9 +21,15 @@ import (
 //	routed ──bind──▶ sent ──take (an answer)──────────▶ answered
 //	  │                ├──takeClient─────────────────▶ cancelled
 //	  │                ├──expired, take (send timeout)─▶ expired
-//	  │                └──takeConn, takeAll, take─────▶ failed
+//	  │                ├──takeConn, takeAll, take─────▶ failed
+//	  │                └──park──▶ parked ──claim (the client's retry)──▶ sent
+//	  │                             └──takeParked (its TTL, the router's close)──▶ expired
 //	  ├──takeClient──▶ cancelled (out of the table; forward finishes it)
 //	  └──abandon─────▶ failed
+//
+// A parked entry (a stateless client's request answered with input_required, its
+// backend waiting for the client's retry: mrtr.go, mrtr_table.go) has no exchange and
+// no client index; only claim and takeParked move it (TestParkedEntry).
 //
 // While an entry is routed, the request's Run (forward) owns its exchange and builds the
 // bytes to send from it, outside the lock; nobody else may complete it. Once sent,
@@ -136,6 +142,9 @@ type tableShard struct {
 	m        map[uint64]*entry
 	byClient map[uint64]*entry
 	clients  int // entries of m that are clients' requests
+	// drained is poked when clients goes down (nil in a table made without one):
+	// what Fleet.WaitIdle waits on.
+	drained *drainSignal
 }
 
 // clientSeed keys clientHash; it only needs to be fixed for the process's life.
@@ -153,6 +162,14 @@ func newTable() *table {
 		t.shards[i].byClient = make(map[uint64]*entry)
 	}
 	return t
+}
+
+// signalDrains makes every shard poke d when a client request leaves it (WaitIdle). New
+// calls it before the table is used.
+func (t *table) signalDrains(d *drainSignal) {
+	for i := range t.shards {
+		t.shards[i].drained = d
+	}
 }
 
 // sessionShard spreads sessions over the shards by their address (Go never moves heap
@@ -203,6 +220,7 @@ func (sh *tableShard) settle(e *entry, to entryState) {
 	delete(sh.m, e.id)
 	if e.kind == clientRequest {
 		sh.clients--
+		sh.drained.poke()
 	}
 	sh.unindex(e)
 }

@@ -1,10 +1,13 @@
 package fleet
 
 import (
+	"context"
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/mcprouter/mcprouter/internal/testwait"
 	"github.com/mcprouter/mcprouter/router"
 	"github.com/mcprouter/mcprouter/transport"
 )
@@ -449,5 +452,45 @@ func TestClientsLeavesOwnRequestsOut(t *testing.T) {
 
 	if n, all := tb.clients(), tb.len(); n != 0 || all != 0 {
 		t.Fatalf("clients() = %d, %d entries left, want none", n, all)
+	}
+}
+
+// TestWaitIdle: the shutdown's wait for the fleet's calls wakes when the last client
+// request leaves the table (each settle pokes it), not by polling; the router's own
+// requests are not waited for; and the wait gives up when its context ends first.
+func TestWaitIdle(t *testing.T) {
+	f := New(Config{})
+	t.Cleanup(f.Close)
+	c := testConn()
+	sess := new(router.Session)
+	var es []*entry
+	for i := range 3 {
+		e := request(sess, strconv.Itoa(i+1))
+		f.table.add(e)
+		f.table.bind(e, c)
+		es = append(es, e)
+	}
+	own := &entry{kind: ownRequest, conn: c} // the router's own: never waited for
+	f.table.add(own)
+	t.Cleanup(func() { f.table.take(own.id, stateAnswered) }) // before Close answers it
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if f.WaitIdle(ctx) {
+		t.Fatal("WaitIdle returned true with requests in flight")
+	}
+
+	done := make(chan bool, 1)
+	go func() { done <- f.WaitIdle(context.Background()) }()
+	f.table.take(es[0].id, stateAnswered)
+	f.table.takeClient(sess, es[1].x.Msg.ID)
+	select {
+	case <-done:
+		t.Fatal("WaitIdle returned with a request still in flight")
+	default:
+	}
+	f.table.take(es[2].id, stateFailed)
+	if !testwait.Recv(t, "WaitIdle once the last client request left", 20*time.Second, done) {
+		t.Fatal("WaitIdle returned false")
 	}
 }

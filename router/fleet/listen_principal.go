@@ -189,7 +189,7 @@ func (ss *sessions) restoreListens(c *upConn) {
 // relistenTries bounds the attempts at replacing a principal's dead upstream session
 // for its listen streams; the waits between them double from relistenMin up to
 // relistenMax (a minute and a half in all): a backend being restarted is back by then;
-// when it is not, the listen streams end with CodeBackendUnavailable, and their clients
+// when it is not, the listen streams end with codec.CodeBackendUnavailable, and their clients
 // may listen again. Variables, so that a test can make them short.
 var (
 	relistenTries = 12

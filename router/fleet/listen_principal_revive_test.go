@@ -82,7 +82,7 @@ func TestListenPrincipalRevived(t *testing.T) {
 
 // TestListenPrincipalLost: when the principal's upstream session cannot be replaced
 // (the backend comes back without MCP), its listen streams on that backend end with
-// CodeBackendUnavailable, so that their clients know they went quiet.
+// codec.CodeBackendUnavailable, so that their clients know they went quiet.
 func TestListenPrincipalLost(t *testing.T) {
 	tries, lo, hi := relistenTries, relistenMin, relistenMax
 	relistenTries, relistenMin, relistenMax = 2, 10*time.Millisecond, 20*time.Millisecond

@@ -185,7 +185,7 @@ func (p *parking) park(c *upConn, relID uint64, m *codec.Message, ttl time.Durat
 	if x == nil {
 		p.mu.Unlock()
 		if full {
-			p.srv.answer(c, codec.AppendError(nil, m.ID, CodeSessionLimit, "mcprouter: the client already has "+strconv.Itoa(p.max)+" requests waiting for its input; "+string(m.Method)+" refused", nil))
+			p.srv.answer(c, codec.AppendError(nil, m.ID, codec.CodeSessionLimit, "mcprouter: the client already has "+strconv.Itoa(p.max)+" requests waiting for its input; "+string(m.Method)+" refused", nil))
 			return true
 		}
 		return false
@@ -196,6 +196,7 @@ func (p *parking) park(c *upConn, relID uint64, m *codec.Message, ttl time.Durat
 	p.m[relID] = pk
 	pk.timer = time.AfterFunc(ttl, func() { p.expire(relID, pk) })
 	p.mu.Unlock()
+	p.life.drained.poke() // a parked call is not waited for (InFlight)
 	time.AfterFunc(p.gather, func() { p.show(pk) })
 	return true
 }
@@ -215,7 +216,7 @@ func (p *parking) more(c *upConn, relID uint64, m *codec.Message) bool {
 	case missing != "":
 		refuse = codec.AppendError(nil, m.ID, codec.CodeMethodNotFound, "client does not support "+string(m.Method)+" (no "+missing+" capability)", nil)
 	case len(pk.shown)+len(pk.next) >= maxAsks:
-		refuse = codec.AppendError(nil, m.ID, CodeSessionLimit, "mcprouter: the call already has "+strconv.Itoa(maxAsks)+" requests waiting for its client's input; "+string(m.Method)+" refused", nil)
+		refuse = codec.AppendError(nil, m.ID, codec.CodeSessionLimit, "mcprouter: the call already has "+strconv.Itoa(maxAsks)+" requests waiting for its client's input; "+string(m.Method)+" refused", nil)
 	case pk.x != nil:
 		pk.shown = append(pk.shown, p.newAsk(m))
 	default:
@@ -322,7 +323,7 @@ func (p *parking) resume(s *router.Session, x *transport.Exchange, state []byte,
 	p.mu.Unlock()
 	if !claimed {
 		// Settled meanwhile (its connection was lost, the router is closing).
-		return rep.replyErr(x, CodeBackendUnavailable, "backend request ended while waiting for input"), false
+		return rep.replyErr(x, codec.CodeBackendUnavailable, "backend request ended while waiting for input"), false
 	}
 	for i, a := range answered {
 		p.srv.answer(conn, codec.AppendResult(nil, a.backendID, answers[i]))
@@ -429,9 +430,9 @@ func (p *parking) end(id uint64, pk *parked, why string) {
 	p.mu.Unlock()
 	if x != nil {
 		if closing {
-			p.fwd.rep.replyErr(x, CodeBackendUnavailable, "mcprouter: "+shuttingDown)
+			p.fwd.rep.replyErr(x, codec.CodeBackendUnavailable, "mcprouter: "+shuttingDown)
 		} else {
-			p.fwd.rep.replyErr(x, CodeClientTimeout, "mcprouter: the backend's requests for input were not shown in time")
+			p.fwd.rep.replyErr(x, codec.CodeClientTimeout, "mcprouter: the backend's requests for input were not shown in time")
 		}
 	}
 	e := p.table.takeParked(id)
@@ -441,7 +442,7 @@ func (p *parking) end(id uint64, pk *parked, why string) {
 	p.stats.ServerRequestsExpired.Add(1)
 	if !p.life.ended() {
 		for _, a := range asks {
-			p.srv.answer(pk.conn, codec.AppendError(nil, a.backendID, CodeClientTimeout, fmt.Sprintf(why, a.method), nil))
+			p.srv.answer(pk.conn, codec.AppendError(nil, a.backendID, codec.CodeClientTimeout, fmt.Sprintf(why, a.method), nil))
 		}
 		p.fwd.tellCancelled(e.conn, e.id)
 	}

@@ -141,11 +141,12 @@ func (o *ownerRelay) forward(s *router.Session, x *transport.Exchange, owner [8]
 		principal, _ = json.Marshal(x.Principal) // a struct of strings, times and JSON claims: cannot fail
 	}
 	if len(x.Raw)+len(principal)+relayOverhead > int(o.nc.MaxPayload()) {
-		return o.rep.replyErr(x, CodeBackendUnavailable, "mcprouter: the retry is too large to send to the router instance that owns its requestState over NATS")
+		return o.rep.replyErr(x, codec.CodeBackendUnavailable, "mcprouter: the retry is too large to send to the router instance that owns its requestState over NATS")
 	}
 	if o.waiting.Add(1) > maxRelays {
 		o.waiting.Add(-1)
-		return o.rep.replyErr(x, CodeBackendBusy, "mcprouter: too many retries waiting for other router instances; retry later")
+		o.life.drained.poke()
+		return o.rep.replyErr(x, codec.CodeBackendBusy, "mcprouter: too many retries waiting for other router instances; retry later")
 	}
 	key := relayKey{s, string(x.Msg.ID)}
 	cancel := make(chan struct{})
@@ -162,6 +163,7 @@ func (o *ownerRelay) forward(s *router.Session, x *transport.Exchange, owner [8]
 		delete(o.out, key)
 		o.mu.Unlock()
 		o.waiting.Add(-1)
+		o.life.drained.poke()
 	})
 	return false
 }
@@ -197,7 +199,7 @@ func (o *ownerRelay) await(x *transport.Exchange, owner [8]byte, principal []byt
 	ch := make(chan *nats.Msg, relayPending)
 	sub, err := o.nc.ChanSubscribe(inbox, ch)
 	if err != nil {
-		o.rep.replyErrFrom(x, start, CodeBackendUnavailable, "mcprouter: cannot reach the router instance that owns this requestState: "+err.Error())
+		o.rep.replyErrFrom(x, start, codec.CodeBackendUnavailable, "mcprouter: cannot reach the router instance that owns this requestState: "+err.Error())
 		return
 	}
 	defer sub.Unsubscribe()
@@ -208,7 +210,7 @@ func (o *ownerRelay) await(x *transport.Exchange, owner [8]byte, principal []byt
 	}
 	m.Data = x.Raw
 	if err := o.nc.PublishMsg(m); err != nil {
-		o.rep.replyErrFrom(x, start, CodeBackendUnavailable, "mcprouter: cannot reach the router instance that owns this requestState: "+err.Error())
+		o.rep.replyErrFrom(x, start, codec.CodeBackendUnavailable, "mcprouter: cannot reach the router instance that owns this requestState: "+err.Error())
 		return
 	}
 	deadline := time.NewTimer(o.timeout() + relayMargin)
@@ -221,7 +223,7 @@ func (o *ownerRelay) await(x *transport.Exchange, owner [8]byte, principal []byt
 		case msg := <-ch:
 			quiet = false
 			if msg.Header.Get("Status") == "503" {
-				o.rep.replyErrFrom(x, start, CodeBackendUnavailable, ownerGone) // no responders
+				o.rep.replyErrFrom(x, start, codec.CodeBackendUnavailable, ownerGone) // no responders
 				return
 			}
 			if st := msg.Header.Get(relayFinalHeader); st != "" {
@@ -231,13 +233,13 @@ func (o *ownerRelay) await(x *transport.Exchange, owner [8]byte, principal []byt
 			x.Send(msg.Data)
 		case <-probe.C:
 			if quiet && !o.present(owner) {
-				o.rep.replyErrFrom(x, start, CodeBackendUnavailable, ownerGone)
+				o.rep.replyErrFrom(x, start, codec.CodeBackendUnavailable, ownerGone)
 				return
 			}
 			quiet = true
 		case <-deadline.C:
 			o.tell(owner, inbox)
-			o.rep.replyErrFrom(x, start, CodeBackendTimeout, "mcprouter: the router instance that owns this requestState did not answer in time")
+			o.rep.replyErrFrom(x, start, codec.CodeBackendTimeout, "mcprouter: the router instance that owns this requestState did not answer in time")
 			return
 		case <-cancel:
 			o.tell(owner, inbox)
@@ -245,7 +247,7 @@ func (o *ownerRelay) await(x *transport.Exchange, owner [8]byte, principal []byt
 			return
 		case <-o.life.ctx.Done():
 			o.tell(owner, inbox)
-			o.rep.replyErrFrom(x, start, CodeBackendUnavailable, "router shutting down")
+			o.rep.replyErrFrom(x, start, codec.CodeBackendUnavailable, "router shutting down")
 			return
 		}
 	}
@@ -315,7 +317,7 @@ func (o *ownerRelay) serveRetry(m *nats.Msg) {
 	rb := &relayed{o: o, inbox: m.Reply}
 	hp := o.handler.Load()
 	if hp == nil {
-		rb.refuse(m.Data, CodeBackendUnavailable, "mcprouter: the router instance that owns this requestState is not serving yet")
+		rb.refuse(m.Data, codec.CodeBackendUnavailable, "mcprouter: the router instance that owns this requestState is not serving yet")
 		return
 	}
 	var principal *auth.Principal
@@ -329,7 +331,7 @@ func (o *ownerRelay) serveRetry(m *nats.Msg) {
 	o.mu.Lock()
 	if len(o.in) >= maxRelays || o.in[m.Reply] != nil {
 		o.mu.Unlock()
-		rb.refuse(m.Data, CodeBackendBusy, "mcprouter: the router instance that owns this requestState serves too many retries of other instances; retry later")
+		rb.refuse(m.Data, codec.CodeBackendBusy, "mcprouter: the router instance that owns this requestState serves too many retries of other instances; retry later")
 		return
 	}
 	o.in[m.Reply] = rb

@@ -88,11 +88,11 @@ func (r *reporter) reply(x *transport.Exchange, result []byte) bool {
 // outcomeOfCode classifies the errors the fleet makes about backends.
 func outcomeOfCode(code int) router.Outcome {
 	switch code {
-	case CodeBackendTimeout:
+	case codec.CodeBackendTimeout:
 		return router.OutcomeTimeout
-	case CodeBackendBusy:
+	case codec.CodeBackendBusy:
 		return router.OutcomeOverloaded
-	case CodeBackendUnavailable:
+	case codec.CodeBackendUnavailable:
 		return router.OutcomeUnavailable
 	}
 	return router.OutcomeError

@@ -216,7 +216,7 @@ func (r *reversals) gather(rv *reversal, reqs []inputRequest, state []byte) {
 		if !r.srv.put(sr) {
 			r.forgetPending(pending)
 			r.end(rv, func() {
-				r.reply(rv, codec.AppendError(nil, rv.x.Msg.ID, CodeSessionLimit, "mcprouter: the client session already has "+
+				r.reply(rv, codec.AppendError(nil, rv.x.Msg.ID, codec.CodeSessionLimit, "mcprouter: the client session already has "+
 					strconv.Itoa(r.srv.max)+" requests from backends waiting for an answer; "+q.method+" (input_required from backend "+rv.b.cfg.Name+") refused", nil))
 			})
 			return
@@ -245,7 +245,7 @@ func (r *reversals) gather(rv *reversal, reqs []inputRequest, state []byte) {
 					r.finishCancelled(rv)
 					return
 				}
-				r.reply(rv, codec.AppendError(nil, rv.x.Msg.ID, CodeBackendUnavailable, "router shutting down", nil))
+				r.reply(rv, codec.AppendError(nil, rv.x.Msg.ID, codec.CodeBackendUnavailable, "router shutting down", nil))
 			})
 			return
 		case ans := <-answers:

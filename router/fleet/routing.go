@@ -81,7 +81,7 @@ func (rt *routing) request(s *router.Session, x *transport.Exchange) bool {
 		}
 	case "resources/read", "resources/subscribe", "resources/unsubscribe":
 		if b = cat.resourceOwner(string(m.URI)); b == nil {
-			return rt.rep.replyErr(x, CodeResourceNotFound, "Resource not found: "+string(m.URI))
+			return rt.rep.replyErr(x, codec.CodeResourceNotFound, "Resource not found: "+string(m.URI))
 		}
 		// A 2026-07-28 backend has no per-client subscription: its one listen
 		// stream serves every client.
@@ -151,7 +151,7 @@ func (rt *routing) complete(s *router.Session, x *transport.Exchange, cat *catal
 		}
 	case "ref/resource":
 		if b = cat.resourceOwner(uri); b == nil {
-			return rt.rep.replyErr(x, CodeResourceNotFound, "Resource not found: "+uri)
+			return rt.rep.replyErr(x, codec.CodeResourceNotFound, "Resource not found: "+uri)
 		}
 	default:
 		return rt.rep.replyErr(x, codec.CodeInvalidParams, "Invalid params: unknown ref type "+typ)

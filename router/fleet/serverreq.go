@@ -197,7 +197,7 @@ func (s *serverRequests) fromBackend(c *upConn, msg []byte, m *codec.Message, re
 	}
 	sr := &serverRequest{method: method, conn: c, backendID: append([]byte(nil), m.ID...), sess: sess}
 	if !s.put(sr) {
-		s.answer(c, codec.AppendError(nil, m.ID, CodeSessionLimit, "mcprouter: the client session already has "+strconv.Itoa(s.max)+" requests from backends waiting for an answer; "+method+" refused", nil))
+		s.answer(c, codec.AppendError(nil, m.ID, codec.CodeSessionLimit, "mcprouter: the client session already has "+strconv.Itoa(s.max)+" requests from backends waiting for an answer; "+method+" refused", nil))
 		return
 	}
 
@@ -296,7 +296,7 @@ func (s *serverRequests) expire(id uint64) {
 	}
 	s.stats.ServerRequestsExpired.Add(1)
 	d := s.timeoutFor(sr.conn.b)
-	s.answer(sr.conn, codec.AppendError(nil, sr.backendID, CodeClientTimeout, "mcprouter: the client did not answer "+sr.method+" within "+d.String(), nil))
+	s.answer(sr.conn, codec.AppendError(nil, sr.backendID, codec.CodeClientTimeout, "mcprouter: the client did not answer "+sr.method+" within "+d.String(), nil))
 	if t := sr.sess.TransportSession(); t != nil {
 		params := append([]byte(`{"requestId":`), strconv.AppendUint(nil, sr.id, 10)...)
 		params = append(params, `,"reason":"timed out"}`...)
@@ -311,6 +311,6 @@ func (s *serverRequests) dropSession(sess *router.Session) {
 		if s.life.ended() {
 			continue
 		}
-		s.answer(sr.conn, codec.AppendError(nil, sr.backendID, CodeClientGone, "mcprouter: the client session ended before answering "+sr.method, nil))
+		s.answer(sr.conn, codec.AppendError(nil, sr.backendID, codec.CodeClientGone, "mcprouter: the client session ended before answering "+sr.method, nil))
 	}
 }

@@ -134,8 +134,8 @@ func TestServerRequestsEnd(t *testing.T) {
 
 	sr := put(1)
 	s.expire(sr.id)
-	if m := rc.next(t); code(m) != CodeClientTimeout || string(m.ID) != "1" {
-		t.Fatalf("expired: id %s code %d, want 1 and %d", m.ID, code(m), CodeClientTimeout)
+	if m := rc.next(t); code(m) != codec.CodeClientTimeout || string(m.ID) != "1" {
+		t.Fatalf("expired: id %s code %d, want 1 and %d", m.ID, code(m), codec.CodeClientTimeout)
 	}
 	s.expire(sr.id) // once only
 	if n := s.stats.ServerRequestsExpired.Load(); n != 1 {
@@ -144,8 +144,8 @@ func TestServerRequestsEnd(t *testing.T) {
 
 	put(2)
 	s.dropSession(sess)
-	if m := rc.next(t); code(m) != CodeClientGone || string(m.ID) != "2" {
-		t.Fatalf("dropped: id %s code %d, want 2 and %d", m.ID, code(m), CodeClientGone)
+	if m := rc.next(t); code(m) != codec.CodeClientGone || string(m.ID) != "2" {
+		t.Fatalf("dropped: id %s code %d, want 2 and %d", m.ID, code(m), codec.CodeClientGone)
 	}
 	if n := s.stats.ServerRequestsDropped.Load(); n != 1 {
 		t.Fatalf("%d dropped, want 1", n)

@@ -164,7 +164,7 @@ func (s *localSubs) run(x *transport.Exchange, t *subTask) {
 		up.rep.replyErr(x, re.Code, re.Message)
 		return
 	}
-	up.rep.replyErr(x, CodeBackendUnavailable, "backend "+t.b.cfg.Name+": cannot subscribe: "+err.Error())
+	up.rep.replyErr(x, codec.CodeBackendUnavailable, "backend "+t.b.cfg.Name+": cannot subscribe: "+err.Error())
 }
 
 // deliver sends a backend's resources/updated to every session subscribed to it.
@@ -369,7 +369,7 @@ func (u *subsUpstream) limitReached(held keySet, key subKey) bool {
 
 // refuse answers a resources/subscribe beyond the session's limit.
 func (u *subsUpstream) refuse(x *transport.Exchange) bool {
-	return u.rep.replyErr(x, CodeSessionLimit, "mcprouter: the session already holds "+strconv.Itoa(u.max)+" resource subscriptions, the most allowed; unsubscribe from one first")
+	return u.rep.replyErr(x, codec.CodeSessionLimit, "mcprouter: the session already holds "+strconv.Itoa(u.max)+" resource subscriptions, the most allowed; unsubscribe from one first")
 }
 
 func listOf(bySess sessionKeys, sess *router.Session) []subKey {

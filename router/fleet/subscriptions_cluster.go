@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/internal/ctxtime"
 	"github.com/mcprouter/mcprouter/router"
 	"github.com/mcprouter/mcprouter/transport"
@@ -184,7 +185,7 @@ func (s *clusterSubs) run(x *transport.Exchange, t *subTask) {
 		s.bySess.remove(t.sess, t.key)
 		s.mu.Unlock()
 		s.leave(ctx, t.key)
-		s.up.rep.replyErr(x, CodeBackendUnavailable, "backend "+t.b.cfg.Name+": cannot subscribe: "+err.Error())
+		s.up.rep.replyErr(x, codec.CodeBackendUnavailable, "backend "+t.b.cfg.Name+": cannot subscribe: "+err.Error())
 		return
 	}
 	t.sess.Persist()

@@ -284,9 +284,7 @@ func (a *App) Shutdown(ctx context.Context) error {
 		}
 		// Requests forwarded to backends whose replies come asynchronously (stdio,
 		// legacy SSE) are still in the fleet's table: give them the rest of the grace.
-		for a.Fleet.InFlight() > 0 && grace.Err() == nil {
-			time.Sleep(10 * time.Millisecond)
-		}
+		a.Fleet.WaitIdle(grace)
 		a.HTTP.Shutdown()
 		a.Reg.Close()
 		a.stopVServers()

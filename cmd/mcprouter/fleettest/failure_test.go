@@ -14,7 +14,7 @@ import (
 )
 
 // codeBackendUnavailable is the router's error for a backend it cannot reach
-// (router/fleet.CodeBackendUnavailable).
+// (codec.CodeBackendUnavailable).
 const codeBackendUnavailable = -32010
 
 // failBound is how soon after a backend dies the calls it held must have failed: far
