@@ -284,18 +284,11 @@ func (s *Stream) Stats() *Stats { return s.cfg.Stats }
 // Stats.CutOffs); the event is kept in the ring either way. After Close it returns
 // ErrClosed.
 func (s *Stream) Publish(event string, data []byte) (EventID, error) {
-	n := len(event) + len(data) + frameSlack
-	var bp *[]byte
-	if n < 1<<minClassShift {
-		// Below the smallest class, a buffer of the body's own size: the ring holds
-		// the event for as long as it is kept (a held stream's one acknowledgement,
-		// for the stream's whole life), and a pooled one would be mostly empty.
-		// Room for the event's field too: "event: ", its name, a line end.
-		b := make([]byte, 0, n+len(event)+8)
-		bp = &b
-	} else {
-		bp = getBuf(n)
-	}
+	// A pooled buffer even for a small event, though a held stream then keeps a
+	// mostly empty one for its acknowledgement: a buffer of the body's own size would
+	// be an allocation for every event, where a full ring's eviction hands its buffer
+	// back for the next (TestPublishAllocs: publishing allocates nothing).
+	bp := getBuf(len(event) + len(data) + frameSlack)
 	*bp = appendBody(*bp, event, data) // the copy happens here, outside the lock
 	return s.publish(slot{b: bp})
 }
