@@ -188,6 +188,13 @@ func (c *Config) Validate() error {
 	if err := c.validateAuth(); err != nil {
 		return err
 	}
+	// defaults would take a negative value for its default: a sign typo must not pass.
+	if c.Replicas < 0 {
+		return fmt.Errorf("nats.replicas: must not be negative (got %d)", c.Replicas)
+	}
+	if c.Lease < 0 {
+		return fmt.Errorf("nats.lease: must not be negative (got %s)", c.Lease)
+	}
 	j := c.JetStream
 	if j.MaxMemory < 0 || j.MaxStore < 0 || j.MaxBytes < 0 || j.MaxMsgBytes < 0 {
 		return errors.New("nats.jetstream: limits must not be negative")

@@ -327,6 +327,8 @@ func (c *Config) Validate() error {
 		{"streams.ring_bytes", c.Streams.RingBytes}, {"streams.queue_bytes", c.Streams.QueueBytes},
 		{"streams.retry_ms", c.Streams.RetryMs}, {"streams.max_reply_streams", c.Streams.MaxReplyStreams},
 		{"sessions.init_burst", c.Sessions.InitBurst},
+		{"workers.shards", c.Workers.Shards}, {"workers.queue_depth", c.Workers.QueueDepth},
+		{"workers.pool_size", c.Workers.PoolSize},
 	}
 	for _, p := range positive {
 		if p.v < 0 {
@@ -336,6 +338,13 @@ func (c *Config) Validate() error {
 	for key, d := range map[string]time.Duration{
 		"limits.server_request_timeout": c.Limits.ServerRequestTimeout,
 		"limits.upstream_session_wait":  c.Limits.UpstreamSessionWait,
+		// The components take a negative value for their default: refused here, so
+		// that a sign typo is not a silent 30m, 10s, 15s, 5s or 2s.
+		"sessions.idle_timeout": c.Sessions.IdleTimeout,
+		"shutdown_grace":        c.ShutdownGrace,
+		"streams.keepalive":     c.Streams.KeepAlive,
+		"health.interval":       c.Health.Interval,
+		"health.timeout":        c.Health.Timeout,
 	} {
 		if d < 0 {
 			return fmt.Errorf("%s: must not be negative (got %v)", key, d)
@@ -385,6 +394,12 @@ func (c *Config) Validate() error {
 			if u != "" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
 				return fmt.Errorf("%s.url: %q must be an http:// or https:// URL", key, u)
 			}
+		}
+		if b.Timeout < 0 {
+			return fmt.Errorf("%s.timeout: must not be negative (got %s)", key, b.Timeout)
+		}
+		if b.MaxConcurrency < 0 {
+			return fmt.Errorf("%s.max_concurrency: must not be negative (got %d)", key, b.MaxConcurrency)
 		}
 		if b.Instances < 1 {
 			return fmt.Errorf("%s.instances: must be at least 1", key)

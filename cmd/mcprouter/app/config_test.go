@@ -21,6 +21,29 @@ func TestNegativeLimitDurations(t *testing.T) {
 	}
 }
 
+// TestNegativeDefaultsRefused: a key whose component would take a negative value for
+// its default (a sign typo silently becoming 30m, 256, a random lease...) is refused,
+// naming the key.
+func TestNegativeDefaultsRefused(t *testing.T) {
+	for yaml, want := range map[string]string{
+		"sessions: {idle_timeout: -1m}":                                      "sessions.idle_timeout: must not be negative",
+		"shutdown_grace: -5s":                                                "shutdown_grace: must not be negative",
+		"streams: {keepalive: -15s}":                                         "streams.keepalive: must not be negative",
+		"health: {interval: -5s}":                                            "health.interval: must not be negative",
+		"health: {timeout: -2s}":                                             "health.timeout: must not be negative",
+		"workers: {shards: -1}":                                              "workers.shards: must not be negative",
+		"workers: {queue_depth: -1}":                                         "workers.queue_depth: must not be negative",
+		"workers: {pool_size: -1}":                                           "workers.pool_size: must not be negative",
+		"backends:\n  - {name: a, url: 'http://x/mcp', timeout: -1s}":        "backends[0].timeout: must not be negative",
+		"backends:\n  - {name: a, url: 'http://x/mcp', max_concurrency: -1}": "backends[0].max_concurrency: must not be negative",
+		"nats: {replicas: -3}":                                               "nats.replicas: must not be negative",
+		"nats: {lease: -15s}":                                                "nats.lease: must not be negative",
+	} {
+		_, err := ParseConfig([]byte(yaml + "\n"))
+		wantErr(t, strconv.Quote(yaml), err, want)
+	}
+}
+
 func TestPipelineConfig(t *testing.T) {
 	for _, c := range []struct {
 		yaml string
