@@ -241,6 +241,7 @@ func fixedChanges(cur, next *Config) []string {
 		{"admin", cur.Admin, next.Admin},
 		{"connections", cur.Connections, next.Connections},
 		{"memory_limit", cur.MemoryLimit, next.MemoryLimit},
+		{"heap_floor", cur.HeapFloor, next.HeapFloor},
 		{"stateless", cur.Stateless, next.Stateless},
 		{"auth", cur.Auth, next.Auth},
 		{"reload", cur.Reload, next.Reload},

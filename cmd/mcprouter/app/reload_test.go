@@ -3,6 +3,8 @@ package app
 import (
 	"context"
 	"log/slog"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -66,5 +68,60 @@ func TestReloadRefusedAndFixed(t *testing.T) {
 	}
 	if a.cfg.Sessions.Max != 10000 {
 		t.Errorf("sessions.max changed at run time to %d", a.cfg.Sessions.Max)
+	}
+}
+
+// TestReloadNamesEveryKey: every top-level key of the configuration is either applied
+// by a reload (reloadParts) or, when a reload changes it, named in the restart warning
+// (fixedChanges): none is silently left at its running value. A new key needs an entry
+// in reloadParts or fixedChanges, and a line here.
+func TestReloadNamesEveryKey(t *testing.T) {
+	change := map[string]string{
+		"listen":         "listen: 127.0.0.1:1",
+		"paths":          "paths: {mcp: /m}",
+		"sessions":       "sessions: {max: 5}",
+		"limits":         "limits: {max_batch: 5}",
+		"security":       "security: {allowed_hosts: [a]}",
+		"streams":        "streams: {retry_ms: 5}",
+		"workers":        "workers: {shards: 2}",
+		"shutdown_grace": "shutdown_grace: 1s",
+		"health":         "health: {interval: 1s}",
+		"nats":           "nats: {prefix: x}",
+		"admin":          "admin: {pprof: true}",
+		"connections":    "connections: {max_per_address: 5}",
+		"memory_limit":   "memory_limit: 1GiB",
+		"heap_floor":     "heap_floor: 32MiB",
+		"stateless":      "stateless: \"on\"",
+		"auth":           "auth: {resource_name: x}",
+		"reload":         "reload: {debounce: 1s}",
+		"request_state":  "request_state: {key_env: X}",
+	}
+	reloadable := map[string]bool{}
+	for _, p := range reloadParts {
+		reloadable[p.key] = true
+	}
+	cur, err := ParseConfig(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	typ := reflect.TypeOf(Config{})
+	for i := 0; i < typ.NumField(); i++ {
+		key, _, _ := strings.Cut(typ.Field(i).Tag.Get("yaml"), ",")
+		if reloadable[key] {
+			continue
+		}
+		y, ok := change[key]
+		if !ok {
+			t.Errorf("%s: neither reloadable nor tested here", key)
+			continue
+		}
+		next, err := ParseConfig([]byte(y + "\n"))
+		if err != nil {
+			t.Errorf("%s: %v", y, err)
+			continue
+		}
+		if got := fixedChanges(&cur, &next); !slices.Equal(got, []string{key}) {
+			t.Errorf("%s: the restart warning names %v, want [%s]", y, got, key)
+		}
 	}
 }
