@@ -191,10 +191,15 @@ func (a *App) planPolicy(p *reloadPlan) error {
 	if a.cfg.Policy.Audit != p.cfg.Policy.Audit {
 		p.fixed = append(p.fixed, "policy.audit")
 	}
+	// The engine writes the audit lines its own configuration asks for, and the audit
+	// observer that feeds it is installed at start only: the new engine keeps the
+	// running audit, as the warning says.
+	next := p.cfg.Policy
+	next.Audit = a.cfg.Policy.Audit
 	var e *policy.Engine
-	if hasPolicy(&p.cfg.Policy) {
+	if hasPolicy(&next) {
 		var err error
-		if e, err = policy.New(p.cfg.Policy, policy.Options{Logger: a.log}); err != nil {
+		if e, err = policy.New(next, policy.Options{Logger: a.log}); err != nil {
 			return fmt.Errorf("policy: %w", err)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -123,5 +124,32 @@ func TestReloadNamesEveryKey(t *testing.T) {
 		if got := fixedChanges(&cur, &next); !slices.Equal(got, []string{key}) {
 			t.Errorf("%s: the restart warning names %v, want [%s]", y, got, key)
 		}
+	}
+}
+
+// TestReloadKeepsPolicyAudit: policy.audit changes only at restart, as the warning of a
+// reload that changes it says: the engine a reload builds for new rules audits as the
+// running one did, in either direction.
+func TestReloadKeepsPolicyAudit(t *testing.T) {
+	for _, audit := range []bool{true, false} {
+		base := "listen: 127.0.0.1:0\nadmin: {listen: \"off\"}\n"
+		cfg, err := ParseConfig([]byte(base + "policy: {audit: " + strconv.FormatBool(audit) + ", rules: [{allow: 'true'}]}\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := New(cfg, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		file := base + "policy: {audit: " + strconv.FormatBool(!audit) + ", rules: [{deny: 'false'}]}\n"
+		a.EnableReload("mcprouter.yaml", func() (Config, error) { return ParseConfig([]byte(file)) })
+		if err := a.Reload("test"); err != nil {
+			t.Fatalf("reload: %v", err)
+		}
+		if a.Policy == nil || a.Policy.Config().Audit != audit {
+			t.Errorf("started with audit %v, reloaded with %v: the new engine audits %v, want the running value",
+				audit, !audit, a.Policy != nil && a.Policy.Config().Audit)
+		}
+		a.Shutdown(context.Background())
 	}
 }
