@@ -130,7 +130,8 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 		return nil, err
 	}
 	a.Router = r
-	a.Reg = transport.NewRegistry(cfg.Sessions.registryConfig(), r)
+	a.vservers.reg = cfg.Sessions.registryConfig()
+	a.Reg = transport.NewRegistry(a.vservers.reg, r)
 	rules := transport.DefaultHTTPRules(cfg.Listen, router.HeaderVersions, router.V20250326)
 	if len(cfg.Security.AllowedHosts) > 0 {
 		rules.AllowedHosts = cfg.Security.AllowedHosts

@@ -1,9 +1,14 @@
 package app
 
 import (
+	"context"
+	"log/slog"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcprouter/mcprouter/transport"
 )
 
 // TestSessionsQuotaConfig: the fairness and budget keys have defaults that protect a
@@ -38,6 +43,37 @@ func TestSessionsQuotaConfig(t *testing.T) {
 	} {
 		if _, err := ParseConfig([]byte("listen: 127.0.0.1:0\n" + yaml + "\n")); err == nil || !strings.Contains(err.Error(), key) {
 			t.Errorf("%s: %v, want an error naming %s", yaml, err, key)
+		}
+	}
+}
+
+// TestVirtualServersShareBudget: sessions.budget_bytes bounds everything kept for the
+// clients of every endpoint together: a virtual server's registry draws on the main
+// endpoint's budget, not on one of its own.
+func TestVirtualServersShareBudget(t *testing.T) {
+	cfg, err := ParseConfig([]byte("listen: 127.0.0.1:0\nadmin: {listen: \"off\"}\n" +
+		"backends:\n  - {name: a, url: 'http://127.0.0.1:1/mcp'}\n" +
+		"virtual_servers:\n  - {name: t, auth: {mode: \"off\"}}\n  - {name: u, auth: {mode: \"off\"}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := New(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Shutdown(context.Background())
+	// The registry keeps its budget to itself (RegistryConfig.Budget); its address is
+	// what tells whether two registries share one.
+	budgetOf := func(r *transport.Registry) uintptr {
+		return reflect.ValueOf(r).Elem().FieldByName("cfg").FieldByName("Budget").Pointer()
+	}
+	main := budgetOf(a.Reg)
+	if main == 0 {
+		t.Fatal("the main endpoint has no budget")
+	}
+	for _, v := range a.vservers.list() {
+		if budgetOf(v.reg) != main {
+			t.Errorf("virtual server %s: a budget of its own, not the main endpoint's", v.cfg.Name)
 		}
 	}
 }

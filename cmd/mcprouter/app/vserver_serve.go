@@ -43,7 +43,10 @@ const (
 type vservers struct {
 	table atomic.Pointer[vserverTable]
 	hc    transport.HTTPConfig // the main endpoint's, for the virtual servers a reload adds
-	vlog  *slog.Logger
+	// reg is the main registry's configuration, its memory budget included: every
+	// endpoint's sessions draw on the one sessions.budget_bytes.
+	reg  transport.RegistryConfig
+	vlog *slog.Logger
 }
 
 // vserverTable is one immutable set of virtual servers.
@@ -130,7 +133,7 @@ func (a *App) buildVServer(c *VirtualServer, reg *transport.Registry) (*vserver,
 	hc.LegacyEndpoint = v.path + vserverMessage
 	v.reg = reg
 	if v.reg == nil {
-		v.reg = transport.NewRegistry(a.cfg.Sessions.registryConfig(), a.Router)
+		v.reg = transport.NewRegistry(a.vservers.reg, a.Router)
 	}
 	v.http = transport.NewHTTPServer(hc, v.reg, a.Router)
 	if authn.Authenticates() {
