@@ -27,6 +27,9 @@ type policyState struct {
 	// Sync shares the rate limits' consumption with the other instances (nil without
 	// limits or NATS); its counters say what was published and applied.
 	Sync *policy.Sync
+	// auditing: the audit observer is installed (installAudit, at start only: the
+	// fleet's observer is set before it serves), so the engines' audit: true is heard.
+	auditing bool
 }
 
 // hasPolicy reports whether the configuration asks for anything of the policy.
@@ -86,6 +89,7 @@ func (a *App) installAudit() {
 		want = want || v.Policy.Audit
 	}
 	if want {
+		a.auditing = true
 		a.Fleet.SetObserver(&auditObserver{next: a.Router.Observer(), engine: a.Fleet.PolicyFor, subject: a.Fleet.SubjectOf,
 			backend: a.Fleet.BackendName})
 	}

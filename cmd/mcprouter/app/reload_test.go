@@ -153,3 +153,30 @@ func TestReloadKeepsPolicyAudit(t *testing.T) {
 		a.Shutdown(context.Background())
 	}
 }
+
+// TestReloadNamesVServerAudit: a reload that turns on a virtual server's audit while
+// nothing audited at start names it in the restart warning: no audit observer reports
+// the calls before a restart, so its engine would write nothing.
+func TestReloadNamesVServerAudit(t *testing.T) {
+	logs := new(testbin.Log)
+	base := "listen: 127.0.0.1:0\nadmin: {listen: \"off\"}\nbackends:\n  - {name: a, url: 'http://127.0.0.1:1/mcp'}\n" +
+		"virtual_servers:\n  - {name: t, auth: {mode: \"off\"}"
+	cfg, err := ParseConfig([]byte(base + "}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := New(cfg, slog.New(slog.NewTextHandler(logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Shutdown(context.Background())
+	a.EnableReload("mcprouter.yaml", func() (Config, error) {
+		return ParseConfig([]byte(base + ", policy: {audit: true}}\n"))
+	})
+	if err := a.Reload("test"); err != nil {
+		t.Fatalf("reload: %v", err)
+	}
+	if !logs.Contains(`settings=virtual_servers[0].policy.audit`) {
+		t.Errorf("the audit a reload cannot turn on is not named:\n%s", logs)
+	}
+}

@@ -47,6 +47,11 @@ func (a *App) planVServers(p *reloadPlan) error {
 	)
 	for i := range next.VirtualServers {
 		c := &next.VirtualServers[i]
+		if c.Policy.Audit && !a.auditing {
+			// Its engine would audit, but nothing reports the calls to it before a
+			// restart installs the audit observer.
+			p.fixed = append(p.fixed, fmt.Sprintf("virtual_servers[%d].policy.audit", i))
+		}
 		old := cur[c.Name]
 		if old != nil && sameYAML(old.cfg, *c) {
 			list = append(list, old)
