@@ -2,10 +2,13 @@ package app
 
 import (
 	"log/slog"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // TestNegativeLimitDurations: a negative duration limit is refused, and the error says
@@ -95,4 +98,27 @@ func TestSessionIdleConfig(t *testing.T) {
 	}
 	_, err = ParseConfig([]byte("backends:\n  - {name: a, url: 'http://127.0.0.1:9/mcp', session_idle: -1s}\n"))
 	wantErr(t, "negative session_idle", err, "backends[0].session_idle: must not be negative")
+}
+
+// TestREADMEKeys: every key the README's YAML examples write is a key of the
+// configuration (decoded as the router decodes a file: an unknown key is an error), so
+// that the documentation cannot drift to a key the code does not read.
+func TestREADMEKeys(t *testing.T) {
+	readme, err := os.ReadFile("../../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := strings.Split(string(readme), "```yaml\n")[1:]
+	if len(blocks) == 0 {
+		t.Fatal("no YAML example in README.md")
+	}
+	for i, b := range blocks {
+		b, _, _ = strings.Cut(b, "```")
+		dec := yaml.NewDecoder(strings.NewReader(b))
+		dec.KnownFields(true)
+		var c Config
+		if err := dec.Decode(&c); err != nil {
+			t.Errorf("README's YAML example %d (%.40q...): %v", i+1, b, err)
+		}
+	}
 }
