@@ -268,13 +268,13 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	if len(regs) > 0 {
 		var expired uint64
-		var used int64
 		for _, reg := range regs {
 			expired += reg.Expired.Load()
-			used += reg.BudgetUsed()
 		}
 		counter(d.sessionsExpired, expired)
-		gauge(d.budgetUsed, float64(used))
+		// Every endpoint's registry draws on the one budget (sessions.budget_bytes):
+		// read once, not summed, or it would count once per virtual server.
+		gauge(d.budgetUsed, float64(regs[0].BudgetUsed()))
 		for k, n := range countAllSessions(regs) {
 			gauge(d.sessions, float64(n), k.transport, k.revision)
 		}

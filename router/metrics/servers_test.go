@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/mcprouter/mcprouter/transport"
+	"github.com/mcprouter/mcprouter/transport/budget"
+	"github.com/mcprouter/mcprouter/transport/sse"
 )
 
 // TestVirtualServersInTotals: the HTTP counters of a virtual server's own HTTP server
@@ -39,5 +41,28 @@ func TestVirtualServersInTotals(t *testing.T) {
 	}
 	if open := m.NewStatusFeed().Next().Streams.Open; open != 11 {
 		t.Errorf("status page: %d open streams, want 11", open)
+	}
+}
+
+// TestVirtualServersShareBudget: the virtual servers' registries draw on the main
+// endpoint's memory budget, so the bytes it holds count once, not once per registry.
+func TestVirtualServersShareBudget(t *testing.T) {
+	m := New(Options{})
+	r := newRouter(t)
+	b := budget.New(1<<20, 1<<10)
+	reg := transport.NewRegistry(transport.RegistryConfig{Budget: b}, r)
+	t.Cleanup(reg.Close)
+	vs := transport.NewRegistry(transport.RegistryConfig{Budget: b}, r)
+	t.Cleanup(vs.Close)
+	m.Watch(Sources{Router: r, Sessions: reg, Streams: new(sse.Stats)})
+	m.WatchEndpoints(func() []Endpoint {
+		return []Endpoint{{Sessions: reg}, {Name: "x", Sessions: vs}}
+	})
+	m.SetEndpoints([]string{"x"})
+	if !b.Account().TryReserve(100) {
+		t.Fatal("reservation refused")
+	}
+	if got := seriesOf(t, only(m))["mcprouter_sessions_budget_used_bytes"]; got != 100 {
+		t.Errorf("budget used %v, want 100", got)
 	}
 }
