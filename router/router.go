@@ -179,8 +179,9 @@ type Session struct {
 // Version is the negotiated revision.
 func (s *Session) Version() string { return s.version }
 
-// keepClient keeps the client's capabilities and clientInfo in one allocation: the
-// session's only copy (the decoded params are dropped after initialize).
+// keepClient keeps the client's capabilities and clientInfo (the decoded params are
+// dropped after initialize): the bytes the last session kept when they are equal
+// (sharedClient), else a copy in one allocation, which the next session may share.
 func (s *Session) keepClient(caps, info []byte) {
 	if len(caps)+len(info) == 0 {
 		return
