@@ -394,14 +394,7 @@ func (s *HTTPServer) callStreamConn(ctx *fasthttp.RequestCtx, c *call) syscall.R
 	if c.noEarly || s.watcher == nil {
 		return nil
 	}
-	sc, ok := readahead.SyscallConnOf(ctx.Conn())
-	if !ok {
-		return nil
-	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
-		return nil
-	}
+	rc, _ := readahead.RawConnOf(ctx.Conn())
 	return rc
 }
 

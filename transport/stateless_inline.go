@@ -193,12 +193,8 @@ func (w *callerWatch) fire(st uint64) {
 	if !waits {
 		return
 	}
-	sc, ok := readahead.SyscallConnOf(w.ctx.Conn())
+	rc, ok := readahead.RawConnOf(w.ctx.Conn())
 	if !ok {
-		return
-	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
 		return
 	}
 	reg, err := p.srv.watcher.Add(rc, &abandonOnClose{w: w, st: st | watchFired})

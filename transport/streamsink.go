@@ -37,11 +37,12 @@ func (k *streamSink) init(c net.Conn) {
 	// A wrapper that writes through unchanged says so by giving the descriptor (the
 	// read-ahead listener's connections do, also under fasthttp's per-address wrapper:
 	// readahead.SyscallConnOf); a TLS connection does not.
-	if sc, ok := readahead.SyscallConnOf(c); ok && rawWrites {
-		if rc, err := sc.SyscallConn(); err == nil {
-			k.rc = rc
-			k.tryFn = k.rawWrite
-		}
+	if !rawWrites {
+		return
+	}
+	if rc, ok := readahead.RawConnOf(c); ok {
+		k.rc = rc
+		k.tryFn = k.rawWrite
 	}
 }
 

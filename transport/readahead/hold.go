@@ -47,6 +47,20 @@ func SyscallConnOf(c net.Conn) (syscall.Conn, bool) {
 	return nil, false
 }
 
+// RawConnOf is the raw connection of c's descriptor (SyscallConnOf's SyscallConn), for
+// the close watcher and raw writes; false when c has none or cannot give it.
+func RawConnOf(c net.Conn) (syscall.RawConn, bool) {
+	sc, ok := SyscallConnOf(c)
+	if !ok {
+		return nil, false
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return nil, false
+	}
+	return rc, true
+}
+
 // inner returns c, a connection from Listen, or the one a wrapper embeds as its first
 // field: fasthttp's per-address connection count (Server.MaxConnsPerIP, the router's
 // connections.max_per_address, on by default) wraps every connection so, and its
