@@ -93,7 +93,7 @@ func newHostClient(addr string, tls bool, o *HTTPOptions, conns *connSet) *fasth
 		// fasthttp retries idempotent requests. exchangeOn, the pool's exchange for
 		// everything but the legacy event stream, applies the same rule.
 		RetryIfErr: func(req *fasthttp.Request, _ int, err error) (bool, bool) {
-			return false, !req.Header.IsPost() || errors.Is(err, errStaleConn)
+			return false, mayResend(req, err)
 		},
 		DisablePathNormalizing: true,
 	}

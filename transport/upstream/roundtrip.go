@@ -42,8 +42,7 @@ func exchangeOn(hc *fasthttp.HostClient, req *fasthttp.Request, resp *fasthttp.R
 		if err == nil {
 			return nil
 		}
-		if !retry || attempt >= fasthttp.DefaultMaxIdemponentCallAttempts ||
-			req.Header.IsPost() && !errors.Is(err, errStaleConn) {
+		if !retry || attempt >= fasthttp.DefaultMaxIdemponentCallAttempts || !mayResend(req, err) {
 			if err == io.EOF {
 				err = fasthttp.ErrConnectionClosed
 			}
@@ -53,6 +52,13 @@ func exchangeOn(hc *fasthttp.HostClient, req *fasthttp.Request, resp *fasthttp.R
 			return fasthttp.ErrTimeout
 		}
 	}
+}
+
+// mayResend reports whether req, whose exchange failed with err before any response,
+// may be sent again on another connection: any request but a POST, and a POST of which
+// nothing was sent (errStaleConn). The pool's RetryIfErr and exchangeOn share it.
+func mayResend(req *fasthttp.Request, err error) bool {
+	return !req.Header.IsPost() || errors.Is(err, errStaleConn)
 }
 
 // roundTripOn is one attempt of exchangeOn; retry reports a failure that may be tried
