@@ -21,6 +21,8 @@ type lifecycle struct {
 
 // drainSignal wakes the one goroutine waiting for the fleet's calls to end when a count
 // it waits on went down; it does not say which nor how far, so the waiter counts again.
+// One waiter at a time: a second wait would turn the wake-ups off for the first when it
+// returns (the app's shutdown is the one caller).
 // While nobody waits, a poke is one atomic load: the per-call paths may poke freely,
 // under their locks (it never blocks).
 type drainSignal struct {

@@ -389,7 +389,7 @@ func (p *parking) dropLocked(pk *parked) {
 
 // expire ends pk when no retry claimed it in time.
 func (p *parking) expire(id uint64, pk *parked) {
-	p.end(id, pk, "mcprouter: the client did not retry with an answer to %s in time")
+	p.end(id, pk, codec.CodeClientTimeout, "mcprouter: the client did not retry with an answer to %s in time")
 }
 
 // shuttingDown is what the backend and the client are told of a call that the router's
@@ -410,14 +410,14 @@ func (p *parking) endAll() {
 	maps.Copy(all, p.m)
 	p.mu.Unlock()
 	for id, pk := range all {
-		p.end(id, pk, "mcprouter: "+shuttingDown+"; %s was not answered")
+		p.end(id, pk, codec.CodeInternalError, "mcprouter: "+shuttingDown+"; %s was not answered") // as park refuses
 	}
 }
 
 // end ends parked call pk (id) unless a retry claimed it: the backend's requests are
-// refused with why (a format naming the request's method), the client's request
+// refused with code and why (a format naming the request's method), the client's request
 // cancelled upstream, and the entry released.
-func (p *parking) end(id uint64, pk *parked, why string) {
+func (p *parking) end(id uint64, pk *parked, code int, why string) {
 	p.mu.Lock()
 	if p.m[id] != pk {
 		p.mu.Unlock()
@@ -442,7 +442,7 @@ func (p *parking) end(id uint64, pk *parked, why string) {
 	p.stats.ServerRequestsExpired.Add(1)
 	if !p.life.ended() {
 		for _, a := range asks {
-			p.srv.answer(pk.conn, codec.AppendError(nil, a.backendID, codec.CodeClientTimeout, fmt.Sprintf(why, a.method), nil))
+			p.srv.answer(pk.conn, codec.AppendError(nil, a.backendID, code, fmt.Sprintf(why, a.method), nil))
 		}
 		p.fwd.tellCancelled(e.conn, e.id)
 	}
