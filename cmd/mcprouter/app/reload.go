@@ -205,9 +205,7 @@ func (a *App) planPolicy(p *reloadPlan) error {
 	}
 	p.steps = append(p.steps, reloadStep{"policy", func() {
 		a.swapPolicy(e)
-		audit := a.cfg.Policy.Audit // only a restart changes it (fixed)
-		a.cfg.Policy = p.cfg.Policy
-		a.cfg.Policy.Audit = audit
+		a.cfg.Policy = next // its audit the running one: only a restart changes it (fixed)
 	}})
 	return nil
 }
