@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 
 	"github.com/mcprouter/mcprouter/cmd/mcprouter/app"
+	"github.com/mcprouter/mcprouter/router/metrics"
 )
 
 // dashboard is the part of a Grafana dashboard these tests read.
@@ -266,7 +267,7 @@ func metricsTable(t *testing.T) []string {
 			continue
 		}
 		for _, m := range backquoted.FindAllStringSubmatch(cells[1], -1) {
-			out = append(out, Namespace+m[1])
+			out = append(out, metrics.Namespace+"_"+m[1])
 		}
 	}
 	if len(out) < 50 {
@@ -274,9 +275,6 @@ func metricsTable(t *testing.T) []string {
 	}
 	return out
 }
-
-// Namespace prefixes the names of README.md's table.
-const Namespace = "mcprouter_"
 
 func TestMetricsOf(t *testing.T) {
 	cases := map[string][]string{
