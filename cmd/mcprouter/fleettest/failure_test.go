@@ -10,12 +10,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/internal/testwait"
 )
-
-// codeBackendUnavailable is the router's error for a backend it cannot reach
-// (codec.CodeBackendUnavailable).
-const codeBackendUnavailable = -32010
 
 // failBound is how soon after a backend dies the calls it held must have failed: far
 // below the backends' 60s timeout, so an error within it comes from the router seeing
@@ -158,8 +155,8 @@ func TestBackendKilledMidLoad(t *testing.T) {
 	for i := 0; i < cap(held); i++ {
 		select {
 		case o := <-held:
-			if code := rpcCode(o.err); code != codeBackendUnavailable {
-				t.Errorf("a call held by the killed %s ended with %v (code %d), want code %d", o.backend, o.err, code, codeBackendUnavailable)
+			if code := rpcCode(o.err); code != codec.CodeBackendUnavailable {
+				t.Errorf("a call held by the killed %s ended with %v (code %d), want code %d", o.backend, o.err, code, codec.CodeBackendUnavailable)
 			}
 			if d := o.at.Sub(killed); d > failBound {
 				t.Errorf("a call held by the killed %s failed %v after the kill, want within %v", o.backend, d, failBound)
@@ -174,8 +171,8 @@ func TestBackendKilledMidLoad(t *testing.T) {
 		for i := 0; i < 3; i++ {
 			start := time.Now()
 			_, err := c.call(b+"__echo", map[string]any{"text": "anyone?"})
-			if code := rpcCode(err); code != codeBackendUnavailable {
-				t.Errorf("a call to the dead %s ended with %v (code %d), want code %d", b, err, code, codeBackendUnavailable)
+			if code := rpcCode(err); code != codec.CodeBackendUnavailable {
+				t.Errorf("a call to the dead %s ended with %v (code %d), want code %d", b, err, code, codec.CodeBackendUnavailable)
 			}
 			if d := time.Since(start); d > failBound {
 				t.Errorf("a call to the dead %s took %v to fail, want within %v", b, d, failBound)
@@ -216,8 +213,8 @@ func TestBackendRestarted(t *testing.T) {
 	}
 
 	f.big.Kill()
-	if _, err := c.call(bigName+"__echo", map[string]any{"text": "x"}); rpcCode(err) != codeBackendUnavailable {
-		t.Errorf("a call to the killed backend ended with %v, want code %d", err, codeBackendUnavailable)
+	if _, err := c.call(bigName+"__echo", map[string]any{"text": "x"}); rpcCode(err) != codec.CodeBackendUnavailable {
+		t.Errorf("a call to the killed backend ended with %v, want code %d", err, codec.CodeBackendUnavailable)
 	}
 	f.big = f.restart(t, f.big)
 	restarted := time.Now()
