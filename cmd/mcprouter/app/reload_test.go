@@ -141,6 +141,7 @@ func TestReloadKeepsPolicyAudit(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { a.Shutdown(context.Background()) }) // a Fatal below leaves no app running
 		file := base + "policy: {audit: " + strconv.FormatBool(!audit) + ", rules: [{deny: 'false'}]}\n"
 		a.EnableReload("mcprouter.yaml", func() (Config, error) { return ParseConfig([]byte(file)) })
 		if err := a.Reload("test"); err != nil {
@@ -150,7 +151,6 @@ func TestReloadKeepsPolicyAudit(t *testing.T) {
 			t.Errorf("started with audit %v, reloaded with %v: the new engine audits %v, want the running value",
 				audit, !audit, a.Policy != nil && a.Policy.Config().Audit)
 		}
-		a.Shutdown(context.Background())
 	}
 }
 
