@@ -111,6 +111,12 @@ func (f *filter) testEvent(e event) {
 		}
 	case "pass":
 		text := f.take(id)
+		if strings.Contains(text, "WARNING: DATA RACE") {
+			// A race in a goroutine the test left running is reported during the
+			// test, which still passes; the binary then exits failing its package.
+			f.print(e.Package, text)
+			return
+		}
 		if f.verbose && !strings.Contains(e.Test, "/") {
 			for _, l := range strings.SplitAfter(text, "\n") {
 				if strings.HasPrefix(l, "--- PASS") {

@@ -80,6 +80,24 @@ func TestFilterLeftovers(t *testing.T) {
 	}
 }
 
+// TestFilterRaceInPassingTest: a race report written during a test that passes (the
+// race was in a goroutine it left running) is printed: the package fails for it.
+func TestFilterRaceInPassingTest(t *testing.T) {
+	in := `{"Action":"output","Package":"m/x","Test":"TestA","Output":"WARNING: DATA RACE\n"}
+{"Action":"output","Package":"m/x","Test":"TestA","Output":"--- PASS: TestA (0.01s)\n"}
+{"Action":"pass","Package":"m/x","Test":"TestA"}
+{"Action":"output","Package":"m/x","Output":"FAIL\tm/x\t1.001s\n"}
+{"Action":"fail","Package":"m/x"}
+`
+	var out strings.Builder
+	if err := filterMain(nil, strings.NewReader(in), &out); !errors.Is(err, errFailed) {
+		t.Errorf("error %v, want errFailed", err)
+	}
+	if !strings.Contains(out.String(), "WARNING: DATA RACE") {
+		t.Errorf("output lacks the race report:\n%s", out.String())
+	}
+}
+
 func TestRaceTests(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, src string) {
