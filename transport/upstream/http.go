@@ -818,7 +818,9 @@ func (c *HTTPConn) Close() error {
 		err = errors.Join(err, errors.New("upstream: GET stream did not stop in time"))
 	}
 	c.hc.CloseIdleConnections()
-	fasthttp.ReleaseURI(c.uri)
+	// c.uri is not given back to fasthttp's pool: a Send racing with Close (a listen
+	// stream opening as the fleet closes) may still be copying it, and the pool would
+	// hand it to another request meanwhile. The collector takes it.
 	return err
 }
 
