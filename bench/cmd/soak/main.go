@@ -44,8 +44,10 @@
 //
 // It samples every process's resident memory, descriptors, CPU and (routers)
 // goroutines, and checks their growth over the last two thirds (20 of 30 minutes):
-// the mean resident memory, and the floor of the descriptors and goroutines (calls in
-// flight raise their peaks, a leak their floor), of its first and last tenths.
+// the mean resident memory, and the floor of the descriptors, goroutines and Go heap
+// (calls in flight raise their peaks, a leak their floor), of its first and last
+// tenths. Where a process reports its heap (the routers), the heap is held to 2% and
+// resident memory, which follows the heap's peaks, to 10% (memoryFlat).
 // Any error fails the run. It prints a table and exits non-zero when a check fails.
 package main
 

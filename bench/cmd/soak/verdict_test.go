@@ -14,6 +14,7 @@ type half struct {
 	rate, p99, directP99 float64 // calls/s served, p99 (µs) of the routed and direct calls
 	routerCPU, webCPU    float64 // CPU per call (µs) of the routers (together) and the backend
 	wait                 float64 // the routers' run-queue wait, ms per second (together)
+	rss, heap            int64   // each router's resident memory and Go heap floor, MiB
 }
 
 // synthetic is a 2-minute run: a first minute, then a second one, with steady figures
@@ -35,9 +36,9 @@ func synthetic(first, second half) *verdict {
 			wCPU += time.Duration(h.webCPU*h.rate) * time.Microsecond
 			wait += time.Duration(h.wait/2) * time.Millisecond
 		}
-		u := cluster.Usage{RSS: 60 << 20, FDs: 80, Goroutines: 100, CPU: rCPU, RunqueueWait: wait}
+		u := cluster.Usage{RSS: h.rss << 20, Heap: h.heap << 20, FDs: 80, Goroutines: 100, CPU: rCPU, RunqueueWait: wait}
 		v.samples = append(v.samples, cluster.Sample{At: start.Add(time.Duration(s) * time.Second), Usage: map[string]cluster.Usage{
-			"router0": u, "router1": u, "web0": {RSS: 18 << 20, FDs: 40, Goroutines: -1, CPU: wCPU}}})
+			"router0": u, "router1": u, "web0": {RSS: 18 << 20, Heap: -1, FDs: 40, Goroutines: -1, CPU: wCPU}}})
 	}
 	return v
 }
@@ -45,7 +46,7 @@ func synthetic(first, second half) *verdict {
 // TestDriftChecks: each drift check passes when what moved is the machine (its
 // reference moved as much, or the routers starved) and fails when the routers drifted.
 func TestDriftChecks(t *testing.T) {
-	steady := half{rate: 4000, p99: 12000, directP99: 8000, routerCPU: 110, webCPU: 22, wait: 1000}
+	steady := half{rate: 4000, p99: 12000, directP99: 8000, routerCPU: 110, webCPU: 22, wait: 1000, rss: 45, heap: 12}
 	with := func(f func(*half)) half { h := steady; f(&h); return h }
 	for _, tc := range []struct {
 		name   string
@@ -60,6 +61,9 @@ func TestDriftChecks(t *testing.T) {
 		{"routers dearer", with(func(h *half) { h.routerCPU = 150 }), []string{"router CPU per call"}},
 		{"routers slower", with(func(h *half) { h.p99 = 30000 }), []string{"p99"}},
 		{"routers behind", with(func(h *half) { h.rate = 3600 }), []string{"throughput"}},
+		{"resident memory follows a heap peak", with(func(h *half) { h.rss = 48 }), nil},
+		{"heap floor grows", with(func(h *half) { h.heap = 14 }), []string{"router0 flat", "router1 flat"}},
+		{"resident memory keeps growing", with(func(h *half) { h.rss = 52 }), []string{"router0 flat", "router1 flat"}},
 		{"routers dearer and starved", with(func(h *half) { h.routerCPU, h.rate, h.p99, h.wait = 150, 3600, 800000, 2500 }),
 			[]string{"throughput", "router CPU per call", "p99"}},
 	} {

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"testing"
 	"time"
@@ -73,6 +75,25 @@ func TestReadUsageOfItself(t *testing.T) {
 	}
 	if u.RSS <= 0 || u.FDs <= 0 || u.Threads <= 0 || u.Goroutines != -1 {
 		t.Errorf("usage %+v", u)
+	}
+}
+
+// ReadUsage takes the goroutines and the heap from one scrape of the metrics, and
+// Metrics says so when a series is missing.
+func TestReadUsageMetrics(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		io.WriteString(w, "# HELP go_goroutines x\ngo_goroutines 42\ngo_memstats_heap_alloc_bytes 1.2582912e+07\n")
+	}))
+	defer srv.Close()
+	u, err := ReadUsage(os.Getpid(), srv.URL)
+	if err != nil {
+		t.Skip("no /proc here:", err)
+	}
+	if u.Goroutines != 42 || u.Heap != 12<<20 {
+		t.Errorf("goroutines %d heap %d, want 42 and %d", u.Goroutines, u.Heap, 12<<20)
+	}
+	if _, err := Metrics(srv.URL, "go_goroutines", "go_gc_gogc_percent"); err == nil {
+		t.Error("a missing series: no error")
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -22,6 +23,12 @@ type Usage struct {
 	FDs        int   // open descriptors
 	Threads    int
 	Goroutines int // -1 when the process exposes no metrics
+	// Heap is the Go heap's allocated bytes (go_memstats_heap_alloc_bytes), -1 when
+	// the process exposes no metrics. Its floor over a few samples is close to the live
+	// heap after a collection: what a leak raises. Resident memory follows the heap's
+	// peaks instead (the collector lets the heap grow to twice the live bytes, and the
+	// runtime gives freed pages back lazily), so one burst raises it for a while.
+	Heap int64
 	// CPU is the CPU time (user and system) the process has used so far, its running
 	// and reaped children's included (a router's stdio backends): a figure that grows,
 	// read at two moments for a rate.
@@ -32,16 +39,20 @@ type Usage struct {
 }
 
 func (u Usage) String() string {
-	g := "-"
+	g, h := "-", ""
 	if u.Goroutines >= 0 {
 		g = strconv.Itoa(u.Goroutines)
 	}
-	return fmt.Sprintf("rss %.1f MiB, fds %d, goroutines %s", float64(u.RSS)/(1<<20), u.FDs, g)
+	if u.Heap >= 0 {
+		h = fmt.Sprintf(", heap %.1f MiB", float64(u.Heap)/(1<<20))
+	}
+	return fmt.Sprintf("rss %.1f MiB%s, fds %d, goroutines %s", float64(u.RSS)/(1<<20), h, u.FDs, g)
 }
 
-// ReadUsage reads pid's usage; metricsURL, when not empty, is scraped for go_goroutines.
+// ReadUsage reads pid's usage; metricsURL, when not empty, is scraped for
+// go_goroutines and go_memstats_heap_alloc_bytes.
 func ReadUsage(pid int, metricsURL string) (Usage, error) {
-	u := Usage{Goroutines: -1}
+	u := Usage{Goroutines: -1, Heap: -1}
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return u, err
@@ -67,38 +78,51 @@ func ReadUsage(pid int, metricsURL string) (Usage, error) {
 	}
 	u.RunqueueWait = loadgen.RunqueueWait(pid)
 	if metricsURL != "" {
-		if g, err := goroutines(metricsURL); err == nil {
-			u.Goroutines = g
+		if m, err := Metrics(metricsURL, "go_goroutines", "go_memstats_heap_alloc_bytes"); err == nil {
+			u.Goroutines, u.Heap = int(m[0]), int64(m[1])
 		}
 	}
 	return u, nil
 }
 
-// goroutines scrapes go_goroutines from a Prometheus text endpoint.
-func goroutines(url string) (int, error) {
-	f, err := Metric(url, "go_goroutines")
-	return int(f), err
-}
-
 // Metric reads one unlabelled series from a Prometheus text endpoint.
 func Metric(url, name string) (float64, error) {
-	c := &http.Client{Timeout: 5 * time.Second}
-	resp, err := c.Get(url)
+	m, err := Metrics(url, name)
 	if err != nil {
 		return 0, err
 	}
+	return m[0], nil
+}
+
+// Metrics reads unlabelled series from a Prometheus text endpoint in one scrape, in
+// the order of names; an error when one is missing.
+func Metrics(url string, names ...string) ([]float64, error) {
+	c := &http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return nil, err
+	}
 	defer resp.Body.Close()
+	out := make([]float64, len(names))
+	found := 0
 	sc := bufio.NewScanner(io.LimitReader(resp.Body, 16<<20))
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
-			return strconv.ParseFloat(strings.TrimSpace(v), 64)
+	for sc.Scan() && found < len(names) {
+		name, v, ok := strings.Cut(sc.Text(), " ")
+		if i := slices.Index(names, name); ok && i >= 0 {
+			if out[i], err = strconv.ParseFloat(strings.TrimSpace(v), 64); err != nil {
+				return nil, err
+			}
+			found++
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return 0, err
+		return nil, err
 	}
-	return 0, fmt.Errorf("%s: no %s", url, name)
+	if found < len(names) {
+		return nil, fmt.Errorf("%s: not every one of %v", url, names)
+	}
+	return out, nil
 }
 
 // Children returns the PIDs of pid's child processes (a router's stdio backends).

@@ -53,13 +53,14 @@ func (s *Sampler) Stop() []Sample {
 }
 
 // Level is the level of process name's usage over the samples taken in [from, to):
-// the mean resident memory, and the least descriptors and goroutines seen. Calls in
-// flight, connecting sessions and a machine that slows everything down raise the
-// peaks of the counts (each in-flight connection is a descriptor and a goroutine or
-// two); what leaks raises their floor.
+// the mean resident memory, and the least descriptors, goroutines and heap seen.
+// Calls in flight, connecting sessions and a machine that slows everything down
+// raise the peaks of the counts (each in-flight connection is a descriptor and a
+// goroutine or two), allocations between two collections the heap's; what leaks
+// raises their floor.
 func Level(samples []Sample, name string, from, to time.Time) (Usage, int) {
 	var rss int64
-	m := Usage{Goroutines: -1}
+	m := Usage{Goroutines: -1, Heap: -1}
 	n := 0
 	for _, s := range samples {
 		u, ok := s.Usage[name]
@@ -75,6 +76,9 @@ func Level(samples []Sample, name string, from, to time.Time) (Usage, int) {
 		}
 		if u.Goroutines >= 0 && (m.Goroutines < 0 || u.Goroutines < m.Goroutines) {
 			m.Goroutines = u.Goroutines
+		}
+		if u.Heap >= 0 && (m.Heap < 0 || u.Heap < m.Heap) {
+			m.Heap = u.Heap
 		}
 		n++
 	}
@@ -107,16 +111,16 @@ func Delta(samples []Sample, name string, from, to time.Time) (cpu, wait, span t
 }
 
 // WriteSamples writes the samples as tab-separated lines (seconds since the first
-// sample, process, resident KiB, descriptors, goroutines, then CPU seconds and
+// sample, process, resident KiB, descriptors, goroutines, heap KiB, then CPU seconds and
 // run-queue wait seconds so far) for a look at how each figure
 // moved over the run: a bound being filled levels off, a leak does not.
 func WriteSamples(path string, samples []Sample) error {
 	var b strings.Builder
-	b.WriteString("t_s\tprocess\trss_kib\tfds\tgoroutines\tcpu_s\trunq_s\n")
+	b.WriteString("t_s\tprocess\trss_kib\tfds\tgoroutines\theap_kib\tcpu_s\trunq_s\n")
 	for _, s := range samples {
 		for _, name := range slices.Sorted(maps.Keys(s.Usage)) {
 			u := s.Usage[name]
-			fmt.Fprintf(&b, "%.0f\t%s\t%d\t%d\t%d\t%.2f\t%.2f\n", s.At.Sub(samples[0].At).Seconds(), name, u.RSS>>10, u.FDs, u.Goroutines,
+			fmt.Fprintf(&b, "%.0f\t%s\t%d\t%d\t%d\t%d\t%.2f\t%.2f\n", s.At.Sub(samples[0].At).Seconds(), name, u.RSS>>10, u.FDs, u.Goroutines, u.Heap>>10,
 				u.CPU.Seconds(), u.RunqueueWait.Seconds())
 		}
 	}
