@@ -190,7 +190,7 @@ type BackendConfig struct {
 	URLs []string `yaml:"urls"`
 	// Command runs a stdio server as child processes.
 	Command []string `yaml:"command"`
-	// Instances of Command to run. Default 1.
+	// Instances of Command to run, or upstream sessions to a NATS backend. Default 1.
 	Instances int `yaml:"instances"`
 	// Prefix of the backend's names; nil means Name, "" exposes names unchanged.
 	Prefix *string `yaml:"prefix"`
@@ -410,6 +410,9 @@ func (c *Config) Validate() error {
 		if b.Pipeline > 0 && b.URL == "" && len(b.URLs) == 0 {
 			return fmt.Errorf("%s.pipeline: only HTTP backends (url, urls) pipeline", key)
 		}
+		if err := commandOnly(key, b); err != nil {
+			return err
+		}
 		if b.Sessions != "shared" && b.Sessions != "per-client" {
 			return fmt.Errorf("%s.sessions: %q is neither shared nor per-client", key, b.Sessions)
 		}
@@ -424,6 +427,26 @@ func (c *Config) Validate() error {
 		}
 	}
 	return c.validateBackendAuth()
+}
+
+// commandOnly refuses the keys that a backend ignores: env and env_allow shape child
+// processes, which only command backends start, and instances counts child processes
+// or (nats) upstream sessions; an operator who set instances: 4 on a URL backend
+// believes four replicas serve it.
+func commandOnly(key string, b BackendConfig) error {
+	if b.Instances > 1 && len(b.Command) == 0 && b.NATS == "" {
+		return fmt.Errorf("%s.instances: only command and nats backends have instances (list an HTTP backend's replicas in urls)", key)
+	}
+	if len(b.Command) > 0 {
+		return nil
+	}
+	switch {
+	case len(b.Env) > 0:
+		return fmt.Errorf("%s.env: only command backends start processes", key)
+	case len(b.EnvAllow) > 0:
+		return fmt.Errorf("%s.env_allow: only command backends start processes", key)
+	}
+	return nil
 }
 
 // LoadConfig reads a YAML file; unknown keys are errors (a typo must not pass silently).

@@ -57,6 +57,9 @@ func TestPipelineConfig(t *testing.T) {
 		{"backends:\n  - {name: a, url: 'http://127.0.0.1:9/mcp', pipeline: -1}\n", "backends[0].pipeline: must not be negative"},
 		{"backends:\n  - {name: a, command: [x], pipeline: 2}\n", "backends[0].pipeline: only HTTP backends"},
 		{"backends:\n  - {name: a, nats: svc, pipeline: 2}\n", "backends[0].pipeline: only HTTP backends"},
+		{"backends:\n  - {name: a, url: 'http://h/mcp', instances: 2}\n", "backends[0].instances: only command and nats backends"},
+		{"backends:\n  - {name: a, urls: ['http://h/mcp'], env: [A=b]}\n", "backends[0].env: only command backends"},
+		{"backends:\n  - {name: a, nats: svc, env_allow: [HOME]}\n", "backends[0].env_allow: only command backends"},
 	} {
 		cfg, err := ParseConfig([]byte(c.yaml))
 		switch {
