@@ -163,15 +163,12 @@ func (c *HTTPConn) post(ctx context.Context, msg []byte, m *codec.Message, sess 
 	if err := c.prepare(ctx, req, fasthttp.MethodPost, sess, !isInit); err != nil {
 		return err
 	}
-	setPostHeaders(&req.Header)
-	req.SetBodyRaw(msg)
-	ex, err := c.roundTrip(ctx, req)
+	ex, status, err := c.postMessage(ctx, req, msg)
 	if err != nil {
 		return err
 	}
 	defer ex.done()
 	resp, body := ex.resp, ex.body
-	status := resp.StatusCode()
 	if isInit && status/100 == 2 {
 		if id := resp.Header.Peek("Mcp-Session-Id"); len(id) > 0 {
 			c.session.Store(&session{id: string(id)})
@@ -192,11 +189,7 @@ func (c *HTTPConn) post(ctx context.Context, msg []byte, m *codec.Message, sess 
 			}
 			return c.readReply(ctx, body, m, sess)
 		}
-		var want []byte
-		if m != nil && m.Kind == codec.KindRequest {
-			want = m.ID
-		}
-		return c.readJSONReply(ctx, resp, body, want)
+		return c.readJSONReply(ctx, resp, body, awaitedID(m))
 	case status == fasthttp.StatusNotFound && sess != nil:
 		return errSessionGone
 	}
@@ -237,6 +230,20 @@ func (e *exchange) release() {
 	fasthttp.ReleaseResponse(e.resp)
 }
 
+// postMessage POSTs msg with req, which prepare has filled in (the POST of one
+// message, with or without a session: HTTPConn.post and StatelessConn.post): it adds
+// the headers every such POST carries and the body, sends it (roundTrip), and returns
+// the exchange, which the caller releases with done, and the response's status.
+func (c *HTTPConn) postMessage(ctx context.Context, req *fasthttp.Request, msg []byte) (exchange, int, error) {
+	setPostHeaders(&req.Header)
+	req.SetBodyRaw(msg)
+	ex, err := c.roundTrip(ctx, req)
+	if err != nil {
+		return ex, 0, err
+	}
+	return ex, ex.resp.StatusCode(), nil
+}
+
 // roundTrip sends a POST, pipelined when that is on and possible.
 func (c *HTTPConn) roundTrip(ctx context.Context, req *fasthttp.Request) (exchange, error) {
 	if c.pipe != nil {
@@ -255,6 +262,15 @@ func (c *HTTPConn) roundTrip(ctx context.Context, req *fasthttp.Request) (exchan
 		return exchange{}, err
 	}
 	return exchange{resp: resp, body: resp.BodyStream()}, nil
+}
+
+// awaitedID is the id of the response that sending m waits for: m's own for a request,
+// nil for anything else (a notification, a response, a batch, which m is nil for).
+func awaitedID(m *codec.Message) []byte {
+	if m != nil && m.Kind == codec.KindRequest {
+		return m.ID
+	}
+	return nil
 }
 
 // prepare sets what every request carries. It fails only when the router's
@@ -448,10 +464,7 @@ type streamState struct {
 // readReply reads the SSE reply to a POST. m is nil for a batch, which is read to the end
 // of the stream.
 func (c *HTTPConn) readReply(ctx context.Context, body io.Reader, m *codec.Message, sess *session) error {
-	var st streamState
-	if m != nil && m.Kind == codec.KindRequest {
-		st.want = m.ID
-	}
+	st := streamState{want: awaitedID(m)}
 	return c.readStream(ctx, body, sess, &st)
 }
 

@@ -52,6 +52,27 @@ func generatedResponse(statusPick uint8, body []byte, chunk uint8, sse bool) ([]
 	return encodeResponse(status, contentType, body, int(chunk)), true
 }
 
+// seedResponses gives a fuzz target of the response readers (FuzzPipelineReadResponse,
+// FuzzExchange: data, then generatedResponse's arguments) the seeds they share. As
+// arbitrary bytes: each framing (a length, chunked with a trailer, to the close), an
+// interim response before the final one, SSE bodies, an error status, a length the
+// body never reaches, then each of extra. As generated responses: SSE in chunks, and
+// an empty body.
+func seedResponses(f *testing.F, extra ...string) {
+	for _, s := range append([]string{
+		"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}",
+		"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\nX-T: 1\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n8\r\ndata: 1\n\n\r\n0\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\ndata: x\n\n",
+		"HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 9\r\n\r\nnot found",
+		"HTTP/1.1 200 OK\r\nContent-Length: 99999999\r\n\r\n{",
+	}, extra...) {
+		f.Add([]byte(s), uint8(0), []byte(`{"jsonrpc":"2.0","id":1,"result":{}}`), uint8(0), false)
+	}
+	f.Add([]byte{}, uint8(0), []byte("data: {}\n\n"), uint8(3), true)
+	f.Add([]byte{}, uint8(2), []byte{}, uint8(5), true)
+}
+
 // checkReadBack fails t unless the response read from first (its status, content type
 // and body, or err) encodes as first again.
 func checkReadBack(t *testing.T, first []byte, chunk uint8, status int, contentType string, body []byte, err error) {
@@ -87,20 +108,8 @@ func readOne(pc *pipeConn) (status int, contentType string, body []byte, err err
 // followed by a second one, reads back as exactly that: re-encoded from what was read,
 // it gives the bytes it came from, and the next response starts where it ended.
 func FuzzPipelineReadResponse(f *testing.F) {
-	for _, s := range []string{
-		"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}",
-		"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n",
-		"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\nX-T: 1\r\n\r\n",
-		"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n8\r\ndata: 1\n\n\r\n0\r\n\r\n",
-		"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\ndata: x\n\n",
-		"HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 9\r\n\r\nnot found",
-		"HTTP/1.1 200 OK\r\nContent-Length: 99999999\r\n\r\n{",
-	} {
-		f.Add([]byte(s), uint8(0), []byte(`{"jsonrpc":"2.0","id":1,"result":{}}`), uint8(0), false)
-	}
-	f.Add([]byte{}, uint8(0), []byte("data: {}\n\n"), uint8(3), true)
+	seedResponses(f, "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n")
 	f.Add([]byte{}, uint8(7), []byte("\r\n0\r\n\r\n"), uint8(1), false)
-	f.Add([]byte{}, uint8(2), []byte{}, uint8(5), true)
 	f.Fuzz(func(t *testing.T, data []byte, statusPick uint8, body []byte, chunk uint8, sse bool) {
 		pc := &pipeConn{br: bufio.NewReader(bytes.NewReader(data))}
 		for range 4 {

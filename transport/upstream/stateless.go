@@ -114,18 +114,15 @@ func (c *StatelessConn) post(ctx context.Context, msg []byte, m *codec.Message) 
 	if err := h.prepare(ctx, req, fasthttp.MethodPost, nil, false); err != nil {
 		return err
 	}
-	setPostHeaders(&req.Header)
 	req.Header.Set(modern.HeaderProtocolVersion, *c.version.Load())
 	setModernHeaders(&req.Header, m)
 	setParamHeaders(ctx, &req.Header)
-	req.SetBodyRaw(msg)
-	ex, err := h.roundTrip(ctx, req)
+	ex, status, err := h.postMessage(ctx, req, msg)
 	if err != nil {
 		return err
 	}
 	defer ex.done()
 	resp, body := ex.resp, ex.body
-	status := resp.StatusCode()
 	switch {
 	case status == fasthttp.StatusAccepted || status == fasthttp.StatusNoContent:
 		return nil
@@ -137,11 +134,7 @@ func (c *StatelessConn) post(ctx context.Context, msg []byte, m *codec.Message) 
 			}
 			return c.readStream(ctx, body, m)
 		}
-		var want []byte
-		if m.Kind == codec.KindRequest {
-			want = m.ID
-		}
-		return h.readJSONReply(ctx, resp, body, want)
+		return h.readJSONReply(ctx, resp, body, awaitedID(m))
 	case status/100 == 4 && m.Kind == codec.KindRequest &&
 		bytes.HasPrefix(resp.Header.ContentType(), []byte("application/json")):
 		return c.readErrorBody(req, resp, body, m)
@@ -174,10 +167,7 @@ func (c *StatelessConn) detach(ctx context.Context, ex exchange, m *codec.Messag
 // offers no way to resume one that ends early.
 func (c *StatelessConn) readStream(ctx context.Context, body io.Reader, m *codec.Message) error {
 	h := c.h
-	var st streamState
-	if m.Kind == codec.KindRequest {
-		st.want = m.ID
-	}
+	st := streamState{want: awaitedID(m)}
 	err := h.readEvents(ctx, body, &st)
 	switch {
 	case st.answered:
