@@ -3,13 +3,10 @@ package fleet
 import (
 	"context"
 	"io"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/internal/testwait"
-	"github.com/mcprouter/mcprouter/router"
 	"github.com/mcprouter/mcprouter/transport/upstream"
 )
 
@@ -64,27 +61,9 @@ func TestFailoverOnLostReplica(t *testing.T) {
 			}
 			m := fc.read()
 			if tc.moves {
-				if m.Kind != codec.KindResult || string(m.ID) != "1" {
-					t.Fatalf("client got kind %v for id %s, want the result of 1", m.Kind, m.ID)
-				}
-				if n := fc.f.Stats.Failovers.Load(); n != 1 {
-					t.Fatalf("Failovers = %d, want 1", n)
-				}
+				wantMoved(t, fc, m, "1")
 			} else {
-				if m.Kind != codec.KindError || string(m.ID) != "1" {
-					t.Fatalf("client got kind %v for id %s, want an error for 1", m.Kind, m.ID)
-				}
-				if err := rpcErrorOf(m.Error).(*router.Error); err.Code != codec.CodeBackendUnavailable || !strings.Contains(err.Message, "connection lost") {
-					t.Fatalf("error %d %q, want %d saying the connection was lost", err.Code, err.Message, codec.CodeBackendUnavailable)
-				}
-				select {
-				case n := <-r.calls:
-					t.Fatalf("the call was sent again, to replica %d", n)
-				default:
-				}
-				if n := fc.f.Stats.Failovers.Load(); n != 0 {
-					t.Fatalf("Failovers = %d, want 0", n)
-				}
+				r.wantNotMoved(t, fc, m, "1", "connection lost")
 			}
 			waitReleased(t, fc)
 		})

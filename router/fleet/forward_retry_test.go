@@ -112,6 +112,42 @@ func waitReleased(t *testing.T, fc *fleetClient) {
 	})
 }
 
+// wantMoved checks that the lost call moved: the client got the result of id (from the
+// other replica), and one failover was counted.
+func wantMoved(t *testing.T, fc *fleetClient, m codec.Message, id string) {
+	t.Helper()
+	if m.Kind != codec.KindResult || string(m.ID) != id {
+		t.Fatalf("client got kind %v for id %s, want the result of %s", m.Kind, m.ID, id)
+	}
+	if n := fc.f.Stats.Failovers.Load(); n != 1 {
+		t.Fatalf("Failovers = %d, want 1", n)
+	}
+}
+
+// wantNotMoved checks that the lost call stayed lost: the client got an error for id,
+// backend unavailable, whose message says each of says; the call went to no other
+// replica, and no failover was counted.
+func (r *replicas) wantNotMoved(t *testing.T, fc *fleetClient, m codec.Message, id string, says ...string) {
+	t.Helper()
+	if m.Kind != codec.KindError || string(m.ID) != id {
+		t.Fatalf("client got kind %v for id %s, want an error for %s", m.Kind, m.ID, id)
+	}
+	err := rpcErrorOf(m.Error).(*router.Error)
+	for _, s := range says {
+		if err.Code != codec.CodeBackendUnavailable || !strings.Contains(err.Message, s) {
+			t.Fatalf("error %d %q, want %d saying %q", err.Code, err.Message, codec.CodeBackendUnavailable, s)
+		}
+	}
+	select {
+	case n := <-r.calls:
+		t.Fatalf("the call was sent again, to replica %d", n)
+	default:
+	}
+	if n := fc.f.Stats.Failovers.Load(); n != 0 {
+		t.Fatalf("Failovers = %d, want 0", n)
+	}
+}
+
 // TestRetryOnAnotherReplica: a call lost before any byte of its answer goes once to the
 // other replica when running it twice does no harm: a read-only or idempotent tool.
 func TestRetryOnAnotherReplica(t *testing.T) {
@@ -124,12 +160,7 @@ func TestRetryOnAnotherReplica(t *testing.T) {
 			if first == second {
 				t.Fatalf("both attempts went to replica %d, want the other one second", first)
 			}
-			if m := fc.read(); m.Kind != codec.KindResult || string(m.ID) != "1" {
-				t.Fatalf("client got kind %v for id %s, want the result of 1", m.Kind, m.ID)
-			}
-			if n := fc.f.Stats.Failovers.Load(); n != 1 {
-				t.Fatalf("Failovers = %d, want 1", n)
-			}
+			wantMoved(t, fc, fc.read(), "1")
 			waitReleased(t, fc)
 			for i, in := range fc.f.set.all()[0].instances {
 				if !in.healthy.Load() {
@@ -169,21 +200,7 @@ func TestNoRetryWhenItMayHaveRun(t *testing.T) {
 				}
 				m = fc.read()
 			}
-			if m.Kind != codec.KindError || string(m.ID) != "2" {
-				t.Fatalf("client got kind %v for id %s, want an error for 2", m.Kind, m.ID)
-			}
-			err := rpcErrorOf(m.Error).(*router.Error)
-			if err.Code != codec.CodeBackendUnavailable || !strings.Contains(err.Message, "may have run") || !strings.Contains(err.Message, tc.why) {
-				t.Fatalf("error %d %q, want %d saying it may have run because %s", err.Code, err.Message, codec.CodeBackendUnavailable, tc.why)
-			}
-			select {
-			case n := <-r.calls:
-				t.Fatalf("the call was sent again, to replica %d", n)
-			default:
-			}
-			if n := fc.f.Stats.Failovers.Load(); n != 0 {
-				t.Fatalf("Failovers = %d, want 0", n)
-			}
+			r.wantNotMoved(t, fc, m, "2", "may have run", tc.why)
 		})
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/internal/mcpraw"
 	"github.com/mcprouter/mcprouter/internal/memhttp"
 	"github.com/mcprouter/mcprouter/internal/testwait"
 	"github.com/mcprouter/mcprouter/router"
@@ -162,17 +163,17 @@ func newInlineRig(t *testing.T, b *scriptBackend, on bool, timeout, replyTimeout
 	return &inlineRig{t: t, f: f, r: r, b: b, cl: ms.Client}
 }
 
+// client is a client of the rig's router on session sid ("": none yet), at 2025-06-18;
+// one per goroutine.
+func (g *inlineRig) client(sid string) *mcpraw.Client {
+	return &mcpraw.Client{URL: "http://127.0.0.1/mcp", Version: router.V20250618, Session: sid, HTTP: g.cl}
+}
+
 // post sends one message on session sid and returns the response, its body unread.
 func (g *inlineRig) post(sid, body string) *http.Response {
 	g.t.Helper()
-	req, _ := http.NewRequest("POST", "http://127.0.0.1/mcp", strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	if sid != "" {
-		req.Header.Set(transport.HeaderSessionID, sid)
-		req.Header.Set(transport.HeaderProtocolVersion, router.V20250618)
-	}
-	resp, err := g.cl.Do(req)
+	c := g.client(sid)
+	resp, err := c.Do(c.NewRequest(context.Background(), http.MethodPost, body))
 	if err != nil {
 		g.t.Fatal(err)
 	}
@@ -506,12 +507,8 @@ func TestInlineConcurrent(t *testing.T) {
 			for n := range calls {
 				odd := n%2 == 1
 				call := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"call","arguments":{"s":%d,"n":%d,"odd":%v},"_meta":{"progressToken":"p%d"}}}`, n, i, n, odd, n)
-				req, _ := http.NewRequest("POST", "http://127.0.0.1/mcp", strings.NewReader(call))
-				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("Accept", "application/json, text/event-stream")
-				req.Header.Set(transport.HeaderSessionID, sid)
-				req.Header.Set(transport.HeaderProtocolVersion, router.V20250618)
-				resp, err := g.cl.Do(req)
+				c := g.client(sid)
+				resp, err := c.Do(c.NewRequest(context.Background(), http.MethodPost, call))
 				if err != nil {
 					errs <- err.Error()
 					return
