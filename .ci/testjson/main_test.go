@@ -64,37 +64,34 @@ func TestFilterForbidRaceSkips(t *testing.T) {
 	}
 }
 
-// TestFilterLeftovers: the output of a test that never ended (the binary panicked or
-// timed out) is printed, since the reason is in it.
-func TestFilterLeftovers(t *testing.T) {
-	in := `{"Action":"output","Package":"m/x","Test":"TestHang","Output":"panic: test timed out after 20m0s\n"}
+// TestFilterFailedPackage: what tells why a package failed outside any failing test is
+// printed, and the package fails: the output of a test that never ended (the binary
+// panicked or timed out), and a race report written during a test that passes (the
+// race was in a goroutine it left running).
+func TestFilterFailedPackage(t *testing.T) {
+	for _, tc := range []struct {
+		name, in, shows string
+	}{
+		{"leftovers", `{"Action":"output","Package":"m/x","Test":"TestHang","Output":"panic: test timed out after 20m0s\n"}
 {"Action":"output","Package":"m/x","Output":"FAIL\tm/x\t1200.001s\n"}
 {"Action":"fail","Package":"m/x"}
-`
-	var out strings.Builder
-	if err := filterMain(nil, strings.NewReader(in), &out); !errors.Is(err, errFailed) {
-		t.Errorf("error %v, want errFailed", err)
-	}
-	if !strings.Contains(out.String(), "panic: test timed out") {
-		t.Errorf("output lacks the panic:\n%s", out.String())
-	}
-}
-
-// TestFilterRaceInPassingTest: a race report written during a test that passes (the
-// race was in a goroutine it left running) is printed: the package fails for it.
-func TestFilterRaceInPassingTest(t *testing.T) {
-	in := `{"Action":"output","Package":"m/x","Test":"TestA","Output":"WARNING: DATA RACE\n"}
+`, "panic: test timed out"},
+		{"race in a passing test", `{"Action":"output","Package":"m/x","Test":"TestA","Output":"WARNING: DATA RACE\n"}
 {"Action":"output","Package":"m/x","Test":"TestA","Output":"--- PASS: TestA (0.01s)\n"}
 {"Action":"pass","Package":"m/x","Test":"TestA"}
 {"Action":"output","Package":"m/x","Output":"FAIL\tm/x\t1.001s\n"}
 {"Action":"fail","Package":"m/x"}
-`
-	var out strings.Builder
-	if err := filterMain(nil, strings.NewReader(in), &out); !errors.Is(err, errFailed) {
-		t.Errorf("error %v, want errFailed", err)
-	}
-	if !strings.Contains(out.String(), "WARNING: DATA RACE") {
-		t.Errorf("output lacks the race report:\n%s", out.String())
+`, "WARNING: DATA RACE"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out strings.Builder
+			if err := filterMain(nil, strings.NewReader(tc.in), &out); !errors.Is(err, errFailed) {
+				t.Errorf("error %v, want errFailed", err)
+			}
+			if !strings.Contains(out.String(), tc.shows) {
+				t.Errorf("output lacks %q:\n%s", tc.shows, out.String())
+			}
+		})
 	}
 }
 
