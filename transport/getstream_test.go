@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -337,11 +336,7 @@ func TestStatelessStreamCloseWatch(t *testing.T) {
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(waitLimit))
-	body := `{"jsonrpc":"2.0","id":1,"method":"wait"}`
-	req := "POST /mcp HTTP/1.1\r\nHost: " + addr + "\r\nContent-Type: application/json\r\n" +
-		"Accept: application/json, text/event-stream\r\n" + HeaderProtocolVersion + ": stateless-1\r\n" +
-		"Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
-	if _, err := c.Write([]byte(req)); err != nil {
+	if _, err := c.Write(rawStatelessRequest(addr, 1, "wait")); err != nil {
 		t.Fatal(err)
 	}
 	br := bufio.NewReader(c)

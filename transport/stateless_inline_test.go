@@ -89,14 +89,20 @@ func rawStatelessPost(t *testing.T, addr, method string) net.Conn {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	body := `{"jsonrpc":"2.0","id":1,"method":"` + method + `"}`
-	req := "POST /mcp HTTP/1.1\r\nHost: " + addr + "\r\nContent-Type: application/json\r\n" +
-		"Accept: application/json, text/event-stream\r\n" + HeaderProtocolVersion + ": stateless-1\r\n" +
-		"Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
-	if _, err := conn.Write([]byte(req)); err != nil {
+	if _, err := conn.Write(rawStatelessRequest(addr, 1, method)); err != nil {
 		t.Fatal(err)
 	}
 	return conn
+}
+
+// rawStatelessRequest is the bytes of a stateless POST (revision "stateless-1", no
+// session) of request id, method, to the MCP endpoint at host, for the tests that write
+// it on a connection of their own.
+func rawStatelessRequest(host string, id int, method string) []byte {
+	body := `{"jsonrpc":"2.0","id":` + strconv.Itoa(id) + `,"method":"` + method + `"}`
+	return []byte("POST /mcp HTTP/1.1\r\nHost: " + host + "\r\nContent-Type: application/json\r\n" +
+		"Accept: application/json, text/event-stream\r\n" + HeaderProtocolVersion + ": stateless-1\r\n" +
+		"Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body)
 }
 
 // TestStatelessOnCallerClosed: a stateless request worked on its own goroutine, still
@@ -147,10 +153,7 @@ func TestStatelessOnCallerAnswered(t *testing.T) {
 			t.Fatal("WatchOnCaller refused a loopback connection")
 		}
 		if i == 0 {
-			body := `{"jsonrpc":"2.0","id":2,"method":"now"}`
-			conn.Write([]byte("POST /mcp HTTP/1.1\r\nHost: " + addr + "\r\nContent-Type: application/json\r\n" +
-				"Accept: application/json, text/event-stream\r\n" + HeaderProtocolVersion + ": stateless-1\r\n" +
-				"Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body))
+			conn.Write(rawStatelessRequest(addr, 2, "now"))
 		}
 	}
 }

@@ -300,11 +300,7 @@ func TestStatelessStreamKeepsConn(t *testing.T) {
 	br := bufio.NewReader(conn)
 	post := func(c net.Conn, id int, method string) {
 		t.Helper()
-		body := `{"jsonrpc":"2.0","id":` + strconv.Itoa(id) + `,"method":"` + method + `"}`
-		req := "POST /mcp HTTP/1.1\r\nHost: " + addr + "\r\nContent-Type: application/json\r\n" +
-			"Accept: application/json, text/event-stream\r\n" + HeaderProtocolVersion + ": stateless-1\r\n" +
-			"Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
-		if _, err := c.Write([]byte(req)); err != nil {
+		if _, err := c.Write(rawStatelessRequest(addr, id, method)); err != nil {
 			t.Fatal(err)
 		}
 	}
