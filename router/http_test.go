@@ -148,17 +148,10 @@ func TestHTTPLifecycle(t *testing.T) {
 // pingFleet is a Fleet whose "tools/call" sends a ping to the client (a server-to-client
 // request on the POST's stream), waits for the client's answer, then replies.
 type pingFleet struct {
-	Fleet // unimplemented methods panic: the test must not need them
-	mu    sync.Mutex
-	wait  map[string]chan []byte
+	stubFleet
+	mu   sync.Mutex
+	wait map[string]chan []byte
 }
-
-func (f *pingFleet) AppendCapabilities(dst []byte, _ string) []byte {
-	return append(dst, `,"tools":{}`...)
-}
-func (f *pingFleet) SetLogLevel(*Session, string) {}
-func (f *pingFleet) SessionOpened(*Session)       {}
-func (f *pingFleet) SessionClosed(*Session)       {}
 
 func (f *pingFleet) Prepare(s *Session, x *transport.Exchange) bool {
 	switch x.Msg.Kind {

@@ -13,7 +13,7 @@ import (
 // runFleet forwards every request to Run, which answers it: the shape of a real
 // forward, for counting where Run ran.
 type runFleet struct {
-	Fleet // unimplemented methods panic: the test must not need them
+	stubFleet
 	// no makes RunsOnCaller say no; within is the time it was last offered.
 	no     bool
 	within time.Duration
@@ -23,13 +23,6 @@ func (f *runFleet) RunsOnCaller(_ *Session, _ *transport.Exchange, within time.D
 	f.within = within // on the caller, before Run: the test reads it after the answer
 	return !f.no
 }
-
-func (f *runFleet) AppendCapabilities(dst []byte, _ string) []byte {
-	return append(dst, `,"tools":{}`...)
-}
-func (f *runFleet) SetLogLevel(*Session, string) {}
-func (f *runFleet) SessionOpened(*Session)       {}
-func (f *runFleet) SessionClosed(*Session)       {}
 
 func (f *runFleet) Prepare(s *Session, x *transport.Exchange) bool {
 	if x.Msg.Kind != codec.KindRequest {

@@ -106,13 +106,11 @@ func (r *recorder) records() []observed {
 
 // startedFleet answers tools/call itself during Prepare and remembers what Started said.
 type startedFleet struct {
-	Fleet
+	stubFleet
 	started chan int64
 }
 
 func (f *startedFleet) AppendCapabilities(dst []byte, _ string) []byte { return dst }
-func (f *startedFleet) SessionOpened(*Session)                         {}
-func (f *startedFleet) SessionClosed(*Session)                         {}
 func (f *startedFleet) Prepare(_ *Session, x *transport.Exchange) bool {
 	if x.Msg.Kind == codec.KindRequest {
 		f.started <- Started(x)

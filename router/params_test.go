@@ -18,17 +18,14 @@ import (
 // echoFleet answers every request it is given with {"routed":"<method>"} and counts the
 // notifications that reach it: what got past the router's checks.
 type echoFleet struct {
-	Fleet         // unimplemented methods panic: the test must not need them
+	stubFleet
 	notifications atomic.Int32
 }
 
 func (f *echoFleet) AppendCapabilities(dst []byte, _ string) []byte {
 	return append(dst, `,"tools":{},"resources":{"subscribe":true},"prompts":{},"completions":{}`...)
 }
-func (f *echoFleet) SetLogLevel(*Session, string) {}
-func (f *echoFleet) SessionOpened(*Session)       {}
-func (f *echoFleet) SessionClosed(*Session)       {}
-func (f *echoFleet) Native() bool                 { return true } // serve 2026-07-28 statelessly
+func (f *echoFleet) Native() bool { return true } // serve 2026-07-28 statelessly
 
 func (f *echoFleet) Prepare(s *Session, x *transport.Exchange) bool {
 	if x.Msg.Kind != codec.KindRequest {

@@ -41,14 +41,12 @@ func (s *gateStore) saveCalls() int {
 
 // subsFleet is a Fleet whose sessions' subscriptions the test sets.
 type subsFleet struct {
-	Fleet // unimplemented methods panic: the test must not need them
-	mu    sync.Mutex
-	subs  [][2]string
+	stubFleet
+	mu   sync.Mutex
+	subs [][2]string
 }
 
 func (f *subsFleet) AppendCapabilities(dst []byte, _ string) []byte { return dst }
-func (f *subsFleet) SessionOpened(*Session)                         {}
-func (f *subsFleet) SessionClosed(*Session)                         {}
 func (f *subsFleet) SessionSubscriptions(*Session) [][2]string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
