@@ -2,6 +2,7 @@ package readahead
 
 import (
 	"errors"
+	"math"
 	"net"
 	"os"
 	"sync"
@@ -35,13 +36,56 @@ import (
 // runtime refuse an operation before it tries (a timeout) even though a later deadline
 // is wanted: Stale tells the caller to try again then. Deadlines' methods are safe for
 // concurrent use.
+//
+// The deadlines are kept as Unix nanoseconds (deadline), 8 bytes each where a
+// time.Time takes 24: every connection of the router keeps six of them, idle ones too.
 type Deadlines struct {
 	c       net.Conn
 	mu      sync.Mutex
-	want    [2]time.Time // by Read, Write
-	set     [2]time.Time // what the runtime has
-	waiting [2]bool      // an operation is waiting, or about to
-	bound   [2]time.Time // an earlier end for the current wait (BeforeWaitUntil); zero: none
+	waiting [2]bool     // an operation is waiting, or about to
+	want    [2]deadline // by Read, Write
+	set     [2]deadline // what the runtime has
+	bound   [2]deadline // an earlier end for the current wait (BeforeWaitUntil); none: no bound
+}
+
+// deadline is a deadline in Unix nanoseconds; none (0) is no deadline, the zero
+// time.Time.
+//
+// A time.Time's monotonic reading is not kept: the runtime measures a deadline
+// against the clock it reads when it is handed over, and a deadline is an absolute
+// time (net.Conn's). A deadline set from time.Now, handed to the runtime later, moves
+// only if the wall clock is stepped in between.
+type deadline int64
+
+const none deadline = 0
+
+// deadlineOf is t as a deadline. The instant of none itself (the Unix epoch) is kept a
+// nanosecond earlier, as passed as it; times beyond what 64 bits of nanoseconds count
+// (before 1678, after 2262) are kept at its ends, passed or never reached alike.
+func deadlineOf(t time.Time) deadline {
+	switch {
+	case t.IsZero():
+		return none
+	case t.Before(minDeadline):
+		return math.MinInt64
+	case t.After(maxDeadline):
+		return math.MaxInt64
+	}
+	if d := deadline(t.UnixNano()); d != none {
+		return d
+	}
+	return none - 1
+}
+
+// The range of time a deadline counts.
+var minDeadline, maxDeadline = time.Unix(0, math.MinInt64), time.Unix(0, math.MaxInt64)
+
+// asTime is d as net.Conn takes it: the zero time.Time for none.
+func (d deadline) asTime() time.Time {
+	if d == none {
+		return time.Time{}
+	}
+	return time.Unix(0, int64(d))
 }
 
 // Read and Write name the deadline an operation concerns.
@@ -70,7 +114,7 @@ func (d *Deadlines) SetWriteDeadline(t time.Time) error { return d.store(Write, 
 func (d *Deadlines) store(k int, t time.Time) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.want[k] = t
+	d.want[k] = deadlineOf(t)
 	if d.waiting[k] {
 		return d.applyLocked(k)
 	}
@@ -94,7 +138,7 @@ func (d *Deadlines) BeforeWaitUntil(k int, bound time.Time) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.waiting[k] = true
-	d.bound[k] = bound
+	d.bound[k] = deadlineOf(bound)
 	return d.handOverLocked(k, true)
 }
 
@@ -102,7 +146,7 @@ func (d *Deadlines) BeforeWaitUntil(k int, bound time.Time) error {
 func (d *Deadlines) Woke(k int) {
 	d.mu.Lock()
 	d.waiting[k] = false
-	d.bound[k] = time.Time{}
+	d.bound[k] = none
 	d.mu.Unlock()
 }
 
@@ -122,7 +166,7 @@ func (d *Deadlines) Stale(k int, err error) bool {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.target(k).Equal(d.set[k]) {
+	if d.target(k) == d.set[k] {
 		return false
 	}
 	return d.applyLocked(k) == nil
@@ -130,9 +174,9 @@ func (d *Deadlines) Stale(k int, err error) bool {
 
 // target is the deadline the runtime should have for k: the one wanted, or the current
 // wait's bound if that comes first.
-func (d *Deadlines) target(k int) time.Time {
+func (d *Deadlines) target(k int) deadline {
 	t, b := d.want[k], d.bound[k]
-	if !b.IsZero() && (t.IsZero() || b.Before(t)) {
+	if b != none && (t == none || b < t) {
 		return b
 	}
 	return t
@@ -151,14 +195,14 @@ func (d *Deadlines) applyLocked(k int) error { return d.handOverLocked(k, false)
 // has when that is at most lazySlack earlier (a wait's, which Stale covers).
 func (d *Deadlines) handOverLocked(k int, lazy bool) error {
 	t, s := d.target(k), d.set[k]
-	if t.Equal(s) || lazy && !s.IsZero() && !t.IsZero() && !t.Before(s) && t.Sub(s) <= lazySlack {
+	if t == s || lazy && s != none && t != none && t >= s && uint64(t-s) <= uint64(lazySlack) {
 		return nil
 	}
 	var err error
 	if k == Read {
-		err = d.c.SetReadDeadline(t)
+		err = d.c.SetReadDeadline(t.asTime())
 	} else {
-		err = d.c.SetWriteDeadline(t)
+		err = d.c.SetWriteDeadline(t.asTime())
 	}
 	if err == nil {
 		d.set[k] = t

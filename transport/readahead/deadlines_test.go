@@ -92,8 +92,8 @@ func TestSyscallConnAppliesDeadlines(t *testing.T) {
 	}
 	c.dl.mu.Lock()
 	defer c.dl.mu.Unlock()
-	if !c.dl.set[Read].Equal(d) || !c.dl.set[Write].Equal(d) {
-		t.Fatalf("deadlines handed over: %v, %v; want %v", c.dl.set[Read], c.dl.set[Write], d)
+	if c.dl.set[Read] != deadlineOf(d) || c.dl.set[Write] != deadlineOf(d) {
+		t.Fatalf("deadlines handed over: %v, %v; want %v", c.dl.set[Read].asTime(), c.dl.set[Write].asTime(), d)
 	}
 }
 
@@ -191,5 +191,56 @@ func TestWaitKeepsSlightlyEarlierDeadline(t *testing.T) {
 		if !c.set[i].Equal(want[i]) {
 			t.Fatalf("deadline %d handed over: %v, want %v", i, c.set[i], want[i])
 		}
+	}
+}
+
+// A deadline keeps the instant of the time.Time it was set from (none for the zero
+// time), orders as the times do, and keeps times beyond its range passed or far away.
+func TestDeadlineOf(t *testing.T) {
+	now := time.Now()
+	epoch := time.Unix(0, 0)
+	for _, tc := range []struct {
+		name string
+		at   time.Time
+		want time.Time // what the runtime is handed
+	}{
+		{"zero", time.Time{}, time.Time{}},
+		{"now", now, now},
+		{"later, another zone", now.Add(time.Hour).In(time.FixedZone("x", 3600)), now.Add(time.Hour)},
+		{"epoch", epoch, epoch.Add(-1)},
+		{"year 1", time.Date(1, 1, 2, 0, 0, 0, 0, time.UTC), minDeadline},
+		{"year 9999", time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC), maxDeadline},
+	} {
+		got := deadlineOf(tc.at).asTime()
+		if !got.Equal(tc.want) || got.IsZero() != tc.want.IsZero() {
+			t.Errorf("%s: %v handed over as %v, want %v", tc.name, tc.at, got, tc.want)
+		}
+	}
+	if deadlineOf(epoch) == none || deadlineOf(time.Date(1, 1, 2, 0, 0, 0, 0, time.UTC)) == none {
+		t.Error("a deadline that has passed is kept as none")
+	}
+	if !(deadlineOf(now) < deadlineOf(now.Add(1)) && deadlineOf(epoch) < deadlineOf(now)) {
+		t.Error("deadlines do not order as their times")
+	}
+}
+
+// A wait hands over a deadline at either end of the range kept (a distance between
+// them that 64 bits do not hold is not taken for lazySlack).
+func TestWaitHandsOverAcrossTheRange(t *testing.T) {
+	var c deadlineLog
+	var d Deadlines
+	d.Init(&c)
+	far := []time.Time{time.Date(1, 1, 2, 0, 0, 0, 0, time.UTC), time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)}
+	for _, at := range far {
+		if err := d.SetReadDeadline(at); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.BeforeWait(Read); err != nil {
+			t.Fatal(err)
+		}
+		d.Woke(Read)
+	}
+	if len(c.set) != 2 || !c.set[0].Equal(minDeadline) || !c.set[1].Equal(maxDeadline) {
+		t.Fatalf("deadlines handed over: %v, want %v and %v", c.set, minDeadline, maxDeadline)
 	}
 }

@@ -23,7 +23,7 @@ func wrap(c net.Conn) net.Conn {
 	w := &conn{Conn: c}
 	w.dl.Init(c)
 	r := &fdIO{rc: rc, dl: &w.dl}
-	r.tryR, r.tryW, r.sendR = r.tryRead, r.tryWrite, r.sendHeld
+	r.tryR, r.tryW = r.tryReadFirst, r.tryWrite
 	w.raw = r
 	return w
 }
@@ -33,45 +33,65 @@ func wrap(c net.Conn) net.Conn {
 // ready, within the deadline, which dl hands over only then. The try functions are
 // bound once per connection and an attempt's outcome is kept in fields, so that an
 // operation allocates nothing (a closure per call would escape into RawConn).
+//
+// Fields are ordered, and counts bounded by the pool's buffer size kept in 32 bits, so
+// that fdIO takes the 160-byte size class: every connection has one, idle ones too.
 type fdIO struct {
-	rc                syscall.RawConn
-	dl                *Deadlines
-	tryR, tryW, sendR func(fd uintptr) bool
+	rc         syscall.RawConn
+	dl         *Deadlines
+	tryR, tryW func(fd uintptr) bool
 	// The last read attempt's outcome: the buffer it filled (nil when none), the
 	// count and the error of read(2), or of the held reply's write(2) when
 	// sendFailed.
-	b          *[]byte
-	n          int
-	err        error
-	sendFailed bool
+	b   *[]byte
+	err error
 	// The held reply (hold_unix.go), under hmu: armed, the writes up to the next read
 	// are held (the last one that fits, in held[:heldN]); noHold, the client was seen
 	// to send before it had its reply, so nothing is held any more.
-	hmu           sync.Mutex
-	armed, noHold bool
-	held          *[]byte
-	heldN         int
+	held *[]byte
 	// The read that sent the held reply: the part the socket did not take
-	// (rest[restOff:restN]); bounded, its wait ended at heldWaitBound;
-	// afterBound, the attempt after that bound, which tells whether bytes were
-	// waiting.
-	rest                *[]byte
-	restOff, restN      int
-	bounded, afterBound bool
+	// (rest[restOff:restN]).
+	rest *[]byte
+	// The write in progress, one at a time (wmu: writers may be concurrent, as
+	// net.Conn allows): what is left to write, write(2)'s error.
+	wb   []byte
+	werr error
+	hmu  sync.Mutex
+	wmu  sync.Mutex
+
+	n, heldN, restOff, restN int32
+	sendFailed               bool
+	armed, noHold            bool
+	// sendFirst: the read's attempt sends a held reply first (tryReadFirst); bounded,
+	// the wait after it ended at heldWaitBound; afterBound, the attempt after that
+	// bound, which tells whether bytes were waiting.
+	sendFirst, bounded, afterBound bool
 	// waited: an attempt handed a deadline over (Deadlines.BeforeWait), so Woke must
 	// follow; rwaited for the read, wwaited for the write.
 	rwaited, wwaited bool
-	// The write in progress, one at a time (wmu: writers may be concurrent, as
-	// net.Conn allows): what to write, what was written, write(2)'s error.
-	wmu  sync.Mutex
-	wb   []byte
-	wn   int
-	werr error
+}
+
+// read is one RawConn.Read of the socket: its attempts send a held reply first when
+// sendFirst.
+func (r *fdIO) read(sendFirst bool) error {
+	r.sendFirst = sendFirst
+	err := r.rc.Read(r.tryR)
+	r.wokeRead()
+	return err
+}
+
+func (r *fdIO) rawConn() syscall.RawConn { return r.rc }
+
+// tryReadFirst is a read's attempt: sendHeld or tryRead (see read).
+func (r *fdIO) tryReadFirst(fd uintptr) bool {
+	if r.sendFirst {
+		return r.sendHeld(fd)
+	}
+	return r.tryRead(fd)
 }
 
 func (r *fdIO) readInto() (*[]byte, int, error) {
-	err := r.rc.Read(r.sendR) // a held reply goes out first
-	r.wokeRead()
+	err := r.read(true) // a held reply goes out first
 	for {
 		if r.rest != nil {
 			// The socket took part of the held reply: the rest under the write
@@ -79,8 +99,7 @@ func (r *fdIO) readInto() (*[]byte, int, error) {
 			if err := r.sendRest(); err != nil {
 				return nil, 0, err
 			}
-			err = r.rc.Read(r.tryR)
-			r.wokeRead()
+			err = r.read(false)
 			continue
 		}
 		if err == nil || !r.dl.Stale(Read, err) {
@@ -90,11 +109,10 @@ func (r *fdIO) readInto() (*[]byte, int, error) {
 		// passed: the last wait's bound, most often), or the wait that skipped its
 		// read reached its bound: a reply still held goes out with this attempt.
 		r.afterBound, r.bounded = r.bounded, false
-		err = r.rc.Read(r.sendR)
-		r.wokeRead()
+		err = r.read(true)
 	}
 	r.bounded, r.afterBound = false, false
-	b, n, rerr, sendFailed := r.b, r.n, r.err, r.sendFailed
+	b, n, rerr, sendFailed := r.b, int(r.n), r.err, r.sendFailed
 	r.b, r.err, r.sendFailed = nil, nil, false
 	if err == nil && rerr == nil && n > 0 {
 		return b, n, nil
@@ -118,7 +136,9 @@ func (r *fdIO) readInto() (*[]byte, int, error) {
 func (r *fdIO) tryRead(fd uintptr) bool {
 	b := bufs.Get().(*[]byte)
 	for {
-		r.n, r.err = RawRead(int(fd), *b)
+		var n int
+		n, r.err = RawRead(int(fd), *b)
+		r.n = int32(n) // at most bufSize, or -1
 		if r.err != syscall.EINTR {
 			break
 		}
@@ -152,14 +172,14 @@ func (r *fdIO) write(b []byte) (int, error) {
 	}
 	r.wmu.Lock()
 	defer r.wmu.Unlock()
-	r.wb, r.wn, r.werr = b, 0, nil
+	r.wb, r.werr = b, nil
 	err := r.rc.Write(r.tryW)
 	r.wokeWrite()
 	for err != nil && r.dl.Stale(Write, err) {
 		err = r.rc.Write(r.tryW)
 		r.wokeWrite()
 	}
-	n, werr := r.wn, r.werr
+	n, werr := len(b)-len(r.wb), r.werr
 	r.wb, r.werr = nil, nil
 	switch {
 	case err != nil:
@@ -173,10 +193,10 @@ func (r *fdIO) write(b []byte) (int, error) {
 // tryWrite writes what is left; when the socket's buffer is full it hands the write
 // deadline over and reports false, so that the runtime waits for room.
 func (r *fdIO) tryWrite(fd uintptr) bool {
-	for r.wn < len(r.wb) {
-		n, err := RawWrite(int(fd), r.wb[r.wn:])
+	for len(r.wb) > 0 {
+		n, err := RawWrite(int(fd), r.wb)
 		if n > 0 {
-			r.wn += n
+			r.wb = r.wb[n:]
 		}
 		switch err {
 		case nil, syscall.EINTR:

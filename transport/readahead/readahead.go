@@ -17,7 +17,6 @@
 package readahead
 
 import (
-	"errors"
 	"io"
 	"net"
 	"sync"
@@ -78,6 +77,9 @@ type rawIO interface {
 	writeOut(b []byte) (int, error)
 	flushHeld(disarm, pipelined bool) error
 	pending() bool
+	// rawConn is the descriptor's syscall.RawConn, one for the connection: each
+	// SyscallConn of a net.Conn makes another.
+	rawConn() syscall.RawConn
 }
 
 // SyscallConn gives the descriptor of the wrapped connection, which Write writes to
@@ -90,10 +92,7 @@ func (c *conn) SyscallConn() (syscall.RawConn, error) {
 	if err := c.applyDeadlines(); err != nil {
 		return nil, err
 	}
-	if sc, ok := c.Conn.(syscall.Conn); ok {
-		return sc.SyscallConn()
-	}
-	return nil, errors.ErrUnsupported
+	return c.raw.rawConn(), nil
 }
 
 func (c *conn) applyDeadlines() error {
