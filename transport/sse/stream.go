@@ -585,13 +585,16 @@ type Consumer struct {
 	// pumping so that a Consumer fits the 96-byte size class.
 	state consState
 	busy  bool // a driven consumer's writer holds its sink
+	// sinkGone: a driven consumer's sink was interrupted or ended, so that it is
+	// interrupted at most once and never after End; guarded by imu.
+	sinkGone bool
 
 	// imu orders the pump's Interrupt with the end of Pump: the function acts on what
 	// Pump's caller owns (its connection), which the caller may give back as soon as
 	// Pump returns (fasthttp recycles a hijacked connection when its handler returns).
 	imu       sync.Mutex
 	interrupt func() // the pump's Interrupt; nil before Pump, once called, and after Pump
-	isink     Sink   // a driven consumer's sink, for its Interrupt; nil likewise
+	isink     Sink   // a driven consumer's sink (Drive): its writer's, and its Interrupt's until sinkGone; nil before Drive
 
 	// guarded by s.mu
 	next      uint64  // next seq to take
@@ -932,8 +935,8 @@ func (c *Consumer) interruptPump() {
 		c.interrupt = nil
 		f()
 	}
-	if k := c.isink; k != nil {
-		c.isink = nil
+	if k := c.isink; k != nil && !c.sinkGone {
+		c.sinkGone = true
 		k.Interrupt()
 	}
 }

@@ -52,7 +52,7 @@ func sweeperFor(every time.Duration) *sweeper {
 func (w *sweeper) add(c *Consumer) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	c.drv.sweep = len(w.cons)
+	c.drv.sweep = int32(len(w.cons))
 	w.cons = append(w.cons, c)
 	if !w.running {
 		w.running = true
@@ -68,13 +68,13 @@ func (w *sweeper) add(c *Consumer) {
 func (w *sweeper) remove(c *Consumer) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	i := c.drv.sweep
+	i := int(c.drv.sweep)
 	if i < 0 || i >= len(w.cons) || w.cons[i] != c {
 		return
 	}
 	last := len(w.cons) - 1
 	w.cons[i] = w.cons[last]
-	w.cons[i].drv.sweep = i
+	w.cons[i].drv.sweep = int32(i)
 	w.cons[last] = nil
 	w.cons = w.cons[:last]
 	c.drv.sweep = -1
