@@ -7,7 +7,8 @@ import (
 )
 
 // TestSessionSize: a Session stays within the 128-byte size class on 64-bit platforms
-// (one per session; at 136 bytes it took 144), and a call within the 112-byte one.
+// (one per session; at 136 bytes it took 144), a call within the 112-byte one, a
+// session's streams and a held stream's sink within theirs.
 func TestSessionSize(t *testing.T) {
 	if unsafe.Sizeof(uintptr(0)) != 8 {
 		t.Skip("sizes are counted for 64-bit platforms")
@@ -18,6 +19,14 @@ func TestSessionSize(t *testing.T) {
 	// A held listen stream keeps its call for its whole life (it took 144 bytes).
 	if n := unsafe.Sizeof(call{}); n > 112 {
 		t.Fatalf("call is %d bytes, more than the 112-byte size class", n)
+	}
+	// Every session has its streams (they took 96 bytes with a map of its reply
+	// streams), every held stream its sink (128 with the raw write's slice).
+	if n := unsafe.Sizeof(streamableOut{}); n > 80 {
+		t.Fatalf("streamableOut is %d bytes, more than the 80-byte size class", n)
+	}
+	if n := unsafe.Sizeof(getStream{}); n > 112 {
+		t.Fatalf("getStream is %d bytes, more than the 112-byte size class", n)
 	}
 }
 

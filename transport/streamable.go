@@ -2,10 +2,12 @@ package transport
 
 import (
 	"bufio"
+	"cmp"
 	"errors"
 	"log/slog"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -871,10 +873,13 @@ type streamableOut struct {
 	standalone *sse.Stream
 	sid        string // the session's id, for the event log
 
-	mu      sync.Mutex
-	next    uint32
-	streams map[uint32]*sse.Stream
-	order   []uint32
+	mu   sync.Mutex
+	next uint32
+	// posts are the reply streams kept, oldest first (their ids ascending): a slice
+	// where a map by id and the order beside it took 32 bytes of every session and a
+	// map's buckets of each that ever streamed a reply; a session keeps a few
+	// (MaxPostStreams, and those still open), and a lookup by id is a binary search.
+	posts []*sse.Stream
 }
 
 func newStreamableOut(cfg *HTTPConfig, acct *budget.Account) *streamableOut {
@@ -897,12 +902,11 @@ func (o *streamableOut) streamConfig() sse.StreamConfig {
 func (o *streamableOut) reclaim(need int64) bool {
 	freed := 0
 	o.mu.Lock()
-	for i := 0; i < len(o.order) && int64(freed) < need; {
-		st := o.streams[o.order[i]]
+	for i := 0; i < len(o.posts) && int64(freed) < need; {
+		st := o.posts[i]
 		if n := st.Drop(); n > 0 || st.Closed() && !st.Attached() {
 			freed += n
-			delete(o.streams, o.order[i])
-			o.order = append(o.order[:i], o.order[i+1:]...)
+			o.posts = slices.Delete(o.posts, i, i+1)
 			continue
 		}
 		i++
@@ -1074,8 +1078,8 @@ func (o *streamableOut) close(retryMs int) {
 	}
 	o.standalone.Close(retryMs)
 	o.mu.Lock()
-	streams := o.streams
-	o.streams, o.order = nil, nil
+	streams := o.posts
+	o.posts = nil
 	o.mu.Unlock()
 	for _, st := range streams {
 		st.Close(retryMs)
@@ -1095,21 +1099,16 @@ func (o *streamableOut) newPostStream() *sse.Stream {
 	id := o.next
 	o.next++
 	st := sse.NewStream(id, o.streamConfig())
-	if o.streams == nil {
-		o.streams = make(map[uint32]*sse.Stream)
-	}
-	if len(o.order) >= o.cfg.MaxPostStreams {
-		for i, old := range o.order {
-			if old := o.streams[old]; old.Closed() && !old.Attached() {
+	if len(o.posts) >= o.cfg.MaxPostStreams {
+		for i, old := range o.posts {
+			if old.Closed() && !old.Attached() {
 				old.Drop()
-				o.order = append(o.order[:i], o.order[i+1:]...)
-				delete(o.streams, old.ID())
+				o.posts = slices.Delete(o.posts, i, i+1)
 				break
 			}
 		}
 	}
-	o.streams[id] = st
-	o.order = append(o.order, id)
+	o.posts = append(o.posts, st)
 	return st
 }
 
@@ -1119,7 +1118,11 @@ func (o *streamableOut) stream(id uint32) *sse.Stream {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return o.streams[id]
+	i, found := slices.BinarySearchFunc(o.posts, id, func(st *sse.Stream, id uint32) int { return cmp.Compare(st.ID(), id) })
+	if !found {
+		return nil
+	}
+	return o.posts[i]
 }
 
 // publishReply publishes a response on a reply stream. A response too large for the

@@ -23,9 +23,11 @@ type streamSink struct {
 
 	kept *[]byte // framed bytes TryWrite could not write, from framePool
 
-	// The raw write's argument and results, in fields so that the function given to
-	// RawConn.Write is made once (tryFn), not once per write.
-	p     []byte
+	// The raw write's argument (the framed chunk, as framePool holds it: 8 bytes
+	// where its slice took 24, keeping a GET stream within 112 bytes) and results, in
+	// fields so that the function given to RawConn.Write is made once (tryFn), not
+	// once per write.
+	p     *[]byte
 	n     int
 	err   error
 	tryFn func(fd uintptr) bool
@@ -76,7 +78,7 @@ func (k *streamSink) TryWrite(p []byte, id sse.EventID) (bool, error) {
 		k.keep(bp, 0)
 		return false, nil
 	}
-	k.p, k.n, k.err = b, 0, nil
+	k.p, k.n, k.err = bp, 0, nil
 	if err := k.rc.Write(k.tryFn); err != nil {
 		putFrame(bp)
 		return false, err
