@@ -36,6 +36,12 @@ type routerProc struct{ *testbin.Proc }
 
 func (p *routerProc) url(path string) string { return "http://" + p.Addr() + path }
 
+// streamable is the Go SDK's Streamable HTTP transport to p's /mcp, not reconnecting:
+// a lost stream is the test's to see.
+func (p *routerProc) streamable() *mcp.StreamableClientTransport {
+	return &mcp.StreamableClientTransport{Endpoint: p.url("/mcp"), MaxRetries: -1}
+}
+
 // startRouter starts mcprouter listening on an ephemeral loopback port and waits for its
 // "listening" log line. The process is stopped (SIGTERM, then SIGKILL) at cleanup.
 func startRouter(t testing.TB, args ...string) *routerProc {
@@ -71,7 +77,7 @@ func (p *routerProc) stop(t testing.TB) {
 func connectSDK(t *testing.T, ctx context.Context, p *routerProc, name string, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
 	client := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, opts)
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: p.url("/mcp"), MaxRetries: -1}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	cs, err := client.Connect(ctx, p.streamable(), &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatalf("connect: %v\n%s", err, p.Log)
 	}
@@ -154,7 +160,7 @@ func TestGoSDKStreamable(t *testing.T) {
 			name, want = "default", "2025-11-25"
 		}
 		t.Run(name, func(t *testing.T) {
-			goSDKSession(t, &mcp.StreamableClientTransport{Endpoint: p.url("/mcp"), MaxRetries: -1}, v, want)
+			goSDKSession(t, p.streamable(), v, want)
 		})
 	}
 }

@@ -40,7 +40,7 @@ func TestErasGoSDKPinned(t *testing.T) {
 			p := startRouterFor(t, startEraBackend(t, era))
 			ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 			defer cancel()
-			c := mcpbackendtest.Connect(t, ctx, &mcp.StreamableClientTransport{Endpoint: p.url("/mcp"), MaxRetries: -1}, "2025-11-25")
+			c := mcpbackendtest.Connect(t, ctx, p.streamable(), "2025-11-25")
 			if v := c.Version(); v != "2025-11-25" {
 				t.Fatalf("the client negotiated %q, want 2025-11-25", v)
 			}
@@ -356,7 +356,7 @@ func TestErasElicitation(t *testing.T) {
 					if set.version != "" {
 						opts = &mcp.ClientSessionOptions{ProtocolVersion: set.version}
 					}
-					cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: p.url("/mcp"), MaxRetries: -1}, opts)
+					cs, err := client.Connect(ctx, p.streamable(), opts)
 					if err != nil {
 						t.Fatal(err)
 					}

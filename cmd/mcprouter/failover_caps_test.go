@@ -104,7 +104,7 @@ func TestFailoverCapsKilledReplica(t *testing.T) {
 					return &mcp.ElicitResult{Action: "decline"}, nil
 				},
 			})
-			cs, err := cl.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: p.url("/mcp"), MaxRetries: -1}, nil)
+			cs, err := cl.Connect(ctx, p.streamable(), nil)
 			if err != nil {
 				t.Fatal(err)
 			}

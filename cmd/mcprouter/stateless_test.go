@@ -56,7 +56,7 @@ func TestStatelessGoSDK(t *testing.T) {
 			p := startRouterFor(t, startEraBackend(t, era))
 			ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 			defer cancel()
-			c := mcpbackendtest.Connect(t, ctx, &mcp.StreamableClientTransport{Endpoint: p.url("/mcp"), MaxRetries: -1}, "")
+			c := mcpbackendtest.Connect(t, ctx, p.streamable(), "")
 			defer c.Session.Close()
 			res := c.Session.InitializeResult()
 			if res.ProtocolVersion != "2026-07-28" {
@@ -82,7 +82,7 @@ func TestStatelessSampling(t *testing.T) {
 	p := startRouterFor(t, startEraBackend(t, "legacy"))
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	c := mcpbackendtest.Connect(t, ctx, &mcp.StreamableClientTransport{Endpoint: p.url("/mcp"), MaxRetries: -1}, "")
+	c := mcpbackendtest.Connect(t, ctx, p.streamable(), "")
 	for i := range 3 { // each call parks and resumes its own upstream request
 		prompt := fmt.Sprintf("hi %d", i)
 		res, err := c.Session.CallTool(ctx, &mcp.CallToolParams{Name: "sample", Arguments: map[string]any{"prompt": prompt}})
@@ -198,7 +198,7 @@ func TestStatelessCancelSlowCall(t *testing.T) {
 			p := startRouterFor(t, startEraBackend(t, era))
 			ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 			defer cancel()
-			c := mcpbackendtest.Connect(t, ctx, &mcp.StreamableClientTransport{Endpoint: p.url("/mcp"), MaxRetries: -1}, "")
+			c := mcpbackendtest.Connect(t, ctx, p.streamable(), "")
 			before := mcpbackendtest.Stats(t, ctx, c)["cancelled"]
 			callCtx, stop := context.WithCancel(ctx)
 			done := make(chan error, 1)
@@ -228,11 +228,11 @@ func TestStatelessPerClientBackend(t *testing.T) {
 	p := startRouter(t, "--config", writeConfig(t, cfg))
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	c := mcpbackendtest.Connect(t, ctx, &mcp.StreamableClientTransport{Endpoint: p.url("/mcp"), MaxRetries: -1}, "")
+	c := mcpbackendtest.Connect(t, ctx, p.streamable(), "")
 	if _, err := c.Session.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "x"}}); err != nil {
 		t.Fatalf("a 2026-07-28 client's call: %v", err)
 	}
-	old := mcpbackendtest.Connect(t, ctx, &mcp.StreamableClientTransport{Endpoint: p.url("/mcp"), MaxRetries: -1}, "2025-11-25")
+	old := mcpbackendtest.Connect(t, ctx, p.streamable(), "2025-11-25")
 	if _, err := old.Session.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "x"}}); err != nil {
 		t.Fatalf("a 2025 session's call: %v", err)
 	}
