@@ -97,6 +97,9 @@ func (c *call) reply(msg []byte) {
 func (c *call) maybeFinishLocked() {
 	if c.sealed && c.pending == 0 && !c.finished {
 		c.finished = true
+		if c.abandon != nil {
+			c.settleAbandon()
+		}
 		c.abandon = nil
 		if c.streamed {
 			c.out.streamed(c, nil, true)
@@ -146,6 +149,14 @@ func (c *call) takeAbandonLocked() func() {
 	a := c.abandon
 	c.abandon = nil
 	return a.Abandon
+}
+
+// settleAbandon tells a registered Abandoner that wants to know (UnusedAbandoner) that
+// the call finished with its client there: Abandon will not run. Called with c.mu held.
+func (c *call) settleAbandon() {
+	if u, ok := c.abandon.(UnusedAbandoner); ok {
+		u.Unused()
+	}
 }
 
 // abandoned runs what was registered to run if the client left before the reply.

@@ -87,6 +87,18 @@ func (x *Exchange) OnAbandonBy(a Abandoner) { x.call.onAbandon(a) }
 // Abandoner is what OnAbandonBy registers.
 type Abandoner interface{ Abandon() }
 
+// UnusedAbandoner is an Abandoner that is told when its request finished with its client
+// still there, so that Abandon will never run: the one moment after which neither the
+// handler (it answered) nor the transport uses what Abandon would have used, which the
+// handler may then recycle (the router's Session of a stateless call). Exactly one of
+// Abandon and Unused runs, at most once, unless the transport drops the request
+// unfinished (then neither). Unused runs under the request's lock, on the goroutine
+// that finished it: it must not block, nor use the exchange.
+type UnusedAbandoner interface {
+	Abandoner
+	Unused()
+}
+
 // abandonFunc is a func registered with OnAbandon.
 type abandonFunc func()
 
