@@ -52,7 +52,7 @@ func (r *Router) runsOnCaller(x *transport.Exchange) bool {
 		return true
 	}
 	s := sessionOf(x.Session)
-	return s != nil && !s.stateless
+	return s != nil && !s.Stateless()
 }
 
 // RunsOnCaller implements workers.CallerRunner: the fleet's say, once prepared, for a

@@ -170,11 +170,20 @@ type Session struct {
 
 	saves saver // the writes of its record, one at a time
 
-	// stateless marks the session of one stateless (2026-07-28) request, made for it
-	// from its _meta and dropped with it (stateless.go); principal is then its sender's.
-	stateless bool
+	// flags: sessStateless marks the session of one stateless (2026-07-28) request,
+	// made for it from its _meta and dropped with it (stateless.go); principal is then
+	// its sender's. sessPooled marks such a session that goes back to its pool when its
+	// request finishes (statelessCall.Unused) unless someone Keeps it. Atomic, 4 bytes in
+	// the padding before principal: a Session is no larger for it.
+	flags     atomic.Uint32
 	principal *auth.Principal
 }
+
+// The bits of Session.flags.
+const (
+	sessStateless uint32 = 1 << iota
+	sessPooled
+)
 
 // Version is the negotiated revision.
 func (s *Session) Version() string { return s.version }
@@ -232,7 +241,22 @@ func (s *Session) Principal() *auth.Principal {
 // Stateless reports whether s stands for one stateless (2026-07-28) request rather than
 // a session: it has no transport session, nothing is kept for it, and what its backend
 // sends that belongs to no request has nowhere to go.
-func (s *Session) Stateless() bool { return s.stateless }
+func (s *Session) Stateless() bool { return s.flags.Load()&sessStateless != 0 }
+
+// Keep makes s outlive its request, for a holder that keeps it after the request is
+// answered (the owner of an upstream session, a retry waiting for another instance, a
+// backend's request to the client being judged): the Session of a plain stateless call
+// otherwise goes back to its pool once the call is answered, and is the next call's
+// (statelessCall). Keep must be called while the request is in flight, before it is
+// answered: by the request's own goroutine, or under a lock its answer takes (the
+// in-flight table's), so that the answer sees it. It returns s; nil and sessions that
+// are not pooled (every session's but a plain stateless call's) are left as they are.
+func (s *Session) Keep() *Session {
+	if s != nil && s.flags.Load()&sessPooled != 0 {
+		s.flags.And(^sessPooled)
+	}
+	return s
+}
 
 // TransportSession is the transport's side of the session (its streams and outputs); nil
 // until the transport has attached one.
@@ -243,7 +267,7 @@ func (s *Session) TransportSession() *transport.Session { return s.t.Load() }
 // The write happens later, on the session's one writer (see saver); Router.Close waits
 // for it.
 func (s *Session) Persist() {
-	if s.r == nil || s.r.cfg.Store == nil || s.stateless || !s.saves.begin() {
+	if s.r == nil || s.r.cfg.Store == nil || s.Stateless() || !s.saves.begin() {
 		return
 	}
 	s.r.saving.push(s.r, s)

@@ -191,14 +191,15 @@ func (r *Router) handleStateless(j *job) bool {
 		j.refuse(http.StatusNotFound)
 		return true
 	}
-	q := r.statelessSession(x, &meta, memo != nil)
+	sf, ok := r.fleet.(StatelessFleet)
+	listen := ok && string(m.Method) == "subscriptions/listen"
+	q := r.statelessSession(x, &meta, memo != nil, ok && !listen && x.Session == nil)
 	s := &q.s
 	j.s = s
-	sf, ok := r.fleet.(StatelessFleet)
 	if ok && x.Session != nil {
 		r.modern.open.Store(openKey{x.Session, string(m.ID)}, s)
 	}
-	if ok && string(m.Method) == "subscriptions/listen" {
+	if listen {
 		j.observe(OutcomeOK)
 		sf.Listen(s, x)
 		j.x = nil
@@ -237,11 +238,12 @@ func (r *Router) cancelStateless(t *transport.Session, id []byte) {
 // clientInfo are the kept copy's when meta was read from one (kept: metaMemos), else
 // copied (the request's bytes go with its answer). It is never bound to the transport,
 // never opened with the fleet, and never persisted. The Session and the copies come in
-// one allocation (statelessCall) when they fit.
-func (r *Router) statelessSession(x *transport.Exchange, meta *modern.Meta, kept bool) *statelessCall {
-	q := new(statelessCall)
+// one allocation (statelessCall) when they fit; pooled, that allocation is one a call
+// finished before gave back (statelessCalls), and goes back when this one finishes.
+func (r *Router) statelessSession(x *transport.Exchange, meta *modern.Meta, kept, pooled bool) *statelessCall {
+	q := newStatelessCall(pooled)
 	s := &q.s
-	s.version, s.r, s.stateless, s.principal = V20260728, r, true, x.Principal
+	s.version, s.r, s.principal = V20260728, r, x.Principal
 	caps, info, rid := meta.Capabilities, meta.ClientInfo, x.Msg.ID
 	need := len(rid)
 	if !kept {
@@ -272,20 +274,69 @@ func (r *Router) statelessSession(x *transport.Exchange, meta *modern.Meta, kept
 
 // statelessCall is the Session of one stateless request with room for the request's
 // id. It is also what the transport runs when the client abandons the request
-// (Abandon), so that registering that costs no closure.
+// (Abandon), so that registering that costs no closure, and what it tells when the
+// request finished with its client there (Unused), when a pooled one goes back.
+//
+// Who may hold a pooled one, and until when: the router and the fleet while the request
+// is in flight (the in-flight table's entry, the forward, the policy, the screen), the
+// transport's abandon hook until the request finishes. The request finishes when the
+// transport has its answer (Exchange.Reply or Done); neither the router nor the fleet
+// uses the Session of a request after answering it, and the transport then drops the
+// hook (Abandon will never run), which it says by running Unused: the one point where
+// it goes back to statelessCalls. Whoever keeps the Session past the answer (a
+// principal's upstream session, a retry relayed to another instance, a backend's
+// request being judged) calls Session.Keep first, and the call is then left to the
+// collector. Requests that keep theirs by their nature are never pooled: a listen
+// stream's (held for hours, fleet.Listen), a stdio client's (r.modern.open holds it
+// for its notifications/cancelled), and any whose fleet registers no abandon hook. A
+// request the client abandoned is not pooled either: Abandon may run while it is being
+// answered, and Unused then never runs. A stale holder reads a zeroed Session (recycle)
+// and races with the next call's writes, which -race reports.
 type statelessCall struct {
 	s      Session
 	id     []byte
 	inline [statelessInline]byte
 }
 
+// statelessCalls are the statelessCalls of finished plain calls (Unused), for the next:
+// a 2026-07-28 call allocates nothing of the router's, as a 2025 session's call does
+// not (each was one 144-byte object, which under load made the collector run for the
+// stateless path alone).
+var statelessCalls = sync.Pool{New: func() any { return new(statelessCall) }}
+
+// newStatelessCall returns a blank statelessCall for a stateless Session: from the
+// pool when pooled, which marks it to go back there (sessPooled), else a new one.
+func newStatelessCall(pooled bool) *statelessCall {
+	if !pooled {
+		q := new(statelessCall)
+		q.s.flags.Store(sessStateless)
+		return q
+	}
+	q := statelessCalls.Get().(*statelessCall)
+	q.s.flags.Store(sessStateless | sessPooled)
+	return q
+}
+
 // Abandon implements transport.Abandoner: the client closed the request's stream, which
 // cancels it. It is registered only with a fleet that cancels stateless requests, which
-// it asks again here rather than keep it in every request's allocation.
+// it asks again here rather than keep it in every request's allocation. Once it runs,
+// Unused does not: the call is never recycled (the fleet may be answering it still).
 func (q *statelessCall) Abandon() {
 	if sf, ok := q.s.r.fleet.(StatelessFleet); ok {
 		sf.CancelRequest(&q.s, q.id)
 	}
+}
+
+// Unused implements transport.UnusedAbandoner: the request finished with its client
+// there, so nothing uses q any more but a holder that Kept it; a pooled q nobody kept
+// goes back to statelessCalls. Run under the transport's lock of the request: it only
+// clears q and puts it in the pool.
+func (q *statelessCall) Unused() {
+	if q.s.flags.Load()&sessPooled == 0 {
+		return
+	}
+	*q = statelessCall{}
+	statelessCalls.Put(q)
 }
 
 // statelessInline holds an id as clients write them (a number, a short string): with

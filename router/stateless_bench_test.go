@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"net"
 	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -12,16 +13,23 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/router/modern"
 	"github.com/mcprouter/mcprouter/transport"
 )
 
 // replyFleet answers every request in Prepare with the result a backend gives a client of
-// its era: what the router's own path costs, without sockets or a backend.
+// its era: what the router's own path costs, without sockets or a backend. It is a
+// StatelessFleet, as the real fleet is, so that the router registers each stateless
+// request's abandon hook, and pools its Session, as in front of the real one.
 type replyFleet struct {
 	echoFleet
 	legacy, modern []byte
 	code           int // when set, every request gets an error with this code instead
 }
+
+// replyBufs hold the replies replyFleet builds: a buffer on its stack would escape
+// through Reply, an allocation per call that is the test fleet's, not the router's.
+var replyBufs = sync.Pool{New: func() any { return new([512]byte) }}
 
 func (f *replyFleet) Prepare(s *Session, x *transport.Exchange) bool {
 	if x.Msg.Kind != codec.KindRequest {
@@ -32,7 +40,8 @@ func (f *replyFleet) Prepare(s *Session, x *transport.Exchange) bool {
 	if s.Stateless() {
 		res = f.modern
 	}
-	var buf [512]byte
+	buf := replyBufs.Get().(*[512]byte)
+	defer replyBufs.Put(buf)
 	if f.code != 0 {
 		x.Reply(codec.AppendError(buf[:0], x.Msg.ID, f.code, "refused", nil))
 		return false
@@ -40,6 +49,12 @@ func (f *replyFleet) Prepare(s *Session, x *transport.Exchange) bool {
 	x.Reply(codec.AppendResult(buf[:0], x.Msg.ID, res))
 	return false
 }
+
+func (f *replyFleet) CancelRequest(*Session, []byte)           {}
+func (f *replyFleet) ListCache([]byte) modern.Cache            { return modern.Cache{} }
+func (f *replyFleet) Listen(_ *Session, x *transport.Exchange) { x.Done() }
+func (f *replyFleet) EndListeners()                            {}
+func (f *replyFleet) EndParked()                               {}
 
 // The two calls of BenchmarkInboundEras: the same tools/call as a 2025-11-25 session
 // sends it and as a 2026-07-28 client does, and what a 2026-07-28 backend answers each
@@ -125,6 +140,24 @@ func (p *eraPoster) post(wire []byte) {
 	if err := ctx.Request.Read(p.br); err != nil {
 		panic(err)
 	}
+	p.hs.ServeStreamable(ctx)
+}
+
+// postDirect is post with the body set in place (Request.SetBodyRaw) rather than read
+// into fasthttp's pooled body buffer, whose size follows what it read lately (a longer
+// body than the last ones allocates until it recalibrates): for a test that counts what
+// the transport and the router allocate.
+func (p *eraPoster) postDirect(wire []byte) {
+	at := bytes.Index(wire, []byte("\r\n\r\n")) + 4
+	ctx := &p.ctx
+	ctx.Response.Reset()
+	ctx.Request.Reset()
+	p.rd.Reset(wire[:at])
+	p.br.Reset(&p.rd)
+	if err := ctx.Request.Header.Read(p.br); err != nil {
+		panic(err)
+	}
+	ctx.Request.SetBodyRaw(wire[at:])
 	p.hs.ServeStreamable(ctx)
 }
 

@@ -148,7 +148,9 @@ func (o *ownerRelay) forward(s *router.Session, x *transport.Exchange, owner [8]
 		o.life.drained.poke()
 		return o.rep.replyErr(x, codec.CodeBackendBusy, "mcprouter: too many retries waiting for other router instances; retry later")
 	}
-	key := relayKey{s, string(x.Msg.ID)}
+	// The key outlives x's answer (await's caller deletes it after): s is kept, so that
+	// it is not the next stateless call's meanwhile (router.Session.Keep).
+	key := relayKey{s.Keep(), string(x.Msg.ID)}
 	cancel := make(chan struct{})
 	o.mu.Lock()
 	o.out[key] = cancel

@@ -1,13 +1,18 @@
 package fleet
 
 import (
+	"context"
 	"encoding/hex"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/loadgen/sdktest"
 	"github.com/mcprouter/mcprouter/router"
 	"github.com/mcprouter/mcprouter/router/modern"
 	"github.com/mcprouter/mcprouter/transport"
@@ -193,4 +198,66 @@ func TestOpenSharedState(t *testing.T) {
 	if _, _, _, _, rej := peer.open(bad, x); !strings.Contains(rej.Message, "failed verification") {
 		t.Fatalf("tampered on the peer: %+v", rej)
 	}
+}
+
+// TestParkedAmidPooledCalls: a call parked for its client's input (its exchange answered
+// input_required, its Session's request finished) is resumed by its retry after many
+// plain stateless calls have taken pooled Sessions and given them back, concurrently,
+// and the retry gets the backend's answer; a principal's upstream session, opened by
+// the first plain call's Session (a per-client backend), keeps that Session as its
+// owner while the calls after it recycle theirs (router.Session.Keep). Under -race, a Session
+// recycled under one of its holders races with the write that clears it.
+func TestParkedAmidPooledCalls(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "asker", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "ask_once"}, func(ctx context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
+		return sdktest.TextResult(sdktest.ElicitName(ctx, req.Session))
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "plain"}, func(context.Context, *mcp.CallToolRequest, any) (*mcp.CallToolResult, any, error) {
+		return sdktest.TextResult("plain", nil)
+	})
+	addr := sdktest.Serve(t, srv)
+	for _, perClient := range []bool{false, true} {
+		n := startNode(t, addr, nil, nil, perClient)
+		plainCalls(t, n, 1, 1) // per client: its Session owns the principal's upstream session
+		retry := asked(t, n.callTool1(t, "ask_once", "").answer(t), "elicitation/create", elicitAnswer)
+		plainCalls(t, n, 4, 25)
+		if a := n.callTool1(t, "ask_once", retry).answer(t); a.Error != nil || len(a.Result.Content) != 1 || a.Result.Content[0].Text != "Ann" {
+			t.Fatalf("per-client %v: the parked call's retry got %+v, want its answer", perClient, a)
+		}
+		if !perClient {
+			continue
+		}
+		n.f.sessions.principals.mu.Lock()
+		for id, ps := range n.f.sessions.principals.m {
+			if s := ps.st.sess; !s.Stateless() || s.Version() != router.V20260728 || string(s.ClientCapabilities()) != `{"sampling":{},"elicitation":{}}` {
+				t.Errorf("principal %q's owner reads version %q, caps %s: recycled", id, s.Version(), s.ClientCapabilities())
+			}
+		}
+		n.f.sessions.principals.mu.Unlock()
+	}
+}
+
+// callTool1 is ownerNode.callTool without the Relay.
+func (n *ownerNode) callTool1(t testing.TB, tool, extra string) *relayClient {
+	t.Helper()
+	c, _ := n.callTool(t, tool, extra)
+	return c
+}
+
+// plainCalls makes calls of tool plain on n from each of workers goroutines at once,
+// each answered before the next, and checks their answers.
+func plainCalls(t *testing.T, n *ownerNode, workers, calls int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for range calls {
+				if a := n.callTool1(t, "plain", "").answer(t); a.Error != nil || len(a.Result.Content) != 1 || a.Result.Content[0].Text != "plain" {
+					t.Errorf("a plain call got %+v", a)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }

@@ -162,16 +162,19 @@ func (s *serverRequests) fromBackend(c *upConn, msg []byte, m *codec.Message, re
 		return
 	}
 	relID := s.table.related(c, reqID)
+	// The request's Session is read below, out of the table's lock, while its answer
+	// may land: kept, so that a stateless call's is not the next call's by then
+	// (router.Session.Keep).
 	var sess *router.Session
 	if relID != 0 {
-		s.table.with(relID, func(e *entry) { sess = e.sess })
+		s.table.with(relID, func(e *entry) { sess = e.sess.Keep() })
 	}
 	if relID != 0 && sess == nil && s.park != nil {
 		// A parked call asking more (mrtr.go); unless its retry claimed it meanwhile.
 		if s.park.more(c, relID, m) {
 			return
 		}
-		s.table.with(relID, func(e *entry) { sess = e.sess })
+		s.table.with(relID, func(e *entry) { sess = e.sess.Keep() })
 	}
 	if sess == nil {
 		sess = c.owner

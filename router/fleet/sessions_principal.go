@@ -143,7 +143,10 @@ func (ss *sessions) principal(id string, owner *router.Session) (*principalState
 	if p.m == nil {
 		p.m = map[string]*principalState{}
 	}
-	ps := &principalState{id: id, st: newSessionState(owner)}
+	// The owner stands for the principal as long as the state lives: a stateless
+	// request's Session, which is the next request's once this one is answered unless
+	// kept (router.Session.Keep).
+	ps := &principalState{id: id, st: newSessionState(owner.Keep())}
 	ps.st.opened = func(in *instance, c *upConn) { ss.life.spawn(func() { ss.watchPrincipal(ps, in, c) }) }
 	ps.last.Store(now)
 	p.m[id] = ps
