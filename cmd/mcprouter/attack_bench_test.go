@@ -60,19 +60,13 @@ func BenchmarkAttackConnections(b *testing.B) {
 		b.Run(bin.name+"/unread-replies-10x7MB", func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				p := startRouterBin(b, bin.path, "--backend", "b=cmd:"+backendBin(b)+" stdio")
-				sid, _, body := rawPost(b, http.DefaultClient, p.url("/mcp"), "", bothAccept, initBody("{}"))
-				if sid == "" {
-					b.Fatalf("initialize: %s", body)
-				}
-				rawPost(b, http.DefaultClient, p.url("/mcp"), sid, bothAccept, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+				sid := rawSession(b, http.DefaultClient, p)
 				var conns []net.Conn
 				measureRSS(b, p, func() {
 					for j := 0; j < 10; j++ {
 						c := dialAttacker(b, p, "127.0.0.1")
 						c.(*net.TCPConn).SetReadBuffer(4096)
-						msg := `{"jsonrpc":"2.0","id":` + strconv.Itoa(j+2) + `,"method":"resources/read","params":{"uri":"bytes://7000000"}}`
-						fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"+
-							"Mcp-Session-Id: %s\r\nMCP-Protocol-Version: 2025-06-18\r\nContent-Length: %d\r\n\r\n%s", p.Addr(), sid, len(msg), msg)
+						writeRead(c, p, sid, j+2, "bytes://7000000")
 						conns = append(conns, c)
 					}
 					time.Sleep(3 * time.Second) // the replies reach the router and stall on the unread sockets

@@ -81,18 +81,11 @@ func TestWriteTimeoutCutsUnreadReply(t *testing.T) {
 	const size = 7000000
 	p := startRouter(t, "--backend", "b=cmd:"+backendBin(t)+" stdio",
 		"--config", writeConfig(t, "connections:\n  write_timeout: 1s\n"))
-	cl := &http.Client{Timeout: testTimeout}
-	sid, _, body := rawPost(t, cl, p.url("/mcp"), "", bothAccept, initBody("{}"))
-	if sid == "" {
-		t.Fatalf("initialize: %s", body)
-	}
-	rawPost(t, cl, p.url("/mcp"), sid, bothAccept, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	sid := rawSession(t, &http.Client{Timeout: testTimeout}, p)
 
 	c := dialFrom(t, p, "127.0.0.1")
 	c.SetReadBuffer(4096) // the kernel buffers little of the reply for us
-	msg := `{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"bytes://` + strconv.Itoa(size) + `"}}`
-	fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"+
-		"Mcp-Session-Id: %s\r\nMCP-Protocol-Version: 2025-06-18\r\nContent-Length: %d\r\n\r\n%s", p.Addr(), sid, len(msg), msg)
+	writeRead(c, p, sid, 2, "bytes://"+strconv.Itoa(size))
 	// The router's end leaves ESTABLISHED (01) when it gives up on the write.
 	start := time.Now()
 	testwait.For(t, "the router to let go of the connection of a reply nobody reads", testTimeout, func() bool {

@@ -49,6 +49,26 @@ func rawPost(t testing.TB, cl *http.Client, url, sid, accept, body string) (stri
 
 const bothAccept = "application/json, text/event-stream"
 
+// rawSession opens a session on p's /mcp with cl (initialize, then
+// notifications/initialized) and returns its id.
+func rawSession(t testing.TB, cl *http.Client, p *routerProc) string {
+	t.Helper()
+	sid, _, body := rawPost(t, cl, p.url("/mcp"), "", bothAccept, initBody("{}"))
+	if sid == "" {
+		t.Fatalf("initialize: %s", body)
+	}
+	rawPost(t, cl, p.url("/mcp"), sid, bothAccept, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return sid
+}
+
+// writeRead writes on c, a connection of the test's own to p, request id of session
+// sid reading uri, and leaves its reply to the caller (to read, or not).
+func writeRead(c net.Conn, p *routerProc, sid string, id int, uri string) {
+	msg := `{"jsonrpc":"2.0","id":` + strconv.Itoa(id) + `,"method":"resources/read","params":{"uri":"` + uri + `"}}`
+	fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"+
+		"Mcp-Session-Id: %s\r\nMCP-Protocol-Version: 2025-06-18\r\nContent-Length: %d\r\n\r\n%s", p.Addr(), sid, len(msg), msg)
+}
+
 func initBody(caps string) string {
 	return `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":` + caps + `,"clientInfo":{"name":"attack","version":"1"}}}`
 }
@@ -116,11 +136,7 @@ func TestAttackLargeReplies(t *testing.T) {
 func largeReplies(t testing.TB, p *routerProc, n, size int) string {
 	t.Helper()
 	cl := &http.Client{Timeout: testTimeout}
-	sid, _, body := rawPost(t, cl, p.url("/mcp"), "", bothAccept, initBody("{}"))
-	if sid == "" {
-		t.Fatalf("initialize: %s", body)
-	}
-	rawPost(t, cl, p.url("/mcp"), sid, bothAccept, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	sid := rawSession(t, cl, p)
 	for i := 0; i < n; i++ {
 		_, status, body := rawPost(t, cl, p.url("/mcp"), sid, "text/event-stream",
 			`{"jsonrpc":"2.0","id":`+strconv.Itoa(i+2)+`,"method":"resources/read","params":{"uri":"bytes://`+strconv.Itoa(size)+`"}}`)
