@@ -174,19 +174,34 @@ func offsetClock(d *atomic.Int64) func() time.Time {
 	return func() time.Time { return time.Now().Add(time.Duration(d.Load())) }
 }
 
+// startExchange starts an authorization server and a TokenExchange with o for the
+// router's client of it.
+func startExchange(t *testing.T, o TokenExchangeOptions) (*authtest.Provider, *TokenExchange) {
+	t.Helper()
+	p := startOP(t)
+	x, err := NewTokenExchange(routerClient(p, "s3cret"), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, x
+}
+
+// skewed makes x's token cache read a clock the test moves forward by storing into
+// the value it returns.
+func skewed(x *TokenExchange) *atomic.Int64 {
+	d := new(atomic.Int64)
+	x.cache.now = offsetClock(d)
+	return d
+}
+
 // TestTokenExchangePerPrincipal: each client's upstream session carries a token the
 // authorization server issued for that user and that backend, by RFC 8693 exchange of
 // the client's own token; the client's token itself never reaches the backend. One
 // exchange per principal serves its requests until the token expires.
 func TestTokenExchangePerPrincipal(t *testing.T) {
-	p := startOP(t)
+	p, x := startExchange(t, TokenExchangeOptions{})
 	g, url := startGuarded(t, p, "tx")
-	x, err := NewTokenExchange(routerClient(p, "s3cret"), TokenExchangeOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var skew atomic.Int64
-	x.cache.now = offsetClock(&skew)
+	skew := skewed(x)
 	const exchanges = "urn:ietf:params:oauth:grant-type:token-exchange"
 
 	alice, bob := principal(p, "alice"), principal(p, "bob")
@@ -254,11 +269,7 @@ func TestTokenExchangePerPrincipal(t *testing.T) {
 // TestTokenExchangeSharedAndBounded: concurrent requests of one principal share one
 // exchange; the cache keeps at most CacheSize principals.
 func TestTokenExchangeSharedAndBounded(t *testing.T) {
-	p := startOP(t)
-	x, err := NewTokenExchange(routerClient(p, "s3cret"), TokenExchangeOptions{CacheSize: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, x := startExchange(t, TokenExchangeOptions{CacheSize: 2})
 	carol := x.For(principal(p, "carol"))
 	var wg sync.WaitGroup
 	vals := make([]string, 8)
@@ -293,14 +304,10 @@ func TestTokenExchangeSharedAndBounded(t *testing.T) {
 // (expired), an anonymous client, and a newer token of the same principal arriving with
 // a request.
 func TestTokenExchangeRefusals(t *testing.T) {
-	p := startOP(t)
-	x, err := NewTokenExchange(routerClient(p, "s3cret"), TokenExchangeOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, x := startExchange(t, TokenExchangeOptions{})
 	stale := &auth.Principal{Subject: "frank", Issuer: p.Issuer, Token: p.Expired(authtest.Claims{Subject: "frank"})}
 	cred := x.For(stale)
-	_, err = cred.Value(testCtx(t))
+	_, err := cred.Value(testCtx(t))
 	if !errors.Is(err, ErrUnauthorized) || !strings.Contains(err.Error(), "token exchange for "+stale.String()) {
 		t.Fatalf("expired subject token: %v", err)
 	}
@@ -330,11 +337,7 @@ func TestTokenExchangeRefusals(t *testing.T) {
 // holds on one session whose requests come with either token, and each token's
 // exchange is still made once.
 func TestTokenExchangePerSubjectToken(t *testing.T) {
-	p := startOP(t)
-	x, err := NewTokenExchange(routerClient(p, "s3cret"), TokenExchangeOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, x := startExchange(t, TokenExchangeOptions{})
 	admin := &auth.Principal{Subject: "alice", Issuer: p.Issuer, Scopes: []string{"admin"},
 		Token: p.Token(authtest.Claims{Subject: "alice", Audience: []string{routerResource}, Scopes: []string{"admin"},
 			Extra: map[string]any{"client_id": "admin-console"}})}
@@ -374,18 +377,13 @@ func TestTokenExchangePerSubjectToken(t *testing.T) {
 // the token it was exchanged for, even if the authorization server gave it a longer
 // life; a backend's refusal drops it at once.
 func TestTokenExchangeSubjectLifetime(t *testing.T) {
-	p := startOP(t)
-	x, err := NewTokenExchange(routerClient(p, "s3cret"), TokenExchangeOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var skew atomic.Int64
-	x.cache.now = offsetClock(&skew)
+	p, x := startExchange(t, TokenExchangeOptions{})
+	skew := skewed(x)
 	exp := time.Now().Add(time.Minute).Truncate(time.Second) // the exchanged token lives 5 minutes
 	short := &auth.Principal{Subject: "gina", Issuer: p.Issuer, Expiry: exp,
 		Token: p.Token(authtest.Claims{Subject: "gina", Audience: []string{routerResource}, Expiry: exp})}
 	cred := x.For(short)
-	_, err = cred.Value(testCtx(t))
+	_, err := cred.Value(testCtx(t))
 	if err != nil {
 		t.Fatal(err)
 	}
