@@ -90,3 +90,38 @@ func TestRouterConfig(t *testing.T) {
 		t.Fatalf("%s holds %q (%v)", a, got, err)
 	}
 }
+
+// TestNode: an installation in MCPROUTER_NODE_DIR gives its node binary and the
+// packages' directories; a package missing from it skips the test outside CI.
+func TestNode(t *testing.T) {
+	dir := t.TempDir()
+	for _, p := range []string{"node_modules/.bin/node", "node_modules/@scope/pkg/package.json"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, p), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("MCPROUTER_NODE_DIR", dir)
+	t.Setenv("CI", "")
+	bin, dirs := Node(t, "@scope/pkg")
+	if bin != filepath.Join(dir, "node_modules", ".bin", "node") || len(dirs) != 1 || dirs[0] != filepath.Join(dir, "node_modules", "@scope", "pkg") {
+		t.Fatalf("Node = %s %q", bin, dirs)
+	}
+	returned := false
+	t.Run("missing", func(t *testing.T) {
+		Node(t, "absent")
+		returned = true
+	})
+	if returned {
+		t.Error("Node returned with a package missing, want the test skipped")
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if root, err := moduleRoot(); err != nil || root != filepath.Dir(filepath.Dir(wd)) {
+		t.Errorf("moduleRoot = %q %v, want two levels above internal/testbin", root, err)
+	}
+}

@@ -34,38 +34,16 @@ var suites = []suite{
 // failed scenario fails the test, and so does a listed one that passes.
 var expectedFailures = map[string]string{}
 
-func repoRoot(t *testing.T) string {
-	dir, err := filepath.Abs("../../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
-// nodeDir finds the Node installation .ci/deps.sh made; outside CI the test skips
-// without it, in CI it fails, so that a broken install cannot pass silently.
-func nodeDir(t *testing.T) string {
-	dir := os.Getenv("MCPROUTER_NODE_DIR")
-	if dir == "" {
-		dir = filepath.Join(repoRoot(t), ".cache", "node")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", ".bin", "node")); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("Node 22 and the conformance suite are missing in %s: .ci/deps.sh should have installed them", dir)
-		}
-		t.Skipf("conformance suite not installed (run bash .ci/deps.sh): %v", err)
-	}
-	return dir
-}
-
-// runSuite runs suite s against url, allowing it limit, and fails the test for every
-// problem Verdict finds in its output and exit status given the expected failures.
-func runSuite(t *testing.T, node, url string, s suite, expected map[string]string, limit time.Duration) {
+// runSuite runs suite s, as .ci/deps.sh installs it with Node (testbin.Node), against
+// url, allowing it limit, and fails the test for every problem Verdict finds in its
+// output and exit status given the expected failures.
+func runSuite(t *testing.T, url string, s suite, expected map[string]string, limit time.Duration) {
 	t.Helper()
+	node, pkg := testbin.Node(t, s.pkg)
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
-	args := append([]string{filepath.Join(node, "node_modules", s.pkg, "dist", "index.js"), "server", "--url", url}, s.args...)
-	cmd := exec.CommandContext(ctx, filepath.Join(node, "node_modules", ".bin", "node"), args...)
+	args := append([]string{filepath.Join(pkg[0], "dist", "index.js"), "server", "--url", url}, s.args...)
+	cmd := exec.CommandContext(ctx, node, args...)
 	cmd.Dir = t.TempDir()
 	out, err := cmd.CombinedOutput()
 	text := string(out)
@@ -95,7 +73,7 @@ func tail(s string, n int) string {
 
 func TestConformance(t *testing.T) {
 	testbin.Long(t, "starts processes and Node")
-	node := nodeDir(t)
+	testbin.Node(t) // without Node the test skips (fails in CI) here, before anything is built
 	router := testbin.Build(t, testbin.Router)
 	everything := testbin.BuildFixture(t, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server")
 
@@ -118,7 +96,7 @@ func TestConformance(t *testing.T) {
 			listen := testbin.Start(t, testbin.Spec{Bin: router, Args: []string{"--config", cfg}, Ready: []string{"mcprouter listening"}}).Addr()
 			for i := range suites {
 				t.Run(suites[i].name, func(t *testing.T) {
-					runSuite(t, node, "http://"+listen+"/mcp", suites[i], expectedFailures, 5*time.Minute)
+					runSuite(t, "http://"+listen+"/mcp", suites[i], expectedFailures, 5*time.Minute)
 				})
 			}
 		})

@@ -25,9 +25,9 @@ var modernExpectedFailures = map[string]string{}
 
 func TestConformanceModern(t *testing.T) {
 	testbin.Long(t, "starts processes and Node")
-	node := nodeDir(t)
+	testbin.Node(t) // without Node the test skips (fails in CI) here, before anything is built
 	p, _ := routerBeforeEverything(t, true, "admin:\n  listen: 127.0.0.1:0\n")
-	runSuite(t, node, "http://"+p.Addr()+"/mcp", modernSuite, modernExpectedFailures, 8*time.Minute)
+	runSuite(t, "http://"+p.Addr()+"/mcp", modernSuite, modernExpectedFailures, 8*time.Minute)
 }
 
 // routerBeforeEverything starts the Go SDK's conformance server, stateless or stateful
@@ -84,9 +84,9 @@ var translatedExpectedFailures = map[string]string{
 // pass; the other checks what the 2025 wire cannot carry (translatedExpectedFailures).
 func TestConformanceModernTranslated(t *testing.T) {
 	testbin.Long(t, "starts processes and Node")
-	node := nodeDir(t)
+	testbin.Node(t) // without Node the test skips (fails in CI) here, before anything is built
 	// stateless: on, so that 2026-07-28 requests are served statelessly (and translated)
 	// rather than answered as a 2025 server answers them.
 	p, _ := routerBeforeEverything(t, false, "stateless: on\nadmin:\n  listen: 127.0.0.1:0\n")
-	runSuite(t, node, "http://"+p.Addr()+"/mcp", modernSuite, translatedExpectedFailures, 8*time.Minute)
+	runSuite(t, "http://"+p.Addr()+"/mcp", modernSuite, translatedExpectedFailures, 8*time.Minute)
 }

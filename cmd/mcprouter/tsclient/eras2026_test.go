@@ -19,7 +19,7 @@ import (
 // clientV2 finds Node and the TypeScript SDK v2 client package that .ci/deps.sh
 // installs next to the v1 SDK.
 func clientV2(t *testing.T) (nodeBin, pkg string) {
-	nodeBin, pkgs := nodePackages(t, "@modelcontextprotocol/client")
+	nodeBin, pkgs := testbin.Node(t, "@modelcontextprotocol/client")
 	return nodeBin, pkgs[0]
 }
 

@@ -3,7 +3,6 @@ package tsclient
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -12,42 +11,11 @@ import (
 	"github.com/mcprouter/mcprouter/internal/testbin"
 )
 
-func repoRoot(t *testing.T) string {
-	dir, err := filepath.Abs("../../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
 // node finds Node and the TypeScript SDK (v1) that .ci/deps.sh installs; without them
 // the test skips outside CI and fails in CI.
 func node(t *testing.T) (bin, sdk string) {
-	bin, pkgs := nodePackages(t, "@modelcontextprotocol/sdk")
+	bin, pkgs := testbin.Node(t, "@modelcontextprotocol/sdk")
 	return bin, pkgs[0]
-}
-
-// nodePackages finds Node and the directories of the packages named (as npm names
-// them) that .ci/deps.sh installs in the same place; without them the test skips
-// outside CI and fails in CI.
-func nodePackages(t *testing.T, names ...string) (bin string, dirs []string) {
-	dir := os.Getenv("MCPROUTER_NODE_DIR")
-	if dir == "" {
-		dir = filepath.Join(repoRoot(t), ".cache", "node")
-	}
-	bin = filepath.Join(dir, "node_modules", ".bin", "node")
-	for _, name := range names {
-		dirs = append(dirs, filepath.Join(dir, "node_modules", filepath.FromSlash(name)))
-	}
-	for _, p := range append([]string{bin}, dirs...) {
-		if _, err := os.Stat(p); err != nil {
-			if os.Getenv("CI") != "" {
-				t.Fatalf("%s missing: .ci/deps.sh should have installed it", p)
-			}
-			t.Skipf("Node or a TypeScript SDK package not installed (bash .ci/deps.sh): %v", err)
-		}
-	}
-	return bin, dirs
 }
 
 // runScript runs testdata/name with Node (for at most a minute) and decodes the JSON
@@ -56,7 +24,10 @@ func runScript[T any](t *testing.T, nodeBin, name string, args ...string) T {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	script := filepath.Join(repoRoot(t), "cmd", "mcprouter", "tsclient", "testdata", name)
+	script, err := filepath.Abs(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
 	out, err := exec.CommandContext(ctx, nodeBin, append([]string{script}, args...)...).Output()
 	if err != nil {
 		msg := ""
