@@ -209,22 +209,13 @@ func FuzzHTTPHandler(f *testing.F) {
 	})
 }
 
-func validToken(s string) bool {
-	if s == "" || len(s) > 16 {
-		return false
-	}
-	for _, c := range []byte(s) {
-		if c <= ' ' || c >= 0x7f {
-			return false
-		}
-	}
-	return true
-}
+func validToken(s string) bool { return s != "" && len(s) <= 16 && printable(s) }
 
-func validPath(s string) bool {
-	if !strings.HasPrefix(s, "/") || len(s) > 64 {
-		return false
-	}
+func validPath(s string) bool { return strings.HasPrefix(s, "/") && len(s) <= 64 && printable(s) }
+
+// printable reports whether s is visible ASCII only: no space, control or non-ASCII
+// byte.
+func printable(s string) bool {
 	for _, c := range []byte(s) {
 		if c <= ' ' || c >= 0x7f {
 			return false
