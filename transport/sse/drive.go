@@ -57,16 +57,17 @@ func (c *Consumer) Drive(sink Sink, opts PumpOptions) error {
 	c.isink = sink
 	c.imu.Unlock()
 	head := c.appendHead(nil, opts)
-	d := &driver{maxBatch: int32(min(opts.MaxBatch, math.MaxInt32)), sweep: -1}
+	var sw *sweeper
 	if ka := opts.KeepAlive; ka >= 0 {
 		if ka == 0 {
 			ka = DefaultKeepAlive
 		}
-		d.sw = sweeperFor(ka)
+		sw = sweeperFor(ka)
 	}
-	s := c.s
+	s, d := c.s, &c.drv
 	s.mu.Lock()
-	c.drv = d
+	c.driven = true
+	d.maxBatch, d.sweep, d.sw = int32(min(opts.MaxBatch, math.MaxInt32)), -1, sw
 	c.busy = true // the first drain writes the head and any replay
 	d.lastWrite = monotonic()
 	s.mu.Unlock()
@@ -77,10 +78,10 @@ func (c *Consumer) Drive(sink Sink, opts PumpOptions) error {
 	return nil
 }
 
-// driver is the state of a driven consumer (Drive). Its fields are guarded by the
-// stream's lock. Its sink is the consumer's (Consumer.isink), which only the
-// consumer's one writer uses. With counts in 32 bits it takes the 48-byte size class
-// (64 with the sink beside them): every held stream has one.
+// driver is the state of a driven consumer (Drive), part of the Consumer (an object
+// of its own, with a copy of the sink and wider counts, took 64 bytes more of every
+// held stream). Its fields are guarded by the stream's lock. Its sink is the
+// consumer's (Consumer.isink), which only the consumer's one writer uses.
 type driver struct {
 	sw        *sweeper // writes its keep-alives; nil: none
 	lastWrite int64    // monotonic time of the last write
@@ -94,7 +95,7 @@ type driver struct {
 // close, its own cut-off or detachment): a pump's wake-up, or for a driven consumer a
 // drain goroutine when no writer holds the sink. Called with s.mu held.
 func (c *Consumer) kickLocked() {
-	if c.drv == nil {
+	if !c.driven {
 		notify(c.wake)
 		return
 	}
@@ -108,7 +109,7 @@ func (c *Consumer) kickLocked() {
 // goroutine: the driven consumer had nothing else to write. Called without the lock,
 // holding the sink (c.busy).
 func (c *Consumer) publishInline(f []byte, id EventID) {
-	s, d := c.s, c.drv
+	s, d := c.s, &c.drv
 	seq, size := id.Seq, len(f)+id.endLen()
 	all, err := c.isink.TryWrite(f, id)
 	s.mu.Lock()
@@ -151,7 +152,7 @@ func (c *Consumer) publishInline(f []byte, id EventID) {
 // (the sweep has other streams to serve): what the socket does not take goes out from
 // a drain goroutine. Called without the lock, holding the sink (c.busy).
 func (c *Consumer) keepAlive() {
-	s, d := c.s, c.drv
+	s, d := c.s, &c.drv
 	all, err := c.isink.TryWrite(keepAliveBlock, EventID{})
 	if err != nil {
 		c.end(c.cause(err))
@@ -183,7 +184,7 @@ func (c *Consumer) idleLocked() bool {
 // backlog and the end of the stream, until it has caught up
 // (then it gives the sink back) or the consumer ends. The caller holds the sink.
 func (c *Consumer) drain(head []byte) {
-	s, d, sink := c.s, c.drv, c.isink
+	s, d, sink := c.s, &c.drv, c.isink
 	if err := sink.Write(head); err != nil {
 		c.end(c.cause(err))
 		return
@@ -263,7 +264,7 @@ func (c *Consumer) release() bool {
 // end finishes a driven consumer: detached from its stream, out of its sweeper, and the
 // sink told why. The caller holds the sink, which is never given back.
 func (c *Consumer) end(err error) {
-	d := c.drv
+	d := &c.drv
 	c.finish(d.flushed)
 	c.imu.Lock() // waits for an interrupt in progress
 	c.sinkGone = true

@@ -356,7 +356,7 @@ func (s *Stream) publish(e slot) (EventID, error) {
 	var inline *Consumer
 	if c := s.cons; c != nil {
 		s.addPendingLocked(size)
-		if c.drv != nil && !c.busy && c.state == consActive {
+		if c.driven && !c.busy && c.state == consActive {
 			// A driven consumer with nothing else to write: this goroutine writes the
 			// event, from its ring body, which eviction leaves alone meanwhile.
 			c.busy, s.writing, inline = true, id.Seq, c
@@ -581,13 +581,15 @@ type Consumer struct {
 	start   uint64        // the position it starts after: the id of its priming event
 	wake    chan struct{} // a pump's wake-ups, made by Pump (a driven consumer has none); guarded by s.mu
 	pumping atomic.Bool
-	// state and busy are guarded by s.mu, like the fields below; they sit beside
-	// pumping so that a Consumer fits the 96-byte size class.
+	// state, busy and driven are guarded by s.mu, like the fields below; they sit
+	// beside pumping so that a Consumer, its driver included, fits the 128-byte size
+	// class.
 	state consState
 	busy  bool // a driven consumer's writer holds its sink
 	// sinkGone: a driven consumer's sink was interrupted or ended, so that it is
 	// interrupted at most once and never after End; guarded by imu.
 	sinkGone bool
+	driven   bool // Drive drives it (drv); guarded by s.mu
 
 	// imu orders the pump's Interrupt with the end of Pump: the function acts on what
 	// Pump's caller owns (its connection), which the caller may give back as soon as
@@ -597,9 +599,9 @@ type Consumer struct {
 	isink     Sink   // a driven consumer's sink (Drive): its writer's, and its Interrupt's until sinkGone; nil before Drive
 
 	// guarded by s.mu
-	next      uint64  // next seq to take
-	replayEnd uint64  // events up to this one existed at attach: a replay, not a queue
-	drv       *driver // set by Drive
+	next      uint64 // next seq to take
+	replayEnd uint64 // events up to this one existed at attach: a replay, not a queue
+	drv       driver // a driven consumer's state
 }
 
 // Start returns the id of the position the consumer starts after: the id of its priming

@@ -118,7 +118,7 @@ func (w *sweeper) run() {
 // keepAliveDue reports whether c has written nothing since due (monotonic), and then
 // holds its sink for a keep-alive (the caller calls keepAlive).
 func (c *Consumer) keepAliveDue(due int64) bool {
-	s, d := c.s, c.drv
+	s, d := c.s, &c.drv
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if c.state != consActive || c.busy || d.lastWrite > due {
