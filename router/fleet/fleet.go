@@ -25,8 +25,7 @@ type Fleet struct {
 	life *lifecycle // the context and goroutines Close ends
 
 	set       *backendSet     // the backends, each with its instances and their shared sessions
-	keep      *upkeep         // what every backend's maintainers share
-	reconf    reconfigurer    // Reconfigure's state (upkeep_reconfigure.go)
+	reconf    *reconfigurer   // adds, replaces and retires backends (upkeep_reconfigure.go)
 	conns     *connector      // opens upstream sessions
 	table     *table          // the in-flight table
 	catalog   *catalogBuilder // the merged lists
@@ -76,10 +75,10 @@ func New(cfg Config) *Fleet {
 	f := &Fleet{log: cfg.Logger, life: newLifecycle(), table: newTable(), set: new(backendSet)}
 	f.table.signalDrains(&f.life.drained)
 	keep := &upkeep{table: f.table, log: f.log, interval: cfg.HealthInterval, timeout: cfg.HealthTimeout}
-	f.keep = keep
+	f.reconf = &reconfigurer{set: f.set, keep: keep, life: f.life, log: f.log, table: f.table}
 	var bs []*backend
 	for _, bc := range cfg.Backends {
-		bs = append(bs, f.newBackend(bc))
+		bs = append(bs, f.reconf.newBackend(bc))
 	}
 	f.set.store(bs)
 	f.conns = &connector{table: f.table, events: f, log: f.log, name: cfg.ClientName, version: cfg.ClientVersion,
@@ -109,6 +108,7 @@ func New(cfg Config) *Fleet {
 		f.subs = newLocalSubs(up)
 	}
 	n.subs, up.restore = f.subs, f.subs.restore
+	f.reconf.catalog, f.reconf.fwd, f.reconf.sessions, f.reconf.subs = f.catalog, f.fwd, f.sessions, f.subs
 	f.srv.park = newParking(f.srv, f.fwd, cfg.StateKey)
 	f.srv.park.relay = newOwnerRelay(cfg.Bus, f.srv.park.instance, f.life, f.log, &f.rep, f.longestTimeout)
 	f.fwd.rev = newReversals(f.fwd, f.srv)
@@ -124,7 +124,7 @@ func New(cfg Config) *Fleet {
 // router that starts answering knows its tools.
 func (f *Fleet) Start(wait time.Duration) {
 	for _, b := range f.set.all() {
-		f.startBackend(b)
+		f.reconf.start(b)
 	}
 	f.life.spawn(f.fwd.sweep)
 	f.bus.listen()

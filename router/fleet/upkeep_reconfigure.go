@@ -3,6 +3,8 @@ package fleet
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,29 +43,49 @@ func (s *backendSet) byToken(tok string) *backend {
 	return nil
 }
 
-// reconfigurer is Reconfigure's state: one reconfiguration at a time, and the
-// Observer's index of every backend name seen, so that a backend replaced or added
-// again under a known name is counted where it was. Who calls it: Reconfigure, on the
-// app's reload goroutine (a SIGHUP or a watched file); the backends it retires drain on
-// goroutines of the fleet's lifecycle.
+// reconfigurer is the part that changes the set of backends. It owns the backends'
+// making (newBackend: each gets the Observer's index of its name, kept across
+// removals, so that a backend replaced or added again under a known name is counted
+// where it was), their start (start: one maintainer per instance), the swap of the set
+// (reconfigure) and the retirement of what the swap removed (retire: drain, close,
+// forget). It holds what those touch and nothing else: the set it swaps, the
+// maintainers' upkeep, the catalog it rebuilds and announces, and for a retirement the
+// table it drains, the forwarder that fails what is left, the sessions and
+// subscriptions that let go of the backend.
+//
+// Who calls it: the Fleet alone. New makes the first backends before anything runs,
+// Start starts them, Reconfigure delegates to reconfigure on the app's reload
+// goroutine (a SIGHUP or a watched file), one at a time (mu), and BackendName may ask
+// from any goroutine. The retirements run on goroutines of the fleet's lifecycle, one
+// per retired backend, so Close ends and waits for them.
 type reconfigurer struct {
-	mu      sync.Mutex
-	indexes map[string]int
+	set      *backendSet
+	keep     *upkeep // what every backend's maintainers share
+	life     *lifecycle
+	log      *slog.Logger
+	table    *table
+	catalog  *catalogBuilder
+	fwd      *forwarder
+	sessions *sessions
+	subs     subscriber
+
+	mu      sync.Mutex     // one reconfiguration at a time; guards indexes
+	indexes map[string]int // the Observer's index of every backend name seen
 }
 
 // newBackend builds b from its configuration, not yet started. New calls it before
-// anything runs, Reconfigure under reconf.mu.
-func (f *Fleet) newBackend(bc BackendConfig) *backend {
-	if f.reconf.indexes == nil {
-		f.reconf.indexes = map[string]int{}
+// anything runs, reconfigure under mu.
+func (rc *reconfigurer) newBackend(bc BackendConfig) *backend {
+	if rc.indexes == nil {
+		rc.indexes = map[string]int{}
 	}
-	idx, ok := f.reconf.indexes[bc.Name]
+	idx, ok := rc.indexes[bc.Name]
 	if !ok {
-		idx = len(f.reconf.indexes)
-		f.reconf.indexes[bc.Name] = idx
+		idx = len(rc.indexes)
+		rc.indexes[bc.Name] = idx
 	}
-	b := &backend{keep: f.keep, cfg: bc, index: idx, sem: make(chan struct{}, bc.MaxConcurrency), listed: make(chan struct{})}
-	b.ctx, b.stop = context.WithCancel(f.life.ctx)
+	b := &backend{keep: rc.keep, cfg: bc, index: idx, sem: make(chan struct{}, bc.MaxConcurrency), listed: make(chan struct{})}
+	b.ctx, b.stop = context.WithCancel(rc.life.ctx)
 	for n, d := range bc.Dialers {
 		b.instances = append(b.instances, &instance{b: b, n: n, dialer: d})
 	}
@@ -73,10 +95,12 @@ func (f *Fleet) newBackend(bc BackendConfig) *backend {
 // BackendName names the backend an Observer's index stands for, whether the router
 // started with it or a Reconfigure added it (and even once removed: its figures keep
 // their name); "" for an index never given.
-func (f *Fleet) BackendName(i int) string {
-	f.reconf.mu.Lock()
-	defer f.reconf.mu.Unlock()
-	for name, idx := range f.reconf.indexes {
+func (f *Fleet) BackendName(i int) string { return f.reconf.backendName(i) }
+
+func (rc *reconfigurer) backendName(i int) string {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	for name, idx := range rc.indexes {
 		if idx == i {
 			return name
 		}
@@ -84,12 +108,12 @@ func (f *Fleet) BackendName(i int) string {
 	return ""
 }
 
-// startBackend starts the maintainer of each of b's instances: they connect it and keep
-// it connected and checked until b stops or the fleet closes.
-func (f *Fleet) startBackend(b *backend) {
+// start starts the maintainer of each of b's instances: they connect it and keep it
+// connected and checked until b stops or the fleet closes.
+func (rc *reconfigurer) start(b *backend) {
 	for _, in := range b.instances {
 		b.running.Add(1)
-		f.life.spawn(func() {
+		rc.life.spawn(func() {
 			defer b.running.Done()
 			in.maintain(b.ctx)
 		})
@@ -128,91 +152,123 @@ const replaceWait = 10 * time.Second
 // policy filters hear only of changes they can see: notices.broadcast). Reconfigure
 // waits for replacements, not for drains: the result's Drained says when those are
 // over.
-func (f *Fleet) Reconfigure(cfgs []BackendConfig) Reconfiguration {
-	f.reconf.mu.Lock()
-	defer f.reconf.mu.Unlock()
-	var r Reconfiguration
+func (f *Fleet) Reconfigure(cfgs []BackendConfig) Reconfiguration { return f.reconf.reconfigure(cfgs) }
+
+// change is one reconfiguration's plan: the next set in configuration order, and the
+// backends it adds, removes and replaces (olds[i] by news[i]).
+type change struct {
+	r                 Reconfiguration
+	next, added, gone []*backend
+	olds, news        []*backend
+}
+
+// retiring is what ch takes out of service: the removed backends and the replaced ones.
+func (ch *change) retiring() []*backend { return append(slices.Clip(ch.gone), ch.olds...) }
+
+// reconfigure implements Fleet.Reconfigure.
+func (rc *reconfigurer) reconfigure(cfgs []BackendConfig) Reconfiguration {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	ch := rc.plan(cfgs)
+	rc.swap(ch)
+	ch.r.Drained = rc.retireAll(ch.retiring())
+	return ch.r
+}
+
+// plan sorts cfgs against the current set: kept backends as they are, new ones built
+// (not started; an added one marked late).
+func (rc *reconfigurer) plan(cfgs []BackendConfig) *change {
+	ch := &change{}
 	current := map[string]*backend{}
-	for _, b := range f.set.all() {
+	for _, b := range rc.set.all() {
 		current[b.cfg.Name] = b
 	}
-	var next, added, gone, olds, news []*backend
 	for _, bc := range cfgs {
 		old := current[bc.Name]
 		if old != nil && old.cfg.Digest == bc.Digest && bc.Digest != "" {
 			delete(current, bc.Name)
-			next = append(next, old)
-			r.Kept = append(r.Kept, bc.Name)
+			ch.next = append(ch.next, old)
+			ch.r.Kept = append(ch.r.Kept, bc.Name)
 			continue
 		}
 		bc.defaults()
-		b := f.newBackend(bc)
-		next = append(next, b)
+		b := rc.newBackend(bc)
+		ch.next = append(ch.next, b)
 		if old != nil {
 			delete(current, bc.Name)
-			olds, news = append(olds, old), append(news, b)
-			r.Replaced = append(r.Replaced, bc.Name)
+			ch.olds, ch.news = append(ch.olds, old), append(ch.news, b)
+			ch.r.Replaced = append(ch.r.Replaced, bc.Name)
 		} else {
 			b.late.Store(true)
-			added = append(added, b)
-			r.Added = append(r.Added, bc.Name)
+			ch.added = append(ch.added, b)
+			ch.r.Added = append(ch.r.Added, bc.Name)
 		}
 	}
-	for _, b := range f.set.all() {
+	for _, b := range rc.set.all() {
 		if current[b.cfg.Name] == b {
-			gone = append(gone, b)
-			r.Removed = append(r.Removed, b.cfg.Name)
+			ch.gone = append(ch.gone, b)
+			ch.r.Removed = append(ch.r.Removed, b.cfg.Name)
 		}
 	}
-	// Replacements connect and list their tools while the old ones still serve.
-	for _, b := range news {
-		f.startBackend(b)
+	return ch
+}
+
+// swap puts ch's next set in place: replacements connect and list their tools while
+// the old ones still serve, then the removed and replaced backends are marked retired,
+// the set and the catalog swapped, clients told of the lists that changed, and the
+// added backends started.
+func (rc *reconfigurer) swap(ch *change) {
+	for _, b := range ch.news {
+		rc.start(b)
 	}
-	for _, b := range news {
-		f.awaitListed(b)
+	for _, b := range ch.news {
+		rc.awaitListed(b)
 		// Its lists are told below if it has them by then, else when it gets them.
 		b.late.Store(true)
 	}
 	var told [numKinds]bool
-	for _, b := range gone {
+	for _, b := range ch.gone {
 		told = b.listsDiffer(nil, told)
 	}
-	for i, old := range olds {
-		told = old.listsDiffer(news[i], told)
+	for i, old := range ch.olds {
+		told = old.listsDiffer(ch.news[i], told)
 	}
-	gone = append(gone, olds...)
-	for _, b := range gone {
+	for _, b := range ch.retiring() {
 		b.retired.Store(true)
 	}
-	f.set.store(next)
-	f.catalog.rebuild()
-	f.catalog.announce(told)
-	for _, b := range added {
-		f.startBackend(b)
+	rc.set.store(ch.next)
+	rc.catalog.rebuild()
+	rc.catalog.announce(told)
+	for _, b := range ch.added {
+		rc.start(b)
 	}
+}
+
+// retireAll retires each of gone on a goroutine of its own and returns a channel
+// closed once all are retired.
+func (rc *reconfigurer) retireAll(gone []*backend) <-chan struct{} {
 	drained := make(chan struct{})
-	r.Drained = drained
-	f.life.spawn(func() {
+	rc.life.spawn(func() {
 		var wg sync.WaitGroup
 		for _, b := range gone {
 			wg.Add(1)
-			f.life.spawn(func() { defer wg.Done(); f.retire(b) })
+			rc.life.spawn(func() { defer wg.Done(); rc.retire(b) })
 		}
 		wg.Wait()
 		close(drained)
 	})
-	return r
+	return drained
 }
 
 // awaitListed waits until b listed its items, for at most replaceWait (or its timeout
 // if shorter).
-func (f *Fleet) awaitListed(b *backend) {
+func (rc *reconfigurer) awaitListed(b *backend) {
 	wait := time.NewTimer(min(replaceWait, b.cfg.Timeout))
 	defer wait.Stop()
 	select {
 	case <-b.listed:
 	case <-wait.C:
-	case <-f.life.ctx.Done():
+	case <-rc.life.ctx.Done():
 	}
 }
 
@@ -256,19 +312,8 @@ const drainPoll = 10 * time.Millisecond
 // maintainers, closes its shared and per-client upstream sessions and fails whatever
 // was still in flight on them, and hands its clients' resource subscriptions on to its
 // replacement where it serves their URIs (or drops them).
-func (f *Fleet) retire(b *backend) {
-	deadline := time.Now().Add(b.cfg.Timeout + time.Second)
-	t := time.NewTicker(drainPoll)
-	for f.table.onBackend(b) > 0 && time.Now().Before(deadline) {
-		select {
-		case <-t.C:
-		case <-f.life.ctx.Done():
-		}
-		if f.life.ended() {
-			break
-		}
-	}
-	t.Stop()
+func (rc *reconfigurer) retire(b *backend) {
+	rc.drain(b)
 	b.stop()
 	b.running.Wait()
 	for _, in := range b.instances {
@@ -276,16 +321,33 @@ func (f *Fleet) retire(b *backend) {
 		if c := in.conn.Swap(nil); c != nil {
 			c.killed.Store(true)
 			c.conn.Close()
-			f.fwd.connLost(c, errRemoved)
+			rc.fwd.connLost(c, errRemoved)
 		}
 	}
-	for _, c := range f.sessions.dropBackend(b) {
+	for _, c := range rc.sessions.dropBackend(b) {
 		c.closeUpstream()
-		f.fwd.connLost(c, errRemoved)
+		rc.fwd.connLost(c, errRemoved)
 	}
-	f.subs.moveBackend(b, func(uri string) *backend { return f.subsOwner(b, uri) })
-	f.catalog.forget(b)
-	f.log.Info("backend removed: drained and closed", "backend", b.cfg.Name)
+	rc.subs.moveBackend(b, func(uri string) *backend { return rc.subsOwner(b, uri) })
+	rc.catalog.forget(b)
+	rc.log.Info("backend removed: drained and closed", "backend", b.cfg.Name)
+}
+
+// drain waits until none of b's entries is in the in-flight table, its timeout and a
+// second passed, or the fleet closes.
+func (rc *reconfigurer) drain(b *backend) {
+	deadline := time.Now().Add(b.cfg.Timeout + time.Second)
+	t := time.NewTicker(drainPoll)
+	defer t.Stop()
+	for rc.table.onBackend(b) > 0 && time.Now().Before(deadline) {
+		select {
+		case <-t.C:
+		case <-rc.life.ctx.Done():
+		}
+		if rc.life.ended() {
+			break
+		}
+	}
 }
 
 // onBackend counts the entries in flight (routed or sent) to b.

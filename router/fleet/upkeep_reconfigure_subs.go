@@ -24,8 +24,8 @@ import (
 // subsOwner returns the backend a subscription to uri on retired backend from moves
 // to: the one the current catalog routes uri to, if it is from's replacement and
 // clients may subscribe to it; nil when none.
-func (f *Fleet) subsOwner(from *backend, uri string) *backend {
-	b := f.catalog.load().resourceOwner(uri)
+func (rc *reconfigurer) subsOwner(from *backend, uri string) *backend {
+	b := rc.catalog.load().resourceOwner(uri)
 	if b == nil || b.cfg.Name != from.cfg.Name || b.retired.Load() || !b.subscribable() {
 		return nil
 	}

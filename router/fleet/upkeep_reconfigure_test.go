@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"log/slog"
 	"slices"
 	"testing"
 	"time"
@@ -15,9 +16,15 @@ import (
 // scriptedBackend is backend "a" (prefix "a") on a new scripted connection, configured
 // with digest.
 func scriptedBackend(digest string) (BackendConfig, *scriptedConn) {
+	return namedBackend("a", digest)
+}
+
+// namedBackend is backend name (its tool name+"__echo") on a new scripted connection,
+// configured with digest, its calls timing out after a minute.
+func namedBackend(name, digest string) (BackendConfig, *scriptedConn) {
 	up := &scriptedConn{got: make(chan []byte, 16), done: make(chan struct{})}
-	return BackendConfig{Name: "a", Prefix: "a", Timeout: time.Minute, Digest: digest,
-		Dialers: []Dialer{{Addr: "scripted-" + digest, Dial: func(ctx context.Context, sink upstream.Sink) (upstream.Conn, error) {
+	return BackendConfig{Name: name, Prefix: name, Timeout: time.Minute, Digest: digest,
+		Dialers: []Dialer{{Addr: "scripted-" + name + "-" + digest, Dial: func(ctx context.Context, sink upstream.Sink) (upstream.Conn, error) {
 			up.sink = sink
 			return up, nil
 		}}},
@@ -84,7 +91,7 @@ func TestRetirePerClient(t *testing.T) {
 	if fb.open.Load() != 2 || f.sessions.inUse() != 2 {
 		t.Fatalf("%d upstream sessions open, %d slots taken, want 2 and 2", fb.open.Load(), f.sessions.inUse())
 	}
-	f.retire(b)
+	f.reconf.retire(b)
 	if fb.open.Load() != 0 || f.sessions.inUse() != 0 {
 		t.Fatalf("after the removal %d upstream sessions open, %d slots taken, want none", fb.open.Load(), f.sessions.inUse())
 	}
@@ -93,4 +100,105 @@ func TestRetirePerClient(t *testing.T) {
 			t.Fatalf("client session %d: state %v, want open without its upstream session", i, st)
 		}
 	}
+}
+
+// scriptedFleetOf starts a fleet of cfgs (namedBackend's) with one client session,
+// whose backend connection is up; Start has waited for every backend's catalog.
+func scriptedFleetOf(t *testing.T, up *scriptedConn, cfgs ...BackendConfig) *fleetClient {
+	t.Helper()
+	f := New(Config{HealthInterval: time.Hour, Logger: slog.New(slog.DiscardHandler), Backends: cfgs})
+	f.Start(time.Minute)
+	return attachClient(t, f, up)
+}
+
+// backendNamed is the fleet's current backend called name, nil if none.
+func backendNamed(f *Fleet, name string) *backend {
+	for _, b := range f.set.all() {
+		if b.cfg.Name == name {
+			return b
+		}
+	}
+	return nil
+}
+
+// serves reports whether the catalog routes tool to a backend configured with digest.
+func serves(f *Fleet, tool, digest string) bool {
+	rt, ok := f.catalog.load().tools[tool]
+	return ok && rt.b.cfg.Digest == digest
+}
+
+// callOn sends tools/call of name's echo tool as client request id and returns the
+// request as up (name's connection) got it.
+func (fc *fleetClient) callOn(up *scriptedConn, name, id string) codec.Message {
+	fc.t.Helper()
+	fc.up = up
+	fc.send(`{"jsonrpc":"2.0","id":"` + id + `","method":"tools/call","params":{"name":"` + name + Separator + `echo"}}`)
+	return fc.upstream()
+}
+
+// answerOn answers m on up, and checks the client gets the result of its request id.
+func (fc *fleetClient) answerOn(up *scriptedConn, m codec.Message, id string) {
+	fc.t.Helper()
+	up.sink.Message(codec.AppendResult(nil, m.ID, []byte(`{"content":[]}`)))
+	if msg := fc.read(); msg.Kind != codec.KindResult || string(msg.ID) != `"`+id+`"` {
+		fc.t.Fatalf("client got kind %v id %s, want the result of %q", msg.Kind, msg.ID, id)
+	}
+}
+
+// TestReconfigureAddChangeRemove walks a backend through the part's three changes: b
+// is added (started, its tools served, an Observer index of its own), a is changed
+// (its replacement serves, the old one drains and closes), b is removed (drained,
+// closed, out of the catalog) and added again under the index it had.
+func TestReconfigureAddChangeRemove(t *testing.T) {
+	a1, upA1 := namedBackend("a", "v1")
+	fc := scriptedFleetOf(t, upA1, a1)
+	f := fc.f
+	b1, upB1 := namedBackend("b", "v1")
+
+	r := f.Reconfigure([]BackendConfig{a1, b1})
+	if !slices.Equal(r.Added, []string{"b"}) || !slices.Equal(r.Kept, []string{"a"}) || len(r.Removed)+len(r.Replaced) != 0 {
+		t.Fatalf("adding b: %+v", r)
+	}
+	testwait.For(t, "b's tools", 10*time.Second, func() bool { return serves(f, "b"+Separator+"echo", "v1") })
+	fc.answerOn(upB1, fc.callOn(upB1, "b", "c1"), "c1")
+	bIndex := backendNamed(f, "b").index
+	if bIndex == backendNamed(f, "a").index || f.BackendName(bIndex) != "b" {
+		t.Fatalf("b has index %d named %q, want one of its own", bIndex, f.BackendName(bIndex))
+	}
+
+	a2, upA2 := namedBackend("a", "v2")
+	r = f.Reconfigure([]BackendConfig{a2, b1})
+	if !slices.Equal(r.Replaced, []string{"a"}) || !slices.Equal(r.Kept, []string{"b"}) || len(r.Added)+len(r.Removed) != 0 {
+		t.Fatalf("changing a: %+v", r)
+	}
+	testwait.Recv(t, "the old a drained", 10*time.Second, r.Drained)
+	testwait.Recv(t, "the old a's connection closed", 10*time.Second, upA1.done)
+	if !serves(f, "a"+Separator+"echo", "v2") {
+		t.Fatal("the catalog does not route a's tool to its replacement")
+	}
+	fc.answerOn(upA2, fc.callOn(upA2, "a", "c2"), "c2")
+
+	r = f.Reconfigure([]BackendConfig{a2})
+	if !slices.Equal(r.Removed, []string{"b"}) || !slices.Equal(r.Kept, []string{"a"}) || len(r.Added)+len(r.Replaced) != 0 {
+		t.Fatalf("removing b: %+v", r)
+	}
+	testwait.Recv(t, "b drained", 10*time.Second, r.Drained)
+	testwait.Recv(t, "b's connection closed", 10*time.Second, upB1.done)
+	if _, ok := f.catalog.load().tools["b"+Separator+"echo"]; ok || backendNamed(f, "b") != nil {
+		t.Fatal("b is still served after its removal")
+	}
+	if f.BackendName(bIndex) != "b" {
+		t.Fatalf("index %d is named %q after the removal, want b's figures to keep their name", bIndex, f.BackendName(bIndex))
+	}
+
+	b2, upB2 := namedBackend("b", "v2")
+	r = f.Reconfigure([]BackendConfig{a2, b2})
+	if !slices.Equal(r.Added, []string{"b"}) {
+		t.Fatalf("adding b again: %+v", r)
+	}
+	if got := backendNamed(f, "b").index; got != bIndex {
+		t.Fatalf("b added again has index %d, want the %d it had", got, bIndex)
+	}
+	testwait.For(t, "b's tools again", 10*time.Second, func() bool { return serves(f, "b"+Separator+"echo", "v2") })
+	fc.answerOn(upB2, fc.callOn(upB2, "b", "c3"), "c3")
 }
