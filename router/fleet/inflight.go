@@ -214,13 +214,17 @@ func (t *table) add(e *entry) {
 }
 
 // settle takes e out of the shard and its index into the terminal state to; the caller
-// holds sh.mu. It is the only way out of the table.
+// holds sh.mu. It is the only way out of the table, so it is where the waits for calls
+// to end are woken: a shutdown's (sh.drained) and a retired backend's (its drained).
 func (sh *tableShard) settle(e *entry, to entryState) {
 	e.state = to
 	delete(sh.m, e.id)
 	if e.kind == clientRequest {
 		sh.clients--
 		sh.drained.poke()
+	}
+	if b := e.backend; b != nil {
+		b.drained.poke()
 	}
 	sh.unindex(e)
 }

@@ -19,46 +19,70 @@ type lifecycle struct {
 	drained drainSignal
 }
 
-// drainSignal wakes the one goroutine waiting for the fleet's calls to end when a count
-// it waits on went down; it does not say which nor how far, so the waiter counts again.
-// One waiter at a time: a second wait would turn the wake-ups off for the first when it
-// returns (the app's shutdown is the one caller).
+// drainSignal wakes the goroutines waiting for some calls to end when a count they
+// wait on went down; it does not say which nor how far, so each waiter counts again.
+// The fleet has one for its client calls (Fleet.WaitIdle, poked by the in-flight table
+// and the owner relay) and one per backend (poked when any entry of the backend leaves
+// the table: what a retired backend's drain waits on, upkeep_reconfigure.go). Any
+// number of goroutines may wait at once: a shutdown's WaitIdle beside two retirements.
+//
 // While nobody waits, a poke is one atomic load: the per-call paths may poke freely,
-// under their locks (it never blocks).
+// under their locks (it never blocks; it takes mu, which is never held while taking
+// another lock, only while somebody waits). The zero value is ready to use.
 type drainSignal struct {
-	waiting atomic.Bool
-	wake    chan struct{} // buffered 1: wake-ups coalesce
+	waiters atomic.Int32
+	mu      sync.Mutex
+	// woken is closed by the first poke after a waiter took it, and a fresh one made
+	// for the next look; nil while no waiter holds one (pokes then close nothing).
+	woken chan struct{}
 }
 
-// poke wakes the waiter, if any; a nil signal (a table made without one) does nothing.
+// poke wakes every waiter, if any; a nil signal (a table made without one) does nothing.
 func (d *drainSignal) poke() {
-	if d == nil || !d.waiting.Load() {
+	if d == nil || d.waiters.Load() == 0 {
 		return
 	}
-	select {
-	case d.wake <- struct{}{}:
-	default:
+	d.mu.Lock()
+	if d.woken != nil {
+		close(d.woken)
+		d.woken = nil
 	}
+	d.mu.Unlock()
+}
+
+// next returns the channel the next poke closes.
+func (d *drainSignal) next() <-chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.woken == nil {
+		d.woken = make(chan struct{})
+	}
+	return d.woken
 }
 
 // wait calls count until it reports 0, waiting for a poke between calls; false when ctx
-// ended first. No wake-up is lost: waiting is set before the first count, so a
-// decrease that count did not see pokes after it and fills wake.
+// ended first. No wake-up is lost: the waiter registers, then takes the channel, then
+// counts, so a decrease that count did not see happened after the channel was taken,
+// and its poke (which sees the registration) closes that channel or, if another poke
+// did, a later one.
 func (d *drainSignal) wait(ctx context.Context, count func() int) bool {
-	d.waiting.Store(true)
-	defer d.waiting.Store(false)
-	for count() > 0 {
+	d.waiters.Add(1)
+	defer d.waiters.Add(-1)
+	for {
+		woken := d.next()
+		if count() == 0 {
+			return true
+		}
 		select {
-		case <-d.wake:
+		case <-woken:
 		case <-ctx.Done():
 			return false
 		}
 	}
-	return true
 }
 
 func newLifecycle() *lifecycle {
-	l := &lifecycle{drained: drainSignal{wake: make(chan struct{}, 1)}}
+	l := &lifecycle{}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	return l
 }

@@ -304,11 +304,12 @@ func (cb *catalogBuilder) announce(told [numKinds]bool) {
 	}
 }
 
-// drainPoll is how often a removed backend's remaining calls are counted.
-const drainPoll = 10 * time.Millisecond
+// drainGrace is how long past its timeout (the longest any of its calls may run) a
+// retired backend's drain waits for its calls.
+const drainGrace = time.Second
 
-// retire drains a removed backend and closes it: it waits (up to its timeout, the
-// longest any of its calls may run) for its calls in flight to finish, stops its
+// retire drains a removed backend and closes it: it waits (up to its timeout plus
+// drainGrace, or the fleet's close) for its calls in flight to finish, stops its
 // maintainers, closes its shared and per-client upstream sessions and fails whatever
 // was still in flight on them, and hands its clients' resource subscriptions on to its
 // replacement where it serves their URIs (or drops them).
@@ -333,21 +334,13 @@ func (rc *reconfigurer) retire(b *backend) {
 	rc.log.Info("backend removed: drained and closed", "backend", b.cfg.Name)
 }
 
-// drain waits until none of b's entries is in the in-flight table, its timeout and a
-// second passed, or the fleet closes.
+// drain waits until none of b's entries is in the in-flight table, its timeout plus
+// drainGrace passed, or the fleet closes. It wakes when one of them leaves the table
+// (the table pokes b.drained), never by polling.
 func (rc *reconfigurer) drain(b *backend) {
-	deadline := time.Now().Add(b.cfg.Timeout + time.Second)
-	t := time.NewTicker(drainPoll)
-	defer t.Stop()
-	for rc.table.onBackend(b) > 0 && time.Now().Before(deadline) {
-		select {
-		case <-t.C:
-		case <-rc.life.ctx.Done():
-		}
-		if rc.life.ended() {
-			break
-		}
-	}
+	ctx, cancel := context.WithTimeout(rc.life.ctx, b.cfg.Timeout+drainGrace)
+	defer cancel()
+	b.drained.wait(ctx, func() int { return rc.table.onBackend(b) })
 }
 
 // onBackend counts the entries in flight (routed or sent) to b.

@@ -145,6 +145,24 @@ func (fc *fleetClient) answerOn(up *scriptedConn, m codec.Message, id string) {
 	}
 }
 
+// awaitDraining waits until b's retirement waits for its calls.
+func awaitDraining(t *testing.T, b *backend) {
+	t.Helper()
+	testwait.For(t, "the retirement of "+b.cfg.Name+" to wait for its calls", 10*time.Second, func() bool {
+		return b.drained.waiters.Load() > 0
+	})
+}
+
+// stillOpen reports whether ch is still open (not closed, nothing sent).
+func stillOpen[T any](ch <-chan T) bool {
+	select {
+	case <-ch:
+		return false
+	default:
+		return true
+	}
+}
+
 // TestReconfigureAddChangeRemove walks a backend through the part's three changes: b
 // is added (started, its tools served, an Observer index of its own), a is changed
 // (its replacement serves, the old one drains and closes), b is removed (drained,
@@ -201,4 +219,114 @@ func TestReconfigureAddChangeRemove(t *testing.T) {
 	}
 	testwait.For(t, "b's tools again", 10*time.Second, func() bool { return serves(f, "b"+Separator+"echo", "v2") })
 	fc.answerOn(upB2, fc.callOn(upB2, "b", "c3"), "c3")
+}
+
+// TestRetireWaitsForAnswer: a removed backend with a call in flight stays connected
+// while the call waits (its retirement waits on the call, not a poll), the call gets
+// its answer, and only then is the backend closed.
+func TestRetireWaitsForAnswer(t *testing.T) {
+	a, upA := namedBackend("a", "v1")
+	bc, upB := namedBackend("b", "v1")
+	fc := scriptedFleetOf(t, upA, a, bc)
+	m := fc.callOn(upB, "b", "c1")
+	b := backendNamed(fc.f, "b")
+
+	r := fc.f.Reconfigure([]BackendConfig{a})
+	if !slices.Equal(r.Removed, []string{"b"}) {
+		t.Fatalf("reconfiguration %+v, want b removed", r)
+	}
+	awaitDraining(t, b)
+	if !stillOpen(r.Drained) || !stillOpen(upB.done) {
+		t.Fatal("b was closed with its call in flight")
+	}
+	fc.answerOn(upB, m, "c1")
+	testwait.Recv(t, "b drained", 10*time.Second, r.Drained)
+	testwait.Recv(t, "b's connection closed", 10*time.Second, upB.done)
+}
+
+// TestRetireDeadline: a removed backend whose request never gets its answer (one of
+// the router's own, which no sweep expires) is closed once its timeout and drainGrace
+// have passed, and the request fails then.
+func TestRetireDeadline(t *testing.T) {
+	a, upA := namedBackend("a", "v1")
+	bc, upB := namedBackend("b", "v1")
+	bc.Timeout = 50 * time.Millisecond
+	fc := scriptedFleetOf(t, upA, a, bc)
+	b := backendNamed(fc.f, "b")
+	failed := make(chan error, 1)
+	go func() {
+		_, err := fc.f.table.call(context.Background(), b.instances[0].conn.Load(), "test/hang", nil)
+		failed <- err
+	}()
+	<-upB.got // the backend has it, and never answers
+
+	start := time.Now()
+	r := fc.f.Reconfigure([]BackendConfig{a})
+	testwait.Recv(t, "b drained by its deadline", 10*time.Second, r.Drained)
+	if waited := time.Since(start); waited < bc.Timeout+drainGrace {
+		t.Fatalf("b was closed after %v with a request in flight, before its deadline (%v)", waited, bc.Timeout+drainGrace)
+	}
+	if err := testwait.Recv(t, "the unanswered request to fail", 10*time.Second, failed); err == nil {
+		t.Fatal("the unanswered request succeeded")
+	}
+	testwait.Recv(t, "b's connection closed", 10*time.Second, upB.done)
+}
+
+// TestRetireTwoAtOnce: two backends retired at once, each with a call in flight, and a
+// shutdown's WaitIdle waiting beside them: each retirement ends when its own call is
+// answered, the other's answer does not end it, and WaitIdle ends after both.
+func TestRetireTwoAtOnce(t *testing.T) {
+	a, upA := namedBackend("a", "v1")
+	bc, upB := namedBackend("b", "v1")
+	cc, upC := namedBackend("c", "v1")
+	fc := scriptedFleetOf(t, upA, a, bc, cc)
+	f := fc.f
+	mb := fc.callOn(upB, "b", "cb")
+	mc := fc.callOn(upC, "c", "cc")
+	b, c := backendNamed(f, "b"), backendNamed(f, "c")
+
+	rb := f.Reconfigure([]BackendConfig{a, cc})
+	rc := f.Reconfigure([]BackendConfig{a})
+	if !slices.Equal(rb.Removed, []string{"b"}) || !slices.Equal(rc.Removed, []string{"c"}) {
+		t.Fatalf("reconfigurations %+v then %+v, want b then c removed", rb, rc)
+	}
+	idle := make(chan bool, 1)
+	go func() { idle <- f.WaitIdle(context.Background()) }()
+	awaitDraining(t, b)
+	awaitDraining(t, c)
+	testwait.For(t, "WaitIdle to wait", 10*time.Second, func() bool { return f.life.drained.waiters.Load() > 0 })
+
+	fc.answerOn(upC, mc, "cc")
+	testwait.Recv(t, "c drained", 10*time.Second, rc.Drained)
+	if !stillOpen(rb.Drained) || !stillOpen(upB.done) || !stillOpen(idle) {
+		t.Fatal("c's answer ended b's retirement or WaitIdle, with b's call in flight")
+	}
+	fc.answerOn(upB, mb, "cb")
+	testwait.Recv(t, "b drained", 10*time.Second, rb.Drained)
+	if !testwait.Recv(t, "WaitIdle once both calls were answered", 10*time.Second, idle) {
+		t.Fatal("WaitIdle returned false")
+	}
+}
+
+// TestRetireDuringShutdown: the fleet closes while a removed backend waits for its
+// call: Close ends the retirement (it waits for it), the backend is closed and its
+// call answered with an error.
+func TestRetireDuringShutdown(t *testing.T) {
+	a, upA := namedBackend("a", "v1")
+	bc, upB := namedBackend("b", "v1")
+	fc := scriptedFleetOf(t, upA, a, bc)
+	fc.callOn(upB, "b", "c1")
+	b := backendNamed(fc.f, "b")
+	r := fc.f.Reconfigure([]BackendConfig{a})
+	awaitDraining(t, b)
+
+	closed := make(chan struct{})
+	go func() { fc.f.Close(); close(closed) }()
+	testwait.Recv(t, "Close with a retirement under way", 10*time.Second, closed)
+	if stillOpen(r.Drained) || stillOpen(upB.done) {
+		t.Fatal("Close returned before b's retirement ended")
+	}
+	if msg := fc.read(); msg.Kind != codec.KindError || string(msg.ID) != `"c1"` {
+		t.Fatalf("client got kind %v id %s, want an error for \"c1\"", msg.Kind, msg.ID)
+	}
 }
