@@ -12,39 +12,30 @@ import (
 )
 
 // streamSink is a hijacked stream's connection (a GET stream's, or a stateless
-// request's) as an sse.Sink: each write is one
-// HTTP/1.1 chunk. TryWrite writes with one non-blocking write(2) when the connection
-// gives access to its descriptor (plain TCP), so that fan-out to many streams writes
-// from the publishing goroutine, one system call per stream, as a bare socket writer
-// would; what the socket does not take is kept for the next (blocking) Write.
+// request's) as an sse.Sink: each write is one HTTP/1.1 chunk. TryWrite writes without
+// waiting when the connection is the read-ahead listener's (readahead.NowWriter), so
+// that fan-out to many streams writes from the publishing goroutine, one system call
+// per stream, as a bare socket writer would; what the socket does not take is kept for
+// the next (blocking) Write.
 type streamSink struct {
-	c  net.Conn
-	rc syscall.RawConn // nil: TryWrite keeps everything for Write
+	c   net.Conn
+	now readahead.NowWriter // nil: TryWrite keeps everything for Write
+	rc  syscall.RawConn     // the descriptor, for the close watcher; nil: none
 
 	kept *[]byte // framed bytes TryWrite could not write, from framePool
-
-	// The raw write's argument (the framed chunk, as framePool holds it: 8 bytes
-	// where its slice took 24, keeping a GET stream within 112 bytes) and results, in
-	// fields so that the function given to RawConn.Write is made once (tryFn), not
-	// once per write.
-	p     *[]byte
-	n     int
-	err   error
-	tryFn func(fd uintptr) bool
 }
 
 // init makes k a sink writing to c.
 func (k *streamSink) init(c net.Conn) {
 	k.c = c
-	// A wrapper that writes through unchanged says so by giving the descriptor (the
-	// read-ahead listener's connections do, also under fasthttp's per-address wrapper:
-	// readahead.SyscallConnOf); a TLS connection does not.
-	if !rawWrites {
-		return
-	}
+	// The read-ahead listener's connections write without waiting, also under
+	// fasthttp's per-address wrapper (readahead.NowWriterOf sees through it), with the
+	// connection's own attempt function: a function and its arguments kept here took
+	// 48 bytes of every held stream. A TLS connection gives neither a descriptor nor
+	// such writes.
+	k.now = readahead.NowWriterOf(c)
 	if rc, ok := readahead.RawConnOf(c); ok {
 		k.rc = rc
-		k.tryFn = k.rawWrite
 	}
 }
 
@@ -73,23 +64,16 @@ func (k *streamSink) TryWrite(p []byte, id sse.EventID) (bool, error) {
 		tail = sse.AppendEventEnd(tail, id)
 	}
 	bp := frame(p, tail)
-	b := *bp
-	if k.kept != nil || k.rc == nil {
+	if k.kept != nil || k.now == nil {
 		k.keep(bp, 0)
 		return false, nil
 	}
-	k.p, k.n, k.err = bp, 0, nil
-	if err := k.rc.Write(k.tryFn); err != nil {
+	n, err := k.now.WriteNow(*bp)
+	switch {
+	case err != nil:
 		putFrame(bp)
 		return false, err
-	}
-	n, err := k.n, k.err
-	k.p = nil
-	if err != nil {
-		putFrame(bp)
-		return false, err
-	}
-	if n == len(b) {
+	case n == len(*bp):
 		putFrame(bp)
 		return true, nil
 	}

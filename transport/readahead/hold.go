@@ -25,6 +25,39 @@ type ReplyHolder interface {
 	SendHeld() error
 }
 
+// A NowWriter is a connection from Listen that writes without waiting (NowWriterOf).
+//
+// WriteNow writes what the socket takes of b at once, with one non-blocking write(2)
+// (or a few, interrupted), and returns how much it wrote: a full socket is no error,
+// nor a reply held (it writes nothing then: the next Write sends the held reply, then
+// what WriteNow left). An error means the connection is unusable. It may be called
+// concurrently with Write, as writes may.
+//
+// Why: a held stream (an SSE stream that fan-out writes to from the publishing
+// goroutine) writes each event so; here the connection's one attempt function and
+// deadlines serve it, where the stream kept a function and a RawConn of its own.
+type NowWriter interface {
+	WriteNow(b []byte) (int, error)
+}
+
+// NowWriterOf returns c, a connection from Listen, as a NowWriter, seeing through a
+// wrapper (inner); nil for any other connection.
+func NowWriterOf(c net.Conn) NowWriter {
+	if w := inner(c); w != nil {
+		return w
+	}
+	return nil
+}
+
+// WriteNow implements NowWriter.
+func (c *conn) WriteNow(b []byte) (int, error) {
+	n, err := c.raw.writeNow(b)
+	if err != nil {
+		return n, c.opError("write", err)
+	}
+	return n, nil
+}
+
 // HolderOf returns c, a connection from Listen, as a ReplyHolder, seeing through a
 // wrapper (inner); nil for any other connection.
 func HolderOf(c net.Conn) ReplyHolder {

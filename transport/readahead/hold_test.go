@@ -299,14 +299,72 @@ func TestSeeThroughWrapper(t *testing.T) {
 	if sc, ok := SyscallConnOf(w); !ok || sc != syscall.Conn(server.(*conn)) {
 		t.Errorf("SyscallConnOf(wrapper) = %v, %v; want the connection of Listen", sc, ok)
 	}
+	if NowWriterOf(w) == nil {
+		t.Error("NowWriterOf: nil for a wrapped connection of Listen")
+	}
 	other := &countedConn{Conn: client} // a plain TCP connection: its own descriptor
 	if HolderOf(other) != nil {
 		t.Error("HolderOf: a holder for a connection not from Listen")
+	}
+	if NowWriterOf(other) != nil || NowWriterOf(client) != nil {
+		t.Error("NowWriterOf: a writer for a connection not from Listen")
 	}
 	if _, ok := SyscallConnOf(other); ok {
 		t.Error("SyscallConnOf: a descriptor through a wrapper of a connection not from Listen")
 	}
 	if _, ok := SyscallConnOf(client); !ok {
 		t.Error("SyscallConnOf: no descriptor for a TCP connection")
+	}
+}
+
+// TestWriteNow: WriteNow writes what the socket takes and returns at once when it is
+// full, whatever the write deadline; it writes nothing while a reply is held, which the
+// next Write sends first; everything arrives in order.
+func TestWriteNow(t *testing.T) {
+	c, client := holder(t)
+	if err := c.SetWriteDeadline(time.Now().Add(-time.Second)); err != nil { // passed: not waited for
+		t.Fatal(err)
+	}
+	c.HoldReply()
+	if _, err := c.Write([]byte("reply;")); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := c.WriteNow([]byte("event;")); n != 0 || err != nil {
+		t.Fatalf("WriteNow with a reply held: %d, %v; want nothing written", n, err)
+	}
+	if _, err := c.Write([]byte("event;")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetDeadline(time.Time{}); err != nil { // as a hijack does: what is held goes out
+		t.Fatal(err)
+	}
+	if got := readN(t, client, 12); got != "reply;event;" {
+		t.Fatalf("client read %q", got)
+	}
+	// A peer that does not read: the socket fills, and WriteNow returns what it took,
+	// without waiting for its deadline.
+	if err := c.SetWriteDeadline(time.Now().Add(-time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	chunk := bytes.Repeat([]byte("x"), 64<<10)
+	total, full := 0, false
+	for i := 0; i < 4096 && !full; i++ {
+		n, err := c.WriteNow(chunk)
+		if err != nil {
+			t.Fatalf("WriteNow to a full socket: %v", err)
+		}
+		total, full = total+n, n < len(chunk)
+	}
+	if !full {
+		t.Fatal("the socket never filled")
+	}
+	got := make(chan int, 1)
+	go func() {
+		client.SetReadDeadline(time.Now().Add(10 * time.Second))
+		n, _ := io.CopyN(io.Discard, client, int64(total))
+		got <- int(n)
+	}()
+	if n := <-got; n != total {
+		t.Fatalf("client read %d bytes of the %d WriteNow wrote", n, total)
 	}
 }

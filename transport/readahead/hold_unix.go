@@ -32,6 +32,10 @@ const heldWaitBound = 50 * time.Millisecond
 // maxHeld bounds a write held back: the pool's buffer size.
 const maxHeld = bufSize
 
+// heldCount: a held reply's counts (fdIO.heldN, restOff, restN) are 16 bits wide,
+// which a buffer of bufSize must fit.
+const heldCount = uint16(bufSize)
+
 // holdReply marks the writes up to the next read as a complete reply to hold.
 func (r *fdIO) holdReply() {
 	r.hmu.Lock()
@@ -52,7 +56,7 @@ func (r *fdIO) holdWrite(b []byte) (prev *[]byte, prevN int, held bool) {
 	r.held, r.heldN = nil, 0
 	if r.armed && len(b) <= maxHeld {
 		h := bufs.Get().(*[]byte)
-		r.heldN = int32(copy(*h, b))
+		r.heldN = uint16(copy(*h, b))
 		r.held = h
 		held = true
 	}
@@ -109,7 +113,7 @@ func (r *fdIO) sendHeld(fd uintptr) bool {
 		case nil, syscall.EINTR:
 			continue
 		case syscall.EAGAIN:
-			r.rest, r.restOff, r.restN = h, int32(off), int32(n)
+			r.rest, r.restOff, r.restN = h, uint16(off), uint16(n)
 			return true
 		}
 		bufs.Put(h)

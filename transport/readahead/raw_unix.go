@@ -34,8 +34,9 @@ func wrap(c net.Conn) net.Conn {
 // bound once per connection and an attempt's outcome is kept in fields, so that an
 // operation allocates nothing (a closure per call would escape into RawConn).
 //
-// Fields are ordered, and counts bounded by the pool's buffer size kept in 32 bits, so
-// that fdIO takes the 160-byte size class: every connection has one, idle ones too.
+// Fields are ordered, and counts bounded by the pool's buffer size kept in 32 or 16
+// bits, so that fdIO takes the 160-byte size class: every connection has one, idle
+// ones too.
 type fdIO struct {
 	rc         syscall.RawConn
 	dl         *Deadlines
@@ -59,9 +60,10 @@ type fdIO struct {
 	hmu  sync.Mutex
 	wmu  sync.Mutex
 
-	n, heldN, restOff, restN int32
-	sendFailed               bool
-	armed, noHold            bool
+	n                     int32  // read(2)'s count: at most bufSize, or -1
+	heldN, restOff, restN uint16 // offsets in a buffer of bufSize (heldCount)
+	sendFailed            bool
+	armed, noHold         bool
 	// sendFirst: the read's attempt sends a held reply first (tryReadFirst); bounded,
 	// the wait after it ended at heldWaitBound; afterBound, the attempt after that
 	// bound, which tells whether bytes were waiting.
@@ -69,6 +71,7 @@ type fdIO struct {
 	// waited: an attempt handed a deadline over (Deadlines.BeforeWait), so Woke must
 	// follow; rwaited for the read, wwaited for the write.
 	rwaited, wwaited bool
+	nowait           bool // the write in progress is writeNow's; under wmu
 }
 
 // read is one RawConn.Read of the socket: its attempts send a held reply first when
@@ -172,6 +175,26 @@ func (r *fdIO) write(b []byte) (int, error) {
 	}
 	r.wmu.Lock()
 	defer r.wmu.Unlock()
+	return r.writeLocked(b)
+}
+
+// writeNow writes what the socket takes of b at once, without waiting for room: a
+// full socket is no error. A reply held (which goes out before anything written after
+// it) makes it write nothing: the caller's next Write sends both in order.
+func (r *fdIO) writeNow(b []byte) (int, error) {
+	if len(b) == 0 || r.pending() {
+		return 0, nil
+	}
+	r.wmu.Lock()
+	defer r.wmu.Unlock()
+	r.nowait = true
+	n, err := r.writeLocked(b)
+	r.nowait = false
+	return n, err
+}
+
+// writeLocked is write under wmu.
+func (r *fdIO) writeLocked(b []byte) (int, error) {
 	r.wb, r.werr = b, nil
 	err := r.rc.Write(r.tryW)
 	r.wokeWrite()
@@ -191,7 +214,8 @@ func (r *fdIO) write(b []byte) (int, error) {
 }
 
 // tryWrite writes what is left; when the socket's buffer is full it hands the write
-// deadline over and reports false, so that the runtime waits for room.
+// deadline over and reports false, so that the runtime waits for room (done at once
+// for writeNow).
 func (r *fdIO) tryWrite(fd uintptr) bool {
 	for len(r.wb) > 0 {
 		n, err := RawWrite(int(fd), r.wb)
@@ -202,6 +226,9 @@ func (r *fdIO) tryWrite(fd uintptr) bool {
 		case nil, syscall.EINTR:
 			continue
 		case syscall.EAGAIN:
+			if r.nowait {
+				return true
+			}
 			r.wwaited = true
 			if err := r.dl.BeforeWait(Write); err != nil {
 				r.werr = err

@@ -77,6 +77,8 @@ type rawIO interface {
 	writeOut(b []byte) (int, error)
 	flushHeld(disarm, pipelined bool) error
 	pending() bool
+	// writeNow writes what the socket takes at once (NowWriter).
+	writeNow(b []byte) (int, error)
 	// rawConn is the descriptor's syscall.RawConn, one for the connection: each
 	// SyscallConn of a net.Conn makes another.
 	rawConn() syscall.RawConn
