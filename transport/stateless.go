@@ -430,15 +430,16 @@ func (s *HTTPServer) unwatchCallStream(rc syscall.RawConn, reg closewatch.Reg) {
 }
 
 // statelessStream is the SSE stream a stateless POST p turns into: its own, outside any
-// session (nothing resumes it), with an account of its own in the sessions' memory
-// budget, so that many long streams (subscriptions/listen) are held to it like
-// sessions are: what its client has read is given back first (Trim). The account closes
-// with the post.
+// session (nothing resumes it, so it keeps no event once written: DiscardWritten), with
+// an account of its own in the sessions' memory budget, so that many long streams
+// (subscriptions/listen) are held to it like sessions are: what its client has read is
+// given back first (Trim). The account closes with the post.
 func (s *HTTPServer) statelessStream(p *httpPost) *sse.Stream {
 	cfg := s.cfg.Stream
 	p.acct = s.reg.newAccount()
 	cfg.Account = p.acct
 	st := sse.NewStream(1, cfg)
+	st.DiscardWritten() // a held listen stream keeps no buffer for its acknowledgement
 	p.acct.SetReclaim(func(need int64) bool { return st.Trim(int(need)) > 0 })
 	return st
 }

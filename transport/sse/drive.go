@@ -123,7 +123,7 @@ func (c *Consumer) publishInline(f []byte, id EventID) {
 		}
 		if all {
 			d.flushed = seq
-			s.written = max(s.written, seq)
+			s.wroteLocked(seq)
 			d.lastWrite = monotonic()
 			if c.idleLocked() {
 				c.busy = false
@@ -256,7 +256,7 @@ func (c *Consumer) release() bool {
 	if !c.idleLocked() {
 		return false
 	}
-	s.written = max(s.written, c.drv.flushed)
+	s.wroteLocked(c.drv.flushed)
 	c.busy = false
 	return true
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcprouter/mcprouter/internal/testwait"
+	"github.com/mcprouter/mcprouter/transport/budget"
 )
 
 // memSink is an in-memory Sink. TryWrite takes at most take bytes of each frame (all
@@ -310,4 +311,47 @@ func TestDriveWriteError(t *testing.T) {
 		t.Error("the consumer is still attached")
 	}
 	checkSeq(t, 0, resumeAll(t, s), 1, 1)
+}
+
+// TestDiscardWritten: a stream that discards written events gives each back, with its
+// bytes in the account, once it is written, inline or by a drain (a socket that takes
+// part of each write); one that does not keeps them for resumption. What the client
+// reads is the same.
+func TestDiscardWritten(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		discard bool
+		take    int
+	}{
+		{"kept", false, -1},
+		{"discarded inline", true, -1},
+		{"discarded by drains", true, 7},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			acct := budget.New(1<<30, 1<<20).Account()
+			s := NewStream(0, StreamConfig{Account: acct})
+			if tc.discard {
+				s.DiscardWritten()
+			}
+			sink := newMemSink(tc.take)
+			c, ended := drive(t, s, sink, PumpOptions{KeepAlive: -1})
+			waitIdle(t, c)
+			publishN(t, s, 1, 5)
+			waitIdle(t, c)
+			s.mu.Lock()
+			held, used := s.ring.n, acct.Used()
+			s.mu.Unlock()
+			if tc.discard && (held != 0 || used != 0) {
+				t.Errorf("%d events, %d bytes kept once written", held, used)
+			}
+			if !tc.discard && (held != 5 || used == 0) {
+				t.Errorf("%d events, %d bytes kept for resumption; want 5", held, used)
+			}
+			s.Close(0)
+			if err := within(t, ended, "the stream's end"); err != nil {
+				t.Fatal(err)
+			}
+			checkSeq(t, 0, parseAll(t, sink.String()).events, 1, 5)
+		})
+	}
 }

@@ -226,7 +226,9 @@ type Stream struct {
 	// taken: QueueBytes and an event at most (maxQueueBytes bounds QueueBytes).
 	pending int32
 	closed  bool
-	writing uint64 // seq of the event a driven consumer is writing from its ring frame (0: none)
+	// discardWritten: each event is given back once written (DiscardWritten).
+	discardWritten bool
+	writing        uint64 // seq of the event a driven consumer is writing from its ring frame (0: none)
 }
 
 // maxQueueBytes bounds QueueBytes, so that a consumer's backlog (QueueBytes and the
@@ -429,10 +431,19 @@ func (s *Stream) Trim(need int) int {
 // evictLocked evicts the oldest events up to seq upTo until need bytes are freed; it
 // never evicts what the attached consumer has not taken. Called with s.mu held.
 func (s *Stream) evictLocked(upTo uint64, need int) int {
+	freed, n := s.popLocked(upTo, need)
+	if n > 0 {
+		s.cfg.Stats.Evictions.Add(uint64(n))
+	}
+	return freed
+}
+
+// popLocked is evictLocked without counting the evictions: it returns the bytes freed
+// and the events given back. Called with s.mu held.
+func (s *Stream) popLocked(upTo uint64, need int) (freed, n int) {
 	if s.cons != nil {
 		upTo = min(upTo, s.cons.next-1)
 	}
-	freed, n := 0, 0
 	for s.ring.n > 0 && s.evicted < upTo && freed < need {
 		e := s.ring.pop(s.acct)
 		freed += cap(*e.b)
@@ -440,10 +451,30 @@ func (s *Stream) evictLocked(upTo uint64, need int) int {
 		s.release(e, s.evicted)
 		n++
 	}
-	if n > 0 {
-		s.cfg.Stats.Evictions.Add(uint64(n))
+	return freed, n
+}
+
+// DiscardWritten makes s give each event back (its buffer to the pool, its bytes to
+// the account) once a consumer has written it whole, where events are otherwise kept
+// in the ring for a consumer that resumes the stream: for a stream nothing resumes (a
+// stateless request's), which would otherwise hold its last events, a pooled buffer
+// each, for its whole life. Call it before publishing.
+func (s *Stream) DiscardWritten() {
+	s.mu.Lock()
+	s.discardWritten = true
+	s.mu.Unlock()
+}
+
+// wroteLocked records that the events up to seq were written whole to a consumer, and
+// gives them back if s discards written events. Called with s.mu held.
+func (s *Stream) wroteLocked(seq uint64) {
+	if seq <= s.written {
+		return
 	}
-	return freed
+	s.written = seq
+	if s.discardWritten {
+		s.popLocked(seq, math.MaxInt)
+	}
 }
 
 // cutLocked detaches the current consumer as too slow and returns it.
@@ -823,9 +854,7 @@ func (c *Consumer) Pump(w Writer, opts PumpOptions) error {
 func (s *Stream) take(c *Consumer, dst []byte, max int, flushed uint64) (batch, big []byte, last uint64, end bool, stop error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if flushed > s.written {
-		s.written = flushed
-	}
+	s.wroteLocked(flushed)
 	switch c.state {
 	case consCut:
 		return dst, nil, 0, false, ErrSlowConsumer
@@ -947,9 +976,7 @@ func (c *Consumer) interruptPump() {
 func (c *Consumer) finish(flushed uint64) {
 	s := c.s
 	s.mu.Lock()
-	if flushed > s.written {
-		s.written = flushed
-	}
+	s.wroteLocked(flushed)
 	if c.state == consActive {
 		c.state = consDetached
 	}
