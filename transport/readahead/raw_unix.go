@@ -20,12 +20,21 @@ func wrap(c net.Conn) net.Conn {
 	if err != nil {
 		return c
 	}
-	w := &conn{Conn: c}
+	a := &connFD{conn: conn{Conn: c}}
+	w, r := &a.conn, &a.fd
 	w.dl.Init(c)
-	r := &fdIO{rc: rc, dl: &w.dl}
+	r.rc, r.dl = rc, &w.dl
 	r.tryR, r.tryW = r.tryReadFirst, r.tryWrite
 	w.raw = r
 	return w
+}
+
+// connFD is a connection and its raw reader, allocated together: every connection has
+// both for its whole life, idle ones too, and together they take the 288-byte size
+// class where apart they took 144 and 160.
+type connFD struct {
+	conn
+	fd fdIO
 }
 
 // fdIO reads and writes through the runtime's poller: syscall.RawConn.Read and Write

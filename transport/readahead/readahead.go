@@ -57,7 +57,7 @@ type conn struct {
 	raw  rawIO
 	dl   Deadlines
 	buf  *[]byte // bytes read ahead, buf[r:w]; nil when none
-	r, w int
+	r, w int32   // within bufSize
 }
 
 // rawIO reads and writes the socket directly, waiting through the runtime's poller
@@ -156,7 +156,7 @@ func (c *conn) flushHeld() error {
 func (c *conn) Read(p []byte) (int, error) {
 	if c.buf != nil {
 		n := copy(p, (*c.buf)[c.r:c.w])
-		c.r += n
+		c.r += int32(n)
 		if c.r == c.w {
 			bufs.Put(c.buf)
 			c.buf = nil
@@ -175,7 +175,7 @@ func (c *conn) Read(p []byte) (int, error) {
 	}
 	k := copy(p, (*b)[:n])
 	if k < n {
-		c.buf, c.r, c.w = b, k, n
+		c.buf, c.r, c.w = b, int32(k), int32(n)
 	} else {
 		bufs.Put(b)
 	}

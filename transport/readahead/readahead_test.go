@@ -58,7 +58,7 @@ func TestSmallReadReadsAhead(t *testing.T) {
 		t.Fatalf("first byte: %d %v %q", n, err, one[:n])
 	}
 	// The rest was read with it (a loopback write of this size arrives whole).
-	if c.buf == nil || c.w-c.r != len(msg)-1 {
+	if c.buf == nil || int(c.w-c.r) != len(msg)-1 {
 		t.Fatalf("read ahead: buf %v, %d bytes; want %d", c.buf != nil, c.w-c.r, len(msg)-1)
 	}
 	rest := make([]byte, 10)
