@@ -43,7 +43,7 @@ func (s *HTTPServer) ServeLegacyStream(ctx *fasthttp.RequestCtx) {
 	cfg := s.cfg.Stream
 	cfg.Account = acct
 	out := &legacyOut{stream: sse.NewStream(0, cfg)}
-	acct.SetReclaim(func(need int64) bool { return out.stream.Trim(int(need)) > 0 })
+	acct.SetReclaim(out.stream)
 	sess, err := s.reg.open(sessionSpec{carrier: CarrierLegacySSE, version: LegacyVersion, out: out, acct: acct,
 		client: client, principal: principal})
 	if err != nil {

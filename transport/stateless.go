@@ -440,6 +440,6 @@ func (s *HTTPServer) statelessStream(p *httpPost) *sse.Stream {
 	cfg.Account = p.acct
 	st := sse.NewStream(1, cfg)
 	st.DiscardWritten() // a held listen stream keeps no buffer for its acknowledgement
-	p.acct.SetReclaim(func(need int64) bool { return st.Trim(int(need)) > 0 })
+	p.acct.SetReclaim(st)
 	return st
 }

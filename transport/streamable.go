@@ -885,7 +885,7 @@ type streamableOut struct {
 func newStreamableOut(cfg *HTTPConfig, acct *budget.Account) *streamableOut {
 	o := &streamableOut{cfg: cfg, acct: acct, next: 1}
 	o.standalone = sse.NewStream(0, o.streamConfig())
-	acct.SetReclaim(o.reclaim)
+	acct.SetReclaim(o)
 	return o
 }
 
@@ -897,9 +897,10 @@ func (o *streamableOut) streamConfig() sse.StreamConfig {
 	return c
 }
 
-// reclaim makes room in the session's budget share: its oldest finished reply streams
-// are forgotten first, then the GET stream's events the client has already read.
-func (o *streamableOut) reclaim(need int64) bool {
+// Reclaim makes room in the session's budget share (budget.Reclaimer): its oldest
+// finished reply streams are forgotten first, then the GET stream's events the client
+// has already read.
+func (o *streamableOut) Reclaim(need int64) bool {
 	freed := 0
 	o.mu.Lock()
 	for i := 0; i < len(o.posts) && int64(freed) < need; {

@@ -69,21 +69,35 @@ func (b *Budget) Account() *Account {
 	return &Account{b: b}
 }
 
-// Account is one session's part of a Budget. Its methods are safe for concurrent use.
+// Account is one session's part of a Budget. Its methods are safe for concurrent use,
+// SetReclaim excepted.
 type Account struct {
-	b    *Budget
-	used atomic.Int64
-	// reclaim, when set, gives back the session's oldest retained data (at least need
-	// bytes if it can) and reports whether it freed anything. It is called without any
-	// lock of the caller held.
-	reclaim atomic.Pointer[func(need int64) bool]
+	b       *Budget
+	used    atomic.Int64
+	reclaim Reclaimer // set by SetReclaim; nil: none
 }
 
-// SetReclaim installs the function that frees the session's oldest retained data when a
-// reservation does not fit (see Reserve).
-func (a *Account) SetReclaim(fn func(need int64) bool) {
+// A Reclaimer gives back a session's oldest retained data, at least need bytes if it
+// can, and reports whether it freed anything. It is called without any lock of the
+// caller held.
+type Reclaimer interface {
+	Reclaim(need int64) bool
+}
+
+// ReclaimFunc is a function as a Reclaimer.
+type ReclaimFunc func(need int64) bool
+
+// Reclaim implements Reclaimer.
+func (f ReclaimFunc) Reclaim(need int64) bool { return f(need) }
+
+// SetReclaim installs what frees the session's oldest retained data when a
+// reservation does not fit (see Reserve). Call it before the account is shared (before
+// its first reservation): it is set once, unsynchronized, so that a session's account
+// holds its session's streams as they are (a pointer), where a function and a pointer
+// to it took 24 bytes more of every session.
+func (a *Account) SetReclaim(r Reclaimer) {
 	if a != nil {
-		a.reclaim.Store(&fn)
+		a.reclaim = r
 	}
 }
 
@@ -143,7 +157,7 @@ func (a *Account) undo(n int64) {
 }
 
 // Reserve takes n bytes, first asking the session to give back its oldest retained
-// data (the reclaim function) while they do not fit. It fails with ErrOverBudget when
+// data (its Reclaimer) while they do not fit. It fails with ErrOverBudget when
 // they still do not: the caller then frees what it holds itself, or refuses.
 func (a *Account) Reserve(n int64) error {
 	if a != nil && n > a.Share() {
@@ -151,8 +165,7 @@ func (a *Account) Reserve(n int64) error {
 		return ErrOverBudget // nothing the session gives back makes it fit
 	}
 	for !a.TryReserve(n) {
-		fn := a.reclaim.Load()
-		if fn == nil || !(*fn)(a.need(n)) {
+		if a.reclaim == nil || !a.reclaim.Reclaim(a.need(n)) {
 			a.b.Refused.Add(1)
 			return ErrOverBudget
 		}

@@ -47,14 +47,14 @@ func TestReserveReclaims(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	a.SetReclaim(func(need int64) bool {
+	a.SetReclaim(ReclaimFunc(func(need int64) bool {
 		if len(held) == 0 {
 			return false
 		}
 		a.Release(held[0])
 		held = held[1:]
 		return true
-	})
+	}))
 	if err := a.Reserve(50); err != nil {
 		t.Fatalf("Reserve with reclaimable data: %v", err)
 	}

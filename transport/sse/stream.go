@@ -428,6 +428,10 @@ func (s *Stream) Trim(need int) int {
 	return s.evictLocked(s.written, need)
 }
 
+// Reclaim implements budget.Reclaimer for a session whose one stream holds its
+// retained data: Trim.
+func (s *Stream) Reclaim(need int64) bool { return s.Trim(int(min(need, math.MaxInt))) > 0 }
+
 // evictLocked evicts the oldest events up to seq upTo until need bytes are freed; it
 // never evicts what the attached consumer has not taken. Called with s.mu held.
 func (s *Stream) evictLocked(upTo uint64, need int) int {
