@@ -56,8 +56,9 @@ type backend struct {
 	// removed by Reconfigure, draining its calls.
 	late    atomic.Bool
 	retired atomic.Bool
-	// drained is poked when an entry of the backend leaves the in-flight table: a
-	// retirement waits on it for the backend's calls to end (upkeep_reconfigure.go).
+	// drained is poked when a client's request to the backend leaves the in-flight
+	// table: a retirement waits on it for the clients' calls to end
+	// (upkeep_reconfigure.go).
 	drained drainSignal
 
 	// caps is the capabilities object of the backend's initialize result (from the first

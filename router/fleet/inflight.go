@@ -214,17 +214,19 @@ func (t *table) add(e *entry) {
 }
 
 // settle takes e out of the shard and its index into the terminal state to; the caller
-// holds sh.mu. It is the only way out of the table, so it is where the waits for calls
-// to end are woken: a shutdown's (sh.drained) and a retired backend's (its drained).
+// holds sh.mu. It is the only way out of the table, so it is where the waits for
+// clients' calls to end are woken: a shutdown's (sh.drained) and a retired backend's
+// (its drained). The router's own requests wake neither: nobody waits for them, they
+// fail when their connection closes.
 func (sh *tableShard) settle(e *entry, to entryState) {
 	e.state = to
 	delete(sh.m, e.id)
 	if e.kind == clientRequest {
 		sh.clients--
 		sh.drained.poke()
-	}
-	if b := e.backend; b != nil {
-		b.drained.poke()
+		if b := e.backend; b != nil {
+			b.drained.poke()
+		}
 	}
 	sh.unindex(e)
 }
@@ -307,6 +309,23 @@ func (t *table) sweep(out []*entry, to entryState, match func(*entry) bool) []*e
 		sh.mu.Unlock()
 	}
 	return out
+}
+
+// count counts the entries in the table, in any state, that match selects, under each
+// shard's lock in turn (so not at one instant); match must not block.
+func (t *table) count(match func(*entry) bool) int {
+	n := 0
+	for i := range t.shards {
+		sh := &t.shards[i]
+		sh.mu.Lock()
+		for _, e := range sh.m {
+			if match(e) {
+				n++
+			}
+		}
+		sh.mu.Unlock()
+	}
+	return n
 }
 
 // takeClient cancels the session's request whose client id is clientID, found through

@@ -63,9 +63,12 @@ func BenchmarkTakeClient(b *testing.B) {
 
 // BenchmarkTableRoundTrip measures the table's part of forwarding one request: add
 // (track), bind (forward) and take (the backend's response), from several sessions at
-// once, with 1000 other requests in flight.
+// once, with 1000 other requests in flight. As a real call's, each entry has a backend
+// and the table a shutdown's signal, so that settle's pokes (nobody waiting) count.
 func BenchmarkTableRoundTrip(b *testing.B) {
 	t, c := newTable(), testConn()
+	t.signalDrains(new(drainSignal))
+	be := &backend{}
 	fill(t, c, 10, 100)
 	var mu sync.Mutex
 	next := 0
@@ -77,6 +80,7 @@ func BenchmarkTableRoundTrip(b *testing.B) {
 		sess := new(router.Session)
 		mu.Unlock()
 		e := request(sess, "7")
+		e.backend = be
 		for pb.Next() {
 			t.add(e)
 			t.bind(e, c)

@@ -22,9 +22,10 @@ type lifecycle struct {
 // drainSignal wakes the goroutines waiting for some calls to end when a count they
 // wait on went down; it does not say which nor how far, so each waiter counts again.
 // The fleet has one for its client calls (Fleet.WaitIdle, poked by the in-flight table
-// and the owner relay) and one per backend (poked when any entry of the backend leaves
-// the table: what a retired backend's drain waits on, upkeep_reconfigure.go). Any
-// number of goroutines may wait at once: a shutdown's WaitIdle beside two retirements.
+// and the owner relay) and one per backend (poked when a client's request to the
+// backend leaves the table: what a retired backend's drain waits on,
+// upkeep_reconfigure.go). Any number of goroutines may wait at once: a shutdown's
+// WaitIdle beside two retirements.
 //
 // While nobody waits, a poke is one atomic load: the per-call paths may poke freely,
 // under their locks (it never blocks; it takes mu, which is never held while taking

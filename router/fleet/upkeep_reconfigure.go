@@ -14,9 +14,10 @@ import (
 // streams and calls in flight. Reconfigure swaps in the new set at once (so that no new
 // call is routed to a removed backend), starts the added backends' maintainers, tells
 // clients of the lists that changed, and drains each removed backend in the background:
-// its calls in flight get their answers (bounded by its timeout), then its maintainers
-// stop and its upstream sessions, shared and per client, close. A changed backend is a
-// removal and an addition under one name.
+// its clients' calls in flight get their answers (bounded by its timeout), then its
+// maintainers stop and its upstream sessions, shared and per client, close, failing
+// the router's own requests still on them. A changed backend is a removal and an
+// addition under one name.
 
 // backendSet is the fleet's current backends, in configuration order: one immutable
 // slice swapped whole by Reconfigure and read without a lock by every part (the
@@ -305,14 +306,15 @@ func (cb *catalogBuilder) announce(told [numKinds]bool) {
 }
 
 // drainGrace is how long past its timeout (the longest any of its calls may run) a
-// retired backend's drain waits for its calls.
+// retired backend's drain waits for its clients' calls.
 const drainGrace = time.Second
 
 // retire drains a removed backend and closes it: it waits (up to its timeout plus
-// drainGrace, or the fleet's close) for its calls in flight to finish, stops its
-// maintainers, closes its shared and per-client upstream sessions and fails whatever
-// was still in flight on them, and hands its clients' resource subscriptions on to its
-// replacement where it serves their URIs (or drops them).
+// drainGrace, or the fleet's close) for its clients' calls in flight to finish, stops
+// its maintainers, closes its shared and per-client upstream sessions and fails
+// whatever was still in flight on them (the router's own requests among them: its
+// listen streams, pings, list fetches), and hands its clients' resource subscriptions
+// on to its replacement where it serves their URIs (or drops them).
 func (rc *reconfigurer) retire(b *backend) {
 	rc.drain(b)
 	b.stop()
@@ -334,29 +336,28 @@ func (rc *reconfigurer) retire(b *backend) {
 	rc.log.Info("backend removed: drained and closed", "backend", b.cfg.Name)
 }
 
-// drain waits until none of b's entries is in the in-flight table, its timeout plus
-// drainGrace passed, or the fleet closes. It wakes when one of them leaves the table
-// (the table pokes b.drained), never by polling.
+// drain waits until no client's request to b is in the in-flight table (clientsOn),
+// its timeout plus drainGrace passed, or the fleet closes. It wakes when one of them
+// leaves the table (the table pokes b.drained), never by polling. The router's own
+// requests are not waited for: nobody waits for their answers once b is gone, and a
+// 2026-07-28 backend's listen stream never ends by itself, so waiting for it would
+// hold every such removal for the whole deadline.
 func (rc *reconfigurer) drain(b *backend) {
 	ctx, cancel := context.WithTimeout(rc.life.ctx, b.cfg.Timeout+drainGrace)
 	defer cancel()
-	b.drained.wait(ctx, func() int { return rc.table.onBackend(b) })
+	b.drained.wait(ctx, func() int { return rc.table.clientsOn(b) })
 }
 
-// onBackend counts the entries in flight (routed or sent) to b.
-func (t *table) onBackend(b *backend) int {
-	n := 0
-	for i := range t.shards {
-		sh := &t.shards[i]
-		sh.mu.Lock()
-		for _, e := range sh.m {
-			if e.backend == b {
-				n++
-			}
-		}
-		sh.mu.Unlock()
-	}
-	return n
+// clientsOn counts the clients' requests to b in the table: routed (forward is sending
+// them), sent, and parked for a 2026-07-28 client's retry (mrtr.go). A parked call is
+// waited for, unlike a shutdown's WaitIdle (Fleet.InFlight): the router still takes
+// messages while it reconfigures, so its client's retry may come, and it finishes the
+// call on the connection of b that the drain keeps open; closing that connection
+// would lose the call. Its wait is bounded like the others' (its TTL, and the drain's
+// deadline). It walks the table: a drain's count, made once per wake-up, never on a
+// call's path.
+func (t *table) clientsOn(b *backend) int {
+	return t.count(func(e *entry) bool { return e.backend == b && e.kind == clientRequest })
 }
 
 // dropBackend takes every client session's per-client upstream sessions with b's

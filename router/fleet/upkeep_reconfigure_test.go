@@ -46,7 +46,7 @@ func TestReconfigureReplaceDrains(t *testing.T) {
 	if !slices.Equal(r.Replaced, []string{"a"}) || len(r.Added)+len(r.Removed)+len(r.Kept) != 0 {
 		t.Fatalf("reconfiguration %+v, want a replaced", r)
 	}
-	if n := f.table.onBackend(f.set.all()[0]); n != 0 {
+	if n := f.table.clientsOn(f.set.all()[0]); n != 0 {
 		t.Fatalf("the new backend has %d calls, want none", n)
 	}
 	fc.answer(m.ID, `{"content":[]}`)
@@ -244,32 +244,98 @@ func TestRetireWaitsForAnswer(t *testing.T) {
 	testwait.Recv(t, "b's connection closed", 10*time.Second, upB.done)
 }
 
-// TestRetireDeadline: a removed backend whose request never gets its answer (one of
-// the router's own, which no sweep expires) is closed once its timeout and drainGrace
-// have passed, and the request fails then.
+// parkOn puts a call of a 2026-07-28 client to b in f's table as parking.park leaves
+// one whose backend asked its client something (mrtr.go): sent on b's connection, then
+// parked for the client's retry. It returns the entry's id.
+func parkOn(t *testing.T, f *Fleet, b *backend) uint64 {
+	t.Helper()
+	e := request(new(router.Session), `"p1"`)
+	e.x.Stateless, e.backend, e.deadline = true, b, deadlineIn(b.cfg.Timeout)
+	f.table.add(e)
+	if !f.table.bind(e, b.instances[0].conn.Load()) || f.table.park(e.id, func(*entry) bool { return true }) == nil {
+		t.Fatal("the call was not parked")
+	}
+	return e.id
+}
+
+// entriesOn counts every entry of b in t, the router's own requests included.
+func entriesOn(t *table, b *backend) int {
+	return t.count(func(e *entry) bool { return e.backend == b })
+}
+
+// TestRetireWaitsForParked: a removed backend with a call parked for its client's
+// retry stays connected while the call is parked (the retry would finish it there),
+// and closes once the call ends (here as its TTL would end it: takeParked).
+func TestRetireWaitsForParked(t *testing.T) {
+	a, upA := namedBackend("a", "v1")
+	bc, upB := namedBackend("b", "v1")
+	fc := scriptedFleetOf(t, upA, a, bc)
+	b := backendNamed(fc.f, "b")
+	id := parkOn(t, fc.f, b)
+
+	r := fc.f.Reconfigure([]BackendConfig{a})
+	awaitDraining(t, b)
+	if !stillOpen(r.Drained) || !stillOpen(upB.done) {
+		t.Fatal("b was closed with a call parked for its client's retry")
+	}
+	if fc.f.table.takeParked(id) == nil {
+		t.Fatal("the parked call was gone")
+	}
+	testwait.Recv(t, "b drained once the parked call ended", 10*time.Second, r.Drained)
+	testwait.Recv(t, "b's connection closed", 10*time.Second, upB.done)
+}
+
+// TestRetireDeadline: a removed backend with a client's call that outlives the drain
+// is closed once its timeout and drainGrace have passed. Such a call is a parked one:
+// its wait for the client's retry (Config.ServerRequestTimeout) may be longer than the
+// backend's timeout, and no sweep expires it; a sent call is expired at its deadline,
+// the backend's timeout, before the drain's.
 func TestRetireDeadline(t *testing.T) {
 	a, upA := namedBackend("a", "v1")
 	bc, upB := namedBackend("b", "v1")
 	bc.Timeout = 50 * time.Millisecond
 	fc := scriptedFleetOf(t, upA, a, bc)
 	b := backendNamed(fc.f, "b")
-	failed := make(chan error, 1)
-	go func() {
-		_, err := fc.f.table.call(context.Background(), b.instances[0].conn.Load(), "test/hang", nil)
-		failed <- err
-	}()
-	<-upB.got // the backend has it, and never answers
+	id := parkOn(t, fc.f, b)
+	defer fc.f.table.takeParked(id)
 
 	start := time.Now()
 	r := fc.f.Reconfigure([]BackendConfig{a})
 	testwait.Recv(t, "b drained by its deadline", 10*time.Second, r.Drained)
 	if waited := time.Since(start); waited < bc.Timeout+drainGrace {
-		t.Fatalf("b was closed after %v with a request in flight, before its deadline (%v)", waited, bc.Timeout+drainGrace)
-	}
-	if err := testwait.Recv(t, "the unanswered request to fail", 10*time.Second, failed); err == nil {
-		t.Fatal("the unanswered request succeeded")
+		t.Fatalf("b was closed after %v with a client's call in flight, before its deadline (%v)", waited, bc.Timeout+drainGrace)
 	}
 	testwait.Recv(t, "b's connection closed", 10*time.Second, upB.done)
+}
+
+// TestRetireOwnRequests: a removed 2026-07-28 backend with its listen stream open and
+// another of the router's own requests in flight, but no client's call, closes at
+// once, not after its timeout (a minute) and drainGrace; both requests fail then.
+func TestRetireOwnRequests(t *testing.T) {
+	a, upA := namedBackend("a", "v1")
+	bc, upB := namedBackend("b", "v1")
+	upB.modern = true
+	fc := scriptedFleetOf(t, upA, a, bc)
+	f := fc.f
+	b := backendNamed(f, "b")
+	testwait.For(t, "b's listen stream", 10*time.Second, func() bool { return entriesOn(f.table, b) == 1 })
+	failed := make(chan error, 1)
+	go func() {
+		_, err := f.table.call(context.Background(), b.instances[0].conn.Load(), "test/hang", nil)
+		failed <- err
+	}()
+	<-upB.got // the backend has it, and never answers
+	if n, clients := entriesOn(f.table, b), f.table.clientsOn(b); n != 2 || clients != 0 {
+		t.Fatalf("b has %d entries, %d of them clients', want its listen stream and the hanging request", n, clients)
+	}
+
+	r := f.Reconfigure([]BackendConfig{a})
+	testwait.Recv(t, "b drained at once", 10*time.Second, r.Drained)
+	testwait.Recv(t, "b's connection closed", 10*time.Second, upB.done)
+	if err := testwait.Recv(t, "the hanging request to fail", 10*time.Second, failed); err == nil {
+		t.Fatal("the hanging request succeeded")
+	}
+	testwait.For(t, "b's listen stream to end", 10*time.Second, func() bool { return entriesOn(f.table, b) == 0 })
 }
 
 // TestRetireTwoAtOnce: two backends retired at once, each with a call in flight, and a
