@@ -57,8 +57,10 @@ func (s *backendSet) byToken(tok string) *backend {
 // Who calls it: the Fleet alone. New makes the first backends before anything runs,
 // Start starts them, Reconfigure delegates to reconfigure on the app's reload
 // goroutine (a SIGHUP or a watched file), one at a time (mu), and BackendName may ask
-// from any goroutine. The retirements run on goroutines of the fleet's lifecycle, one
-// per retired backend, so Close ends and waits for them.
+// from any goroutine, without a lock (names): the metrics' scrape and the audit
+// observer (on every call) ask while a Reconfigure may hold mu for seconds, waiting
+// for a replacement to list its tools. The retirements run on goroutines of the
+// fleet's lifecycle, one per retired backend, so Close ends and waits for them.
 type reconfigurer struct {
 	set      *backendSet
 	keep     *upkeep // what every backend's maintainers share
@@ -70,22 +72,17 @@ type reconfigurer struct {
 	sessions *sessions
 	subs     subscriber
 
-	mu      sync.Mutex     // one reconfiguration at a time; guards indexes
-	indexes map[string]int // the Observer's index of every backend name seen
+	mu sync.Mutex // one reconfiguration at a time
+	// names is every backend name seen, at the Observer's index it was given: read
+	// without a lock, written only by newBackend (under mu, or before anything runs),
+	// which stores a new slice and never changes one it stored.
+	names atomic.Pointer[[]string]
 }
 
 // newBackend builds b from its configuration, not yet started. New calls it before
 // anything runs, reconfigure under mu.
 func (rc *reconfigurer) newBackend(bc BackendConfig) *backend {
-	if rc.indexes == nil {
-		rc.indexes = map[string]int{}
-	}
-	idx, ok := rc.indexes[bc.Name]
-	if !ok {
-		idx = len(rc.indexes)
-		rc.indexes[bc.Name] = idx
-	}
-	b := &backend{keep: rc.keep, cfg: bc, index: idx, sem: make(chan struct{}, bc.MaxConcurrency), listed: make(chan struct{})}
+	b := &backend{keep: rc.keep, cfg: bc, index: rc.indexOf(bc.Name), sem: make(chan struct{}, bc.MaxConcurrency), listed: make(chan struct{})}
 	b.ctx, b.stop = context.WithCancel(rc.life.ctx)
 	for n, d := range bc.Dialers {
 		b.instances = append(b.instances, &instance{b: b, n: n, dialer: d})
@@ -99,14 +96,31 @@ func (rc *reconfigurer) newBackend(bc BackendConfig) *backend {
 func (f *Fleet) BackendName(i int) string { return f.reconf.backendName(i) }
 
 func (rc *reconfigurer) backendName(i int) string {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	for name, idx := range rc.indexes {
-		if idx == i {
-			return name
-		}
+	if names := rc.seen(); i >= 0 && i < len(names) {
+		return names[i]
 	}
 	return ""
+}
+
+// seen returns every backend name seen, by Observer index; the slice is never modified.
+func (rc *reconfigurer) seen() []string {
+	if p := rc.names.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// indexOf returns the Observer's index of the backend called name, giving it the next
+// one if the name is new (copy on write: a reader keeps the slice it loaded). It is
+// newBackend's: the one writer at a time.
+func (rc *reconfigurer) indexOf(name string) int {
+	names := rc.seen()
+	if i := slices.Index(names, name); i >= 0 {
+		return i
+	}
+	next := append(slices.Clip(names), name)
+	rc.names.Store(&next)
+	return len(names)
 }
 
 // start starts the maintainer of each of b's instances: they connect it and keep it

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -394,5 +395,45 @@ func TestRetireDuringShutdown(t *testing.T) {
 	}
 	if msg := fc.read(); msg.Kind != codec.KindError || string(msg.ID) != `"c1"` {
 		t.Fatalf("client got kind %v id %s, want an error for \"c1\"", msg.Kind, msg.ID)
+	}
+}
+
+// TestBackendNameDuringReconfigure: while a Reconfigure waits (holding the part's
+// lock) for a replacement to list its tools, BackendName answers at once, for a
+// backend named before and for one the reconfiguration adds.
+func TestBackendNameDuringReconfigure(t *testing.T) {
+	a, upA := namedBackend("a", "v1")
+	f := scriptedFleetOf(t, upA, a).f
+	a2, _ := namedBackend("a", "v2")
+	c, _ := namedBackend("c", "v1")
+	var once sync.Once
+	dialing, release := make(chan struct{}), make(chan struct{})
+	dial := a2.Dialers[0].Dial
+	a2.Dialers[0].Dial = func(ctx context.Context, sink upstream.Sink) (upstream.Conn, error) {
+		once.Do(func() { close(dialing) })
+		select {
+		case <-release:
+			return dial(ctx, sink)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	done := make(chan Reconfiguration, 1)
+	go func() { done <- f.Reconfigure([]BackendConfig{a2, c}) }()
+	testwait.Recv(t, "the replacement of a to dial", 10*time.Second, dialing)
+
+	named := make(chan [2]string, 1)
+	go func() { named <- [2]string{f.BackendName(0), f.BackendName(1)} }()
+	got := testwait.Recv(t, "BackendName while Reconfigure waits", 10*time.Second, named)
+	if !stillOpen(done) {
+		t.Fatal("Reconfigure returned before its replacement listed its tools")
+	}
+	if got != [2]string{"a", "c"} || f.BackendName(2) != "" || f.BackendName(-1) != "" {
+		t.Fatalf("BackendName gave %q, want a and c (and nothing past them)", got)
+	}
+	close(release)
+	r := testwait.Recv(t, "Reconfigure once the replacement listed its tools", 10*time.Second, done)
+	if !slices.Equal(r.Replaced, []string{"a"}) || !slices.Equal(r.Added, []string{"c"}) {
+		t.Fatalf("reconfiguration %+v, want a replaced and c added", r)
 	}
 }
