@@ -4,31 +4,21 @@ import (
 	"sync"
 	"testing"
 	"unsafe"
+
+	"github.com/mcprouter/mcprouter/internal/testsize"
 )
 
 // TestSessionSize: a Session stays within the 128-byte size class on 64-bit platforms
-// (one per session; at 136 bytes it took 144), a call within the 112-byte one, a
-// session's streams and a held stream's sink within theirs.
+// (one per session; at 136 bytes it took 144), a call within the 112-byte one (a held
+// listen stream keeps its call for its whole life: it took 144), a session's streams
+// within 80 (96 with a map of its reply streams), a held stream's sink within 96 (128
+// with a raw write function and its arguments of its own).
 func TestSessionSize(t *testing.T) {
-	if unsafe.Sizeof(uintptr(0)) != 8 {
-		t.Skip("sizes are counted for 64-bit platforms")
-	}
-	if n := unsafe.Sizeof(Session{}); n > 128 {
-		t.Fatalf("Session is %d bytes, more than the 128-byte size class", n)
-	}
-	// A held listen stream keeps its call for its whole life (it took 144 bytes).
-	if n := unsafe.Sizeof(call{}); n > 112 {
-		t.Fatalf("call is %d bytes, more than the 112-byte size class", n)
-	}
-	// Every session has its streams (they took 96 bytes with a map of its reply
-	// streams), every held stream its sink (128 with a raw write function and its
-	// arguments of its own).
-	if n := unsafe.Sizeof(streamableOut{}); n > 80 {
-		t.Fatalf("streamableOut is %d bytes, more than the 80-byte size class", n)
-	}
-	if n := unsafe.Sizeof(getStream{}); n > 96 {
-		t.Fatalf("getStream is %d bytes, more than the 96-byte size class", n)
-	}
+	testsize.Within(t,
+		testsize.Max{Name: "Session", Size: unsafe.Sizeof(Session{}), Max: 128},
+		testsize.Max{Name: "call", Size: unsafe.Sizeof(call{}), Max: 112},
+		testsize.Max{Name: "streamableOut", Size: unsafe.Sizeof(streamableOut{}), Max: 80},
+		testsize.Max{Name: "getStream", Size: unsafe.Sizeof(getStream{}), Max: 96})
 }
 
 // TestSessionReadyAndCalls: the ready flag and the count of calls in flight share one

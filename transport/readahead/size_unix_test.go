@@ -5,6 +5,8 @@ package readahead
 import (
 	"testing"
 	"unsafe"
+
+	"github.com/mcprouter/mcprouter/internal/testsize"
 )
 
 // TestConnSize: a connection's wrapper and its raw reader stay within the 144- and
@@ -12,16 +14,8 @@ import (
 // every connection of the router has both, an idle one too (with time.Time deadlines
 // and wider counts they took 240 and 208, apart).
 func TestConnSize(t *testing.T) {
-	if unsafe.Sizeof(uintptr(0)) != 8 {
-		t.Skip("sizes are counted for 64-bit platforms")
-	}
-	if n := unsafe.Sizeof(conn{}); n > 144 {
-		t.Errorf("conn is %d bytes, more than the 144-byte size class", n)
-	}
-	if n := unsafe.Sizeof(fdIO{}); n > 160 {
-		t.Errorf("fdIO is %d bytes, more than the 160-byte size class", n)
-	}
-	if n := unsafe.Sizeof(connFD{}); n > 288 {
-		t.Errorf("connFD is %d bytes, more than the 288-byte size class", n)
-	}
+	testsize.Within(t,
+		testsize.Max{Name: "conn", Size: unsafe.Sizeof(conn{}), Max: 144},
+		testsize.Max{Name: "fdIO", Size: unsafe.Sizeof(fdIO{}), Max: 160},
+		testsize.Max{Name: "connFD", Size: unsafe.Sizeof(connFD{}), Max: 288})
 }
