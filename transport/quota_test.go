@@ -209,7 +209,7 @@ func TestReplyStreamsWithinShare(t *testing.T) {
 	}
 	out := sess.out.(*streamableOut)
 	out.mu.Lock()
-	kept := len(out.posts)
+	kept := len(out.postStreams())
 	out.mu.Unlock()
 	if kept > DefaultMaxPostStreams {
 		t.Errorf("%d reply streams kept, want at most %d", kept, DefaultMaxPostStreams)

@@ -875,11 +875,21 @@ type streamableOut struct {
 
 	mu   sync.Mutex
 	next uint32
-	// posts are the reply streams kept, oldest first (their ids ascending): a slice
-	// where a map by id and the order beside it took 32 bytes of every session and a
-	// map's buckets of each that ever streamed a reply; a session keeps a few
-	// (MaxPostStreams, and those still open), and a lookup by id is a binary search.
-	posts []*sse.Stream
+	// posts are the reply streams kept, oldest first (their ids ascending), made with
+	// the first: a slice where a map by id and the order beside it took 32 bytes of
+	// every session and a map's buckets of each that ever streamed a reply, and by
+	// pointer, so that a session that never streams a reply (most) keeps 8 bytes for
+	// them (streamableOut in the 64-byte class). A session keeps a few (MaxPostStreams,
+	// and those still open), and a lookup by id is a binary search.
+	posts *[]*sse.Stream
+}
+
+// postStreams is o.posts' slice (nil when none). Called with o.mu held.
+func (o *streamableOut) postStreams() []*sse.Stream {
+	if o.posts == nil {
+		return nil
+	}
+	return *o.posts
 }
 
 func newStreamableOut(cfg *HTTPConfig, acct *budget.Account) *streamableOut {
@@ -903,14 +913,17 @@ func (o *streamableOut) streamConfig() sse.StreamConfig {
 func (o *streamableOut) Reclaim(need int64) bool {
 	freed := 0
 	o.mu.Lock()
-	for i := 0; i < len(o.posts) && int64(freed) < need; {
-		st := o.posts[i]
-		if n := st.Drop(); n > 0 || st.Closed() && !st.Attached() {
-			freed += n
-			o.posts = slices.Delete(o.posts, i, i+1)
-			continue
+	if posts := o.postStreams(); len(posts) > 0 {
+		for i := 0; i < len(posts) && int64(freed) < need; {
+			st := posts[i]
+			if n := st.Drop(); n > 0 || st.Closed() && !st.Attached() {
+				freed += n
+				posts = slices.Delete(posts, i, i+1)
+				continue
+			}
+			i++
 		}
-		i++
+		*o.posts = posts
 	}
 	o.mu.Unlock()
 	if int64(freed) < need {
@@ -1079,7 +1092,7 @@ func (o *streamableOut) close(retryMs int) {
 	}
 	o.standalone.Close(retryMs)
 	o.mu.Lock()
-	streams := o.posts
+	streams := o.postStreams()
 	o.posts = nil
 	o.mu.Unlock()
 	for _, st := range streams {
@@ -1100,16 +1113,19 @@ func (o *streamableOut) newPostStream() *sse.Stream {
 	id := o.next
 	o.next++
 	st := sse.NewStream(id, o.streamConfig())
-	if len(o.posts) >= o.cfg.MaxPostStreams {
-		for i, old := range o.posts {
+	if o.posts == nil {
+		o.posts = new([]*sse.Stream)
+	}
+	if posts := *o.posts; len(posts) >= o.cfg.MaxPostStreams {
+		for i, old := range posts {
 			if old.Closed() && !old.Attached() {
 				old.Drop()
-				o.posts = slices.Delete(o.posts, i, i+1)
+				*o.posts = slices.Delete(posts, i, i+1)
 				break
 			}
 		}
 	}
-	o.posts = append(o.posts, st)
+	*o.posts = append(*o.posts, st)
 	return st
 }
 
@@ -1119,11 +1135,12 @@ func (o *streamableOut) stream(id uint32) *sse.Stream {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	i, found := slices.BinarySearchFunc(o.posts, id, func(st *sse.Stream, id uint32) int { return cmp.Compare(st.ID(), id) })
+	posts := o.postStreams()
+	i, found := slices.BinarySearchFunc(posts, id, func(st *sse.Stream, id uint32) int { return cmp.Compare(st.ID(), id) })
 	if !found {
 		return nil
 	}
-	return o.posts[i]
+	return posts[i]
 }
 
 // publishReply publishes a response on a reply stream. A response too large for the
