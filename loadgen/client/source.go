@@ -58,31 +58,38 @@ func ParseSourceAddrs(s string) ([]string, error) {
 // turn, so that one load generator can hold more connections to one destination than
 // a single source address has ephemeral ports (about 28,000 with the usual
 // ip_local_port_range). With no source addresses it dials as the system chooses.
+//
+// What a connection costs the load generator counts, since it opens one per held
+// session: its connections carry no TCP keep-alive (four setsockopt calls each, for
+// probes a loopback benchmark never needs), and one bound to a source address takes
+// its port at connect, not at bind (see bindAtConnect).
 type sourceDialer struct {
-	addrs   []*net.TCPAddr
+	dialers []*net.Dialer // one per source address, or one without
 	next    atomic.Uint64
-	timeout time.Duration
 }
 
 func newSourceDialer(addrs []string, timeout time.Duration) (*sourceDialer, error) {
-	sd := &sourceDialer{timeout: timeout}
+	sd := &sourceDialer{}
 	for _, s := range addrs {
 		a, err := netip.ParseAddr(s)
 		if err != nil {
 			return nil, fmt.Errorf("client: source address %q: %v", s, err)
 		}
-		sd.addrs = append(sd.addrs, net.TCPAddrFromAddrPort(netip.AddrPortFrom(a, 0)))
+		sd.dialers = append(sd.dialers, &net.Dialer{Timeout: timeout, KeepAlive: -1,
+			LocalAddr: net.TCPAddrFromAddrPort(netip.AddrPortFrom(a, 0)), Control: bindAtConnect})
+	}
+	if len(sd.dialers) == 0 {
+		sd.dialers = append(sd.dialers, &net.Dialer{Timeout: timeout, KeepAlive: -1})
 	}
 	return sd, nil
 }
 
 // dialer returns the net.Dialer of the next connection.
 func (sd *sourceDialer) dialer() *net.Dialer {
-	d := &net.Dialer{Timeout: sd.timeout}
-	if n := uint64(len(sd.addrs)); n > 0 {
-		d.LocalAddr = sd.addrs[(sd.next.Add(1)-1)%n]
+	if n := uint64(len(sd.dialers)); n > 1 {
+		return sd.dialers[(sd.next.Add(1)-1)%n]
 	}
-	return d
+	return sd.dialers[0]
 }
 
 // DialContext is the dial function of net/http transports.
