@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -29,6 +30,14 @@ type Dialer struct {
 	streams *http.Client
 	src     *sourceDialer // every connection, POST pools and streams alike
 	meta    []byte        // stateless revision: the "_meta" member every request carries
+	// the reading state of calls in progress (see scratch), shared by the sessions
+	scratches sync.Pool
+	// the instances in the order of a session that starts on each (see instances)
+	orders sync.Once
+	order  [][]instance
+	// initialize's params, the same for every session, and the last result read
+	initParams []byte
+	lastInit   atomic.Pointer[initRead]
 }
 
 // NewDialer validates o and prepares the connection pools.
@@ -54,6 +63,7 @@ func NewDialer(o Options) (*Dialer, error) {
 	if c.Protocol == Version20260728 {
 		d.meta = statelessMeta(c)
 	}
+	d.initParams = initializeParams(&d.o)
 	return d, nil
 }
 
@@ -168,19 +178,37 @@ func appendWithMeta(dst, params, meta []byte) []byte {
 
 // handshake runs initialize + notifications/initialized over s and records the result
 // in info.
-func handshake(s Session, o *Options, deadline time.Time, info *Info) error {
+func handshake(s Session, d *Dialer, deadline time.Time, info *Info) error {
 	var rep Reply
-	req := Request{Method: "initialize", Params: initializeParams(o)}
+	req := Request{Method: "initialize", Params: d.initParams}
 	if err := s.Call(&req, deadline, &rep); err != nil {
 		return err
 	}
-	v := wire.StringField(rep.Result, "protocolVersion")
-	if v == "" {
+	r := d.initResult(rep.Result)
+	if r.protocol == "" {
 		return protocolErr("initialize result has no protocolVersion")
 	}
-	info.Protocol = v
-	info.Server = wire.StringField(wire.Field(rep.Result, "serverInfo"), "name")
+	info.Protocol, info.Server = r.protocol, r.server
 	return s.Notify("notifications/initialized", nil, deadline)
+}
+
+// initRead is what a session takes from an initialize result.
+type initRead struct {
+	result           []byte
+	protocol, server string
+}
+
+// initResult reads an initialize result. A server answers every session's initialize
+// alike, so the last one read is kept and an equal result is not parsed again: the
+// sessions share its strings.
+func (d *Dialer) initResult(result []byte) *initRead {
+	if r := d.lastInit.Load(); r != nil && bytes.Equal(r.result, result) {
+		return r
+	}
+	r := &initRead{result: bytes.Clone(result), protocol: wire.StringField(result, "protocolVersion"),
+		server: wire.StringField(wire.Field(result, "serverInfo"), "name")}
+	d.lastInit.Store(r)
+	return r
 }
 
 // bodyPool holds request encoding buffers.

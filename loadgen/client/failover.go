@@ -19,16 +19,23 @@ type instance struct {
 
 // instances returns the dialer's endpoints for session index, starting with the one the
 // session opens on: with several URLs (Options.URLs) sessions are spread over them in
-// turn, and each moves to the next when its own stops answering.
+// turn, and each moves to the next when its own stops answering. The orders are made
+// once per Dialer (one per URL) and shared by the sessions that start on the same
+// instance: nothing is parsed or allocated per session.
 func (d *Dialer) instances(index int) []instance {
-	all := d.urls()
-	out := make([]instance, len(all))
-	for i := range all {
-		u := all[(index+i)%len(all)]
-		pu, _ := url.Parse(u) // validated by withDefaults
-		out[i] = instance{url: u, hc: d.hostClient(pu)}
-	}
-	return out
+	d.orders.Do(func() {
+		all := d.urls()
+		d.order = make([][]instance, len(all))
+		for first := range all {
+			d.order[first] = make([]instance, len(all))
+			for i := range all {
+				u := all[(first+i)%len(all)]
+				pu, _ := url.Parse(u) // validated by withDefaults
+				d.order[first][i] = instance{url: u, hc: d.hostClient(pu)}
+			}
+		}
+	})
+	return d.order[index%len(d.order)]
 }
 
 // urls is Options.URL followed by Options.URLs, without repeats.

@@ -25,6 +25,8 @@ import (
 type Holder struct {
 	d    *Dialer
 	uri  []byte
+	sub  Request  // resources/subscribe to uri, the same for every session
+	uris []string // uri, for subscriptions/listen, shared read-only by the sessions
 	sess []Session
 
 	round atomic.Pointer[holdRound] // nil: not armed
@@ -62,7 +64,9 @@ func NewHolder(o Options, uri string) (*Holder, error) {
 	if uri == "" {
 		return nil, errors.New("client: a holder needs a resource URI")
 	}
-	h := &Holder{uri: []byte(uri)}
+	h := &Holder{uri: []byte(uri), uris: []string{uri}}
+	params := codec.AppendString([]byte(`{"uri":`), uri)
+	h.sub = Request{Method: "resources/subscribe", Name: h.uri, Params: append(params, '}')}
 	o.OnNotification = h.onNotification
 	o.Stream = o.Protocol != Version20260728
 	d, err := NewDialer(o)
@@ -92,12 +96,13 @@ func (h *Holder) Open(n, concurrency int, timeout time.Duration) HoldOpened {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			var rep Reply // each opener's, reused from session to session
 			for {
 				i := int(next.Add(1) - 1)
 				if i >= n {
 					return
 				}
-				s, err := h.open(i, timeout)
+				s, err := h.open(i, timeout, &rep)
 				if err != nil {
 					h.fails.Add(1)
 					firstErr.CompareAndSwap(nil, err.Error())
@@ -120,19 +125,17 @@ func (h *Holder) Open(n, concurrency int, timeout time.Duration) HoldOpened {
 // runs.
 func (h *Holder) Progress() (held, failed int) { return int(h.held.Load()), int(h.fails.Load()) }
 
-// open dials session i and subscribes it.
-func (h *Holder) open(i int, timeout time.Duration) (Session, error) {
+// open dials session i and subscribes it; rep takes the subscription's reply.
+func (h *Holder) open(i int, timeout time.Duration, rep *Reply) (Session, error) {
 	deadline := time.Now().Add(timeout)
 	s, err := h.d.Dial(i, deadline)
 	if err != nil {
 		return nil, err
 	}
 	if l, ok := s.(Listener); ok && h.d.o.Protocol == Version20260728 {
-		err = l.Listen([]string{string(h.uri)}, deadline)
+		err = l.Listen(h.uris, deadline)
 	} else {
-		params := codec.AppendString([]byte(`{"uri":`), string(h.uri))
-		var rep Reply
-		err = s.Call(&Request{Method: "resources/subscribe", Name: h.uri, Params: append(params, '}')}, deadline, &rep)
+		err = s.Call(&h.sub, deadline, rep)
 	}
 	if err != nil {
 		s.Close(time.Now().Add(timeout))

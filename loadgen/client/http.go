@@ -41,7 +41,7 @@ type httpSession struct {
 	ids   atomic.Uint64
 
 	// Set once by the handshake, read-only afterwards.
-	sessionID []byte
+	sessionID string
 	version   string // value of MCP-Protocol-Version on requests ("" before init)
 	info      Info
 
@@ -50,23 +50,33 @@ type httpSession struct {
 	listenMu sync.Mutex
 	listens  []*listenStream
 	closed   atomic.Bool
-	// per-call reading state, pooled per session
-	scratches sync.Pool
 }
 
-// scratch is the per-call state of reading a reply, pooled so that reading one
-// allocates nothing once the pool is warm.
+// scratch is the per-call state of reading a reply, pooled by the Dialer so that
+// reading one allocates nothing once the pool is warm: a session's first call (its
+// initialize) takes one that other sessions used, and a held session keeps none.
 type scratch struct {
 	body []byte      // a JSON body
 	rd   *sse.Reader // an SSE body
 	m    codec.Message
 }
 
-func (s *httpSession) scratch() *scratch {
-	if sc, ok := s.scratches.Get().(*scratch); ok {
+// maxPooledScratch is the largest JSON body buffer a scratch goes back to the pool
+// with: oversized buffers are dropped, not pooled.
+const maxPooledScratch = 1 << 20
+
+func (d *Dialer) scratch() *scratch {
+	if sc, ok := d.scratches.Get().(*scratch); ok {
 		return sc
 	}
 	return &scratch{body: make([]byte, 0, 4096)}
+}
+
+func (d *Dialer) putScratch(sc *scratch) {
+	if cap(sc.body) > maxPooledScratch {
+		sc.body = make([]byte, 0, 4096)
+	}
+	d.scratches.Put(sc)
 }
 
 func (d *Dialer) dialHTTP(index int, deadline time.Time) (Session, error) {
@@ -81,7 +91,7 @@ func (d *Dialer) dialHTTP(index int, deadline time.Time) (Session, error) {
 		s.info.Server = wire.StringField(wire.Field(wire.Field(rep.Result, "_meta"), "io.modelcontextprotocol/serverInfo"), "name")
 		return s, nil
 	}
-	if err := handshake(s, &d.o, deadline, &s.info); err != nil {
+	if err := handshake(s, d, deadline, &s.info); err != nil {
 		s.Close(deadline)
 		return nil, err
 	}
@@ -89,7 +99,7 @@ func (d *Dialer) dialHTTP(index int, deadline time.Time) (Session, error) {
 	if s.info.Protocol >= Version20250618 {
 		s.version = s.info.Protocol
 	}
-	s.info.SessionID = string(s.sessionID)
+	s.info.SessionID = s.sessionID
 	if d.o.Stream {
 		st, err := openStream(s, deadline)
 		switch {
@@ -119,8 +129,8 @@ func (s *httpSession) setHeaders(h *fasthttp.RequestHeader) {
 	for k, v := range s.d.o.Headers {
 		h.Set(k, v)
 	}
-	if len(s.sessionID) > 0 {
-		h.SetBytesV(hdrSessionID, s.sessionID)
+	if s.sessionID != "" {
+		h.Set(hdrSessionID, s.sessionID)
 	}
 	if s.version != "" {
 		h.Set(hdrProtocol, s.version)
@@ -175,7 +185,7 @@ func (s *httpSession) Call(r *Request, deadline time.Time, rep *Reply) error {
 	status := resp.StatusCode()
 	if r.Method == "initialize" {
 		if sid := resp.Header.Peek(hdrSessionID); len(sid) > 0 {
-			s.sessionID = append([]byte(nil), sid...)
+			s.sessionID = string(sid)
 		}
 	}
 	if status < 200 || status >= 300 {
@@ -190,8 +200,8 @@ func (s *httpSession) Call(r *Request, deadline time.Time, rep *Reply) error {
 	if bytes.HasPrefix(resp.Header.ContentType(), eventStream) {
 		return s.readSSEReply(resp.BodyStream(), id, status, rep)
 	}
-	sc := s.scratch()
-	defer s.scratches.Put(sc)
+	sc := s.d.scratch()
+	defer s.d.putScratch(sc)
 	b, err := bytesio.AppendAtMost(sc.body[:0], resp.BodyStream(), s.d.o.MaxMessage, errTooLarge)
 	sc.body = b
 	if err != nil {
@@ -234,7 +244,7 @@ func (s *httpSession) prepareAt(req *fasthttp.Request, body []byte, ep instance)
 // statusErr classifies a non-2xx answer with body.
 func (s *httpSession) statusErr(status int, body []byte) error {
 	e := httpStatusErr(status, body)
-	if status == fasthttp.StatusNotFound && len(s.sessionID) > 0 {
+	if status == fasthttp.StatusNotFound && s.sessionID != "" {
 		e.Err = ErrSessionExpired
 	}
 	return e
@@ -287,8 +297,8 @@ func (s *httpSession) takeReply(m *codec.Message, id uint64, status int, rep *Re
 // before it (progress, logging, server requests) are handled as they would be on a
 // stream, as they arrive.
 func (s *httpSession) readSSEReply(body io.Reader, id uint64, status int, rep *Reply) error {
-	sc := s.scratch()
-	defer s.scratches.Put(sc)
+	sc := s.d.scratch()
+	defer s.d.putScratch(sc)
 	if sc.rd == nil {
 		// A small read buffer: the reader is kept per session, and replies are short.
 		sc.rd = sse.NewReaderSize(body, 4096, s.d.o.MaxMessage)
@@ -392,7 +402,7 @@ func (s *httpSession) Close(deadline time.Time) error {
 	for _, l := range listens {
 		l.close()
 	}
-	if len(s.sessionID) == 0 {
+	if s.sessionID == "" {
 		return nil
 	}
 	req := fasthttp.AcquireRequest()

@@ -86,7 +86,7 @@ func (d *Dialer) dialSSE(index int, deadline time.Time) (Session, error) {
 	s.info.SessionID = ep.Query().Get("sessionId")
 	s.info.StreamOpen = true
 	go s.read(resp, rd)
-	if err := handshake(s, &d.o, deadline, &s.info); err != nil {
+	if err := handshake(s, d, deadline, &s.info); err != nil {
 		s.Close(deadline)
 		return nil, err
 	}

@@ -46,7 +46,7 @@ func (d *Dialer) dialStdio(index int, deadline time.Time) (Session, error) {
 		return nil, transportErr("starting "+d.o.Command[0], err)
 	}
 	go s.read(stdout)
-	if err := handshake(s, &d.o, deadline, &s.info); err != nil {
+	if err := handshake(s, d, deadline, &s.info); err != nil {
 		s.Close(time.Now().Add(2 * time.Second))
 		var e *Error
 		if errors.As(err, &e) && e.Class == ClassTransport {

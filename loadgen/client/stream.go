@@ -26,8 +26,9 @@ type getStream struct {
 
 // streamReadBuf is the SSE reader's buffer of a held stream: it bounds one read, not an
 // event, and a load generator holding 100,000 idle streams holds 100,000 of them. Over
-// plain HTTP it reads from the connection's own buffer (streamBufSize), which makes the
-// system calls, so it can be small.
+// plain HTTP it is a held stream's only buffer (a chunked body is decoded in it, see
+// chunkedBody): one read of the connection brings in up to this much, and an idle
+// stream's updates are short.
 const streamReadBuf = 512
 
 // maxStreamFailures bounds consecutive failed reconnects before a stream gives up.
@@ -79,7 +80,7 @@ func (g *getStream) connect(deadline time.Time) (conn, error) {
 	for k, v := range g.s.d.o.Headers {
 		req.Header.Set(k, v)
 	}
-	req.Header.Set(hdrSessionID, string(g.s.sessionID))
+	req.Header.Set(hdrSessionID, g.s.sessionID)
 	if g.s.version != "" {
 		req.Header.Set(hdrProtocol, g.s.version)
 	}
