@@ -47,7 +47,10 @@ func TestNegativeDefaultsRefused(t *testing.T) {
 	}
 }
 
-func TestPipelineConfig(t *testing.T) {
+// TestBackendKindKeys: pipeline is parsed for HTTP backends, and a key that only
+// another kind of backend uses (pipeline, instances, env, env_allow) is refused, naming
+// it, where it would be ignored.
+func TestBackendKindKeys(t *testing.T) {
 	for _, c := range []struct {
 		yaml string
 		err  string // "" when valid
