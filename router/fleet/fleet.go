@@ -110,6 +110,7 @@ func New(cfg Config) *Fleet {
 	n.subs, up.restore = f.subs, f.subs.restore
 	f.reconf.catalog, f.reconf.fwd, f.reconf.sessions, f.reconf.subs = f.catalog, f.fwd, f.sessions, f.subs
 	f.srv.park = newParking(f.srv, f.fwd, cfg.StateKey)
+	f.fwd.park = f.srv.park
 	f.srv.park.relay = newOwnerRelay(cfg.Bus, f.srv.park.instance, f.life, f.log, &f.rep, f.longestTimeout)
 	f.fwd.rev = newReversals(f.fwd, f.srv)
 	f.routes = &routing{catalog: f.catalog, fwd: f.fwd, subs: f.subs, rep: &f.rep, pageSize: cfg.PageSize, park: f.srv.park}

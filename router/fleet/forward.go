@@ -30,6 +30,7 @@ type forwarder struct {
 	stats    *Stats
 	catalog  *catalogBuilder // read when a request that may have run could be sent again
 	rev      *reversals      // a 2026-07-28 backend's input_required for a 2025 client (reverse.go)
+	park     *parking        // calls parked for a 2026-07-28 client's retry (mrtr.go), ended with their session
 }
 
 // sweep fails requests whose backend did not answer in time.
@@ -58,7 +59,8 @@ func (fw *forwarder) sweep() {
 }
 
 // connLost fails every request in flight on c: their answers will not come. Those
-// another replica may take go there first (forward_failover.go).
+// another replica may take go there first (forward_failover.go); the calls parked on c
+// for their clients' retries end (parking.endOn).
 func (fw *forwarder) connLost(c *upConn, cause error) {
 	fw.failover(c, cause)
 	msg := "backend " + c.b.cfg.Name + " connection lost"
@@ -67,6 +69,9 @@ func (fw *forwarder) connLost(c *upConn, cause error) {
 	}
 	for _, e := range fw.table.takeConn(c, nil) {
 		fw.completeErrTaken(e, codec.CodeBackendUnavailable, msg)
+	}
+	if fw.park != nil {
+		fw.park.endOn(c)
 	}
 }
 

@@ -389,7 +389,7 @@ func (p *parking) dropLocked(pk *parked) {
 
 // expire ends pk when no retry claimed it in time.
 func (p *parking) expire(id uint64, pk *parked) {
-	p.end(id, pk, codec.CodeClientTimeout, "mcprouter: the client did not retry with an answer to %s in time")
+	p.end(id, pk, codec.CodeClientTimeout, "mcprouter: the client did not retry with an answer to %s in time", false)
 }
 
 // shuttingDown is what the backend and the client are told of a call that the router's
@@ -410,14 +410,39 @@ func (p *parking) endAll() {
 	maps.Copy(all, p.m)
 	p.mu.Unlock()
 	for id, pk := range all {
-		p.end(id, pk, codec.CodeInternalError, "mcprouter: "+shuttingDown+"; %s was not answered") // as park refuses
+		p.end(id, pk, codec.CodeInternalError, "mcprouter: "+shuttingDown+"; %s was not answered", false) // as park refuses
+	}
+}
+
+// endOn ends the calls parked on c, an upstream session that is gone (its connection
+// lost, its backend removed): the backend's requests they wait to answer went with it,
+// so no retry can finish them. Without it a retry would claim the call and send its
+// answers into the dead session, and its client would wait for the call's deadline;
+// now the retry is refused at once (its request ended: send it again), and a client
+// still waiting for its round hears that the backend's connection was lost. Who calls
+// it: the forwarder's connLost, on whatever goroutine saw the session end.
+func (p *parking) endOn(c *upConn) {
+	p.mu.Lock()
+	var gone map[uint64]*parked
+	for id, pk := range p.m {
+		if pk.conn == c {
+			if gone == nil {
+				gone = map[uint64]*parked{}
+			}
+			gone[id] = pk
+		}
+	}
+	p.mu.Unlock()
+	for id, pk := range gone {
+		p.end(id, pk, codec.CodeBackendUnavailable, "", true)
 	}
 }
 
 // end ends parked call pk (id) unless a retry claimed it: the backend's requests are
 // refused with code and why (a format naming the request's method), the client's request
-// cancelled upstream, and the entry released.
-func (p *parking) end(id uint64, pk *parked, code int, why string) {
+// cancelled upstream, and the entry released. When the upstream session is gone, the
+// backend is told nothing: there is no one left to tell.
+func (p *parking) end(id uint64, pk *parked, code int, why string, gone bool) {
 	p.mu.Lock()
 	if p.m[id] != pk {
 		p.mu.Unlock()
@@ -429,9 +454,12 @@ func (p *parking) end(id uint64, pk *parked, code int, why string) {
 	closing := p.closing
 	p.mu.Unlock()
 	if x != nil {
-		if closing {
+		switch {
+		case closing:
 			p.fwd.rep.replyErr(x, codec.CodeBackendUnavailable, "mcprouter: "+shuttingDown)
-		} else {
+		case gone:
+			p.fwd.rep.replyErr(x, codec.CodeBackendUnavailable, "mcprouter: backend "+pk.conn.b.cfg.Name+" connection lost while its requests for input waited")
+		default:
 			p.fwd.rep.replyErr(x, codec.CodeClientTimeout, "mcprouter: the backend's requests for input were not shown in time")
 		}
 	}
@@ -440,7 +468,7 @@ func (p *parking) end(id uint64, pk *parked, code int, why string) {
 		return
 	}
 	p.stats.ServerRequestsExpired.Add(1)
-	if !p.life.ended() {
+	if !gone && !p.life.ended() {
 		for _, a := range asks {
 			p.srv.answer(pk.conn, codec.AppendError(nil, a.backendID, code, fmt.Sprintf(why, a.method), nil))
 		}

@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"log/slog"
 	"strings"
 	"sync"
@@ -260,4 +261,38 @@ func plainCalls(t *testing.T, n *ownerNode, workers, calls int) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestParkedEndsWithItsSession: a call parked for its client's retry ends when the
+// fleet learns that its upstream session is lost (connLost, as the connection's watcher
+// calls it): the backend's requests it waits to answer went with the session, so the
+// retry is refused at once as a request that ended. Before, the retry claimed the call
+// and sent its answers into the lost session, and its client waited for the call's
+// deadline. (The session here is still up, so that the test does not wait for a
+// connection's close: with the old code the retry would have been answered.)
+func TestParkedEndsWithItsSession(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "asker", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "ask_once"}, func(ctx context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
+		return sdktest.TextResult(sdktest.ElicitName(ctx, req.Session))
+	})
+	n := startNode(t, sdktest.Serve(t, srv), nil, nil, false)
+	retry := asked(t, n.callTool1(t, "ask_once", "").answer(t), "elicitation/create", elicitAnswer)
+	p := n.f.srv.park
+	p.mu.Lock()
+	var c *upConn
+	for _, pk := range p.m {
+		c = pk.conn
+	}
+	p.mu.Unlock()
+	if c == nil {
+		t.Fatal("no call parked")
+	}
+	n.f.connLost(c, errors.New("test: session lost"))
+	if got := p.count(); got != 0 {
+		t.Fatalf("%d calls parked on the lost session, want 0", got)
+	}
+	a := n.callTool1(t, "ask_once", retry).answer(t)
+	if a.Error == nil || !strings.Contains(a.Error.Message, "its request ended") {
+		t.Fatalf("the retry of a call whose session was lost got %+v, want its request ended", a)
+	}
 }
