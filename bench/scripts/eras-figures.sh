@@ -95,12 +95,17 @@ if [ -n "$BASE" ]; then
 fi
 cpu() { awk '{print $14+$15}' "/proc/$1/stat"; }
 
+# port_of name: the port of the router a run named name goes to (a name ending in -base:
+# the router built from BASE).
+port_of() { case $1 in *-base\ *) echo $((PORT + 2)) ;; *) echo $((PORT + 1)) ;; esac; }
+
 # one name protocol [mcpload flags...]: one mcpload run, its figures on one line; a name
 # ending in -base runs against the router built from BASE.
 one() {
-	local name=$1 proto=$2 c0 c1 b0 b1 pid=$rpid port=$((PORT + 1))
+	local name=$1 proto=$2 c0 c1 b0 b1 pid=$rpid port
 	shift 2
-	case $name in *-base\ *) pid=$basepid port=$((PORT + 2)) ;; esac
+	port=$(port_of "$name")
+	case $name in *-base\ *) pid=$basepid ;; esac
 	c0=$(cpu "$pid") b0=$(cpu "$bpid")
 	local prof=
 	if [ -n "$PROFILE" ] && [ "${name#calls}" != "$name" ]; then
@@ -145,15 +150,15 @@ exec > >(tee "$work/lines.txt")
 # run right after the other revision's, whose bodies are shorter (2025) or longer
 # (2026), would pay for new buffers and their collections (SESP, 2026-11-27: ~0.7 µs
 # per call, 2026 runs only): each revision is measured in its own steady state.
+# The calls' flags, the same for the warm-up and the measured run.
+callflags=(--sessions 32 --tool echo --args '{"text":"hello"}' ${RATE:+--rate "$RATE"})
 warm() {
-	local port=$((PORT + 1))
-	case $1 in *-base\ *) port=$((PORT + 2)) ;; esac
-	"$work/mcpload" --url http://127.0.0.1:$port/mcp --protocol "$2" --quiet --sessions 32 --duration 3s --warmup 0s \
-		--tool echo --args '{"text":"hello"}' ${RATE:+--rate "$RATE"} >/dev/null 2>&1 || true
+	"$work/mcpload" --url "http://127.0.0.1:$(port_of "$1")/mcp" --protocol "$2" --quiet --duration 3s --warmup 0s \
+		"${callflags[@]}" >/dev/null 2>&1 || true
 }
 calls() { # name protocol
 	warm "$1" "$2"
-	one "$1" "$2" --sessions 32 --duration "$DUR" --warmup 1s --tool echo --args '{"text":"hello"}' ${RATE:+--rate "$RATE"}
+	one "$1" "$2" --duration "$DUR" --warmup 1s "${callflags[@]}"
 }
 fanout() { # name protocol subscribers
 	one "$1" "$2" --mode fanout --sessions "$3" --ramp 2s --duration "$DUR" --warmup 0s --timeout 30s \
