@@ -172,8 +172,12 @@ func pct(a, b float64) float64 { return 100 * (b - a) / max(a, 1e-9) }
 
 // flat reports whether after grew less than maxGrowth over before, or by no more than
 // slack (small counts, such as a dozen descriptors, move by whole units).
-func flat(before, after, slack float64) bool {
-	return after <= before*(1+maxGrowth) || after-before <= slack
+func flat(before, after, slack float64) bool { return within(before, after, maxGrowth, slack) }
+
+// within reports whether after grew less than the fraction growth over before, or by
+// no more than slack.
+func within(before, after, growth, slack float64) bool {
+	return after <= before*(1+growth) || after-before <= slack
 }
 
 // memoryFlat judges a process's memory between two levels. Where the process
@@ -189,7 +193,7 @@ func memoryFlat(a, b cluster.Usage) bool {
 		return flat(float64(a.RSS), float64(b.RSS), 2<<20)
 	}
 	return flat(float64(a.Heap), float64(b.Heap), 2<<20) &&
-		(float64(b.RSS) <= float64(a.RSS)*(1+maxRSSGrowth) || b.RSS-a.RSS <= 4<<20)
+		within(float64(a.RSS), float64(b.RSS), maxRSSGrowth, 4<<20)
 }
 
 // report is the run's summary, checks and command line.
