@@ -84,12 +84,6 @@ type Reclaimer interface {
 	Reclaim(need int64) bool
 }
 
-// ReclaimFunc is a function as a Reclaimer.
-type ReclaimFunc func(need int64) bool
-
-// Reclaim implements Reclaimer.
-func (f ReclaimFunc) Reclaim(need int64) bool { return f(need) }
-
 // SetReclaim installs what frees the session's oldest retained data when a
 // reservation does not fit (see Reserve). Call it before the account is shared (before
 // its first reservation): it is set once, unsynchronized, so that a session's account

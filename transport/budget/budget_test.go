@@ -47,7 +47,7 @@ func TestReserveReclaims(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	a.SetReclaim(ReclaimFunc(func(need int64) bool {
+	a.SetReclaim(reclaimFunc(func(need int64) bool {
 		if len(held) == 0 {
 			return false
 		}
@@ -127,3 +127,9 @@ func BenchmarkReserveRelease(b *testing.B) {
 		a.Release(512)
 	}
 }
+
+// reclaimFunc is a function as a budget Reclaimer, for the tests (the transport's
+// sessions and streams are Reclaimers themselves).
+type reclaimFunc func(need int64) bool
+
+func (f reclaimFunc) Reclaim(need int64) bool { return f(need) }
