@@ -300,7 +300,7 @@ func (s *httpSession) readSSEReply(body io.Reader, id uint64, status int, rep *R
 	sc := s.d.scratch()
 	defer s.d.putScratch(sc)
 	if sc.rd == nil {
-		// A small read buffer: the reader is kept per session, and replies are short.
+		// A small read buffer: the reader is pooled with its scratch, and replies are short.
 		sc.rd = sse.NewReaderSize(body, 4096, s.d.o.MaxMessage)
 	} else {
 		sc.rd.Reset(body)
