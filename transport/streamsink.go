@@ -34,9 +34,7 @@ func (k *streamSink) init(c net.Conn) {
 	// 48 bytes of every held stream. A TLS connection gives neither a descriptor nor
 	// such writes.
 	k.now = readahead.NowWriterOf(c)
-	if rc, ok := readahead.RawConnOf(c); ok {
-		k.rc = rc
-	}
+	k.rc, _ = readahead.RawConnOf(c) // nil when c has none
 }
 
 // framePool holds the buffers TryWrite frames a chunk in.
