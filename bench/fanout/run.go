@@ -191,7 +191,7 @@ func Run(ctx context.Context, target Target, opts Options) (*Report, error) {
 			n, sr.Router.P50, sr.Router.P99, sr.Router.PerSec, sr.Router.Misses,
 			sr.NATS.P50, sr.NATS.P99, sr.NATS.PerSec, sr.NATS.Misses)
 	}
-	st, err := target.Stats()
+	st, err := settledStats(ctx, target, h.router.got.Load())
 	if err != nil {
 		return nil, err
 	}
@@ -225,6 +225,22 @@ func Run(ctx context.Context, target Target, opts Options) (*Report, error) {
 	rep.Stray = h.router.stray.Load() + h.raw.stray.Load() + h.floorT.stray.Load()
 	rep.Duration = time.Since(start)
 	return rep, nil
+}
+
+// settledStats reads the routers' counters once their fan-out count covers the got
+// deliveries the sessions received, waiting up to two seconds: a fan-out counts its
+// sessions after its last write, which a client may have read before, so a reading
+// right after the last round can be short by that round. It must be taken here, before
+// anything else makes the routers fan out (releaseStreams' touches).
+func settledStats(ctx context.Context, target Target, got uint64) (ServerStats, error) {
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		st, err := target.Stats()
+		if err != nil || st.FanOut >= got || time.Now().After(deadline) || ctx.Err() != nil {
+			return st, err
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // harness is the client side of one run.

@@ -21,6 +21,7 @@ type tracker struct {
 	rounds []atomic.Pointer[round] // by round number; fixed length: no reallocation while receivers read it
 	next   int                     // rounds started (owned by the driving goroutine)
 	stray  atomic.Uint64           // deliveries past the last round (should stay 0)
+	got    atomic.Uint64           // deliveries of any round, strays included
 }
 
 // round is one update: when it was sent and when each receiver got it.
@@ -66,6 +67,7 @@ func (t *tracker) start(n int) *round {
 func (t *tracker) deliver(r *receiver, now int64) {
 	k := r.seen
 	r.seen++
+	t.got.Add(1)
 	if k >= len(t.rounds) {
 		t.stray.Add(1)
 		return
