@@ -257,12 +257,36 @@ func (s *clusterSubs) lead(ctx context.Context, cs *clusterSub, key subKey) erro
 		// this instance listens already; the lease is written again soon.
 		s.up.log.Warn("cannot write the subscription lease yet", "backend", cs.key.b.cfg.Name, "uri", cs.key.uri, "err", err)
 		s.retryLease(cs)
-		return s.ensureOwner(ctx, cs)
+	} else {
+		s.mu.Lock()
+		cs.member = true
+		s.mu.Unlock()
 	}
+	if err := s.ensureOwner(ctx, cs); err != nil {
+		return err
+	}
+	s.reachHolder(ctx, cs)
+	return nil
+}
+
+// reachHolder returns once the process holding cs's owner lease (when another one does)
+// answered a presence request sent after this instance began listening for the key's
+// updates. Flush proves only that our own NATS node has the subscription; its interest
+// reaches the other nodes over the routes, where the request follows it. So once the
+// holder has answered, the node it publishes on routes its updates here. Without this a
+// subscriber whose subscribe was answered could miss the first updates published on
+// another node of a cluster (seen on a three-node cluster under load). A holder that
+// does not answer in time changes nothing: the presence watch deals with it.
+func (s *clusterSubs) reachHolder(ctx context.Context, cs *clusterSub) {
 	s.mu.Lock()
-	cs.member = true
+	holder := cs.holder
 	s.mu.Unlock()
-	return s.ensureOwner(ctx, cs)
+	if holder == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	s.bus.NC.RequestWithContext(ctx, s.aliveSubject(holder), nil)
 }
 
 // ensureOwner takes the owner lease if nobody holds it, and subscribes upstream then.
