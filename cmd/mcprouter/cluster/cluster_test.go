@@ -2,13 +2,11 @@ package cluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"slices"
 	"strconv"
@@ -19,7 +17,6 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -45,130 +42,11 @@ func freePort(t *testing.T) int {
 	return n
 }
 
-// natsNode is one server of the test's NATS cluster.
-type natsNode struct {
-	opts *server.Options
-	srv  *server.Server
-}
-
-func (n *natsNode) url() string { return fmt.Sprintf("nats://127.0.0.1:%d", n.opts.Port) }
-
-func (n *natsNode) start(t *testing.T) {
-	t.Helper()
-	if err := n.tryStart(); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// tryStart starts the node and waits until it takes connections. It returns an error
-// rather than failing the test, so that it may run on a goroutine of its own (t.Fatal
-// must not) and so that startNATS may try again on other ports.
-func (n *natsNode) tryStart() error {
-	s, err := server.NewServer(n.opts)
-	if err != nil {
-		return err
-	}
-	go s.Start()
-	if !s.ReadyForConnections(20 * time.Second) {
-		s.Shutdown()
-		return fmt.Errorf("NATS node %s not ready on ports %d/%d", n.opts.ServerName, n.opts.Port, n.opts.Cluster.Port)
-	}
-	n.srv = s
-	return nil
-}
-
-func (n *natsNode) stop() {
-	n.srv.Shutdown()
-	n.srv.WaitForShutdown()
-}
-
 // startCluster starts the three-node NATS cluster and the reference backend most tests
 // share.
 func startCluster(t *testing.T) ([]*natsNode, *backendsrv.Server) {
 	t.Helper()
 	return startNATS(t, 3), startBackend(t)
-}
-
-// startNATS starts a cluster of n NATS servers with JetStream, routed to each other
-// (skipped in -short mode). Its ports come from testbin.FreeAddr, which another process
-// may take before the server listens: a cluster that does not come up is started
-// again on other ports, up to three times.
-func startNATS(t *testing.T, n int) []*natsNode {
-	t.Helper()
-	testbin.Long(t, "starts a NATS cluster")
-	var nodes []*natsNode
-	var err error
-	for attempt := 0; attempt < 3; attempt++ {
-		if nodes, err = tryCluster(t, n); err == nil {
-			break
-		}
-		t.Logf("NATS cluster, attempt %d: %v", attempt+1, err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		for _, nd := range nodes {
-			if nd.srv != nil {
-				nd.stop()
-			}
-		}
-	})
-	// JetStream needs its meta leader before buckets can be made.
-	testwait.For(t, "the JetStream cluster to elect a leader", 30*time.Second, func() bool {
-		n := nodes[0].srv
-		return n.JetStreamIsClustered() && n.JetStreamIsCurrent() && (n.JetStreamIsLeader() || metaLeaderKnown(nodes))
-	})
-	return nodes
-}
-
-// tryCluster starts n routed nodes on fresh ports; on failure it stops those that
-// started.
-func tryCluster(t *testing.T, n int) ([]*natsNode, error) {
-	routes := make([]int, n)
-	for i := range routes {
-		routes[i] = freePort(t)
-	}
-	nodes := make([]*natsNode, n)
-	for i := range nodes {
-		o := &server.Options{
-			ServerName: fmt.Sprintf("n%d", i), Host: "127.0.0.1", Port: freePort(t),
-			JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true,
-			Cluster: server.ClusterOpts{Name: "test", Host: "127.0.0.1", Port: routes[i]},
-		}
-		for j, p := range routes {
-			if j != i {
-				u, _ := url.Parse(fmt.Sprintf("nats-route://127.0.0.1:%d", p))
-				o.Routes = append(o.Routes, u)
-			}
-		}
-		nodes[i] = &natsNode{opts: o}
-	}
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i, nd := range nodes {
-		wg.Add(1)
-		go func() { defer wg.Done(); errs[i] = nd.tryStart() }()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		for _, nd := range nodes {
-			if nd.srv != nil {
-				nd.stop()
-			}
-		}
-		return nil, err
-	}
-	return nodes, nil
-}
-
-func metaLeaderKnown(nodes []*natsNode) bool {
-	for _, n := range nodes {
-		if n.srv.JetStreamIsLeader() {
-			return true
-		}
-	}
-	return false
 }
 
 // startBackend runs the reference backend in-process on loopback.

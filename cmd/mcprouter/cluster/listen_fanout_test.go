@@ -133,9 +133,10 @@ func TestListenFanOutAcrossInstances(t *testing.T) {
 			if n := upstreamSubscriptions(routers...); n != 1 {
 				t.Fatalf("upstream subscriptions in the cluster = %d, want 1", n)
 			}
-			if a.Fleet.Subscriptions() != 1 {
-				t.Fatalf("the first listener's instance should hold the upstream subscription (a %d, b %d)", a.Fleet.Subscriptions(), b.Fleet.Subscriptions())
-			}
+			// Which instance holds it is not asserted: on a cluster just started, the
+			// first listener's lease write may find the bucket's stream electing its
+			// leader and be retried, and the second listener's instance takes it first.
+			// Either way one of the listen streams is reached across NATS.
 
 			// One change, made by a stateless call on B, reaches all three.
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

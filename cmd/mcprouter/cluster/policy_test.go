@@ -44,7 +44,7 @@ func TestPolicyLimitAcrossInstances(t *testing.T) {
 	subject := routers[0].Bus.Subject("policy", "limits")
 	testwait.For(t, "every node knowing the three instances' interest in the limits", 10*time.Second, func() bool {
 		for _, n := range nodes {
-			if n.srv.GlobalAccount().Interest(subject) < len(routers) {
+			if k, err := n.routeInterest(subject); err != nil || k < len(nodes)-1 {
 				return false
 			}
 		}
