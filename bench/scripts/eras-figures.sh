@@ -94,6 +94,10 @@ if [ -n "$BASE" ]; then
 	basepid=${pids[-1]}
 fi
 cpu() { awk '{print $14+$15}' "/proc/$1/stat"; }
+# io pid: the bytes the process read and wrote and its read and write system calls so
+# far, "bytes calls" (from /proc/<pid>/io): per call, they show what a revision's larger
+# or smaller messages cost the router, apart from its own code.
+io() { awk '/^(rchar|wchar):/ {b += $2} /^sysc[rw]:/ {c += $2} END {printf "%.0f %.0f\n", b, c}' "/proc/$1/io"; }
 
 # port_of name: the port of the router a run named name goes to (a name ending in -base:
 # the router built from BASE).
@@ -102,11 +106,11 @@ port_of() { case $1 in *-base\ *) echo $((PORT + 2)) ;; *) echo $((PORT + 1)) ;;
 # one name protocol [mcpload flags...]: one mcpload run, its figures on one line; a name
 # ending in -base runs against the router built from BASE.
 one() {
-	local name=$1 proto=$2 c0 c1 b0 b1 pid=$rpid port
+	local name=$1 proto=$2 c0 c1 b0 b1 i0 i1 pid=$rpid port
 	shift 2
 	port=$(port_of "$name")
 	case $name in *-base\ *) pid=$basepid ;; esac
-	c0=$(cpu "$pid") b0=$(cpu "$bpid")
+	c0=$(cpu "$pid") b0=$(cpu "$bpid") i0=$(io "$pid")
 	local prof=
 	if [ -n "$PROFILE" ] && [ "${name#calls}" != "$name" ]; then
 		# The profile covers the measured window (the warm-up, 1s, is left out).
@@ -120,10 +124,11 @@ one() {
 	if [ -x /usr/bin/time ]; then timed=(/usr/bin/time -f '%U %S' -o "$work/$name.time"); fi
 	"${timed[@]}" "$work/mcpload" --url http://127.0.0.1:$port/mcp --protocol "$proto" --quiet --json "$work/$name.json" "$@" >/dev/null 2>&1 || true
 	if [ -n "$prof" ]; then wait "$prof" || true; fi
-	c1=$(cpu "$pid") b1=$(cpu "$bpid")
-	python3 - "$name" "$work/$name.json" $((c1 - c0)) "$tck" $((b1 - b0)) "$work/$name.time" <<'PY'
+	c1=$(cpu "$pid") b1=$(cpu "$bpid") i1=$(io "$pid")
+	python3 - "$name" "$work/$name.json" $((c1 - c0)) "$tck" $((b1 - b0)) "$work/$name.time" $i0 $i1 <<'PY'
 import json, os, sys
 name, f, ticks, tck, bticks, tf = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
+io_bytes, io_calls = int(sys.argv[9]) - int(sys.argv[7]), int(sys.argv[10]) - int(sys.argv[8])
 r = json.load(open(f))
 cpu_us = ticks / tck * 1e6
 load_s = sum(float(x) for x in open(tf).read().split()[:2]) if os.path.exists(tf) else None
@@ -136,9 +141,11 @@ if fo:
 else:
     calls = r["requests"] + r["excluded_requests"]
     print("%s calls_per_s=%.0f errors=%d p99_ms=%.2f router_cpu_us_per_call=%.1f backend_cpu_us_per_call=%.1f%s"
+          " router_bytes_per_call=%.0f router_syscalls_per_call=%.2f"
           % (name, r["throughput_rps"], r["errors"], r["latency_us"]["p99"] / 1000, cpu_us / max(calls, 1),
              bticks / tck * 1e6 / max(calls, 1),
-             "" if load_s is None else " mcpload_cpu_us_per_call=%.1f" % (load_s * 1e6 / max(calls, 1))))
+             "" if load_s is None else " mcpload_cpu_us_per_call=%.1f" % (load_s * 1e6 / max(calls, 1)),
+             io_bytes / max(calls, 1), io_calls / max(calls, 1)))
 PY
 }
 # Every run's line also goes to lines.txt, for the ratios at the end.
@@ -190,7 +197,8 @@ def ratio(new, old, key):
     xs = [r[new][key] / r[old][key] for r in rows.values() if new in r and old in r and r[old][key] > 0]
     if xs:
         print("%-48s median %.2f  rounds %s" % ("%s/%s %s" % (new, old, key), statistics.median(xs), " ".join("%.2f" % x for x in xs)))
-for key in ("calls_per_s", "router_cpu_us_per_call", "backend_cpu_us_per_call", "mcpload_cpu_us_per_call", "p99_ms"):
+for key in ("calls_per_s", "router_cpu_us_per_call", "backend_cpu_us_per_call", "mcpload_cpu_us_per_call", "p99_ms",
+            "router_bytes_per_call", "router_syscalls_per_call"):
     ratio("calls-2026", "calls-2025", key)
     ratio("calls-2026-base", "calls-2025-base", key)
 # With BASE: each revision's call through this tree's router against the base's.
