@@ -54,7 +54,10 @@ func (n *natsNode) tryStart() error {
 		routes[i] = fmt.Sprintf("nats://127.0.0.1:%d", p)
 	}
 	p, err := testbin.Spawn(testbin.Spec{
-		Name: "NATS node " + n.name, Bin: n.bin, Wait: 20 * time.Second, Ready: []string{"Server is ready"},
+		Name: "NATS node " + n.name, Bin: n.bin, Wait: 20 * time.Second,
+		// Ready once it listens for routes too: a route port taken meanwhile ends it
+		// after "Server is ready", and the cluster is then started on other ports.
+		Ready: []string{"Server is ready", "Listening for route connections"},
 		Args: []string{
 			"-a", "127.0.0.1", "-p", strconv.Itoa(n.port), "-m", strconv.Itoa(n.monitor),
 			"-n", n.name, "-js", "-sd", n.dir,
@@ -157,13 +160,11 @@ func startNATS(t *testing.T, n int) []*natsNode {
 // tryCluster starts n routed nodes on fresh ports; on failure it stops those that
 // started.
 func tryCluster(t *testing.T, bin string, n int) ([]*natsNode, error) {
-	routes := make([]int, n)
-	for i := range routes {
-		routes[i] = freePort(t)
-	}
+	ports := distinctPorts(t, 3*n)
+	routes := ports[:n]
 	nodes := make([]*natsNode, n)
 	for i := range nodes {
-		nd := &natsNode{name: fmt.Sprintf("n%d", i), port: freePort(t), route: routes[i], monitor: freePort(t), dir: t.TempDir(), bin: bin}
+		nd := &natsNode{name: fmt.Sprintf("n%d", i), port: ports[n+i], route: routes[i], monitor: ports[2*n+i], dir: t.TempDir(), bin: bin}
 		for j, p := range routes {
 			if j != i {
 				nd.routes = append(nd.routes, p)
@@ -185,6 +186,20 @@ func tryCluster(t *testing.T, bin string, n int) ([]*natsNode, error) {
 		return nil, err
 	}
 	return nodes, nil
+}
+
+// distinctPorts returns k free ports, no two alike: freePort releases each port it
+// found, and may find the same one again (two nodes then fought over one route port).
+func distinctPorts(t *testing.T, k int) []int {
+	seen := map[int]bool{}
+	ports := make([]int, 0, k)
+	for len(ports) < k {
+		if p := freePort(t); !seen[p] {
+			seen[p] = true
+			ports = append(ports, p)
+		}
+	}
+	return ports
 }
 
 // probeMesh checks that a message published on each node reaches a subscriber on every
