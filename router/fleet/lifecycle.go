@@ -14,6 +14,11 @@ type lifecycle struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// mu orders spawn's wg.Add before stop's wg.Wait: a WaitGroup must not grow from
+	// zero while Wait runs, and a backend's reader goroutine, which stop does not wait
+	// for, may spawn at any time (a list_changed arriving during Close).
+	mu      sync.Mutex
+	stopped bool
 	// drained wakes a shutdown waiting for the fleet's calls (Fleet.WaitIdle): the
 	// in-flight table and the owner relay poke it when a count it waits on goes down.
 	drained drainSignal
@@ -90,7 +95,18 @@ func newLifecycle() *lifecycle {
 
 // spawn runs fn on a goroutine of its own that stop waits for.
 func (l *lifecycle) spawn(fn func()) {
-	l.wg.Add(1)
+	l.mu.Lock()
+	tracked := !l.stopped
+	if tracked {
+		l.wg.Add(1)
+	}
+	l.mu.Unlock()
+	if !tracked {
+		// stop has begun waiting: fn still runs, under the ended context, so that
+		// what it owes is answered (a send fails at once and answers its request).
+		go fn()
+		return
+	}
 	go func() { defer l.wg.Done(); fn() }()
 }
 
@@ -101,5 +117,8 @@ func (l *lifecycle) ended() bool { return l.ctx.Err() != nil }
 // stop ends the context and waits for every goroutine spawn started.
 func (l *lifecycle) stop() {
 	l.cancel()
+	l.mu.Lock()
+	l.stopped = true
+	l.mu.Unlock()
 	l.wg.Wait()
 }

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -96,5 +97,32 @@ func BenchmarkDrainPokeIdle(b *testing.B) {
 	var d drainSignal
 	for b.Loop() {
 		d.poke()
+	}
+}
+
+// TestSpawnDuringStop: work spawned while stop waits (a backend's reader goroutine
+// handing off a list_changed during Close) neither races the WaitGroup's Wait (the race
+// detector reported it) nor is lost: every function runs.
+func TestSpawnDuringStop(t *testing.T) {
+	const spawners, each = 4, 20
+	for round := 0; round < 50; round++ {
+		l := newLifecycle()
+		var ran atomic.Int64
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for range spawners {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				for range each {
+					l.spawn(func() { ran.Add(1) })
+				}
+			}()
+		}
+		close(start)
+		l.stop()
+		wg.Wait()
+		testwait.For(t, "every spawned function to run", 10*time.Second, func() bool { return ran.Load() == spawners*each })
 	}
 }
