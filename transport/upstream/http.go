@@ -807,29 +807,39 @@ func (c *HTTPConn) streamLoop() {
 	}
 }
 
-// closeWait bounds how long Close waits for the Conn's goroutines and its DELETE.
+// closeWait bounds how long Close waits for the Conn's goroutines, and for its DELETE
+// to reach the backend (a free connection, a dial).
 const closeWait = 5 * time.Second
 
-// Close implements Conn: it ends the upstream session with DELETE (a backend that
-// answers 405 does not allow that, which is fine), stops the GET stream and closes every
-// connection.
+// deleteAnswerWait bounds how long Close waits for the answer to its DELETE once it has
+// a connection to send it on. A backend may hold that answer until the session's calls
+// in flight end (the Go SDK's does); the router no longer wants them, and the backend
+// ends the session whether or not the router reads the answer. On loopback or a LAN an
+// answer that comes at all comes in a fraction of it.
+const deleteAnswerWait = 250 * time.Millisecond
+
+// Close implements Conn: it stops the GET stream and every call's reply stream (their
+// calls fail with ErrClosed), ends the upstream session with DELETE (a backend that
+// answers 405 does not allow that, which is fine) and closes every connection.
+//
+// The streams are stopped before the DELETE: a backend that answers the DELETE only
+// once the session's streams are gone would otherwise hold Close for closeWait while
+// the streams, and the calls reading them, waited for the DELETE.
 func (c *HTTPConn) Close() error {
 	if !c.beginClose() {
 		return nil
 	}
 	sess := c.session.Load()
 	alive := c.kill(ErrClosed)
+	c.interrupt()
 	var err error
-	if alive && sess != nil {
-		err = c.deleteSession(sess)
+	if !ctxtime.WaitGroup(&c.wg, closeWait) {
+		err = errors.New("upstream: GET stream did not stop in time")
 	}
-	if c.pipe != nil {
-		c.pipe.close()
+	if alive && sess != nil {
+		err = errors.Join(err, c.deleteSession(sess))
 	}
 	c.conns.closeAll()
-	if !ctxtime.WaitGroup(&c.wg, closeWait) {
-		err = errors.Join(err, errors.New("upstream: GET stream did not stop in time"))
-	}
 	c.hc.CloseIdleConnections()
 	// c.uri is not given back to fasthttp's pool: a Send racing with Close (a listen
 	// stream opening as the fleet closes) may still be copying it, and the pool would
@@ -837,7 +847,19 @@ func (c *HTTPConn) Close() error {
 	return err
 }
 
-// deleteSession asks the backend to end sess.
+// interrupt closes every connection the Conn has (pipelined, pooled, idle), which ends
+// every exchange and stream in progress; it still lets the pool dial, for the DELETE.
+func (c *HTTPConn) interrupt() {
+	if c.pipe != nil {
+		c.pipe.close()
+	}
+	c.conns.closeConns(false)
+	c.hc.CloseIdleConnections()
+}
+
+// deleteSession asks the backend to end sess: it gets a connection (closeWait), then
+// sends the DELETE and waits for its answer (deleteAnswerWait), which only tells
+// whether the backend refused (an unexpected status is Close's error).
 func (c *HTTPConn) deleteSession(sess *session) error {
 	req := fasthttp.AcquireRequest()
 	resp := fasthttp.AcquireResponse()
@@ -848,12 +870,16 @@ func (c *HTTPConn) deleteSession(sess *session) error {
 	if err := c.prepare(ctx, req, fasthttp.MethodDelete, sess, true); err != nil {
 		return fmt.Errorf("upstream: %s: DELETE session: %w", c.opts.Name, err)
 	}
+	// The connection is acquired first and put back, so that the exchange, which takes
+	// it from the pool at once, counts deleteAnswerWait from the sending.
+	cc, err := c.hc.AcquireConn(closeWait, false)
+	if err != nil {
+		return c.deleteErr(err, false)
+	}
+	c.hc.ReleaseConn(cc)
 	// c.do would refuse: the Conn is already dead to everyone else.
-	if err := exchangeOn(c.hc, req, resp, time.Now().Add(closeWait), closeWait, 0); err != nil {
-		if errors.Is(err, ErrBackendDown) {
-			return nil // nothing left to end
-		}
-		return fmt.Errorf("upstream: %s: DELETE session: %w", c.opts.Name, err)
+	if err := exchangeOn(c.hc, req, resp, time.Now().Add(deleteAnswerWait), deleteAnswerWait, 0); err != nil {
+		return c.deleteErr(err, true)
 	}
 	defer resp.CloseBodyStream() //nolint:errcheck // nothing to do about it
 	switch s := resp.StatusCode(); {
@@ -861,4 +887,19 @@ func (c *HTTPConn) deleteSession(sess *session) error {
 		return nil
 	}
 	return c.statusErr(req, resp, resp.BodyStream(), "DELETE")
+}
+
+// deleteErr is the error of a DELETE that failed: none when the backend cannot be
+// reached (there is nothing left to end), nor when the DELETE was sent (sent: it had a
+// connection) and its answer did not come in deleteAnswerWait (the backend ends the
+// session when it gets to it).
+func (c *HTTPConn) deleteErr(err error, sent bool) error {
+	switch {
+	case errors.Is(err, ErrBackendDown):
+		return nil
+	case sent && (errors.Is(err, fasthttp.ErrTimeout) || isTimeout(err)):
+		c.log.Debug("DELETE sent; its answer did not come in time", "wait", deleteAnswerWait)
+		return nil
+	}
+	return fmt.Errorf("upstream: %s: DELETE session: %w", c.opts.Name, err)
 }

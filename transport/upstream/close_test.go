@@ -1,0 +1,101 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// holdingBackend is an official Go SDK backend with one tool, "hold", that sends a
+// progress notification and then runs until release is closed. Its DELETE answers only
+// once the session's calls in flight have ended, as the SDK's does.
+func holdingBackend(t *testing.T) (sw *swapHandler, url string) {
+	release := make(chan struct{})
+	srv := mcp.NewServer(&mcp.Implementation{Name: "holding", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "hold"}, func(ctx context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
+		req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: req.Params.GetProgressToken(), Progress: 1})
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "released"}}}, nil, nil
+	})
+	sw = &swapHandler{}
+	sw.set(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	hs := httptest.NewServer(sw)
+	t.Cleanup(func() {
+		close(release) // before the server's Close, which waits for its handlers
+		hs.Close()
+	})
+	return sw, hs.URL
+}
+
+// TestHTTPCloseWithCallInFlight: closing a Conn while one of its calls is in flight,
+// its SSE reply stream open and the backend still working on it, ends the call with
+// ErrClosed, stops the GET stream, and still sends the DELETE; Close does not wait for
+// the DELETE's answer that the backend holds until its call ends, nor, when the
+// streams hold every connection the pool may have (MaxConns), for a free one. Before,
+// Close sent the DELETE first and closed the streams only after it: the DELETE waited
+// closeWait for its answer (or for a connection), and the call and the GET stream with
+// it (Close took 5 s).
+func TestHTTPCloseWithCallInFlight(t *testing.T) {
+	for _, tc := range []struct {
+		pipeline, maxConns int // maxConns: as many as the streams, so none is free
+		stream             bool
+	}{
+		{0, 0, false}, {0, 0, true}, {1, 0, false}, {1, 0, true}, {0, 1, false}, {0, 2, true},
+	} {
+		t.Run(fmt.Sprintf("pipeline=%d/maxConns=%d/stream=%v", tc.pipeline, tc.maxConns, tc.stream), func(t *testing.T) {
+			sw, url := holdingBackend(t)
+			c, s := dialHTTP(t, url, HTTPOptions{Pipeline: tc.pipeline, MaxConns: tc.maxConns})
+			doHandshake(t, c, s)
+			if tc.stream {
+				c.StartStream()
+				s.waitFor(t, "the GET stream", func() bool { return sw.gets.Load() > 0 })
+			}
+			sent := make(chan error, 1)
+			go func() {
+				sent <- c.Send(context.Background(), []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call",`+
+					`"params":{"name":"hold","arguments":{},"_meta":{"progressToken":"p"}}}`))
+			}()
+			s.waitFor(t, "the call's progress", func() bool {
+				s.mu.Lock()
+				defer s.mu.Unlock()
+				return len(s.msgs) > 1 // the initialize result, then the progress
+			})
+			closed := make(chan error, 1)
+			go func() { closed <- c.Close() }()
+			// A hang guard only: the fixed Close takes deleteAnswerWait, the old one
+			// closeWait.
+			select {
+			case err := <-closed:
+				if err != nil {
+					t.Fatalf("Close: %v (a DELETE sent and not answered yet is no error)", err)
+				}
+			case <-time.After(3 * time.Second):
+				t.Fatal("Close did not return: its DELETE waited for its answer, which the backend holds until its call ends, or for a connection")
+			}
+			select {
+			case err := <-sent:
+				if !errors.Is(err, ErrClosed) {
+					t.Fatalf("the call in flight ended with %v, want ErrClosed", err)
+				}
+			case <-time.After(waitLimit):
+				t.Fatal("the call in flight did not end with Close")
+			}
+			// Close may have stopped waiting before the backend's handler took the
+			// DELETE it was sent.
+			s.waitFor(t, "the DELETE", func() bool { return sw.deletes.Load() > 0 })
+			if n := sw.deletes.Load(); n != 1 {
+				t.Fatalf("the backend got %d DELETEs, want 1", n)
+			}
+			noLeaks(t)
+		})
+	}
+}
