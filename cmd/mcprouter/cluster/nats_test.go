@@ -160,11 +160,13 @@ func startNATS(t *testing.T, n int) []*natsNode {
 // tryCluster starts n routed nodes on fresh ports; on failure it stops those that
 // started.
 func tryCluster(t *testing.T, bin string, n int) ([]*natsNode, error) {
-	ports := distinctPorts(t, 3*n)
-	routes := ports[:n]
+	routes := make([]int, n)
+	for i := range routes {
+		routes[i] = freePort(t)
+	}
 	nodes := make([]*natsNode, n)
 	for i := range nodes {
-		nd := &natsNode{name: fmt.Sprintf("n%d", i), port: ports[n+i], route: routes[i], monitor: ports[2*n+i], dir: t.TempDir(), bin: bin}
+		nd := &natsNode{name: fmt.Sprintf("n%d", i), port: freePort(t), route: routes[i], monitor: freePort(t), dir: t.TempDir(), bin: bin}
 		for j, p := range routes {
 			if j != i {
 				nd.routes = append(nd.routes, p)
@@ -186,20 +188,6 @@ func tryCluster(t *testing.T, bin string, n int) ([]*natsNode, error) {
 		return nil, err
 	}
 	return nodes, nil
-}
-
-// distinctPorts returns k free ports, no two alike: freePort releases each port it
-// found, and may find the same one again (two nodes then fought over one route port).
-func distinctPorts(t *testing.T, k int) []int {
-	seen := map[int]bool{}
-	ports := make([]int, 0, k)
-	for len(ports) < k {
-		if p := freePort(t); !seen[p] {
-			seen[p] = true
-			ports = append(ports, p)
-		}
-	}
-	return ports
 }
 
 // probeMesh checks that a message published on each node reaches a subscriber on every
