@@ -184,9 +184,10 @@ func within(before, after, growth, slack float64) bool {
 // reports its Go heap (the routers), a leak shows in the heap's floor, held to
 // maxGrowth or 2 MiB, whichever is more (the floor moves by half a MiB with nothing
 // leaking; 2 MiB over the last two thirds of the test command's 2-minute run is about
-// 6 bytes for each of its ~320,000 calls); resident memory follows the heap's peaks and the runtime's lazy return
-// of pages (a CI run measured 44.7 -> 47.5 MiB with the rest flat), so it gets the
-// wider maxRSSGrowth, which still catches memory outside the heap that keeps growing.
+// 6 bytes for each of its ~320,000 calls); resident memory follows the heap's peaks
+// and the runtime's lazy return of pages (a CI run measured 44.7 -> 47.5 MiB with the
+// rest flat), so it gets the wider maxRSSGrowth, which still catches memory outside the
+// heap that keeps growing.
 // Without a heap figure, resident memory is all there is and gets maxGrowth.
 func memoryFlat(a, b cluster.Usage) bool {
 	if a.Heap < 0 || b.Heap < 0 {
