@@ -83,10 +83,14 @@ func (n *natsNode) stop() {
 	}
 }
 
+// monitorClient reads the nodes' monitoring port; a node that stopped answering fails
+// the read rather than the wait it is polled in.
+var monitorClient = &http.Client{Timeout: 2 * time.Second}
+
 // routeInterest counts the other nodes that told this one of a subscription to subject
 // (from its monitoring port's route list).
 func (n *natsNode) routeInterest(subject string) (int, error) {
-	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/routez?subs=1", n.monitor))
+	resp, err := monitorClient.Get(fmt.Sprintf("http://127.0.0.1:%d/routez?subs=1", n.monitor))
 	if err != nil {
 		return 0, err
 	}
