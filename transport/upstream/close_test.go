@@ -10,6 +10,13 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	natsserver "github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+
+	"github.com/mcprouter/mcprouter/cmd/mcpbackend/mcpbackendtest"
+	"github.com/mcprouter/mcprouter/cmd/mcpbackend/server"
+	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/transport"
 )
 
 // holdingBackend is an official Go SDK backend with one tool, "hold", that sends a
@@ -98,5 +105,76 @@ func TestHTTPCloseWithCallInFlight(t *testing.T) {
 			}
 			noLeaks(t)
 		})
+	}
+}
+
+// natsRefBackend serves the reference backend as a NATS service named service on an
+// in-process NATS server, and returns a connection for the router's side.
+func natsRefBackend(t *testing.T, service string) *nats.Conn {
+	t.Helper()
+	ns, err := natsserver.NewServer(&natsserver.Options{DontListen: true, NoLog: true, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(waitLimit) {
+		t.Fatal("NATS server not ready")
+	}
+	t.Cleanup(ns.Shutdown)
+	connect := func() *nats.Conn {
+		nc, err := nats.Connect("", nats.InProcessServer(ns))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		return nc
+	}
+	b := mcpbackendtest.Start(t, server.Config{})
+	svc, err := transport.ServeNATS(connect(), transport.NATSServeConfig{Service: service}, b.Registry(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { svc.Stop() })
+	return connect()
+}
+
+// TestNATSCloseWithCallInFlight: closing a NATSConn while one of its calls waits for
+// the backend's answer (a tool call that runs for a minute, sending progress) ends the
+// call with ErrClosed. Before, NATS's request knew only the caller's context: the call
+// waited for the answer or its own deadline, whichever came first (here its deadline:
+// it ended with context.DeadlineExceeded).
+func TestNATSCloseWithCallInFlight(t *testing.T) {
+	nc := natsRefBackend(t, "ref")
+	s := newRecSink()
+	c, err := DialNATS(testCtx(t), nc, "ref", NATSOptions{}, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doHandshake(t, c, s)
+	// The call's deadline comes before the hang guard's, so that the old Send fails by
+	// its error.
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit/2)
+	defer cancel()
+	sent := make(chan error, 1)
+	go func() {
+		sent <- c.Send(ctx, []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call",`+
+			`"params":{"name":"progress","arguments":{"steps":600,"intervalMs":100},"_meta":{"progressToken":"p"}}}`))
+	}()
+	s.waitFor(t, "the call's progress", func() bool {
+		return s.count(func(m *codec.Message) bool { return isMethod(m, "notifications/progress") }) > 0
+	})
+	if err := c.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	select {
+	case err := <-sent:
+		if !errors.Is(err, ErrClosed) {
+			t.Fatalf("the call in flight ended with %v, want ErrClosed", err)
+		}
+	case <-time.After(waitLimit):
+		t.Fatal("the call in flight did not end")
+	}
+	if err := c.Send(testCtx(t), []byte(msgList)); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Send after Close: %v, want ErrClosed", err)
 	}
 }

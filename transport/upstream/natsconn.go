@@ -92,12 +92,11 @@ func (c *NATSConn) fromBackend(m *nats.Msg) {
 	c.sink.Message(m.Data)
 }
 
-// Send implements Conn.
+// Send implements Conn. A request waits for its answer within ctx and no longer than
+// the Conn lives: Close fails it with ErrClosed (see request).
 func (c *NATSConn) Send(ctx context.Context, msg []byte) error {
-	select {
-	case <-c.done:
-		return ErrClosed
-	default:
+	if c.ctx.Err() != nil {
+		return deadErr(c.Err())
 	}
 	var m codec.Message
 	if err := codec.Scan(msg, &m); err != nil {
@@ -124,7 +123,7 @@ func (c *NATSConn) Send(ctx context.Context, msg []byte) error {
 		req.Header.Set("MCP-Protocol-Version", *v)
 	}
 	req.Data = msg
-	resp, err := c.nc.RequestMsgWithContext(ctx, req)
+	resp, err := c.request(ctx, req)
 	if err != nil {
 		if errors.Is(err, nats.ErrNoResponders) {
 			if c.direct.Load() != nil {
@@ -143,6 +142,23 @@ func (c *NATSConn) Send(ctx context.Context, msg []byte) error {
 		c.sink.Message(resp.Data)
 	}
 	return nil
+}
+
+// request sends req and waits for its reply within ctx and the Conn's life. NATS
+// knows nothing of the Conn: without the Conn's end in the wait, a call in flight when
+// the Conn closed waited for the backend's answer (a long tool call) or its own
+// deadline, and was answered although its Conn was closed. A reply that comes once the
+// Conn is dead is dropped, as an HTTPConn's is with its connection.
+func (c *NATSConn) request(ctx context.Context, req *nats.Msg) (*nats.Msg, error) {
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(c.ctx, cancel)
+	defer stop()
+	resp, err := c.nc.RequestMsgWithContext(rctx, req)
+	if c.ctx.Err() != nil {
+		return nil, deadErr(c.Err())
+	}
+	return resp, err
 }
 
 func (c *NATSConn) expire() {
