@@ -6,6 +6,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -17,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcprouter/mcprouter/internal/mcpraw"
 )
 
 // idleSessions is how many sessions BenchmarkIdleSessionRSS holds open.
@@ -233,13 +236,11 @@ const idleVersion = "2025-11-25"
 // openIdleSession initializes one session and opens its GET stream on a connection of
 // its own, returned once the stream's priming event has arrived.
 func openIdleSession(cl *http.Client, p *routerProc) (net.Conn, error) {
-	sid, err := idlePost(cl, p, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"`+idleVersion+`","capabilities":{},"clientInfo":{"name":"idle","version":"1"}}}`)
-	if err != nil {
-		return nil, err
+	rc := &mcpraw.Client{URL: p.url("/mcp"), Version: idleVersion, HTTP: cl}
+	if r, err := rc.Initialize(context.Background(), ""); err != nil || r.Status != http.StatusOK || rc.Session == "" {
+		return nil, fmt.Errorf("initialize: %v %v", err, r)
 	}
-	if _, err := idlePost(cl, p, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); err != nil {
-		return nil, err
-	}
+	sid := rc.Session
 	c, err := net.DialTimeout("tcp", p.Addr(), testTimeout)
 	if err != nil {
 		return nil, err
@@ -263,31 +264,4 @@ func openIdleSession(cl *http.Client, p *routerProc) (net.Conn, error) {
 	}
 	c.SetDeadline(time.Time{})
 	return c, nil
-}
-
-// idlePost posts one message and returns the session id the answer names.
-func idlePost(cl *http.Client, p *routerProc, sid, body string) (string, error) {
-	req, _ := http.NewRequest("POST", p.url("/mcp"), strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", bothAccept)
-	if sid != "" {
-		req.Header.Set("Mcp-Session-Id", sid)
-		req.Header.Set("MCP-Protocol-Version", idleVersion)
-	}
-	resp, err := cl.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	rb, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode/100 != 2 {
-		return "", fmt.Errorf("POST: %d %s", resp.StatusCode, rb)
-	}
-	if sid == "" {
-		sid = resp.Header.Get("Mcp-Session-Id")
-		if sid == "" {
-			return "", fmt.Errorf("initialize: no session id: %s", rb)
-		}
-	}
-	return sid, nil
 }

@@ -6,8 +6,8 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -15,6 +15,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcprouter/mcprouter/internal/mcpraw"
 	"github.com/mcprouter/mcprouter/internal/testwait"
 )
 
@@ -27,38 +28,29 @@ func clientFrom(ip string) *http.Client {
 	}}
 }
 
-// rawPost sends one JSON-RPC message and returns the session id header, the status and
-// the body.
+// rawPost sends one JSON-RPC message of session sid ("" for none) with cl, accepting
+// accept, and returns the session id header, the status and the body.
 func rawPost(t testing.TB, cl *http.Client, url, sid, accept, body string) (string, int, string) {
 	t.Helper()
-	req, _ := http.NewRequest("POST", url, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", accept)
-	if sid != "" {
-		req.Header.Set("Mcp-Session-Id", sid)
-		req.Header.Set("MCP-Protocol-Version", "2025-06-18")
-	}
-	resp, err := cl.Do(req)
+	c := &mcpraw.Client{URL: url, Version: "2025-06-18", Session: sid, HTTP: cl, Header: http.Header{"Accept": {accept}}}
+	r, err := c.Post(context.Background(), body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.Header.Get("Mcp-Session-Id"), resp.StatusCode, string(b)
+	return r.Header.Get("Mcp-Session-Id"), r.Status, string(r.Body)
 }
 
 const bothAccept = "application/json, text/event-stream"
 
-// rawSession opens a session on p's /mcp with cl (initialize, then
+// rawSession opens a 2025-06-18 session on p's /mcp with cl (initialize, then
 // notifications/initialized) and returns its id.
 func rawSession(t testing.TB, cl *http.Client, p *routerProc) string {
 	t.Helper()
-	sid, _, body := rawPost(t, cl, p.url("/mcp"), "", bothAccept, initBody("{}"))
-	if sid == "" {
-		t.Fatalf("initialize: %s", body)
+	c := &mcpraw.Client{URL: p.url("/mcp"), Version: "2025-06-18", HTTP: cl}
+	if r, err := c.Initialize(context.Background(), ""); err != nil || c.Session == "" {
+		t.Fatalf("initialize: %v %v", err, r)
 	}
-	rawPost(t, cl, p.url("/mcp"), sid, bothAccept, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	return sid
+	return c.Session
 }
 
 // writeRead writes on c, a connection of the test's own to p, request id of session
@@ -147,10 +139,10 @@ func largeReplies(t testing.TB, p *routerProc, n, size int) string {
 	return sid
 }
 
+// rawDelete ends session sid with a DELETE; what it answers is not the test's concern.
 func rawDelete(t testing.TB, p *routerProc, sid string) {
-	req, _ := http.NewRequest("DELETE", p.url("/mcp"), nil)
-	req.Header.Set("Mcp-Session-Id", sid)
-	if resp, err := http.DefaultClient.Do(req); err == nil {
+	c := &mcpraw.Client{URL: p.url("/mcp"), Version: "2025-06-18", Session: sid}
+	if resp, err := c.Do(c.NewRequest(context.Background(), http.MethodDelete, "")); err == nil {
 		resp.Body.Close()
 	}
 }

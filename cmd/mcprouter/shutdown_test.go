@@ -17,6 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcprouter/mcprouter/internal/mcpraw"
 	"github.com/mcprouter/mcprouter/internal/testbin"
 	"github.com/mcprouter/mcprouter/internal/testwait"
 )
@@ -96,11 +97,8 @@ func openRawStream(t *testing.T, p *routerProc) io.ReadCloser {
 
 // getStream opens the GET stream of a 2025-06-18 session, for as long as ctx lasts.
 func getStream(ctx context.Context, p *routerProc, sid string) (*http.Response, error) {
-	get, _ := http.NewRequestWithContext(ctx, "GET", p.url("/mcp"), nil)
-	get.Header.Set("Accept", "text/event-stream")
-	get.Header.Set("Mcp-Session-Id", sid)
-	get.Header.Set("MCP-Protocol-Version", "2025-06-18")
-	return http.DefaultClient.Do(get)
+	c := &mcpraw.Client{URL: p.url("/mcp"), Version: "2025-06-18", Session: sid}
+	return c.Do(c.NewRequest(ctx, http.MethodGet, ""))
 }
 
 // stdioProc is `mcprouter stdio` with its three standard streams in the test's hands.
@@ -235,15 +233,7 @@ func TestConfiguredSessionLimits(t *testing.T) {
 	}
 	deadline := time.Now().Add(testTimeout)
 	for {
-		req, _ := http.NewRequest("POST", p.url("/mcp"), strings.NewReader(`{"jsonrpc":"2.0","id":2,"method":"ping"}`))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Mcp-Session-Id", idle)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode == 404 {
+		if _, status, _ := rawPost(t, http.DefaultClient, p.url("/mcp"), idle, bothAccept, `{"jsonrpc":"2.0","id":2,"method":"ping"}`); status == http.StatusNotFound {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -284,14 +274,7 @@ func pinnedSession(t *testing.T, p *routerProc) (sid string, stop func()) {
 			time.Sleep(20 * time.Millisecond)
 			continue
 		}
-		req, _ := http.NewRequest("POST", p.url("/mcp"), strings.NewReader(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Mcp-Session-Id", sid)
-		req.Header.Set("MCP-Protocol-Version", "2025-06-18")
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			resp.Body.Close()
-		}
+		rawPost(t, http.DefaultClient, p.url("/mcp"), sid, bothAccept, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 		ctx, cancel := context.WithCancel(context.Background())
 		resp, err := getStream(ctx, p, sid)
 		if err != nil {
