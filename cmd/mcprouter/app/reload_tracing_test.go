@@ -43,9 +43,7 @@ func TestReloadTracing(t *testing.T) {
 		}
 	}
 
-	c := &rawClient{t: t, url: a.URL()}
-	c.post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
-	c.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c := newRawClient(t, a.URL())
 	const (
 		before   = "11111111111111111111111111111111" // tracing off at start
 		whileOn  = "22222222222222222222222222222222" // after a reload turned it on

@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -24,6 +23,7 @@ import (
 	"github.com/mcprouter/mcprouter/cmd/mcpbackend/mcpbackendtest"
 	"github.com/mcprouter/mcprouter/cmd/mcpbackend/server"
 	"github.com/mcprouter/mcprouter/cmd/mcprouter/app"
+	"github.com/mcprouter/mcprouter/internal/mcpraw"
 	"github.com/mcprouter/mcprouter/internal/testio"
 )
 
@@ -173,56 +173,39 @@ func startSeenBackend(t *testing.T) (string, *backendSaw) {
 	}), saw
 }
 
-// rawClient speaks Streamable HTTP to the router with the bodies and headers it is
-// given.
+// rawClient speaks Streamable HTTP to the router as a 2025-06-18 session, sending the
+// headers each post is given.
 type rawClient struct {
-	t   *testing.T
-	url string
-	sid string
+	t *testing.T
+	c mcpraw.Client
 }
 
-// post sends body with extra headers and returns the JSON-RPC response (from a JSON
-// body or the last data line of an SSE one); nil for a 202.
+// newRawClient opens a session on url.
+func newRawClient(t *testing.T, url string) *rawClient {
+	t.Helper()
+	c := &rawClient{t: t, c: mcpraw.Client{URL: url, Version: "2025-06-18", HTTP: &http.Client{Timeout: 30 * time.Second}}}
+	if r, err := c.c.Initialize(t.Context(), ""); err != nil || c.c.Session == "" {
+		t.Fatalf("initialize: %v %v", err, r)
+	}
+	return c
+}
+
+// post sends body with extra headers (name, value, ...) and returns the JSON-RPC
+// response (a JSON body, or the last message of an SSE one).
 func (c *rawClient) post(body string, headers ...string) map[string]json.RawMessage {
 	c.t.Helper()
-	req, err := http.NewRequest(http.MethodPost, c.url, strings.NewReader(body))
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", "2025-06-18")
-	if c.sid != "" {
-		req.Header.Set("Mcp-Session-Id", c.sid)
-	}
+	c.c.Header = http.Header{}
 	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
+		c.c.Header.Set(headers[i], headers[i+1])
 	}
-	hc := &http.Client{Timeout: 30 * time.Second}
-	resp, err := hc.Do(req)
+	r, err := c.c.Post(c.t.Context(), body)
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	if sid := resp.Header.Get("Mcp-Session-Id"); sid != "" {
-		c.sid = sid
-	}
-	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode == http.StatusAccepted {
-		return nil
-	}
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		last := ""
-		for _, line := range strings.Split(string(raw), "\n") {
-			if d, ok := strings.CutPrefix(line, "data:"); ok && strings.TrimSpace(d) != "" {
-				last = d
-			}
-		}
-		raw = []byte(last)
-	}
+	msgs := r.Messages()
 	var out map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &out); err != nil {
-		c.t.Fatalf("status %d, body %q: %v", resp.StatusCode, raw, err)
+	if len(msgs) == 0 || json.Unmarshal(msgs[len(msgs)-1], &out) != nil {
+		c.t.Fatalf("no JSON-RPC response: %v", r)
 	}
 	return out
 }
@@ -278,9 +261,7 @@ backends:
 	if a.Tracer == nil {
 		t.Fatal("tracing.enabled did not start a tracer")
 	}
-	c := &rawClient{t: t, url: a.URL()}
-	c.post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
-	c.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c := newRawClient(t, a.URL())
 
 	const (
 		traceH = "4bf92f3577b34da6a3ce929d0e0e4736" // in the HTTP header
