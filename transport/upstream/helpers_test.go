@@ -173,6 +173,21 @@ func noLeaks(t testing.TB) {
 	t.Fatalf("goroutine still running after Close:\n%s", found)
 }
 
+// waitGoroutine waits until a goroutine runs in fn (a function's name as a stack trace
+// shows it), failing the test after waitLimit: a test that must act while a call is
+// blocked somewhere knows it is.
+func waitGoroutine(t testing.TB, fn string) {
+	t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	buf := make([]byte, 1<<20)
+	for !bytes.Contains(buf[:runtime.Stack(buf, true)], []byte(fn+"(")) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no goroutine in %s", fn)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // rawBackend serves every connection a loopback listener accepts with serve, each in a
 // goroutine of its own, for backends that break HTTP on purpose. It returns the
 // listener's address; when the test ends the listener closes and serve's calls are

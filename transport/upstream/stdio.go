@@ -449,7 +449,9 @@ func (in *Instance) start() (*process, error) {
 	return p, nil
 }
 
-// send queues a copy of msg and a newline for the writer.
+// send queues a copy of msg and a newline for the writer. A send waiting for room in
+// the queue (a child that does not read its stdin) ends with the Instance: Close fails
+// it with ErrClosed at once, not once the child is stopped.
 func (p *process) send(ctx context.Context, msg []byte) error {
 	b := getBuf()
 	*b = append(append(*b, msg...), '\n')
@@ -457,6 +459,9 @@ func (p *process) send(ctx context.Context, msg []byte) error {
 	case p.queue <- b:
 		return nil
 	case <-p.writerDone:
+	case <-p.in.done:
+		putBuf(b)
+		return deadErr(p.in.Err())
 	case <-ctx.Done():
 		putBuf(b)
 		return ctx.Err()

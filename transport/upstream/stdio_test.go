@@ -255,24 +255,56 @@ func TestStdioStartErrors(t *testing.T) {
 	noLeaks(t)
 }
 
-func TestStdioSendRespectsContextWhenQueueFull(t *testing.T) {
-	// A child that never reads stdin: the pipe fills, then the queue, then Send must
-	// give up when its context does instead of blocking.
-	opts := fastRestart(StdioOptions{QueueLen: 1})
-	p, _ := startPool(t, childCommand("sleep"), 1, opts)
-	c := p.Conn(0)
-	big := []byte(`{"jsonrpc":"2.0","method":"notifications/x","params":{"pad":"` + strings.Repeat("x", 1<<16) + `"}}`)
+// bigNotification is a message larger than a pipe's buffer.
+var bigNotification = []byte(`{"jsonrpc":"2.0","method":"notifications/x","params":{"pad":"` + strings.Repeat("x", 1<<16) + `"}}`)
+
+// fillQueue sends to c, an instance whose child never reads its stdin, until the pipe
+// and the queue are full: Send then gives up when its context does instead of
+// blocking.
+func fillQueue(t *testing.T, c *Instance) {
+	t.Helper()
 	var err error
 	for i := 0; i < 1000 && err == nil; i++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-		err = c.Send(ctx, big)
+		err = c.Send(ctx, bigNotification)
 		cancel()
 	}
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Send with a full queue: %v, want context.DeadlineExceeded", err)
 	}
+}
+
+func TestStdioSendRespectsContextWhenQueueFull(t *testing.T) {
+	p, _ := startPool(t, childCommand("sleep"), 1, fastRestart(StdioOptions{QueueLen: 1}))
+	fillQueue(t, p.Conn(0))
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
+	}
+	noLeaks(t)
+}
+
+// TestStdioCloseFailsSendWaitingForQueue: a Send waiting for room in the queue of a
+// child that does not read its stdin ends with ErrClosed when the instance is closed.
+// Before, it waited for the child's stdin to close, which the child's stop did only
+// once the child was killed (StopTimeout later), and then failed with ErrBackendDown
+// ("child's stdin is closed"), as if the backend had gone.
+func TestStdioCloseFailsSendWaitingForQueue(t *testing.T) {
+	p, _ := startPool(t, childCommand("sleep"), 1, fastRestart(StdioOptions{QueueLen: 1}))
+	c := p.Conn(0)
+	fillQueue(t, c)
+	sent := make(chan error, 1)
+	go func() { sent <- c.Send(testCtx(t), bigNotification) }()
+	waitGoroutine(t, "upstream.(*process).send")
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-sent:
+		if !errors.Is(err, ErrClosed) {
+			t.Fatalf("the Send waiting for the queue ended with %v, want ErrClosed", err)
+		}
+	case <-time.After(waitLimit):
+		t.Fatal("the Send waiting for the queue did not end")
 	}
 	noLeaks(t)
 }
