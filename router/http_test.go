@@ -17,6 +17,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/internal/mcpraw"
 	"github.com/mcprouter/mcprouter/internal/memhttp"
 	"github.com/mcprouter/mcprouter/internal/testwait"
 	"github.com/mcprouter/mcprouter/transport"
@@ -48,20 +49,12 @@ func newHTTPHarnessWith(t *testing.T, r *Router, rc transport.RegistryConfig, hc
 	return &httpHarness{t: t, reg: reg, srv: hs, cl: ms.Client}
 }
 
-// post sends one JSON-RPC message; it returns the response with its body read unless
-// it is an event stream.
+// post sends one JSON-RPC message of session sid at version (each header left out when
+// empty); it returns the response with its body read unless it is an event stream.
 func (h *httpHarness) post(sid, version, body string) (*http.Response, string) {
 	h.t.Helper()
-	req, _ := http.NewRequest("POST", "http://127.0.0.1/mcp", strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	if sid != "" {
-		req.Header.Set(transport.HeaderSessionID, sid)
-	}
-	if version != "" {
-		req.Header.Set(transport.HeaderProtocolVersion, version)
-	}
-	resp, err := h.cl.Do(req)
+	c := &mcpraw.Client{URL: "http://127.0.0.1/mcp", HTTP: h.cl, Session: sid, Header: http.Header{transport.HeaderProtocolVersion: {version}}}
+	resp, err := c.Do(c.NewRequest(context.Background(), http.MethodPost, body))
 	if err != nil {
 		h.t.Fatal(err)
 	}
