@@ -14,6 +14,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/mcprouter/mcprouter/internal/mcpraw"
 	"github.com/mcprouter/mcprouter/internal/testwait"
 	"github.com/mcprouter/mcprouter/transport/closewatch"
 	"github.com/mcprouter/mcprouter/transport/readahead"
@@ -56,18 +57,7 @@ func TestGetStreamOwnsConnection(t *testing.T) {
 	const v = "2025-11-25"
 	post := func(sid, body string) *http.Response {
 		t.Helper()
-		req, _ := http.NewRequest("POST", url, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		for k, val := range sessionHeaders(sid, v) {
-			if sid != "" {
-				req.Header.Set(k, val)
-			}
-		}
-		resp, err := cl.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
+		resp := send(t, cl, url, http.MethodPost, sid, body, nil)
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 		return resp
@@ -75,20 +65,11 @@ func TestGetStreamOwnsConnection(t *testing.T) {
 	// get opens session sid's GET stream, resuming after lastID if it is not empty.
 	get := func(sid, lastID string) (*http.Response, *sse.Reader) {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-		t.Cleanup(cancel)
-		req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
-		req.Header.Set("Accept", "text/event-stream")
-		for k, val := range sessionHeaders(sid, v) {
-			req.Header.Set(k, val)
-		}
+		var resume http.Header
 		if lastID != "" {
-			req.Header.Set(sse.HeaderLastEventID, lastID)
+			resume = http.Header{sse.HeaderLastEventID: {lastID}}
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
+		resp := send(t, cl, url, http.MethodGet, sid, "", resume)
 		if resp.StatusCode != 200 {
 			t.Fatalf("GET: %d", resp.StatusCode)
 		}
@@ -115,12 +96,8 @@ func TestGetStreamOwnsConnection(t *testing.T) {
 		}
 	}
 	waitFor(t, "keep-alives on the idle stream", func() bool { return stats.KeepAlives.Load() >= 2 })
-	req, _ := http.NewRequest("DELETE", url, nil)
-	for k, val := range sessionHeaders(sid, v) {
-		req.Header.Set(k, val)
-	}
-	if dr, err := cl.Do(req); err != nil || dr.StatusCode != 200 {
-		t.Fatalf("DELETE: %v %v", dr, err)
+	if dr := send(t, cl, url, http.MethodDelete, sid, "", nil); dr.StatusCode != 200 {
+		t.Fatalf("DELETE: %v", dr)
 	}
 	if _, err := rd.Next(); !errors.Is(err, io.EOF) {
 		t.Errorf("after DELETE the stream read %v, want a clean end (EOF)", err)
@@ -208,24 +185,23 @@ func startHeld(t *testing.T, h Handler, cfg HTTPConfig) *heldServer {
 	return &heldServer{hs: hs, w: w, url: "http://" + ln.Addr().String() + "/mcp", cl: &http.Client{Transport: tr, Timeout: waitLimit}}
 }
 
-// do sends a request with headers and returns the response, its body unread.
-func (s *heldServer) do(t *testing.T, method, body string, headers map[string]string) *http.Response {
+// send sends a request of 2025-11-25 session sid ("" for none) to url with cl, header
+// set over the session's headers, and returns the response, its body unread.
+func send(t *testing.T, cl *http.Client, url, method, sid, body string, header http.Header) *http.Response {
 	t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, _ := http.NewRequest(method, s.url, rd)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	for k, v := range headers {
-		req.Header.Set(k, v)
-	}
-	resp, err := s.cl.Do(req)
+	c := &mcpraw.Client{URL: url, Version: "2025-11-25", Session: sid, HTTP: cl, Header: header}
+	resp, err := c.Do(c.NewRequest(context.Background(), method, body))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return resp
+}
+
+// do sends a request of session sid ("" for none) and returns the response, its body
+// unread.
+func (s *heldServer) do(t *testing.T, method, sid, body string) *http.Response {
+	t.Helper()
+	return send(t, s.cl, s.url, method, sid, body, nil)
 }
 
 // openGet opens a session and its GET stream, and reads the priming event: by then the
@@ -233,15 +209,14 @@ func (s *heldServer) do(t *testing.T, method, body string, headers map[string]st
 // is written).
 func (s *heldServer) openGet(t *testing.T) (string, *http.Response, *sse.Reader) {
 	t.Helper()
-	const v = "2025-11-25"
-	resp := s.do(t, "POST", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"`+v+`"}}`, nil)
+	resp := s.do(t, http.MethodPost, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}`)
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	sid := resp.Header.Get(HeaderSessionID)
 	if sid == "" {
 		t.Fatal("no session")
 	}
-	resp = s.do(t, "GET", "", sessionHeaders(sid, v))
+	resp = s.do(t, http.MethodGet, sid, "")
 	if resp.StatusCode != 200 {
 		t.Fatalf("GET: %d", resp.StatusCode)
 	}
@@ -279,7 +254,7 @@ func TestHeldStreamsCloseWatch(t *testing.T) {
 		t.Errorf("%d registrations for %d streams", got, n/2)
 	}
 	for i := 1; i < n; i += 2 {
-		dr := s.do(t, "DELETE", "", sessionHeaders(hs[i].sid, "2025-11-25"))
+		dr := s.do(t, http.MethodDelete, hs[i].sid, "")
 		io.Copy(io.Discard, dr.Body)
 		dr.Body.Close()
 		if _, err := hs[i].rd.Next(); !errors.Is(err, io.EOF) {
@@ -307,7 +282,7 @@ func TestHeldStreamDescriptorReuse(t *testing.T) {
 			for i := range 30 {
 				sid, resp, _ := s.openGet(t)
 				if i%3 == 2 {
-					dr := s.do(t, "DELETE", "", sessionHeaders(sid, "2025-11-25"))
+					dr := s.do(t, http.MethodDelete, sid, "")
 					io.Copy(io.Discard, dr.Body)
 					dr.Body.Close()
 				}
