@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcprouter/mcprouter/cmd/mcpbackend/mcpbackendtest"
 	"github.com/mcprouter/mcprouter/cmd/mcpbackend/server"
+	"github.com/mcprouter/mcprouter/internal/mcpraw"
 	"github.com/mcprouter/mcprouter/internal/testwait"
 )
 
@@ -78,16 +79,9 @@ func benchEcho(b *testing.B, addr string, parallel bool) {
 	})
 }
 
+// benchPost makes req a POST of body to the server at addr, in session sid when set.
 func benchPost(req *fasthttp.Request, addr, sid string, body []byte) {
-	req.Reset()
-	req.SetRequestURI("http://" + addr + server.PathMCP)
-	req.Header.SetMethod(fasthttp.MethodPost)
-	req.Header.SetContentType("application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	if sid != "" {
-		req.Header.Set("Mcp-Session-Id", sid)
-		req.Header.Set("MCP-Protocol-Version", benchVersion)
-	}
+	mcpraw.FastPost(req, "http://"+addr+server.PathMCP, sid, benchVersion)
 	req.SetBody(body)
 }
 

@@ -63,8 +63,6 @@ func post(t *testing.T, url, body string, hdr map[string]string) reply {
 // modernRequest is a 2026-07-28 POST of body to url with the headers the revision asks
 // for: MCP-Protocol-Version, and Mcp-Method and Mcp-Name as the body says.
 func modernRequest(url, body string) *http.Request {
-	req := (&mcpraw.Client{URL: url}).NewRequest(context.Background(), http.MethodPost, body)
-	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
 	var probe struct {
 		Method string `json:"method"`
 		Params struct {
@@ -73,11 +71,7 @@ func modernRequest(url, body string) *http.Request {
 		} `json:"params"`
 	}
 	json.Unmarshal([]byte(body), &probe)
-	req.Header.Set("Mcp-Method", probe.Method)
-	if n := probe.Params.Name + probe.Params.URI; n != "" {
-		req.Header.Set("Mcp-Name", n)
-	}
-	return req
+	return mcpraw.NewModernRequest(context.Background(), url, body, probe.Method, probe.Params.Name+probe.Params.URI)
 }
 
 func (r reply) code() float64 {
@@ -210,10 +204,9 @@ func TestModernHTTP(t *testing.T) {
 	})
 
 	t.Run("GET and DELETE are not part of the revision", func(t *testing.T) {
+		c := &mcpraw.Client{URL: url, Header: http.Header{"MCP-Protocol-Version": {mcpraw.ModernVersion}}}
 		for _, m := range []string{http.MethodGet, http.MethodDelete} {
-			req, _ := http.NewRequest(m, url, nil)
-			req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-			resp, err := http.DefaultClient.Do(req)
+			resp, err := c.Do(c.NewRequest(context.Background(), m, ""))
 			if err != nil {
 				t.Fatal(err)
 			}
