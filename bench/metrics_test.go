@@ -25,6 +25,7 @@ import (
 	"github.com/mcprouter/mcprouter/cmd/mcprouter/app"
 	"github.com/mcprouter/mcprouter/cmd/mcprouter/app/apptest"
 	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/internal/mcpraw"
 )
 
 const benchWait = 30 * time.Second
@@ -60,14 +61,7 @@ func startRouter(b testing.TB, backendURL, admin string, clients int) *routerUnd
 func (r *routerUnderTest) do(sid string, body []byte, resp *fasthttp.Response) error {
 	req := fasthttp.AcquireRequest()
 	defer fasthttp.ReleaseRequest(req)
-	req.SetRequestURI("http://" + r.app.Addr() + "/mcp")
-	req.Header.SetMethod("POST")
-	req.Header.SetContentType("application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", "2025-06-18")
-	if sid != "" {
-		req.Header.Set("Mcp-Session-Id", sid)
-	}
+	mcpraw.FastPost(req, "http://"+r.app.Addr()+"/mcp", sid, "2025-06-18")
 	req.SetBody(body)
 	return r.client.DoTimeout(req, resp, benchWait)
 }

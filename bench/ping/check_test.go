@@ -28,11 +28,11 @@ func TestPongCheck(t *testing.T) {
 	}{{"bare", bareAddr, false}, {"router", a.Addr(), true}} {
 		c := &fasthttp.HostClient{Addr: tc.addr, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second}
 		req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
-		setup(req, tc.addr)
+		sid := ""
 		if tc.router {
-			req.Header.Set("Mcp-Session-Id", initialize(t, c))
-			req.Header.Set("MCP-Protocol-Version", "2025-06-18")
+			sid = initialize(t, c)
 		}
+		setup(req, tc.addr, sid)
 		req.SetBody(pingBody)
 		if err := pong(c, req, resp, &m); err != nil {
 			t.Errorf("%s: ping: %v", tc.name, err)

@@ -31,6 +31,7 @@ import (
 	"github.com/mcprouter/mcprouter/cmd/mcprouter/app"
 	"github.com/mcprouter/mcprouter/cmd/mcprouter/app/apptest"
 	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/internal/mcpraw"
 )
 
 // Load shape: goroutines per GOMAXPROCS issuing requests, over at most maxConns
@@ -82,10 +83,8 @@ func sideBySide(b *testing.B) {
 	ws := make([]worker, workers)
 	for i := range ws {
 		ws[i].breq, ws[i].rreq = fasthttp.AcquireRequest(), fasthttp.AcquireRequest()
-		setup(ws[i].breq, bare.Addr)
-		setup(ws[i].rreq, rt.Addr)
-		ws[i].rreq.Header.Set("Mcp-Session-Id", initialize(b, rt))
-		ws[i].rreq.Header.Set("MCP-Protocol-Version", "2025-06-18")
+		setup(ws[i].breq, bare.Addr, "")
+		setup(ws[i].rreq, rt.Addr, initialize(b, rt))
 		ws[i].breq.SetBody(pingBody)
 		ws[i].rreq.SetBody(pingBody)
 	}
@@ -209,14 +208,13 @@ func initialize(b testing.TB, c *fasthttp.HostClient) string {
 	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
-	setup(req, c.Addr)
+	setup(req, c.Addr, "")
 	req.SetBodyString(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`)
 	if err := c.DoTimeout(req, resp, 10*time.Second); err != nil || resp.StatusCode() != 200 {
 		b.Fatalf("initialize: %v %d %s", err, resp.StatusCode(), resp.Body())
 	}
 	sid := string(resp.Header.Peek("Mcp-Session-Id"))
-	req.Header.Set("Mcp-Session-Id", sid)
-	req.Header.Set("MCP-Protocol-Version", "2025-06-18")
+	setup(req, c.Addr, sid)
 	req.SetBodyString(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	if err := c.DoTimeout(req, resp, 10*time.Second); err != nil || resp.StatusCode() != 202 {
 		b.Fatalf("initialized: %v %d", err, resp.StatusCode())
@@ -224,11 +222,10 @@ func initialize(b testing.TB, c *fasthttp.HostClient) string {
 	return sid
 }
 
-func setup(req *fasthttp.Request, addr string) {
-	req.SetRequestURI("http://" + addr + "/mcp")
-	req.Header.SetMethod(fasthttp.MethodPost)
-	req.Header.SetContentType("application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
+// setup makes req a POST to addr's /mcp, in 2025-06-18 session sid when it is set (the
+// bare server takes none); the body is the caller's.
+func setup(req *fasthttp.Request, addr, sid string) {
+	mcpraw.FastPost(req, "http://"+addr+"/mcp", sid, "2025-06-18")
 }
 
 // pong sends one ping and checks that the answer is its JSON-RPC result (status 200,
@@ -262,12 +259,11 @@ func run(b *testing.B, addr string, session func(*fasthttp.HostClient) string) {
 		req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 		defer fasthttp.ReleaseRequest(req)
 		defer fasthttp.ReleaseResponse(resp)
-		setup(req, addr)
+		sid := ""
 		if session != nil {
-			sid := session(c)
-			req.Header.Set("Mcp-Session-Id", sid)
-			req.Header.Set("MCP-Protocol-Version", "2025-06-18")
+			sid = session(c)
 		}
+		setup(req, addr, sid)
 		req.SetBody(pingBody)
 		var m codec.Message
 		for pb.Next() {
