@@ -5,11 +5,12 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/mcprouter/mcprouter/internal/testsize"
 )
 
 // TestStatelessHeld: a request given back once acknowledged (Exchange.Hold) keeps its
@@ -127,7 +128,7 @@ func heldHeapPerStream(b *testing.B, method string, n int) float64 {
 		<-served
 	}()
 
-	before := heapLive()
+	before := testsize.LiveHeap()
 	conns := make([]net.Conn, n)
 	for i := range conns {
 		c, err := net.Dial("tcp", ln.Addr().String())
@@ -143,20 +144,10 @@ func heldHeapPerStream(b *testing.B, method string, n int) float64 {
 			b.Fatal(err)
 		}
 	}
-	after := heapLive()
+	after := testsize.LiveHeap()
 	close(h.release)
 	for _, c := range conns {
 		c.Close()
 	}
 	return float64(after-before) / float64(n)
-}
-
-// heapLive is the bytes of live objects after two collections (HeapAlloc: not
-// rounded to spans as HeapInuse is).
-func heapLive() uint64 {
-	var m runtime.MemStats
-	runtime.GC()
-	runtime.GC()
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
 }

@@ -1,13 +1,26 @@
 // Package testsize checks that the structs a process keeps for every session, stream
 // or connection stay within the size class they were fitted to: a struct that grows
-// past its class costs the next class's bytes on each of them. Only tests import it.
+// past its class costs the next class's bytes on each of them; and it reads the live
+// heap, for the tests and benchmarks that count what many of them hold together. Only
+// tests import it.
 package testsize
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 	"unsafe"
 )
+
+// LiveHeap is the bytes of live objects: HeapAlloc (not rounded to spans, as HeapInuse
+// is) after two collections, the second for what the first's finalizers let go.
+func LiveHeap() uint64 {
+	var m runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
 
 // Max is a struct's size (unsafe.Sizeof) and the most it may take.
 type Max struct {

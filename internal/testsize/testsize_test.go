@@ -1,6 +1,9 @@
 package testsize
 
-import "testing"
+import (
+	"runtime"
+	"testing"
+)
 
 // TestOver: a struct within its class passes, one past it is named.
 func TestOver(t *testing.T) {
@@ -9,4 +12,19 @@ func TestOver(t *testing.T) {
 		t.Errorf("Over: %q", got)
 	}
 	Within(t, Max{"fits", 16, 16})
+}
+
+// TestLiveHeap: a held allocation shows in the live heap, and is gone from it once it
+// is let go.
+func TestLiveHeap(t *testing.T) {
+	const size = 64 << 20
+	base := LiveHeap()
+	held := make([]byte, size)
+	with := LiveHeap()
+	runtime.KeepAlive(held)
+	held = nil
+	without := LiveHeap()
+	if with < base+size || without > with-size/2 {
+		t.Errorf("live heap %d, %d with %d bytes held, %d after", base, with, size, without)
+	}
 }

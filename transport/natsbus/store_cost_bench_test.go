@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/mcprouter/mcprouter/internal/testsize"
 )
 
 // BenchmarkRecordCost measures what the embedded JetStream holds per session record in
@@ -68,7 +70,7 @@ func BenchmarkRecordCost(b *testing.B) {
 					rand.Read(id[:])
 					keys[k] = c.key(id[:])
 				}
-				before := liveHeap()
+				before := testsize.LiveHeap()
 				if c.paged {
 					savePaged(b, s, keys, c.rec)
 				}
@@ -85,7 +87,7 @@ func BenchmarkRecordCost(b *testing.B) {
 					// have been idle a while; what it holds for good is read after.
 					time.Sleep(fileCacheIdle)
 				}
-				after := liveHeap()
+				after := testsize.LiveHeap()
 				// The ids were counted in before: they stay until after (else the figure
 				// was lower by their 48 bytes a session, below zero for the pages).
 				runtime.KeepAlive(keys)
@@ -94,7 +96,7 @@ func BenchmarkRecordCost(b *testing.B) {
 					for i := range s.pages.pages {
 						s.pages.pages[i].buf = nil
 					}
-					b.ReportMetric((float64(liveHeap())-float64(before))/n, "serverB/session")
+					b.ReportMetric((float64(testsize.LiveHeap())-float64(before))/n, "serverB/session")
 					runtime.KeepAlive(keys)
 				}
 				bus.Close()
@@ -127,12 +129,3 @@ func savePaged(b *testing.B, s *SessionStore, keys []string, rec []byte) {
 
 // fileCacheIdle is longer than the file store keeps an idle block's cache.
 const fileCacheIdle = 15 * time.Second
-
-// liveHeap is the heap's allocated bytes right after two collections: what is live.
-func liveHeap() uint64 {
-	var m runtime.MemStats
-	runtime.GC()
-	runtime.GC()
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
-}
