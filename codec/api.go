@@ -51,6 +51,11 @@ const (
 	// drops the revision's keys from a request for a backend that must not see them
 	// drops the whole inside of Meta, without walking it again.
 	MetaReserved
+	// StateMember says that params has a requestState member (a client's retry of a
+	// request that was answered input_required, 2026-07-28): the router looks into that
+	// member only for a request Scan saw it in, where it searched every stateless
+	// request's params for a state of its own.
+	StateMember
 )
 
 // ReservedMetaPrefix starts the _meta keys the MCP revisions reserve for themselves

@@ -368,6 +368,9 @@ func checkScan(t *testing.T, in []byte) {
 			t.Fatalf("%q: flag %b wrong for %q", in, fl.flag, fl.v)
 		}
 	}
+	if (m.Flags&StateMember != 0) != (Member(m.Params, "requestState") != nil) {
+		t.Fatalf("%q: StateMember is %v, Member(params, requestState) says otherwise", in, m.Flags&StateMember != 0)
+	}
 }
 
 func FuzzScan(f *testing.F) {

@@ -62,3 +62,29 @@ func TestAllocsMember(t *testing.T) {
 		t.Fatalf("%v allocations per Member", n)
 	}
 }
+
+// TestScanStateMember: Scan flags a params.requestState member however its key is
+// written, and no member of that name deeper in params or outside it.
+func TestScanStateMember(t *testing.T) {
+	cases := []struct {
+		msg  string
+		want bool
+	}{
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{},"requestState":"s"}}`, true},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"request\u0053tate":"s","name":"t"}}`, true},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"requestState":null}}`, true},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"requestState":"s"}}}`, false},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","_meta":{"requestState":"s"}}}`, false},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"requestState"}}`, false},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","requestState":"s"}`, false},
+	}
+	for _, c := range cases {
+		var m Message
+		if err := Scan([]byte(c.msg), &m); err != nil {
+			t.Fatalf("%s: %v", c.msg, err)
+		}
+		if got := m.Flags&StateMember != 0; got != c.want {
+			t.Errorf("%s: StateMember %v, want %v", c.msg, got, c.want)
+		}
+	}
+}

@@ -41,7 +41,7 @@ type memberKey struct {
 
 var (
 	envelopeKeys = [...]memberKey{{"jsonrpc", fJSONRPC}, {"id", fID}, {"method", fMethod}, {"params", fParams}, {"result", fResult}, {"error", fError}}
-	paramsKeys   = [...]memberKey{{"name", pName}, {"uri", pURI}, {"cursor", pCursor}, {"requestId", pRequestID}, {"_meta", pMeta}, {"progressToken", pProgressToken}}
+	paramsKeys   = [...]memberKey{{"name", pName}, {"uri", pURI}, {"cursor", pCursor}, {"requestId", pRequestID}, {"_meta", pMeta}, {"progressToken", pProgressToken}, {"requestState", pRequestState}}
 )
 
 // member maps a key (string contents as sent) to its bit in keys, 0 for any other key:
@@ -66,6 +66,9 @@ const (
 	pRequestID
 	pMeta
 	pProgressToken // params.progressToken, which notifications/progress carries
+	// pRequestState is params.requestState, which only sets StateMember: it is read
+	// (and may repeat) as any other member.
+	pRequestState
 )
 
 // paramsMember is member for the routing members of params, written out as a switch
@@ -91,6 +94,8 @@ func paramsMember(key []byte, escaped bool) uint8 {
 		return pRequestID
 	case "progressToken":
 		return pProgressToken
+	case "requestState":
+		return pRequestState
 	}
 	return 0
 }
@@ -215,7 +220,10 @@ member: // b[i] should start a key of the object of level
 		case 1:
 			f = member(key, esc, envelopeKeys[:])
 		case 2:
-			f = paramsMember(key, esc)
+			if f = paramsMember(key, esc); f == pRequestState {
+				m.Flags |= StateMember
+				f = 0
+			}
 		default:
 			if rawEqual(key, esc, "progressToken") {
 				f = pProgressToken // the only member of _meta the router reads

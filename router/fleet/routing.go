@@ -1,7 +1,6 @@
 package fleet
 
 import (
-	"bytes"
 	"encoding/json"
 
 	"github.com/bytedance/sonic"
@@ -32,10 +31,9 @@ type routing struct {
 // request answers or routes a client's request; true sends it to Run.
 func (rt *routing) request(s *router.Session, x *transport.Exchange) bool {
 	m := &x.Msg
-	// A retry of the router's own carries its sealed state, whose prefix is then in
-	// params as written (ours compares the raw string): looking for those bytes spares
-	// every other stateless request a walk over its arguments for a requestState.
-	if x.Stateless && rt.park != nil && bytes.Contains(m.Params, []byte(statePrefix)) {
+	// A retry carries a requestState member, which Scan saw (StateMember): every
+	// other stateless request is spared a search of its params for one.
+	if x.Stateless && rt.park != nil && m.Flags&codec.StateMember != 0 {
 		if st := modern.RequestState(m.Params); ours(st) {
 			if run, again := rt.park.resume(s, x, st, rt.rep); !again {
 				return run
