@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/mcprouter/mcprouter/router/modern"
 )
 
 // The catalog: every backend's lists, merged into an immutable snapshot with the routes
@@ -45,6 +47,9 @@ type item struct {
 	// repeatable: a tool whose annotations say that running it twice does no harm
 	// (catalog_hints.go).
 	repeatable bool
+	// headers are a tool's Mcp-Param declarations (x-mcp-header in its inputSchema),
+	// read once when its list comes: nil for most tools.
+	headers []modern.ParamHeader
 }
 
 // route says where a named item lives and how to give the backend its own name back.
@@ -54,6 +59,9 @@ type route struct {
 	// repeatable: a tool call whose answer was lost may be sent to another replica
 	// (the tool's annotations allow it; forward_retry.go).
 	repeatable bool
+	// headers are the tool's Mcp-Param declarations, which a stateless call's
+	// headers are checked against (paramheaders.go).
+	headers []modern.ParamHeader
 }
 
 // templateRoute routes URIs matching a template's literal prefix.

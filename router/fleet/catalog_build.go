@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/internal/ctxtime"
+	"github.com/mcprouter/mcprouter/router/modern"
 )
 
 // catalogBuilder is the part that keeps the merged catalog: it fetches a backend's lists
@@ -239,7 +240,11 @@ func (cb *catalogBuilder) fetchList(ctx context.Context, c *upConn, k kind) ([]i
 			if err != nil {
 				return nil, fmt.Errorf("item %s is not a string", info.field)
 			}
-			items = append(items, item{key: key, raw: append([]byte(nil), raw...), repeatable: k == kTools && toolRepeatable(raw)})
+			it := item{key: key, raw: append([]byte(nil), raw...)}
+			if k == kTools {
+				it.repeatable, it.headers = toolRepeatable(raw), modern.ParamHeaders(raw)
+			}
+			items = append(items, it)
 		}
 		cursor = ""
 		if nc := pg["nextCursor"]; len(nc) > 0 && string(nc) != "null" {
@@ -307,7 +312,7 @@ func (cb *catalogBuilder) claim(cat *catalog, k kind, it item, b *backend, strip
 		if r, dup := cat.tools[key]; dup {
 			owner = r.b
 		} else {
-			cat.tools[key] = route{b: b, strip: strip, repeatable: it.repeatable}
+			cat.tools[key] = route{b: b, strip: strip, repeatable: it.repeatable, headers: it.headers}
 		}
 	case kPrompts:
 		if r, dup := cat.prompts[key]; dup {

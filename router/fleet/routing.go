@@ -22,10 +22,9 @@ type routing struct {
 	fwd      *forwarder
 	subs     subscriber
 	rep      *reporter
-	pageSize int         // Config.PageSize
-	pol      *policer    // nil without a policy (policy.go)
-	park     *parking    // a stateless client's retry with requestState (mrtr.go)
-	params   toolHeaders // a stateless call's Mcp-Param-* headers (paramheaders.go)
+	pageSize int      // Config.PageSize
+	pol      *policer // nil without a policy (policy.go)
+	park     *parking // a stateless client's retry with requestState (mrtr.go)
 }
 
 // request answers or routes a client's request; true sends it to Run.
@@ -71,8 +70,9 @@ func (rt *routing) request(s *router.Session, x *transport.Exchange) bool {
 			return rt.rep.replyErr(x, codec.CodeInvalidParams, "Unknown "+what+": "+string(name))
 		}
 		b, strip = r.b, r.strip
-		if x.Stateless && x.Carrier == transport.CarrierStreamable && what == "tool" {
-			if rej := rt.params.check(cat, name, b, x); !rej.OK() {
+		// Only a tool's route has declarations (a prompt's has none).
+		if len(r.headers) > 0 && x.Stateless && x.Carrier == transport.CarrierStreamable {
+			if rej := checkParamHeaders(r.headers, x); !rej.OK() {
 				x.SetStatus(rej.Status)
 				return rt.rep.replyErr(x, rej.Code, rej.Message)
 			}

@@ -23,8 +23,12 @@ type ParamHeader struct {
 
 // ParamHeaders returns the x-mcp-header declarations of a tool object (raw JSON),
 // reachable from inputSchema through properties keys alone (the only ones the
-// specification allows); nil when it has none.
+// specification allows); nil when it has none. A tool that cannot have one (most) is
+// not parsed: the router reads every tool it lists when the list comes.
 func ParamHeaders(tool []byte) []ParamHeader {
+	if !mayDeclareHeader(tool) {
+		return nil
+	}
 	var t struct {
 		InputSchema json.RawMessage `json:"inputSchema"`
 	}
@@ -34,6 +38,34 @@ func ParamHeaders(tool []byte) []ParamHeader {
 	var out []ParamHeader
 	collectParamHeaders(t.InputSchema, nil, &out, 0)
 	return out
+}
+
+// mayDeclareHeader reports whether tool may hold the key x-mcp-header as
+// encoding/json reads it: written in any case (its field names match case-insensitively,
+// and no other character of this key folds to one of its letters), or with an escape.
+func mayDeclareHeader(tool []byte) bool {
+	return bytes.Contains(tool, []byte(`\u`)) || containsFoldASCII(tool, xMCPHeader)
+}
+
+const xMCPHeader = "x-mcp-header"
+
+// containsFoldASCII reports whether b contains lower (lower-case ASCII) in any case.
+func containsFoldASCII(b []byte, lower string) bool {
+	for i := 0; i+len(lower) <= len(b); i++ {
+		j := 0
+		for j < len(lower) && foldsTo(b[i+j], lower[j]) {
+			j++
+		}
+		if j == len(lower) {
+			return true
+		}
+	}
+	return false
+}
+
+// foldsTo reports whether c is the lower-case ASCII l in some case.
+func foldsTo(c, l byte) bool {
+	return c == l || 'a' <= l && l <= 'z' && c|0x20 == l
 }
 
 // maxSchemaDepth bounds the walk through nested properties.

@@ -29,6 +29,23 @@ func TestParamHeaders(t *testing.T) {
 	}
 }
 
+// TestParamHeadersSpellings: a declaration is found however encoding/json reads its key
+// (any case, escapes), so that ParamHeaders' quick refusal of a tool without one
+// (mayDeclareHeader) never drops one.
+func TestParamHeadersSpellings(t *testing.T) {
+	for _, key := range []string{`x-mcp-header`, `X-MCP-Header`, `X-Mcp-HEADER`, `x-mcp-heade\u0072`, `\u0078-mcp-header`} {
+		tool := `{"name":"t","inputSchema":{"properties":{"region":{"type":"string","` + key + `":"Region"}}}}`
+		if got := ParamHeaders([]byte(tool)); len(got) != 1 || got[0].Name != "Region" {
+			t.Errorf("key %s: declarations %+v, want Region", key, got)
+		}
+	}
+	for _, tool := range []string{`{"name":"t","inputSchema":{"properties":{"x":{"x-mcp-headers":"R"}}}}`, `{"name":"x-mcp-heade"}`, `{}`} {
+		if got := ParamHeaders([]byte(tool)); got != nil {
+			t.Errorf("%s: declarations %+v, want none", tool, got)
+		}
+	}
+}
+
 func TestCheckParamHeaders(t *testing.T) {
 	decls := []ParamHeader{{Name: "Region", Path: []string{"region"}}, {Name: "Shard", Path: []string{"db", "shard"}}}
 	for _, tc := range []struct {
