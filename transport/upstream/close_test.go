@@ -15,7 +15,6 @@ import (
 
 	"github.com/mcprouter/mcprouter/cmd/mcpbackend/mcpbackendtest"
 	"github.com/mcprouter/mcprouter/cmd/mcpbackend/server"
-	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/transport"
 )
 
@@ -157,12 +156,9 @@ func TestNATSCloseWithCallInFlight(t *testing.T) {
 	defer cancel()
 	sent := make(chan error, 1)
 	go func() {
-		sent <- c.Send(ctx, []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call",`+
-			`"params":{"name":"progress","arguments":{"steps":600,"intervalMs":100},"_meta":{"progressToken":"p"}}}`))
+		sent <- c.Send(ctx, []byte(msgLongCall))
 	}()
-	s.waitFor(t, "the call's progress", func() bool {
-		return s.count(func(m *codec.Message) bool { return isMethod(m, "notifications/progress") }) > 0
-	})
+	s.waitProgress(t)
 	if err := c.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}

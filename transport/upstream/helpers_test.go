@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcprouter/mcprouter/cmd/mcpbackend/server"
 	"github.com/mcprouter/mcprouter/codec"
 )
 
@@ -30,6 +31,10 @@ const (
 		`"capabilities":{},"clientInfo":{"name":"upstream-test","version":"1.0.0"}}}`
 	msgInitialized = `{"jsonrpc":"2.0","method":"notifications/initialized"}`
 	msgList        = `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
+	// msgLongCall runs the reference backend's progress tool for a minute, with a
+	// progress notification every 100 ms.
+	msgLongCall = `{"jsonrpc":"2.0","id":7,"method":"tools/call",` +
+		`"params":{"name":"progress","arguments":{"steps":600,"intervalMs":100},"_meta":{"progressToken":"p"}}}`
 )
 
 func msgCall(id int, tool, text string) string {
@@ -128,6 +133,14 @@ func (s *recSink) waitFor(t testing.TB, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s; events %v", what, s.eventList())
 		}
 	}
+}
+
+// waitProgress waits for a notifications/progress: a call is running.
+func (s *recSink) waitProgress(t testing.TB) {
+	t.Helper()
+	s.waitFor(t, "the call's progress", func() bool {
+		return s.count(func(m *codec.Message) bool { return isMethod(m, "notifications/progress") }) > 0
+	})
 }
 
 // waitResponse waits for the response with id and returns it.
@@ -297,8 +310,12 @@ func childCommand(mode string, env ...string) Command {
 //	stubborn  echo, but ignores stdin EOF and SIGTERM
 //	sleep     sleeps until killed
 //	v2        echo, but always negotiates protocol version 2099-01-01
+//	reference the reference backend (cmd/mcpbackend) on stdio; once stdin ends and its
+//	          calls are done, it says so on stderr (referenceEnded) and exits
 func runChild(mode string) int {
 	switch mode {
+	case "reference":
+		return runReference()
 	case "sleep":
 		time.Sleep(time.Hour)
 		return 0
@@ -363,6 +380,26 @@ func runChild(mode string) int {
 	if mode == "stubborn" {
 		time.Sleep(time.Hour)
 	}
+	return 0
+}
+
+// referenceEnded is what the reference child mode writes to stderr once it has served
+// its stdin to the end.
+const referenceEnded = "reference backend: stdin ended and its calls are done"
+
+// runReference serves the reference backend on stdio; a backend that, once its stdin
+// ends, writes the replies to the calls it is running before it exits.
+func runReference() int {
+	s, err := server.New(server.Config{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := s.ServeStdio(context.Background(), os.Stdin, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Fprintln(os.Stderr, referenceEnded)
 	return 0
 }
 

@@ -214,13 +214,18 @@ func (in *Instance) Send(ctx context.Context, msg []byte) error {
 	if p == nil {
 		return in.downError()
 	}
-	// Only the two handshake messages are recorded; the cheap test spares the scan of
-	// every other message.
-	if bytes.Contains(msg, []byte("initialize")) {
-		var m codec.Message
-		in.hs.scan(msg, &m)
+	// The scan records the handshake messages and books the requests the child is to
+	// answer (process.unanswered), which stopping it cancels.
+	var m codec.Message
+	if in.hs.scan(msg, &m) == nil {
+		return p.send(ctx, msg) // a batch, or something the child will judge
 	}
-	return p.send(ctx, msg)
+	id := p.unanswered.sent(&m)
+	err := p.send(ctx, msg)
+	if err != nil && id != nil {
+		p.unanswered.remove(id)
+	}
+	return err
 }
 
 // SetProtocolVersion implements Conn: stdio has no version header; the version only
@@ -238,8 +243,9 @@ func (in *Instance) PID() int {
 // Restarts returns how many times the child was restarted.
 func (in *Instance) Restarts() int64 { return in.restarts.Load() }
 
-// Close implements Conn: it stops the child (stdin closed, then SIGTERM, then SIGKILL to
-// its process group, StopTimeout apart) and waits for the supervisor.
+// Close implements Conn: it stops the child (the requests it has not answered
+// cancelled and stdin closed, then SIGTERM, then SIGKILL to its process group,
+// StopTimeout apart) and waits for the supervisor.
 func (in *Instance) Close() error {
 	if !in.beginClose() {
 		return nil
@@ -383,6 +389,9 @@ type process struct {
 	exited     chan struct{} // closed when everything of the process is finished
 	readers    sync.WaitGroup
 	exitErr    error // set before procExited is closed
+	// unanswered is the requests written to this child and not answered yet: stop
+	// cancels them before it closes stdin.
+	unanswered unanswered
 }
 
 // start launches the child and its goroutines.
@@ -497,6 +506,9 @@ func (p *process) writeLoop() {
 			for n := len(p.queue); n > 0; n-- {
 				write(<-p.queue)
 			}
+			// What the child has not answered, the router no longer wants: a child
+			// that finishes its calls before it exits exits at once.
+			_, _ = w.Write(p.unanswered.appendCancels(nil))
 			_ = w.Flush()
 			return
 		case <-p.procExited:
@@ -513,6 +525,7 @@ func (p *process) readStdout() {
 	in := p.in
 	var errBuf []byte
 	readLines(p.stdout, in.opts.MaxMessage, func(msg []byte) {
+		p.unanswered.answered(msg)
 		deliver(in.sink, &in.wait, msg)
 	}, func(reason string, line []byte) {
 		what := invalidWhat
@@ -639,8 +652,8 @@ func (p *process) wait() {
 	close(p.exited)
 }
 
-// stop ends the child politely, then less so: stdin closed, SIGTERM, SIGKILL, each
-// given timeout to work. It returns when the process is finished or after the last step.
+// stop ends the child politely, then less so: the requests it has not answered
+// cancelled and stdin closed, SIGTERM, SIGKILL, each given timeout to work. It returns when the process is finished or after the last step.
 func (p *process) stop(timeout time.Duration) {
 	p.closeOnce.Do(func() { close(p.closeIn) })
 	if ctxtime.Wait(p.exited, timeout) {

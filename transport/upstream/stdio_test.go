@@ -224,6 +224,32 @@ func TestStdioCloseEscalatesToKill(t *testing.T) {
 	noLeaks(t)
 }
 
+// TestStdioCloseWithCallInFlight: closing an Instance while its child runs a call (the
+// reference backend, which answers the calls it has before it exits once its stdin
+// ends) cancels the call before closing stdin, and the child exits by itself. Before,
+// the child got only the end of its stdin, went on with the call the router no longer
+// wanted, and held Close until SIGTERM, StopTimeout later (2 s by default; here the
+// hang guard): it never ended by itself.
+func TestStdioCloseWithCallInFlight(t *testing.T) {
+	log, logs := newLogCapture()
+	opts := fastRestart(StdioOptions{Logger: log})
+	opts.StopTimeout = waitLimit // a hang guard: the child must end by itself
+	p, sinks := startPool(t, childCommand("reference"), 1, opts)
+	c, s := p.Conn(0), sinks[0]
+	doHandshake(t, c, s)
+	if err := c.Send(testCtx(t), []byte(msgLongCall)); err != nil {
+		t.Fatal(err)
+	}
+	s.waitProgress(t)
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := logs.find(func(r capturedRecord) bool { return r.attrs["line"] == referenceEnded }); !ok {
+		t.Fatal("the child did not end by itself: it went on with the call the router no longer wanted until a signal stopped it")
+	}
+	noLeaks(t)
+}
+
 func TestStdioNoRestart(t *testing.T) {
 	opts := fastRestart(StdioOptions{NoRestart: true})
 	p, sinks := startPool(t, childCommand("echo"), 1, opts)
