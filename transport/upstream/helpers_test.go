@@ -307,6 +307,8 @@ func childCommand(mode string, env ...string) Command {
 //	          with a line of 8 KiB); logs to stderr
 //	spawn     echo, after starting a grandchild (mode sleep) whose pid it writes to
 //	          $PIDFILE
+//	escape    reads nothing, after starting a grandchild (mode sleep) in a process
+//	          group of its own that holds its stdin, whose pid it writes to $PIDFILE
 //	stubborn  echo, but ignores stdin EOF and SIGTERM
 //	sleep     sleeps until killed
 //	v2        echo, but always negotiates protocol version 2099-01-01
@@ -320,13 +322,15 @@ func runChild(mode string) int {
 		time.Sleep(time.Hour)
 		return 0
 	case "spawn":
-		gc := exec.Command(os.Args[0], "-test.run=^$")
-		gc.Env = append(os.Environ(), childEnv+"=sleep")
-		if err := gc.Start(); err != nil {
-			fmt.Fprintln(os.Stderr, "spawn failed:", err)
+		if err := spawnSleeper(false); err != nil {
 			return 1
 		}
-		_ = os.WriteFile(os.Getenv("PIDFILE"), []byte(fmt.Sprint(gc.Process.Pid)), 0o600)
+	case "escape":
+		if err := spawnSleeper(true); err != nil {
+			return 1
+		}
+		time.Sleep(time.Hour)
+		return 0
 	case "stubborn":
 		signal.Ignore(syscall.SIGTERM)
 	}
@@ -381,6 +385,22 @@ func runChild(mode string) int {
 		time.Sleep(time.Hour)
 	}
 	return 0
+}
+
+// spawnSleeper starts a grandchild in mode sleep and writes its pid to $PIDFILE;
+// escape puts it in a process group of its own, holding the child's stdin.
+func spawnSleeper(escape bool) error {
+	gc := exec.Command(os.Args[0], "-test.run=^$")
+	gc.Env = append(os.Environ(), childEnv+"=sleep")
+	if escape {
+		gc.Stdin = os.Stdin
+		setProcGroup(gc)
+	}
+	if err := gc.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "spawn failed:", err)
+		return err
+	}
+	return os.WriteFile(os.Getenv("PIDFILE"), []byte(fmt.Sprint(gc.Process.Pid)), 0o600)
 }
 
 // referenceEnded is what the reference child mode writes to stderr once it has served

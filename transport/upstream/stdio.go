@@ -378,7 +378,7 @@ type process struct {
 	started time.Time
 	log     *slog.Logger
 
-	stdin          *os.File // write end, owned by the writer
+	stdin          *os.File // write end, the writer's (wait closes it once the child exited)
 	stdout, stderr *os.File // read ends, owned by the readers
 
 	queue      chan *[]byte
@@ -633,6 +633,11 @@ func (p *process) wait() {
 	err := p.cmd.Wait()
 	p.exitErr = err
 	close(p.procExited)
+	// Nothing more is written to the child's stdin. A writer blocked on the pipe (full,
+	// its read end held open by a process the child left outside its group) returns
+	// only once the pipe is closed under it: without this, it never did, nor did
+	// p.exited close, and the Instance neither restarted the child nor stopped in time.
+	_ = p.stdin.Close()
 	// Whatever the child left in its process group goes too: such orphans would hold
 	// the pipes (and whatever else) open.
 	p.signal(syscall.SIGKILL)
@@ -653,7 +658,8 @@ func (p *process) wait() {
 }
 
 // stop ends the child politely, then less so: the requests it has not answered
-// cancelled and stdin closed, SIGTERM, SIGKILL, each given timeout to work. It returns when the process is finished or after the last step.
+// cancelled and stdin closed, SIGTERM, SIGKILL, each given timeout to work. It returns
+// when the process is finished or after the last step.
 func (p *process) stop(timeout time.Duration) {
 	p.closeOnce.Do(func() { close(p.closeIn) })
 	if ctxtime.Wait(p.exited, timeout) {

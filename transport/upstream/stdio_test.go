@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mcprouter/mcprouter/internal/testbin"
+	"github.com/mcprouter/mcprouter/internal/testwait"
 )
 
 // fastRestart keeps the tests' restarts quick; the backoff itself is tested on its own.
@@ -246,6 +247,29 @@ func TestStdioCloseWithCallInFlight(t *testing.T) {
 	}
 	if _, ok := logs.find(func(r capturedRecord) bool { return r.attrs["line"] == referenceEnded }); !ok {
 		t.Fatal("the child did not end by itself: it went on with the call the router no longer wanted until a signal stopped it")
+	}
+	noLeaks(t)
+}
+
+// TestStdioCloseWithStdinHeldElsewhere: a child that reads none of its stdin and
+// leaves a process outside its group holding it: the writer blocks on the full pipe,
+// and once the child is gone it must still return. Before, the pipe stayed open (the
+// other process holds its read end), the writer blocked for good and with it the end
+// of the process: Close returned after the last step of its stop, leaving the writer
+// and the waiter behind.
+func TestStdioCloseWithStdinHeldElsewhere(t *testing.T) {
+	pidfile := filepath.Join(t.TempDir(), "pid")
+	p, _ := startPool(t, childCommand("escape", "PIDFILE="+pidfile), 1, fastRestart(StdioOptions{QueueLen: 1}))
+	var held int
+	testwait.For(t, "the grandchild's pid", waitLimit, func() bool {
+		b, _ := os.ReadFile(pidfile)
+		held, _ = strconv.Atoi(string(b))
+		return held > 0
+	})
+	t.Cleanup(func() { _ = syscall.Kill(held, syscall.SIGKILL) })
+	fillQueue(t, p.Conn(0))
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
 	}
 	noLeaks(t)
 }
