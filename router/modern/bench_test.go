@@ -1,6 +1,7 @@
 package modern
 
 import (
+	"bytes"
 	"testing"
 	"time"
 
@@ -104,4 +105,47 @@ func BenchmarkReply(b *testing.B) {
 			out = append(out, msg[at+len(m.Result):]...)
 		}
 	})
+}
+
+// BenchmarkObjectEnd: the end of a 2026-07-28 backend's serverInfo, which the screen
+// replaces (AppendPlainDecorated): strings passed by a search for their closing quote
+// (after) against a walk of every byte (before, objectEndBytewise).
+func BenchmarkObjectEnd(b *testing.B) {
+	info := []byte(`{"name":"mcpbackend","title":"MCP reference backend","version":"1.4.2"}},"content":[]}`)
+	want := bytes.IndexByte(info, '}') + 1
+	for _, c := range []struct {
+		name string
+		end  func([]byte, int) int
+	}{{"before", objectEndBytewise}, {"after", objectEnd}} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				if c.end(info, 0) != want {
+					b.Fatal("wrong end")
+				}
+			}
+		})
+	}
+}
+
+// objectEndBytewise is objectEnd as it was, a walk of every byte: the reference of
+// BenchmarkObjectEnd and TestObjectEnd.
+func objectEndBytewise(b []byte, at int) int {
+	if at >= len(b) || b[at] != '{' {
+		return -1
+	}
+	depth, str := 0, false
+	for i := at; i < len(b); i++ {
+		switch c := b[i]; {
+		case c == '"':
+			str = !str
+		case str:
+		case c == '{' || c == '[':
+			depth++
+		case c == '}' || c == ']':
+			if depth--; depth == 0 {
+				return i + 1
+			}
+		}
+	}
+	return -1
 }

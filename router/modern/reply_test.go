@@ -108,3 +108,19 @@ func decoratedByScan(msg []byte, m *codec.Message, d *Decoration) []byte {
 	out = AppendDecorated(out, m.Result, d)
 	return append(out, msg[at+len(m.Result):]...)
 }
+
+// TestObjectEnd: objectEnd agrees with a walk of every byte (objectEndBytewise) on
+// objects, unterminated ones and what is no object, at every start.
+func TestObjectEnd(t *testing.T) {
+	for _, s := range []string{
+		`{"name":"b","version":"1"}`, `{"a":[1,{"b":"}]"}],"c":{}},"rest":1}`, `{}`, `{"a":"{"`, `{"a":"x"`,
+		`{"a":[}`, `{"a":"]}"}`, `[1,2]`, `"str"`, ``, `{"a":{"b":{"c":"d"}}}}`, `{"unterminated`,
+	} {
+		b := []byte(s)
+		for at := 0; at <= len(b); at++ {
+			if got, want := objectEnd(b, at), objectEndBytewise(b, at); got != want {
+				t.Errorf("objectEnd(%s, %d) = %d, want %d", s, at, got, want)
+			}
+		}
+	}
+}
