@@ -25,6 +25,22 @@ func BenchmarkCheck(b *testing.B) {
 	}
 }
 
+// BenchmarkCheckOnly is Check alone, the _meta read beforehand (the router reads a
+// client's _meta once and keeps it: metaMemos): the headers against the body, the
+// version and the method.
+func BenchmarkCheckOnly(b *testing.B) {
+	m, _ := scan(b, call("echo"))
+	h := headers("tools/call", "echo")
+	var meta Meta
+	ReadMeta(m.Params, &meta)
+	b.ReportAllocs()
+	for b.Loop() {
+		if r := checker.Check(m, &meta, h); !r.OK() {
+			b.Fatal(r.Message)
+		}
+	}
+}
+
 // BenchmarkDecorate: resultType and serverInfo added to a tools/call result.
 func BenchmarkDecorate(b *testing.B) {
 	result := []byte(`{"content":[{"type":"text","text":"hello, world"}],"isError":false}`)

@@ -118,8 +118,8 @@ func (c *Checker) Check(m *codec.Message, meta *Meta, h *Headers) Reject {
 	method := decoded(mb[:0], m.Method, m.Flags&codec.MethodEscaped != 0)
 	def := LookupMethod(method)
 	if h != nil {
-		if r := checkHeaders(h, m, meta, method, def); !r.OK() {
-			return r
+		if r := checkHeaders(h, m, meta, method, def); r != nil {
+			return *r
 		}
 	}
 	if !c.supports(meta.Version) {

@@ -36,14 +36,20 @@ func mismatch(why string) Reject {
 func CheckHeaders(h *Headers, m *codec.Message, meta *Meta) Reject {
 	var mb [64]byte
 	method := decoded(mb[:0], m.Method, m.Flags&codec.MethodEscaped != 0)
-	return checkHeaders(h, m, meta, method, LookupMethod(method))
+	if r := checkHeaders(h, m, meta, method, LookupMethod(method)); r != nil {
+		return *r
+	}
+	return Reject{}
 }
 
-func checkHeaders(h *Headers, m *codec.Message, meta *Meta, method []byte, def *Method) Reject {
-	if r := headerAgrees(h.Version, meta.Version, meta.Version != nil, rejectVersionHeader); !r.OK() {
+// checkHeaders is CheckHeaders for the request's method, decoded, and its table entry
+// (nil: none). It returns the rejection, nil when none: one of the package's, not a copy
+// (as headerAgrees).
+func checkHeaders(h *Headers, m *codec.Message, meta *Meta, method []byte, def *Method) *Reject {
+	if r := headerAgrees(h.Version, meta.Version, meta.Version != nil, &rejectVersionHeader); r != nil {
 		return r
 	}
-	if r := headerAgrees(h.Method, method, true, rejectMethodHeader); !r.OK() {
+	if r := headerAgrees(h.Method, method, true, &rejectMethodHeader); r != nil {
 		return r
 	}
 	var body []byte
@@ -59,43 +65,45 @@ func checkHeaders(h *Headers, m *codec.Message, meta *Meta, method []byte, def *
 	nh, ok := headerValue(h.Name)
 	switch {
 	case !ok:
-		return rejectHeaderChars
+		return &rejectHeaderChars
 	case body == nil && nh == nil:
-		return Reject{}
+		return nil
 	case nh == nil:
-		return rejectHeaderMissing // the body names a tool, prompt or resource
+		return &rejectHeaderMissing // the body names a tool, prompt or resource
 	case body == nil:
 		if def != nil && def.NameFrom != NameNone {
-			return rejectNameHeader // a name in the header and none in the body
+			return &rejectNameHeader // a name in the header and none in the body
 		}
-		return Reject{} // Mcp-Name on a method without one: nothing to compare
+		return nil // Mcp-Name on a method without one: nothing to compare
 	}
 	var bb [256]byte
 	bodyValue := decoded(bb[:0], body, escaped)
 	match, valid := EncodedEquals(nh, bodyValue)
 	switch {
 	case !valid:
-		return rejectHeaderChars
+		return &rejectHeaderChars
 	case !match:
-		return rejectNameHeader
+		return &rejectNameHeader
 	}
-	return Reject{}
+	return nil
 }
 
 // headerAgrees judges a header every modern request carries (MCP-Protocol-Version,
 // Mcp-Method): present, well formed, and, when compare is set, equal to what the body
-// says (body); wrong is the rejection when it is not.
-func headerAgrees(raw, body []byte, compare bool, wrong Reject) Reject {
+// says (body); wrong is the rejection when it is not. It returns the rejection, nil
+// when none: one of the package's, not a copy (a Reject is 64 bytes, and the two
+// headers of every request were judged by value).
+func headerAgrees(raw, body []byte, compare bool, wrong *Reject) *Reject {
 	v, ok := headerValue(raw)
 	switch {
 	case !ok:
-		return rejectHeaderChars
+		return &rejectHeaderChars
 	case v == nil:
-		return rejectHeaderMissing
+		return &rejectHeaderMissing
 	case compare && string(v) != string(body):
 		return wrong
 	}
-	return Reject{}
+	return nil
 }
 
 // headerValue trims optional whitespace (RFC 9110) around a header value and checks its
