@@ -50,14 +50,22 @@ func holdingBackend(t *testing.T) (sw *swapHandler, url string) {
 // Close sent the DELETE first and closed the streams only after it: the DELETE waited
 // closeWait for its answer (or for a connection), and the call and the GET stream with
 // it (Close took 5 s).
+//
+// With waiter, a second call waits for a free connection (MaxConns 1) when Close
+// begins: it ends with ErrClosed too. Before, it took the slot of the connection Close
+// closed, dialed and sent its call, whose stream then held the pool's only slot
+// against the DELETE: Close took closeWait and failed with the DELETE's timeout, which
+// never reached the backend.
 func TestHTTPCloseWithCallInFlight(t *testing.T) {
 	for _, tc := range []struct {
 		pipeline, maxConns int // maxConns: as many as the streams, so none is free
-		stream             bool
+		stream, waiter     bool
 	}{
-		{0, 0, false}, {0, 0, true}, {1, 0, false}, {1, 0, true}, {0, 1, false}, {0, 2, true},
+		{0, 0, false, false}, {0, 0, true, false}, {1, 0, false, false}, {1, 0, true, false},
+		{0, 1, false, false}, {0, 2, true, false}, {0, 1, false, true}, {0, 2, true, true},
 	} {
-		t.Run(fmt.Sprintf("pipeline=%d/maxConns=%d/stream=%v", tc.pipeline, tc.maxConns, tc.stream), func(t *testing.T) {
+		name := fmt.Sprintf("pipeline=%d/maxConns=%d/stream=%v/waiter=%v", tc.pipeline, tc.maxConns, tc.stream, tc.waiter)
+		t.Run(name, func(t *testing.T) {
 			sw, url := holdingBackend(t)
 			c, s := dialHTTP(t, url, HTTPOptions{Pipeline: tc.pipeline, MaxConns: tc.maxConns})
 			doHandshake(t, c, s)
@@ -65,7 +73,7 @@ func TestHTTPCloseWithCallInFlight(t *testing.T) {
 				c.StartStream()
 				s.waitFor(t, "the GET stream", func() bool { return sw.gets.Load() > 0 })
 			}
-			sent := make(chan error, 1)
+			sent := make(chan error, 2)
 			go func() {
 				sent <- c.Send(context.Background(), []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call",`+
 					`"params":{"name":"hold","arguments":{},"_meta":{"progressToken":"p"}}}`))
@@ -75,6 +83,15 @@ func TestHTTPCloseWithCallInFlight(t *testing.T) {
 				defer s.mu.Unlock()
 				return len(s.msgs) > 1 // the initialize result, then the progress
 			})
+			calls := 1
+			if tc.waiter {
+				calls++
+				go func() {
+					sent <- c.Send(context.Background(), []byte(`{"jsonrpc":"2.0","id":8,"method":"tools/call",`+
+						`"params":{"name":"hold","arguments":{}}}`))
+				}()
+				waitGoroutine(t, "fasthttp.(*HostClient).AcquireConn")
+			}
 			closed := make(chan error, 1)
 			go func() { closed <- c.Close() }()
 			// What fails the old Close is its error, not its time: its DELETE waited
@@ -88,13 +105,15 @@ func TestHTTPCloseWithCallInFlight(t *testing.T) {
 			case <-time.After(waitLimit):
 				t.Fatal("Close did not return: its DELETE waited for its answer, which the backend holds until its call ends, or for a connection")
 			}
-			select {
-			case err := <-sent:
-				if !errors.Is(err, ErrClosed) {
-					t.Fatalf("the call in flight ended with %v, want ErrClosed", err)
+			for range calls {
+				select {
+				case err := <-sent:
+					if !errors.Is(err, ErrClosed) {
+						t.Fatalf("a call in flight ended with %v, want ErrClosed", err)
+					}
+				case <-time.After(waitLimit):
+					t.Fatal("a call in flight did not end with Close")
 				}
-			case <-time.After(waitLimit):
-				t.Fatal("the call in flight did not end with Close")
 			}
 			// Close may have stopped waiting before the backend's handler took the
 			// DELETE it was sent.

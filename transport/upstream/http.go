@@ -808,7 +808,7 @@ func (c *HTTPConn) streamLoop() {
 }
 
 // closeWait bounds how long Close waits for the Conn's goroutines, and for its DELETE
-// to reach the backend (a free connection, a dial).
+// to reach the backend (a dial).
 const closeWait = 5 * time.Second
 
 // deleteAnswerWait bounds how long Close waits for the answer to its DELETE once it has
@@ -839,7 +839,6 @@ func (c *HTTPConn) Close() error {
 	if alive && sess != nil {
 		err = errors.Join(err, c.deleteSession(sess))
 	}
-	c.conns.closeAll()
 	c.hc.CloseIdleConnections()
 	// c.uri is not given back to fasthttp's pool: a Send racing with Close (a listen
 	// stream opening as the fleet closes) may still be copying it, and the pool would
@@ -848,18 +847,22 @@ func (c *HTTPConn) Close() error {
 }
 
 // interrupt closes every connection the Conn has (pipelined, pooled, idle), which ends
-// every exchange and stream in progress; it still lets the pool dial, for the DELETE.
+// every exchange and stream in progress, and refuses new ones: a Send that waited for
+// a free pooled connection (MaxConns) would otherwise get the slot of one closed here,
+// dial, and put its message to the backend after Close began, where it held the
+// pool's only slot against the DELETE.
 func (c *HTTPConn) interrupt() {
 	if c.pipe != nil {
 		c.pipe.close()
 	}
-	c.conns.closeConns(false)
+	c.conns.closeAll()
 	c.hc.CloseIdleConnections()
 }
 
-// deleteSession asks the backend to end sess: it gets a connection (closeWait), then
-// sends the DELETE and waits for its answer (deleteAnswerWait), which only tells
-// whether the backend refused (an unexpected status is Close's error).
+// deleteSession asks the backend to end sess, on a connection of its own (the Conn's
+// are closed): it dials (closeWait), then sends the DELETE and waits for its answer
+// (deleteAnswerWait), which only tells whether the backend refused (an unexpected
+// status is Close's error).
 func (c *HTTPConn) deleteSession(sess *session) error {
 	req := fasthttp.AcquireRequest()
 	resp := fasthttp.AcquireResponse()
@@ -870,15 +873,20 @@ func (c *HTTPConn) deleteSession(sess *session) error {
 	if err := c.prepare(ctx, req, fasthttp.MethodDelete, sess, true); err != nil {
 		return fmt.Errorf("upstream: %s: DELETE session: %w", c.opts.Name, err)
 	}
+	// The last request on its connection: Connection: close, which also spares the
+	// client an idle-connection cleaner that would outlive Close.
+	req.SetConnectionClose()
+	var conns connSet
+	hc := newHostClient(c.hc.Addr, c.hc.IsTLS, &c.opts, &conns)
+	defer conns.closeAll()
 	// The connection is acquired first and put back, so that the exchange, which takes
 	// it from the pool at once, counts deleteAnswerWait from the sending.
-	cc, err := c.hc.AcquireConn(closeWait, false)
+	cc, err := hc.AcquireConn(closeWait, true)
 	if err != nil {
 		return c.deleteErr(err, false)
 	}
-	c.hc.ReleaseConn(cc)
-	// c.do would refuse: the Conn is already dead to everyone else.
-	if err := exchangeOn(c.hc, req, resp, time.Now().Add(deleteAnswerWait), deleteAnswerWait, 0); err != nil {
+	hc.ReleaseConn(cc)
+	if err := exchangeOn(hc, req, resp, time.Now().Add(deleteAnswerWait), deleteAnswerWait, 0); err != nil {
 		return c.deleteErr(err, true)
 	}
 	defer resp.CloseBodyStream() //nolint:errcheck // nothing to do about it
