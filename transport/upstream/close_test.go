@@ -106,14 +106,7 @@ func TestHTTPCloseWithCallInFlight(t *testing.T) {
 				t.Fatal("Close did not return: its DELETE waited for its answer, which the backend holds until its call ends, or for a connection")
 			}
 			for range calls {
-				select {
-				case err := <-sent:
-					if !errors.Is(err, ErrClosed) {
-						t.Fatalf("a call in flight ended with %v, want ErrClosed", err)
-					}
-				case <-time.After(waitLimit):
-					t.Fatal("a call in flight did not end with Close")
-				}
+				wantClosed(t, sent, "a call in flight")
 			}
 			// Close may have stopped waiting before the backend's handler took the
 			// DELETE it was sent.
@@ -181,14 +174,7 @@ func TestNATSCloseWithCallInFlight(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	select {
-	case err := <-sent:
-		if !errors.Is(err, ErrClosed) {
-			t.Fatalf("the call in flight ended with %v, want ErrClosed", err)
-		}
-	case <-time.After(waitLimit):
-		t.Fatal("the call in flight did not end")
-	}
+	wantClosed(t, sent, "the call in flight")
 	if err := c.Send(testCtx(t), []byte(msgList)); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Send after Close: %v, want ErrClosed", err)
 	}

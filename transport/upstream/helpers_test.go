@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -184,6 +185,20 @@ func noLeaks(t testing.TB) {
 		time.Sleep(25 * time.Millisecond)
 	}
 	t.Fatalf("goroutine still running after Close:\n%s", found)
+}
+
+// wantClosed waits for the outcome of a call that Close must end (what names it),
+// failing the test unless it is ErrClosed. The wait is a hang guard of waitLimit.
+func wantClosed(t testing.TB, sent <-chan error, what string) {
+	t.Helper()
+	select {
+	case err := <-sent:
+		if !errors.Is(err, ErrClosed) {
+			t.Fatalf("%s ended with %v, want ErrClosed", what, err)
+		}
+	case <-time.After(waitLimit):
+		t.Fatalf("%s did not end with Close", what)
+	}
 }
 
 // waitGoroutine waits until a goroutine runs in fn (a function's name as a stack trace

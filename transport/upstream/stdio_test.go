@@ -348,14 +348,7 @@ func TestStdioCloseFailsSendWaitingForQueue(t *testing.T) {
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-sent:
-		if !errors.Is(err, ErrClosed) {
-			t.Fatalf("the Send waiting for the queue ended with %v, want ErrClosed", err)
-		}
-	case <-time.After(waitLimit):
-		t.Fatal("the Send waiting for the queue did not end")
-	}
+	wantClosed(t, sent, "the Send waiting for the queue")
 	noLeaks(t)
 }
 
