@@ -125,8 +125,21 @@ const (
 	acceptSSE
 )
 
-// parseAccept reads an Accept header; absent means anything.
+// parseAccept reads an Accept header; absent means anything. The value MCP clients
+// send with every POST (acceptBoth) is known without parsing it.
 func parseAccept(h []byte) acceptMask {
+	if string(h) == acceptBoth {
+		return acceptJSON | acceptSSE
+	}
+	return parseAcceptList(h)
+}
+
+// acceptBoth is the Accept header of a POST as the Streamable HTTP transport asks
+// clients to write it, and as the SDKs and mcpload do.
+const acceptBoth = "application/json, text/event-stream"
+
+// parseAcceptList reads an Accept header as a list of media ranges.
+func parseAcceptList(h []byte) acceptMask {
 	if len(bytes.TrimSpace(h)) == 0 {
 		return acceptJSON | acceptSSE
 	}
