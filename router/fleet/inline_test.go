@@ -40,6 +40,8 @@ const inlineWait = 10 * time.Second
 // stream when get is set (405 otherwise), and a resumption (GET with Last-Event-ID)
 // with resume.
 type scriptBackend struct {
+	// tools is the tools/list result; "" for one tool, call, that declares nothing.
+	tools   string
 	call    func(w http.ResponseWriter, r *http.Request, m *codec.Message)
 	get     func(w http.ResponseWriter, r *http.Request)
 	resume  func(w http.ResponseWriter, r *http.Request, lastID string)
@@ -81,7 +83,10 @@ func (b *scriptBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Mcp-Session-Id", "up1")
 		reply = `{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"b","version":"1"}}`
 	case string(m.Method) == "tools/list":
-		reply = `{"tools":[{"name":"call","inputSchema":{"type":"object"}}]}`
+		reply = b.tools
+		if reply == "" {
+			reply = `{"tools":[{"name":"call","inputSchema":{"type":"object"}}]}`
+		}
 	case string(m.Method) == "tools/call":
 		b.call(w, r, &m)
 		return
