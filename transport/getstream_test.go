@@ -170,7 +170,14 @@ func startHeld(t *testing.T, h Handler, cfg HTTPConfig) *heldServer {
 	reg := NewRegistry(RegistryConfig{}, h)
 	hs := NewHTTPServer(cfg, reg, h)
 	hs.watcher = w
-	srv := &fasthttp.Server{Handler: hs.ServeStreamable, KeepHijackedConns: cfg.KeepsHijackedConns, NoDefaultContentType: true, Logger: quietLogger{}}
+	route := func(ctx *fasthttp.RequestCtx) { // the Streamable HTTP endpoint, and a legacy stream's
+		if string(ctx.Path()) == "/sse" {
+			hs.ServeLegacyStream(ctx)
+			return
+		}
+		hs.ServeStreamable(ctx)
+	}
+	srv := &fasthttp.Server{Handler: route, KeepHijackedConns: cfg.KeepsHijackedConns, NoDefaultContentType: true, Logger: quietLogger{}}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(readahead.Listen(ln)) }()
 	tr := &http.Transport{}
@@ -293,6 +300,41 @@ func TestHeldStreamDescriptorReuse(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestLegacyStreamCloseWatch: a legacy HTTP+SSE stream is the session's life, and its
+// connection is watched: the client's close of it ends the session at once, with no
+// keep-alive due for an hour, and leaves nothing registered.
+func TestLegacyStreamCloseWatch(t *testing.T) {
+	h := newTestHandler()
+	s := startHeld(t, h, HTTPConfig{})
+	req, err := http.NewRequest(http.MethodGet, strings.TrimSuffix(s.url, "/mcp")+"/sse", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := s.cl.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("GET /sse: %d %s", resp.StatusCode, b)
+	}
+	ev := readEvents(t, sse.NewReader(resp.Body, 0), 1)[0]
+	sid, ok := strings.CutPrefix(ev.Data, "/message?sessionId=")
+	if ev.Event != "endpoint" || !ok {
+		t.Fatalf("first event %+v, want the endpoint", ev)
+	}
+	if got := s.w.Len(); got != 1 {
+		t.Fatalf("%d registrations for the one stream", got)
+	}
+	resp.Body.Close() // the client leaves
+	waitFor(t, "the stream to end", func() bool { return s.hs.Stats.OpenStreams.Load() == 0 })
+	h.checkClosedOnly(t, sid)
+	if got := s.w.Len(); got != 0 {
+		t.Errorf("%d registrations after the stream ended", got)
 	}
 }
 

@@ -2,12 +2,14 @@ package transport
 
 import (
 	"bufio"
+	"syscall"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/transport/auth"
+	"github.com/mcprouter/mcprouter/transport/readahead"
 	"github.com/mcprouter/mcprouter/transport/sse"
 )
 
@@ -69,8 +71,17 @@ func (s *HTTPServer) ServeLegacyStream(ctx *fasthttp.RequestCtx) {
 		Interrupt: func() { conn.SetWriteDeadline(time.Now()) }}
 	tokenBound(&opts, principal)
 	s.Stats.OpenStreams.Add(1)
+	// The stream is the session's life, so the client's close of its connection ends
+	// the session at once (the close watcher, as for a stateless call's stream), not at
+	// the next keep-alive: its calls in flight are cancelled upstream then.
+	var rc syscall.RawConn
+	if s.watcher != nil {
+		rc, _ = readahead.RawConnOf(conn)
+	}
 	ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
+		reg := s.watchCallStream(rc, cons)
 		err := cons.Pump(w, opts)
+		s.unwatchCallStream(rc, reg) // before endCutStream can close the connection
 		s.Stats.OpenStreams.Add(-1)
 		endCutStream(conn, err)
 		if err == sse.ErrSlowConsumer {
