@@ -192,9 +192,14 @@ func (f *Fleet) BackendHealth(fn func(name string, healthy, total int)) {
 // SessionOpened implements router.Fleet.
 func (f *Fleet) SessionOpened(s *router.Session) { f.sessions.open(s) }
 
-// SessionClosed implements router.Fleet: each part forgets the session; its
-// backends' requests are answered before its upstream sessions close.
+// SessionClosed implements router.Fleet: each part forgets the session; its calls in
+// flight are cancelled upstream and its backends' requests answered before its upstream
+// sessions close. A session handed over by a shutdown keeps its calls: the shutdown
+// drains them.
 func (f *Fleet) SessionClosed(s *router.Session) {
+	if t := s.TransportSession(); t == nil || !t.HandedOver() {
+		f.fwd.endSession(s)
+	}
 	f.subs.dropSession(s)
 	f.srv.dropSession(s)
 	f.sessions.end(s)

@@ -561,6 +561,22 @@ func (fw *forwarder) cancel(s *router.Session, clientID []byte) {
 	}
 }
 
+// endSession cancels what client session s, which ended, still had in flight: each
+// backend is told, as for the client's own cancellation, rather than left to finish work
+// whose answer nobody can take; the exchanges end without a response. A request between
+// input rounds (reverse.go) stops waiting for the client's answers.
+func (fw *forwarder) endSession(s *router.Session) {
+	fw.rev.cancelSession(s)
+	var buf [8]*entry
+	for _, e := range fw.table.takeSession(s, buf[:0]) {
+		if e.stop != nil {
+			e.stop()
+		}
+		fw.gaveUp(e.conn, e.id)
+		fw.finishCancelled(e)
+	}
+}
+
 // tellCancelled sends a backend notifications/cancelled for request id on c, in the
 // background: the client does not wait for it.
 func (fw *forwarder) tellCancelled(c *upConn, id uint64) {

@@ -19,12 +19,12 @@ import (
 // lock by one method of table, so that exactly one party settles it:
 //
 //	routed ──bind──▶ sent ──take (an answer)──────────▶ answered
-//	  │                ├──takeClient─────────────────▶ cancelled
+//	  │                ├──takeClient, takeSession────▶ cancelled
 //	  │                ├──expired, take (send timeout)─▶ expired
 //	  │                ├──takeConn, takeAll, take─────▶ failed
 //	  │                └──park──▶ parked ──claim (the client's retry)──▶ sent
 //	  │                             └──takeParked (its TTL, the router's close)──▶ expired
-//	  ├──takeClient──▶ cancelled (out of the table; forward finishes it)
+//	  ├──takeClient, takeSession──▶ cancelled (out of the table; forward finishes it)
 //	  └──abandon─────▶ failed
 //
 // A parked entry (a stateless client's request answered with input_required, its
@@ -346,6 +346,31 @@ func (t *table) takeClient(sess *router.Session, clientID []byte) *entry {
 		return nil
 	}
 	return e
+}
+
+// takeSession cancels every request of session sess still in the table (its client
+// session ended: nobody is left to take the answers). They all live in the session's
+// shard, so only that one is searched. Sent ones are settled and appended to out for the
+// caller to finish; routed ones leave the table too and forward finishes them, as after
+// takeClient.
+func (t *table) takeSession(sess *router.Session, out []*entry) []*entry {
+	sh := &t.shards[sessionShard(sess)]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.clients == 0 {
+		return out
+	}
+	for _, e := range sh.m {
+		if e.kind != clientRequest || e.sess != sess || (e.state != stateSent && e.state != stateRouted) {
+			continue
+		}
+		sent := e.state == stateSent
+		sh.settle(e, stateCancelled)
+		if sent {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // bind moves routed e to sent on c, recording the backend slot and the instance's

@@ -246,6 +246,10 @@ func TestTransitions(t *testing.T) {
 	}
 	sess := new(router.Session)
 	cancel := func(tb *table, e *entry, c *upConn) bool { return tb.takeClient(sess, e.x.Msg.ID) == e }
+	end := func(tb *table, e *entry, c *upConn) bool {
+		out := tb.takeSession(sess, nil)
+		return len(out) == 1 && out[0] == e
+	}
 	take := func(to entryState) func(tb *table, e *entry, c *upConn) bool {
 		return func(tb *table, e *entry, c *upConn) bool { return tb.take(e.id, to) == e }
 	}
@@ -258,6 +262,7 @@ func TestTransitions(t *testing.T) {
 	for _, s := range []step{
 		{"bind", stateRouted, bind, stateSent, true},
 		{"cancel routed", stateRouted, cancel, stateCancelled, false},
+		{"session ends, routed", stateRouted, end, stateCancelled, false},
 		{"abandon", stateRouted, abandon, stateFailed, true},
 		{"answer routed", stateRouted, take(stateAnswered), stateRouted, false},
 		{"expire routed", stateRouted, expire, stateRouted, false},
@@ -266,6 +271,7 @@ func TestTransitions(t *testing.T) {
 		{"answer", stateSent, take(stateAnswered), stateAnswered, true},
 		{"send timed out", stateSent, take(stateExpired), stateExpired, true},
 		{"cancel sent", stateSent, cancel, stateCancelled, true},
+		{"session ends", stateSent, end, stateCancelled, true},
 		{"expire", stateSent, expire, stateExpired, true},
 		{"lose connection", stateSent, lose, stateFailed, true},
 		{"shut down", stateSent, all, stateFailed, true},
@@ -295,7 +301,7 @@ func TestTransitions(t *testing.T) {
 			}
 			settled(t, tb, e, s.want)
 			// A settled entry is out of reach of every method.
-			for _, other := range []func(tb *table, e *entry, c *upConn) bool{bind, cancel, abandon, take(stateAnswered), expire, lose, all, with} {
+			for _, other := range []func(tb *table, e *entry, c *upConn) bool{bind, cancel, end, abandon, take(stateAnswered), expire, lose, all, with} {
 				if other(tb, e, c) || e.state != s.want {
 					t.Fatalf("a %v entry was reported again or changed to %v", s.want, e.state)
 				}
@@ -320,6 +326,10 @@ func TestSettleRaces(t *testing.T) {
 	}}
 	cancel := racer{stateCancelled, func(tb *table, sess *router.Session, e *entry, _ *upConn) bool {
 		return tb.takeClient(sess, e.x.Msg.ID) == e
+	}}
+	end := racer{stateCancelled, func(tb *table, sess *router.Session, e *entry, _ *upConn) bool {
+		out := tb.takeSession(sess, nil)
+		return len(out) == 1 && out[0] == e
 	}}
 	expire := racer{stateExpired, func(tb *table, _ *router.Session, e *entry, _ *upConn) bool {
 		return len(tb.expired(2, nil)) == 1
@@ -346,6 +356,8 @@ func TestSettleRaces(t *testing.T) {
 		{"answer-expire", true, []racer{answer, expire}},
 		{"cancel-bind-answer", false, []racer{cancel, bindAnswer}},
 		{"cancel-abandon", false, []racer{cancel, abandon}},
+		{"end-answer-cancel-expire", true, []racer{end, answer, cancel, expire}},
+		{"end-bind-answer", false, []racer{end, bindAnswer}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tb, c := newTable(), testConn()
@@ -392,6 +404,35 @@ func TestSettleRaces(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTakeSession ends one session of several: its requests, sent and routed, leave the
+// table as cancelled (the sent ones returned), and every other session's requests and the
+// router's own requests stay.
+func TestTakeSession(t *testing.T) {
+	tb, c := newTable(), testConn()
+	ss, es := fill(tb, c, 3, 4)
+	routed := request(ss[1], "routed")
+	tb.add(routed)
+	own := &entry{kind: ownRequest, sess: ss[1]}
+	tb.add(own)
+	tb.bind(own, c)
+	got := tb.takeSession(ss[1], nil)
+	if len(got) != len(es[1]) {
+		t.Fatalf("takeSession returned %d entries, want the session's %d sent ones", len(got), len(es[1]))
+	}
+	for _, e := range append(es[1], routed) {
+		settled(t, tb, e, stateCancelled)
+	}
+	if want := 2*4 + 1; tb.len() != want {
+		t.Fatalf("%d entries left, want %d (the other sessions' and the router's own)", tb.len(), want)
+	}
+	if own.state != stateSent {
+		t.Fatalf("the router's own request is %v, want still sent", own.state)
+	}
+	if got := tb.takeSession(ss[1], nil); len(got) != 0 {
+		t.Fatalf("a second takeSession returned %d entries", len(got))
 	}
 }
 

@@ -85,6 +85,9 @@ func (e *events) updatesOf(uri string) int {
 type sdkClient struct {
 	events
 	cs *mcp.ClientSession
+	// drop ends the context the client connected with: over legacy HTTP+SSE its stream
+	// ends, which ends the session without a word, as a client that goes away does.
+	drop context.CancelFunc
 }
 
 // clientOptions shape a test client.
@@ -145,7 +148,7 @@ func connectSDK(t testing.TB, f *fleet, o clientOptions) *sdkClient {
 		t.Fatalf("go-sdk connect: %v", err)
 	}
 	t.Cleanup(func() { cs.Close() })
-	c.cs = cs
+	c.cs, c.drop = cs, cancel
 	return c
 }
 

@@ -1,0 +1,109 @@
+package fleettest
+
+import (
+	"context"
+	"net/http"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcprouter/mcprouter/internal/mcpraw"
+	"github.com/mcprouter/mcprouter/internal/testwait"
+)
+
+// TestSessionEndCancelsCalls ends a Go SDK client's session while a long call of it
+// runs on each backend kind: by a DELETE of the Streamable HTTP session (the SDK's own
+// Close waits for the call to end first), or, over legacy HTTP+SSE, by the end of the
+// client's stream, which is that session's life. The router cancels the call upstream at
+// once instead of leaving the backend to finish work whose answer nobody can take, and
+// forgets it; the HTTP backends' own counters, read directly, show the cancellation
+// arrived.
+func TestSessionEndCancelsCalls(t *testing.T) {
+	f := startFleet(t)
+	direct := map[string][]*proc{bigName: {f.big}, oldName: {f.old}, pairName: {f.pair[0], f.pair[1]}}
+	readers := map[*proc]*statsReader{}
+	for _, ps := range direct {
+		for _, p := range ps {
+			readers[p] = readStatsOf(t, p)
+		}
+	}
+	// sum adds a counter over a backend's replicas.
+	sum := func(b string, field func(backendStats) int64) int64 {
+		n := int64(0)
+		for _, p := range direct[b] {
+			s, err := readers[p].read()
+			if err != nil {
+				t.Fatalf("stats of %s: %v", p.Addr(), err)
+			}
+			n += field(s)
+		}
+		return n
+	}
+	inFlight := func(s backendStats) int64 { return s.InFlight }
+	cancelled := func(s backendStats) int64 { return int64(s.Cancelled) }
+
+	for _, sse := range []bool{false, true} {
+		for _, b := range backendNames {
+			name := b
+			if sse {
+				name = "sse-client/" + b
+			}
+			t.Run(name, func(t *testing.T) {
+				label := `backend="` + b + `"`
+				_, isDirect := direct[b]
+				var cancelledBefore int64
+				if isDirect {
+					cancelledBefore = sum(b, cancelled)
+				}
+				routerBefore := f.metric("mcprouter_backend_cancellations_total")
+				c := connectSDK(t, f, clientOptions{sse: sse})
+				done := make(chan error, 1)
+				go func() {
+					_, err := c.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: b + "__sleep", Arguments: map[string]any{"ms": 50000}})
+					done <- err
+				}()
+				if !testwait.Poll(wait, func() bool {
+					return f.metric("mcprouter_backend_in_flight_requests", label) >= 1 && (!isDirect || sum(b, inFlight) >= 1)
+				}) {
+					t.Fatalf("the call never reached %s", b)
+				}
+				if sse {
+					c.drop()
+				} else {
+					endSession(t, f, c.cs.ID())
+				}
+				if err := testwait.Recv(t, "the call to end with its session", wait, done); err == nil {
+					t.Error("the call returned a result after its session ended")
+				}
+				if !testwait.Poll(wait, func() bool {
+					return f.metric("mcprouter_backend_in_flight_requests", label) == 0 &&
+						f.metric("mcprouter_backend_cancellations_total") == routerBefore+1
+				}) {
+					m, _ := f.metrics()
+					t.Fatalf("the router did not cancel the ended session's call within %v:\n%s", wait, m.grep("mcprouter_backend_"))
+				}
+				if isDirect && !testwait.Poll(wait, func() bool {
+					return sum(b, cancelled) == cancelledBefore+1 && sum(b, inFlight) == 0
+				}) {
+					t.Errorf("%s did not hear of the cancellation within %v: cancelled %d (was %d), in flight %d",
+						b, wait, sum(b, cancelled), cancelledBefore, sum(b, inFlight))
+				}
+			})
+		}
+	}
+}
+
+// endSession deletes Streamable HTTP session sid at the router, as a client ending it
+// does; the router answers 200 for a session it knew.
+func endSession(t *testing.T, f *fleet, sid string) {
+	t.Helper()
+	c := &mcpraw.Client{URL: f.mcpURL(), Session: sid}
+	resp, err := c.Do(c.NewRequest(context.Background(), http.MethodDelete, ""))
+	if err != nil {
+		t.Fatalf("DELETE session: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("DELETE session: status %d, want 200", resp.StatusCode)
+	}
+}
