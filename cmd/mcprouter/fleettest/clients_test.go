@@ -333,6 +333,45 @@ func readStatsOf(t testing.TB, p *proc) *statsReader {
 	return &statsReader{cs: cs}
 }
 
+// directStats reads the counters of the fleet's HTTP backends (big, old, and the pair's
+// two replicas) from the processes themselves; the stdio backend has none to read.
+type directStats struct {
+	t        testing.TB
+	replicas map[string][]*proc
+	readers  map[*proc]*statsReader
+}
+
+func newDirectStats(t testing.TB, f *fleet) *directStats {
+	d := &directStats{t: t, replicas: map[string][]*proc{bigName: {f.big}, oldName: {f.old}, pairName: {f.pair[0], f.pair[1]}},
+		readers: map[*proc]*statsReader{}}
+	for _, ps := range d.replicas {
+		for _, p := range ps {
+			d.readers[p] = readStatsOf(t, p)
+		}
+	}
+	return d
+}
+
+// has reports whether backend b's counters can be read.
+func (d *directStats) has(b string) bool { _, ok := d.replicas[b]; return ok }
+
+// sum adds a counter over backend b's replicas.
+func (d *directStats) sum(b string, field func(backendStats) int64) int64 {
+	n := int64(0)
+	for _, p := range d.replicas[b] {
+		s, err := d.readers[p].read()
+		if err != nil {
+			d.t.Fatalf("stats of %s: %v", p.Addr(), err)
+		}
+		n += field(s)
+	}
+	return n
+}
+
+// The counters a test sums over a backend's replicas.
+func statInFlight(s backendStats) int64  { return s.InFlight }
+func statCancelled(s backendStats) int64 { return int64(s.Cancelled) }
+
 func (r *statsReader) read() (backendStats, error) {
 	var s backendStats
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -108,35 +108,15 @@ func testProgress(t *testing.T, f *fleet) {
 func TestCancel(t *testing.T) {
 	f := startFleet(t)
 	c := connectSDK(t, f, clientOptions{})
-	replicas := map[string][]*proc{bigName: {f.big}, oldName: {f.old}, pairName: {f.pair[0], f.pair[1]}}
-	readers := map[*proc]*statsReader{}
-	for _, ps := range replicas {
-		for _, p := range ps {
-			readers[p] = readStatsOf(t, p)
-		}
-	}
-	// sum adds a counter over a backend's replicas.
-	sum := func(b string, field func(backendStats) int64) int64 {
-		n := int64(0)
-		for _, p := range replicas[b] {
-			s, err := readers[p].read()
-			if err != nil {
-				t.Fatalf("stats of %s: %v", p.Addr(), err)
-			}
-			n += field(s)
-		}
-		return n
-	}
-	inFlight := func(s backendStats) int64 { return s.InFlight }
-	cancelled := func(s backendStats) int64 { return int64(s.Cancelled) }
+	d := newDirectStats(t, f)
 
 	for _, b := range backendNames {
 		t.Run(b, func(t *testing.T) {
 			label := `backend="` + b + `"`
-			_, direct := replicas[b]
+			direct := d.has(b)
 			var cancelledBefore int64
 			if direct {
-				cancelledBefore = sum(b, cancelled)
+				cancelledBefore = d.sum(b, statCancelled)
 			}
 			routerBefore := f.metric("mcprouter_backend_cancellations_total")
 
@@ -152,7 +132,7 @@ func TestCancel(t *testing.T) {
 				if f.metric("mcprouter_backend_in_flight_requests", label) < 1 {
 					return false
 				}
-				return !direct || sum(b, inFlight) >= 1
+				return !direct || d.sum(b, statInFlight) >= 1
 			})
 			if !running {
 				t.Fatalf("the call never reached %s", b)
@@ -169,10 +149,10 @@ func TestCancel(t *testing.T) {
 				t.Errorf("the router did not release the cancelled request within %v:\n%s", wait, m.grep("mcprouter_backend_"))
 			}
 			if direct && !testwait.Poll(wait, func() bool {
-				return sum(b, cancelled) == cancelledBefore+1 && sum(b, inFlight) == 0
+				return d.sum(b, statCancelled) == cancelledBefore+1 && d.sum(b, statInFlight) == 0
 			}) {
 				t.Errorf("%s did not hear of the cancellation within %v: cancelled %d (was %d), in flight %d",
-					b, wait, sum(b, cancelled), cancelledBefore, sum(b, inFlight))
+					b, wait, d.sum(b, statCancelled), cancelledBefore, d.sum(b, statInFlight))
 			}
 			if got := c.mustText(t, b+"__echo", map[string]any{"text": "still here"}); got != "still here" {
 				t.Errorf("echo after cancel answered %q", got)

@@ -20,27 +20,7 @@ import (
 // arrived.
 func TestSessionEndCancelsCalls(t *testing.T) {
 	f := startFleet(t)
-	direct := map[string][]*proc{bigName: {f.big}, oldName: {f.old}, pairName: {f.pair[0], f.pair[1]}}
-	readers := map[*proc]*statsReader{}
-	for _, ps := range direct {
-		for _, p := range ps {
-			readers[p] = readStatsOf(t, p)
-		}
-	}
-	// sum adds a counter over a backend's replicas.
-	sum := func(b string, field func(backendStats) int64) int64 {
-		n := int64(0)
-		for _, p := range direct[b] {
-			s, err := readers[p].read()
-			if err != nil {
-				t.Fatalf("stats of %s: %v", p.Addr(), err)
-			}
-			n += field(s)
-		}
-		return n
-	}
-	inFlight := func(s backendStats) int64 { return s.InFlight }
-	cancelled := func(s backendStats) int64 { return int64(s.Cancelled) }
+	d := newDirectStats(t, f)
 
 	for _, sse := range []bool{false, true} {
 		for _, b := range backendNames {
@@ -50,10 +30,10 @@ func TestSessionEndCancelsCalls(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				label := `backend="` + b + `"`
-				_, isDirect := direct[b]
+				isDirect := d.has(b)
 				var cancelledBefore int64
 				if isDirect {
-					cancelledBefore = sum(b, cancelled)
+					cancelledBefore = d.sum(b, statCancelled)
 				}
 				routerBefore := f.metric("mcprouter_backend_cancellations_total")
 				c := connectSDK(t, f, clientOptions{sse: sse})
@@ -63,7 +43,7 @@ func TestSessionEndCancelsCalls(t *testing.T) {
 					done <- err
 				}()
 				if !testwait.Poll(wait, func() bool {
-					return f.metric("mcprouter_backend_in_flight_requests", label) >= 1 && (!isDirect || sum(b, inFlight) >= 1)
+					return f.metric("mcprouter_backend_in_flight_requests", label) >= 1 && (!isDirect || d.sum(b, statInFlight) >= 1)
 				}) {
 					t.Fatalf("the call never reached %s", b)
 				}
@@ -83,10 +63,10 @@ func TestSessionEndCancelsCalls(t *testing.T) {
 					t.Fatalf("the router did not cancel the ended session's call within %v:\n%s", wait, m.grep("mcprouter_backend_"))
 				}
 				if isDirect && !testwait.Poll(wait, func() bool {
-					return sum(b, cancelled) == cancelledBefore+1 && sum(b, inFlight) == 0
+					return d.sum(b, statCancelled) == cancelledBefore+1 && d.sum(b, statInFlight) == 0
 				}) {
 					t.Errorf("%s did not hear of the cancellation within %v: cancelled %d (was %d), in flight %d",
-						b, wait, sum(b, cancelled), cancelledBefore, sum(b, inFlight))
+						b, wait, d.sum(b, statCancelled), cancelledBefore, d.sum(b, statInFlight))
 				}
 			})
 		}
