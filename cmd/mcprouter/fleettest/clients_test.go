@@ -16,6 +16,8 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcprouter/mcprouter/internal/testwait"
 )
 
 // events is what a client received besides responses: log messages, progress and
@@ -366,6 +368,54 @@ func (d *directStats) sum(b string, field func(backendStats) int64) int64 {
 		n += field(s)
 	}
 	return n
+}
+
+// cancelWatch follows a long call on backend b to its cancellation: through the
+// router's metrics, and the backend's own counters where they can be read.
+type cancelWatch struct {
+	d        *directStats
+	f        *fleet
+	b, label string
+	router   float64 // the cancellations the router counted before the call
+	backend  int64   // and the backend
+}
+
+// watchCancel notes the cancellations counted so far, before the call starts.
+func (d *directStats) watchCancel(f *fleet, b string) *cancelWatch {
+	w := &cancelWatch{d: d, f: f, b: b, label: `backend="` + b + `"`, router: f.metric("mcprouter_backend_cancellations_total")}
+	if d.has(b) {
+		w.backend = d.sum(b, statCancelled)
+	}
+	return w
+}
+
+// running waits until the backend runs the call.
+func (w *cancelWatch) running(t testing.TB) {
+	t.Helper()
+	if !testwait.Poll(wait, func() bool {
+		return w.f.metric("mcprouter_backend_in_flight_requests", w.label) >= 1 && (!w.d.has(w.b) || w.d.sum(w.b, statInFlight) >= 1)
+	}) {
+		t.Fatalf("the call never reached %s", w.b)
+	}
+}
+
+// cancelled checks that the router released the call and counted one cancellation more,
+// and that the backend heard of it.
+func (w *cancelWatch) cancelled(t testing.TB) {
+	t.Helper()
+	if !testwait.Poll(wait, func() bool {
+		return w.f.metric("mcprouter_backend_in_flight_requests", w.label) == 0 &&
+			w.f.metric("mcprouter_backend_cancellations_total") == w.router+1
+	}) {
+		m, _ := w.f.metrics()
+		t.Fatalf("the router did not cancel the call within %v:\n%s", wait, m.grep("mcprouter_backend_"))
+	}
+	if w.d.has(w.b) && !testwait.Poll(wait, func() bool {
+		return w.d.sum(w.b, statCancelled) == w.backend+1 && w.d.sum(w.b, statInFlight) == 0
+	}) {
+		t.Errorf("%s did not hear of the cancellation within %v: cancelled %d (was %d), in flight %d",
+			w.b, wait, w.d.sum(w.b, statCancelled), w.backend, w.d.sum(w.b, statInFlight))
+	}
 }
 
 // The counters a test sums over a backend's replicas.

@@ -112,14 +112,7 @@ func TestCancel(t *testing.T) {
 
 	for _, b := range backendNames {
 		t.Run(b, func(t *testing.T) {
-			label := `backend="` + b + `"`
-			direct := d.has(b)
-			var cancelledBefore int64
-			if direct {
-				cancelledBefore = d.sum(b, statCancelled)
-			}
-			routerBefore := f.metric("mcprouter_backend_cancellations_total")
-
+			w := d.watchCancel(f, b)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			done := make(chan error, 1)
@@ -127,33 +120,12 @@ func TestCancel(t *testing.T) {
 				_, err := c.cs.CallTool(ctx, &mcp.CallToolParams{Name: b + "__sleep", Arguments: map[string]any{"ms": 50000}})
 				done <- err
 			}()
-			// Cancel only once the backend runs the call.
-			running := testwait.Poll(wait, func() bool {
-				if f.metric("mcprouter_backend_in_flight_requests", label) < 1 {
-					return false
-				}
-				return !direct || d.sum(b, statInFlight) >= 1
-			})
-			if !running {
-				t.Fatalf("the call never reached %s", b)
-			}
+			w.running(t) // cancel only once the backend runs the call
 			cancel()
 			if err := testwait.Recv(t, "the cancelled call to return", wait, done); !errors.Is(err, context.Canceled) {
 				t.Errorf("cancelled call returned %v, want context.Canceled", err)
 			}
-			if !testwait.Poll(wait, func() bool {
-				return f.metric("mcprouter_backend_in_flight_requests", label) == 0 &&
-					f.metric("mcprouter_backend_cancellations_total") == routerBefore+1
-			}) {
-				m, _ := f.metrics()
-				t.Errorf("the router did not release the cancelled request within %v:\n%s", wait, m.grep("mcprouter_backend_"))
-			}
-			if direct && !testwait.Poll(wait, func() bool {
-				return d.sum(b, statCancelled) == cancelledBefore+1 && d.sum(b, statInFlight) == 0
-			}) {
-				t.Errorf("%s did not hear of the cancellation within %v: cancelled %d (was %d), in flight %d",
-					b, wait, d.sum(b, statCancelled), cancelledBefore, d.sum(b, statInFlight))
-			}
+			w.cancelled(t)
 			if got := c.mustText(t, b+"__echo", map[string]any{"text": "still here"}); got != "still here" {
 				t.Errorf("echo after cancel answered %q", got)
 			}

@@ -29,24 +29,14 @@ func TestSessionEndCancelsCalls(t *testing.T) {
 				name = "sse-client/" + b
 			}
 			t.Run(name, func(t *testing.T) {
-				label := `backend="` + b + `"`
-				isDirect := d.has(b)
-				var cancelledBefore int64
-				if isDirect {
-					cancelledBefore = d.sum(b, statCancelled)
-				}
-				routerBefore := f.metric("mcprouter_backend_cancellations_total")
+				w := d.watchCancel(f, b)
 				c := connectSDK(t, f, clientOptions{sse: sse})
 				done := make(chan error, 1)
 				go func() {
 					_, err := c.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: b + "__sleep", Arguments: map[string]any{"ms": 50000}})
 					done <- err
 				}()
-				if !testwait.Poll(wait, func() bool {
-					return f.metric("mcprouter_backend_in_flight_requests", label) >= 1 && (!isDirect || d.sum(b, statInFlight) >= 1)
-				}) {
-					t.Fatalf("the call never reached %s", b)
-				}
+				w.running(t)
 				if sse {
 					c.drop()
 				} else {
@@ -55,19 +45,7 @@ func TestSessionEndCancelsCalls(t *testing.T) {
 				if err := testwait.Recv(t, "the call to end with its session", wait, done); err == nil {
 					t.Error("the call returned a result after its session ended")
 				}
-				if !testwait.Poll(wait, func() bool {
-					return f.metric("mcprouter_backend_in_flight_requests", label) == 0 &&
-						f.metric("mcprouter_backend_cancellations_total") == routerBefore+1
-				}) {
-					m, _ := f.metrics()
-					t.Fatalf("the router did not cancel the ended session's call within %v:\n%s", wait, m.grep("mcprouter_backend_"))
-				}
-				if isDirect && !testwait.Poll(wait, func() bool {
-					return d.sum(b, statCancelled) == cancelledBefore+1 && d.sum(b, statInFlight) == 0
-				}) {
-					t.Errorf("%s did not hear of the cancellation within %v: cancelled %d (was %d), in flight %d",
-						b, wait, d.sum(b, statCancelled), cancelledBefore, d.sum(b, statInFlight))
-				}
+				w.cancelled(t)
 			})
 		}
 	}
