@@ -285,18 +285,3 @@ func transportErr(msg string, err error) *Error {
 func protocolErr(msg string) *Error { return &Error{Class: ClassProtocol, Msg: msg} }
 
 var errTimeout = &Error{Class: ClassTimeout, Err: ErrTimeout}
-
-// parseUintID parses an id token we sent (a decimal integer) without allocating.
-func parseUintID(b []byte) (uint64, bool) {
-	if len(b) == 0 || len(b) > 19 {
-		return 0, false
-	}
-	var v uint64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		v = v*10 + uint64(c-'0')
-	}
-	return v, true
-}

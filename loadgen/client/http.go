@@ -282,7 +282,7 @@ func (s *httpSession) readJSONReply(body []byte, id uint64, status int, rep *Rep
 func (s *httpSession) takeReply(m *codec.Message, id uint64, status int, rep *Reply) error {
 	switch m.Kind {
 	case codec.KindResult:
-		if got, ok := parseUintID(m.ID); !ok || got != id {
+		if got, ok := codec.ParseUintID(m.ID); !ok || got != id {
 			return protocolErr("reply id " + string(m.ID) + " does not match the request")
 		}
 		rep.set(status, m.Result)
@@ -327,7 +327,7 @@ func (s *httpSession) readSSEReply(body io.Reader, id uint64, status int, rep *R
 		}
 		switch m.Kind {
 		case codec.KindResult, codec.KindError:
-			if got, ok := parseUintID(m.ID); ok && got == id {
+			if got, ok := codec.ParseUintID(m.ID); ok && got == id {
 				err := s.takeReply(m, id, status, rep)
 				sc.rd.Reset(nil)
 				return err

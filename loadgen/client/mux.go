@@ -155,7 +155,7 @@ func (m *mux) deliver(raw []byte, at time.Time) bool {
 	}
 	switch msg.Kind {
 	case codec.KindResult, codec.KindError:
-		id, ok := parseUintID(msg.ID)
+		id, ok := codec.ParseUintID(msg.ID)
 		if !ok {
 			return true // not one of ours (we only send integer ids)
 		}

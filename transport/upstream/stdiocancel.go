@@ -55,22 +55,6 @@ func (u *unanswered) answered(msg []byte) {
 	}
 }
 
-// intID is id as an unsigned integer when it is one written plainly (digits only, so
-// that strconv gives the same bytes back).
-func intID(id []byte) (uint64, bool) {
-	if len(id) == 0 || len(id) > 19 || len(id) > 1 && id[0] == '0' {
-		return 0, false
-	}
-	var n uint64
-	for _, c := range id {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + uint64(c-'0')
-	}
-	return n, true
-}
-
 // add keeps id; false when it is full.
 func (u *unanswered) add(id []byte) bool {
 	u.mu.Lock()
@@ -78,7 +62,7 @@ func (u *unanswered) add(id []byte) bool {
 	if u.n.Load() >= maxUnanswered {
 		return false
 	}
-	if n, ok := intID(id); ok {
+	if n, ok := codec.ParseUintID(id); ok {
 		if u.nums == nil {
 			u.nums = make(map[uint64]struct{})
 		}
@@ -96,7 +80,7 @@ func (u *unanswered) add(id []byte) bool {
 func (u *unanswered) remove(id []byte) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if n, ok := intID(id); ok {
+	if n, ok := codec.ParseUintID(id); ok {
 		delete(u.nums, n)
 	} else {
 		delete(u.strs, string(id))

@@ -47,20 +47,6 @@ func TestUnanswered(t *testing.T) {
 	}
 }
 
-func TestIntID(t *testing.T) {
-	for _, tc := range []struct {
-		id string
-		ok bool
-	}{
-		{"0", true}, {"7", true}, {"18446744073709551615", false}, {"1844674407370955161", true},
-		{"01", false}, {"-1", false}, {"1.0", false}, {"1e3", false}, {`"1"`, false}, {"", false},
-	} {
-		if _, ok := intID([]byte(tc.id)); ok != tc.ok {
-			t.Errorf("intID(%s) ok %v, want %v", tc.id, ok, tc.ok)
-		}
-	}
-}
-
 // TestUnansweredBounded: beyond maxUnanswered, requests are no longer kept.
 func TestUnansweredBounded(t *testing.T) {
 	var u unanswered
