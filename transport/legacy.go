@@ -79,14 +79,7 @@ func (s *HTTPServer) ServeLegacyStream(ctx *fasthttp.RequestCtx) {
 		rc, _ = readahead.RawConnOf(conn)
 	}
 	ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
-		reg := s.watchCallStream(rc, cons)
-		err := cons.Pump(w, opts)
-		s.unwatchCallStream(rc, reg) // before endCutStream can close the connection
-		s.Stats.OpenStreams.Add(-1)
-		endCutStream(conn, err)
-		if err == sse.ErrSlowConsumer {
-			s.Stats.SlowConsumers.Add(1)
-		}
+		s.pumpWatched(w, conn, rc, cons, opts)
 		// A legacy session cannot be resumed: its stream is its life.
 		sess.Close()
 	})

@@ -651,18 +651,26 @@ func (s *HTTPServer) serveStream(ctx *fasthttp.RequestCtx, stream *sse.Stream, r
 				cons.Close() // the client is gone: Pump returns at once
 			}
 		}
-		reg := s.watchCallStream(watch, cons)
-		err := cons.Pump(w, opts)
-		s.unwatchCallStream(watch, reg) // before endCutStream can close the connection
-		s.Stats.OpenStreams.Add(-1)
-		endCutStream(conn, err)
-		if err == sse.ErrSlowConsumer {
-			s.Stats.SlowConsumers.Add(1)
-		}
+		err := s.pumpWatched(w, conn, watch, cons, opts)
 		if done != nil {
 			done(err)
 		}
 	})
+}
+
+// pumpWatched pumps cons onto w, the body of a stream's response on conn, with the
+// connection rc (nil: none) under the close watcher meanwhile, so that the client's
+// close ends the stream at once; it counts the stream's end and returns what ended it.
+func (s *HTTPServer) pumpWatched(w *bufio.Writer, conn net.Conn, rc syscall.RawConn, cons *sse.Consumer, opts sse.PumpOptions) error {
+	reg := s.watchCallStream(rc, cons)
+	err := cons.Pump(w, opts)
+	s.unwatchCallStream(rc, reg) // before endCutStream can close the connection
+	s.Stats.OpenStreams.Add(-1)
+	endCutStream(conn, err)
+	if err == sse.ErrSlowConsumer {
+		s.Stats.SlowConsumers.Add(1)
+	}
+	return err
 }
 
 // watchClose detaches cons as soon as the client closes conn, whose response is cons's
