@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/internal/asciifold"
 )
 
 // Mcp-Param-{Name} headers (basic/transports/streamable-http, "Custom Headers from Tool
@@ -44,29 +45,10 @@ func ParamHeaders(tool []byte) []ParamHeader {
 // encoding/json reads it: written in any case (its field names match case-insensitively,
 // and no other character of this key folds to one of its letters), or with an escape.
 func mayDeclareHeader(tool []byte) bool {
-	return bytes.Contains(tool, []byte(`\u`)) || containsFoldASCII(tool, xMCPHeader)
+	return bytes.Contains(tool, []byte(`\u`)) || asciifold.Contains(tool, xMCPHeader)
 }
 
 const xMCPHeader = "x-mcp-header"
-
-// containsFoldASCII reports whether b contains lower (lower-case ASCII) in any case.
-func containsFoldASCII(b []byte, lower string) bool {
-	for i := 0; i+len(lower) <= len(b); i++ {
-		j := 0
-		for j < len(lower) && foldsTo(b[i+j], lower[j]) {
-			j++
-		}
-		if j == len(lower) {
-			return true
-		}
-	}
-	return false
-}
-
-// foldsTo reports whether c is the lower-case ASCII l in some case.
-func foldsTo(c, l byte) bool {
-	return c == l || 'a' <= l && l <= 'z' && c|0x20 == l
-}
 
 // maxSchemaDepth bounds the walk through nested properties.
 const maxSchemaDepth = 16

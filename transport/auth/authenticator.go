@@ -10,6 +10,8 @@ import (
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	jose "github.com/go-jose/go-jose/v4"
+
+	"github.com/mcprouter/mcprouter/internal/asciifold"
 )
 
 // DefaultCacheSize is how many verified JWTs an Authenticator remembers by default.
@@ -234,7 +236,7 @@ func (a *Authenticator) anonymous() *Principal {
 // trailing white space trimmed, not yet checked against the b64token grammar.
 func bearerToken(h []byte) (token []byte, bearer bool) {
 	const scheme = "bearer"
-	if len(h) < len(scheme) || !equalFoldASCII(h[:len(scheme)], scheme) {
+	if len(h) < len(scheme) || !asciifold.Equal(h[:len(scheme)], scheme) {
 		return nil, false
 	}
 	rest := h[len(scheme):]
@@ -273,19 +275,6 @@ func isB64Token(t []byte) bool {
 	}
 	for ; i < len(t); i++ {
 		if t[i] != '=' {
-			return false
-		}
-	}
-	return true
-}
-
-func equalFoldASCII(b []byte, lower string) bool {
-	for i := range len(lower) {
-		c := b[i]
-		if c >= 'A' && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != lower[i] {
 			return false
 		}
 	}
