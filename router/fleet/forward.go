@@ -553,12 +553,19 @@ func (fw *forwarder) completeErrData(e *entry, code int, msg string, data []byte
 func (fw *forwarder) cancel(s *router.Session, clientID []byte) {
 	fw.rev.cancel(s, clientID) // between input rounds (reverse.go)
 	if e := fw.table.takeClient(s, clientID); e != nil {
-		if e.stop != nil {
-			e.stop()
-		}
-		fw.gaveUp(e.conn, e.id) // the backend is told, as when the router gives up
-		fw.finishCancelled(e)
+		fw.dropCancelled(e)
 	}
+}
+
+// dropCancelled finishes e, a sent request settled as cancelled: its Send stopped, the
+// backend told (as when the router gives up), the client's exchange ended without a
+// response.
+func (fw *forwarder) dropCancelled(e *entry) {
+	if e.stop != nil {
+		e.stop()
+	}
+	fw.gaveUp(e.conn, e.id)
+	fw.finishCancelled(e)
 }
 
 // endSession cancels what client session s, which ended, still had in flight: each
@@ -569,11 +576,7 @@ func (fw *forwarder) endSession(s *router.Session) {
 	fw.rev.cancelSession(s)
 	var buf [8]*entry
 	for _, e := range fw.table.takeSession(s, buf[:0]) {
-		if e.stop != nil {
-			e.stop()
-		}
-		fw.gaveUp(e.conn, e.id)
-		fw.finishCancelled(e)
+		fw.dropCancelled(e)
 	}
 }
 

@@ -377,18 +377,17 @@ func (r *reversals) finishCancelled(rv *reversal) {
 // whose retry is upstream is in the table, where the forwarder's cancel finds it: the
 // retry enters the table under r.mu, so one of the two always sees the request.
 func (r *reversals) cancel(s *router.Session, clientID []byte) {
-	r.cancelWhere(func(rv *reversal) bool { return rv.sess == s && rv.clientID == string(clientID) }, true)
+	r.cancelWhere(func(rv *reversal) bool { return rv.sess == s && rv.clientID == string(clientID) })
 }
 
 // cancelSession cancels, as cancel does, every request of session s between rounds: the
 // session ended.
 func (r *reversals) cancelSession(s *router.Session) {
-	r.cancelWhere(func(rv *reversal) bool { return rv.sess == s }, false)
+	r.cancelWhere(func(rv *reversal) bool { return rv.sess == s })
 }
 
-// cancelWhere cancels the requests between rounds that match selects, only the first
-// when one is set.
-func (r *reversals) cancelWhere(match func(*reversal) bool, one bool) {
+// cancelWhere cancels the requests between rounds that match selects.
+func (r *reversals) cancelWhere(match func(*reversal) bool) {
 	if r == nil || r.count.Load() == 0 {
 		return
 	}
@@ -399,9 +398,6 @@ func (r *reversals) cancelWhere(match func(*reversal) bool, one bool) {
 			rv.cancelled = true
 			if rv.stop != nil {
 				rv.stop()
-			}
-			if one {
-				return
 			}
 		}
 	}
