@@ -2,12 +2,12 @@ package fleet
 
 import (
 	"hash/maphash"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
 
+	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/router"
 	"github.com/mcprouter/mcprouter/transport"
 )
@@ -491,8 +491,7 @@ func parseID(raw []byte) (uint64, bool) {
 	if len(raw) > 1 && raw[0] == '"' { // a backend that stringified our id
 		raw = raw[1 : len(raw)-1]
 	}
-	n, err := strconv.ParseUint(string(raw), 10, 64) // no allocation: the compiler avoids the copy
-	return n, err == nil
+	return codec.ParseUintID(raw)
 }
 
 func deadlineIn(d time.Duration) int64 { return time.Now().Add(d).UnixNano() }
