@@ -81,7 +81,9 @@ func SyscallConnOf(c net.Conn) (syscall.Conn, bool) {
 }
 
 // RawConnOf is the raw connection of c's descriptor (SyscallConnOf's SyscallConn), for
-// the close watcher and raw writes; false when c has none or cannot give it.
+// the close watcher, raw reads and writes, and the backend connections' probes (any
+// connection: a dialed one is its own syscall.Conn); false when c has none or cannot
+// give it.
 func RawConnOf(c net.Conn) (syscall.RawConn, bool) {
 	sc, ok := SyscallConnOf(c)
 	if !ok {

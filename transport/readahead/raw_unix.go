@@ -12,12 +12,8 @@ import (
 
 // wrap returns c reading ahead, or c itself when it has no file descriptor to read.
 func wrap(c net.Conn) net.Conn {
-	sc, ok := c.(syscall.Conn)
+	rc, ok := RawConnOf(c)
 	if !ok {
-		return c
-	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
 		return c
 	}
 	a := &connFD{conn: conn{Conn: c}}

@@ -5,17 +5,15 @@ package upstream
 import (
 	"net"
 	"syscall"
+
+	"github.com/mcprouter/mcprouter/transport/readahead"
 )
 
 // peerClosed reports whether the peer of an idle connection has closed it (a FIN or a
 // reset is waiting), without consuming anything: a non-blocking MSG_PEEK read.
 func peerClosed(c net.Conn) bool {
-	sc, ok := c.(syscall.Conn)
+	raw, ok := readahead.RawConnOf(c)
 	if !ok {
-		return false
-	}
-	raw, err := sc.SyscallConn()
-	if err != nil {
 		return false
 	}
 	closed := false

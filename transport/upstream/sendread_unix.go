@@ -49,12 +49,8 @@ const maxHeld = 4 << 10
 
 func (s *sendRead) init(c net.Conn, dl *readahead.Deadlines) {
 	s.dl = dl
-	sc, ok := c.(syscall.Conn)
+	rc, ok := readahead.RawConnOf(c)
 	if !ok {
-		return
-	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
 		return
 	}
 	s.rc = rc
