@@ -133,9 +133,7 @@ func TestDispatchRunOrder(t *testing.T) {
 		var runs atomic.Int64
 		var wg sync.WaitGroup
 		for k := range keys {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			wg.Go(func() {
 				for i := range perKey {
 					answered := make(chan struct{})
 					j := &funcJob{
@@ -173,7 +171,7 @@ func TestDispatchRunOrder(t *testing.T) {
 						}
 					}
 				}
-			}()
+			})
 		}
 		wg.Wait()
 		closeDispatcher(t, d)

@@ -373,12 +373,10 @@ func TestSettleRaces(t *testing.T) {
 				wins := make([]bool, len(tc.racers))
 				var wg sync.WaitGroup
 				for i, rc := range tc.racers {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
+					wg.Go(func() {
 						<-start
 						wins[i] = rc.run(tb, sess, e, c)
-					}()
+					})
 				}
 				close(start)
 				wg.Wait()

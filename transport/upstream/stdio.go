@@ -165,11 +165,7 @@ func (p *Pool) Close() error {
 	errs := make([]error, len(p.insts))
 	var wg sync.WaitGroup
 	for i, in := range p.insts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = in.Close()
-		}()
+		wg.Go(func() { errs[i] = in.Close() })
 	}
 	wg.Wait()
 	return errors.Join(errs...)

@@ -102,9 +102,7 @@ func TestServerRequestLimits(t *testing.T) {
 	texts := make([]string, calls)
 	var wg sync.WaitGroup
 	for i := range texts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			msgs, err := rs.post(sampleCall(10+i, fmt.Sprintf("unanswered %d", i)))
 			if err == nil {
 				var isError bool
@@ -116,7 +114,7 @@ func TestServerRequestLimits(t *testing.T) {
 			if err != nil {
 				t.Errorf("call %d: %v", i, err)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	refused, expired := 0, 0
