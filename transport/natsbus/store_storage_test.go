@@ -39,16 +39,7 @@ func TestSessionStorage(t *testing.T) {
 	if got := bucketStorage(t, sb); got != jetstream.FileStorage {
 		t.Fatalf("the joined instance's bucket in %v, want the file bucket it found", got)
 	}
-	if err := sb.Save("joined", []byte(`{"v":1}`)); err != nil {
-		t.Fatal(err)
-	}
-	if rec, ok := sa.Load("joined"); !ok || string(rec) != `{"v":1}` {
-		t.Fatalf("the first instance loads %q %v", rec, ok)
-	}
-	sb.Delete("joined")
-	if _, ok := sa.Load("joined"); ok {
-		t.Fatal("a deleted record still loads")
-	}
+	shareRecord(t, sb, sa, "joined", `{"v":1}`)
 
 	m := startBus(t, withUser(Config{Listen: "127.0.0.1:0"}))
 	sm, err := m.Sessions(time.Hour)

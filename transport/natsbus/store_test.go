@@ -22,19 +22,27 @@ func TestSessionStore(t *testing.T) {
 	if err := sa.Save("sess-1", []byte(`{"v":1}`)); err != nil {
 		t.Fatal(err)
 	}
-	if err := sa.Save("sess-1", []byte(`{"v":2}`)); err != nil {
-		t.Fatal(err)
-	}
-	if rec, ok := sb.Load("sess-1"); !ok || string(rec) != `{"v":2}` {
-		t.Fatalf("the other instance loads %q %v, want the last write", rec, ok)
-	}
-	sb.Delete("sess-1")
-	if _, ok := sa.Load("sess-1"); ok {
-		t.Fatal("a deleted record still loads")
-	}
-	sb.Delete("sess-1") // deleting twice is harmless
+	shareRecord(t, sa, sb, "sess-1", `{"v":2}`) // overwrites v1
+	sb.Delete("sess-1")                         // deleting twice is harmless
 	if sa.Errors.Load() != 0 || sb.Errors.Load() != 0 {
 		t.Fatalf("errors counted on the ordinary path: %d %d", sa.Errors.Load(), sb.Errors.Load())
+	}
+}
+
+// shareRecord saves rec under id on w and checks that r, another instance on the same
+// NATS, loads it as the last write; then deletes it on r and checks that w no longer
+// loads it.
+func shareRecord(t *testing.T, w, r *SessionStore, id, rec string) {
+	t.Helper()
+	if err := w.Save(id, []byte(rec)); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := r.Load(id); !ok || string(got) != rec {
+		t.Fatalf("the other instance loads %q %v, want the last write %s", got, ok, rec)
+	}
+	r.Delete(id)
+	if _, ok := w.Load(id); ok {
+		t.Fatal("a deleted record still loads")
 	}
 }
 
