@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/internal/golden"
+	"github.com/mcprouter/mcprouter/internal/testmetrics"
 	"github.com/mcprouter/mcprouter/router"
 	"github.com/mcprouter/mcprouter/transport"
 	"github.com/mcprouter/mcprouter/transport/sse"
@@ -82,26 +83,7 @@ func only(m *Metrics) func(prometheus.Registerer) error {
 // ("name,label=value,...").
 func seriesOf(t *testing.T, register func(prometheus.Registerer) error) map[string]float64 {
 	t.Helper()
-	mfs, err := pedantic(t, register).Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]float64{}
-	for _, mf := range mfs {
-		for _, mt := range mf.GetMetric() {
-			key := mf.GetName()
-			for _, l := range mt.GetLabel() {
-				key += "," + l.GetName() + "=" + l.GetValue()
-			}
-			switch {
-			case mt.Gauge != nil:
-				got[key] = mt.Gauge.GetValue()
-			case mt.Counter != nil:
-				got[key] = mt.Counter.GetValue()
-			}
-		}
-	}
-	return got
+	return testmetrics.Series(t, pedantic(t, register), "")
 }
 
 // gather returns the text exposition of m alone, with the Go version masked.
@@ -162,11 +144,7 @@ func TestCollectSources(t *testing.T) {
 		"mcprouter_sse_slow_consumer_cutoffs_total":          0,
 		"mcprouter_codec_errors_total,class=invalid_request": 0,
 	}
-	for k, v := range want {
-		if g, ok := got[k]; !ok || g != v {
-			t.Errorf("%s = %v (present %v), want %v", k, g, ok, v)
-		}
-	}
+	testmetrics.Expect(t, got, want)
 	for _, name := range []string{"go_goroutines", "process_cpu_seconds_total"} {
 		if _, found := got[name]; !found && (name != "process_cpu_seconds_total" || runtime.GOOS == "linux") {
 			t.Errorf("%s not exported", name)

@@ -3,6 +3,7 @@ package metrics
 import (
 	"testing"
 
+	"github.com/mcprouter/mcprouter/internal/testmetrics"
 	"github.com/mcprouter/mcprouter/transport"
 	"github.com/mcprouter/mcprouter/transport/budget"
 	"github.com/mcprouter/mcprouter/transport/sse"
@@ -27,18 +28,13 @@ func TestVirtualServersInTotals(t *testing.T) {
 		h.Stats.InvalidRequests.Add(n)
 		h.Stats.OpenStreams.Add(int64(n))
 	}
-	got := seriesOf(t, only(m))
-	for k, want := range map[string]float64{
+	testmetrics.Expect(t, seriesOf(t, only(m)), map[string]float64{
 		"mcprouter_http_requests_total":                      11,
 		"mcprouter_http_rejected_total":                      11,
 		"mcprouter_codec_errors_total,class=parse":           11,
 		"mcprouter_codec_errors_total,class=invalid_request": 11,
 		"mcprouter_sse_open_streams":                         11,
-	} {
-		if got[k] != want {
-			t.Errorf("%s = %v, want %v", k, got[k], want)
-		}
-	}
+	})
 	if open := m.NewStatusFeed().Next().Streams.Open; open != 11 {
 		t.Errorf("status page: %d open streams, want 11", open)
 	}

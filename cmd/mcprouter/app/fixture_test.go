@@ -5,7 +5,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/mcprouter/mcprouter/cmd/mcprouter/app"
 	"github.com/mcprouter/mcprouter/cmd/mcprouter/app/apptest"
 	"github.com/mcprouter/mcprouter/internal/mcpraw"
+	"github.com/mcprouter/mcprouter/internal/testmetrics"
 )
 
 // startRouter starts cfg's router in the test process with its log discarded; it is
@@ -47,31 +47,14 @@ func openSession(t *testing.T, ctx context.Context, url, token string) *mcpraw.C
 	return c
 }
 
-// series gathers a's metrics and returns the value of every series of a metric whose
-// name starts with prefix (a counter's or a gauge's), keyed by the name and the label
-// values in order: "mcprouter_endpoint_sessions,x". A router without a registry fails
-// the test.
+// series gathers a's metrics: the value of every counter and gauge series of a metric
+// whose name starts with prefix, keyed by the name and the labels
+// ("mcprouter_endpoint_sessions,endpoint=x"; testmetrics.Series). A router without a
+// registry fails the test.
 func series(t *testing.T, a *app.App, prefix string) map[string]float64 {
 	t.Helper()
 	if a.Prometheus == nil {
 		t.Fatal("no metrics registry")
 	}
-	mfs, err := a.Prometheus.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]float64{}
-	for _, mf := range mfs {
-		if !strings.HasPrefix(mf.GetName(), prefix) {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			key := mf.GetName()
-			for _, l := range m.GetLabel() {
-				key += "," + l.GetValue()
-			}
-			got[key] = m.GetCounter().GetValue() + m.GetGauge().GetValue()
-		}
-	}
-	return got
+	return testmetrics.Series(t, a.Prometheus, prefix)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcprouter/mcprouter/cmd/mcprouter/app"
 	"github.com/mcprouter/mcprouter/internal/mcpraw"
+	"github.com/mcprouter/mcprouter/internal/testmetrics"
 	"github.com/mcprouter/mcprouter/router/policy"
 	"github.com/mcprouter/mcprouter/transport/auth"
 )
@@ -93,7 +94,7 @@ func TestPolicySwapListChanged(t *testing.T) {
 	if rep, err := bob.Post(ctx, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"a__fail","arguments":{}}}`); err != nil || rep.Status != http.StatusForbidden {
 		t.Fatalf("bob calling a__fail: %v %v, want 403", err, rep)
 	}
-	if denied := series(t, r, "mcprouter_policy_decisions_total")["mcprouter_policy_decisions_total,denied"]; denied < 1 {
+	if denied := series(t, r, "mcprouter_policy_decisions_total")["mcprouter_policy_decisions_total,outcome=denied"]; denied < 1 {
 		t.Errorf("mcprouter_policy_decisions_total{outcome=denied} = %v after a denial under the swapped policy", denied)
 	}
 	for p, want := range map[string]string{"bob": "notifications/tools/list_changed", "alice": "notifications/prompts/list_changed"} {
@@ -195,23 +196,18 @@ func TestVirtualServerMetrics(t *testing.T) {
 			t.Fatalf("x calling a__fail: %v %v, want refused", err, rep)
 		}
 	}
-	got := series(t, r, "mcprouter_endpoint_")
-	for k, want := range map[string]float64{
-		"mcprouter_endpoint_requests_total,x,ok":        2, // initialize, a__echo
-		"mcprouter_endpoint_requests_total,x,error":     1, // a__fail, refused
-		"mcprouter_endpoint_requests_total,y,ok":        1, // initialize
-		"mcprouter_endpoint_requests_total,y,error":     0,
-		"mcprouter_endpoint_requests_total,(main),ok":   0,
-		"mcprouter_endpoint_policy_denied_total,x":      1,
-		"mcprouter_endpoint_policy_denied_total,y":      0,
-		"mcprouter_endpoint_policy_denied_total,(main)": 0,
-		"mcprouter_endpoint_policy_limited_total,x":     0,
-		"mcprouter_endpoint_sessions,x":                 1,
-		"mcprouter_endpoint_sessions,y":                 1,
-		"mcprouter_endpoint_sessions,(main)":            0,
-	} {
-		if g, ok := got[k]; !ok || g != want {
-			t.Errorf("%s = %v (present %v), want %v", k, g, ok, want)
-		}
-	}
+	testmetrics.Expect(t, series(t, r, "mcprouter_endpoint_"), map[string]float64{
+		"mcprouter_endpoint_requests_total,endpoint=x,outcome=ok":      2, // initialize, a__echo
+		"mcprouter_endpoint_requests_total,endpoint=x,outcome=error":   1, // a__fail, refused
+		"mcprouter_endpoint_requests_total,endpoint=y,outcome=ok":      1, // initialize
+		"mcprouter_endpoint_requests_total,endpoint=y,outcome=error":   0,
+		"mcprouter_endpoint_requests_total,endpoint=(main),outcome=ok": 0,
+		"mcprouter_endpoint_policy_denied_total,endpoint=x":            1,
+		"mcprouter_endpoint_policy_denied_total,endpoint=y":            0,
+		"mcprouter_endpoint_policy_denied_total,endpoint=(main)":       0,
+		"mcprouter_endpoint_policy_limited_total,endpoint=x":           0,
+		"mcprouter_endpoint_sessions,endpoint=x":                       1,
+		"mcprouter_endpoint_sessions,endpoint=y":                       1,
+		"mcprouter_endpoint_sessions,endpoint=(main)":                  0,
+	})
 }
