@@ -96,7 +96,9 @@ func TestGetStreamOwnsConnection(t *testing.T) {
 		}
 	}
 	waitFor(t, "keep-alives on the idle stream", func() bool { return stats.KeepAlives.Load() >= 2 })
-	if dr := send(t, cl, url, http.MethodDelete, sid, "", nil); dr.StatusCode != 200 {
+	dr := send(t, cl, url, http.MethodDelete, sid, "", nil)
+	dr.Body.Close()
+	if dr.StatusCode != 200 {
 		t.Fatalf("DELETE: %v", dr)
 	}
 	if _, err := rd.Next(); !errors.Is(err, io.EOF) {
