@@ -35,25 +35,14 @@ func build(ctx context.Context, dir string, given map[string]string, logf func(s
 	return bins, nil
 }
 
-// router is one router process.
-type router struct {
-	name            string
-	port, adminPort int
-	proc            *cluster.Proc
-}
-
-func (r *router) url() string { return fmt.Sprintf("http://127.0.0.1:%d/mcp", r.port) }
-
-func (r *router) metricsURL() string { return fmt.Sprintf("http://127.0.0.1:%d/metrics", r.adminPort) }
-
 // routerConfig is router i's configuration: the first runs the embedded NATS server,
 // listening on natsPort with credentials; the others join it. Every limit meant for
 // many clients behind one address is lifted: the loaders open every session from a
 // few loopback addresses.
-func routerConfig(c *Config, i int, r *router, backendURL string, natsPort int, password string) string {
-	nats := fmt.Sprintf(`{listen: "127.0.0.1:%d", user: scale, password: %q, name: %s, jetstream: {session_storage: %q}}`, natsPort, password, r.name, c.SessionStorage)
+func routerConfig(c *Config, i int, r *cluster.Router, backendURL string, natsPort int, password string) string {
+	nats := fmt.Sprintf(`{listen: "127.0.0.1:%d", user: scale, password: %q, name: %s, jetstream: {session_storage: %q}}`, natsPort, password, r.Name, c.SessionStorage)
 	if i > 0 {
-		nats = fmt.Sprintf(`{url: "nats://scale:%s@127.0.0.1:%d", name: %s}`, password, natsPort, r.name)
+		nats = fmt.Sprintf(`{url: "nats://scale:%s@127.0.0.1:%d", name: %s}`, password, natsPort, r.Name)
 	}
 	perRouter := (c.Sessions+c.Routers-1)/c.Routers + 1000
 	return fmt.Sprintf(`listen: 127.0.0.1:%d
@@ -64,7 +53,7 @@ nats: %s
 sessions: {max: %d, max_per_client: -1, init_rate: -1, no_persist: %t}
 connections: {max_per_address: -1}
 shutdown_grace: 2s
-`, r.port, r.adminPort, c.Profiles, backendURL, nats, perRouter, !c.Persist)
+`, r.Port, r.AdminPort, c.Profiles, backendURL, nats, perRouter, !c.Persist)
 }
 
 // writeFile writes a configuration file.
@@ -116,7 +105,7 @@ func logWarnings(dir string, routers int, until time.Time) map[string]int {
 // before it, beside it (path with .txt for .pprof), the text form as the heap is, whose
 // end holds the runtime's memory statistics: how much of the RSS is live heap, how
 // much the collector's headroom and stacks.
-func saveHeapProfile(r *router, path string) error {
+func saveHeapProfile(r *cluster.Router, path string) error {
 	if err := saveProfile(r, "heap?debug=1", time.Minute, strings.TrimSuffix(path, ".pprof")+".txt"); err != nil {
 		return err
 	}
@@ -125,31 +114,29 @@ func saveHeapProfile(r *router, path string) error {
 
 // startCPUProfiles profiles each router's CPU for d (the opening, about), into
 // routerN.cpu.pprof in dir; the returned function waits for the profiles.
-func startCPUProfiles(routers []*router, d time.Duration, dir string, logf func(string, ...any)) (wait func()) {
+func startCPUProfiles(routers []*cluster.Router, d time.Duration, dir string, logf func(string, ...any)) (wait func()) {
 	var wg sync.WaitGroup
 	for _, rt := range routers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			q := fmt.Sprintf("profile?seconds=%d", int(d.Seconds()))
-			if err := saveProfile(rt, q, d+time.Minute, filepath.Join(dir, rt.name+".cpu.pprof")); err != nil {
+			if err := saveProfile(rt, q, d+time.Minute, filepath.Join(dir, rt.Name+".cpu.pprof")); err != nil {
 				logf("%v", err)
 			}
-		}()
+		})
 	}
 	return wg.Wait
 }
 
 // saveProfile fetches the router's /debug/pprof/<query> into path.
-func saveProfile(r *router, query string, timeout time.Duration, path string) error {
+func saveProfile(r *cluster.Router, query string, timeout time.Duration, path string) error {
 	c := &http.Client{Timeout: timeout}
-	resp, err := c.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/%s", r.adminPort, query))
+	resp, err := c.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/%s", r.AdminPort, query))
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: profile %s: HTTP %d", r.name, query, resp.StatusCode)
+		return fmt.Errorf("%s: profile %s: HTTP %d", r.Name, query, resp.StatusCode)
 	}
 	f, err := os.Create(path)
 	if err != nil {

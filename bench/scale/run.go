@@ -51,7 +51,7 @@ type run struct {
 	ctx     context.Context
 	bins    map[string]string
 	backend *cluster.Proc
-	routers []*router
+	routers []*cluster.Router
 	loaders []*loader
 	calls   *caller
 }
@@ -74,7 +74,7 @@ func (r *run) run() (*Report, error) {
 		return nil, err
 	}
 	rep := &Report{Sessions: c.Sessions, Protocol: c.Protocol, Persist: c.Persist, SessionStorage: c.SessionStorage}
-	urls := r.urls()
+	urls := cluster.URLsOf(r.routers)
 	// The routers are empty and warm once each has answered a call: its catalog is in.
 	if r.calls, err = startCaller(urls, max(c.Callers, len(urls)), c.Protocol, c.CallPause); err != nil {
 		return nil, fmt.Errorf("scale: the callers: %w", err)
@@ -84,11 +84,11 @@ func (r *run) run() (*Report, error) {
 	}
 	r.calls.next() // the warm-up is not measured
 	for _, rt := range r.routers {
-		u, err := cluster.ReadUsage(rt.proc.PID(), "")
+		u, err := cluster.ReadUsage(rt.Proc.PID(), "")
 		if err != nil {
 			return nil, err
 		}
-		rep.Routers = append(rep.Routers, ProcStats{Name: rt.name, RSSBefore: u.RSS})
+		rep.Routers = append(rep.Routers, ProcStats{Name: rt.Name, RSSBefore: u.RSS})
 	}
 
 	c.Logf("opening %d sessions (%s) over %d routers from %d loaders", c.Sessions, c.Protocol, len(r.routers), c.Loaders)
@@ -124,13 +124,13 @@ func (r *run) run() (*Report, error) {
 	}
 	r.calls.next() // the settling is not measured
 	for i, rt := range r.routers {
-		u, err := cluster.ReadUsage(rt.proc.PID(), "")
+		u, err := cluster.ReadUsage(rt.Proc.PID(), "")
 		if err != nil {
 			return nil, err
 		}
 		st := &rep.Routers[i]
 		st.RSSAfter, st.FDs = u.RSS, u.FDs
-		if v, err := cluster.Metric(rt.metricsURL(), "mcprouter_sse_open_streams"); err == nil {
+		if v, err := cluster.Metric(rt.MetricsURL(), "mcprouter_sse_open_streams"); err == nil {
 			st.Sessions = int(v)
 		}
 	}
@@ -139,7 +139,7 @@ func (r *run) run() (*Report, error) {
 	}
 	if c.Profiles {
 		for _, rt := range r.routers {
-			if err := saveHeapProfile(rt, filepath.Join(c.Dir, rt.name+".heap.pprof")); err != nil {
+			if err := saveHeapProfile(rt, filepath.Join(c.Dir, rt.Name+".heap.pprof")); err != nil {
 				c.Logf("%v", err)
 			}
 		}
@@ -182,38 +182,23 @@ func (r *run) startServers() error {
 	natsPort, password := ports[1], fmt.Sprintf("%x", time.Now().UnixNano())
 	// The first router runs the NATS server the others join: it starts alone.
 	for i := range c.Routers {
-		rt := &router{name: fmt.Sprintf("router%d", i), port: ports[2+2*i], adminPort: ports[3+2*i]}
-		cfgPath := filepath.Join(c.Dir, rt.name+".yaml")
-		if err := writeFile(cfgPath, routerConfig(c, i, rt, "http://"+backendAddr+"/mcp", natsPort, password)); err != nil {
+		rt := cluster.NewRouter(i, ports[2+2*i], ports[3+2*i], r.bins["mcprouter"], c.Dir)
+		if err := writeFile(rt.ConfigPath(), routerConfig(c, i, rt, "http://"+backendAddr+"/mcp", natsPort, password)); err != nil {
 			return err
 		}
 		if i == 0 {
-			if rt.proc, err = cluster.StartProc(rt.name, filepath.Join(c.Dir, rt.name+".log"), "mcprouter listening", 2*time.Minute,
-				r.bins["mcprouter"], "--config", cfgPath); err != nil {
+			if err := rt.Start(); err != nil {
 				return err
 			}
 		}
 		r.routers = append(r.routers, rt)
 	}
 	rest := r.routers[1:]
-	if err := parallel(len(rest), func(i int) (err error) {
-		rt := rest[i]
-		rt.proc, err = cluster.StartProc(rt.name, filepath.Join(c.Dir, rt.name+".log"), "mcprouter listening", 2*time.Minute,
-			r.bins["mcprouter"], "--config", filepath.Join(c.Dir, rt.name+".yaml"))
-		return err
-	}); err != nil {
+	if err := parallel(len(rest), func(i int) error { return rest[i].Start() }); err != nil {
 		return err
 	}
 	c.Logf("backend, %d routers on one NATS (the first one's)", len(r.routers))
 	return nil
-}
-
-func (r *run) urls() []string {
-	var out []string
-	for _, rt := range r.routers {
-		out = append(out, rt.url())
-	}
-	return out
 }
 
 // warm waits until the callers' calls succeed on every router (each has the backend's
@@ -237,7 +222,7 @@ func (r *run) warm() error {
 // that the sessions spread evenly) and waits until each holds its sessions.
 func (r *run) openSessions(rep *Report) error {
 	c := &r.c
-	urls := r.urls()
+	urls := cluster.URLsOf(r.routers)
 	for l := range c.Loaders {
 		n := c.Sessions / c.Loaders
 		if l < c.Sessions%c.Loaders {
@@ -304,7 +289,7 @@ func (r *run) openSessions(rep *Report) error {
 // routers' and loaders' CPU time is read around them all.
 func (r *run) update(rep *Report) error {
 	c := &r.c
-	d, err := client.NewDialer(client.Options{URL: r.routers[0].url(), Protocol: c.Protocol})
+	d, err := client.NewDialer(client.Options{URL: r.routers[0].URL(), Protocol: c.Protocol})
 	if err != nil {
 		return err
 	}
@@ -424,7 +409,7 @@ func (r *run) cpu() ([]time.Duration, error) {
 func (r *run) pids() []int {
 	var out []int
 	for _, rt := range r.routers {
-		out = append(out, rt.proc.PID())
+		out = append(out, rt.Proc.PID())
 	}
 	for _, l := range r.loaders {
 		out = append(out, l.pid())
@@ -445,14 +430,14 @@ func (r *run) close() {
 	}
 	wg.Wait()
 	for i := len(r.routers) - 1; i >= 1; i-- {
-		if p := r.routers[i].proc; p != nil {
+		if p := r.routers[i].Proc; p != nil {
 			wg.Add(1)
 			go func() { defer wg.Done(); p.Stop() }()
 		}
 	}
 	wg.Wait()
-	if len(r.routers) > 0 && r.routers[0].proc != nil {
-		r.routers[0].proc.Stop()
+	if len(r.routers) > 0 && r.routers[0].Proc != nil {
+		r.routers[0].Proc.Stop()
 	}
 	if r.backend != nil {
 		r.backend.Stop()

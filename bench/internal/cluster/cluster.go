@@ -82,6 +82,18 @@ type Router struct {
 	bin             string
 }
 
+// NewRouter is router instance i of a deployment in dir, not started yet: named
+// router<i>, its configuration in dir/router<i>.yaml (ConfigPath: the caller writes it)
+// and its log in dir/router<i>.log; Start runs bin with them.
+func NewRouter(i, port, adminPort int, bin, dir string) *Router {
+	name := fmt.Sprintf("router%d", i)
+	return &Router{Name: name, Port: port, AdminPort: adminPort, bin: bin,
+		config: filepath.Join(dir, name+".yaml"), log: filepath.Join(dir, name+".log")}
+}
+
+// ConfigPath is the configuration file Start gives the instance.
+func (r *Router) ConfigPath() string { return r.config }
+
 // URL is the instance's MCP endpoint.
 func (r *Router) URL() string { return fmt.Sprintf("http://127.0.0.1:%d/mcp", r.Port) }
 
@@ -179,8 +191,7 @@ func start(ctx context.Context, exe string, o Options) (*Cluster, error) {
 	}
 	routerPorts := take(2 * o.Routers)
 	for i := range o.Routers {
-		r := &Router{Name: fmt.Sprintf("router%d", i), Port: routerPorts[2*i], AdminPort: routerPorts[2*i+1], bin: c.bins["mcprouter"],
-			config: filepath.Join(o.Dir, fmt.Sprintf("router%d.yaml", i)), log: filepath.Join(o.Dir, fmt.Sprintf("router%d.log", i))}
+		r := NewRouter(i, routerPorts[2*i], routerPorts[2*i+1], c.bins["mcprouter"], o.Dir)
 		if err := os.WriteFile(r.config, []byte(c.routerConfig(i, r, webURLs)), 0o600); err != nil {
 			c.Close()
 			return nil, err
@@ -221,9 +232,12 @@ func quoteAll(s []string) []string {
 }
 
 // URLs are the routers' MCP endpoints.
-func (c *Cluster) URLs() []string {
+func (c *Cluster) URLs() []string { return URLsOf(c.Routers) }
+
+// URLsOf are the MCP endpoints of routers, in their order.
+func URLsOf(routers []*Router) []string {
 	var out []string
-	for _, r := range c.Routers {
+	for _, r := range routers {
 		out = append(out, r.URL())
 	}
 	return out
