@@ -54,6 +54,7 @@ func holdCmd(ctx context.Context, args []string, in io.Reader, stdout, stderr io
 	timeout := fs.Duration("timeout", 30*time.Second, "bound on each step of opening a session")
 	cpuProfile := fs.String("cpuprofile", "", "write the loader's CPU profile (opening and rounds) to this file")
 	memProfile := fs.String("memprofile", "", "write the loader's heap profile, once the sessions are open, to this file")
+	fs.BoolVar(&o.Pipeline, "pipeline", true, "send notifications/initialized and the subscription before the GET on the stream's connection, in one write (HTTP/1.1 pipelining), instead of each on its own")
 	closeEnd := fs.Bool("close", false, "end the sessions one by one (DELETE) on quit, instead of letting the exit close their connections")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code

@@ -64,6 +64,12 @@ type Options struct {
 	// Stream makes each Streamable HTTP session hold its GET stream open, receiving
 	// server notifications on it.
 	Stream bool
+	// Pipeline lets a session that holds its GET stream over plain HTTP send
+	// notifications/initialized and its first call (see Dialer.DialCall) before the GET
+	// on the stream's connection, in one write (HTTP/1.1 pipelining), instead of each
+	// on its own and waiting for its answer. The server must answer pipelined requests,
+	// as HTTP/1.1 asks of it.
+	Pipeline bool `json:",omitempty"`
 	// ClientName and ClientVersion go into clientInfo. Default "mcpload", "dev".
 	ClientName, ClientVersion string
 	// SourceAddrs are local addresses to open connections from, in turn (see

@@ -125,19 +125,18 @@ func (h *Holder) Open(n, concurrency int, timeout time.Duration) HoldOpened {
 // runs.
 func (h *Holder) Progress() (held, failed int) { return int(h.held.Load()), int(h.fails.Load()) }
 
-// open dials session i and subscribes it; rep takes the subscription's reply.
+// open dials session i and subscribes it; rep takes the subscription's reply. With
+// Options.Pipeline the subscription travels with the session's GET (Dialer.DialCall).
 func (h *Holder) open(i int, timeout time.Duration, rep *Reply) (Session, error) {
 	deadline := time.Now().Add(timeout)
+	if h.d.o.Protocol != Version20260728 {
+		return h.d.DialCall(i, deadline, &h.sub, rep)
+	}
 	s, err := h.d.Dial(i, deadline)
 	if err != nil {
 		return nil, err
 	}
-	if l, ok := s.(Listener); ok && h.d.o.Protocol == Version20260728 {
-		err = l.Listen(h.uris, deadline)
-	} else {
-		err = s.Call(&h.sub, deadline, rep)
-	}
-	if err != nil {
+	if err := s.(Listener).Listen(h.uris, deadline); err != nil {
 		s.Close(time.Now().Add(timeout))
 		return nil, err
 	}

@@ -79,19 +79,28 @@ func (d *Dialer) putScratch(sc *scratch) {
 	d.scratches.Put(sc)
 }
 
-func (d *Dialer) dialHTTP(index int, deadline time.Time) (Session, error) {
+func (d *Dialer) dialHTTP(index int, deadline time.Time, first *Request, rep *Reply) (Session, error) {
 	s := &httpSession{d: d, index: index, insts: d.instances(index)}
 	if d.o.Protocol == Version20260728 {
 		s.version = Version20260728
 		s.info.Protocol = Version20260728
-		var rep Reply
-		if err := s.Call(&Request{Method: "server/discover"}, deadline, &rep); err != nil {
+		var disc Reply
+		if err := s.Call(&Request{Method: "server/discover"}, deadline, &disc); err != nil {
 			return nil, err
 		}
-		s.info.Server = wire.StringField(wire.Field(wire.Field(rep.Result, "_meta"), "io.modelcontextprotocol/serverInfo"), "name")
-		return s, nil
+		s.info.Server = wire.StringField(wire.Field(wire.Field(disc.Result, "_meta"), "io.modelcontextprotocol/serverInfo"), "name")
+		return callFirst(s, first, deadline, rep)
 	}
-	if err := handshake(s, d, deadline, &s.info); err != nil {
+	// With a stream over plain HTTP and Options.Pipeline, notifications/initialized and
+	// the first call go before the GET on the stream's connection (see DialCall).
+	pipeline := d.o.Stream && d.o.Pipeline && !s.insts[0].hc.IsTLS
+	var err error
+	if pipeline {
+		err = initialize(s, d, deadline, &s.info)
+	} else {
+		err = handshake(s, d, deadline, &s.info)
+	}
+	if err != nil {
 		s.Close(deadline)
 		return nil, err
 	}
@@ -101,7 +110,13 @@ func (d *Dialer) dialHTTP(index int, deadline time.Time) (Session, error) {
 	}
 	s.info.SessionID = s.sessionID
 	if d.o.Stream {
-		st, err := openStream(s, deadline)
+		var pre *preamble
+		if pipeline {
+			pre = s.newPreamble(first, rep)
+			defer pre.release()
+			first = nil // made by the preamble
+		}
+		st, err := openStream(s, deadline, pre)
 		switch {
 		case err == nil:
 			s.stream = st
@@ -114,7 +129,74 @@ func (d *Dialer) dialHTTP(index int, deadline time.Time) (Session, error) {
 			return nil, err
 		}
 	}
+	return callFirst(s, first, deadline, rep)
+}
+
+// callFirst makes the call a session was dialed with (see DialCall), if any, and
+// returns the session; one whose call fails is closed.
+func callFirst(s Session, first *Request, deadline time.Time, rep *Reply) (Session, error) {
+	if first != nil {
+		if err := s.Call(first, deadline, rep); err != nil {
+			s.Close(deadline)
+			return nil, err
+		}
+	}
 	return s, nil
+}
+
+// preamble is what a session's first stream connection carries before its GET, in the
+// same write (HTTP/1.1 pipelining, see DialCall): notifications/initialized and the
+// session's first call, if any, whose answers check judges once they are read.
+type preamble struct {
+	reqs  []*fasthttp.Request
+	resps []*fasthttp.Response
+	body  *[]byte // the requests' bodies, one after the other
+	s     *httpSession
+	id    uint64 // the first call's
+	rep   *Reply // takes the first call's reply; nil: no first call
+}
+
+// newPreamble prepares notifications/initialized and first (if not nil) for the
+// instance the session uses now.
+func (s *httpSession) newPreamble(first *Request, rep *Reply) *preamble {
+	p := &preamble{body: getBody(), s: s}
+	ep, _ := s.instance()
+	*p.body = codec.AppendNotification(*p.body, "notifications/initialized", nil)
+	split := len(*p.body)
+	if first != nil {
+		p.id, p.rep = s.ids.Add(1), rep
+		*p.body = wire.AppendRequest(*p.body, p.id, first.Method, first.Params)
+	}
+	for _, b := range [][]byte{(*p.body)[:split], (*p.body)[split:]} {
+		if len(b) == 0 {
+			break
+		}
+		req := fasthttp.AcquireRequest()
+		s.prepareAt(req, b, ep)
+		p.reqs = append(p.reqs, req)
+		p.resps = append(p.resps, fasthttp.AcquireResponse())
+	}
+	return p
+}
+
+// check judges the answers: notifications/initialized accepted, the first call's reply
+// taken.
+func (p *preamble) check() error {
+	if st := p.resps[0].StatusCode(); st < 200 || st >= 300 {
+		return p.s.statusErr(st, p.resps[0].Body())
+	}
+	if p.rep == nil {
+		return nil
+	}
+	return p.s.takeAnswer(p.resps[1], p.id, p.rep)
+}
+
+func (p *preamble) release() {
+	for i := range p.reqs {
+		fasthttp.ReleaseRequest(p.reqs[i])
+		fasthttp.ReleaseResponse(p.resps[i])
+	}
+	putBody(p.body)
 }
 
 func (s *httpSession) Info() Info {
@@ -188,11 +270,8 @@ func (s *httpSession) Call(r *Request, deadline time.Time, rep *Reply) error {
 			s.sessionID = string(sid)
 		}
 	}
-	if status < 200 || status >= 300 {
-		return s.statusErr(status, s.readBody(resp))
-	}
-	if status == fasthttp.StatusAccepted {
-		return protocolErr("202 Accepted in answer to a request")
+	if err := s.answerErr(resp); err != nil {
+		return err
 	}
 	if resp.BodyStream() == nil {
 		return protocolErr("reply without a body")
@@ -210,11 +289,36 @@ func (s *httpSession) Call(r *Request, deadline time.Time, rep *Reply) error {
 	return s.readJSONReply(b, id, status, rep)
 }
 
-// readBody reads the start of an error body, for the JSON-RPC error it may hold.
+// answerErr judges the status of the answer to a call before its reply is read: nil
+// for a 2xx answer but 202.
+func (s *httpSession) answerErr(resp *fasthttp.Response) error {
+	status := resp.StatusCode()
+	if status < 200 || status >= 300 {
+		return s.statusErr(status, s.readBody(resp))
+	}
+	if status == fasthttp.StatusAccepted {
+		return protocolErr("202 Accepted in answer to a request")
+	}
+	return nil
+}
+
+// takeAnswer reads the reply to call id from resp, an answer read whole (see preamble).
+func (s *httpSession) takeAnswer(resp *fasthttp.Response, id uint64, rep *Reply) error {
+	if err := s.answerErr(resp); err != nil {
+		return err
+	}
+	if bytes.HasPrefix(resp.Header.ContentType(), eventStream) {
+		return s.readSSEReply(bytes.NewReader(resp.Body()), id, resp.StatusCode(), rep)
+	}
+	return s.readJSONReply(resp.Body(), id, resp.StatusCode(), rep)
+}
+
+// readBody reads the start of an error body, for the JSON-RPC error it may hold: from
+// its stream when the answer is streamed, else the body read whole.
 func (s *httpSession) readBody(resp *fasthttp.Response) []byte {
 	r := resp.BodyStream()
 	if r == nil {
-		return nil
+		return resp.Body()
 	}
 	buf := make([]byte, 4096)
 	n, _ := io.ReadFull(r, buf)

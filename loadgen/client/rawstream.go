@@ -8,6 +8,9 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"time"
+
+	"github.com/valyala/fasthttp"
 )
 
 // streamBufSize is the buffer a stream's response headers are read through (pooled;
@@ -56,12 +59,21 @@ func (d *Dialer) doStream(req *http.Request) (*http.Response, error) {
 	}
 	// The body is read here rather than through resp.Body, whose chunked reader keeps
 	// the whole response (headers, request) for the trailer: a few KiB per held stream.
-	// A chunked body (every held stream) is read from the connection itself, with what
-	// the header reader read past the headers first, and the header reader goes back
-	// to the pool: a held stream keeps no buffer of its own but its SSE reader's.
+	chunked := len(resp.TransferEncoding) > 0 && resp.TransferEncoding[0] == "chunked"
+	resp.Body = heldBody(br, conn, chunked, resp.ContentLength, stop)
+	return resp, nil
+}
+
+// heldBody is a stream's body, read from its connection conn after its headers were
+// read through br (from readerPool). A chunked body (every held stream) is read from the
+// connection itself, with what br read past the headers first, and br goes back to the
+// pool: a held stream keeps no buffer of its own but its SSE reader's. A body of known
+// length (length >= 0: an error's) or one that lasts until the connection closes is
+// read through br. Closing the body runs stop and closes the connection.
+func heldBody(br *bufio.Reader, conn net.Conn, chunked bool, length int64, stop func() bool) io.ReadCloser {
 	var body io.Reader
 	switch {
-	case len(resp.TransferEncoding) > 0 && resp.TransferEncoding[0] == "chunked":
+	case chunked:
 		cb := &chunkedBody{r: conn}
 		if n := br.Buffered(); n > 0 {
 			ahead, _ := br.Peek(n)
@@ -69,13 +81,12 @@ func (d *Dialer) doStream(req *http.Request) (*http.Response, error) {
 		}
 		putReader(br)
 		body = cb
-	case resp.ContentLength >= 0:
-		body = io.LimitReader(br, resp.ContentLength)
+	case length >= 0:
+		body = io.LimitReader(br, length)
 	default:
 		body = br
 	}
-	resp.Body = &streamBody{Reader: body, conn: conn, stop: stop}
-	return resp, nil
+	return &streamBody{Reader: body, conn: conn, stop: stop}
 }
 
 // readerPool holds the buffers a stream's response headers are read through.
@@ -113,4 +124,68 @@ type streamBody struct {
 func (b *streamBody) Close() error {
 	b.stop()
 	return b.conn.Close()
+}
+
+// pipelined sends pre and then last on a new plain-HTTP connection to addr, in one
+// write (HTTP/1.1 pipelining: the server answers them in order), reads the whole
+// answers to pre into preResps (bodies up to Options.MaxMessage) and the headers of
+// last's into lastHeader, and returns last's body: a stream, read from the connection
+// for as long as it lasts, closed with the connection, and also when ctx ends. The
+// deadline bounds the exchange up to last's headers. Over a bare connection with
+// fasthttp's request and response objects, a stream costs no net/http request, context
+// or timer, and requests that a server answers at once share its write.
+func (d *Dialer) pipelined(ctx context.Context, addr string, deadline time.Time, pre []*fasthttp.Request,
+	preResps []*fasthttp.Response, last *fasthttp.Request, lastHeader *fasthttp.ResponseHeader) (io.ReadCloser, error) {
+	conn, err := d.src.Dial(addr)
+	if err != nil {
+		return nil, err
+	}
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	fail := func(err error) (io.ReadCloser, error) {
+		stop()
+		conn.Close()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, err
+	}
+	conn.SetDeadline(deadline)
+	if err := writeRequests(conn, pre, last); err != nil {
+		return fail(err)
+	}
+	br := readerPool.Get().(*bufio.Reader)
+	br.Reset(conn)
+	for _, resp := range preResps {
+		if err := resp.ReadLimitBody(br, d.o.MaxMessage); err != nil {
+			putReader(br)
+			return fail(err)
+		}
+	}
+	if err := lastHeader.Read(br); err != nil {
+		putReader(br)
+		return fail(err)
+	}
+	conn.SetDeadline(time.Time{})
+	return heldBody(br, conn, lastHeader.ContentLength() == -1, int64(lastHeader.ContentLength()), stop), nil
+}
+
+// writeRequests writes pre and last to conn in one write, through a pooled buffer.
+func writeRequests(conn net.Conn, pre []*fasthttp.Request, last *fasthttp.Request) error {
+	bw := writerPool.Get().(*bufio.Writer)
+	bw.Reset(conn)
+	var err error
+	for _, r := range pre {
+		if err = r.Write(bw); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		err = last.Write(bw)
+	}
+	if err == nil {
+		err = bw.Flush()
+	}
+	bw.Reset(nil)
+	writerPool.Put(bw)
+	return err
 }

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/valyala/fasthttp"
+
 	"github.com/mcprouter/mcprouter/internal/ctxtime"
 	"github.com/mcprouter/mcprouter/transport/sse"
 )
@@ -35,13 +37,14 @@ const streamReadBuf = 512
 const maxStreamFailures = 10
 
 // openStream opens the GET stream and returns once the server has accepted it (so that
-// a subscription made afterwards cannot miss its first notification).
-func openStream(s *httpSession, deadline time.Time) (*getStream, error) {
+// a subscription made afterwards cannot miss its first notification). pre, if not nil,
+// goes before the GET on its connection (see preamble).
+func openStream(s *httpSession, deadline time.Time, pre *preamble) (*getStream, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	g := &getStream{s: s, ctx: ctx, cancel: cancel, done: make(chan struct{}), retry: time.Second}
 	g.mux = newMux(s.index, s.d.o.OnNotification)
 	g.mux.send = newAnswerer(func(msg []byte) { s.post(msg, time.Now().Add(10*time.Second)) })
-	c, err := g.connect(deadline)
+	c, err := g.connect(deadline, pre)
 	if err != nil {
 		cancel()
 		return nil, err
@@ -61,20 +64,93 @@ func (c conn) close() {
 	c.cancel()
 }
 
-func (g *getStream) connect(deadline time.Time) (conn, error) {
+// noCancel is the cancel of a connection that has no context of its own.
+func noCancel() {}
+
+// connect opens one connection of the stream: over plain HTTP a bare connection
+// (connectRaw), over HTTPS through net/http (connectTLS). pre, if not nil, goes before
+// the GET on a plain-HTTP connection, and its answers are judged (pre.check) before the
+// GET's.
+func (g *getStream) connect(deadline time.Time, pre *preamble) (conn, error) {
+	ep, at := g.s.instance()
+	var c conn
+	var status int
+	var err error
+	if ep.hc.IsTLS {
+		c, status, err = g.connectTLS(ep, deadline)
+	} else {
+		c, status, err = g.connectRaw(ep, deadline, pre)
+	}
+	if err != nil {
+		var e *Error
+		switch {
+		case errors.As(err, &e):
+			return conn{}, err // the preamble's verdict
+		case g.ctx.Err() == nil && (isDeadline(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
+			return conn{}, &Error{Class: ClassTimeout, Err: ErrTimeout, Msg: "GET stream"}
+		case unanswered(err):
+			g.s.failover(at) // the next attempt resumes on the next instance
+		}
+		return conn{}, transportErr("GET stream", err)
+	}
+	switch {
+	case status == http.StatusMethodNotAllowed:
+		c.close()
+		return conn{}, &Error{Class: ClassHTTP, Code: status, Msg: "GET stream", Err: ErrStreamUnsupported}
+	case status != http.StatusOK:
+		c.close()
+		return conn{}, &Error{Class: ClassHTTP, Code: status, Msg: "GET stream"}
+	}
+	return c, nil
+}
+
+// connectRaw sends the GET (after pre's requests, if any) over a connection of its own
+// (Dialer.pipelined) and returns the stream with the status of its answer.
+func (g *getStream) connectRaw(ep instance, deadline time.Time, pre *preamble) (conn, int, error) {
+	req := fasthttp.AcquireRequest()
+	resp := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI(ep.url)
+	req.Header.Set(fasthttp.HeaderAccept, sse.ContentType)
+	g.s.setHeaders(&req.Header)
+	if len(g.lastID) > 0 {
+		req.Header.SetBytesV(sse.HeaderLastEventID, g.lastID)
+	}
+	if pre == nil {
+		pre = &noPreamble
+	}
+	body, err := g.s.d.pipelined(g.ctx, ep.hc.Addr, deadline, pre.reqs, pre.resps, req, &resp.Header)
+	if err != nil {
+		return conn{}, 0, err
+	}
+	c := conn{body: body, cancel: noCancel}
+	if len(pre.resps) > 0 {
+		if err := pre.check(); err != nil {
+			c.close()
+			return conn{}, 0, err
+		}
+	}
+	return c, resp.StatusCode(), nil
+}
+
+// noPreamble is the preamble of a GET alone.
+var noPreamble preamble
+
+// connectTLS sends the GET through net/http (Dialer.doStream).
+func (g *getStream) connectTLS(ep instance, deadline time.Time) (conn, int, error) {
 	// The deadline bounds the wait for the response headers only; the body is read for
 	// as long as the session lives, so the request context cannot carry the deadline.
 	ctx, cancel := context.WithCancel(g.ctx)
 	timer := time.AfterFunc(time.Until(deadline), cancel)
-	fail := func(err error) (conn, error) {
+	fail := func(err error) (conn, int, error) {
 		timer.Stop()
 		cancel()
-		return conn{}, err
+		return conn{}, 0, err
 	}
-	ep, at := g.s.instance()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ep.url, nil)
 	if err != nil {
-		return fail(transportErr("GET stream", err))
+		return fail(err)
 	}
 	req.Header.Set("Accept", sse.ContentType)
 	for k, v := range g.s.d.o.Headers {
@@ -93,23 +169,9 @@ func (g *getStream) connect(deadline time.Time) (conn, error) {
 		err = context.DeadlineExceeded
 	}
 	if err != nil {
-		if g.ctx.Err() == nil && (isDeadline(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
-			return fail(&Error{Class: ClassTimeout, Err: ErrTimeout, Msg: "GET stream"})
-		}
-		if unanswered(err) {
-			g.s.failover(at) // the next attempt resumes on the next instance
-		}
-		return fail(transportErr("GET stream", err))
+		return fail(err)
 	}
-	switch {
-	case resp.StatusCode == http.StatusMethodNotAllowed:
-		resp.Body.Close()
-		return fail(&Error{Class: ClassHTTP, Code: resp.StatusCode, Msg: "GET stream", Err: ErrStreamUnsupported})
-	case resp.StatusCode != http.StatusOK:
-		resp.Body.Close()
-		return fail(&Error{Class: ClassHTTP, Code: resp.StatusCode, Msg: "GET stream"})
-	}
-	return conn{body: resp.Body, cancel: cancel}, nil
+	return conn{body: resp.Body, cancel: cancel}, resp.StatusCode, nil
 }
 
 // run reads events until the session closes, reconnecting as the server asks.
@@ -135,7 +197,7 @@ func (g *getStream) run(c conn) {
 			if !ctxtime.Sleep(g.ctx, delay) {
 				return
 			}
-			c, err = g.connect(time.Now().Add(30 * time.Second))
+			c, err = g.connect(time.Now().Add(30*time.Second), nil)
 			if err == nil {
 				failures = 0
 				break
