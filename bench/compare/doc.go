@@ -11,7 +11,10 @@
 //     built on its own so that the router's module does not depend on them);
 //   - haproxy and nginx (Debian packages, installed with apt-get when missing) as
 //     keep-alive reverse proxies in front of that same mcpbackend: they know nothing of
-//     MCP, so they are the floor of what an HTTP hop costs;
+//     MCP, so they are the floor of what an HTTP hop costs; and fastrelay
+//     (bench/cmd/fastrelay, target "fasthttp-relay"), a fasthttp server handing each
+//     request to a fasthttp.HostClient: the floor of a hop on the libraries the router
+//     is built on, so that the router's own share of its hop can be read off;
 //   - mcprouter in front of `mcpbackend stdio` against the stdio bridges supergateway
 //     (--stateful) and mcp-proxy (npm packages at pinned versions, installed into the
 //     user's cache directory) in front of the same stdio program, each charged with the

@@ -89,6 +89,7 @@ const (
 	TargetMCPGoStateless  = "mcpgo-stateless"
 	TargetHAProxy         = "haproxy"
 	TargetNginx           = "nginx"
+	TargetFastRelay       = "fasthttp-relay"
 	TargetRouterStdio     = "router-stdio"
 	TargetSupergateway    = "supergateway"
 	TargetMCPProxy        = "mcp-proxy"

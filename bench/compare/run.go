@@ -428,12 +428,16 @@ func (h *harness) build(ctx context.Context) error {
 			needPeers = true
 		}
 	}
-	main := []string{"go", "build", "-o", h.bin + string(filepath.Separator), "./cmd/mcpload", "./cmd/mcpbackend", "./cmd/mcprouter"}
+	pkgs := []string{"./cmd/mcpload", "./cmd/mcpbackend", "./cmd/mcprouter"}
+	if h.o.selected(TargetFastRelay) {
+		pkgs = append(pkgs, "./bench/cmd/fastrelay")
+	}
+	main := append([]string{"go", "build", "-o", h.bin + string(filepath.Separator)}, pkgs...)
 	h.logf("building: %s", strings.Join(main, " "))
 	if _, err := runCommand(ctx, h.o.Root, nil, main...); err != nil {
 		return err
 	}
-	h.res.Builds = append(h.res.Builds, "go build ./cmd/mcpload ./cmd/mcpbackend ./cmd/mcprouter")
+	h.res.Builds = append(h.res.Builds, "go build "+strings.Join(pkgs, " "))
 	if needPeers {
 		// The peers module is built on its own (GOWORK=off: a workspace must not pull
 		// it into the main module's build list).
@@ -486,6 +490,9 @@ func (h *harness) startServers(ctx context.Context) error {
 			continue
 		}
 		args := spec.args
+		if name == srvFastRelay {
+			args = append(slices.Clip(args), "--upstream", h.urls[srvBackend])
+		}
 		if isRouter(name) {
 			backend := h.urls[srvBackend]
 			if name == srvRouterStdio {

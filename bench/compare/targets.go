@@ -19,6 +19,7 @@ const (
 	srvRouterStdio    = "mcprouter-stdio"
 	srvHAProxy        = "haproxy"
 	srvNginx          = "nginx"
+	srvFastRelay      = "fastrelay"
 	srvSupergateway   = "supergateway"
 	srvMCPProxy       = "mcp-proxy"
 )
@@ -29,6 +30,7 @@ const (
 	binBackend = "mcpbackend"
 	binRouter  = "mcprouter"
 	binPeers   = "peers"
+	binRelay   = "fastrelay"
 )
 
 // routerBackendName is the backend's name in the router's configuration, so the echo
@@ -77,6 +79,8 @@ var servers = []serverSpec{
 	{name: srvRouterStdio, binary: binRouter, pattern: reRouterAddr, addrOnly: true, admin: true},
 	{name: srvHAProxy, needs: []string{srvBackend}, external: true},
 	{name: srvNginx, needs: []string{srvBackend}, external: true},
+	// fastrelay's --upstream is the backend's URL, added when it starts (startServers).
+	{name: srvFastRelay, binary: binRelay, args: []string{"--listen", "127.0.0.1:0"}, needs: []string{srvBackend}, pattern: reServingURL},
 	{name: srvSupergateway, external: true},
 	{name: srvMCPProxy, external: true},
 }
@@ -160,6 +164,7 @@ var targets = []targetSpec{
 	{name: TargetMCPGoStateless, label: "mcp-go, stateless, JSON replies", servers: []string{srvMCPGoStateless}, tool: "echo", family: familyMCPGo},
 	{name: TargetHAProxy, label: "haproxy -> mcpbackend (keep-alive reverse proxy)", servers: []string{srvHAProxy, srvBackend}, tool: "echo", family: familyFloor},
 	{name: TargetNginx, label: "nginx -> mcpbackend (keep-alive reverse proxy)", servers: []string{srvNginx, srvBackend}, tool: "echo", family: familyFloor},
+	{name: TargetFastRelay, label: "fastrelay -> mcpbackend (fasthttp server + HostClient.Do, the floor of a hop on fasthttp)", servers: []string{srvFastRelay, srvBackend}, tool: "echo", family: familyFloor},
 	{name: TargetRouterStdio, label: "mcprouter -> mcpbackend stdio (CPU with its child)", servers: []string{srvRouterStdio}, tool: routerBackendName + "__echo", family: familyOurs},
 	{name: TargetSupergateway, label: "supergateway --stateful -> mcpbackend stdio (CPU with its children)", servers: []string{srvSupergateway}, tool: "echo", family: familyBridge},
 	{name: TargetMCPProxy, label: "mcp-proxy -> mcpbackend stdio (CPU with its children)", servers: []string{srvMCPProxy}, tool: "echo", family: familyBridge},
