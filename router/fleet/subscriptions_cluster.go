@@ -54,10 +54,12 @@ type clusterSubs struct {
 	keys   map[subKey]*clusterSub
 	bySess sessionKeys
 
-	stop    chan struct{}
-	bg      sync.WaitGroup  // the heartbeat and the presence watch
-	retries ctxtime.Counter // retryLease goroutines (they end on stop)
-	leaving sync.WaitGroup  // asynchronous leaves of closed sessions
+	stop chan struct{}
+	// closeOnce runs closeNow once, whoever calls close.
+	closeOnce sync.Once
+	bg        sync.WaitGroup  // the heartbeat and the presence watch
+	retries   ctxtime.Counter // retryLease goroutines (they end on stop)
+	leaving   sync.WaitGroup  // asynchronous leaves of closed sessions
 	// closing is set (under mu) when close starts waiting for leaving: a session closed
 	// after that adds nothing to leaving (WaitGroup.Add must not race with Wait), and
 	// close releases its leases anyway.
@@ -589,13 +591,11 @@ func (s *clusterSubs) renew(ctx context.Context, cs *clusterSub) {
 
 // close stops the heartbeat and gives up this instance's leases at once, so that other
 // instances take the upstream subscriptions over without waiting for the leases to
-// expire (an instance that dies instead lets them expire).
-func (s *clusterSubs) close() {
-	select {
-	case <-s.stop:
-		return
-	default:
-	}
+// expire (an instance that dies instead lets them expire). Calls after the first wait
+// for it and do nothing more.
+func (s *clusterSubs) close() { s.closeOnce.Do(s.closeNow) }
+
+func (s *clusterSubs) closeNow() {
 	close(s.stop)
 	s.bg.Wait()
 	<-s.retries.Zero()

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -190,4 +191,17 @@ func TestLeaseWrittenOncePerInstance(t *testing.T) {
 	if n := info.State.LastSeq; n != 2 {
 		t.Fatalf("%d lease writes for %d sessions of one instance, want 2 (member, owner)", n, sessions)
 	}
+}
+
+// TestClusterSubsCloseConcurrent: close called from several goroutines at once (two
+// Fleet.Close calls) closes once, where closing the stop channel twice would panic, and
+// every call returns.
+func TestClusterSubsCloseConcurrent(t *testing.T) {
+	_, cs, _ := leaseFleet(t, 0)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(cs.close)
+	}
+	wg.Wait()
+	cs.close()
 }

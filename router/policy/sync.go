@@ -60,8 +60,9 @@ type Sync struct {
 	buf     []byte
 	flushes int
 
-	stop chan struct{}
-	done chan struct{}
+	stop      chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
 
 	// Counters: messages sent and applied, messages dropped as malformed, publish
 	// errors.
@@ -121,13 +122,11 @@ func (s *Sync) run() {
 	})
 }
 
-// Close stops publishing (after a last publish) and receiving.
-func (s *Sync) Close() {
-	select {
-	case <-s.stop:
-		return
-	default:
-	}
+// Close stops publishing (after a last publish) and receiving. It may be called more
+// than once, concurrently too: every call returns once the first has closed.
+func (s *Sync) Close() { s.closeOnce.Do(s.close) }
+
+func (s *Sync) close() {
 	close(s.stop)
 	ctxtime.Wait(s.done, 10*time.Second)
 	_ = s.Flush()

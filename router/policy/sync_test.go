@@ -333,3 +333,19 @@ func TestSyncCountsEveryRequest(t *testing.T) {
 		t.Fatalf("received %v and %v, sent %d each", a, b, workers/2*each)
 	}
 }
+
+// TestSyncCloseConcurrent: Close called from several goroutines at once closes once
+// (closing the stop channel twice would panic) and every call returns.
+func TestSyncCloseConcurrent(t *testing.T) {
+	ns := startNATS(t)
+	s, err := StartSync(NewLimiter(LimiterOptions{}), connect(t, ns), SyncOptions{Subject: "test.close", Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(s.Close)
+	}
+	wg.Wait()
+	s.Close()
+}
