@@ -25,9 +25,7 @@ func TestMetaMemosConcurrent(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for r := range rounds {
 				i := (w*7 + r*5) % kinds
 				var meta modern.Meta
@@ -40,7 +38,7 @@ func TestMetaMemosConcurrent(t *testing.T) {
 					return
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 }

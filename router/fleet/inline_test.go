@@ -506,9 +506,7 @@ func TestInlineConcurrent(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan string, sessions*calls)
 	for i, sid := range sids {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for n := range calls {
 				odd := n%2 == 1
 				call := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"call","arguments":{"s":%d,"n":%d,"odd":%v},"_meta":{"progressToken":"p%d"}}}`, n, i, n, odd, n)
@@ -529,7 +527,7 @@ func TestInlineConcurrent(t *testing.T) {
 					errs <- fmt.Sprintf("session %d call %d: no progress in %s", i, n, body)
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	close(errs)

@@ -111,14 +111,12 @@ func TestSpawnDuringStop(t *testing.T) {
 		start := make(chan struct{})
 		var wg sync.WaitGroup
 		for range spawners {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			wg.Go(func() {
 				<-start
 				for range each {
 					l.spawn(func() { ran.Add(1) })
 				}
-			}()
+			})
 		}
 		close(start)
 		l.stop()

@@ -111,15 +111,13 @@ func TestUpstreamSessionCap(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan error, 4)
 	for i := 2; i < 6; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			if _, err := openFor(ss, b, sess[i]); err != nil {
 				errs <- err
 				return
 			}
 			ss.end(sess[i])
-		}()
+		})
 	}
 	testwait.For(t, "two requests queued", 20*time.Second, func() bool { return ss.stats.UpstreamQueued.Load() >= 2 || len(errs) > 0 })
 	ss.end(sess[0])
@@ -193,15 +191,13 @@ func TestUpstreamOpenedOnce(t *testing.T) {
 	conns := make(chan *upConn, n)
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			c, err := openFor(ss, b, sess)
 			if err != nil {
 				t.Error(err)
 			}
 			conns <- c
-		}()
+		})
 	}
 	wg.Wait()
 	close(conns)

@@ -43,9 +43,7 @@ func BenchmarkSyncClusterBound(b *testing.B) {
 				defer s.Close()
 			}
 			req := mustInput(b, call("t", ""))
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			wg.Go(func() {
 				tk := time.NewTicker(tick)
 				defer tk.Stop()
 				for time.Since(start) < duration {
@@ -58,7 +56,7 @@ func BenchmarkSyncClusterBound(b *testing.B) {
 						}
 					}
 				}
-			}()
+			})
 		}
 		wg.Wait()
 		return admitted
