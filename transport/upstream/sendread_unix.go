@@ -30,9 +30,12 @@ type sendRead struct {
 	rc  syscall.RawConn // nil: no held writes
 	dl  *readahead.Deadlines
 	try func(fd uintptr) bool
-	// held is the request Write returned for and that is not sent yet (nil: none);
-	// off is how much of it the socket took.
-	held *[]byte
+	// buf holds the request Write returned for while held reports one not sent yet;
+	// off is how much of it the socket took. buf stays with the connection from
+	// request to request (at most maxHeld bytes): a pooled buffer per call cost a pool
+	// get and put on every forwarded call.
+	buf  []byte
+	held bool
 	off  int
 	// The current Read's attempt: the caller's buffer, then read(2)'s outcome; wrote
 	// reports that held went out whole, short that the socket took only part of it.
@@ -58,33 +61,29 @@ func (s *sendRead) init(c net.Conn, dl *readahead.Deadlines) {
 }
 
 // pending reports a request held back and not sent yet.
-func (s *sendRead) pending() bool { return s.held != nil }
+func (s *sendRead) pending() bool { return s.held }
 
 // hold keeps a copy of b for the next read to send, and reports whether it did; a
 // request already held must have been flushed first.
 func (s *sendRead) hold(b []byte) bool {
-	if s.rc == nil || len(b) > maxHeld || s.held != nil {
+	if s.rc == nil || len(b) > maxHeld || s.held {
 		return false
 	}
-	h := getBuf()
-	*h = append((*h)[:0], b...)
-	s.held, s.off = h, 0
+	s.buf = append(s.buf[:0], b...)
+	s.held, s.off = true, 0
 	return true
 }
 
-// drop forgets the held request, returning its buffer.
+// drop forgets the held request; its buffer stays for the next one.
 func (s *sendRead) drop() {
-	if s.held != nil {
-		putBuf(s.held)
-		s.held, s.off = nil, 0
-	}
+	s.held, s.off = false, 0
 }
 
 // flush sends the held request through c, as a plain Write would have.
 func (s *sendRead) flush(c net.Conn) error {
 	err := s.dl.Apply(readahead.Write)
 	if err == nil {
-		_, err = c.Write((*s.held)[s.off:])
+		_, err = c.Write(s.buf[s.off:])
 	}
 	s.drop()
 	return err
@@ -137,7 +136,7 @@ func (s *sendRead) read(c net.Conn, p []byte) (int, error) {
 // calls read.
 func (s *sendRead) attempt(fd uintptr) bool {
 	if !s.wrote {
-		b := (*s.held)[s.off:]
+		b := s.buf[s.off:]
 		n, err := readahead.RawWrite(int(fd), b)
 		for err == syscall.EINTR {
 			n, err = readahead.RawWrite(int(fd), b)
@@ -146,7 +145,7 @@ func (s *sendRead) attempt(fd uintptr) bool {
 			s.off += n
 		}
 		switch {
-		case err == syscall.EAGAIN || err == nil && s.off < len(*s.held):
+		case err == syscall.EAGAIN || err == nil && s.off < len(s.buf):
 			s.short = true // the rest is c.Write's, under the write deadline
 			return true
 		case err != nil:
