@@ -80,8 +80,11 @@ var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b 
 
 func getBuf() *[]byte { return bufPool.Get().(*[]byte) }
 
+// maxPooledBuf is the largest buffer kept for reuse; larger ones are left to the GC.
+const maxPooledBuf = 64 << 10
+
 func putBuf(b *[]byte) {
-	if cap(*b) > 64<<10 {
+	if cap(*b) > maxPooledBuf {
 		return
 	}
 	*b = (*b)[:0]
@@ -133,13 +136,13 @@ func (fw *forwarder) forward(e *entry) {
 		return
 	}
 	id, deadline := e.id, e.deadline
-	bp := wireFor(c, e)
+	s := sendingPool.Get().(*sending)
+	wireInto(&s.wire, c, e)
 	if fw.rep.on() {
 		e.sent = router.Now()
 	}
 	// A 2026-07-28 request is cancelled by ending its context (e.stop); any other ends
 	// only at its deadline, which needs no timer (upstream.Deadline).
-	s := sendingPool.Get().(*sending)
 	var ctx context.Context
 	var dl *upstream.Deadline
 	if c.modern {
@@ -157,19 +160,18 @@ func (fw *forwarder) forward(e *entry) {
 		ctx = upstream.WithClient(ctx, e.x.Principal)
 	}
 	if tr, ok := e.x.Trace.(*tracing.Request); ok { // the backend continues the trace (tracing.go)
-		ctx = traced(ctx, tr, c, bp)
+		ctx = traced(ctx, tr, c, &s.wire)
 	}
 	inline, stateless := e.inline, e.x != nil && e.x.Stateless
 	if !fw.table.bind(e, c) { // cancelled before it left: nothing to tell the backend
 		endCtx(stop, dl)
 		s.recycle()
 		b.release()
-		putBuf(bp)
 		fw.finishCancelled(e)
 		return
 	}
 	fw.stats.Forwarded.Add(1)
-	s.fw, s.b, s.c, s.id, s.ctx, s.stop, s.dl, s.bp = fw, b, c, id, ctx, stop, dl, bp
+	s.fw, s.b, s.c, s.id, s.ctx, s.stop, s.dl = fw, b, c, id, ctx, stop, dl
 	switch {
 	case !inline:
 		s.send()
@@ -195,14 +197,16 @@ func (fw *forwarder) forward(e *entry) {
 // needs: on the goroutine that sent it, or on the one its reply's stream was handed to
 // (upstream.Detacher). Pooled.
 type sending struct {
-	fw     *forwarder
-	b      *backend
-	c      *upConn
-	id     uint64
-	ctx    context.Context
-	stop   func()
-	dl     *upstream.Deadline // &deadline, or nil for a 2026-07-28 backend's (stop)
-	bp     *[]byte
+	fw   *forwarder
+	b    *backend
+	c    *upConn
+	id   uint64
+	ctx  context.Context
+	stop func()
+	dl   *upstream.Deadline // &deadline, or nil for a 2026-07-28 backend's (stop)
+	// wire is the request as the backend sees it (wireInto). The buffer stays with the
+	// pooled sending: a buffer of its own from bufPool cost a pool get and put per call.
+	wire   []byte
 	resent bool // sent again to another replica already
 	// deadline is the Send's context, kept here rather than allocated per request.
 	deadline upstream.Deadline
@@ -213,7 +217,7 @@ var sendingPool = sync.Pool{New: func() any { return new(sending) }}
 // send sends the request and ends it, unless its reply's stream went to a goroutine of
 // its own, which ends it (Detached).
 func (s *sending) send() {
-	if err := s.c.conn.Send(s.ctx, *s.bp); err != upstream.ErrDetached {
+	if err := s.c.conn.Send(s.ctx, s.wire); err != upstream.ErrDetached {
 		s.Detached(err)
 	}
 }
@@ -228,7 +232,7 @@ func (s *sending) Detached(err error) {
 		var c2 *upConn
 		if c2, err = s.fw.resendBuilding(s.b, s.c, s.id, err, nil); c2 != nil {
 			s.c = c2
-			err = c2.conn.Send(s.ctx, *s.bp)
+			err = c2.conn.Send(s.ctx, s.wire)
 			switch {
 			case err == upstream.ErrDetached:
 				return // this again, from the stream's goroutine
@@ -238,7 +242,6 @@ func (s *sending) Detached(err error) {
 		}
 	}
 	endCtx(s.stop, s.dl)
-	putBuf(s.bp)
 	if err != nil {
 		s.fw.sendFailed(s.b, s.c, s.id, err)
 	}
@@ -247,7 +250,11 @@ func (s *sending) Detached(err error) {
 
 // recycle puts s back in the pool, once its Send's context was released.
 func (s *sending) recycle() {
-	s.fw, s.b, s.c, s.ctx, s.stop, s.dl, s.bp, s.resent = nil, nil, nil, nil, nil, nil, nil, false
+	s.fw, s.b, s.c, s.ctx, s.stop, s.dl, s.resent = nil, nil, nil, nil, nil, nil, false
+	if cap(s.wire) > maxPooledBuf {
+		s.wire = nil // oversized buffers are dropped, not pooled
+	}
+	s.wire = s.wire[:0]
 	s.deadline.Reset(nil, time.Time{})
 	sendingPool.Put(s)
 }
@@ -328,14 +335,20 @@ func endCtx(stop func(), dl *upstream.Deadline) {
 // backend takes as it is; any other gets the router's (withMeta).
 func wireFor(c *upConn, e *entry) *[]byte {
 	bp := getBuf()
+	wireInto(bp, c, e)
+	return bp
+}
+
+// wireInto is wireFor into *bp, which it overwrites (a sending's own buffer, or a
+// pooled one).
+func wireInto(bp *[]byte, c *upConn, e *entry) {
 	*bp = appendWire((*bp)[:0], e, !c.modern)
 	if c.modern && !e.x.Stateless {
 		mp := getBuf()
 		*mp = c.withMeta((*mp)[:0], *bp, e.sess)
-		putBuf(bp)
-		bp = mp
+		*bp, *mp = *mp, *bp // the pool takes back the buffer written first
+		putBuf(mp)
 	}
-	return bp
 }
 
 // appendWire appends the bytes the backend sees for routed e: the client's request with
