@@ -53,6 +53,11 @@ func setTraceHeaders(ctx context.Context, hd *fasthttp.RequestHeader) {
 	setHeaderLines(ctx, traceHeadersKey, hd)
 }
 
+// hasTraceHeaders reports whether ctx carries trace context headers (WithTraceHeaders).
+func hasTraceHeaders(ctx context.Context) bool {
+	return ctx.Value(traceHeadersKey) != nil
+}
+
 // withHeaderLines returns ctx carrying lines under key; ctx itself when there are none.
 func withHeaderLines(ctx context.Context, key headerLinesKey, lines []byte) context.Context {
 	if len(lines) == 0 {

@@ -117,6 +117,7 @@ func (c *StatelessConn) post(ctx context.Context, msg []byte, m *codec.Message) 
 	req.Header.Set(modern.HeaderProtocolVersion, *c.version.Load())
 	setModernHeaders(&req.Header, m)
 	setParamHeaders(ctx, &req.Header)
+	setPostHeaders(&req.Header)
 	ex, status, err := h.postMessage(ctx, req, msg)
 	if err != nil {
 		return err
