@@ -6,12 +6,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mcprouter/mcprouter/cmd/mcpbackend/mcpbackendtest"
 	"github.com/mcprouter/mcprouter/cmd/mcpbackend/server"
+	"github.com/mcprouter/mcprouter/cmd/mcprouter/app"
+	"github.com/mcprouter/mcprouter/cmd/mcprouter/app/apptest"
 	"github.com/mcprouter/mcprouter/loadgen/client"
 )
 
@@ -58,21 +61,7 @@ func TestHold(t *testing.T) {
 			expect("ok", nil)
 
 			trigger := time.Now()
-			d, err := client.NewDialer(client.Options{URL: url, Protocol: protocol})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer d.Close()
-			s, err := d.Dial(0, time.Now().Add(10*time.Second))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close(time.Now().Add(5 * time.Second))
-			var rep client.Reply
-			if err := s.Call(&client.Request{Method: "tools/call", Name: []byte("touch"),
-				Params: []byte(`{"name":"touch","arguments":{"uri":"memo://board"}}`)}, time.Now().Add(10*time.Second), &rep); err != nil {
-				t.Fatal(err)
-			}
+			touch(t, url, protocol)
 
 			fmt.Fprintf(inW, "collect %d 30s\n", trigger.UnixNano())
 			var round client.HoldRound
@@ -85,6 +74,60 @@ func TestHold(t *testing.T) {
 			fmt.Fprintln(inW, "quit")
 			if code := <-done; code != exitOK {
 				t.Fatalf("exit %d", code)
+			}
+		})
+	}
+}
+
+// touch changes memo://board through url with a session of its own.
+func touch(t *testing.T, url, protocol string) {
+	t.Helper()
+	d, err := client.NewDialer(client.Options{URL: url, Protocol: protocol})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	s, err := d.Dial(0, time.Now().Add(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(time.Now().Add(5 * time.Second))
+	var rep client.Reply
+	if err := s.Call(&client.Request{Method: "tools/call", Name: []byte("touch"),
+		Params: []byte(`{"name":"touch","arguments":{"uri":"memo://board"}}`)}, time.Now().Add(10*time.Second), &rep); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A Holder through a real router, its sessions opened with and without pipelining
+// (client.Options.Pipeline: notifications/initialized, the subscription and the GET in
+// one write): every session is held with its stream open, and the one update caused
+// afterwards reaches each of them once.
+func TestHolderThroughRouter(t *testing.T) {
+	const sessions = 12
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	backend := mcpbackendtest.Start(t, server.Config{Tick: -1, Logger: quiet})
+	prefix := ""
+	router := apptest.Start(t, app.Config{
+		Listen:   "127.0.0.1:0",
+		Backends: []app.BackendConfig{{Name: "ref", URL: backend.URL(), Prefix: &prefix}},
+	}, quiet, 20*time.Second)
+	for _, pipeline := range []bool{true, false} {
+		t.Run(fmt.Sprintf("pipeline=%v", pipeline), func(t *testing.T) {
+			h, err := client.NewHolder(client.Options{URL: router.URL(), Pipeline: pipeline}, "memo://board")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer h.Close(4, 5*time.Second)
+			if got := h.Open(sessions, 4, 10*time.Second); got.Held != sessions || got.Failed != 0 {
+				t.Fatalf("opened %+v", got)
+			}
+			h.Arm()
+			trigger := time.Now()
+			touch(t, router.URL(), "")
+			r := h.Collect(trigger, 20*time.Second)
+			if r.Received != sessions || r.Missing != 0 || r.Duplicates != 0 {
+				t.Fatalf("round: received %d, missing %d, duplicates %d", r.Received, r.Missing, r.Duplicates)
 			}
 		})
 	}
