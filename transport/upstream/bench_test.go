@@ -253,3 +253,40 @@ func BenchmarkCredentialValue(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPostHeaders: a POST's request with its headers, kept by the conn from one
+// POST to the next (acquirePost) against written anew each time (prepare and
+// setPostHeaders on a pooled request, as every POST did before).
+func BenchmarkPostHeaders(b *testing.B) {
+	c, err := DialHTTP(context.Background(), "http://127.0.0.1:1/mcp", HTTPOptions{}, &countSink{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	c.SetProtocolVersion("2025-06-18")
+	sess := &session{id: "0f3c9a8e-5b7d-4e21-9c6a-2d8f1b4e7a90"}
+	ctx := context.Background()
+	b.Run("kept", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			pr, err := c.acquirePost(ctx, sess, true)
+			if err != nil {
+				b.Fatal(err)
+			}
+			pr.req.SetBodyRaw(benchCall)
+			c.releasePost(pr)
+		}
+	})
+	b.Run("anew", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			req := fasthttp.AcquireRequest()
+			if err := c.prepare(ctx, req, fasthttp.MethodPost, sess, true); err != nil {
+				b.Fatal(err)
+			}
+			setPostHeaders(&req.Header)
+			req.SetBodyRaw(benchCall)
+			fasthttp.ReleaseRequest(req)
+		}
+	})
+}
