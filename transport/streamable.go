@@ -725,7 +725,8 @@ type hijackedConn interface{ UnsafeConn() net.Conn }
 func (s *HTTPServer) hijackStream(ctx *fasthttp.RequestCtx, cons *sse.Consumer, opts sse.PumpOptions, done func(error), must bool) {
 	ctx.Response.Header.SetContentLength(-1) // chunked
 	ctx.Response.Header.Set(fasthttp.HeaderConnection, "close")
-	head := append([]byte(nil), ctx.Response.Header.Header()...)
+	head := framePool.Get().(*[]byte)
+	*head = append((*head)[:0], ctx.Response.Header.Header()...)
 	ctx.HijackSetNoResponse(true)
 	keeps := s.cfg.KeepsHijackedConns
 	ctx.Hijack(func(c net.Conn) {
@@ -734,14 +735,13 @@ func (s *HTTPServer) hijackStream(ctx *fasthttp.RequestCtx, cons *sse.Consumer, 
 		}
 		g := &getStream{srv: s, done: done}
 		g.init(c)
+		g.kept = head // written with the stream's first bytes (getStream.Write)
 		g.watch(cons, must)
-		_, err := c.Write(head)
-		if err == nil && !opts.Prime && opts.RetryMs <= 0 {
+		if !opts.Prime && opts.RetryMs <= 0 {
 			// Nothing to say yet: an SSE comment shows the client the stream is open.
-			err = g.Write(streamOpenComment)
-		}
-		if err != nil {
-			cons.Close() // the client is gone: the stream ends at once
+			if g.Write(streamOpenComment) != nil {
+				cons.Close() // the client is gone: the stream ends at once
+			}
 		}
 		if !keeps {
 			g.ended = make(chan struct{})
@@ -763,6 +763,19 @@ type getStream struct {
 	// watched is the connection's registration with the process's close watcher (zero:
 	// none), removed by End before the connection can close.
 	watched closewatch.Reg
+}
+
+// Write implements sse.Sink: what the sink kept (at first the response's status line
+// and headers, see hijackStream) goes out with p in one write, where a write of its
+// own cost the router a system call (and the client a read) per stream opened.
+func (g *getStream) Write(p []byte) error {
+	if g.kept != nil && len(p) > 0 && len(p) <= maxPooledFrame-32 {
+		bp := frame(p, nil)
+		*g.kept = append(*g.kept, *bp...)
+		putFrame(bp)
+		p = nil
+	}
+	return g.streamSink.Write(p)
 }
 
 // watch makes the client's close of the connection end cons at once, where it would
