@@ -23,8 +23,10 @@ type Dialer struct {
 	o Options
 
 	// POSTs and DELETEs go through fasthttp: the hot path of a load generator has to be
-	// cheap. Long-lived GET streams use net/http, where the cost is per event, not per
-	// request, and a streaming body reader is simple and robust.
+	// cheap. Long-lived streams each hold a connection of their own: over plain HTTP a
+	// GET stream opens with fasthttp's request and response objects on a bare
+	// connection (Dialer.pipelined), the legacy and subscriptions/listen streams with
+	// net/http's request type on one (doStream); over HTTPS all go through net/http.
 	mu      sync.Mutex
 	clients map[string]*fasthttp.HostClient // by scheme://host
 	streams *http.Client

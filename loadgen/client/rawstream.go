@@ -18,8 +18,9 @@ import (
 // own (streamReadBuf).
 const streamBufSize = 2048
 
-// doStream sends a request whose response is a long-lived stream (a GET stream, a
-// subscriptions/listen POST) and returns once its headers are in. Over plain HTTP it
+// doStream sends a request whose response is a long-lived stream (a legacy SSE GET, a
+// subscriptions/listen POST, a GET stream over HTTPS) and returns once its headers are
+// in. Over plain HTTP it
 // uses a connection of its own, read by the caller's goroutine through a small buffer:
 // net/http's transport would add a read and a write goroutine and 8 KiB of buffers per
 // connection, which a load generator holding 100,000 streams pays 100,000 times. The
