@@ -8,6 +8,7 @@ import (
 	"github.com/bytedance/sonic"
 
 	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/internal/mono"
 	"github.com/mcprouter/mcprouter/transport"
 	"github.com/mcprouter/mcprouter/transport/logsafe"
 )
@@ -190,12 +191,9 @@ type Observer interface {
 	FanOutDelivered(ns int64)
 }
 
-// epoch anchors Now: time.Since reads the monotonic clock, so wall-clock steps do not
-// distort durations.
-var epoch = time.Now()
-
-// Now is the clock of request timings: monotonic nanoseconds since the process started.
-func Now() int64 { return int64(time.Since(epoch)) }
+// Now is the clock of request timings: monotonic nanoseconds since the process started
+// (mono.Nanos), so wall-clock steps do not distort durations.
+func Now() int64 { return mono.Nanos() }
 
 // Started returns when the router received x, on the clock of Now, or 0 when unknown.
 // It is meant for the fleet, during Prepare: the router keeps its job in x.Tag until

@@ -2,7 +2,8 @@ package sse
 
 import (
 	"math"
-	"time"
+
+	"github.com/mcprouter/mcprouter/internal/mono"
 )
 
 // Sink is the connection a driven consumer writes to (Consumer.Drive). The consumer
@@ -26,11 +27,6 @@ type Sink interface {
 	// not used after that, so End may close the connection.
 	End(err error)
 }
-
-// epoch is the origin of the consumers' monotonic write times.
-var epoch = time.Now()
-
-func monotonic() int64 { return int64(time.Since(epoch)) }
 
 // Drive writes the consumer's events to sink like Pump, without a goroutine of its own
 // while the stream is idle, which is what a stream held open for a session's whole life
@@ -69,7 +65,7 @@ func (c *Consumer) Drive(sink Sink, opts PumpOptions) error {
 	c.driven = true
 	d.maxBatch, d.sweep, d.sw = int32(min(opts.MaxBatch, math.MaxInt32)), -1, sw
 	c.busy = true // the first drain writes the head and any replay
-	d.lastWrite = monotonic()
+	d.lastWrite = mono.Nanos()
 	s.mu.Unlock()
 	if d.sw != nil {
 		d.sw.add(c)
@@ -124,7 +120,7 @@ func (c *Consumer) publishInline(f []byte, id EventID) {
 		if all {
 			d.flushed = seq
 			s.wroteLocked(seq)
-			d.lastWrite = monotonic()
+			d.lastWrite = mono.Nanos()
 			if c.idleLocked() {
 				c.busy = false
 				s.mu.Unlock()
@@ -161,7 +157,7 @@ func (c *Consumer) keepAlive() {
 	s.cfg.Stats.KeepAlives.Add(1)
 	s.cfg.Stats.Written.Add(uint64(len(keepAliveBlock))) // the rest of it, if kept, surely follows
 	s.mu.Lock()
-	d.lastWrite = monotonic()
+	d.lastWrite = mono.Nanos()
 	if all && c.idleLocked() {
 		c.busy = false
 		s.mu.Unlock()
@@ -242,7 +238,7 @@ func (c *Consumer) drain(head []byte) {
 			return
 		}
 		s.mu.Lock()
-		d.lastWrite = monotonic()
+		d.lastWrite = mono.Nanos()
 		s.mu.Unlock()
 	}
 }

@@ -3,6 +3,8 @@ package sse
 import (
 	"sync"
 	"time"
+
+	"github.com/mcprouter/mcprouter/internal/mono"
 )
 
 // sweeper writes the keep-alive comments of the driven consumers that share one
@@ -89,7 +91,7 @@ func (w *sweeper) remove(c *Consumer) {
 // due together, and a goroutine each would be a stack each at once.
 func (w *sweeper) run() {
 	w.mu.Lock()
-	due := int64(time.Duration(monotonic()) - w.every + w.period)
+	due := int64(time.Duration(mono.Nanos()) - w.every + w.period)
 	for _, c := range w.cons {
 		if c.keepAliveDue(due) {
 			w.due = append(w.due, c)

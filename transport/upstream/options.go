@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/internal/defaults"
+	"github.com/mcprouter/mcprouter/internal/mono"
 	"github.com/mcprouter/mcprouter/transport/logsafe"
 	"github.com/mcprouter/mcprouter/transport/readahead"
 )
@@ -283,10 +284,10 @@ type trackedConn struct {
 	once sync.Once
 	// A connection is used by one exchange at a time (fasthttp's pool hands it over),
 	// so these need no lock.
-	reused   bool          // a response was read since the last request was written
-	lastRead time.Duration // when, on the monotonic clock (sinceStart)
-	wrote    bool          // a request was written and nothing read since
-	send     sendRead      // the request the next Read sends (sendread_unix.go)
+	reused   bool     // a response was read since the last request was written
+	lastRead int64    // when, on the monotonic clock (mono.Nanos)
+	wrote    bool     // a request was written and nothing read since
+	send     sendRead // the request the next Read sends (sendread_unix.go)
 	// dl keeps the deadlines fasthttp sets before every exchange until a read or a
 	// write has to wait: most writes never do, and the held request's read sets the
 	// read deadline only once the request is out.
@@ -297,14 +298,6 @@ type trackedConn struct {
 // a close by the backend. Below it the probe is not worth a system call: a backend
 // restart leaves connections idle far longer than this.
 var idleProbe = 50 * time.Millisecond
-
-// processStart anchors sinceStart.
-var processStart = time.Now()
-
-// sinceStart is the time since processStart, read from the monotonic clock alone: half
-// the cost of time.Now, which reads the wall clock too (two clock reads per forwarded
-// call go through here, and clock reads are a measurable share of its CPU on a VM).
-func sinceStart() time.Duration { return time.Since(processStart) }
 
 // errStaleConn is a write refused because the backend had closed the pooled connection
 // (a restart, an idle timeout). Nothing was sent, so any message may be sent again on a
@@ -318,7 +311,7 @@ var errStaleConn = errors.New("upstream: pooled connection closed by the backend
 func (t *trackedConn) Write(b []byte) (int, error) {
 	if t.reused {
 		t.reused = false
-		if sinceStart()-t.lastRead >= idleProbe && peerClosed(t.Conn) {
+		if time.Duration(mono.Nanos()-t.lastRead) >= idleProbe && peerClosed(t.Conn) {
 			return 0, errStaleConn
 		}
 	}
@@ -367,7 +360,7 @@ func (t *trackedConn) Read(b []byte) (n int, err error) {
 		}
 	}
 	if n > 0 {
-		t.reused, t.lastRead = true, sinceStart()
+		t.reused, t.lastRead = true, mono.Nanos() // one clock read, not time.Now's two
 	}
 	return n, err
 }
