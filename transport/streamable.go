@@ -770,9 +770,7 @@ type getStream struct {
 // own cost the router a system call (and the client a read) per stream opened.
 func (g *getStream) Write(p []byte) error {
 	if g.kept != nil && len(p) > 0 && len(p) <= maxPooledFrame-32 {
-		bp := frame(p, nil)
-		*g.kept = append(*g.kept, *bp...)
-		putFrame(bp)
+		g.keep(frame(p, nil), 0) // after the kept bytes; written below
 		p = nil
 	}
 	return g.streamSink.Write(p)
