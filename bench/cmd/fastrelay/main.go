@@ -41,11 +41,10 @@ func main() {
 		log.Fatal(err)
 	}
 	srv := &fasthttp.Server{
-		Handler:      relay(&fasthttp.HostClient{Addr: u.Host, MaxConns: 4096, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second}),
-		Name:         "fastrelay",
-		ReadTimeout:  time.Minute,
-		IdleTimeout:  time.Minute,
-		LogAllErrors: false,
+		Handler:     relay(&fasthttp.HostClient{Addr: u.Host, MaxConns: 4096, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second}),
+		Name:        "fastrelay",
+		ReadTimeout: time.Minute,
+		IdleTimeout: time.Minute,
 	}
 	fmt.Printf("fastrelay serving on http://%s%s\n", ln.Addr(), u.Path)
 	sig := make(chan os.Signal, 1)
