@@ -10,8 +10,8 @@ import (
 )
 
 // TestFloorGoals checks the issue-15 goals on hand-made runs: router against haproxy
-// (calls/s, CPU per call of the proxy process, open-loop p99) and router over stdio
-// against the stdio bridges.
+// (calls/s, CPU per call of the proxy process, open-loop p99), the bare fasthttp relay
+// against haproxy (the reference rows) and router over stdio against the stdio bridges.
 func TestFloorGoals(t *testing.T) {
 	res := fakeResult()
 	ms := time.Millisecond
@@ -23,12 +23,14 @@ func TestFloorGoals(t *testing.T) {
 	// 100000 ops: 30 and 32 µs per op.
 	res.Closed = append(res.Closed,
 		tr(TargetHAProxy, fakeRun(1, 25000, 500, 1000, 2000*ms, 1500*ms), fakeRun(2, 40000, 500, 1000, 1600*ms, 1500*ms)),
+		tr(TargetFastRelay, fakeRun(1, 27000, 500, 1000, 2200*ms, 1500*ms), fakeRun(2, 36000, 500, 1000, 1760*ms, 1500*ms)),
 		tr(TargetRouterStdio, fakeRun(1, 18000, 500, 1000, 2500*ms), fakeRun(2, 16000, 500, 1000, 2700*ms)),
 		tr(TargetSupergateway, fakeRun(1, 1500, 500, 1000, 60000*ms), fakeRun(2, 1600, 500, 1000, 58000*ms)),
 		tr(TargetMCPProxy, fakeRun(1, 3000, 500, 1000, 50000*ms), fakeRun(2, 2000, 500, 1000, 54000*ms)))
 	res.Open = append(res.Open, &OpenSet{Key: "open-eq", Basis: TargetRouter, Rate: 12500, Targets: []*TargetResult{
 		tr(TargetRouter, fakeRun(1, 12500, 300, 900, 3000*ms, 1500*ms), fakeRun(2, 12500, 300, 1500, 3000*ms, 1500*ms)),
 		tr(TargetHAProxy, fakeRun(1, 12500, 300, 850, 2000*ms, 1500*ms), fakeRun(2, 12500, 300, 1000, 2000*ms, 1500*ms)),
+		tr(TargetFastRelay, fakeRun(1, 12500, 300, 870, 2100*ms, 1500*ms), fakeRun(2, 12500, 300, 1040, 2100*ms, 1500*ms)),
 	}})
 	checkGoals(t, goalsByName(res), []goalWant{
 		// 30000/25000 = 1.2, 20000/40000 = 0.5.
@@ -41,6 +43,10 @@ func TestFloorGoals(t *testing.T) {
 		{"mcprouter -> mcpbackend stdio: CPU per call (with the child) vs the cheaper stdio bridge's (with its children)", 0.05, true},
 		// 900-850 = 50, 1500-1000 = 500.
 		{"open loop at 50% of the router's maximum: p99 the router adds over direct minus the p99 haproxy adds", 275, false},
+		// 22/20 = 1.1 in both rounds.
+		{"reference, the floor on fasthttp: the bare relay's CPU per forwarded call vs haproxy's", 1.1, false},
+		// 870-850 = 20, 1040-1000 = 40.
+		{"reference, the floor on fasthttp: open loop at 50% of the router's maximum, p99 the bare relay adds minus the p99 haproxy adds", 30, true},
 	})
 }
 

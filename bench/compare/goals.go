@@ -229,6 +229,10 @@ func evaluate(res *Result) []Goal {
 		goals = append(goals, cpuRatioGoal("mcprouter's CPU per forwarded call vs haproxy's (the proxy process alone)",
 			goalRouterCPUVsHAProxy, rounds, rt, []*TargetResult{ha}))
 	}
+	if fr, ha := closed[TargetFastRelay], closed[TargetHAProxy]; fr != nil && ha != nil {
+		goals = append(goals, cpuRatioGoal("reference, the floor on fasthttp: the bare relay's CPU per forwarded call vs haproxy's",
+			goalRouterCPUVsHAProxy, rounds, fr, []*TargetResult{ha}))
+	}
 	if rs, bridges := closed[TargetRouterStdio], family(familyBridge); rs != nil && len(bridges) > 0 {
 		ratioGoal("mcprouter -> mcpbackend stdio vs the faster stdio bridge (throughput)", goalStdioVsBridge,
 			"fastest bridge: "+fastestMedian(bridges), cpuRatio(cheapest(bridges), rs.serverCPUPerCall()),
@@ -241,6 +245,8 @@ func evaluate(res *Result) []Goal {
 	}
 	if set := res.openSet(TargetRouter); set != nil {
 		goals = append(goals, openP99VsHAProxyGoal(res, set)...)
+		name := fmt.Sprintf("reference, the floor on fasthttp: open loop at %.0f%% of the router's maximum, p99 the bare relay adds minus the p99 haproxy adds", 100*res.Options.OpenLoadFraction)
+		goals = append(goals, p99DeltaGoal(res, set, TargetFastRelay, TargetHAProxy, name, goalOpenP99VsHAProxyUS)...)
 	}
 	if st, rt := closed[TargetStub], closed[TargetRouter]; st != nil && rt != nil {
 		goals = append(goals, loadGoals(res, st, rt)...)

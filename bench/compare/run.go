@@ -654,7 +654,9 @@ func (h *harness) closedLoop(ctx context.Context) error {
 }
 
 // openLoop runs direct and router at OpenLoadFraction of direct's closed-loop maximum,
-// then both at the same fraction of the router's maximum.
+// then both at the same fraction of the router's maximum. The other hops (haproxy, the
+// pipelined router, the bare fasthttp relay), when selected, run beside them at the same
+// rates: the relay's tail is what the router's HTTP library alone leaves at that load.
 func (h *harness) openLoop(ctx context.Context) error {
 	if h.o.OpenLoadFraction < 0 {
 		return nil
@@ -664,7 +666,7 @@ func (h *harness) openLoop(ctx context.Context) error {
 		closed[t.Name] = t
 	}
 	var names []string
-	for _, name := range []string{TargetDirect, TargetHAProxy, TargetRouter, TargetRouterPipelined} {
+	for _, name := range []string{TargetDirect, TargetHAProxy, TargetFastRelay, TargetRouter, TargetRouterPipelined} {
 		if h.selected(name) {
 			names = append(names, name)
 		}
