@@ -34,7 +34,6 @@ type options struct {
 	sessions, subscribers, capSessions                    int
 	seed                                                  uint64
 	place                                                 cluster.Place
-	dir                                                   string // the working directory, once Main made it
 }
 
 func main() {
@@ -49,21 +48,14 @@ func main() {
 	flag.IntVar(&o.capSessions, "capacity-sessions", 32, "closed-loop sessions of the capacity measurement")
 	flag.DurationVar(&o.capDuration, "capacity-duration", 5*time.Second, "length of the capacity measurement")
 	flag.Uint64Var(&o.seed, "seed", uint64(time.Now().UnixNano()), "random seed of the faults")
-	cluster.Command("chaos", &o.place, func(ctx context.Context, dir string) (cluster.Report, error) {
-		o.dir = dir
-		v, err := chaos(ctx, &o)
-		if err != nil {
-			return cluster.Report{}, err
-		}
-		return v.report(&o), nil
-	})
+	cluster.Command("chaos", &o.place, o.run, func(v *verdict) cluster.Report { return v.report(&o) })
 }
 
 var logf = cluster.Logf
 
-// chaos sets the cluster up, runs the load and the faults, and gathers the figures.
-func chaos(ctx context.Context, o *options) (*verdict, error) {
-	c, tools, err := cluster.Start(ctx, cluster.Options{Dir: o.dir, BackendTimeout: o.backendTimeout, Logf: logf})
+// run sets the cluster up in dir, runs the load and the faults, and gathers the figures.
+func (o *options) run(ctx context.Context, dir string) (*verdict, error) {
+	c, tools, err := cluster.Start(ctx, cluster.Options{Dir: dir, BackendTimeout: o.backendTimeout, Logf: logf})
 	if err != nil {
 		return nil, err
 	}

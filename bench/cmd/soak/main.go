@@ -70,7 +70,6 @@ type options struct {
 	sessions, subscribers, routers                       int
 	churnRate                                            float64
 	place                                                cluster.Place
-	dir                                                  string // the working directory, once Main made it
 }
 
 func main() {
@@ -87,25 +86,18 @@ func main() {
 	flag.DurationVar(&o.timeout, "timeout", 10*time.Second, "per-call timeout")
 	flag.DurationVar(&o.sample, "sample", 0, "how often the processes are measured (default: 1/120 of the run, within 1s and 5s)")
 	flag.DurationVar(&o.capDuration, "capacity-duration", 5*time.Second, "length of the capacity measurement")
-	cluster.Command("soak", &o.place, func(ctx context.Context, dir string) (cluster.Report, error) {
-		o.dir = dir
-		if o.sample <= 0 {
-			o.sample = min(max(o.duration/120, time.Second), 5*time.Second)
-		}
-		v, err := soak(ctx, &o)
-		if err != nil {
-			return cluster.Report{}, err
-		}
-		return v.report(&o), nil
-	})
+	cluster.Command("soak", &o.place, o.run, func(v *verdict) cluster.Report { return v.report(&o) })
 }
 
 var logf = cluster.Logf
 
-// soak sets the deployment up, measures its capacity, runs the mixed load and gathers
-// the figures.
-func soak(ctx context.Context, o *options) (*verdict, error) {
-	c, tools, err := cluster.Start(ctx, cluster.Options{Dir: o.dir, Routers: o.routers, NATSNodes: 1, WebReplicas: 1, CLIReplicas: 1, Tick: o.tick, Logf: logf})
+// run sets the deployment up in dir, measures its capacity, runs the mixed load and
+// gathers the figures.
+func (o *options) run(ctx context.Context, dir string) (*verdict, error) {
+	if o.sample <= 0 {
+		o.sample = min(max(o.duration/120, time.Second), 5*time.Second)
+	}
+	c, tools, err := cluster.Start(ctx, cluster.Options{Dir: dir, Routers: o.routers, NATSNodes: 1, WebReplicas: 1, CLIReplicas: 1, Tick: o.tick, Logf: logf})
 	if err != nil {
 		return nil, err
 	}
@@ -170,7 +162,7 @@ func soak(ctx context.Context, o *options) (*verdict, error) {
 	}
 	cr, ch, pr := <-calls, <-churn, <-probe
 	v.samples = sampler.Stop()
-	if err := cluster.WriteSamples(filepath.Join(o.dir, "samples.tsv"), v.samples); err != nil {
+	if err := cluster.WriteSamples(filepath.Join(dir, "samples.tsv"), v.samples); err != nil {
 		logf("samples: %v", err)
 	}
 	v.deliveries, v.subscribers = w.Deliveries(), w.Len()

@@ -52,12 +52,20 @@ func (p *Place) Flags(name string) {
 
 // Command is main for a long-run command (chaos, soak), called once its own flags are
 // registered: it serves the NATS node when the command was started as one, registers
-// p's flags, parses the command line and exits with Main's code for run.
-func Command(name string, p *Place, run func(ctx context.Context, dir string) (Report, error)) {
+// p's flags, parses the command line and exits with Main's code. The run is in two
+// parts, as both commands are: run gathers the figures into a verdict (in the working
+// directory), and report judges them; a run that fails has its error and no report.
+func Command[V any](name string, p *Place, run func(ctx context.Context, dir string) (V, error), report func(V) Report) {
 	ServeNATSNode()
 	p.Flags(name)
 	flag.Parse()
-	os.Exit(Main(name, *p, Logf, run))
+	os.Exit(Main(name, *p, Logf, func(ctx context.Context, dir string) (Report, error) {
+		v, err := run(ctx, dir)
+		if err != nil {
+			return Report{}, err
+		}
+		return report(v), nil
+	}))
 }
 
 // Logf logs a line on stderr with the time of day, the long runs' progress log.
