@@ -461,17 +461,8 @@ func TestRebind(t *testing.T) {
 	}
 }
 
-// len counts every entry in the table, the router's own requests too.
-func (t *table) len() int {
-	n := 0
-	for i := range t.shards {
-		sh := &t.shards[i]
-		sh.mu.Lock()
-		n += len(sh.m)
-		sh.mu.Unlock()
-	}
-	return n
-}
+// len counts every entry in the table, in any state, the router's own requests too.
+func (t *table) len() int { return t.count(func(*entry) bool { return true }) }
 
 // TestClientsLeavesOwnRequestsOut: what a shutdown waits for (Fleet.InFlight) counts
 // the clients' requests only, not a long-lived own request such as a 2026-07-28
