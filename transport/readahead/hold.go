@@ -4,25 +4,33 @@ import (
 	"net"
 	"reflect"
 	"syscall"
+	"time"
 )
 
 // A ReplyHolder is a connection from Listen whose replies can be held (HolderOf).
 //
 // HoldReply tells it that what is written to it from now to its next read is one
 // complete reply, after which the connection waits for another request read by the
-// same goroutine: the reply's last write (up to 4 KiB) is held and sent from that
-// read, which then waits for the request without first trying a read that can only
-// find nothing (hold_unix.go says why and how). Call it only for a reply that is not a
+// same goroutine: the reply's writes (up to 4 KiB) are held and sent from that read,
+// which then waits for the request without first trying a read that can only find
+// nothing (hold_unix.go says why and how). Call it only for a reply that is not a
 // stream, on a connection neither hijacked nor closing. What is held goes out before
-// anything else happens to the connection: another write, Close, SetDeadline,
-// SetWriteDeadline, SyscallConn, or SendHeld.
+// anything else happens to the connection: another write (in the same write(2) when
+// both fit), Close, SetDeadline, SetWriteDeadline or SyscallConn, except that a
+// pipelined batch stays through the last three.
 //
-// SendHeld sends the reply held now, if there is one, for a request that was read
-// before it went out (a pipelining client): its handler must not keep the earlier
-// reply waiting. The connection then holds no more replies.
+// Pipelined, called before a request's handler, says that the request may have been
+// read before the reply held now went out (a pipelining client: a reply is held at
+// that point only then). That reply then waits for this request's, and the replies of
+// a pipelined run leave together: from the read that waits for the next request, or
+// with the first write of a hijacked stream (its head). A handler may be slow or
+// block: what is held waits at most bound from the run's first request on, after
+// which a timer sends it (without waiting for room in the socket; what the socket
+// does not take goes out before anything else, as a held reply does). bound <= 0
+// sends what is held at once: each reply before the next request is handled.
 type ReplyHolder interface {
 	HoldReply()
-	SendHeld() error
+	Pipelined(bound time.Duration) error
 }
 
 // A NowWriter is a connection from Listen that writes without waiting (NowWriterOf).
@@ -125,9 +133,9 @@ var connType = reflect.TypeFor[net.Conn]()
 // HoldReply implements ReplyHolder.
 func (c *conn) HoldReply() { c.raw.holdReply() }
 
-// SendHeld implements ReplyHolder.
-func (c *conn) SendHeld() error {
-	if err := c.raw.flushHeld(true, true); err != nil {
+// Pipelined implements ReplyHolder.
+func (c *conn) Pipelined(bound time.Duration) error {
+	if err := c.raw.pipelined(bound); err != nil {
 		return c.opError("write", err)
 	}
 	return nil

@@ -133,9 +133,9 @@ func TestHeldReplyCloseSendsIt(t *testing.T) {
 }
 
 // TestHeldReplyOtherOperations: what hands the connection on (SetDeadline, as
-// fasthttp's hijack does; SyscallConn) or writes again sends the held reply first,
-// in order; a write deadline set between the announcement and the reply's write
-// (as fasthttp sets one after its handler) keeps the reply held.
+// fasthttp's hijack does; SyscallConn; Pipelined off) or writes again sends the held
+// reply first, in order; a write deadline set between the announcement and the
+// reply's write (as fasthttp sets one after its handler) keeps the reply held.
 func TestHeldReplyOtherOperations(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -144,12 +144,12 @@ func TestHeldReplyOtherOperations(t *testing.T) {
 	}{
 		{"SetDeadline", func(c *conn) error { return c.SetDeadline(time.Time{}) }, "held"},
 		{"SyscallConn", func(c *conn) error { _, err := c.SyscallConn(); return err }, "held"},
-		{"SendHeld", func(c *conn) error { return c.SendHeld() }, "held"},
+		{"Pipelined off", func(c *conn) error { return c.Pipelined(0) }, "held"},
 		{"another write, then Close's flush", func(c *conn) error {
 			if _, err := c.Write([]byte("+more")); err != nil {
 				return err
 			}
-			return c.flushHeld()
+			return c.flushHeld(true)
 		}, "held+more"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -184,21 +184,26 @@ func TestHeldReplyOtherOperations(t *testing.T) {
 	}
 }
 
-// TestSendHeldStopsHolding: a request read with the one before it (SendHeld) shows a
-// pipelining client; its connection holds no more replies.
-func TestSendHeldStopsHolding(t *testing.T) {
+// TestPipelinedOffSkipsNoRead: with no batching (Pipelined(0)) a request read with
+// the one before it sends the earlier reply at once, and shows a pipelining client:
+// the connection's later replies are still held, but the read that sends one reads
+// at once after it (the client may have sent more before it had the reply).
+func TestPipelinedOffSkipsNoRead(t *testing.T) {
 	c, client := holder(t)
 	c.HoldReply()
 	c.Write([]byte("a"))
-	if err := c.SendHeld(); err != nil {
+	if err := c.Pipelined(0); err != nil {
 		t.Fatal(err)
+	}
+	if c.raw.pending() {
+		t.Fatal("Pipelined(0) kept the reply")
 	}
 	c.HoldReply()
 	c.Write([]byte("b"))
-	if c.raw.pending() {
-		t.Error("a pipelining client's reply was held")
+	if _, _, skip := c.raw.(*fdIO).takeHeld(false, true); skip {
+		t.Error("a pipelining client's read would be skipped")
 	}
-	if r := readN(t, client, 2); r != "ab" {
+	if r := readN(t, client, 1); r != "a" {
 		t.Fatalf("client read %q", r)
 	}
 }

@@ -52,12 +52,13 @@ type fdIO struct {
 	b   *[]byte
 	err error
 	// The held reply (hold_unix.go), under hmu: armed, the writes up to the next read
-	// are held (the last one that fits, in held[:heldN]); noHold, the client was seen
-	// to send before it had its reply, so nothing is held any more.
-	held *[]byte
+	// are held (those that fit, in held.b[:heldN]); batch, what is held waits for a
+	// pipelined request's reply, within the bound of held's timer; noSkip, the client
+	// was seen to send before it had its reply, so no read is skipped any more.
+	held *heldBuf
 	// The read that sent the held reply: the part the socket did not take
-	// (rest[restOff:restN]).
-	rest *[]byte
+	// (rest.b[restOff:restN]).
+	rest *heldBuf
 	// The write in progress, one at a time (wmu: writers may be concurrent, as
 	// net.Conn allows): what is left to write, write(2)'s error.
 	wb   []byte
@@ -68,7 +69,7 @@ type fdIO struct {
 	n                     int32  // read(2)'s count: at most bufSize, or -1
 	heldN, restOff, restN uint16 // offsets in a buffer of bufSize (heldCount)
 	sendFailed            bool
-	armed, noHold         bool
+	armed, batch, noSkip  bool
 	// sendFirst: the read's attempt sends a held reply first (tryReadFirst); bounded,
 	// the wait after it ended at heldWaitBound; afterBound, the attempt after that
 	// bound, which tells whether bytes were waiting.
@@ -157,7 +158,7 @@ func (r *fdIO) tryRead(fd uintptr) bool {
 		r.afterBound = false
 		if r.err != syscall.EAGAIN {
 			r.hmu.Lock()
-			r.noHold = true
+			r.noSkip = true
 			r.hmu.Unlock()
 		}
 	}

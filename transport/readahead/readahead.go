@@ -69,13 +69,15 @@ type rawIO interface {
 	readInto() (b *[]byte, n int, err error)
 	// write writes b whole, as net.Conn's Write.
 	write(b []byte) (int, error)
-	// The held reply (ReplyHolder): holdReply arms it; writeOut is Write, holding
-	// what belongs to an armed reply; readInto sends what is held first; flushHeld
-	// sends it now, disarm ending the reply (pipelined: the client sent its next
-	// request before it had the reply); pending reports one held.
+	// The held reply (ReplyHolder): holdReply arms it; pipelined makes what is held
+	// wait for the next reply, within a bound; writeOut is Write, holding what belongs
+	// to an armed reply; readInto sends what is held first; flushHeld sends it now,
+	// disarm ending the reply, batchToo a pipelined batch as well (otherwise it stays
+	// for the next write); pending reports one held.
 	holdReply()
+	pipelined(bound time.Duration) error
 	writeOut(b []byte) (int, error)
-	flushHeld(disarm, pipelined bool) error
+	flushHeld(disarm, batchToo bool) error
 	pending() bool
 	// writeNow writes what the socket takes at once (NowWriter).
 	writeNow(b []byte) (int, error)
@@ -84,11 +86,12 @@ type rawIO interface {
 	rawConn() syscall.RawConn
 }
 
-// SyscallConn gives the descriptor of the wrapped connection, which Write writes to
-// unchanged: for writers that write to it without blocking (transport's GET streams).
-// Whoever waits through it waits under the deadlines set so far.
+// SyscallConn gives the descriptor of the wrapped connection, for watching it (the
+// close watcher) and waiting through it under the deadlines set so far. A reply held
+// goes out first; a pipelined batch stays held for the next Write (ReplyHolder): write
+// to the connection with Write or WriteNow, not to the descriptor.
 func (c *conn) SyscallConn() (syscall.RawConn, error) {
-	if err := c.flushHeld(); err != nil {
+	if err := c.flushHeld(false); err != nil {
 		return nil, err
 	}
 	if err := c.applyDeadlines(); err != nil {
@@ -105,9 +108,11 @@ func (c *conn) applyDeadlines() error {
 }
 
 // SetDeadline implements net.Conn (see Deadlines). A reply held goes out first: the
-// connection is changing hands (fasthttp's hijack) or its next wait is another's.
+// connection is changing hands (fasthttp's hijack) or its next wait is another's. A
+// pipelined batch stays, for the new owner's first write to send with its own bytes
+// (a hijacked stream's head), within the batch's bound.
 func (c *conn) SetDeadline(t time.Time) error {
-	if err := c.flushHeld(); err != nil {
+	if err := c.flushHeld(false); err != nil {
 		return err
 	}
 	return c.dl.SetDeadline(t)
@@ -119,7 +124,8 @@ func (c *conn) SetReadDeadline(t time.Time) error { return c.dl.SetReadDeadline(
 
 // SetWriteDeadline implements net.Conn (see Deadlines). A reply held goes out first,
 // under the deadline it was written under; a reply announced and not written yet
-// stays announced (fasthttp sets the reply's write deadline after its handler).
+// stays announced (fasthttp sets the reply's write deadline after its handler), and a
+// pipelined batch stays held, for the reply being made to join it.
 func (c *conn) SetWriteDeadline(t time.Time) error {
 	if err := c.raw.flushHeld(false, false); err != nil {
 		return c.opError("write", err)
@@ -141,13 +147,13 @@ func (c *conn) Write(b []byte) (int, error) {
 // Close implements net.Conn: a reply held goes out first, under the write deadline in
 // force (as fasthttp's own flush of it would have).
 func (c *conn) Close() error {
-	_ = c.flushHeld() // failed: the connection ends now all the same
+	_ = c.flushHeld(true) // failed: the connection ends now all the same
 	return c.Conn.Close()
 }
 
-// flushHeld sends a reply held and ends it.
-func (c *conn) flushHeld() error {
-	if err := c.raw.flushHeld(true, false); err != nil {
+// flushHeld sends a reply held and ends it; a pipelined batch too when batchToo.
+func (c *conn) flushHeld(batchToo bool) error {
+	if err := c.raw.flushHeld(true, batchToo); err != nil {
 		return c.opError("write", err)
 	}
 	return nil

@@ -43,6 +43,14 @@ type ConnectionsConfig struct {
 	// without, while a request costs the same within noise (BenchmarkReduceMemory).
 	// Default false.
 	KeepIdleBuffers bool `yaml:"keep_idle_buffers"`
+	// PipelinedReplyWait is how long a reply may wait for the replies of the requests
+	// a client pipelined after it (sent before it had the reply), so that they leave in
+	// one write: a session's opening pipelines three requests, and each write of the
+	// router's own was a system call and a wake-up of the client. The wait ends sooner
+	// when the pipelined requests are answered (the common case: microseconds), and
+	// never holds a reply back longer than this from a slow request. Default 1ms; off
+	// (-1ms), each reply leaves before the next pipelined request is handled.
+	PipelinedReplyWait time.Duration `yaml:"pipelined_reply_wait"`
 }
 
 func (c *ConnectionsConfig) defaults() {
@@ -55,6 +63,7 @@ func (c *ConnectionsConfig) defaults() {
 	defDur(&c.ReadTimeout, 60*time.Second)
 	defDur(&c.WriteTimeout, 30*time.Second)
 	defDur(&c.IdleTimeout, 2*time.Minute)
+	defDur(&c.PipelinedReplyWait, time.Millisecond)
 	if c.MaxPerAddress == 0 {
 		c.MaxPerAddress = 512
 	}
@@ -147,7 +156,7 @@ func (a *App) newServer() *fasthttp.Server {
 	cc := a.cfg.Connections
 	bodyTimeout := off(cc.ReadTimeout)
 	s := &fasthttp.Server{
-		Handler:              holdPlainReplies(a.streamsUnbounded(a.Handler())),
+		Handler:              holdPlainReplies(a.streamsUnbounded(a.Handler()), off(cc.PipelinedReplyWait)),
 		ErrorHandler:         a.rejectRequest,
 		Name:                 "mcprouter",
 		MaxRequestBodySize:   a.cfg.Limits.MaxBodyBytes,
@@ -183,15 +192,19 @@ func (a *App) newServer() *fasthttp.Server {
 // that is not a stream from the read that waits for the connection's next request,
 // which saves that read a system call that could only find nothing
 // (readahead.ReplyHolder). A request fasthttp read together with the one before it (a
-// pipelining client) first sends the reply held for that one.
-func holdPlainReplies(h fasthttp.RequestHandler) fasthttp.RequestHandler {
+// pipelining client) finds that one's reply still held: it waits for this one's, up to
+// wait (connections.pipelined_reply_wait) from the first of the run, and the run's
+// replies leave in one write, or with a hijacked stream's first bytes (wait 0: it is
+// sent before this request is handled). The bound is the connection's timer, not this
+// handler's: a handler that blocks cannot hold an earlier reply back longer.
+func holdPlainReplies(h fasthttp.RequestHandler, wait time.Duration) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
 		rh := readahead.HolderOf(ctx.Conn())
 		if rh == nil {
 			h(ctx)
 			return
 		}
-		_ = rh.SendHeld() // a failed write fails this reply's too
+		_ = rh.Pipelined(wait) // a failed write fails this reply's too
 		h(ctx)
 		if !ctx.Response.IsBodyStream() && !ctx.Hijacked() &&
 			!ctx.Request.Header.ConnectionClose() && !ctx.Response.ConnectionClose() {

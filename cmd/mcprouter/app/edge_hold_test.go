@@ -46,7 +46,7 @@ func startHoldServer(t *testing.T) *holdServer {
 	h := &holdServer{served: make(chan error, 1), lnClosed: make(chan struct{}), gate: make(chan struct{}),
 		entered: make(chan struct{}, 1), release: make(chan struct{})}
 	h.srv = a.newServer()
-	h.srv.Handler = holdPlainReplies(a.streamsUnbounded(h.handle))
+	h.srv.Handler = holdPlainReplies(a.streamsUnbounded(h.handle), cfg.Connections.PipelinedReplyWait)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -269,4 +269,20 @@ func TestHoldPlainRepliesHalfClose(t *testing.T) {
 	}
 	c.want("plain:last")
 	c.wantEOF()
+}
+
+// TestHoldPlainRepliesSlowPipelined: a reply held for the request pipelined after it
+// (connections.pipelined_reply_wait) reaches the client while that request's handler
+// still blocks: the wait's bound is the connection's timer, not the handler's return.
+// Nothing is timed: the handler waits until the client has the first reply.
+func TestHoldPlainRepliesSlowPipelined(t *testing.T) {
+	h := startHoldServer(t)
+	c := dialHold(t, h.addr)
+	c.plain("a")
+	c.send(request("/plain", "1", "") + request("/block", "", ""))
+	<-h.entered
+	c.want("plain:1")
+	close(h.release)
+	c.want("late")
+	c.plain("after")
 }

@@ -44,7 +44,7 @@ func TestConnectionDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := ConnectionsConfig{HeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, WriteTimeout: 30 * time.Second,
-		IdleTimeout: 2 * time.Minute, MaxPerAddress: 512, Concurrency: 32768}
+		IdleTimeout: 2 * time.Minute, MaxPerAddress: 512, Concurrency: 32768, PipelinedReplyWait: time.Millisecond}
 	if cfg.Connections != want {
 		t.Errorf("defaults %+v, want %+v", cfg.Connections, want)
 	}
