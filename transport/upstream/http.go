@@ -166,7 +166,7 @@ func (c *HTTPConn) post(ctx context.Context, msg []byte, m *codec.Message, sess 
 	}
 	defer c.releasePost(pr)
 	req := &pr.req
-	ex, status, err := c.postMessage(ctx, req, msg)
+	ex, status, err := c.postMessage(ctx, req, msg, m)
 	if err != nil {
 		return err
 	}
@@ -233,13 +233,14 @@ func (e *exchange) release() {
 	fasthttp.ReleaseResponse(e.resp)
 }
 
-// postMessage POSTs msg with req, which prepare and setPostHeaders have filled in (the
-// POST of one message, with or without a session: HTTPConn.post and
-// StatelessConn.post): it adds the body, sends it (roundTrip), and returns the
-// exchange, which the caller releases with done, and the response's status.
-func (c *HTTPConn) postMessage(ctx context.Context, req *fasthttp.Request, msg []byte) (exchange, int, error) {
+// postMessage POSTs msg (scanned into m, nil for a batch) with req, which prepare and
+// setPostHeaders have filled in (the POST of one message, with or without a session:
+// HTTPConn.post and StatelessConn.post): it adds the body, sends it (roundTrip), and
+// returns the exchange, which the caller releases with done, and the response's
+// status.
+func (c *HTTPConn) postMessage(ctx context.Context, req *fasthttp.Request, msg []byte, m *codec.Message) (exchange, int, error) {
 	req.SetBodyRaw(msg)
-	ex, err := c.roundTrip(ctx, req)
+	ex, err := c.roundTrip(ctx, req, c.pipe.kindOf(m))
 	if err != nil {
 		return ex, 0, err
 	}
@@ -294,10 +295,11 @@ func (c *HTTPConn) releasePost(pr *postRequest) {
 	c.posts.Put(pr)
 }
 
-// roundTrip sends a POST, pipelined when that is on and possible.
-func (c *HTTPConn) roundTrip(ctx context.Context, req *fasthttp.Request) (exchange, error) {
+// roundTrip sends a POST, a call of the given kind, pipelined when that is on and
+// possible.
+func (c *HTTPConn) roundTrip(ctx context.Context, req *fasthttp.Request, kind callKind) (exchange, error) {
 	if c.pipe != nil {
-		pc, err := c.pipe.do(ctx, req)
+		pc, err := c.pipe.do(ctx, req, kind)
 		if err == nil {
 			return exchange{resp: &pc.resp, body: pc.bodyStream(), call: pc}, nil
 		}
@@ -307,7 +309,10 @@ func (c *HTTPConn) roundTrip(ctx context.Context, req *fasthttp.Request) (exchan
 		// every pipelined connection is busy or closing: use the pool
 	}
 	resp := fasthttp.AcquireResponse()
-	if err := c.doWhole(ctx, req, resp, c.opts.MaxMessage); err != nil {
+	start := c.pipe.poolStart()
+	err := c.doWhole(ctx, req, resp, c.opts.MaxMessage)
+	c.pipe.poolDone(kind, start, resp, err)
+	if err != nil {
 		fasthttp.ReleaseResponse(resp)
 		return exchange{}, err
 	}

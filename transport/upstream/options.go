@@ -79,7 +79,8 @@ type HTTPOptions struct {
 	// go out in one write and their responses come back in one read, which cuts the
 	// system calls per call on both sides under load, at the price of head-of-line
 	// blocking behind a slow request (see pipeline). For backends whose calls are
-	// short. Default 0: off.
+	// short; PipelineShort makes it safe for any backend. Default 0: off, or 2 with
+	// PipelineShort.
 	Pipeline int
 	// PipelineDepth bounds the requests outstanding on one pipelined connection; past
 	// it requests use the pool. Default 32.
@@ -88,6 +89,21 @@ type HTTPOptions struct {
 	// the oldest of them has waited less than this, so that a call that turns out slow
 	// stops collecting requests behind it after the window. Default 1ms.
 	PipelineWindow time.Duration
+	// PipelineShort restricts the pipelined connections to calls predicted to be
+	// short, which makes pipelining safe to leave on: a call goes on a pipelined
+	// connection only when the calls of its kind (its method, and the tool, prompt or
+	// resource it names) on this backend typically took at most PipelineShortBound and
+	// recently at worst five times that, and it queues behind others only while their
+	// typical times add up to at most PipelineWindow. Kinds seen fewer than 8 times,
+	// slow ones, and those with a recent slow call, a call given up or a reply that was
+	// an event stream use the pool (see CallTimes). With it, Pipeline defaults to 2.
+	PipelineShort bool
+	// PipelineShortBound is the longest a kind's calls may typically take to count as
+	// short (see PipelineShort). Default 1ms.
+	PipelineShortBound time.Duration
+	// CallTimes is the record PipelineShort predicts from; the Conns of one backend may
+	// share one. Default: a record of the Conn's own.
+	CallTimes *CallTimes
 	// TLSConfig is used for https URLs; nil uses Go's defaults.
 	TLSConfig *tls.Config
 	// Logger receives the client's logs, with attribute backend=Name. Default
@@ -123,6 +139,13 @@ func (o HTTPOptions) withDefaults() HTTPOptions {
 	o.ReconnectAttempts = defaults.Positive(o.ReconnectAttempts, defaultReconnects)
 	o.PipelineDepth = defaults.Positive(o.PipelineDepth, defaultPipelineDepth)
 	o.PipelineWindow = defaults.Positive(o.PipelineWindow, defaultPipelineWindow)
+	if o.PipelineShort {
+		o.Pipeline = defaults.Positive(o.Pipeline, defaultShortPipeline)
+		o.PipelineShortBound = defaults.Positive(o.PipelineShortBound, defaultShortBound)
+		if o.CallTimes == nil {
+			o.CallTimes = NewCallTimes()
+		}
+	}
 	o.Logger = cmp.Or(o.Logger, slog.Default())
 	return o
 }

@@ -34,8 +34,17 @@ import (
 // PipelineWindow: a slow call stops collecting followers after that window. A
 // connection that carries an SSE reply (a backend that streams progress) or a request
 // whose caller gave up takes no new requests, and it is closed once it owes nothing.
-// When no connection can take a request, it goes out on the ordinary pool instead. Pipelining suits backends whose calls are
-// short; it is off by default.
+// When no connection can take a request, it goes out on the ordinary pool instead.
+//
+// The window does not cover a call that turns out slow: the requests that joined it in
+// its first millisecond wait for it, however long it runs. In PipelineShort mode (the
+// router's default) the pipeline therefore takes only calls predicted to be short,
+// from how long the recent calls of the same kind took on this backend (calls, a
+// CallTimes, fed by every POST of the Conn, pipelined or pooled), and a request queues
+// behind others only while their estimates add up to at most the window (budget).
+// Every other call, a kind never seen, or seen slow, or recently slow, goes to the
+// pool, as without pipelining. What remains is a call of a kind that was short until
+// now turning out slow: the requests that joined it within the window wait for it.
 //
 // Connection: close, a reset or an early end fail what was still unanswered, with
 // errStaleConn for requests the backend never received or (after Connection: close)
@@ -56,20 +65,39 @@ type pipeline struct {
 	// pipelining onto it would only fail and retry, so every request uses the pool.
 	off     atomic.Bool
 	oneShot atomic.Int32 // connections in a row closed after their first response
+
+	// calls is the record of PipelineShort mode, nil without it; bound (the longest a
+	// short kind's calls take) and budget (the most a request may wait behind others,
+	// by their estimates) are in µs, as its estimates.
+	calls  *CallTimes
+	bound  int64
+	budget int64
 }
 
 // errPipelineFull sends a request to the ordinary pool: every pipelined connection is
 // at its depth or closing.
 var errPipelineFull = errors.New("upstream: pipelined connections full")
 
-// Defaults of HTTPOptions.PipelineDepth and PipelineWindow.
+// Defaults of HTTPOptions.PipelineDepth, PipelineWindow, and of Pipeline and
+// PipelineShortBound with PipelineShort. Two connections: the requests that arrive
+// together on two cores. A 1 ms bound: pipelining saves a call some 10-20 µs of system
+// calls, which is little beside a call that takes over a millisecond, so such a call
+// has nothing to gain from the risk of waiting behind another.
 const (
 	defaultPipelineDepth  = 32
 	defaultPipelineWindow = time.Millisecond
+	defaultShortPipeline  = 2
+	defaultShortBound     = time.Millisecond
 )
 
 func newPipeline(addr string, isTLS bool, o *HTTPOptions, conns *connSet) *pipeline {
-	return &pipeline{addr: addr, tls: isTLS, o: o, dial: conns.dialer(o.DialTimeout)}
+	p := &pipeline{addr: addr, tls: isTLS, o: o, dial: conns.dialer(o.DialTimeout)}
+	if o.PipelineShort {
+		p.calls = o.CallTimes
+		p.bound = o.PipelineShortBound.Microseconds()
+		p.budget = o.PipelineWindow.Microseconds()
+	}
+	return p
 }
 
 // pipeCall is one request on a pipelined connection. Two parties hold it, the caller
@@ -89,6 +117,8 @@ type pipeCall struct {
 	pending bool
 	since   time.Time   // when it was queued
 	timer   *time.Timer // wait's, kept from call to call
+	kind    callKind    // for the record (PipelineShort)
+	est     int64       // its kind's estimate in µs (PipelineShort), counted in its connection's owed
 }
 
 const (
@@ -157,15 +187,24 @@ func (b *pipeBody) CloseWithError(err error) error {
 	return nil
 }
 
-// do sends req on a pipelined connection and waits for its response within ctx. The
-// call's resp (and body, for an SSE reply) stay valid until release. errPipelineFull
-// means nothing was sent.
-func (p *pipeline) do(ctx context.Context, req *fasthttp.Request) (*pipeCall, error) {
+// do sends req, a call of the given kind, on a pipelined connection and waits for its
+// response within ctx. The call's resp (and body, for an SSE reply) stay valid until
+// release. errPipelineFull means nothing was sent: no connection could take it, or (in
+// PipelineShort mode) its kind is not known to be short.
+func (p *pipeline) do(ctx context.Context, req *fasthttp.Request, kind callKind) (*pipeCall, error) {
+	var est int64
+	if p.calls != nil {
+		var short bool
+		if est, short = p.calls.predict(kind, p.bound); !short {
+			return nil, errPipelineFull
+		}
+	}
 	pc, err := p.pick(ctx)
 	if err != nil {
 		return nil, err
 	}
 	c := pipeCallPool.Get().(*pipeCall)
+	c.kind, c.est = kind, est
 	c.refs.Store(2)
 	c.state.Store(callWaiting)
 	c.wbuf.Reset()
@@ -389,6 +428,7 @@ type pipeConn struct {
 	spare       []*pipeCall // the writer's batch slice, swapped with queue
 	fifo        []*pipeCall // written, awaiting their responses in order
 	outstanding int         // queued + written, not yet answered
+	owed        int64       // their estimates, in µs (PipelineShort)
 	gaveUp      int         // of those, abandoned by their callers
 	noNew       bool        // takes no new requests
 	streaming   bool        // a caller is reading an SSE reply from it
@@ -397,9 +437,11 @@ type pipeConn struct {
 	served      int         // responses read (the reader's alone)
 }
 
-// load reports the outstanding requests (-1: dead) and whether it takes new ones. A
-// connection idle for longer than IdleTimeout is closed here, before the backend closes
-// it under a request (see HTTPOptions.IdleTimeout).
+// load reports the outstanding requests (-1: dead) and whether it takes new ones: an
+// idle connection does; a busy one only while its oldest request is younger than the
+// window and (PipelineShort) the estimates of its requests add up to at most the
+// budget. A connection idle for longer than IdleTimeout is closed here, before the
+// backend closes it under a request (see HTTPOptions.IdleTimeout).
 func (pc *pipeConn) load(now time.Time) (int, bool) {
 	pc.mu.Lock()
 	if pc.dead != nil {
@@ -412,7 +454,8 @@ func (pc *pipeConn) load(now time.Time) (int, bool) {
 		return -1, false
 	}
 	defer pc.mu.Unlock()
-	young := pc.outstanding == 0 || now.Sub(pc.oldestLocked()) < pc.p.o.PipelineWindow
+	young := pc.outstanding == 0 ||
+		now.Sub(pc.oldestLocked()) < pc.p.o.PipelineWindow && pc.owed <= pc.p.budget
 	return pc.outstanding, !pc.noNew && young
 }
 
@@ -437,6 +480,7 @@ func (pc *pipeConn) enqueue(c *pipeCall) bool {
 	c.since = time.Now()
 	c.pending = true
 	pc.outstanding++
+	pc.owed += c.est
 	pc.queue = append(pc.queue, c)
 	pc.mu.Unlock()
 	select {
@@ -461,7 +505,9 @@ func (pc *pipeConn) abandon(c *pipeCall) bool {
 		pc.gaveUp++
 		all = pc.gaveUp >= pc.outstanding
 	}
+	since := c.since
 	pc.mu.Unlock()
+	pc.p.recordLate(c.kind, time.Since(since))
 	if all {
 		pc.fail(fmt.Errorf("upstream: %s: every request on a pipelined connection was given up", pc.p.o.Name))
 	}
@@ -473,24 +519,38 @@ func (pc *pipeConn) abandon(c *pipeCall) bool {
 func (pc *pipeConn) settledLocked(c *pipeCall) {
 	c.pending = false
 	pc.outstanding--
+	pc.owed -= c.est
 	if c.state.Load() == callAbandoned {
 		pc.gaveUp--
 	}
 }
 
-// answered books one response. An SSE reply (streaming) keeps the connection busy
-// and closed to new requests until its caller has read it. retired reports a
-// connection that takes nothing new and owes nothing: it should be closed.
+// answered books one response, and its time for the record: from when the backend
+// could start on it (it was written, or the response before it was read) to now. An
+// SSE reply (streaming) keeps the connection busy and closed to new requests until its
+// caller has read it, and counts as slow. retired reports a connection that takes
+// nothing new and owes nothing: it should be closed.
 func (pc *pipeConn) answered(c *pipeCall, streaming bool) (retired bool) {
+	now := time.Now()
 	pc.mu.Lock()
-	defer pc.mu.Unlock()
 	pc.settledLocked(c)
-	pc.lastUsed = time.Now()
+	took := now.Sub(later(c.since, pc.lastUsed))
+	pc.lastUsed = now
 	if streaming {
 		pc.noNew, pc.streaming = true, true // do not queue behind a stream of unknown length
-		return false
 	}
-	return pc.noNew && pc.outstanding == 0
+	retired = !streaming && pc.noNew && pc.outstanding == 0
+	pc.mu.Unlock()
+	pc.p.recordReply(c.kind, took, streaming)
+	return retired
+}
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // streamed books the end of an SSE reply; retired as for answered.
@@ -513,7 +573,7 @@ func (pc *pipeConn) fail(err error) {
 	pc.dead = err
 	queue, fifo := pc.queue, pc.fifo
 	pc.queue, pc.fifo = nil, nil
-	pc.outstanding, pc.gaveUp = 0, 0
+	pc.outstanding, pc.gaveUp, pc.owed = 0, 0, 0
 	pc.mu.Unlock()
 	_ = pc.nc.Close()
 	select {

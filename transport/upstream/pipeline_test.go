@@ -236,37 +236,39 @@ func TestPipelineSSEReply(t *testing.T) {
 // A caller that gives up returns at once; the connection stops taking requests behind
 // the abandoned one, later calls go elsewhere and succeed.
 func TestPipelineAbandonedCall(t *testing.T) {
-	release := make(chan struct{})
-	srv, _ := pipeServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := readID(r)
-		if id == 1 {
-			select {
-			case <-release:
-			case <-r.Context().Done():
+	forPipelineModes(t, func(t *testing.T, mode func(HTTPOptions) HTTPOptions) {
+		release := make(chan struct{})
+		srv, _ := pipeServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			id := readID(r)
+			if id == 1 {
+				select {
+				case <-release:
+				case <-r.Context().Done():
+				}
+			}
+			writeEcho(w, id)
+		}))
+		c, s := dialHTTP(t, srv.URL, mode(HTTPOptions{Pipeline: 1}))
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		if err := c.Send(ctx, []byte(msgCall(1, "echo", "slow"))); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("abandoned call: %v, want DeadlineExceeded", err)
+		}
+		sendAllOK(t, c, 2, 8) // after an abandoned call
+		for id := 2; id < 10; id++ {
+			if s.response(strconv.Itoa(id)) == nil {
+				t.Fatalf("id %d not answered", id)
 			}
 		}
-		writeEcho(w, id)
-	}))
-	c, s := dialHTTP(t, srv.URL, HTTPOptions{Pipeline: 1})
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-	defer cancel()
-	if err := c.Send(ctx, []byte(msgCall(1, "echo", "slow"))); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("abandoned call: %v, want DeadlineExceeded", err)
-	}
-	sendAllOK(t, c, 2, 8) // after an abandoned call
-	for id := 2; id < 10; id++ {
-		if s.response(strconv.Itoa(id)) == nil {
-			t.Fatalf("id %d not answered", id)
+		close(release)
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
 		}
-	}
-	close(release)
-	if err := c.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if s.response("1") != nil {
-		t.Fatal("the abandoned call's late response was delivered")
-	}
-	noLeaks(t)
+		if s.response("1") != nil {
+			t.Fatal("the abandoned call's late response was delivered")
+		}
+		noLeaks(t)
+	})
 }
 
 // A pipelined call forwarded under a Deadline (waited for with the call's own timer,
@@ -315,51 +317,55 @@ func TestPipelineDeadlineWait(t *testing.T) {
 // Connection: close on a response ends the connection; the requests written behind it
 // were not processed by the server, so they are sent again, and each is processed once.
 func TestPipelineConnectionClose(t *testing.T) {
-	var count sync.Map
-	var closes atomic.Int32
-	srv, _ := pipeServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := readID(r)
-		v, _ := count.LoadOrStore(id, new(atomic.Int32))
-		v.(*atomic.Int32).Add(1)
-		if id%5 == 0 && closes.Add(1) <= 3 {
-			w.Header().Set("Connection", "close")
+	forPipelineModes(t, func(t *testing.T, mode func(HTTPOptions) HTTPOptions) {
+		var count sync.Map
+		var closes atomic.Int32
+		srv, _ := pipeServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			id := readID(r)
+			v, _ := count.LoadOrStore(id, new(atomic.Int32))
+			v.(*atomic.Int32).Add(1)
+			if id%5 == 0 && closes.Add(1) <= 3 {
+				w.Header().Set("Connection", "close")
+			}
+			time.Sleep(time.Millisecond)
+			writeEcho(w, id)
+		}))
+		c, s := dialHTTP(t, srv.URL, mode(HTTPOptions{Pipeline: 1}))
+		defer c.Close()
+		sendAllOK(t, c, 1, 30)
+		for id := 1; id <= 30; id++ {
+			if s.response(strconv.Itoa(id)) == nil {
+				t.Fatalf("id %d not answered", id)
+			}
+			v, _ := count.Load(id)
+			if n := v.(*atomic.Int32).Load(); n != 1 {
+				t.Fatalf("id %d processed %d times", id, n)
+			}
 		}
-		time.Sleep(time.Millisecond)
-		writeEcho(w, id)
-	}))
-	c, s := dialHTTP(t, srv.URL, HTTPOptions{Pipeline: 1})
-	defer c.Close()
-	sendAllOK(t, c, 1, 30)
-	for id := 1; id <= 30; id++ {
-		if s.response(strconv.Itoa(id)) == nil {
-			t.Fatalf("id %d not answered", id)
-		}
-		v, _ := count.Load(id)
-		if n := v.(*atomic.Int32).Load(); n != 1 {
-			t.Fatalf("id %d processed %d times", id, n)
-		}
-	}
+	})
 }
 
 // A backend that drops the connection with requests outstanding fails them (they may
 // have run, so calls are not retried) without hanging, and leaves no goroutine behind.
 func TestPipelineBackendDrops(t *testing.T) {
-	addr := rawBackend(t, func(conn net.Conn) {
-		buf := make([]byte, 64<<10)
-		_, _ = conn.Read(buf) // take some requests, answer none
-		time.Sleep(20 * time.Millisecond)
-		_ = conn.Close()
-	})
-	c, _ := dialHTTP(t, "http://"+addr+"/mcp", HTTPOptions{Pipeline: 1})
-	for i, err := range sendAll(t, c, 1, 8) {
-		if err == nil {
-			t.Fatalf("call %d succeeded against a backend that answers nothing", i+1)
+	forPipelineModes(t, func(t *testing.T, mode func(HTTPOptions) HTTPOptions) {
+		addr := rawBackend(t, func(conn net.Conn) {
+			buf := make([]byte, 64<<10)
+			_, _ = conn.Read(buf) // take some requests, answer none
+			time.Sleep(20 * time.Millisecond)
+			_ = conn.Close()
+		})
+		c, _ := dialHTTP(t, "http://"+addr+"/mcp", mode(HTTPOptions{Pipeline: 1}))
+		for i, err := range sendAll(t, c, 1, 8) {
+			if err == nil {
+				t.Fatalf("call %d succeeded against a backend that answers nothing", i+1)
+			}
 		}
-	}
-	if err := c.Close(); err != nil {
-		t.Log(err)
-	}
-	noLeaks(t)
+		if err := c.Close(); err != nil {
+			t.Log(err)
+		}
+		noLeaks(t)
+	})
 }
 
 // Past the depth of every pipelined connection, requests use the ordinary pool.
@@ -393,36 +399,38 @@ func TestPipelineFullUsesPool(t *testing.T) {
 
 // Close interrupts calls waiting on a pipelined connection.
 func TestPipelineCloseInterrupts(t *testing.T) {
-	release := make(chan struct{})
-	defer close(release)
-	srv, _ := pipeServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
-	}))
-	s := newRecSink()
-	// The window keeps every call on the pipelined connection, whatever the delays.
-	c, err := DialHTTP(testCtx(t), srv.URL, HTTPOptions{Pipeline: 1, PipelineWindow: time.Hour}, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	errs := make(chan []error)
-	go func() { errs <- sendAll(t, c, 1, 4) }()
-	// Close only once all four calls are waiting on the connection.
-	s.waitFor(t, "the calls to wait on the pipelined connection", func() bool { return outstanding(c) == 4 })
-	_ = c.Close()
-	select {
-	case got := <-errs:
-		for i, err := range got {
-			if !errors.Is(err, ErrClosed) {
-				t.Fatalf("call %d after Close: %v, want ErrClosed", i+1, err)
+	forPipelineModes(t, func(t *testing.T, mode func(HTTPOptions) HTTPOptions) {
+		release := make(chan struct{})
+		defer close(release)
+		srv, _ := pipeServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-release:
+			case <-r.Context().Done():
 			}
+		}))
+		s := newRecSink()
+		// The window keeps every call on the pipelined connection, whatever the delays.
+		c, err := DialHTTP(testCtx(t), srv.URL, mode(HTTPOptions{Pipeline: 1, PipelineWindow: time.Hour}), s)
+		if err != nil {
+			t.Fatal(err)
 		}
-	case <-time.After(waitLimit):
-		t.Fatal("calls still blocked after Close")
-	}
-	noLeaks(t)
+		errs := make(chan []error)
+		go func() { errs <- sendAll(t, c, 1, 4) }()
+		// Close only once all four calls are waiting on the connection.
+		s.waitFor(t, "the calls to wait on the pipelined connection", func() bool { return outstanding(c) == 4 })
+		_ = c.Close()
+		select {
+		case got := <-errs:
+			for i, err := range got {
+				if !errors.Is(err, ErrClosed) {
+					t.Fatalf("call %d after Close: %v, want ErrClosed", i+1, err)
+				}
+			}
+		case <-time.After(waitLimit):
+			t.Fatal("calls still blocked after Close")
+		}
+		noLeaks(t)
+	})
 }
 
 // An SSE reply that streams for longer than IdleTimeout is not cut as idle while other

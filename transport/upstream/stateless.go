@@ -118,7 +118,7 @@ func (c *StatelessConn) post(ctx context.Context, msg []byte, m *codec.Message) 
 	setModernHeaders(&req.Header, m)
 	setParamHeaders(ctx, &req.Header)
 	setPostHeaders(&req.Header)
-	ex, status, err := h.postMessage(ctx, req, msg)
+	ex, status, err := h.postMessage(ctx, req, msg, m)
 	if err != nil {
 		return err
 	}

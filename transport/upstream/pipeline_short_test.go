@@ -1,0 +1,209 @@
+package upstream
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/mcprouter/mcprouter/codec"
+)
+
+// pipelineMode is a way of pipelining the pipeline tests run in: opts turns a test's
+// options (Pipeline set) into the mode's.
+type pipelineMode struct {
+	name string
+	opts func(HTTPOptions) HTTPOptions
+}
+
+// pipelineModes: every call pipelined (Pipeline alone), and PipelineShort with the echo
+// tool known to be short beforehand and any time counted as short, so that both modes
+// pipeline the same calls and the tests' other rules (retries, failures, Close) are
+// checked in both.
+var pipelineModes = []pipelineMode{
+	{"every call", func(o HTTPOptions) HTTPOptions { return o }},
+	{"short calls", func(o HTTPOptions) HTTPOptions {
+		o.PipelineShort, o.PipelineShortBound, o.CallTimes = true, time.Hour, knownShort("echo")
+		return o
+	}},
+}
+
+// forPipelineModes runs test in every pipelineMode.
+func forPipelineModes(t *testing.T, test func(t *testing.T, mode func(HTTPOptions) HTTPOptions)) {
+	for _, m := range pipelineModes {
+		t.Run(m.name, func(t *testing.T) { test(t, m.opts) })
+	}
+}
+
+// knownShort returns a record where tools/call of each tool has been seen short as
+// often as a kind must be to pipeline.
+func knownShort(tools ...string) *CallTimes {
+	ct := NewCallTimes()
+	for _, tool := range tools {
+		feed(ct, toolKind(tool), shortWarmup, 50*time.Microsecond)
+	}
+	return ct
+}
+
+// toolKind is the kind of a tools/call of tool.
+func toolKind(tool string) callKind {
+	return kindOf(&codec.Message{Kind: codec.KindRequest, Method: []byte("tools/call"), Name: []byte(tool)})
+}
+
+var toolRe = regexp.MustCompile(`"name":"(\w+)","arguments":\{"text":"(\w*)"`)
+
+// toolBackend answers tools/call: sleep naps napTime, or with the text "hold" tells
+// held and waits for release; anything else is answered at once.
+func toolBackend(t *testing.T, held chan<- struct{}, release <-chan struct{}) string {
+	srv, _ := pipeServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if m := toolRe.FindSubmatch(b); m != nil && string(m[1]) == "sleep" {
+			if string(m[2]) == "hold" {
+				held <- struct{}{}
+				select {
+				case <-release:
+				case <-r.Context().Done():
+				}
+			} else {
+				time.Sleep(napTime)
+			}
+		}
+		writeEcho(w, requestID(b))
+	}))
+	return srv.URL
+}
+
+// napTime is how long the sleep tool of toolBackend takes when not held, and
+// napBound the short bound the tests that nap use: an echo is short against it
+// (typically under it, and at worst under five times it) even on a busy machine, a
+// nap is not.
+const napTime, napBound = 100 * time.Millisecond, 20 * time.Millisecond
+
+// In PipelineShort mode a call of a slow kind, or of a kind never seen, goes to the
+// pool: the calls of a short kind sent while it runs are pipelined and answered
+// before it, even with a window that would let them queue behind anything.
+func TestPipelineShortSlowKindNoFollowers(t *testing.T) {
+	for _, seen := range []bool{true, false} {
+		name := "never seen"
+		if seen {
+			name = "seen slow"
+		}
+		t.Run(name, func(t *testing.T) {
+			held, release := make(chan struct{}), make(chan struct{})
+			url := toolBackend(t, held, release)
+			c, _ := dialHTTP(t, url, HTTPOptions{PipelineShort: true, PipelineShortBound: napBound, Pipeline: 1, PipelineWindow: time.Hour})
+			defer c.Close()
+			for i := range shortWarmup {
+				send(t, c, msgCall(1000+i, "echo", "warm"))
+				if seen {
+					send(t, c, msgCall(2000+i, "sleep", "nap"))
+				}
+			}
+			if _, ok := c.pipe.calls.predict(toolKind("echo"), c.pipe.bound); !ok {
+				t.Fatal("echo is not short after the warm-up")
+			}
+			if _, ok := c.pipe.calls.predict(toolKind("sleep"), c.pipe.bound); ok {
+				t.Fatal("sleep is short")
+			}
+			slow := make(chan error, 1)
+			go func() { slow <- c.Send(testCtx(t), []byte(msgCall(1, "sleep", "hold"))) }()
+			select {
+			case <-held:
+			case <-time.After(waitLimit):
+				t.Fatal("the slow call never reached the backend")
+			}
+			if n := outstanding(c); n != 0 {
+				t.Fatalf("the slow call is on a pipelined connection (%d outstanding)", n)
+			}
+			sendAllOK(t, c, 100, 16) // all answered while the slow call is held
+			if len(pipeConns(c)) != 1 {
+				t.Fatal("the short calls were not pipelined")
+			}
+			close(release)
+			if err := <-slow; err != nil {
+				t.Fatalf("slow call: %v", err)
+			}
+		})
+	}
+}
+
+// send sends msg and fails the test on an error.
+func send(t *testing.T, c Conn, msg string) {
+	t.Helper()
+	if err := c.Send(testCtx(t), []byte(msg)); err != nil {
+		t.Fatalf("%s: %v", msg, err)
+	}
+}
+
+// In PipelineShort mode calls of a kind seen short are pipelined: they queue on the
+// connection behind a call the backend holds.
+func TestPipelineShortFastKindPipelines(t *testing.T) {
+	const n = 16
+	held, release := make(chan struct{}), make(chan struct{})
+	url := toolBackend(t, held, release)
+	// Any time counts as short, so that a busy machine cannot make echo look slow.
+	c, s := dialHTTP(t, url, HTTPOptions{PipelineShort: true, PipelineShortBound: time.Hour, Pipeline: 1, PipelineWindow: time.Hour})
+	defer c.Close()
+	for i := range shortWarmup {
+		send(t, c, msgCall(1000+i, "echo", "warm"))
+	}
+	// A short kind held by the backend (sleep, known short from elsewhere) heads the
+	// connection; the echo calls queue behind it.
+	feed(c.pipe.calls, toolKind("sleep"), shortWarmup, 50*time.Microsecond)
+	first := make(chan error, 1)
+	go func() { first <- c.Send(testCtx(t), []byte(msgCall(1, "sleep", "hold"))) }()
+	<-held
+	done := make(chan []error)
+	go func() { done <- sendAll(t, c, 2, n) }()
+	s.waitFor(t, "the echo calls to queue behind the held one", func() bool { return outstanding(c) == n+1 })
+	close(release)
+	for i, err := range append(<-done, <-first) {
+		if err != nil {
+			t.Fatalf("call %d: %v", i+2, err)
+		}
+	}
+}
+
+// A busy connection takes a request behind others only while their estimates add up
+// to at most the budget (and their oldest is younger than the window).
+func TestPipelineShortBudget(t *testing.T) {
+	o := HTTPOptions{PipelineShort: true, PipelineWindow: time.Hour}.withDefaults()
+	p := newPipeline("127.0.0.1:1", false, &o, &connSet{})
+	p.budget = 1000
+	pc := &pipeConn{p: p, wake: make(chan struct{}, 1), lastUsed: time.Now()}
+	for i, want := range []bool{true, true, true, false} {
+		if _, ok := pc.load(time.Now()); ok != want {
+			t.Fatalf("with %dµs owed: takes a request %v, want %v", pc.owed, ok, want)
+		}
+		if i < 3 && !pc.enqueue(&pipeCall{est: 400}) {
+			t.Fatal("enqueue refused")
+		}
+	}
+	pc.mu.Lock()
+	c := pc.queue[0]
+	pc.settledLocked(c)
+	pc.mu.Unlock()
+	if _, ok := pc.load(time.Now()); !ok || pc.owed != 800 {
+		t.Fatalf("after one answer: %dµs owed, takes a request %v; want 800µs, true", pc.owed, ok)
+	}
+}
+
+// A call given up after the bound counts as slow for its kind.
+func TestPipelineShortAbandonIsSlow(t *testing.T) {
+	held, release := make(chan struct{}, 1), make(chan struct{})
+	defer close(release)
+	url := toolBackend(t, held, release)
+	ct := knownShort("sleep")
+	c, _ := dialHTTP(t, url, HTTPOptions{PipelineShort: true, Pipeline: 1, CallTimes: ct})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := c.Send(ctx, []byte(msgCall(1, "sleep", "hold"))); err == nil {
+		t.Fatal("a held call succeeded")
+	}
+	if _, ok := ct.predict(toolKind("sleep"), c.pipe.bound); ok {
+		t.Fatal("sleep is still short after a call given up past the bound")
+	}
+}
