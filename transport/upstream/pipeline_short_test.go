@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/internal/testwait"
 )
 
 // pipelineMode is a way of pipelining the pipeline tests run in: opts turns a test's
@@ -109,11 +110,7 @@ func TestPipelineShortSlowKindNoFollowers(t *testing.T) {
 			}
 			slow := make(chan error, 1)
 			go func() { slow <- c.Send(testCtx(t), []byte(msgCall(1, "sleep", "hold"))) }()
-			select {
-			case <-held:
-			case <-time.After(waitLimit):
-				t.Fatal("the slow call never reached the backend")
-			}
+			testwait.Recv(t, "the slow call at the backend", waitLimit, held)
 			if n := outstanding(c); n != 0 {
 				t.Fatalf("the slow call is on a pipelined connection (%d outstanding)", n)
 			}
@@ -154,7 +151,7 @@ func TestPipelineShortFastKindPipelines(t *testing.T) {
 	feed(c.pipe.calls, toolKind("sleep"), shortWarmup, 50*time.Microsecond)
 	first := make(chan error, 1)
 	go func() { first <- c.Send(testCtx(t), []byte(msgCall(1, "sleep", "hold"))) }()
-	<-held
+	testwait.Recv(t, "the first call at the backend", waitLimit, held)
 	done := make(chan []error)
 	go func() { done <- sendAll(t, c, 2, n) }()
 	s.waitFor(t, "the echo calls to queue behind the held one", func() bool { return outstanding(c) == n+1 })

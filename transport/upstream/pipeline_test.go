@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/mcprouter/mcprouter/codec"
+	"github.com/mcprouter/mcprouter/internal/testwait"
 )
 
 // countingListener counts the connections a test server accepted.
@@ -508,11 +509,7 @@ func TestPipelineWindow(t *testing.T) {
 	slow := make(chan error, 1)
 	go func() { slow <- c.Send(testCtx(t), []byte(msgCall(1, "echo", "slow"))) }()
 	// The slow call is on the connection and the server holds it...
-	select {
-	case <-held:
-	case <-time.After(waitLimit):
-		t.Fatal("the slow call never reached the server")
-	}
+	testwait.Recv(t, "the slow call at the server", waitLimit, held)
 	// ...and it is older than the window: the connection takes nothing behind it.
 	pc := pipeConns(c)[0]
 	s.waitFor(t, "the slow call to be older than the window", func() bool {
