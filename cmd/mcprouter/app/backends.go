@@ -39,8 +39,12 @@ func fleetConfig(cfg *Config, log *slog.Logger, bus *natsbus.Bus) (fleet.Config,
 		if b.URL != "" {
 			urls = append([]string{b.URL}, urls...)
 		}
-		opts := upstream.HTTPOptions{Name: b.Name, Logger: log, MaxConns: b.MaxConcurrency, Pipeline: b.Pipeline}
+		opts := upstream.HTTPOptions{Name: b.Name, Logger: log, MaxConns: b.MaxConcurrency}
+		b.Pipeline.apply(&opts)
 		for _, u := range urls {
+			if opts.PipelineShort {
+				opts.CallTimes = upstream.NewCallTimes() // per replica, shared by its sessions
+			}
 			bc.Dialers = append(bc.Dialers, urlDialer(u, opts, creds))
 		}
 		if len(b.Command) > 0 {
@@ -66,6 +70,18 @@ func fleetConfig(cfg *Config, log *slog.Logger, bus *natsbus.Bus) (fleet.Config,
 		fc.Backends = append(fc.Backends, bc)
 	}
 	return fc, nil
+}
+
+// apply sets the pipelining of an HTTP backend's options: PipelineShort for auto,
+// Pipeline for a number of connections, nothing for off.
+func (p PipelineSetting) apply(o *upstream.HTTPOptions) {
+	switch {
+	case p.Off:
+	case p.Conns > 0:
+		o.Pipeline = p.Conns
+	default:
+		o.PipelineShort = true
+	}
 }
 
 // urlDialer picks the transport by URL: a path ending in /sse is a legacy HTTP+SSE

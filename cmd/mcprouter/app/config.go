@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -180,6 +181,49 @@ type WorkersConfig struct {
 	PoolSize   int `yaml:"pool_size"`
 }
 
+// PipelineSetting is an HTTP backend's pipeline key: "auto", which is also its zero
+// value (unset), "off" (or 0, what the key meant before "auto" was the default), or
+// a number of connections over which every call is pipelined.
+type PipelineSetting struct {
+	// Conns is N of "pipeline: N"; 0 is auto unless Off.
+	Conns int
+	// Off is "pipeline: off" (or 0, or false).
+	Off bool
+}
+
+// UnmarshalYAML reads auto, off, false, or an integer (0 is off; a negative one is
+// kept for Validate to name).
+func (p *PipelineSetting) UnmarshalYAML(n *yaml.Node) error {
+	*p = PipelineSetting{}
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("line %d: pipeline is auto, off, or a number of connections", n.Line)
+	}
+	switch n.Value {
+	case "auto":
+		return nil
+	case "off", "false":
+		p.Off = true
+		return nil
+	}
+	c, err := strconv.Atoi(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: pipeline: %q is neither auto, off, nor a number of connections", n.Line, n.Value)
+	}
+	p.Conns, p.Off = c, c == 0
+	return nil
+}
+
+// MarshalYAML writes the setting as it is read (backendDigest compares the YAML).
+func (p PipelineSetting) MarshalYAML() (any, error) {
+	switch {
+	case p.Off:
+		return "off", nil
+	case p.Conns != 0:
+		return p.Conns, nil
+	}
+	return "auto", nil
+}
+
 // BackendConfig is one MCP server (or a set of replicas) behind the router.
 type BackendConfig struct {
 	// Name is unique, and the default prefix of the backend's tool and prompt names.
@@ -200,11 +244,13 @@ type BackendConfig struct {
 	Timeout time.Duration `yaml:"timeout"`
 	// MaxConcurrency caps requests in flight to this backend. Default 256.
 	MaxConcurrency int `yaml:"max_concurrency"`
-	// Pipeline, for HTTP backends: send requests with HTTP/1.1 pipelining over at most
-	// this many connections. Fewer system calls per call under load, but a slow call
-	// delays the ones queued behind it on its connection: for backends whose calls are
-	// short. Default 0: off.
-	Pipeline int `yaml:"pipeline"`
+	// Pipeline, for HTTP backends: HTTP/1.1 pipelining of POSTs, fewer system calls per
+	// call under load. "auto" (default): over 2 connections, for calls whose kind (tool,
+	// prompt, resource, method) was recently short on this backend, so that no call
+	// waits behind a slow one it could have been told from; a number N: every call,
+	// over at most N connections (a slow call delays the ones queued behind it); "off"
+	// or 0: never.
+	Pipeline PipelineSetting `yaml:"pipeline"`
 	// Sessions: "shared" (default) multiplexes clients over upstream sessions;
 	// "per-client" opens one upstream session per client session.
 	Sessions string `yaml:"sessions"`
@@ -404,10 +450,10 @@ func (c *Config) Validate() error {
 		if b.Instances < 1 {
 			return fmt.Errorf("%s.instances: must be at least 1", key)
 		}
-		if b.Pipeline < 0 {
-			return fmt.Errorf("%s.pipeline: must not be negative (got %d)", key, b.Pipeline)
+		if b.Pipeline.Conns < 0 {
+			return fmt.Errorf("%s.pipeline: must not be negative (got %d)", key, b.Pipeline.Conns)
 		}
-		if b.Pipeline > 0 && b.URL == "" && len(b.URLs) == 0 {
+		if b.Pipeline.Conns > 0 && b.URL == "" && len(b.URLs) == 0 {
 			return fmt.Errorf("%s.pipeline: only HTTP backends (url, urls) pipeline", key)
 		}
 		if err := commandOnly(key, b); err != nil {

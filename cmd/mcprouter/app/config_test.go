@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/mcprouter/mcprouter/transport/upstream"
 )
 
 // TestNegativeLimitDurations: a negative duration limit is refused, and the error says
@@ -67,8 +69,54 @@ func TestBackendKindKeys(t *testing.T) {
 		cfg, err := ParseConfig([]byte(c.yaml))
 		switch {
 		case !wantErr(t, strconv.Quote(c.yaml), err, c.err):
-		case c.err == "" && cfg.Backends[0].Pipeline == 0:
+		case c.err == "" && cfg.Backends[0].Pipeline.Conns == 0:
 			t.Errorf("%q: pipeline not parsed", c.yaml)
+		}
+	}
+}
+
+// TestPipelineSetting: an HTTP backend's pipeline key, unset or auto (pipelining
+// behind calls known to be short), off or 0 (none, what 0 meant before), or N (every
+// call, over N connections), as parsed, as written back for the reload's digest, and
+// as the options it gives; anything else is refused, naming the key's line.
+func TestPipelineSetting(t *testing.T) {
+	for _, c := range []struct {
+		value string // "" leaves the key out
+		want  PipelineSetting
+		yaml  string // as MarshalYAML writes it (off quoted: YAML 1.1 reads it as false)
+		opts  upstream.HTTPOptions
+		err   string
+	}{
+		{"", PipelineSetting{}, "auto", upstream.HTTPOptions{PipelineShort: true}, ""},
+		{"auto", PipelineSetting{}, "auto", upstream.HTTPOptions{PipelineShort: true}, ""},
+		{"off", PipelineSetting{Off: true}, `"off"`, upstream.HTTPOptions{}, ""},
+		{"false", PipelineSetting{Off: true}, `"off"`, upstream.HTTPOptions{}, ""},
+		{"0", PipelineSetting{Off: true}, `"off"`, upstream.HTTPOptions{}, ""},
+		{"2", PipelineSetting{Conns: 2}, "2", upstream.HTTPOptions{Pipeline: 2}, ""},
+		{"-1", PipelineSetting{}, "", upstream.HTTPOptions{}, "backends[0].pipeline: must not be negative (got -1)"},
+		{"fast", PipelineSetting{}, "", upstream.HTTPOptions{}, `line 4: pipeline: "fast" is neither auto, off, nor a number of connections`},
+		{"[2]", PipelineSetting{}, "", upstream.HTTPOptions{}, "line 4: pipeline is auto, off, or a number of connections"},
+	} {
+		doc := "backends:\n  - name: a\n    url: 'http://127.0.0.1:9/mcp'\n"
+		if c.value != "" {
+			doc += "    pipeline: " + c.value + "\n"
+		}
+		cfg, err := ParseConfig([]byte(doc))
+		if !wantErr(t, strconv.Quote(c.value), err, c.err) || c.err != "" {
+			continue
+		}
+		got := cfg.Backends[0].Pipeline
+		if got != c.want {
+			t.Errorf("pipeline: %q parsed as %+v, want %+v", c.value, got, c.want)
+		}
+		if y, err := yaml.Marshal(got); err != nil || strings.TrimSpace(string(y)) != c.yaml {
+			t.Errorf("pipeline: %q written as %q (%v), want %q", c.value, y, err, c.yaml)
+		}
+		var opts upstream.HTTPOptions
+		got.apply(&opts)
+		if opts.Pipeline != c.opts.Pipeline || opts.PipelineShort != c.opts.PipelineShort {
+			t.Errorf("pipeline: %q gives Pipeline %d, PipelineShort %v; want %d, %v",
+				c.value, opts.Pipeline, opts.PipelineShort, c.opts.Pipeline, c.opts.PipelineShort)
 		}
 	}
 }
