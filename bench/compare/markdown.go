@@ -145,8 +145,9 @@ func (r *Result) closedTable(b *strings.Builder, reportsLink string) {
 	if r.measuredClosed(TargetRouterPipelined) != nil {
 		fmt.Fprintf(b, "%s is the same router with `pipeline: %d` on its backend: HTTP/1.1 pipelining over %d "+
 			"connections, so that calls arriving together share one write and their replies one read, on the "+
-			"backend's side too. It is off by default because a slow call delays the calls queued behind it on "+
-			"its connection (see README, \"Pipelining\").\n\n", TargetRouterPipelined, benchPipeline, benchPipeline)
+			"backend's side too, for every call. The default router pipelines only the calls known to be short "+
+			"(`pipeline: auto`) because a slow call delays the calls queued behind it on its connection (see "+
+			"README, \"Pipelining\").\n\n", TargetRouterPipelined, benchPipeline, benchPipeline)
 	}
 	b.WriteString("The stub runs once (round 1): it calibrates mcpload, it is not a server under test. ")
 	if untrusted > 0 {
