@@ -391,7 +391,7 @@ func (p *pipeline) open() (*pipeConn, error) {
 		raw = tlsClient(raw, p.addr, p.o.TLSConfig)
 	}
 	pc := &pipeConn{
-		p: p, nc: nc,
+		p: p, nc: nc, raw: raw,
 		bw:       bufio.NewWriterSize(raw, 16<<10),
 		br:       bufio.NewReaderSize(raw, 16<<10),
 		wake:     make(chan struct{}, 1),
@@ -416,10 +416,11 @@ func (p *pipeline) close() {
 
 // pipeConn is one pipelined connection with its writer and reader goroutines.
 type pipeConn struct {
-	p  *pipeline
-	nc net.Conn // as dialed (tracked, for Close); bw and br use the connection under it
-	bw *bufio.Writer
-	br *bufio.Reader
+	p   *pipeline
+	nc  net.Conn // as dialed (tracked, for Close); bw and br use the connection under it
+	raw net.Conn // that connection (TLS over it for https), for the reader's deadline
+	bw  *bufio.Writer
+	br  *bufio.Reader
 
 	wake chan struct{}
 
@@ -435,6 +436,7 @@ type pipeConn struct {
 	dead        error       // set once the connection failed
 	lastUsed    time.Time   // the last response, or the dial
 	served      int         // responses read (the reader's alone)
+	readDL      time.Time   // the read deadline set on raw (the reader's alone)
 }
 
 // load reports the outstanding requests (-1: dead) and whether it takes new ones: an
@@ -448,7 +450,7 @@ func (pc *pipeConn) load(now time.Time) (int, bool) {
 		pc.mu.Unlock()
 		return -1, false
 	}
-	if pc.outstanding == 0 && !pc.streaming && now.Sub(pc.lastUsed) > pc.p.o.IdleTimeout {
+	if pc.expiredLocked(now) {
 		pc.mu.Unlock()
 		pc.fail(errStaleConn)
 		return -1, false
@@ -457,6 +459,17 @@ func (pc *pipeConn) load(now time.Time) (int, bool) {
 	young := pc.outstanding == 0 ||
 		now.Sub(pc.oldestLocked()) < pc.p.o.PipelineWindow && pc.owed <= pc.p.budget
 	return pc.outstanding, !pc.noNew && young
+}
+
+// expiredLocked reports a connection idle for longer than IdleTimeout, and then takes
+// no new requests: one sent after this check would be failed as never written when it
+// may have been.
+func (pc *pipeConn) expiredLocked(now time.Time) bool {
+	if pc.outstanding > 0 || pc.streaming || now.Sub(pc.lastUsed) <= pc.p.o.IdleTimeout {
+		return false
+	}
+	pc.noNew = true
+	return true
 }
 
 // oldestLocked returns when the oldest outstanding request was queued.
@@ -663,8 +676,11 @@ func (pc *pipeConn) writeFailed() {
 func (pc *pipeConn) readLoop() {
 	maxBody := pc.p.o.MaxMessage
 	for {
-		if _, err := pc.br.Peek(1); err != nil {
-			pc.fail(fmt.Errorf("upstream: %s: %w", pc.p.o.Name, err))
+		if err := pc.nextResponse(); err != nil {
+			if err != errIdleConn {
+				err = fmt.Errorf("upstream: %s: %w", pc.p.o.Name, err)
+			}
+			pc.fail(err)
 			return
 		}
 		pc.mu.Lock()
@@ -720,6 +736,54 @@ func (pc *pipeConn) readLoop() {
 			return
 		}
 	}
+}
+
+// errIdleConn ends a pipelined connection that stayed idle for IdleTimeout; nothing
+// was outstanding on it.
+var errIdleConn = fmt.Errorf("%w (idle pipelined connection)", errStaleConn)
+
+// nextResponse waits for the first byte of the next response. While the connection
+// owes nothing it waits only until IdleTimeout after its last use, then closes it
+// (errIdleConn), as the next pick would (load): a Conn that goes quiet must not keep
+// its pipelined connections, and their two goroutines each, for as long as the backend
+// keeps them open, which may be for ever. The response itself is read without a
+// deadline (an SSE reply may stream for longer than IdleTimeout).
+func (pc *pipeConn) nextResponse() error {
+	for pc.br.Buffered() == 0 {
+		pc.mu.Lock()
+		var dl time.Time
+		if pc.outstanding == 0 {
+			dl = pc.lastUsed.Add(pc.p.o.IdleTimeout)
+		}
+		pc.mu.Unlock()
+		if err := pc.setReadDeadline(dl); err != nil {
+			return err
+		}
+		_, err := pc.br.Peek(1)
+		if err == nil {
+			break
+		}
+		if !isTimeout(err) {
+			return err
+		}
+		pc.mu.Lock()
+		expired := pc.expiredLocked(time.Now()) // else a request went out meanwhile: wait for it
+		pc.mu.Unlock()
+		if expired {
+			return errIdleConn
+		}
+	}
+	return pc.setReadDeadline(time.Time{})
+}
+
+// setReadDeadline sets raw's read deadline when it changes: under load it stays unset,
+// and costs nothing per response.
+func (pc *pipeConn) setReadDeadline(dl time.Time) error {
+	if dl.Equal(pc.readDL) {
+		return nil
+	}
+	pc.readDL = dl
+	return pc.raw.SetReadDeadline(dl)
 }
 
 // readResponse reads one response into c.resp: an SSE body is left to the caller (as

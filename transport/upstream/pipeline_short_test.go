@@ -204,3 +204,25 @@ func TestPipelineShortAbandonIsSlow(t *testing.T) {
 		t.Fatal("sleep is still short after a call given up past the bound")
 	}
 }
+
+// A pipelined connection left idle for IdleTimeout is closed by its reader, with no
+// further call to notice it, and its goroutines end; the next call opens another.
+func TestPipelineIdleClosed(t *testing.T) {
+	srv, cl := pipeServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeEcho(w, readID(r))
+	}))
+	c, s := dialHTTP(t, srv.URL, HTTPOptions{Pipeline: 1, IdleTimeout: 30 * time.Millisecond})
+	defer c.Close()
+	send(t, c, msgCall(1, "echo", "a"))
+	pc := pipeConns(c)[0]
+	s.waitFor(t, "the idle pipelined connection to close", func() bool {
+		pc.mu.Lock()
+		defer pc.mu.Unlock()
+		return pc.dead != nil
+	})
+	noLeaks(t)
+	send(t, c, msgCall(2, "echo", "b"))
+	if n := cl.n.Load(); n != 2 {
+		t.Fatalf("%d connections, want 2: the closed one and the next call's", n)
+	}
+}
