@@ -104,12 +104,21 @@ func logWarnings(dir string, routers int, until time.Time) map[string]int {
 // saveHeapProfile fetches a router's heap profile (after a collection) into path, and
 // before it, beside it (path with .txt for .pprof), the text form as the heap is, whose
 // end holds the runtime's memory statistics: how much of the RSS is live heap, how
-// much the collector's headroom and stacks.
+// much the collector's headroom and stacks. After it, the same statistics after a
+// collection (.gc.txt) and the goroutines (.goroutines.txt): what stays of the RSS
+// once the opening's garbage is gone, and who holds stacks.
 func saveHeapProfile(r *cluster.Router, path string) error {
-	if err := saveProfile(r, "heap?debug=1", time.Minute, strings.TrimSuffix(path, ".pprof")+".txt"); err != nil {
+	base := strings.TrimSuffix(path, ".pprof")
+	if err := saveProfile(r, "heap?debug=1", time.Minute, base+".txt"); err != nil {
 		return err
 	}
-	return saveProfile(r, "heap?gc=1", time.Minute, path)
+	if err := saveProfile(r, "heap?gc=1", time.Minute, path); err != nil {
+		return err
+	}
+	if err := saveProfile(r, "heap?gc=1&debug=1", time.Minute, base+".gc.txt"); err != nil {
+		return err
+	}
+	return saveProfile(r, "goroutine?debug=1", time.Minute, base+".goroutines.txt")
 }
 
 // startCPUProfiles profiles each router's CPU for d (the opening, about), into

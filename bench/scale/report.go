@@ -55,8 +55,22 @@ type ProcStats struct {
 	CPU      time.Duration
 	Received int64
 	// OpenTime is a loader's time to open its sessions; OpenCPU the CPU time the
-	// process used meanwhile.
+	// process used meanwhile, OpenSyscalls its system calls.
 	OpenTime, OpenCPU time.Duration
+	OpenSyscalls      sysc
+}
+
+// sysc counts a process's system calls of the read and write families (on Linux).
+type sysc struct{ Reads, Writes int64 }
+
+func (s sysc) minus(o sysc) sysc { return sysc{s.Reads - o.Reads, s.Writes - o.Writes} }
+
+// per is s per opened session, as "reads, writes".
+func (s sysc) per(n int) string {
+	if n <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f reads, %.2f writes", float64(s.Reads)/float64(n), float64(s.Writes)/float64(n))
 }
 
 // perSession is the memory per held session above the empty process.
@@ -88,6 +102,8 @@ func sum(ps []ProcStats, name string) ProcStats {
 		t.FDs += p.FDs
 		t.CPU += p.CPU
 		t.OpenCPU += p.OpenCPU
+		t.OpenSyscalls.Reads += p.OpenSyscalls.Reads
+		t.OpenSyscalls.Writes += p.OpenSyscalls.Writes
 		t.Received += p.Received
 		t.OpenTime = max(t.OpenTime, p.OpenTime)
 	}
@@ -160,6 +176,8 @@ func (r *Report) WriteTable(w io.Writer) error {
 	rt, ld := sum(r.Routers, ""), sum(r.Loaders, "")
 	fmt.Fprintf(w, "- opening per CPU-second (what the code does on any machine): routers %.0f sessions/s (%s each), loaders %.0f/s (%s each)\n",
 		perCPUSecond(rt.OpenCPU, r.Held), us(perDelivery(rt.OpenCPU, int64(r.Held))), perCPUSecond(ld.OpenCPU, r.Held), us(perDelivery(ld.OpenCPU, int64(r.Held))))
+	fmt.Fprintf(w, "- system calls per opened session (/proc/PID/io syscr, syscw): routers %s; loaders %s\n",
+		rt.OpenSyscalls.per(r.Held), ld.OpenSyscalls.per(r.Held))
 	if len(r.Updates) <= 1 {
 		fmt.Fprintf(w, "- one update: received by %d of %d (%d missing, %d duplicates); from the trigger call p50 %v, p99 %v, max %v\n",
 			r.Received, r.Held, r.Missing, r.Duplicates, ms(r.P50), ms(r.P99), ms(r.Max))

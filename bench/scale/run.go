@@ -96,6 +96,10 @@ func (r *run) run() (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	sysBefore, err := r.syscalls()
+	if err != nil {
+		return nil, err
+	}
 	var profiled func()
 	if c.Profiles {
 		// The opening lasts about a second per 2,500 sessions on 2 cores.
@@ -109,11 +113,17 @@ func (r *run) run() (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	sysAfter, err := r.syscalls()
+	if err != nil {
+		return nil, err
+	}
 	for i := range rep.Routers {
 		rep.Routers[i].OpenCPU = after[i] - before[i]
+		rep.Routers[i].OpenSyscalls = sysAfter[i].minus(sysBefore[i])
 	}
 	for i := range rep.Loaders {
 		rep.Loaders[i].OpenCPU = after[len(r.routers)+i] // from the loader's start
+		rep.Loaders[i].OpenSyscalls = sysAfter[len(r.routers)+i]
 	}
 	rep.CallsSetup = r.calls.next()
 	if err := r.interrupted(); err != nil {
@@ -402,6 +412,19 @@ func (r *run) cpu() ([]time.Duration, error) {
 			return nil, err
 		}
 		out = append(out, u.CPU)
+	}
+	return out, nil
+}
+
+// syscalls reads every process's system calls so far (readSyscalls), as cpu does.
+func (r *run) syscalls() ([]sysc, error) {
+	var out []sysc
+	for _, pid := range r.pids() {
+		s, err := readSyscalls(pid)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
 	}
 	return out, nil
 }
