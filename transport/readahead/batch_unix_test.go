@@ -4,37 +4,22 @@ package readahead
 
 import (
 	"net"
-	"os"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcprouter/mcprouter/internal/testio"
 )
 
-// packetPair returns a wrapped server side and the client side of a SOCK_SEQPACKET
-// socket pair: each write(2) of the server is one packet the client reads on its own,
-// so that the client counts the server's writes exactly.
+// packetPair returns a wrapped server side and the client side of a packet socket
+// pair (testio.PacketPair): the client counts the server's writes exactly.
 func packetPair(t *testing.T) (*conn, *net.UnixConn) {
 	t.Helper()
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET, 0)
-	if err != nil {
-		t.Skipf("no SOCK_SEQPACKET socket pair here: %v", err)
-	}
-	conns := make([]net.Conn, 2)
-	for i, fd := range fds {
-		f := os.NewFile(uintptr(fd), "packet")
-		c, err := net.FileConn(f)
-		f.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		conns[i] = c
-	}
-	server, ok := wrap(conns[0]).(*conn)
+	s, client := testio.PacketPair(t)
+	server, ok := wrap(s).(*conn)
 	if !ok {
 		t.Skip("connection not wrapped on this platform")
 	}
-	t.Cleanup(func() { server.Close(); conns[1].Close() })
-	return server, conns[1].(*net.UnixConn)
+	return server, client
 }
 
 // packets reads n packets from c, each as a string, or fails within a generous bound.

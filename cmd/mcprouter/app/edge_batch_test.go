@@ -6,11 +6,9 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -18,6 +16,7 @@ import (
 
 	"github.com/mcprouter/mcprouter/cmd/mcpbackend/mcpbackendtest"
 	backendsrv "github.com/mcprouter/mcprouter/cmd/mcpbackend/server"
+	"github.com/mcprouter/mcprouter/internal/testio"
 	"github.com/mcprouter/mcprouter/internal/testwait"
 )
 
@@ -62,24 +61,10 @@ func (loopbackConn) RemoteAddr() net.Addr { return loopbackAddr }
 // dial connects a client: the server side goes to Accept.
 func (l *packetListener) dial(t *testing.T) *net.UnixConn {
 	t.Helper()
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET, 0)
-	if err != nil {
-		t.Skipf("no SOCK_SEQPACKET socket pair here: %v", err)
-	}
-	conns := make([]*net.UnixConn, 2)
-	for i, fd := range fds {
-		f := os.NewFile(uintptr(fd), "packet")
-		c, err := net.FileConn(f)
-		f.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		conns[i] = c.(*net.UnixConn)
-	}
-	t.Cleanup(func() { conns[1].Close() })
-	l.conns <- loopbackConn{conns[0]}
-	conns[1].SetDeadline(time.Now().Add(20 * time.Second)) // a hang fails the test, not the run
-	return conns[1]
+	server, client := testio.PacketPair(t)
+	l.conns <- loopbackConn{server}
+	client.SetDeadline(time.Now().Add(20 * time.Second)) // a hang fails the test, not the run
+	return client
 }
 
 // packetClient reads the router's replies one write at a time.
