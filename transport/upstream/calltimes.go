@@ -11,36 +11,41 @@ import (
 	"github.com/mcprouter/mcprouter/internal/mono"
 )
 
-// CallTimes records how long each kind of call recently took on one backend, so that
-// a pipelined connection in HTTPOptions.PipelineShort mode carries only calls predicted
+// CallTimes records how each kind of call recently went on one backend, so that a
+// pipelined connection in HTTPOptions.PipelineShort mode carries only calls predicted
 // to be short, and queues requests only behind those. A kind is the method, and for
 // tools/call, prompts/get and resources/read the tool, prompt or resource as well:
 // calls of one kind take similar times, and the name is what tells an echo from a tool
 // that runs for seconds.
 //
-// Two figures are kept per kind, because the time a call is seen to take is its own
-// plus the queueing of a busy machine (on a saturated 2-core machine most calls of an
-// echo tool take 0.5-1 ms from the router's side, and one in a few hundred over 5 ms):
+// Two figures are kept per kind:
 //
-//   - typical, a decaying minimum: a shorter call sets it, a longer one raises it a
-//     sixteenth of the way. It follows what the kind costs, not the queues, and is
-//     what a request counts for those queued behind it (see pipeConn.owed);
-//   - worst, a decaying maximum: a longer call sets it, a shorter one brings it an
-//     eighth of the way down, so that one slow call keeps its kind off the pipeline for
-//     the calls after it, the more the slower it was (about 7.5·ln(t/bound) calls: 5
-//     after 10 ms against a 5 ms bound, 52 after 5 s).
+//   - typical, a decaying minimum of its times: a shorter call sets it, a longer one
+//     raises it a sixteenth of the way. It follows what the kind costs, not the queues
+//     of a busy machine (on a saturated 2-core machine most calls of an echo tool take
+//     0.5-1 ms from the router's side), and is what a request counts for those queued
+//     behind it (see pipeConn.owed);
+//   - clean, the calls of the kind since its last slow one (a call over slowFactor
+//     times the bound, given up past the bound, answered with an event stream, or seen
+//     waiting past that limit on a pipelined connection), saturating.
 //
-// A kind is short when at least shortWarmup calls of it were seen, its typical time is
-// within PipelineShortBound and its worst within slowFactor times that.
+// A kind is short when its typical time is within PipelineShortBound and it made no
+// slow call in its last shortClean calls. Why a count and not the last slow call's
+// time: what costs the calls pipelined with a kind is how often it stalls, and a tool
+// that answers at once but stalls one call in 50 or in 200 (a cache miss, a lock, a
+// pause) must stay off the pipeline for good, where a record of its last stall that
+// fades within a few calls let it back on between stalls, and each stall then delayed
+// the calls queued behind it (bench/RESULTS.md, STALL and PIPE2). An unknown kind
+// starts at no clean call, so it proves itself on the pool first.
 //
 // The record is a fixed table of callSlots words, each indexed and tagged by a kind's
 // hash and updated by compare-and-swap: bounded whatever names clients send (a kind
 // that loses its slot to another is unknown again, which costs it the pipeline, never
 // safety), no lock and no allocation per call. A word packs
 //
-//	tag (24 bits) | typical in µs (16) | worst in 100 µs (16) | calls seen (8)
+//	tag (32 bits) | typical in µs (16) | clean calls (16)
 //
-// each figure saturating (typical at 65 ms, worst at 6.5 s: far past any bound). One
+// each figure saturating (typical at 65 ms, far past any bound; clean at 65535). One
 // CallTimes may be shared by the Conns of one backend (their sessions): it is safe
 // for concurrent use.
 type CallTimes struct {
@@ -50,34 +55,28 @@ type CallTimes struct {
 // callSlots is the table's size: 2 KiB, more than the tools a backend usually has.
 const callSlots = 256
 
-// shortWarmup is how many calls of a kind must have been seen (on the ordinary pool)
-// before it may use the pipeline: the first calls of a kind are the likeliest to be
-// slow (a cold cache, a lazy start), and an unknown kind must never collect followers.
-const shortWarmup = 8
+// shortClean is how many calls of a kind in a row must not have been slow before it
+// may use the pipeline. Against a kind that stalls one call in r, a run of shortClean
+// clean calls comes after about one stall in e^(shortClean/r): with 1000, a kind that
+// stalls 1 in 50 never pipelines, 1 in 200 after one stall in 150 (and only until its
+// next), 1 in 10,000 for 90% of its calls. It is also the warm-up of a new kind: its
+// first calls, the likeliest to be slow (a cold cache, a lazy start), take the pool.
+const shortClean = 1000
 
-// slowFactor: a kind whose worst recent call took more than this many times
-// PipelineShortBound is not short. With the default bound, 5 ms: over the tail that
-// queueing alone gives a short call on a saturated machine (measured: one call in a
-// few hundred), so that load does not take the pipeline away, well under the calls
-// that are slow by nature (a tool that sleeps, waits on I/O or runs for seconds).
+// slowFactor: a call that took more than this many times PipelineShortBound counts as
+// slow. With the default bound, 5 ms: over what queueing alone gives a short call on a
+// saturated machine but for a few in ten thousand, well under the calls that are slow
+// by nature (a tool that sleeps, waits on I/O or runs for seconds).
 const slowFactor = 5
 
-// Fields of a slot's word, and the unit of worst.
+// Fields of a slot's word.
 const (
 	figBits   = 16
-	seenBits  = 8
 	maxFig    = 1<<figBits - 1
-	maxSeen   = 1<<seenBits - 1
-	tagShift  = 2*figBits + seenBits
-	typShift  = figBits + seenBits
-	worstUnit = 100 * time.Microsecond
+	tagShift  = 2 * figBits
+	typShift  = figBits
 	slotIndex = callSlots - 1
 )
-
-// slowSample is what a call that proved slow without a time of its own (an event
-// stream) is recorded as: worst's ceiling, so that its kind stays off the pipeline for
-// about fifty calls.
-const slowSample = maxFig * worstUnit
 
 // NewCallTimes returns an empty record.
 func NewCallTimes() *CallTimes { return new(CallTimes) }
@@ -120,16 +119,15 @@ func named(method []byte) bool {
 // callStat is a kind's figures, unpacked from its slot's word.
 type callStat struct {
 	typical uint64 // µs
-	worst   uint64 // worstUnit
-	seen    uint64
+	clean   uint64 // calls since the last slow one
 }
 
 func unpack(w uint64) (tag uint64, st callStat) {
-	return w >> tagShift, callStat{w >> typShift & maxFig, w >> seenBits & maxFig, w & maxSeen}
+	return w >> tagShift, callStat{w >> typShift & maxFig, w & maxFig}
 }
 
 func (st callStat) pack(tag uint64) uint64 {
-	return tag<<tagShift | st.typical<<typShift | st.worst<<seenBits | st.seen
+	return tag<<tagShift | st.typical<<typShift | st.clean
 }
 
 // slot returns k's word and its tag.
@@ -137,36 +135,47 @@ func (t *CallTimes) slot(k callKind) (*atomic.Uint64, uint64) {
 	return &t.slots[uint64(k)&slotIndex], uint64(k) >> tagShift
 }
 
-// predict returns k's typical time in µs, and whether k is short: seen at least
-// shortWarmup times, typically within bound µs and at worst within slowFactor times
-// that.
+// predict returns k's typical time in µs, and whether k is short: typically within
+// bound µs, and no slow call in its last shortClean.
 func (t *CallTimes) predict(k callKind, bound int64) (int64, bool) {
 	if k == 0 {
 		return 0, false
 	}
 	s, tag := t.slot(k)
 	wtag, st := unpack(s.Load())
-	if wtag != tag || st.seen < shortWarmup {
+	if wtag != tag {
 		return 0, false
 	}
-	worst := time.Duration(st.worst) * worstUnit
-	return int64(st.typical), int64(st.typical) <= bound && worst <= slowFactor*time.Duration(bound)*time.Microsecond
+	return int64(st.typical), st.clean >= shortClean && int64(st.typical) <= bound
 }
 
-// record books one call of kind k that took d.
-func (t *CallTimes) record(k callKind, d time.Duration) {
+// noTime is the time record is given for a call known slow without a time of its own
+// (an event stream, a call still waiting): its kind's typical time is left as it was.
+const noTime time.Duration = -1
+
+// record books one call of kind k that took d (noTime: unknown), slow or not: a slow
+// call starts its kind's count of clean calls over, any other adds one to it.
+func (t *CallTimes) record(k callKind, d time.Duration, slow bool) {
 	if k == 0 {
 		return
 	}
-	d = max(d, 0)
-	us := uint64(min(d/time.Microsecond, maxFig))
-	units := uint64(min((d+worstUnit-1)/worstUnit, maxFig))
+	us := uint64(maxFig)
+	if d >= 0 {
+		us = uint64(min(d/time.Microsecond, maxFig))
+	}
 	s, tag := t.slot(k)
 	for {
 		old := s.Load()
-		st := callStat{us, units, 1}
+		st := callStat{typical: us, clean: 1}
 		if otag, o := unpack(old); otag == tag {
-			st = callStat{decayMin(o.typical, us), decayMax(o.worst, units), min(o.seen+1, maxSeen)}
+			st.typical = o.typical
+			if d >= 0 {
+				st.typical = decayMin(o.typical, us)
+			}
+			st.clean = min(o.clean+1, maxFig)
+		}
+		if slow {
+			st.clean = 0
 		}
 		w := st.pack(tag)
 		if w == old || s.CompareAndSwap(old, w) {
@@ -184,15 +193,6 @@ func decayMin(typ, v uint64) uint64 {
 	return typ + (v-typ+15)/16
 }
 
-// decayMax is worst after a call that took v: v if longer, else an eighth of the way
-// down to it.
-func decayMax(worst, v uint64) uint64 {
-	if v >= worst {
-		return v
-	}
-	return worst - (worst-v+7)/8
-}
-
 // kindOf is m's kind when the pipeline keeps a record (PipelineShort), else 0: the
 // hash is not worth taking for nothing.
 func (p *pipeline) kindOf(m *codec.Message) callKind {
@@ -203,27 +203,29 @@ func (p *pipeline) kindOf(m *codec.Message) callKind {
 }
 
 // recordReply books a reply to a call of kind k that took d on the backend (in
-// PipelineShort mode; nothing otherwise). An event stream counts as slow whatever its
-// head's time: it may run on for any length, and a pipelined connection takes nothing
-// behind it meanwhile.
+// PipelineShort mode; nothing otherwise): slow when over the slow limit. An event
+// stream counts as slow whatever its head's time: it may run on for any length, and a
+// pipelined connection takes nothing behind it meanwhile.
 func (p *pipeline) recordReply(k callKind, d time.Duration, stream bool) {
 	if p == nil || p.calls == nil {
 		return
 	}
 	if stream {
-		d = slowSample
+		p.calls.record(k, noTime, true)
+		return
 	}
-	p.calls.record(k, d)
+	p.calls.record(k, d, d > p.slow)
 }
 
-// recordLate books a call of kind k that failed or was given up after d: as that
-// long when d is past the bound (the call would have taken longer still), not at all
-// otherwise (how long it would have taken is unknown).
+// recordLate books a call of kind k that failed or was given up after d: as a slow
+// call of that long when d is past the bound (the call would have taken longer
+// still), not at all otherwise (how long it would have taken is unknown, and a client
+// that gives up at once says nothing of the kind).
 func (p *pipeline) recordLate(k callKind, d time.Duration) {
 	if p == nil || p.calls == nil || d.Microseconds() <= p.bound {
 		return
 	}
-	p.calls.record(k, d)
+	p.calls.record(k, d, true)
 }
 
 // poolStart is when a call the pipeline did not take goes out on the ordinary pool,

@@ -296,9 +296,11 @@ func (c *HTTPConn) releasePost(pr *postRequest) {
 }
 
 // roundTrip sends a POST, a call of the given kind, pipelined when that is on and
-// possible.
+// possible (see pipeline.enter).
 func (c *HTTPConn) roundTrip(ctx context.Context, req *fasthttp.Request, kind callKind) (exchange, error) {
-	if c.pipe != nil {
+	shared := c.pipe.enter()
+	defer c.pipe.leave()
+	if shared {
 		pc, err := c.pipe.do(ctx, req, kind)
 		if err == nil {
 			return exchange{resp: &pc.resp, body: pc.bodyStream(), call: pc}, nil

@@ -93,11 +93,17 @@ type HTTPOptions struct {
 	// short, which makes pipelining safe to leave on: a call goes on a pipelined
 	// connection only when the calls of its kind (its method, and the tool, prompt or
 	// resource it names) on this backend typically took at most PipelineShortBound and
-	// recently at worst five times that, and it queues behind others only while their
-	// typical times add up to at most PipelineWindow. Kinds seen fewer than 8 times,
-	// slow ones, and those with a recent slow call, a call given up or a reply that was
-	// an event stream use the pool (see CallTimes). With it, Pipeline defaults to 2.
+	// none of its last 1000 was slow (over five times that, given up, an event stream),
+	// only while 2 other calls are in flight to the backend (PipelineLone), and it
+	// queues behind others only while their typical times add up to at most
+	// PipelineWindow. Other calls use the pool (see CallTimes). With it, Pipeline
+	// defaults to 2.
 	PipelineShort bool
+	// PipelineLone lets a call take a pipelined connection in PipelineShort mode
+	// whatever else is in flight. Without it (the default) a call tries the pipeline
+	// only while at least 2 other calls are in flight to the backend: below that calls
+	// share no write, and pipelining costs more than it saves (see pipeline.enter).
+	PipelineLone bool
 	// PipelineShortBound is the longest a kind's calls may typically take to count as
 	// short (see PipelineShort). Default 1ms.
 	PipelineShortBound time.Duration

@@ -39,12 +39,14 @@ import (
 // The window does not cover a call that turns out slow: the requests that joined it in
 // its first millisecond wait for it, however long it runs. In PipelineShort mode (the
 // router's default) the pipeline therefore takes only calls predicted to be short,
-// from how long the recent calls of the same kind took on this backend (calls, a
-// CallTimes, fed by every POST of the Conn, pipelined or pooled), and a request queues
-// behind others only while their estimates add up to at most the window (budget).
-// Every other call, a kind never seen, or seen slow, or recently slow, goes to the
-// pool, as without pipelining. What remains is a call of a kind that was short until
-// now turning out slow: the requests that joined it within the window wait for it.
+// from how the calls of the same kind went on this backend (calls, a CallTimes, fed by
+// every POST of the Conn, pipelined or pooled: typically short, and no slow call among
+// the last thousand), only while other calls are in flight to share its writes
+// (enter), and a request queues behind others only while their estimates add up to at
+// most the window (budget). Every other call goes to the pool, as without pipelining.
+// What remains is a call of a kind that made no slow call in a thousand turning out
+// slow: the requests that joined it within the window wait for it; its kind is booked
+// slow as soon as a pick sees it waiting past the slow limit (stallLocked).
 //
 // Connection: close, a reset or an early end fail what was still unanswered, with
 // errStaleConn for requests the backend never received or (after Connection: close)
@@ -68,10 +70,17 @@ type pipeline struct {
 
 	// calls is the record of PipelineShort mode, nil without it; bound (the longest a
 	// short kind's calls take) and budget (the most a request may wait behind others,
-	// by their estimates) are in µs, as its estimates.
+	// by their estimates) are in µs, as its estimates; slow is how long a call may take
+	// before it counts as slow for its kind (slowFactor times the bound).
 	calls  *CallTimes
 	bound  int64
 	budget int64
+	slow   time.Duration
+
+	// inFlight counts the calls to the backend in flight, pipelined or pooled (enter,
+	// leave); a call tries the pipeline only while at least minShared others are.
+	inFlight  atomic.Int32
+	minShared int32
 }
 
 // errPipelineFull sends a request to the ordinary pool: every pipelined connection is
@@ -88,6 +97,7 @@ const (
 	defaultPipelineWindow = time.Millisecond
 	defaultShortPipeline  = 2
 	defaultShortBound     = time.Millisecond
+	defaultMinInFlight    = 2
 )
 
 func newPipeline(addr string, isTLS bool, o *HTTPOptions, conns *connSet) *pipeline {
@@ -96,8 +106,33 @@ func newPipeline(addr string, isTLS bool, o *HTTPOptions, conns *connSet) *pipel
 		p.calls = o.CallTimes
 		p.bound = o.PipelineShortBound.Microseconds()
 		p.budget = o.PipelineWindow.Microseconds()
+		p.slow = slowFactor * o.PipelineShortBound
+		if !o.PipelineLone {
+			p.minShared = defaultMinInFlight
+		}
 	}
 	return p
+}
+
+// enter counts a call to the backend in flight until leave, and reports whether it
+// may try a pipelined connection: always without PipelineShort, and with it only
+// while at least defaultMinInFlight other calls are in flight (unless PipelineLone). Why: pipelining pays
+// for its writer's and reader's wake-ups only when calls share a write and a read,
+// which needs calls in flight together; at light load a call on the pool (written and
+// read inline by its caller) costs the router less CPU, and waits behind nothing, so
+// that a stall of the backend then delays no other call.
+func (p *pipeline) enter() bool {
+	if p == nil {
+		return false
+	}
+	return p.inFlight.Add(1)-1 >= p.minShared
+}
+
+// leave ends what enter began.
+func (p *pipeline) leave() {
+	if p != nil {
+		p.inFlight.Add(-1)
+	}
 }
 
 // pipeCall is one request on a pipelined connection. Two parties hold it, the caller
@@ -119,6 +154,7 @@ type pipeCall struct {
 	timer   *time.Timer // wait's, kept from call to call
 	kind    callKind    // for the record (PipelineShort)
 	est     int64       // its kind's estimate in µs (PipelineShort), counted in its connection's owed
+	stalled bool        // booked slow while still waiting (stallLocked); guarded as pending
 }
 
 const (
@@ -204,7 +240,7 @@ func (p *pipeline) do(ctx context.Context, req *fasthttp.Request, kind callKind)
 		return nil, err
 	}
 	c := pipeCallPool.Get().(*pipeCall)
-	c.kind, c.est = kind, est
+	c.kind, c.est, c.stalled = kind, est, false
 	c.refs.Store(2)
 	c.state.Store(callWaiting)
 	c.wbuf.Reset()
@@ -456,9 +492,25 @@ func (pc *pipeConn) load(now time.Time) (int, bool) {
 		return -1, false
 	}
 	defer pc.mu.Unlock()
-	young := pc.outstanding == 0 ||
-		now.Sub(pc.oldestLocked()) < pc.p.o.PipelineWindow && pc.owed <= pc.p.budget
+	young := true
+	if oldest := pc.oldestLocked(); oldest != nil {
+		pc.stallLocked(oldest, now)
+		young = now.Sub(oldest.since) < pc.p.o.PipelineWindow && pc.owed <= pc.p.budget
+	}
 	return pc.outstanding, !pc.noNew && young
+}
+
+// stallLocked books the kind of c, the connection's oldest outstanding request, as
+// slow once c has been the backend's to answer for longer than the slow limit
+// (PipelineShort): a stall is learnt when it starts delaying the requests behind it,
+// not only when it ends, so that no more calls of its kind join a pipeline meanwhile.
+func (pc *pipeConn) stallLocked(c *pipeCall, now time.Time) {
+	p := pc.p
+	if p.calls == nil || c.stalled || now.Sub(later(c.since, pc.lastUsed)) <= p.slow {
+		return
+	}
+	c.stalled = true
+	p.calls.record(c.kind, noTime, true)
 }
 
 // expiredLocked reports a connection idle for longer than IdleTimeout, and then takes
@@ -472,15 +524,15 @@ func (pc *pipeConn) expiredLocked(now time.Time) bool {
 	return true
 }
 
-// oldestLocked returns when the oldest outstanding request was queued.
-func (pc *pipeConn) oldestLocked() time.Time {
+// oldestLocked returns the oldest outstanding request, nil when there is none.
+func (pc *pipeConn) oldestLocked() *pipeCall {
 	switch {
 	case len(pc.fifo) > 0:
-		return pc.fifo[0].since
+		return pc.fifo[0]
 	case len(pc.queue) > 0:
-		return pc.queue[0].since
+		return pc.queue[0]
 	}
-	return time.Time{}
+	return nil
 }
 
 // enqueue queues c for the writer; false when the connection cannot take it.

@@ -20,13 +20,14 @@ type pipelineMode struct {
 }
 
 // pipelineModes: every call pipelined (Pipeline alone), and PipelineShort with the echo
-// tool known to be short beforehand and any time counted as short, so that both modes
-// pipeline the same calls and the tests' other rules (retries, failures, Close) are
-// checked in both.
+// tool known to be short beforehand, any time counted as short and a lone call
+// pipelined too (PipelineLone), so that both modes pipeline the same calls and the
+// tests' other rules (retries, failures, Close) are checked in both.
 var pipelineModes = []pipelineMode{
 	{"every call", func(o HTTPOptions) HTTPOptions { return o }},
 	{"short calls", func(o HTTPOptions) HTTPOptions {
 		o.PipelineShort, o.PipelineShortBound, o.CallTimes = true, time.Hour, knownShort("echo")
+		o.PipelineLone = true
 		return o
 	}},
 }
@@ -39,11 +40,11 @@ func forPipelineModes(t *testing.T, test func(t *testing.T, mode func(HTTPOption
 }
 
 // knownShort returns a record where tools/call of each tool has been seen short as
-// often as a kind must be to pipeline.
+// often in a row as a kind must be to pipeline.
 func knownShort(tools ...string) *CallTimes {
 	ct := NewCallTimes()
 	for _, tool := range tools {
-		feed(ct, toolKind(tool), shortWarmup, 50*time.Microsecond)
+		feed(ct, toolKind(tool), shortClean, 50*time.Microsecond)
 	}
 	return ct
 }
@@ -94,13 +95,12 @@ func TestPipelineShortSlowKindNoFollowers(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			held, release := make(chan struct{}), make(chan struct{})
 			url := toolBackend(t, held, release)
-			c, _ := dialHTTP(t, url, HTTPOptions{PipelineShort: true, PipelineShortBound: napBound, Pipeline: 1, PipelineWindow: time.Hour})
+			c, _ := dialHTTP(t, url, HTTPOptions{PipelineShort: true, PipelineShortBound: napBound, Pipeline: 1,
+				PipelineWindow: time.Hour, PipelineLone: true, CallTimes: knownShort("echo")})
 			defer c.Close()
-			for i := range shortWarmup {
-				send(t, c, msgCall(1000+i, "echo", "warm"))
-				if seen {
-					send(t, c, msgCall(2000+i, "sleep", "nap"))
-				}
+			send(t, c, msgCall(1000, "echo", "warm"))
+			if seen {
+				send(t, c, msgCall(2000, "sleep", "nap"))
 			}
 			if _, ok := c.pipe.calls.predict(toolKind("echo"), c.pipe.bound); !ok {
 				t.Fatal("echo is not short after the warm-up")
@@ -141,14 +141,13 @@ func TestPipelineShortFastKindPipelines(t *testing.T) {
 	held, release := make(chan struct{}), make(chan struct{})
 	url := toolBackend(t, held, release)
 	// Any time counts as short, so that a busy machine cannot make echo look slow.
-	c, s := dialHTTP(t, url, HTTPOptions{PipelineShort: true, PipelineShortBound: time.Hour, Pipeline: 1, PipelineWindow: time.Hour})
+	c, s := dialHTTP(t, url, HTTPOptions{PipelineShort: true, PipelineShortBound: time.Hour, Pipeline: 1,
+		PipelineWindow: time.Hour, PipelineLone: true, CallTimes: knownShort("echo")})
 	defer c.Close()
-	for i := range shortWarmup {
-		send(t, c, msgCall(1000+i, "echo", "warm"))
-	}
+	send(t, c, msgCall(1000, "echo", "warm"))
 	// A short kind held by the backend (sleep, known short from elsewhere) heads the
 	// connection; the echo calls queue behind it.
-	feed(c.pipe.calls, toolKind("sleep"), shortWarmup, 50*time.Microsecond)
+	feed(c.pipe.calls, toolKind("sleep"), shortClean, 50*time.Microsecond)
 	first := make(chan error, 1)
 	go func() { first <- c.Send(testCtx(t), []byte(msgCall(1, "sleep", "hold"))) }()
 	testwait.Recv(t, "the first call at the backend", waitLimit, held)
@@ -193,7 +192,7 @@ func TestPipelineShortAbandonIsSlow(t *testing.T) {
 	defer close(release)
 	url := toolBackend(t, held, release)
 	ct := knownShort("sleep")
-	c, _ := dialHTTP(t, url, HTTPOptions{PipelineShort: true, Pipeline: 1, CallTimes: ct})
+	c, _ := dialHTTP(t, url, HTTPOptions{PipelineShort: true, Pipeline: 1, CallTimes: ct, PipelineLone: true})
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
@@ -202,6 +201,91 @@ func TestPipelineShortAbandonIsSlow(t *testing.T) {
 	}
 	if _, ok := ct.predict(toolKind("sleep"), c.pipe.bound); ok {
 		t.Fatal("sleep is still short after a call given up past the bound")
+	}
+}
+
+// A pick that sees a connection's oldest request waiting past the slow limit books its
+// kind slow at once, and only once, long before its reply comes.
+func TestPipelineShortStallBookedEarly(t *testing.T) {
+	o := HTTPOptions{PipelineShort: true, CallTimes: knownShort("sleep")}.withDefaults()
+	p := newPipeline("127.0.0.1:1", false, &o, &connSet{})
+	pc := &pipeConn{p: p, wake: make(chan struct{}, 1), lastUsed: time.Now()}
+	c := &pipeCall{kind: toolKind("sleep")}
+	if !pc.enqueue(c) {
+		t.Fatal("enqueue refused")
+	}
+	if pc.load(c.since.Add(p.slow)); !shortKind(p, "sleep") {
+		t.Fatal("booked slow at the slow limit")
+	}
+	feed(p.calls, toolKind("sleep"), shortClean, 50*time.Microsecond) // still short: only one booking below
+	if pc.load(c.since.Add(p.slow + time.Millisecond)); shortKind(p, "sleep") || !c.stalled {
+		t.Fatal("still short after a pick saw its call waiting past the slow limit")
+	}
+	feed(p.calls, toolKind("sleep"), shortClean, 50*time.Microsecond)
+	if pc.load(c.since.Add(2 * p.slow)); !shortKind(p, "sleep") {
+		t.Fatal("one waiting call booked slow twice")
+	}
+}
+
+// shortKind reports whether p predicts tools/call of tool short.
+func shortKind(p *pipeline, tool string) bool {
+	_, ok := p.calls.predict(toolKind(tool), p.bound)
+	return ok
+}
+
+// In PipelineShort mode a call tries the pipeline only while at least
+// defaultMinInFlight other calls are in flight, pooled or pipelined (PipelineLone:
+// always); without PipelineShort, always.
+func TestPipelineMinInFlight(t *testing.T) {
+	for _, c := range []struct {
+		opts  HTTPOptions
+		first int // the first call (counting from 0) that may try the pipeline
+	}{
+		{HTTPOptions{PipelineShort: true}, defaultMinInFlight},
+		{HTTPOptions{PipelineShort: true, PipelineLone: true}, 0},
+		{HTTPOptions{Pipeline: 1}, 0},
+	} {
+		o := c.opts.withDefaults()
+		p := newPipeline("127.0.0.1:1", false, &o, &connSet{})
+		for round := range 2 {
+			for i := range defaultMinInFlight + 2 {
+				if got := p.enter(); got != (i >= c.first) {
+					t.Fatalf("%+v, round %d: call %d may pipeline %v, want %v", c.opts, round, i, got, !got)
+				}
+			}
+			for range defaultMinInFlight + 2 {
+				p.leave()
+			}
+		}
+	}
+}
+
+// A lone call of a short kind takes the pool; while the backend holds two calls, the
+// next is pipelined.
+func TestPipelineShortUnderConcurrency(t *testing.T) {
+	held, release := make(chan struct{}, defaultMinInFlight), make(chan struct{})
+	url := toolBackend(t, held, release)
+	c, _ := dialHTTP(t, url, HTTPOptions{PipelineShort: true, PipelineShortBound: time.Hour,
+		CallTimes: knownShort("echo")})
+	defer c.Close()
+	send(t, c, msgCall(1, "echo", "alone"))
+	if n := len(pipeConns(c)); n != 0 {
+		t.Fatalf("a lone call was pipelined (%d pipelined connections)", n)
+	}
+	slow := make(chan error, defaultMinInFlight)
+	for i := range defaultMinInFlight {
+		go func() { slow <- c.Send(testCtx(t), []byte(msgCall(10+i, "sleep", "hold"))) }()
+		testwait.Recv(t, "a held call at the backend", waitLimit, held)
+	}
+	send(t, c, msgCall(2, "echo", "shared"))
+	if n := len(pipeConns(c)); n != 1 {
+		t.Fatalf("%d pipelined connections with %d calls in flight, want 1", n, defaultMinInFlight)
+	}
+	close(release)
+	for range defaultMinInFlight {
+		if err := <-slow; err != nil {
+			t.Fatalf("held call: %v", err)
+		}
 	}
 }
 
