@@ -43,9 +43,11 @@ func (g *group) byClass() map[string]int64 {
 	return m
 }
 
-func (g *group) stats(dur float64, errs *firstErrors) *report.Stats {
+// stats summarises the group; slow is the slow threshold in nanoseconds (0: none).
+func (g *group) stats(dur float64, slow int64, errs *firstErrors) *report.Stats {
 	s := &report.Stats{Requests: g.Count, Errors: g.Errors, Pages: g.Pages, Primary: g.primary,
-		Latency: report.Summarize(g.Corrected), LatencyUncorrected: report.Summarize(g.Uncorrected)}
+		Latency: report.Summarize(g.Corrected), LatencyUncorrected: report.Summarize(g.Uncorrected),
+		Slow: report.CountSlow(g.Corrected, slow)}
 	if dur > 0 {
 		s.ThroughputRPS = round3(float64(g.Count) / dur)
 	}
@@ -93,12 +95,16 @@ func (r *run) buildReport() *report.Report {
 		rep.Config.Pacing = "open"
 	}
 	for _, o := range cfg.Mix {
-		rep.Config.Mix = append(rep.Config.Mix, fmt.Sprintf("%s ×%d", o.Label(), o.Weight))
+		entry := fmt.Sprintf("%s ×%d", o.Call(), o.Weight)
+		if o.Label != "" {
+			entry = o.Label + ": " + entry
+		}
+		rep.Config.Mix = append(rep.Config.Mix, entry)
 	}
 	if cfg.Mode == Fanout {
 		rep.Config.Rate = cfg.Fanout.Rate
 		rep.Config.Pacing = "open"
-		rep.Config.Mix = []string{"trigger " + cfg.Fanout.Trigger.Label()}
+		rep.Config.Mix = []string{"trigger " + cfg.Fanout.Trigger.Call()}
 	}
 
 	primary := newGroup()
@@ -117,11 +123,11 @@ func (r *run) buildReport() *report.Report {
 			byMethod[key] = newGroup()
 		}
 		byMethod[key].add(i, t)
-		if t.Op.Method == "tools/call" && t.Op.Name != "" {
-			if byTool[t.Op.Name] == nil {
-				byTool[t.Op.Name] = newGroup()
+		if k := t.Op.Entry; k != "" {
+			if byTool[k] == nil {
+				byTool[k] = newGroup()
 			}
-			byTool[t.Op.Name].add(i, t)
+			byTool[k].add(i, t)
 		}
 	}
 	rep.Requests, rep.Errors, rep.Excluded = primary.Count, primary.Errors, pacing.Excluded
@@ -136,17 +142,19 @@ func (r *run) buildReport() *report.Report {
 	}
 	rep.Latency = report.Summarize(primary.Corrected)
 	rep.LatencyUncorrected = report.Summarize(primary.Uncorrected)
+	slow := int64(cfg.Slow)
+	rep.Slow = report.CountSlow(primary.Corrected, slow)
 	rep.Distribution = report.Curve(primary.Corrected, primary.Uncorrected)
 	for k, g := range byMethod {
 		if k == "connect" && g.Count == 0 {
 			continue
 		}
-		rep.ByMethod[k] = g.stats(dur, &r.errs)
+		rep.ByMethod[k] = g.stats(dur, slow, &r.errs)
 	}
 	if len(byTool) > 0 {
 		rep.ByTool = map[string]*report.Stats{}
 		for k, g := range byTool {
-			rep.ByTool[k] = g.stats(dur, &r.errs)
+			rep.ByTool[k] = g.stats(dur, slow, &r.errs)
 		}
 	}
 

@@ -77,6 +77,10 @@ type Config struct {
 	Shards int
 	// Name labels the run in reports (for example the scenario file name).
 	Name string
+	// Slow, when positive, is a latency threshold: the report counts, overall and per
+	// method and entry, the successful operations whose corrected latency was at or
+	// over it (the tail as a count, not only as percentiles).
+	Slow time.Duration
 }
 
 // FanoutSpec configures fan-out mode.
@@ -116,14 +120,19 @@ type OpSpec struct {
 	// Pages is, for */list methods, how many pages one operation walks by following
 	// nextCursor: 1 by default, -1 for all (at most 1000).
 	Pages int `yaml:"pages"`
+	// Label, when given, names the entry in the report's per-entry breakdown (by_tool)
+	// and gives it a histogram of its own, so that two entries calling the same tool
+	// with different arguments (a fast call and a slow one) are reported apart.
+	// Unique within a mix. Without it, entries making the same call share one.
+	Label string `yaml:"label"`
 }
 
 // maxPages bounds a "walk every page" list operation against a server whose cursors
 // never end.
 const maxPages = 1000
 
-// Label names the operation in reports.
-func (o OpSpec) Label() string {
+// Call names the call the entry makes: "tools/call echo", "ping".
+func (o OpSpec) Call() string {
 	switch {
 	case o.Tool != "":
 		return "tools/call " + o.Tool
@@ -153,13 +162,13 @@ func (o *OpSpec) normalize() error {
 		return errors.New("mix entry without method, tool, prompt or uri")
 	}
 	if implied != "" && o.Method != implied {
-		return fmt.Errorf("mix entry %q: method %s does not go with tool/prompt/uri", o.Label(), o.Method)
+		return fmt.Errorf("mix entry %q: method %s does not go with tool/prompt/uri", o.Call(), o.Method)
 	}
 	if o.Weight == 0 {
 		o.Weight = 1
 	}
 	if o.Weight < 0 {
-		return fmt.Errorf("mix entry %q: negative weight", o.Label())
+		return fmt.Errorf("mix entry %q: negative weight", o.Call())
 	}
 	if o.Pages == 0 {
 		o.Pages = 1
@@ -168,10 +177,10 @@ func (o *OpSpec) normalize() error {
 		o.Pages = maxPages
 	}
 	if o.Args != "" && o.Method != "tools/call" && o.Method != "prompts/get" {
-		return fmt.Errorf("mix entry %q: args are for tools/call and prompts/get; use params", o.Label())
+		return fmt.Errorf("mix entry %q: args are for tools/call and prompts/get; use params", o.Call())
 	}
 	if o.Params != "" && (o.Tool != "" || o.Prompt != "" || o.URI != "") {
-		return fmt.Errorf("mix entry %q: params conflicts with tool/prompt/uri", o.Label())
+		return fmt.Errorf("mix entry %q: params conflicts with tool/prompt/uri", o.Call())
 	}
 	return nil
 }
@@ -270,6 +279,9 @@ func (c *Config) Validate() error {
 	default:
 		return fmt.Errorf("unknown mode %q (steady, churn, fanout)", c.Mode)
 	}
+	if c.Slow < 0 {
+		return errors.New("the slow threshold cannot be negative (0: not counted)")
+	}
 	if len(c.Mix) == 0 && c.Mode != Fanout {
 		c.Mix = []OpSpec{{Method: "ping"}}
 	}
@@ -282,6 +294,29 @@ func (c *Config) Validate() error {
 	}
 	if total == 0 && c.Mode != Fanout {
 		return errors.New("every mix weight is zero")
+	}
+	return checkLabels(c.Mix)
+}
+
+// checkLabels refuses a label given twice, or one that is the tool of an unlabelled
+// entry: either would merge two entries' figures under one key of the breakdown.
+func checkLabels(mix []OpSpec) error {
+	tools := map[string]bool{}
+	for _, o := range mix {
+		if o.Label == "" && o.Tool != "" {
+			tools[o.Tool] = true
+		}
+	}
+	seen := map[string]bool{}
+	for _, o := range mix {
+		switch {
+		case o.Label == "":
+		case seen[o.Label]:
+			return fmt.Errorf("mix entry %q: label %q given twice (labels are unique within a mix)", o.Call(), o.Label)
+		case tools[o.Label]:
+			return fmt.Errorf("mix entry %q: label %q is the tool of an unlabelled entry", o.Call(), o.Label)
+		}
+		seen[o.Label] = true
 	}
 	return nil
 }

@@ -3,9 +3,12 @@ package loadgen
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"maps"
 	"math"
 	"net"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -13,6 +16,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	gocmp "github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/valyala/fasthttp"
 
 	"github.com/mcprouter/mcprouter/loadgen/client"
@@ -497,5 +502,57 @@ func TestBadTemplateFailsEarly(t *testing.T) {
 		Mix: []OpSpec{{Tool: "echo", Args: `{"text": {{seq}`}}}, nil)
 	if err == nil {
 		t.Fatal("invalid JSON template accepted")
+	}
+}
+
+// TestLabelsAndSlowCount: two entries calling the same tool are reported apart when
+// one has a label, and the slow count finds every stall. One session against a
+// server that stalls every 4th call for 60 ms: a quarter of the calls are slow
+// whatever the machine's load (a fast call taking 40 ms would add to the count, so
+// only a loose upper bound is checked).
+func TestLabelsAndSlowCount(t *testing.T) {
+	srv := startLoadtest(t, loadtest.Options{StallEvery: 4, StallFor: 60 * time.Millisecond})
+	rep := runUntil(t, Config{
+		Target: client.Options{URL: srv.URL()}, Sessions: 1, Slow: 40 * time.Millisecond,
+		Mix: []OpSpec{{Tool: "x", Weight: 3}, {Tool: "x", Args: `{"n":1}`, Label: "other"}},
+	}, 40)
+	calls := rep.ByMethod["tools/call"]
+	x, other := rep.ByTool["x"], rep.ByTool["other"]
+	if x == nil || other == nil || len(rep.ByTool) != 2 {
+		t.Fatalf("by_tool %v, want x and other", slices.Sorted(maps.Keys(rep.ByTool)))
+	}
+	if x.Requests+other.Requests != calls.Requests || x.Requests == 0 || other.Requests == 0 {
+		t.Errorf("x %d + other %d calls, tools/call %d", x.Requests, other.Requests, calls.Requests)
+	}
+	if rep.Slow == nil || calls.Slow == nil || x.Slow == nil || other.Slow == nil {
+		t.Fatalf("a slow count is missing: overall %v, tools/call %v, x %v, other %v", rep.Slow, calls.Slow, x.Slow, other.Slow)
+	}
+	if n := rep.Slow.Count; n < rep.Requests/4 || n > rep.Requests/2 || x.Slow.Count+other.Slow.Count != n || calls.Slow.Count != n {
+		t.Errorf("slow %d of %d (x %d, other %d, tools/call %d), want a quarter", n, rep.Requests,
+			x.Slow.Count, other.Slow.Count, calls.Slow.Count)
+	}
+	if rep.Slow.ThresholdUS != 40000 || rep.Slow.Pct != round3(100*float64(rep.Slow.Count)/float64(rep.Latency.Count)) {
+		t.Errorf("slow %+v of %d", *rep.Slow, rep.Latency.Count)
+	}
+	// The JSON document carries both, and reads back the same.
+	var buf bytes.Buffer
+	if err := rep.WriteJSON(&buf); err != nil {
+		t.Fatal(err)
+	}
+	var back report.Report
+	if err := json.Unmarshal(buf.Bytes(), &back); err != nil {
+		t.Fatal(err)
+	}
+	if diff := gocmp.Diff(rep, &back, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("JSON round trip (-run +read):\n%s", diff)
+	}
+	var text bytes.Buffer
+	if err := rep.WriteTable(&text); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"slow (corrected latency 40.00ms or more): ", "≥40.00ms", "other"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("no %q in the table:\n%s", want, text.String())
+		}
 	}
 }

@@ -33,9 +33,13 @@ import (
 //	  - tool: echo
 //	    args: {text: "hello {{seq}}"}
 //	    weight: 8
+//	  - tool: echo               # the same tool with other arguments, reported apart
+//	    args: {text: "{{randstr 4000}}"}
+//	    label: echo-large
 //	  - method: tools/list
 //	    pages: -1
 //	  - uri: "test://r/{{rand 0 9}}"
+//	slow: 10ms                 # count the calls that took 10 ms or more
 //	assert: ["p99<5ms", "errors<0.1%"]
 //
 // Durations are Go durations ("500ms", "30s") or plain seconds. Unknown keys are
@@ -53,6 +57,7 @@ type Scenario struct {
 	ChurnCalls    int            `yaml:"churn_calls"`
 	Fanout        FanoutSpec     `yaml:"fanout"`
 	LateThreshold Duration       `yaml:"late_threshold"`
+	Slow          Duration       `yaml:"slow"`
 	Seed          uint64         `yaml:"seed"`
 	Assert        []string       `yaml:"assert"`
 }
@@ -104,7 +109,7 @@ func (o *OpSpec) UnmarshalYAML(n *yaml.Node) error {
 	// Node.Decode does not reject unknown keys; a typo must not go unnoticed.
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		switch k := n.Content[i]; k.Value {
-		case "method", "tool", "prompt", "uri", "args", "params", "weight", "pages":
+		case "method", "tool", "prompt", "uri", "args", "params", "weight", "pages", "label":
 		default:
 			return fmt.Errorf("line %d: unknown mix key %q", k.Line, k.Value)
 		}
@@ -116,13 +121,14 @@ func (o *OpSpec) UnmarshalYAML(n *yaml.Node) error {
 		URI    string    `yaml:"uri"`
 		Weight int       `yaml:"weight"`
 		Pages  int       `yaml:"pages"`
+		Label  string    `yaml:"label"`
 		Args   yaml.Node `yaml:"args"`
 		Params yaml.Node `yaml:"params"`
 	}
 	if err := n.Decode(&raw); err != nil {
 		return err
 	}
-	*o = OpSpec{Method: raw.Method, Tool: raw.Tool, Prompt: raw.Prompt, URI: raw.URI, Weight: raw.Weight, Pages: raw.Pages}
+	*o = OpSpec{Method: raw.Method, Tool: raw.Tool, Prompt: raw.Prompt, URI: raw.URI, Weight: raw.Weight, Pages: raw.Pages, Label: raw.Label}
 	var err error
 	if o.Args, err = jsonText(&raw.Args); err != nil {
 		return err
@@ -188,6 +194,6 @@ func (s *Scenario) Config(name string) Config {
 		Sessions: s.Sessions, Ramp: time.Duration(s.Ramp), Warmup: time.Duration(s.Warmup),
 		Duration: time.Duration(s.Duration), Rate: s.Rate, Timeout: time.Duration(s.Timeout), Mode: s.Mode,
 		Mix: s.Mix, ChurnCalls: s.ChurnCalls, Fanout: s.Fanout, LateThreshold: time.Duration(s.LateThreshold),
-		Seed: s.Seed, Name: filepath.Base(name),
+		Seed: s.Seed, Name: filepath.Base(name), Slow: time.Duration(s.Slow),
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -94,3 +95,42 @@ func FuzzScenario(f *testing.F) {
 
 // validRate is a rate a run can pace: finite, not negative.
 func validRate(r float64) bool { return r >= 0 && !math.IsInf(r, 0) }
+
+// TestScenarioLabelsAndSlow: a mix entry's label and the slow threshold reach the run
+// configuration; a label given twice, or naming an unlabelled entry's tool, is refused.
+func TestScenarioLabelsAndSlow(t *testing.T) {
+	sc, err := ParseScenario([]byte("slow: 10ms\nmix:\n" +
+		"  - {tool: sleep, args: {ms: 0}, weight: 49, label: fast}\n" +
+		"  - {tool: sleep, args: {ms: 50}, label: stall}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := sc.Config("stall.yaml")
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Slow != 10*time.Millisecond {
+		t.Errorf("slow %v, want 10ms", cfg.Slow)
+	}
+	want := []OpSpec{
+		{Method: "tools/call", Tool: "sleep", Args: `{"ms":0}`, Weight: 49, Pages: 1, Label: "fast"},
+		{Method: "tools/call", Tool: "sleep", Args: `{"ms":50}`, Weight: 1, Pages: 1, Label: "stall"},
+	}
+	if diff := cmp.Diff(want, cfg.Mix); diff != "" {
+		t.Errorf("mix (-want +got):\n%s", diff)
+	}
+	for _, doc := range []string{
+		"mix:\n  - {tool: a, label: x}\n  - {tool: b, label: x}\n",
+		"mix:\n  - {method: ping, label: a}\n  - {tool: a}\n",
+		"slow: -1ms\n",
+	} {
+		sc, err := ParseScenario([]byte(doc))
+		if err != nil {
+			t.Fatalf("%q: %v", doc, err)
+		}
+		cfg := sc.Config("bad.yaml")
+		if err := cfg.Validate(); err == nil {
+			t.Errorf("%q validated", doc)
+		}
+	}
+}

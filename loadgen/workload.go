@@ -29,7 +29,7 @@ func compileOp(o OpSpec) (*compiledOp, error) {
 	if o.URI != "" {
 		t, err := ParseTemplate(o.URI)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", o.Label(), err)
+			return nil, fmt.Errorf("%s: %w", o.Call(), err)
 		}
 		c.name, c.uriParams = t, true
 		if !isList(o.Method) {
@@ -40,9 +40,9 @@ func compileOp(o OpSpec) (*compiledOp, error) {
 	if src := o.paramsTemplate(); src != "" {
 		t, err := ParseTemplate(src)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", o.Label(), err)
+			return nil, fmt.Errorf("%s: %w", o.Call(), err)
 		}
-		if err := checkJSON(t, o.Label()+" params"); err != nil {
+		if err := checkJSON(t, o.Call()+" params"); err != nil {
 			return nil, err
 		}
 		c.params = t
@@ -82,9 +82,13 @@ func (r *run) compile() error {
 		if err != nil {
 			return err
 		}
-		// Entries with the same label share a histogram.
-		label := spec.Label()
-		if idx, ok := seen[label]; ok {
+		// Unlabelled entries making the same call share a histogram; a labelled one
+		// has its own (labels are unique, and never a call's name).
+		key := spec.Call()
+		if spec.Label != "" {
+			key = "label " + spec.Label
+		}
+		if idx, ok := seen[key]; ok {
 			c.stat = idx
 		} else {
 			name := spec.Tool + spec.Prompt
@@ -92,7 +96,8 @@ func (r *run) compile() error {
 				name = spec.URI
 			}
 			c.stat = add(spec.Method, name, mixPrimary)
-			seen[label] = c.stat
+			ops[c.stat].Entry = entryKey(spec)
+			seen[key] = c.stat
 		}
 		total += spec.Weight
 		r.mix = append(r.mix, c)
@@ -108,7 +113,7 @@ func (r *run) compile() error {
 			sub = "subscriptions/listen"
 		}
 		r.subscribeOp = add(sub, "", false)
-		r.triggerOp = add("trigger", r.cfg.Fanout.Trigger.Label(), false)
+		r.triggerOp = add("trigger", r.cfg.Fanout.Trigger.Call(), false)
 		r.deliveryOp = add("delivery", r.cfg.Fanout.URI, true)
 	}
 	shards := r.cfg.Shards
@@ -117,6 +122,18 @@ func (r *run) compile() error {
 	}
 	r.rec = stats.New(ops, shards)
 	return nil
+}
+
+// entryKey is where the report's per-entry breakdown lists a mix entry: under its
+// label, or under its tool when it has none; other unlabelled calls are not listed.
+func entryKey(spec OpSpec) string {
+	if spec.Label != "" {
+		return spec.Label
+	}
+	if spec.Method == "tools/call" {
+		return spec.Tool
+	}
+	return ""
 }
 
 // pick chooses a mix entry by weight.

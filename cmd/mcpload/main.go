@@ -194,6 +194,7 @@ func newLoadFlagSet(f *loadFlags, stderr io.Writer) *flag.FlagSet {
 	fs.Float64Var(&f.cfg.Rate, "rate", 0, "open loop: operations per second (latency from intended send times); 0 = closed loop")
 	fs.DurationVar(&f.cfg.Timeout, "timeout", 10*time.Second, "per-call timeout")
 	fs.DurationVar(&f.cfg.LateThreshold, "late-threshold", time.Millisecond, "an open-loop send starting later than this is late")
+	fs.DurationVar(&f.cfg.Slow, "slow", 0, "count the calls whose corrected latency is this or more, overall, per method and per tool or label (0: not counted)")
 	fs.StringVar((*string)(&f.cfg.Mode), "mode", "steady", "steady, churn (connect, call, close) or fanout (subscribe, trigger, measure delivery; on 2026-07-28 each session holds a subscriptions/listen stream)")
 	fs.StringVar(&f.tool, "tool", "", "tool to call (tools/call)")
 	fs.StringVar(&f.args, "args", "", "tool or prompt arguments, JSON template ({{seq}}, {{session}}, {{rand A B}}, {{randstr N}}, {{uuid}}, {{now}})")

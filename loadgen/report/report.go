@@ -40,15 +40,19 @@ type Report struct {
 	// is the rate achieved, not the rate offered.
 	ThroughputRPS float64 `json:"throughput_rps"`
 	// Latency covers successful primary operations.
-	Latency            Latency          `json:"latency_us"`
-	LatencyUncorrected Latency          `json:"latency_uncorrected_us"`
-	ErrorsByClass      map[string]int64 `json:"errors_by_class"`
+	Latency            Latency `json:"latency_us"`
+	LatencyUncorrected Latency `json:"latency_uncorrected_us"`
+	// Slow counts the successful primary operations at or over the slow threshold
+	// (--slow); nil when none was given.
+	Slow          *Slow            `json:"slow,omitempty"`
+	ErrorsByClass map[string]int64 `json:"errors_by_class"`
 	// FirstErrors holds, per error class (the keys of ErrorsByClass, over every
 	// operation), the message of the first failure of that class: what went wrong,
 	// not only how often.
 	FirstErrors map[string]string `json:"first_errors,omitempty"`
 	// ByMethod and ByTool break the figures down; ByMethod also lists the non-primary
-	// operations (initialize, subscriptions, ...).
+	// operations (initialize, subscriptions, ...). ByTool is keyed by tool, or by the
+	// label of a mix entry that has one (of any method).
 	ByMethod map[string]*Stats `json:"by_method"`
 	ByTool   map[string]*Stats `json:"by_tool,omitempty"`
 	Series   []Second          `json:"series"`
@@ -107,6 +111,7 @@ type Stats struct {
 	ThroughputRPS      float64          `json:"throughput_rps"`
 	Latency            Latency          `json:"latency_us"`
 	LatencyUncorrected Latency          `json:"latency_uncorrected_us"`
+	Slow               *Slow            `json:"slow,omitempty"`
 	ErrorsByClass      map[string]int64 `json:"errors_by_class,omitempty"`
 	// FirstErrors is the first message of each class of ErrorsByClass.
 	FirstErrors map[string]string `json:"first_errors,omitempty"`
@@ -115,6 +120,36 @@ type Stats struct {
 	ErrorLatency *Latency `json:"error_latency_us,omitempty"`
 	Pages        int64    `json:"pages,omitempty"`
 	Primary      bool     `json:"primary"`
+}
+
+// Slow is how many successful operations took at least a threshold, by their
+// corrected latency (the one the percentiles use), counted from the histogram: a value
+// within its resolution (0.1%) of the threshold counts as at it.
+type Slow struct {
+	ThresholdUS float64 `json:"threshold_us"`
+	Count       int64   `json:"count"`
+	Pct         float64 `json:"pct"` // of the successful operations, 0..100
+}
+
+// CountSlow counts h's values (nanoseconds) at or over threshold; nil when threshold
+// is not positive (no threshold given).
+func CountSlow(h *hdr.Histogram, threshold int64) *Slow {
+	if threshold <= 0 {
+		return nil
+	}
+	s := &Slow{ThresholdUS: round3(float64(threshold) / 1e3)}
+	if h == nil || h.TotalCount() == 0 {
+		return s
+	}
+	// Distribution walks the buckets up to the largest value once; the bucket that
+	// holds the threshold ends at or after it.
+	for _, b := range h.Distribution() {
+		if b.To >= threshold {
+			s.Count += b.Count
+		}
+	}
+	s.Pct = round3(100 * float64(s.Count) / float64(h.TotalCount()))
+	return s
 }
 
 // Second is one point of the time series (completions during one second of the

@@ -70,10 +70,13 @@ func (r *Report) WriteTable(w io.Writer) error {
 	row("corrected", r.Latency)
 	row("uncorrected", r.LatencyUncorrected)
 	tw.Flush()
+	if r.Slow != nil {
+		fmt.Fprintf(b, "slow (corrected latency %s or more): %s of %d\n", FormatUS(r.Slow.ThresholdUS), r.Slow.Cell(), r.Latency.Count)
+	}
 
 	b.WriteString("\n")
 	tw = tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "by method\trequests\terrors\trate\tp50\tp90\tp99\tp99.9\tmax\t")
+	fmt.Fprintf(tw, "by method\trequests\terrors\trate\tp50\tp90\tp99\tp99.9\tmax\t%s\n", r.slowHeader())
 	anyFailed := false
 	for _, k := range slices.Sorted(maps.Keys(r.ByMethod)) {
 		s := r.ByMethod[k]
@@ -81,9 +84,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 		if !s.Primary {
 			name, rate = name+" *", "-"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name, s.Requests, s.Errors,
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, s.Requests, s.Errors,
 			rate, FormatUS(s.Latency.P50), FormatUS(s.Latency.P90),
-			FormatUS(s.Latency.P99), FormatUS(s.Latency.P999), FormatUS(s.Latency.Max))
+			FormatUS(s.Latency.P99), FormatUS(s.Latency.P999), FormatUS(s.Latency.Max), s.Slow.column())
 		if l := s.ErrorLatency; l != nil && l.Count > 0 {
 			anyFailed = true
 			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", "  failed", l.Count, l.Count,
@@ -99,11 +102,11 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if len(r.ByTool) > 1 {
 		b.WriteString("\n")
 		tw = tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "by tool\trequests\terrors\tp50\tp99\tmax\t")
+		fmt.Fprintf(tw, "by tool\trequests\terrors\tp50\tp99\tp99.9\tmax\t%s\n", r.slowHeader())
 		for _, k := range slices.Sorted(maps.Keys(r.ByTool)) {
 			s := r.ByTool[k]
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t\n", k, s.Requests, s.Errors,
-				FormatUS(s.Latency.P50), FormatUS(s.Latency.P99), FormatUS(s.Latency.Max))
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", k, s.Requests, s.Errors,
+				FormatUS(s.Latency.P50), FormatUS(s.Latency.P99), FormatUS(s.Latency.P999), FormatUS(s.Latency.Max), s.Slow.column())
 		}
 		tw.Flush()
 	}
@@ -167,6 +170,28 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// Cell renders the count with its share: "673 (1.72%)".
+func (s *Slow) Cell() string {
+	return strconv.FormatInt(s.Count, 10) + " (" + strconv.FormatFloat(s.Pct, 'f', 2, 64) + "%)"
+}
+
+// slowHeader is the heading of the tables' slow column ("≥10.00ms\t"), empty
+// without a threshold.
+func (r *Report) slowHeader() string {
+	if r.Slow == nil {
+		return ""
+	}
+	return "≥" + FormatUS(r.Slow.ThresholdUS) + "\t"
+}
+
+// column is the tables' slow cell with its tab, empty without a threshold.
+func (s *Slow) column() string {
+	if s == nil {
+		return ""
+	}
+	return s.Cell() + "\t"
 }
 
 func formatActual(a Assertion) string {

@@ -37,6 +37,9 @@ type Op struct {
 	// latency); the others (handshakes, subscriptions, triggers) are reported by
 	// method only.
 	Primary bool
+	// Entry is the key of the report's per-entry breakdown (by_tool) the operation is
+	// listed under: its mix entry's label, or its tool; empty for the others.
+	Entry string
 }
 
 // Label is how the operation is shown: "tools/call echo", "ping".
