@@ -8,7 +8,7 @@
 //	requests>=10000
 //	late<1%            open-loop sends that started late
 //	cpu<80%            the generator's own average CPU (100% = one core)
-//	tools/call:p99<5ms a method from by_method (or a tool from by_tool)
+//	tools/call:p99<5ms a method from by_method (or a tool or mix entry label from by_tool)
 //
 // Latency metrics are min, mean, p50, p75, p90, p95, p99, p99.9 (or p999), p99.99 (or
 // p9999) and max, and need a unit: ns, us (or µs), ms, s, m. Operators are <, <=, >, >=,
