@@ -203,7 +203,7 @@ func (a *App) Start(wait time.Duration) {
 
 // Listen opens the MCP listener and serves on it in the background.
 func (a *App) Listen() error {
-	ln, err := net.Listen("tcp", a.cfg.Listen)
+	ln, err := listenMCP(a.cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", a.cfg.Listen, err)
 	}

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net"
@@ -148,6 +149,18 @@ func warnClearNATS(c natsbus.Config, log *slog.Logger) {
 				"listen", l.addr)
 		}
 	}
+}
+
+// listenMCP opens the MCP listener on addr. Its connections get no TCP keep-alive,
+// which Go turns on for every accepted connection with four setsockopt calls (1.5% of
+// a router's CPU while sessions open, bench/RESULTS.md, OPEN2) and which nothing here
+// needs: an idle keep-alive connection is closed after connections.idle_timeout, and a
+// held stream writes an SSE keep-alive every streams.keepalive, whose bytes, left
+// unacknowledged by a client gone without a word, make TCP give up on it (the kernel
+// sends no keep-alive probe while bytes are unacknowledged anyway).
+func listenMCP(addr string) (net.Listener, error) {
+	lc := net.ListenConfig{KeepAlive: -1}
+	return lc.Listen(context.Background(), "tcp", addr)
 }
 
 // newServer is the MCP listener's HTTP server, with the connection limits of the
