@@ -278,23 +278,25 @@ func TestBuildConfigFanoutFlags(t *testing.T) {
 // one given with its default value.
 func TestBuildConfigScenarioOverride(t *testing.T) {
 	sc := filepath.Join(t.TempDir(), "s.yaml")
-	body := "target:\n  url: http://127.0.0.1:1/mcp\nsessions: 7\nduration: 3s\nrate: 50\nmode: churn\nchurn_calls: 4\n"
+	body := "target:\n  url: http://127.0.0.1:1/mcp\nsessions: 7\nduration: 3s\nrate: 50\nmode: churn\nchurn_calls: 4\nslow: 5ms\n" +
+		"mix:\n  - {tool: echo, label: e}\n"
 	if err := os.WriteFile(sc, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	var f loadFlags
 	fs := newLoadFlagSet(&f, &bytes.Buffer{})
-	if err := fs.Parse([]string{"--scenario", sc, "--sessions", "3", "--duration", "10s", "--seed", "9"}); err != nil {
+	if err := fs.Parse([]string{"--scenario", sc, "--sessions", "3", "--duration", "10s", "--seed", "9", "--slow", "20ms"}); err != nil {
 		t.Fatal(err)
 	}
 	cfg, _, err := buildConfig(&f, fs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Target.URL != "http://127.0.0.1:1/mcp" || cfg.Rate != 50 || cfg.Mode != "churn" || cfg.ChurnCalls != 4 {
+	if cfg.Target.URL != "http://127.0.0.1:1/mcp" || cfg.Rate != 50 || cfg.Mode != "churn" || cfg.ChurnCalls != 4 ||
+		len(cfg.Mix) != 1 || cfg.Mix[0].Label != "e" {
 		t.Errorf("scenario fields lost: %+v", cfg)
 	}
-	if cfg.Sessions != 3 || cfg.Duration != 10*time.Second || cfg.Seed != 9 {
+	if cfg.Sessions != 3 || cfg.Duration != 10*time.Second || cfg.Seed != 9 || cfg.Slow != 20*time.Millisecond {
 		t.Errorf("given flags not applied: %+v", cfg)
 	}
 }

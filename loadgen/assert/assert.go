@@ -4,6 +4,7 @@
 //	p99<5ms            corrected p99 latency of the headline operations
 //	uncorrected.p99<2ms
 //	errors<0.1%        error rate; errors<10 or errors==0 compare the count
+//	slow<1%            calls at or over the --slow threshold; slow<10 compares the count
 //	rps>=1000          throughput (also: throughput)
 //	requests>=10000
 //	late<1%            open-loop sends that started late
@@ -103,15 +104,18 @@ func Parse(src string) (*Expr, error) {
 		return nil, fmt.Errorf("assert %q: only latency metrics have an uncorrected form", src)
 	}
 	switch lhs {
-	case "errors", "error_rate", "errors_pct":
+	case "errors", "error_rate", "errors_pct", "slow":
 		e.Metric = "errors"
+		if lhs == "slow" {
+			e.Metric = "slow"
+		}
 		switch {
 		case unit == "%":
 			e.Percent, e.Value = true, v
-		case unit == "" && lhs == "errors":
+		case unit == "" && lhs == e.Metric:
 			e.Value = v
 		default:
-			return nil, fmt.Errorf("assert %q: errors take a count or a percentage", src)
+			return nil, fmt.Errorf("assert %q: %s take a count or a percentage", src, e.Metric)
 		}
 	case "rps", "throughput":
 		if unit != "" && unit != "/s" && unit != "rps" {
@@ -165,7 +169,7 @@ func (e *Expr) Check(r *report.Report) report.Assertion {
 		}
 	} else {
 		st = &report.Stats{Requests: r.Requests, Errors: r.Errors, ThroughputRPS: r.ThroughputRPS,
-			Latency: r.Latency, LatencyUncorrected: r.LatencyUncorrected}
+			Latency: r.Latency, LatencyUncorrected: r.LatencyUncorrected, Slow: r.Slow}
 	}
 	hasData := true
 	switch e.Metric {
@@ -179,6 +183,14 @@ func (e *Expr) Check(r *report.Report) report.Assertion {
 			}
 		} else {
 			a.Actual = float64(st.Errors)
+		}
+	case "slow":
+		// Without a threshold (--slow) there is no count: the assertion fails.
+		hasData = st.Slow != nil && st.Latency.Count > 0
+		if hasData && e.Percent {
+			a.Unit, a.Actual = "%", st.Slow.Pct
+		} else if hasData {
+			a.Actual = float64(st.Slow.Count)
 		}
 	case "rps":
 		a.Unit, a.Actual = "/s", st.ThroughputRPS

@@ -17,7 +17,9 @@ func sample() *report.Report {
 		ByMethod: map[string]*report.Stats{
 			"tools/call": {Requests: 8000, Errors: 5, ThroughputRPS: 800, Latency: report.Latency{Count: 7995, P99: 6000}},
 		},
-		ByTool:    map[string]*report.Stats{"echo": {Requests: 8000, Latency: report.Latency{Count: 8000, P99: 6000}}},
+		ByTool: map[string]*report.Stats{"echo": {Requests: 8000, Latency: report.Latency{Count: 8000, P99: 6000},
+			Slow: &report.Slow{ThresholdUS: 5000, Count: 40, Pct: 0.5}}},
+		Slow:      &report.Slow{ThresholdUS: 5000, Count: 50, Pct: 0.5},
 		Generator: report.Generator{LatePct: 0.5, CPUAvgPct: 40},
 	}
 }
@@ -53,6 +55,12 @@ func TestCheck(t *testing.T) {
 		{"tools/call:errors<0.1%", true},
 		{"echo:p99<=6ms", true},
 		{"resources/read:p99<5ms", false}, // never ran: fails
+		{"slow<1%", true},
+		{"slow<50", false},
+		{"slow<=50", true},
+		{"echo:slow<0.5%", false},
+		{"echo:slow==40", true},
+		{"tools/call:slow<1%", false}, // no count for it: fails
 	}
 	for _, tt := range tests {
 		e, err := Parse(tt.expr)
@@ -68,7 +76,7 @@ func TestCheck(t *testing.T) {
 
 func TestParseErrors(t *testing.T) {
 	for _, expr := range []string{"", "p99", "p99<5", "p99<fast", "p42<5ms", "errors<5ms", "rps>5ms",
-		"late<1", "requests>5%", "uncorrected.errors<1%", "p99=>5ms", "tools/call:cpu<5%", "p99<1e306m"} {
+		"late<1", "requests>5%", "slow<5ms", "uncorrected.slow<1%", "uncorrected.errors<1%", "p99=>5ms", "tools/call:cpu<5%", "p99<1e306m"} {
 		if _, err := Parse(expr); err == nil {
 			t.Errorf("%q: no error", expr)
 		}
@@ -114,7 +122,7 @@ func format(e *Expr) string {
 	switch {
 	case e.Metric == "late" || e.Metric == "cpu" || e.Percent:
 		b.WriteString("%")
-	case e.Metric != "errors" && e.Metric != "rps" && e.Metric != "requests":
+	case e.Metric != "errors" && e.Metric != "slow" && e.Metric != "rps" && e.Metric != "requests":
 		b.WriteString("us")
 	}
 	return b.String()

@@ -27,6 +27,9 @@ func Compare(w io.Writer, a, b *Report, nameA, nameB string) error {
 	num("throughput", a.ThroughputRPS, b.ThroughputRPS, FormatRate)
 	num("errors", float64(a.Errors), float64(b.Errors), count)
 	num("error rate", a.ErrorRate, b.ErrorRate, pct)
+	if x, y := a.Slow, b.Slow; x != nil && y != nil && x.ThresholdUS == y.ThresholdUS {
+		num("slow ≥"+FormatUS(x.ThresholdUS), float64(x.Count), float64(y.Count), count)
+	}
 	lat := func(prefix string, x, y Latency) {
 		num(prefix+"p50", x.P50, y.P50, FormatUS)
 		num(prefix+"p90", x.P90, y.P90, FormatUS)
