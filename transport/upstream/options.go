@@ -93,7 +93,7 @@ type HTTPOptions struct {
 	// short, which makes pipelining safe to leave on: a call goes on a pipelined
 	// connection only when the calls of its kind (its method, and the tool, prompt or
 	// resource it names) on this backend typically took at most PipelineShortBound and
-	// none of its last 1000 was slow (over five times that, given up, an event stream),
+	// none of its last 1000 was slow (over twenty times that, given up, an event stream),
 	// only while 2 other calls are in flight to the backend (PipelineLone), and it
 	// queues behind others only while their typical times add up to at most
 	// PipelineWindow. Other calls use the pool (see CallTimes). With it, Pipeline

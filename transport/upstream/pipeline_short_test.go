@@ -79,8 +79,7 @@ func toolBackend(t *testing.T, held chan<- struct{}, release <-chan struct{}) st
 
 // napTime is how long the sleep tool of toolBackend takes when not held, and
 // napBound the short bound the tests that nap use: an echo is short against it
-// (typically under it, and at worst under five times it) even on a busy machine, a
-// nap is not.
+// (typically under it, and never slow) even on a busy machine, a nap is not.
 const napTime, napBound = 100 * time.Millisecond, 20 * time.Millisecond
 
 // In PipelineShort mode a call of a slow kind, or of a kind never seen, goes to the
