@@ -116,11 +116,14 @@ func newPipeline(addr string, isTLS bool, o *HTTPOptions, conns *connSet) *pipel
 
 // enter counts a call to the backend in flight until leave, and reports whether it
 // may try a pipelined connection: always without PipelineShort, and with it only
-// while at least defaultMinInFlight other calls are in flight (unless PipelineLone). Why: pipelining pays
-// for its writer's and reader's wake-ups only when calls share a write and a read,
-// which needs calls in flight together; at light load a call on the pool (written and
-// read inline by its caller) costs the router less CPU, and waits behind nothing, so
-// that a stall of the backend then delays no other call.
+// while at least defaultMinInFlight other calls are in flight (unless PipelineLone).
+// Why: pipelining pays for its writer's and reader's wake-ups only when calls share a
+// write and a read, which needs calls in flight together; at light load a call on the
+// pool (written and read inline by its caller) costs the router less CPU, and waits
+// behind nothing, so that a stall of the backend then delays no other call. Measured
+// at 4,000 calls/s of a 0-ms tool, 97% of the calls found fewer than 2 others in
+// flight, and the router's CPU per call was pipeline: off's (71-75 µs) instead of
+// 89-94 µs pipelined; a saturated closed loop finds 2 others almost always.
 func (p *pipeline) enter() bool {
 	if p == nil {
 		return false
