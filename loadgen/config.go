@@ -17,6 +17,7 @@ import (
 	"math"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/mcprouter/mcprouter/codec"
 	"github.com/mcprouter/mcprouter/internal/defaults"
@@ -299,7 +300,9 @@ func (c *Config) Validate() error {
 }
 
 // checkLabels refuses a label given twice, or one that is the tool of an unlabelled
-// entry: either would merge two entries' figures under one key of the breakdown.
+// entry: either would merge two entries' figures under one key of the breakdown; and
+// one with white space or a comparison sign, which an --assert scope could not name
+// (an assertion is read with its spaces taken out, and split at its operator).
 func checkLabels(mix []OpSpec) error {
 	tools := map[string]bool{}
 	for _, o := range mix {
@@ -311,6 +314,8 @@ func checkLabels(mix []OpSpec) error {
 	for _, o := range mix {
 		switch {
 		case o.Label == "":
+		case strings.ContainsFunc(o.Label, unicode.IsSpace) || strings.ContainsAny(o.Label, "<>=!"):
+			return fmt.Errorf("mix entry %q: label %q has white space or one of <>=! (an --assert scope could not name it)", o.Call(), o.Label)
 		case seen[o.Label]:
 			return fmt.Errorf("mix entry %q: label %q given twice (labels are unique within a mix)", o.Call(), o.Label)
 		case tools[o.Label]:

@@ -97,7 +97,8 @@ func FuzzScenario(f *testing.F) {
 func validRate(r float64) bool { return r >= 0 && !math.IsInf(r, 0) }
 
 // TestScenarioLabelsAndSlow: a mix entry's label and the slow threshold reach the run
-// configuration; a label given twice, or naming an unlabelled entry's tool, is refused.
+// configuration; a label given twice, naming an unlabelled entry's tool, or that an
+// --assert scope could not name, is refused.
 func TestScenarioLabelsAndSlow(t *testing.T) {
 	sc, err := ParseScenario([]byte("slow: 10ms\nmix:\n" +
 		"  - {tool: sleep, args: {ms: 0}, weight: 49, label: fast}\n" +
@@ -122,6 +123,8 @@ func TestScenarioLabelsAndSlow(t *testing.T) {
 	for _, doc := range []string{
 		"mix:\n  - {tool: a, label: x}\n  - {tool: b, label: x}\n",
 		"mix:\n  - {method: ping, label: a}\n  - {tool: a}\n",
+		"mix:\n  - {tool: a, label: 'fast calls'}\n",
+		"mix:\n  - {tool: a, label: 'a<b'}\n",
 		"slow: -1ms\n",
 	} {
 		sc, err := ParseScenario([]byte(doc))
