@@ -405,26 +405,25 @@ func quantiles(h *hdr.Histogram) (p50, p99, most time.Duration) {
 
 // cpu reads the CPU time of the routers, then the loaders.
 func (r *run) cpu() ([]time.Duration, error) {
-	var out []time.Duration
-	for _, pid := range r.pids() {
+	return readEach(r.pids(), func(pid int) (time.Duration, error) {
 		u, err := cluster.ReadUsage(pid, "")
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, u.CPU)
-	}
-	return out, nil
+		return u.CPU, err
+	})
 }
 
 // syscalls reads every process's system calls so far (readSyscalls), as cpu does.
-func (r *run) syscalls() ([]sysc, error) {
-	var out []sysc
-	for _, pid := range r.pids() {
-		s, err := readSyscalls(pid)
+func (r *run) syscalls() ([]sysc, error) { return readEach(r.pids(), readSyscalls) }
+
+// readEach reads one figure of each process of pids, in their order: the first error
+// ends it.
+func readEach[T any](pids []int, read func(pid int) (T, error)) ([]T, error) {
+	out := make([]T, 0, len(pids))
+	for _, pid := range pids {
+		v, err := read(pid)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, s)
+		out = append(out, v)
 	}
 	return out, nil
 }
