@@ -735,7 +735,7 @@ func (s *HTTPServer) hijackStream(ctx *fasthttp.RequestCtx, cons *sse.Consumer, 
 		}
 		g := &getStream{srv: s, done: done}
 		g.init(c)
-		g.kept = head // written with the stream's first bytes (getStream.Write)
+		g.kept = head // written with the stream's first bytes (streamSink.Write)
 		g.watch(cons, must)
 		if !opts.Prime && opts.RetryMs <= 0 {
 			// Nothing to say yet: an SSE comment shows the client the stream is open.
@@ -763,17 +763,6 @@ type getStream struct {
 	// watched is the connection's registration with the process's close watcher (zero:
 	// none), removed by End before the connection can close.
 	watched closewatch.Reg
-}
-
-// Write implements sse.Sink: what the sink kept (at first the response's status line
-// and headers, see hijackStream) goes out with p in one write, where a write of its
-// own cost the router a system call (and the client a read) per stream opened.
-func (g *getStream) Write(p []byte) error {
-	if g.kept != nil && len(p) > 0 && len(p) <= maxPooledFrame-32 {
-		g.keep(frame(p, nil), 0) // after the kept bytes; written below
-		p = nil
-	}
-	return g.streamSink.Write(p)
 }
 
 // watch makes the client's close of the connection end cons at once, where it would

@@ -46,12 +46,17 @@ const maxPooledFrame = 64 << 10
 // frame returns p then tail framed as one chunk, in a buffer from framePool.
 func frame(p, tail []byte) *[]byte {
 	bp := framePool.Get().(*[]byte)
-	b := strconv.AppendUint((*bp)[:0], uint64(len(p)+len(tail)), 16)
+	*bp = appendFrame((*bp)[:0], p, tail)
+	return bp
+}
+
+// appendFrame appends p then tail framed as one chunk to b.
+func appendFrame(b, p, tail []byte) []byte {
+	b = strconv.AppendUint(b, uint64(len(p)+len(tail)), 16)
 	b = append(b, '\r', '\n')
 	b = append(b, p...)
 	b = append(b, tail...)
-	*bp = append(b, '\r', '\n')
-	return bp
+	return append(b, '\r', '\n')
 }
 
 // TryWrite implements sse.Sink.
@@ -93,9 +98,15 @@ func (k *streamSink) keep(bp *[]byte, off int) {
 	putFrame(bp)
 }
 
-// Write implements sse.Sink.
+// Write implements sse.Sink. What is kept (TryWrite's rest, or a hijacked stream's
+// response head, see hijackStream) goes out first, with p in the same write when p is
+// not large: a write of its own cost a system call (and the client a read).
 func (k *streamSink) Write(p []byte) error {
 	if k.kept != nil {
+		if len(p) > 0 && len(p) <= maxPooledFrame-32 {
+			*k.kept = appendFrame(*k.kept, p, nil)
+			p = nil
+		}
 		_, err := k.c.Write(*k.kept)
 		putFrame(k.kept)
 		k.kept = nil
