@@ -20,12 +20,12 @@ const streamBufSize = 2048
 
 // doStream sends a request whose response is a long-lived stream (a legacy SSE GET, a
 // subscriptions/listen POST, a GET stream over HTTPS) and returns once its headers are
-// in. Over plain HTTP it
-// uses a connection of its own, read by the caller's goroutine through a small buffer:
-// net/http's transport would add a read and a write goroutine and 8 KiB of buffers per
-// connection, which a load generator holding 100,000 streams pays 100,000 times. The
-// request's context bounds the wait for the headers and, once done, ends the stream
-// (the connection is closed). Over HTTPS it goes through net/http.
+// in. Over plain HTTP it uses a connection of its own, read by the caller's goroutine
+// through a small buffer: net/http's transport would add a read and a write goroutine
+// and 8 KiB of buffers per connection, which a load generator holding 100,000 streams
+// pays 100,000 times. The request's context bounds the wait for the headers and, once
+// done, ends the stream (the connection is closed). Over HTTPS it goes through
+// net/http.
 func (d *Dialer) doStream(req *http.Request) (*http.Response, error) {
 	if req.URL.Scheme != "http" {
 		return d.streams.Do(req)
