@@ -122,8 +122,8 @@ func (r *fdIO) hold(b []byte) bool {
 // takeHeld takes the held bytes for its caller to send; whoever takes them sends them
 // and gives the buffer back (putHeld). disarm ends the reply: later writes go out as
 // they come. batchToo: a pipelined batch is taken too; otherwise it stays (nil).
-// batch reports that what was taken was one; skip, that the read sending it may skip
-// its read(2) (nothing pipelined is known to be around).
+// skip reports that the read sending what was taken may skip its read(2): it was no
+// batch, and nothing pipelined is known to be around.
 func (r *fdIO) takeHeld(disarm, batchToo bool) (h *heldBuf, n int, skip bool) {
 	r.hmu.Lock()
 	defer r.hmu.Unlock()
