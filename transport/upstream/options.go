@@ -94,7 +94,8 @@ type HTTPOptions struct {
 	// connection only when the calls of its kind (its method, and the tool, prompt or
 	// resource it names) on this backend typically took at most PipelineShortBound and
 	// none of its last 1000 was slow (over twenty times that, given up, an event stream),
-	// only while 2 other calls are in flight to the backend (PipelineLone), and it
+	// only while 2 other calls are in flight to the backend (PipelineLone) and recent
+	// pipelined writes carried 1.5 calls each (else while 8 are), and it
 	// queues behind others only while their typical times add up to at most
 	// PipelineWindow. Other calls use the pool (see CallTimes). With it, Pipeline
 	// defaults to 2.

@@ -259,6 +259,44 @@ func TestPipelineMinInFlight(t *testing.T) {
 	}
 }
 
+// In PipelineShort mode, once the pipelined writes have carried about one call each, a
+// call tries the pipeline only while busyInFlight others are in flight; writes that
+// carry several calls bring the lower threshold back. Without PipelineShort the
+// batches do not matter.
+func TestPipelineFollowsBatches(t *testing.T) {
+	for _, c := range []struct {
+		opts  HTTPOptions
+		lone  int // the first call that may pipeline after lone writes
+		after int // the same after writes of 4 calls
+	}{
+		{HTTPOptions{PipelineShort: true}, busyInFlight, defaultMinInFlight},
+		{HTTPOptions{PipelineShort: true, PipelineLone: true}, 0, 0},
+		{HTTPOptions{Pipeline: 1}, 0, 0},
+	} {
+		o := c.opts.withDefaults()
+		p := newPipeline("127.0.0.1:1", false, &o, &connSet{})
+		check := func(when string, first int) {
+			t.Helper()
+			for i := range busyInFlight + 2 {
+				if got := p.enter(); got != (i >= first) {
+					t.Fatalf("%+v, %s: call %d may pipeline %v, want %v", c.opts, when, i, got, !got)
+				}
+			}
+			for range busyInFlight + 2 {
+				p.leave()
+			}
+		}
+		for range 32 {
+			p.wrote(1)
+		}
+		check("after lone writes", c.lone)
+		for range 32 {
+			p.wrote(4)
+		}
+		check("after writes of 4", c.after)
+	}
+}
+
 // A lone call of a short kind takes the pool; while the backend holds two calls, the
 // next is pipelined.
 func TestPipelineShortUnderConcurrency(t *testing.T) {
