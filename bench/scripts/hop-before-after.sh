@@ -7,13 +7,16 @@
 #   bash bench/scripts/hop-before-after.sh OLD_ROUTER_BIN NEW_ROUTER_BIN
 #   ROUNDS=10 DUR=4s RATE=12000 bash bench/scripts/hop-before-after.sh ...   # RATE: open loop
 #   PIN=1 bash bench/scripts/hop-before-after.sh ...   # backend and routers on CPU 1, mcpload on CPU 0
+#   SESSIONS=128 RATE=12000 bash bench/scripts/hop-before-after.sh ...   # default 32 sessions
 #
 # Build the old router from a worktree of the older commit (go build -o ... ./cmd/mcprouter).
 set -euo pipefail
 OLD=$1 NEW=$2
-ROUNDS=${ROUNDS:-6} DUR=${DUR:-5s} RATE=${RATE:-0}
+ROUNDS=${ROUNDS:-6} DUR=${DUR:-5s} RATE=${RATE:-0} SESSIONS=${SESSIONS:-32}
 srv=() load=()
-if [ "${PIN:-0}" = 1 ]; then srv=(taskset -c 1) load=(taskset -c 0); fi
+# mcpload keeps GOMAXPROCS=2 on its one CPU: with one P its readers wait for sysmon
+# while its pacer sleeps (bench/RESULTS.md, "compare notes").
+if [ "${PIN:-0}" = 1 ]; then srv=(taskset -c 1) load=(env GOMAXPROCS=2 taskset -c 0); fi
 cd "$(dirname "$0")/../.."
 work=$(mktemp -d)
 rpid=
@@ -36,7 +39,7 @@ run() { # name bin port
 		return
 	fi
 	rm -f "$work/$name.json" # a failed run must not report the previous round's figures
-	"${load[@]}" "$work/mcpload" --url "http://127.0.0.1:$port/mcp" --sessions 32 --rate "$RATE" --duration "$DUR" --warmup 1s \
+	"${load[@]}" "$work/mcpload" --url "http://127.0.0.1:$port/mcp" --sessions "$SESSIONS" --rate "$RATE" --duration "$DUR" --warmup 1s \
 		--tool b__echo --args '{"text":"hello"}' --quiet --json "$work/$name.json" >"$work/$name.load" 2>&1 || true
 	c1=$(awk '{print $14+$15}' "/proc/$pid/stat" 2>/dev/null || echo "$c0")
 	kill "$pid"; wait "$pid" 2>/dev/null || true
