@@ -206,10 +206,11 @@ func (p *pipeline) kindOf(m *codec.Message) callKind {
 	return kindOf(m)
 }
 
-// recordReply books a reply to a call of kind k that took d on the backend (in
-// PipelineShort mode; nothing otherwise): slow when over the slow limit. An event
-// stream counts as slow whatever its head's time: it may run on for any length, and a
-// pipelined connection takes nothing behind it meanwhile.
+// recordReply books a reply to a call of kind k that took d (in PipelineShort mode;
+// nothing otherwise), less the router's own recent wait for a CPU (backendShare):
+// slow when over the slow limit. An event stream counts as slow whatever its head's
+// time: it may run on for any length, and a pipelined connection takes nothing behind
+// it meanwhile.
 func (p *pipeline) recordReply(k callKind, d time.Duration, stream bool) {
 	if p == nil || p.calls == nil {
 		return
@@ -218,6 +219,7 @@ func (p *pipeline) recordReply(k callKind, d time.Duration, stream bool) {
 		p.calls.record(k, noTime, true)
 		return
 	}
+	d = backendShare(d)
 	p.calls.record(k, d, d > p.slow)
 }
 

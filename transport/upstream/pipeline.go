@@ -270,13 +270,14 @@ func (b *pipeBody) CloseWithError(err error) error {
 // PipelineShort mode) its kind is not known to be short.
 func (p *pipeline) do(ctx context.Context, req *fasthttp.Request, kind callKind) (*pipeCall, error) {
 	var est int64
+	wait := p.routerWait()
 	if p.calls != nil {
 		var short bool
-		if est, short = p.calls.predict(kind, p.bound); !short {
+		if est, short = p.calls.predict(kind, p.shortBound(wait)); !short {
 			return nil, errPipelineFull
 		}
 	}
-	pc, err := p.pick(ctx)
+	pc, err := p.pick(ctx, wait)
 	if err != nil {
 		return nil, err
 	}
@@ -378,7 +379,7 @@ func (c *pipeCall) release() {
 // pick chooses the connection for the next request: an idle one, else a new one, else
 // the least loaded one below the depth. While a connection is being opened the others
 // wait for it rather than spill into the pool.
-func (p *pipeline) pick(ctx context.Context) (*pipeConn, error) {
+func (p *pipeline) pick(ctx context.Context, wait time.Duration) (*pipeConn, error) {
 	if p.off.Load() {
 		return nil, errPipelineFull
 	}
@@ -393,7 +394,7 @@ func (p *pipeline) pick(ctx context.Context) (*pipeConn, error) {
 		live := p.conns[:0]
 		now := time.Now()
 		for _, pc := range p.conns {
-			n, ok := pc.load(now)
+			n, ok := pc.load(now, wait)
 			if n < 0 {
 				continue // dead: dropped from the list
 			}
@@ -521,7 +522,7 @@ type pipeConn struct {
 // window and (PipelineShort) the estimates of its requests add up to at most the
 // budget. A connection idle for longer than IdleTimeout is closed here, before the
 // backend closes it under a request (see HTTPOptions.IdleTimeout).
-func (pc *pipeConn) load(now time.Time) (int, bool) {
+func (pc *pipeConn) load(now time.Time, wait time.Duration) (int, bool) {
 	pc.mu.Lock()
 	if pc.dead != nil {
 		pc.mu.Unlock()
@@ -535,8 +536,9 @@ func (pc *pipeConn) load(now time.Time) (int, bool) {
 	defer pc.mu.Unlock()
 	young := true
 	if oldest := pc.oldestLocked(); oldest != nil {
-		pc.stallLocked(oldest, now)
-		young = now.Sub(oldest.since) < pc.p.o.PipelineWindow && pc.owed <= pc.p.budget
+		pc.stallLocked(oldest, now, wait)
+		young = pc.p.saturated(wait) ||
+			now.Sub(oldest.since)-wait < pc.p.o.PipelineWindow && pc.owed <= pc.p.budget
 	}
 	return pc.outstanding, !pc.noNew && young
 }
@@ -545,9 +547,10 @@ func (pc *pipeConn) load(now time.Time) (int, bool) {
 // slow once c has been the backend's to answer for longer than the slow limit
 // (PipelineShort): a stall is learnt when it starts delaying the requests behind it,
 // not only when it ends, so that no more calls of its kind join a pipeline meanwhile.
-func (pc *pipeConn) stallLocked(c *pipeCall, now time.Time) {
+// Its time is counted less wait, the router's own recent wait for a CPU (routerWait).
+func (pc *pipeConn) stallLocked(c *pipeCall, now time.Time, wait time.Duration) {
 	p := pc.p
-	if p.calls == nil || c.stalled || now.Sub(later(c.since, pc.lastUsed)) <= p.slow {
+	if p.calls == nil || c.stalled || now.Sub(later(c.since, pc.lastUsed))-wait <= p.slow {
 		return
 	}
 	c.stalled = true

@@ -169,7 +169,7 @@ func TestPipelineShortBudget(t *testing.T) {
 	p.budget = 1000
 	pc := &pipeConn{p: p, wake: make(chan struct{}, 1), lastUsed: time.Now()}
 	for i, want := range []bool{true, true, true, false} {
-		if _, ok := pc.load(time.Now()); ok != want {
+		if _, ok := pc.load(time.Now(), 0); ok != want {
 			t.Fatalf("with %dµs owed: takes a request %v, want %v", pc.owed, ok, want)
 		}
 		if i < 3 && !pc.enqueue(&pipeCall{est: 400}) {
@@ -180,7 +180,7 @@ func TestPipelineShortBudget(t *testing.T) {
 	c := pc.queue[0]
 	pc.settledLocked(c)
 	pc.mu.Unlock()
-	if _, ok := pc.load(time.Now()); !ok || pc.owed != 800 {
+	if _, ok := pc.load(time.Now(), 0); !ok || pc.owed != 800 {
 		t.Fatalf("after one answer: %dµs owed, takes a request %v; want 800µs, true", pc.owed, ok)
 	}
 }
@@ -213,15 +213,15 @@ func TestPipelineShortStallBookedEarly(t *testing.T) {
 	if !pc.enqueue(c) {
 		t.Fatal("enqueue refused")
 	}
-	if pc.load(c.since.Add(p.slow)); !shortKind(p, "sleep") {
+	if pc.load(c.since.Add(p.slow), 0); !shortKind(p, "sleep") {
 		t.Fatal("booked slow at the slow limit")
 	}
 	feed(p.calls, toolKind("sleep"), shortClean, 50*time.Microsecond) // still short: only one booking below
-	if pc.load(c.since.Add(p.slow + time.Millisecond)); shortKind(p, "sleep") || !c.stalled {
+	if pc.load(c.since.Add(p.slow+time.Millisecond), 0); shortKind(p, "sleep") || !c.stalled {
 		t.Fatal("still short after a pick saw its call waiting past the slow limit")
 	}
 	feed(p.calls, toolKind("sleep"), shortClean, 50*time.Microsecond)
-	if pc.load(c.since.Add(2 * p.slow)); !shortKind(p, "sleep") {
+	if pc.load(c.since.Add(2*p.slow), 0); !shortKind(p, "sleep") {
 		t.Fatal("one waiting call booked slow twice")
 	}
 }

@@ -513,7 +513,7 @@ func TestPipelineWindow(t *testing.T) {
 	// ...and it is older than the window: the connection takes nothing behind it.
 	pc := pipeConns(c)[0]
 	s.waitFor(t, "the slow call to be older than the window", func() bool {
-		n, young := pc.load(time.Now())
+		n, young := pc.load(time.Now(), 0)
 		return n == 1 && !young
 	})
 	for id := 2; id <= 6; id++ {
