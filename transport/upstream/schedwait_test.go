@@ -43,13 +43,31 @@ func TestPercentileSince(t *testing.T) {
 	}
 }
 
-// routerWait reads the process's own scheduler: a figure, not an error, from the first
-// call on.
-func TestRouterWaitReads(t *testing.T) {
-	for range 3 {
-		if w := routerWait(); w < 0 {
-			t.Fatalf("routerWait = %v", w)
+// The runtime exports the scheduler's latency under the name schedWait reads, as a
+// histogram: were it renamed or retyped, routerWait would read 0 for ever and the
+// saturation rule would be off without a word. The first sample keeps the counts
+// (prev), and the next reads a period from them.
+func TestSchedMetricRead(t *testing.T) {
+	var found bool
+	for _, d := range metrics.All() {
+		if d.Name == schedMetric {
+			found = d.Kind == metrics.KindFloat64Histogram
 		}
+	}
+	if !found {
+		t.Fatalf("the runtime exports no histogram %s", schedMetric)
+	}
+	schedWait.mu.Lock()
+	defer schedWait.mu.Unlock()
+	schedWait.prev = nil
+	if d := sampleSchedWait(); d != 0 {
+		t.Fatalf("the first sample read %v, want 0 (no period yet)", d)
+	}
+	if len(schedWait.prev) == 0 {
+		t.Fatal("the first sample kept no counts")
+	}
+	if d := sampleSchedWait(); d < 0 {
+		t.Fatalf("a period read %v", d)
 	}
 }
 
@@ -72,7 +90,7 @@ func TestPipelineSaturated(t *testing.T) {
 		t.Fatalf("short bound %d when saturated, want none", got)
 	}
 	pc := &pipeConn{p: p, wake: make(chan struct{}, 1), lastUsed: time.Now()}
-	if !pc.enqueue(&pipeCall{est: 2 * p.budget, since: time.Now()}) {
+	if !pc.enqueue(&pipeCall{est: 2 * p.budget}) {
 		t.Fatal("enqueue refused")
 	}
 	now := time.Now().Add(2 * o.PipelineWindow)
