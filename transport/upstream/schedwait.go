@@ -45,8 +45,9 @@ var schedWait struct {
 // for: PipelineShort pipelines every kind with no slow call among its last
 // shortClean, up to the connections' depth, as Pipeline alone would, because the
 // pipeline is the cheaper path per call exactly when the router runs short of CPU.
-// Its stalls are still booked (past the slow limit beyond wait), and a kind known slow
-// stays on the pool.
+// Its stalls are still booked (past the slow limit beyond wait), a kind known slow
+// stays on the pool, and a call still tries the pipeline only while others are in
+// flight to share its writes (enter).
 func (p *pipeline) saturated(wait time.Duration) bool {
 	return p.calls != nil && wait.Microseconds() >= p.bound
 }
