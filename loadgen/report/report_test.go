@@ -144,3 +144,43 @@ func TestSummarize(t *testing.T) {
 		t.Errorf("curve %v", pts)
 	}
 }
+
+// TestCountSlow: the slow count is exact away from the threshold; a value in the
+// threshold's bucket counts as at it (the documented 0.1% resolution), one a bucket
+// below does not. No threshold gives no count, an empty histogram a zero one.
+func TestCountSlow(t *testing.T) {
+	h := hdr.New(1, int64(1e12), 3)
+	for i := int64(1); i <= 1000; i++ {
+		_ = h.RecordValue(i * 10_000) // 10µs .. 10ms
+	}
+	for _, tt := range []struct {
+		threshold int64
+		count     int64
+		pct       float64
+	}{
+		{1, 1000, 100},
+		{5_000_000, 501, 50.1}, // 5ms .. 10ms
+		{4_997_120, 501, 50.1}, // the start of 5ms's bucket (4,997,120 .. 5,001,215)
+		{5_001_215, 501, 50.1}, // its end: 5ms is within the resolution, counted
+		{5_001_216, 500, 50},   // the next bucket: 5ms is under
+		{9_994_239, 2, 0.2},    // the end of 9.99ms's bucket
+		{9_994_240, 1, 0.1},    // the start of 10ms's (9,994,240 .. 10,002,431)
+		{10_002_431, 1, 0.1},   // its end
+		{10_002_432, 0, 0},     // over every value
+		{int64(1e12), 0, 0},    // the histogram's top
+	} {
+		s := CountSlow(h, tt.threshold)
+		if s == nil || s.Count != tt.count || s.Pct != tt.pct || s.ThresholdUS != round3(float64(tt.threshold)/1e3) {
+			t.Errorf("threshold %dns: %+v, want count %d (%v%%)", tt.threshold, s, tt.count, tt.pct)
+		}
+	}
+	if s := CountSlow(h, 0); s != nil {
+		t.Errorf("no threshold: %+v, want none", s)
+	}
+	if s := CountSlow(hdr.New(1, int64(1e12), 3), 1000); s == nil || s.Count != 0 || s.Pct != 0 || s.ThresholdUS != 1 {
+		t.Errorf("empty histogram: %+v", s)
+	}
+	if s := CountSlow(nil, 1000); s == nil || s.Count != 0 {
+		t.Errorf("nil histogram: %+v", s)
+	}
+}
