@@ -19,6 +19,9 @@ func packetPair(t *testing.T) (*conn, *net.UnixConn) {
 	if !ok {
 		t.Skip("connection not wrapped on this platform")
 	}
+	// Closed through the wrapper, which sends what it holds first, before the pair's
+	// own ends are closed (cleanups run last first).
+	t.Cleanup(func() { server.Close() })
 	return server, client
 }
 
