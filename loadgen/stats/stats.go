@@ -42,14 +42,6 @@ type Op struct {
 	Entry string
 }
 
-// Label is how the operation is shown: "tools/call echo", "ping".
-func (o Op) Label() string {
-	if o.Name == "" {
-		return o.Method
-	}
-	return o.Method + " " + o.Name
-}
-
 // ErrKey is an error class with its code (HTTP status or JSON-RPC code).
 type ErrKey struct {
 	Class client.Class
