@@ -109,16 +109,17 @@ func logWarnings(dir string, routers int, until time.Time) map[string]int {
 // once the opening's garbage is gone, and who holds stacks.
 func saveHeapProfile(r *cluster.Router, path string) error {
 	base := strings.TrimSuffix(path, ".pprof")
-	if err := saveProfile(r, "heap?debug=1", time.Minute, base+".txt"); err != nil {
-		return err
+	for _, p := range [...]struct{ query, path string }{
+		{"heap?debug=1", base + ".txt"},
+		{"heap?gc=1", path},
+		{"heap?gc=1&debug=1", base + ".gc.txt"},
+		{"goroutine?debug=1", base + ".goroutines.txt"},
+	} {
+		if err := saveProfile(r, p.query, time.Minute, p.path); err != nil {
+			return err
+		}
 	}
-	if err := saveProfile(r, "heap?gc=1", time.Minute, path); err != nil {
-		return err
-	}
-	if err := saveProfile(r, "heap?gc=1&debug=1", time.Minute, base+".gc.txt"); err != nil {
-		return err
-	}
-	return saveProfile(r, "goroutine?debug=1", time.Minute, base+".goroutines.txt")
+	return nil
 }
 
 // startCPUProfiles profiles each router's CPU for d (the opening, about), into
