@@ -62,3 +62,17 @@ func TestWriteTable(t *testing.T) {
 		}
 	}
 }
+
+// sysc.per gives the counts per opened session, and "-" when none opened.
+func TestSyscallsPerSession(t *testing.T) {
+	s := sysc{Reads: 300, Writes: 150}
+	if got, want := s.per(100), "3.00 reads, 1.50 writes"; got != want {
+		t.Errorf("per(100) = %q, want %q", got, want)
+	}
+	if got := s.per(0); got != "-" {
+		t.Errorf("per(0) = %q, want -", got)
+	}
+	if got, want := sum([]ProcStats{{OpenSyscalls: s}, {OpenSyscalls: sysc{1, 2}}}, "").OpenSyscalls, (sysc{301, 152}); got != want {
+		t.Errorf("sum's system calls %+v, want %+v", got, want)
+	}
+}
