@@ -146,27 +146,19 @@ type initializeParams struct {
 }
 
 // parseInitialize reads initialize's params; false when they are not a well-formed
-// object. A member given twice counts at its last, as a decoder would have it. A key
-// is decoded only when the Walker saw escapes in it, and then once, not per name
-// compared (as codec.KeyIs would).
+// object. A member given twice counts at its last, as a decoder would have it.
 func parseInitialize(raw []byte) (p initializeParams, ok bool) {
 	var w codec.Walker
 	if !w.Object(raw) {
 		return p, false
 	}
-	var buf [32]byte
-	for k, esc, v, more := w.Next(); more; k, esc, v, more = w.Next() {
-		if esc {
-			if dec, err := codec.Unquote(buf[:0], k); err == nil {
-				k = dec
-			}
-		}
-		switch string(k) {
-		case "protocolVersion":
+	for k, _, v, more := w.Next(); more; k, _, v, more = w.Next() {
+		switch {
+		case codec.KeyIs(k, "protocolVersion"):
 			p.protocolVersion = v
-		case "capabilities":
+		case codec.KeyIs(k, "capabilities"):
 			p.capabilities = v
-		case "clientInfo":
+		case codec.KeyIs(k, "clientInfo"):
 			p.clientInfo = v
 		}
 	}
