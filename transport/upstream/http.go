@@ -296,20 +296,22 @@ func (c *HTTPConn) releasePost(pr *postRequest) {
 }
 
 // roundTrip sends a POST, a call of the given kind, pipelined when that is on and
-// possible (see pipeline.enter).
+// possible (see pipeline.enter and pipeline.do), and counts a call that takes the pool
+// under the reason it does (PipeStats; do counts those it pipelines).
 func (c *HTTPConn) roundTrip(ctx context.Context, req *fasthttp.Request, kind callKind) (exchange, error) {
-	shared := c.pipe.enter()
+	why, try := c.pipe.enter()
 	defer c.pipe.leave()
-	if shared {
+	if try {
 		pc, err := c.pipe.do(ctx, req, kind)
 		if err == nil {
 			return exchange{resp: &pc.resp, body: pc.bodyStream(), call: pc}, nil
 		}
-		if !errors.Is(err, errPipelineFull) {
+		var pooled bool
+		if why, pooled = poolReasonOf(err); !pooled {
 			return exchange{}, c.exchangeErr(ctx, err)
 		}
-		// every pipelined connection is busy or closing: use the pool
 	}
+	c.opts.PipeStats.pool(why)
 	resp := fasthttp.AcquireResponse()
 	start := c.pipe.poolStart()
 	err := c.doWhole(ctx, req, resp, c.opts.MaxMessage)

@@ -111,6 +111,10 @@ type HTTPOptions struct {
 	// CallTimes is the record PipelineShort predicts from; the Conns of one backend may
 	// share one. Default: a record of the Conn's own.
 	CallTimes *CallTimes
+	// PipeStats counts the POSTs pipelined, and those sent on the pool by why (see
+	// Pipelining); the Conns of one backend may share one, as CallTimes. Default:
+	// counters of the Conn's own.
+	PipeStats *PipeStats
 	// TLSConfig is used for https URLs; nil uses Go's defaults.
 	TLSConfig *tls.Config
 	// Logger receives the client's logs, with attribute backend=Name. Default
@@ -146,6 +150,9 @@ func (o HTTPOptions) withDefaults() HTTPOptions {
 	o.ReconnectAttempts = defaults.Positive(o.ReconnectAttempts, defaultReconnects)
 	o.PipelineDepth = defaults.Positive(o.PipelineDepth, defaultPipelineDepth)
 	o.PipelineWindow = defaults.Positive(o.PipelineWindow, defaultPipelineWindow)
+	if o.PipeStats == nil {
+		o.PipeStats = NewPipeStats()
+	}
 	if o.PipelineShort {
 		o.Pipeline = defaults.Positive(o.Pipeline, defaultShortPipeline)
 		o.PipelineShortBound = defaults.Positive(o.PipelineShortBound, defaultShortBound)

@@ -86,10 +86,6 @@ type pipeline struct {
 	batch atomic.Int32
 }
 
-// errPipelineFull sends a request to the ordinary pool: every pipelined connection is
-// at its depth or closing.
-var errPipelineFull = errors.New("upstream: pipelined connections full")
-
 // Defaults of HTTPOptions.PipelineDepth, PipelineWindow, and of Pipeline and
 // PipelineShortBound with PipelineShort. Two connections: the requests that arrive
 // together on two cores. A 1 ms bound: pipelining saves a call some 10-20 µs of system
@@ -130,10 +126,11 @@ func newPipeline(addr string, isTLS bool, o *HTTPOptions, conns *connSet) *pipel
 }
 
 // enter counts a call to the backend in flight until leave, and reports whether it
-// may try a pipelined connection: always without PipelineShort. With it (unless
-// PipelineLone), only while at least defaultMinInFlight other calls are in flight, and
-// of those only while the recent pipelined writes carried 1.5 calls or more on average
-// (batch), or busyInFlight others are in flight.
+// may try a pipelined connection, or else why not (PoolOff without a pipeline,
+// PoolFewInFlight): always without PipelineShort. With it (unless PipelineLone), only
+// while at least defaultMinInFlight other calls are in flight, and of those only while
+// the recent pipelined writes carried 1.5 calls or more on average (batch), or
+// busyInFlight others are in flight.
 //
 // Why: pipelining pays for its writer's and reader's wake-ups (two goroutine hand-offs a
 // call that the pool, written and read inline by its caller, does not make) only when
@@ -147,15 +144,18 @@ func newPipeline(addr string, isTLS bool, o *HTTPOptions, conns *connSet) *pipel
 // loop keeps its batches (and its 10-20% less CPU per call). The busyInFlight calls
 // keep the average fresh when it has fallen: a burst pipelines, and if its writes carry
 // several calls the average climbs back.
-func (p *pipeline) enter() bool {
+func (p *pipeline) enter() (PoolReason, bool) {
 	if p == nil {
-		return false
+		return PoolOff, false
 	}
 	others := p.inFlight.Add(1) - 1
 	if others < p.minShared {
-		return false
+		return PoolFewInFlight, false
 	}
-	return p.minShared == 0 || others >= busyInFlight || p.batch.Load() >= batchWorth
+	if p.minShared == 0 || others >= busyInFlight || p.batch.Load() >= batchWorth {
+		return 0, true
+	}
+	return PoolFewInFlight, false
 }
 
 // wrote records that one pipelined write carried n calls, into the moving average
@@ -266,15 +266,17 @@ func (b *pipeBody) CloseWithError(err error) error {
 
 // do sends req, a call of the given kind, on a pipelined connection and waits for its
 // response within ctx. The call's resp (and body, for an SSE reply) stay valid until
-// release. errPipelineFull means nothing was sent: no connection could take it, or (in
-// PipelineShort mode) its kind is not known to be short.
+// release. A poolErr means nothing was sent, and says why (poolReasonOf): no
+// connection could take it (errPipelineFull), pipelining stopped (errPipelineOff), or
+// (in PipelineShort mode) its kind is not known to be short (errNotShort). A call it
+// queues on a connection is counted as pipelined (PipeStats).
 func (p *pipeline) do(ctx context.Context, req *fasthttp.Request, kind callKind) (*pipeCall, error) {
 	var est int64
 	wait := p.routerWait()
 	if p.calls != nil {
 		var short bool
 		if est, short = p.calls.predict(kind, p.shortBound(wait)); !short {
-			return nil, errPipelineFull
+			return nil, errNotShort
 		}
 	}
 	pc, err := p.pick(ctx, wait)
@@ -301,6 +303,7 @@ func (p *pipeline) do(ctx context.Context, req *fasthttp.Request, kind callKind)
 		c.unref()
 		return nil, errPipelineFull
 	}
+	p.o.PipeStats.pipe()
 	if !c.wait(ctx) {
 		if pc.abandon(c) {
 			c.unref()
@@ -381,7 +384,7 @@ func (c *pipeCall) release() {
 // wait for it rather than spill into the pool.
 func (p *pipeline) pick(ctx context.Context, wait time.Duration) (*pipeConn, error) {
 	if p.off.Load() {
-		return nil, errPipelineFull
+		return nil, errPipelineOff
 	}
 	for {
 		p.mu.Lock()

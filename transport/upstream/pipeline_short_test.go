@@ -248,7 +248,7 @@ func TestPipelineMinInFlight(t *testing.T) {
 		p := newPipeline("127.0.0.1:1", false, &o, &connSet{})
 		for round := range 2 {
 			for i := range defaultMinInFlight + 2 {
-				if got := p.enter(); got != (i >= c.first) {
+				if _, got := p.enter(); got != (i >= c.first) {
 					t.Fatalf("%+v, round %d: call %d may pipeline %v, want %v", c.opts, round, i, got, !got)
 				}
 			}
@@ -278,7 +278,7 @@ func TestPipelineFollowsBatches(t *testing.T) {
 		check := func(when string, first int) {
 			t.Helper()
 			for i := range busyInFlight + 2 {
-				if got := p.enter(); got != (i >= first) {
+				if _, got := p.enter(); got != (i >= first) {
 					t.Fatalf("%+v, %s: call %d may pipeline %v, want %v", c.opts, when, i, got, !got)
 				}
 			}
