@@ -57,11 +57,7 @@ func (v *saver) begin() bool {
 
 // take is called by the writer just before it takes its snapshot: what changed until
 // now is in it.
-func (v *saver) take() {
-	v.mu.Lock()
-	v.dirty = false
-	v.mu.Unlock()
-}
+func (v *saver) take() { v.swap(&v.dirty, false) }
 
 // again reports whether the record changed during the writer's last write, and ends
 // the session's turn when not.
@@ -83,22 +79,22 @@ func (v *saver) firstRecord() bool {
 	return !v.recorded
 }
 
-func (v *saver) wrote() {
-	v.mu.Lock()
-	v.recorded = true
-	v.mu.Unlock()
-}
+// wrote notes that a record of the session has been written (firstRecord).
+func (v *saver) wrote() { v.swap(&v.recorded, true) }
 
 // deleteOnce reports whether the session's record is to be deleted now: true the
 // first time only. A store counts a deletion of a session without a record as the
 // place it kept for it given back, so a second one (the session closed while
 // initialize was attaching it, then persisted by both) would give back a place twice.
-func (v *saver) deleteOnce() bool {
+func (v *saver) deleteOnce() bool { return !v.swap(&v.deleted, true) }
+
+// swap sets the flag f (one of v's) to to under v's lock and returns what it was: the
+// one way the saver's flags change outside begin and again.
+func (v *saver) swap(f *bool, to bool) (was bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	first := !v.deleted
-	v.deleted = true
-	return first
+	was, *f = *f, to
+	return was
 }
 
 // save writes s's record as it is now, or deletes it once the session has ended for
