@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcprouter/mcprouter/bench/internal/cluster"
 	"github.com/mcprouter/mcprouter/internal/ctxtime"
+	"github.com/mcprouter/mcprouter/internal/each"
 	"github.com/mcprouter/mcprouter/loadgen/client"
 )
 
@@ -403,30 +404,16 @@ func quantiles(h *hdr.Histogram) (p50, p99, most time.Duration) {
 	return time.Duration(h.ValueAtQuantile(50)), time.Duration(h.ValueAtQuantile(99)), time.Duration(h.Max())
 }
 
-// cpu reads the CPU time of the routers, then the loaders.
+// cpu reads the CPU time of the routers, then the loaders; the first error ends it.
 func (r *run) cpu() ([]time.Duration, error) {
-	return readEach(r.pids(), func(pid int) (time.Duration, error) {
+	return each.Map(r.pids(), func(pid int) (time.Duration, error) {
 		u, err := cluster.ReadUsage(pid, "")
 		return u.CPU, err
 	})
 }
 
 // syscalls reads every process's system calls so far (readSyscalls), as cpu does.
-func (r *run) syscalls() ([]sysc, error) { return readEach(r.pids(), readSyscalls) }
-
-// readEach reads one figure of each process of pids, in their order: the first error
-// ends it.
-func readEach[T any](pids []int, read func(pid int) (T, error)) ([]T, error) {
-	out := make([]T, 0, len(pids))
-	for _, pid := range pids {
-		v, err := read(pid)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, nil
-}
+func (r *run) syscalls() ([]sysc, error) { return each.Map(r.pids(), readSyscalls) }
 
 func (r *run) pids() []int {
 	var out []int

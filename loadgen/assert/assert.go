@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mcprouter/mcprouter/internal/each"
 	"github.com/mcprouter/mcprouter/loadgen/report"
 )
 
@@ -142,17 +143,7 @@ func Parse(src string) (*Expr, error) {
 }
 
 // ParseAll parses every expression, stopping at the first error.
-func ParseAll(srcs []string) ([]*Expr, error) {
-	out := make([]*Expr, 0, len(srcs))
-	for _, s := range srcs {
-		e, err := Parse(s)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	return out, nil
-}
+func ParseAll(srcs []string) ([]*Expr, error) { return each.Map(srcs, Parse) }
 
 // Check evaluates e against r.
 func (e *Expr) Check(r *report.Report) report.Assertion {
