@@ -204,11 +204,22 @@ func TestHoldPlainReplies(t *testing.T) {
 // TestHoldPlainRepliesConnectionClose: a request that closes the connection gets its
 // reply, then the end.
 func TestHoldPlainRepliesConnectionClose(t *testing.T) {
+	lastPlain(t, "bye", "Connection: close\r\n", nil)
+}
+
+// lastPlain opens a connection that has had one plain reply, sends a last plain
+// request with body and the extra header lines, lets end end the client's side (nil:
+// nothing), and wants the request's reply and then the connection's end.
+func lastPlain(t *testing.T, body, extra string, end func(c *client)) {
+	t.Helper()
 	h := startHoldServer(t)
 	c := dialHold(t, h.addr)
 	c.plain("a")
-	c.send(request("/plain", "bye", "Connection: close\r\n"))
-	c.want("plain:bye")
+	c.send(request("/plain", body, extra))
+	if end != nil {
+		end(c)
+	}
+	c.want("plain:" + body)
 	c.wantEOF()
 }
 
@@ -260,15 +271,11 @@ func TestHoldPlainRepliesShutdown(t *testing.T) {
 // held reply starts, its readiness then unseen), gets the reply and then the
 // connection's end within the held wait's bound, not the idle timeout's.
 func TestHoldPlainRepliesHalfClose(t *testing.T) {
-	h := startHoldServer(t)
-	c := dialHold(t, h.addr)
-	c.plain("a")
-	c.send(request("/plain", "last", ""))
-	if err := c.c.(*net.TCPConn).CloseWrite(); err != nil {
-		t.Fatal(err)
-	}
-	c.want("plain:last")
-	c.wantEOF()
+	lastPlain(t, "last", "", func(c *client) {
+		if err := c.c.(*net.TCPConn).CloseWrite(); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 // TestHoldPlainRepliesSlowPipelined: a reply held for the request pipelined after it
