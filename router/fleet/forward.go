@@ -527,8 +527,9 @@ func (fw *forwarder) finish(e *entry, reply []byte, outcome router.Outcome) {
 }
 
 // release gives back what a settled client request held (a request that was sent
-// holds a backend concurrency slot and counts as outstanding on its instance) and
-// recycles it. The router's own requests hold neither and are not pooled.
+// holds a backend concurrency slot and counts as outstanding on its instance), tells
+// the table its answer is delivered (a shutdown waits for that), and recycles it. The
+// router's own requests hold neither and are not pooled.
 func (fw *forwarder) release(e *entry) {
 	if e.kind != clientRequest {
 		return
@@ -537,6 +538,7 @@ func (fw *forwarder) release(e *entry) {
 		e.backend.release()
 		e.conn.inst.outstanding.Add(-1)
 	}
+	fw.table.handedOver(e)
 	*e = entry{}
 	entryPool.Put(e)
 }

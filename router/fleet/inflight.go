@@ -34,7 +34,10 @@ import (
 // While an entry is routed, the request's Run (forward) owns its exchange and builds the
 // bytes to send from it, outside the lock; nobody else may complete it. Once sent,
 // whoever moves it to a terminal state (and only they) completes it: answers the client,
-// releases the slot, recycles the entry. The router's own requests (catalog fetches,
+// releases the slot, recycles the entry. Until they have (handedOver, from the
+// forwarder's release), a client's settled request still counts as in flight: a
+// shutdown that waits for the fleet's calls then closes the clients' streams only once
+// every answer is in them. The router's own requests (catalog fetches,
 // handshakes, pings) enter as sent (table.call). The table is written by the forwarder
 // (track, forward, backend responses, cancellation, the sweeper goroutine, lost
 // connections) and by table.call, read by serverRequests and notices to find the request
@@ -65,6 +68,9 @@ const (
 	// the backend waits for the client's retry (mrtr.go); no exchange, no client index.
 	stateParked
 )
+
+// settled reports whether s is a terminal state: the entry left the table.
+func (s entryState) settled() bool { return s >= stateAnswered && s <= stateFailed }
 
 var stateNames = [...]string{"free", "routed", "sent", "answered", "cancelled", "expired", "failed", "parked"}
 
@@ -128,8 +134,9 @@ type entry struct {
 // remove alone: an entry is in the index's chains exactly while m[e.id] == e; it leaves
 // both under one lock hold.
 type table struct {
-	next   atomic.Uint64
-	shards [numShards]tableShard
+	next    atomic.Uint64
+	shards  [numShards]tableShard
+	drained *drainSignal // what the shards poke, poked again by handedOver
 }
 
 const (
@@ -145,6 +152,13 @@ type tableShard struct {
 	// drained is poked when clients goes down (nil in a table made without one):
 	// what Fleet.WaitIdle waits on.
 	drained *drainSignal
+	// handing counts the shard's clients' requests settled and not yet handed over
+	// (handedOver): their answers are on the way to their clients. clients() counts
+	// them, so that a shutdown (Fleet.WaitIdle) does not close the clients' streams
+	// between a request's settle and its answer's delivery: that answer would be lost.
+	// Raised under mu with clients' fall, lowered without it (one atomic a call, in
+	// the request's own shard: no line shared by every call).
+	handing atomic.Int64
 }
 
 // clientSeed keys clientHash; it only needs to be fixed for the process's life.
@@ -167,6 +181,7 @@ func newTable() *table {
 // signalDrains makes every shard poke d when a client request leaves it (WaitIdle). New
 // calls it before the table is used.
 func (t *table) signalDrains(d *drainSignal) {
+	t.drained = d
 	for i := range t.shards {
 		t.shards[i].drained = d
 	}
@@ -217,11 +232,13 @@ func (t *table) add(e *entry) {
 // holds sh.mu. It is the only way out of the table, so it is where the waits for
 // clients' calls to end are woken: a shutdown's (sh.drained) and a retired backend's
 // (its drained). The router's own requests wake neither: nobody waits for them, they
-// fail when their connection closes.
+// fail when their connection closes. A client's request counts as handing until whoever
+// took it has delivered its answer (handedOver).
 func (sh *tableShard) settle(e *entry, to entryState) {
 	e.state = to
 	delete(sh.m, e.id)
 	if e.kind == clientRequest {
+		sh.handing.Add(1) // with clients' fall, under mu: a count never misses e
 		sh.clients--
 		sh.drained.poke()
 		if b := e.backend; b != nil {
@@ -472,18 +489,30 @@ func (t *table) busyConns() map[*upConn]bool {
 	return busy
 }
 
-// clients counts the clients' requests in flight. The router's own requests are left
-// out: a 2026-07-28 backend's subscriptions/listen stream stays in the table for the
+// clients counts the clients' requests in flight: in the table, or settled with their
+// answers not yet delivered (handing). The router's own requests are left out: a
+// 2026-07-28 backend's subscriptions/listen stream stays in the table for the
 // connection's life, and a shutdown that waited for it waited out its whole grace.
 func (t *table) clients() int {
 	n := 0
 	for i := range t.shards {
 		sh := &t.shards[i]
 		sh.mu.Lock()
-		n += sh.clients
+		n += sh.clients + int(sh.handing.Load())
 		sh.mu.Unlock()
 	}
 	return n
+}
+
+// handedOver tells the table that whoever took e out (settle) is done with it: its
+// client has its answer, or never gets one (a cancellation). The caller calls it once
+// per settled entry, after the delivery; it wakes the shutdown's wait.
+func (t *table) handedOver(e *entry) {
+	if e.kind != clientRequest || !e.state.settled() {
+		return
+	}
+	t.shard(e.id).handing.Add(-1)
+	t.drained.poke()
 }
 
 // parseID reads one of our numeric ids from a raw JSON id token.

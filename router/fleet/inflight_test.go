@@ -483,14 +483,56 @@ func TestClientsLeavesOwnRequestsOut(t *testing.T) {
 		t.Fatalf("clients() = %d after the own request ended, want 1", n)
 	}
 	tb.takeClient(sess, []byte("1")) // routed: it leaves the table, forward finishes it
-
+	if n, all := tb.clients(), tb.len(); n != 1 || all != 0 {
+		t.Fatalf("clients() = %d, %d entries left, after the request was taken out and before its answer was delivered; want 1, 0", n, all)
+	}
+	tb.handedOver(e)
 	if n, all := tb.clients(), tb.len(); n != 0 || all != 0 {
 		t.Fatalf("clients() = %d, %d entries left, want none", n, all)
 	}
 }
 
+// TestHandedOver: a settled client request counts until its taker hands it over, once;
+// the router's own requests and entries that never left a table count for nothing.
+func TestHandedOver(t *testing.T) {
+	tb := newTable()
+	tb.signalDrains(new(drainSignal))
+	e := request(new(router.Session), "1")
+	tb.handedOver(e) // never added: nothing to give back
+	if n := tb.clients(); n != 0 {
+		t.Fatalf("clients() = %d after handing over a request never added, want 0", n)
+	}
+	tb.add(e)
+	tb.handedOver(e) // still in the table: not settled
+	if n := tb.clients(); n != 1 {
+		t.Fatalf("clients() = %d after handing over a request in the table, want 1", n)
+	}
+	for _, to := range []entryState{stateAnswered, stateCancelled, stateExpired, stateFailed} {
+		e.state = stateSent
+		tb.take(e.id, to)
+		if n := tb.clients(); n != 1 {
+			t.Fatalf("clients() = %d once settled %v, want 1 (its answer is on the way)", n, to)
+		}
+		tb.handedOver(e)
+		if n := tb.clients(); n != 0 {
+			t.Fatalf("clients() = %d once handed over from %v, want 0", n, to)
+		}
+		e.state = stateFree
+		tb.add(e)
+	}
+	own := &entry{kind: ownRequest, wait: make(chan []byte, 1)}
+	tb.add(own)
+	tb.take(own.id, stateAnswered)
+	tb.handedOver(own)
+	if n := tb.clients(); n != 1 {
+		t.Fatalf("clients() = %d after an own request was handed over, want 1 (the client request left in the table)", n)
+	}
+}
+
 // TestWaitIdle: the shutdown's wait for the fleet's calls wakes when the last client
-// request leaves the table (each settle pokes it), not by polling; the router's own
+// request's answer is handed over (each settle and handedOver pokes it), not when it
+// leaves the table (the answer would then be lost to a shutdown closing its stream), not
+// by polling; the router's own
 // requests are not waited for; and the wait gives up when its context ends first.
 func TestWaitIdle(t *testing.T) {
 	f := New(Config{})
@@ -524,7 +566,15 @@ func TestWaitIdle(t *testing.T) {
 	default:
 	}
 	f.table.take(es[2].id, stateFailed)
-	if !testwait.Recv(t, "WaitIdle once the last client request left", 20*time.Second, done) {
+	select {
+	case <-done:
+		t.Fatal("WaitIdle returned with answers taken out of the table and not yet delivered")
+	default:
+	}
+	for _, e := range es {
+		f.table.handedOver(e)
+	}
+	if !testwait.Recv(t, "WaitIdle once the last answer was handed over", 20*time.Second, done) {
 		t.Fatal("WaitIdle returned false")
 	}
 }
