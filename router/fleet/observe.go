@@ -126,6 +126,11 @@ type InstanceStats struct {
 	Renewals uint64
 	// Restarts counts restarts of its child process (stdio backends; 0 otherwise).
 	Restarts uint64
+	// Pipelining is how its POSTs went, pipelined or on the pool and why, and what
+	// pipeline: auto sees of the router's own wait for a CPU; HTTP reports whether it
+	// is known (a Streamable HTTP instance whose shared session is up).
+	Pipelining upstream.PipeFigures
+	HTTP       bool
 }
 
 // EachInstance calls fn for every backend instance, in configuration order. It takes
@@ -147,6 +152,7 @@ func (f *Fleet) EachInstance(fn func(InstanceStats)) {
 				if n, ok := upstream.Restarts(c.conn); ok {
 					st.Restarts = uint64(max(n, 0))
 				}
+				st.Pipelining, st.HTTP = upstream.Pipelining(c.conn)
 			}
 			fn(st)
 		}

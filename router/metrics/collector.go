@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"runtime"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -9,6 +10,7 @@ import (
 	"github.com/mcprouter/mcprouter/router"
 	"github.com/mcprouter/mcprouter/router/fleet"
 	"github.com/mcprouter/mcprouter/transport"
+	"github.com/mcprouter/mcprouter/transport/upstream"
 )
 
 // Namespace prefixes every metric of the router.
@@ -68,6 +70,10 @@ type descs struct {
 	instanceConnects  *prometheus.Desc
 	instanceRenewals  *prometheus.Desc
 	instanceRestarts  *prometheus.Desc
+	instancePiped     *prometheus.Desc
+	instancePooled    *prometheus.Desc
+	instanceSaturated *prometheus.Desc
+	schedWait         *prometheus.Desc
 	forwarded         *prometheus.Desc
 	sendFailures      *prometheus.Desc
 	timeouts          *prometheus.Desc
@@ -150,6 +156,10 @@ func newDescs() descs {
 		instanceConnects:  d("backend_connects_total", "Upstream sessions established to the instance (the first one included).", "backend", "instance"),
 		instanceRenewals:  d("backend_session_renewals_total", "Upstream sessions re-initialized transparently after the backend lost them (restart).", "backend", "instance"),
 		instanceRestarts:  d("backend_restarts_total", "Restarts of the instance's child process (stdio backends).", "backend", "instance"),
+		instancePiped:     d("backend_pipelined_calls_total", "Calls (POSTs) to the instance sent on a pipelined HTTP/1.1 connection (Streamable HTTP backends).", "backend", "instance"),
+		instancePooled:    d("backend_pooled_calls_total", "Calls (POSTs) to the instance sent on the ordinary connection pool, by why they were not pipelined: off (pipeline: off, or the backend closes connections after one response), few_in_flight (too few other calls in flight to share a write), not_short (the call's kind is not known to be short), full (every pipelined connection at its depth, window or budget).", "backend", "instance", "reason"),
+		instanceSaturated: d("backend_pipeline_saturated", "1 while pipeline: auto counts the router as saturated for the instance (scheduler_wait_seconds at or over its 1 ms short bound: every kind without a recent slow call is pipelined, up to the depth), else 0; only with pipeline: auto.", "backend", "instance"),
+		schedWait:         d("scheduler_wait_seconds", "The router's own wait for a CPU as pipeline: auto sees it: the 90th percentile of its goroutines' scheduling latency over the last 100 ms sample (Go runtime); only with a pipeline: auto backend."),
 		forwarded:         d("backend_forwarded_total", "Requests sent to backends."),
 		sendFailures:      d("backend_send_failures_total", "Requests that could not be sent to a backend."),
 		timeouts:          d("backend_timeouts_total", "Requests that a backend did not answer in time."),
@@ -204,18 +214,8 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	d := &m.descs
 	src := m.sources()
-	counter := func(desc *prometheus.Desc, v uint64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(desc, prometheus.CounterValue, float64(v), labels...)
-	}
-	gauge := func(desc *prometheus.Desc, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, v, labels...)
-	}
-	b2f := func(b bool) float64 {
-		if b {
-			return 1
-		}
-		return 0
-	}
+	counter := func(desc *prometheus.Desc, v uint64, labels ...string) { sendCounter(ch, desc, v, labels...) }
+	gauge := func(desc *prometheus.Desc, v float64, labels ...string) { sendGauge(ch, desc, v, labels...) }
 
 	gauge(d.buildInfo, 1, m.opts.Version, runtime.Version())
 	m.collectRequests(ch)
@@ -341,49 +341,9 @@ func (m *Metrics) collectRequests(ch chan<- prometheus.Metric) {
 
 func (m *Metrics) collectFleet(ch chan<- prometheus.Metric, f *fleet.Fleet) {
 	d := &m.descs
-	counter := func(desc *prometheus.Desc, v uint64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(desc, prometheus.CounterValue, float64(v), labels...)
-	}
-	gauge := func(desc *prometheus.Desc, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, v, labels...)
-	}
-	type agg struct {
-		total, healthy int
-		inFlight       int64
-	}
-	per := map[string]*agg{}
-	var order []string
-	f.EachInstance(func(in fleet.InstanceStats) {
-		a := per[in.Backend]
-		if a == nil {
-			a = &agg{}
-			per[in.Backend] = a
-			order = append(order, in.Backend)
-		}
-		a.total++
-		up := 0.0
-		if in.Healthy {
-			a.healthy++
-			up = 1
-		}
-		a.inFlight += in.Outstanding
-		gauge(d.instanceUp, up, in.Backend, in.Addr)
-		counter(d.instanceEjections, in.Ejections, in.Backend, in.Addr)
-		counter(d.instanceConnects, in.Connects, in.Backend, in.Addr)
-		counter(d.instanceRenewals, in.Renewals, in.Backend, in.Addr)
-		counter(d.instanceRestarts, in.Restarts, in.Backend, in.Addr)
-	})
-	for _, name := range order {
-		a := per[name]
-		up := 0.0
-		if a.healthy > 0 {
-			up = 1
-		}
-		gauge(d.backendUp, up, name)
-		gauge(d.backendInstances, float64(a.total), name)
-		gauge(d.backendHealthy, float64(a.healthy), name)
-		gauge(d.backendInFlight, float64(a.inFlight), name)
-	}
+	counter := func(desc *prometheus.Desc, v uint64) { sendCounter(ch, desc, v) }
+	gauge := func(desc *prometheus.Desc, v float64) { sendGauge(ch, desc, v) }
+	m.collectInstances(ch, f.EachInstance)
 	counter(d.forwarded, f.Stats.Forwarded.Load())
 	counter(d.sendFailures, f.Stats.Failed.Load())
 	counter(d.timeouts, f.Stats.TimedOut.Load())
@@ -402,6 +362,94 @@ func (m *Metrics) collectFleet(ch chan<- prometheus.Metric, f *fleet.Fleet) {
 	counter(d.srvReqExpired, f.Stats.ServerRequestsExpired.Load())
 	counter(d.srvReqDropped, f.Stats.ServerRequestsDropped.Load())
 	counter(d.unmatched, f.Stats.Unmatched.Load())
+}
+
+// collectInstances exports the figures of every backend instance each visits
+// (fleet.Fleet.EachInstance), and their sums per backend.
+func (m *Metrics) collectInstances(ch chan<- prometheus.Metric, each func(func(fleet.InstanceStats))) {
+	d := &m.descs
+	counter := func(desc *prometheus.Desc, v uint64, labels ...string) { sendCounter(ch, desc, v, labels...) }
+	gauge := func(desc *prometheus.Desc, v float64, labels ...string) { sendGauge(ch, desc, v, labels...) }
+	type agg struct {
+		total, healthy int
+		inFlight       int64
+	}
+	per := map[string]*agg{}
+	var short bool // a pipeline: auto instance: wait is what it sees
+	var wait time.Duration
+	var order []string
+	each(func(in fleet.InstanceStats) {
+		a := per[in.Backend]
+		if a == nil {
+			a = &agg{}
+			per[in.Backend] = a
+			order = append(order, in.Backend)
+		}
+		a.total++
+		up := 0.0
+		if in.Healthy {
+			a.healthy++
+			up = 1
+		}
+		a.inFlight += in.Outstanding
+		gauge(d.instanceUp, up, in.Backend, in.Addr)
+		counter(d.instanceEjections, in.Ejections, in.Backend, in.Addr)
+		counter(d.instanceConnects, in.Connects, in.Backend, in.Addr)
+		counter(d.instanceRenewals, in.Renewals, in.Backend, in.Addr)
+		counter(d.instanceRestarts, in.Restarts, in.Backend, in.Addr)
+		if in.HTTP {
+			m.collectPipelining(ch, in)
+			short = short || in.Pipelining.Short
+			wait = max(wait, in.Pipelining.SchedWait)
+		}
+	})
+	for _, name := range order {
+		a := per[name]
+		up := 0.0
+		if a.healthy > 0 {
+			up = 1
+		}
+		gauge(d.backendUp, up, name)
+		gauge(d.backendInstances, float64(a.total), name)
+		gauge(d.backendHealthy, float64(a.healthy), name)
+		gauge(d.backendInFlight, float64(a.inFlight), name)
+	}
+	if short {
+		gauge(d.schedWait, wait.Seconds())
+	}
+}
+
+// collectPipelining exports how an HTTP instance's calls went: pipelined, pooled by
+// reason (every reason, 0 included, so that a share is never a ratio to nothing), and
+// with pipeline: auto whether it counts the router as saturated.
+func (m *Metrics) collectPipelining(ch chan<- prometheus.Metric, in fleet.InstanceStats) {
+	d := &m.descs
+	p := &in.Pipelining
+	sendCounter(ch, d.instancePiped, p.Pipelined, in.Backend, in.Addr)
+	for r := range upstream.NumPoolReasons {
+		sendCounter(ch, d.instancePooled, p.Pooled[r], in.Backend, in.Addr, r.String())
+	}
+	if p.Short {
+		sendGauge(ch, d.instanceSaturated, b2f(p.Saturated), in.Backend, in.Addr)
+	}
+}
+
+// sendCounter sends a counter's value.
+func sendCounter(ch chan<- prometheus.Metric, desc *prometheus.Desc, v uint64, labels ...string) {
+	ch <- prometheus.MustNewConstMetric(desc, prometheus.CounterValue, float64(v), labels...)
+}
+
+// sendGauge sends a gauge's value.
+func sendGauge(ch chan<- prometheus.Metric, desc *prometheus.Desc, v float64, labels ...string) {
+	ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, v, labels...)
+}
+
+// b2f is 1 for true, 0 for false.
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // sessionKey groups sessions for the sessions gauge.

@@ -74,9 +74,9 @@ func pedantic(t *testing.T, register func(prometheus.Registerer) error) *prometh
 	return reg
 }
 
-// only registers m alone (Metrics.Register adds the Go and process collectors).
-func only(m *Metrics) func(prometheus.Registerer) error {
-	return func(reg prometheus.Registerer) error { return reg.Register(m) }
+// only registers c alone (Metrics.Register adds the Go and process collectors).
+func only(c prometheus.Collector) func(prometheus.Registerer) error {
+	return func(reg prometheus.Registerer) error { return reg.Register(c) }
 }
 
 // seriesOf gathers the gauges and counters register registers, by name and labels
@@ -280,10 +280,10 @@ func TestLint(t *testing.T) {
 	lint(t, m)
 }
 
-// lint reports as errors what Prometheus' linter finds in what m alone exports.
-func lint(t *testing.T, m *Metrics) {
+// lint reports as errors what Prometheus' linter finds in what c alone exports.
+func lint(t *testing.T, c prometheus.Collector) {
 	t.Helper()
-	mfs, err := pedantic(t, only(m)).Gather()
+	mfs, err := pedantic(t, only(c)).Gather()
 	if err != nil {
 		t.Fatal(err)
 	}

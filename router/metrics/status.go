@@ -8,6 +8,7 @@ import (
 
 	"github.com/mcprouter/mcprouter/router"
 	"github.com/mcprouter/mcprouter/router/fleet"
+	"github.com/mcprouter/mcprouter/transport/upstream"
 )
 
 // Status is one update of the admin listener's live status page, sent as JSON over SSE
@@ -97,6 +98,9 @@ type BackendStatus struct {
 	Latency   Quantiles `json:"latency"` // backend time
 	Ejections uint64    `json:"ejections"`
 	Restarts  uint64    `json:"restarts"`
+	// Pipelined is the share of its HTTP instances' calls sent on a pipelined
+	// connection over the interval, 0 to 1 (0 without calls).
+	Pipelined float64 `json:"pipelined"`
 }
 
 // StatusFeed computes successive Status updates: it keeps the previous readings to
@@ -122,6 +126,9 @@ type reading struct {
 type backendReading struct {
 	outcomes [router.NumOutcomes]uint64
 	hist     histSnapshot
+	// piped and pooled are its HTTP instances' calls, pipelined and on the pool
+	// (fleet.InstanceStats.Pipelining), summed by next.
+	piped, pooled uint64
 }
 
 // NewStatusFeed starts a feed; its first update covers the time since the metrics
@@ -292,10 +299,37 @@ func (f *StatusFeed) next(now time.Time) Status {
 			b.InFlight += in.Outstanding
 			b.Ejections += in.Ejections
 			b.Restarts += in.Restarts
+			if in.HTTP {
+				cur.backends[in.Index].addPipelining(&in.Pipelining)
+			}
 		})
+		for i := range st.Backends {
+			st.Backends[i].Pipelined = cur.backends[i].pipelinedShare(&prev.backends[i])
+		}
 	}
 	f.prev = cur
 	return st
+}
+
+// addPipelining adds an instance's calls, pipelined and pooled.
+func (b *backendReading) addPipelining(p *upstream.PipeFigures) {
+	b.piped += p.Pipelined
+	for _, n := range p.Pooled {
+		b.pooled += n
+	}
+}
+
+// pipelinedShare is the share of the calls since prev that were pipelined; 0 without
+// calls, or when the counters went back (an instance replaced by a reload).
+func (b *backendReading) pipelinedShare(prev *backendReading) float64 {
+	if b.piped < prev.piped || b.pooled < prev.pooled {
+		return 0
+	}
+	piped, all := b.piped-prev.piped, b.piped-prev.piped+b.pooled-prev.pooled
+	if all == 0 {
+		return 0
+	}
+	return float64(piped) / float64(all)
 }
 
 // quantiles summarizes an interval's histogram in milliseconds.

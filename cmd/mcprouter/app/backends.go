@@ -45,6 +45,7 @@ func fleetConfig(cfg *Config, log *slog.Logger, bus *natsbus.Bus) (fleet.Config,
 			if opts.PipelineShort {
 				opts.CallTimes = upstream.NewCallTimes() // per replica, shared by its sessions
 			}
+			opts.PipeStats = upstream.NewPipeStats() // per replica too, for its metrics
 			bc.Dialers = append(bc.Dialers, urlDialer(u, opts, creds))
 		}
 		if len(b.Command) > 0 {
