@@ -102,33 +102,37 @@ func (k *streamSink) keep(bp *[]byte, off int) {
 // response head, see hijackStream) goes out first, with p in the same write when p is
 // not large: a write of its own cost a system call (and the client a read).
 func (k *streamSink) Write(p []byte) error {
-	if k.kept != nil {
-		if len(p) > 0 && len(p) <= maxPooledFrame-32 {
-			*k.kept = appendFrame(*k.kept, p, nil)
-			p = nil
-		}
-		_, err := k.c.Write(*k.kept)
-		putFrame(k.kept)
-		k.kept = nil
-		if err != nil {
-			return err
-		}
+	if len(p) > maxPooledFrame-32 {
+		return k.writeLarge(p)
 	}
-	switch {
-	case len(p) == 0:
-		return nil
-	case len(p) <= maxPooledFrame-32:
-		bp := frame(p, nil)
-		_, err := k.c.Write(*bp)
-		putFrame(bp)
-		return err
-	default: // a large event: not copied, framed by a writev
-		var hdr [20]byte
-		h := append(strconv.AppendUint(hdr[:0], uint64(len(p)), 16), '\r', '\n')
-		bufs := net.Buffers{h, p, crlf}
-		_, err := bufs.WriteTo(k.c)
+	bp := k.kept
+	k.kept = nil
+	if bp == nil {
+		if len(p) == 0 {
+			return nil
+		}
+		bp = framePool.Get().(*[]byte)
+		*bp = (*bp)[:0]
+	}
+	if len(p) > 0 {
+		*bp = appendFrame(*bp, p, nil)
+	}
+	_, err := k.c.Write(*bp)
+	putFrame(bp)
+	return err
+}
+
+// writeLarge writes what is kept, then a large event p, not copied: framed by a
+// writev.
+func (k *streamSink) writeLarge(p []byte) error {
+	if err := k.Write(nil); err != nil {
 		return err
 	}
+	var hdr [20]byte
+	h := append(strconv.AppendUint(hdr[:0], uint64(len(p)), 16), '\r', '\n')
+	bufs := net.Buffers{h, p, crlf}
+	_, err := bufs.WriteTo(k.c)
+	return err
 }
 
 // Interrupt implements sse.Sink: a past write deadline makes a blocked write fail.
