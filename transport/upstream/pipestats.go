@@ -6,8 +6,9 @@ import (
 )
 
 // PoolReason says why a POST took the ordinary pool rather than a pipelined connection.
-// The reasons follow the order in which a call is turned away (enter, then do and pick),
-// and each POST that takes the pool is counted under exactly one.
+// Each POST that takes the pool is counted under exactly one: the first check that
+// turned it away, in the order a call meets them (enter: PoolOff without a pipeline,
+// PoolFewInFlight; do: PoolNotShort; pick: PoolOff once pipelining stopped, PoolFull).
 type PoolReason uint8
 
 const (
