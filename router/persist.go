@@ -132,7 +132,7 @@ func (r *Router) snapshot(s *Session) (id string, b []byte, ok bool) {
 			return "", nil, false
 		}
 	}
-	rec := record{Version: s.version, Capabilities: s.clientCaps, ClientInfo: s.clientInfo, Principal: t.Principal().ID()}
+	rec := record{Version: s.version, Capabilities: s.client.caps(), ClientInfo: s.client.info(), Principal: t.Principal().ID()}
 	if r.fleet != nil {
 		rec.Subs = r.fleet.SessionSubscriptions(s)
 	}
@@ -165,10 +165,10 @@ func (r *Router) write(s *Session, id string, b []byte, err error) {
 // when the record is to carry them itself.
 func (r *Router) shareClient(s *Session) string {
 	blobs, ok := r.cfg.Store.(blobStore)
-	if !ok || len(s.clientCaps)+len(s.clientInfo) == 0 {
+	if !ok || s.client.size() == 0 {
 		return ""
 	}
-	blob := appendClientBlob(make([]byte, 0, len(s.clientCaps)+len(s.clientInfo)+4), s.clientCaps, s.clientInfo)
+	blob := appendClientBlob(make([]byte, 0, s.client.size()+4), s.client.caps(), s.client.info())
 	key := blobKey(blob)
 	if !blobs.Share(key, blob) {
 		return ""
@@ -228,18 +228,17 @@ func (r *Router) SessionAdopted(ts *transport.Session) {
 // knownClient is the capabilities and clientInfo the last session kept (keepClient),
 // which the next session of the same kind of client shares instead of a copy of its
 // own: a router's sessions mostly come from one kind of client (as their records share
-// one blob), and each kept its 40-odd bytes for its whole life. Nothing writes to them
-// (each slice ends at its capacity: an append copies).
-var knownClient atomic.Pointer[[2][]byte]
+// one blob), and each kept its 40-odd bytes for its whole life. Nothing writes to them.
+var knownClient atomic.Pointer[clientFields]
 
-// sharedClient returns the kept bytes of the last session's client when they equal
-// caps and info.
-func sharedClient(caps, info []byte) (c, i []byte, ok bool) {
+// sharedClient returns what the last session kept of its client when that equals caps
+// and info, else nil.
+func sharedClient(caps, info []byte) *clientFields {
 	k := knownClient.Load()
-	if k == nil || !bytes.Equal(k[0], caps) || !bytes.Equal(k[1], info) {
-		return nil, nil, false
+	if k == nil || !bytes.Equal(k.caps(), caps) || !bytes.Equal(k.info(), info) {
+		return nil
 	}
-	return k[0], k[1], true
+	return k
 }
 
 // sessionNamer is a SessionStore that names the sessions whose records it keeps: it

@@ -321,18 +321,23 @@ func TestClientBytesShared(t *testing.T) {
 	var a, b, c, d Session
 	a.keepClient(caps, info)
 	b.keepClient(bytes.Clone(caps), bytes.Clone(info))
-	if &a.clientCaps[0] != &b.clientCaps[0] || &a.clientInfo[0] != &b.clientInfo[0] {
+	if a.client != b.client {
 		t.Error("two sessions of one client kept a copy each")
 	}
 	c.keepClient(caps, []byte(`{"name":"b","version":"1"}`))
-	if &c.clientCaps[0] == &a.clientCaps[0] || string(c.clientInfo) != `{"name":"b","version":"1"}` || string(c.clientCaps) != string(caps) {
-		t.Errorf("another client's: %s %s", c.clientCaps, c.clientInfo)
+	if c.client == a.client || string(c.ClientInfo()) != `{"name":"b","version":"1"}` || string(c.ClientCapabilities()) != string(caps) {
+		t.Errorf("another client's: %s %s", c.ClientCapabilities(), c.ClientInfo())
 	}
 	d.keepClient(caps, nil)
-	if d.clientInfo != nil || string(d.clientCaps) != string(caps) || cap(d.clientCaps) != len(caps) {
-		t.Errorf("capabilities alone: %q %q (cap %d)", d.clientCaps, d.clientInfo, cap(d.clientCaps))
+	if d.ClientInfo() != nil || string(d.ClientCapabilities()) != string(caps) || cap(d.ClientCapabilities()) != len(caps) {
+		t.Errorf("capabilities alone: %q %q (cap %d)", d.ClientCapabilities(), d.ClientInfo(), cap(d.ClientCapabilities()))
 	}
-	if string(a.clientCaps) != string(caps) || string(a.clientInfo) != string(info) || cap(a.clientCaps) != len(caps) {
-		t.Errorf("the first session's bytes changed: %s %s", a.clientCaps, a.clientInfo)
+	if string(a.ClientCapabilities()) != string(caps) || string(a.ClientInfo()) != string(info) || cap(a.ClientCapabilities()) != len(caps) {
+		t.Errorf("the first session's bytes changed: %s %s", a.ClientCapabilities(), a.ClientInfo())
+	}
+	var e Session
+	e.keepClient(nil, nil)
+	if e.client != nil || e.ClientCapabilities() != nil || e.ClientInfo() != nil || e.recordBytes() != sessionOverhead {
+		t.Errorf("no client fields: kept %+v", e.client)
 	}
 }

@@ -61,9 +61,10 @@ func TestClientFieldCaps(t *testing.T) {
 	sid := h.initializeBody(initializeWith(bigObject(MaxClientField), bigInfo(MaxClientField)))
 	ts, _ := h.reg.Get([]byte(sid))
 	s := sessionOf(ts)
-	if len(s.clientCaps) != MaxClientField || len(s.clientInfo) != MaxClientField || cap(s.clientCaps) != len(s.clientCaps) ||
-		unsafe.Add(unsafe.Pointer(unsafe.SliceData(s.clientCaps)), len(s.clientCaps)) != unsafe.Pointer(unsafe.SliceData(s.clientInfo)) {
-		t.Errorf("capabilities and clientInfo not kept once, side by side: %d/%d bytes", len(s.clientCaps), len(s.clientInfo))
+	kc, ki := s.ClientCapabilities(), s.ClientInfo()
+	if len(kc) != MaxClientField || len(ki) != MaxClientField || cap(kc) != len(kc) ||
+		unsafe.Add(unsafe.Pointer(unsafe.SliceData(kc)), len(kc)) != unsafe.Pointer(unsafe.SliceData(ki)) {
+		t.Errorf("capabilities and clientInfo not kept once, side by side: %d/%d bytes", len(kc), len(ki))
 	}
 	if used := ts.Account().Used(); used < 2*MaxClientField {
 		t.Errorf("session record charged %d bytes to the budget, want at least %d", used, 2*MaxClientField)

@@ -193,7 +193,7 @@ func (r *Router) handleStateless(j *job) bool {
 	}
 	sf, ok := r.fleet.(StatelessFleet)
 	listen := ok && string(m.Method) == "subscriptions/listen"
-	q := r.statelessSession(x, &meta, memo != nil, ok && !listen && x.Session == nil)
+	q := r.statelessSession(x, &meta, memo, ok && !listen && x.Session == nil)
 	s := &q.s
 	j.s = s
 	if ok && x.Session != nil {
@@ -235,18 +235,18 @@ func (r *Router) cancelStateless(t *transport.Session, id []byte) {
 // statelessSession makes the Session of one stateless request: its revision, the
 // client's capabilities and clientInfo from its _meta, its sender, and its log level;
 // q.id is a copy of the request's id, for its cancellation. The capabilities and
-// clientInfo are the kept copy's when meta was read from one (kept: metaMemos), else
+// clientInfo are the kept copy's when meta was read from one (memo, see metaMemos), else
 // copied (the request's bytes go with its answer). It is never bound to the transport,
 // never opened with the fleet, and never persisted. The Session and the copies come in
 // one allocation (statelessCall) when they fit; pooled, that allocation is one a call
 // finished before gave back (statelessCalls), and goes back when this one finishes.
-func (r *Router) statelessSession(x *transport.Exchange, meta *modern.Meta, kept, pooled bool) *statelessCall {
+func (r *Router) statelessSession(x *transport.Exchange, meta *modern.Meta, memo *metaMemo, pooled bool) *statelessCall {
 	q := newStatelessCall(pooled)
 	s := &q.s
 	s.version, s.r, s.principal = V20260728, r, x.Principal
 	caps, info, rid := meta.Capabilities, meta.ClientInfo, x.Msg.ID
 	need := len(rid)
-	if !kept {
+	if memo == nil {
 		need += len(caps) + len(info)
 	}
 	buf := q.inline[:0]
@@ -255,19 +255,14 @@ func (r *Router) statelessSession(x *transport.Exchange, meta *modern.Meta, kept
 	}
 	buf = append(buf, rid...)
 	q.id = buf[:len(rid):len(rid)]
-	if !kept {
-		at := len(buf)
+	switch {
+	case memo != nil:
+		s.client = memo.client
+	case len(caps)+len(info) > 0:
 		buf = append(buf, caps...)
-		caps = buf[at:]
-		at = len(buf)
 		buf = append(buf, info...)
-		info = buf[at:]
-	}
-	if len(caps) > 0 {
-		s.clientCaps = caps[:len(caps):len(caps)]
-	}
-	if len(info) > 0 {
-		s.clientInfo = info[:len(info):len(info)]
+		q.client = clientFields{b: buf[len(rid):len(buf):len(buf)], n: len(caps)}
+		s.client = &q.client
 	}
 	return q
 }
@@ -294,6 +289,7 @@ func (r *Router) statelessSession(x *transport.Exchange, meta *modern.Meta, kept
 // and races with the next call's writes, which -race reports.
 type statelessCall struct {
 	s      Session
+	client clientFields // s.client when the request's _meta was not kept
 	id     []byte
 	inline [statelessInline]byte
 }

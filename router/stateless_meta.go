@@ -35,6 +35,9 @@ type metaMemo struct {
 	raw    []byte
 	meta   modern.Meta
 	judged params.Judgement
+	// client is a copy of meta's capabilities and clientInfo, which the Sessions of
+	// requests carrying this _meta share (statelessSession).
+	client *clientFields
 }
 
 // metaMemos are the _meta kept, by a hash of their bytes.
@@ -62,6 +65,7 @@ func (mm *metaMemos) read(m *codec.Message, meta *modern.Meta) *metaMemo {
 	}
 	e := &metaMemo{raw: append([]byte(nil), raw...)}
 	modern.ReadMetaOf(&codec.Message{Meta: e.raw}, &e.meta)
+	e.client = newClientFields(e.meta.Capabilities, e.meta.ClientInfo)
 	slot.Store(e)
 	*meta = e.meta
 	return e

@@ -194,7 +194,8 @@ func TestStatelessSession(t *testing.T) {
 					x := statelessExchange(t, req)
 					var want, meta modern.Meta
 					modern.ReadMeta(x.Msg.Params, &want)
-					kept := r.modern.metas.read(&x.Msg, &meta) != nil
+					memo := r.modern.metas.read(&x.Msg, &meta)
+					kept := memo != nil
 					if kept != (extra == "" && len(x.Msg.Meta) <= metaMemoMax) {
 						t.Errorf("%s: kept %v", x.Msg.Meta, kept)
 					}
@@ -202,7 +203,7 @@ func TestStatelessSession(t *testing.T) {
 						string(meta.ClientInfo) != string(want.ClientInfo) || meta.Caps != want.Caps || !meta.Claimed(nil) {
 						t.Errorf("%s: read %+v, want %+v", x.Msg.Meta, meta, want)
 					}
-					q := r.statelessSession(x, &meta, kept, round == 1)
+					q := r.statelessSession(x, &meta, memo, round == 1)
 					s := &q.s
 					clear(x.Raw) // the request's bytes go with its answer
 					if string(s.ClientCapabilities()) != `{"sampling":{}}` || string(s.ClientInfo()) != info || string(q.id) != id ||
@@ -216,6 +217,14 @@ func TestStatelessSession(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestRouterSessionSize: every session holds a Session for its whole life, so it stays
+// in the 64-byte size class (its client fields behind one pointer).
+func TestRouterSessionSize(t *testing.T) {
+	if n := unsafe.Sizeof(Session{}); n > 64 {
+		t.Errorf("Session is %d bytes, more than 64", n)
 	}
 }
 
