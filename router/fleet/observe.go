@@ -128,7 +128,9 @@ type InstanceStats struct {
 	Restarts uint64
 	// Pipelining is how its POSTs went, pipelined or on the pool and why, and what
 	// pipeline: auto sees of the router's own wait for a CPU; HTTP reports whether it
-	// is known (a Streamable HTTP instance whose shared session is up).
+	// is known (a Streamable HTTP instance whose shared session is up). It is read
+	// from the shared session, and counts the per-client sessions' POSTs too when they
+	// share its upstream.PipeStats (the router gives each replica one).
 	Pipelining upstream.PipeFigures
 	HTTP       bool
 }
