@@ -386,7 +386,7 @@ func (s *localSubs) addLocked(sess *router.Session, key subKey) (first bool) {
 	}
 	first = len(set) == 0
 	set[sess] = struct{}{}
-	s.bySess.add(sess, key)
+	s.bySess.add(sess, key, nil)
 	return first
 }
 

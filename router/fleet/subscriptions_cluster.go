@@ -68,7 +68,10 @@ type clusterSubs struct {
 
 // clusterSub is this instance's part of one (backend, URI) subscription.
 type clusterSub struct {
-	key      subKey
+	key subKey
+	// only is the set of key alone, shared by the sessions whose one subscription it is
+	// (sessionKeys.add).
+	only     keySet
 	hash     string
 	sessions map[*router.Session]struct{}
 	nsub     *nats.Subscription
@@ -668,11 +671,11 @@ func (s *clusterSubs) list(sess *router.Session) []subKey {
 func (s *clusterSubs) addLocked(sess *router.Session, key subKey) *clusterSub {
 	cs := s.keys[key]
 	if cs == nil {
-		cs = &clusterSub{key: key, hash: keyHash(key), sessions: map[*router.Session]struct{}{}}
+		cs = &clusterSub{key: key, only: keySet{key}, hash: keyHash(key), sessions: map[*router.Session]struct{}{}}
 		s.keys[key] = cs
 	}
 	cs.sessions[sess] = struct{}{}
-	s.bySess.add(sess, key)
+	s.bySess.add(sess, key, cs.only)
 	return cs
 }
 

@@ -21,24 +21,33 @@ type keySet []subKey
 // has reports whether key is in the set.
 func (k keySet) has(key subKey) bool { return slices.Contains(k, key) }
 
-// add records key as one of sess's subscriptions (once).
-func (m sessionKeys) add(sess *router.Session, key subKey) {
-	if k := m[sess]; !k.has(key) {
+// add records key as one of sess's subscriptions (once). only, when not nil, is a set
+// of key alone, with no room to grow (an append copies it), that the caller shares
+// between the sessions subscribed to key: a session whose one subscription is key holds
+// that set instead of a slice of its own, where each held its 24 bytes and a copy of
+// the URI (most sessions hold one subscription).
+func (m sessionKeys) add(sess *router.Session, key subKey, only keySet) {
+	k := m[sess]
+	switch {
+	case k.has(key):
+	case len(k) == 0 && only != nil:
+		m[sess] = only
+	default:
 		m[sess] = append(k, key)
 	}
 }
 
 // remove takes key out of sess's subscriptions, and sess out of the index when it has
-// none left.
+// none left. A set of one key may be shared (add's only): it is never written; a longer
+// one is the session's own (add's append copied).
 func (m sessionKeys) remove(sess *router.Session, key subKey) {
 	k := m[sess]
 	i := slices.Index(k, key)
-	if i < 0 {
-		return
-	}
-	if k = slices.Delete(k, i, i+1); len(k) == 0 {
+	switch {
+	case i < 0:
+	case len(k) == 1:
 		delete(m, sess)
-		return
+	default:
+		m[sess] = slices.Delete(k, i, i+1)
 	}
-	m[sess] = k
 }
