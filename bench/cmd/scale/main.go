@@ -36,6 +36,7 @@ func main() {
 	flag.DurationVar(&c.CallPause, "call-pause", 5*time.Millisecond, "pause between two calls of one caller")
 	flag.IntVar(&c.Updates, "updates", 1, "updates of the resource, a second apart, each timed at every session")
 	flag.DurationVar(&c.Wait, "wait", time.Minute, "bound on the update's arrival at every session")
+	flag.DurationVar(&c.Settle, "settle", 3*time.Second, "pause between the last session held and the memory's reading")
 	flag.StringVar(&c.Dir, "dir", "", "directory of binaries, configurations and logs (default: a temporary one)")
 	flag.BoolVar(&c.Keep, "keep", false, "keep the temporary directory (logs)")
 	flag.BoolVar(&c.Profiles, "profiles", false, "write loaderN.cpu.pprof, routerN.cpu.pprof (the opening), loaderN.heap.pprof and routerN.heap.pprof (sessions held) in the directory (with -keep or -dir)")
