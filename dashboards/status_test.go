@@ -336,6 +336,9 @@ func TestStatusPageInChromium(t *testing.T) {
 	if !strings.Contains(later.Backends, "demo") || !strings.Contains(later.Backends, "1/1") {
 		t.Errorf("backends table: %q", later.Backends)
 	}
+	if !strings.Contains(later.Backends, "%") { // the pipelined share of a backend with calls
+		t.Errorf("backends table without the pipelined share: %q", later.Backends)
+	}
 	if !strings.Contains(later.Methods, "tools/call") {
 		t.Errorf("methods table: %q", later.Methods)
 	}
