@@ -3,6 +3,7 @@ package transport
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -16,12 +17,17 @@ import (
 // its last activity. The handler's MCP state rides along in State.
 //
 // Its fields are ordered so that it fits the 128-byte size class (TestSessionSize): one
-// is held per session, 100,000 of them on a busy router.
+// is held per session, 100,000 of them on a busy router. Its revision and flags share
+// one word (calls) and its state is held in place, where a {revision, state} pair of
+// its own took 32 bytes more of every session.
 type Session struct {
-	id   string
-	info atomic.Pointer[sessionInfo]
-	reg  *Registry
-	out  sessionOutput
+	id string
+	// state is the handler's state (a SessionState), stored once: at open, or by
+	// setState for a session created before its initialize (legacy SSE, stdio); empty
+	// until then.
+	state atomic.Value
+	reg   *Registry
+	out   sessionOutput
 
 	client netip.Addr      // the client's address key (see clientKey); zero: none
 	acct   *budget.Account // the session's share of the memory budget; nil: no budget
@@ -34,16 +40,26 @@ type Session struct {
 	// has ended.
 	done atomic.Pointer[chan struct{}]
 
-	// calls counts the client calls not yet answered, and has readyBit set once the
-	// client sent notifications/initialized (one word for both).
-	calls      atomic.Int32
-	closed     atomic.Bool
-	handedOver atomic.Bool
-	carrier    Carrier
+	// calls counts the client calls not yet answered (callsMask), and holds the
+	// session's flags (readyBit, closedBit, handedOverBit) and its revision's number in
+	// the registry's versions (versionShift): one word for all.
+	calls   atomic.Int32
+	carrier Carrier
 }
 
-// readyBit is the bit of Session.calls that MarkReady sets; the bits below count calls.
-const readyBit = 1 << 30
+// The parts of Session.calls. readyBit is set once the client sent
+// notifications/initialized (MarkReady); closedBit once the session has ended;
+// handedOverBit when this process's shutdown ended it (HandedOver). The bits under
+// callsMask count calls (a session has far fewer in flight: the dispatcher's queues
+// bound them), those under versionMask number the revision.
+const (
+	callsMask     = 1<<24 - 1
+	versionShift  = 24
+	versionMask   = maxVersions - 1
+	handedOverBit = 1 << 28
+	closedBit     = 1 << 29
+	readyBit      = 1 << 30
+)
 
 // closedDone is the done channel of every session that ended before anyone asked.
 var closedDone = func() *chan struct{} {
@@ -52,10 +68,92 @@ var closedDone = func() *chan struct{} {
 	return &c
 }()
 
-// sessionInfo is what Bind sets: immutable once stored.
-type sessionInfo struct {
-	version string
-	state   SessionState
+// maxVersions bounds the revisions a registry numbers (versionMask's bits): a handler
+// binds sessions to the few revisions it negotiates.
+const maxVersions = 16
+
+// versions numbers the protocol revisions of a registry's sessions, so that a session
+// keeps its revision in 4 bits of a word it has anyway: number 0 is "" (a session not
+// bound yet), the others are added as sessions bring them and never removed. Reads
+// take no lock (names is replaced, never written, when a revision is added).
+type versions struct {
+	mu    sync.Mutex
+	names atomic.Pointer[[]string]
+}
+
+// number is v's number, added when new; false when maxVersions are numbered already.
+func (vs *versions) number(v string) (uint32, bool) {
+	if v == "" {
+		return 0, true
+	}
+	if n, ok := vs.find(v); ok {
+		return n, true
+	}
+	vs.mu.Lock()
+	defer vs.mu.Unlock()
+	if n, ok := vs.find(v); ok {
+		return n, true
+	}
+	names := vs.list()
+	if len(names)+1 >= maxVersions {
+		return 0, false
+	}
+	grown := append(append(make([]string, 0, len(names)+1), names...), v)
+	vs.names.Store(&grown)
+	return uint32(len(grown)), true
+}
+
+// find is v's number if it has one (v not "").
+func (vs *versions) find(v string) (uint32, bool) {
+	for i, name := range vs.list() {
+		if name == v {
+			return uint32(i + 1), true
+		}
+	}
+	return 0, false
+}
+
+// list is the revisions numbered 1 and up.
+func (vs *versions) list() []string {
+	if p := vs.names.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// name is the revision numbered n ("" for 0).
+func (vs *versions) name(n uint32) string {
+	if n == 0 {
+		return ""
+	}
+	return vs.list()[n-1]
+}
+
+// ErrTooManyVersions: a session was to be bound to a revision past the maxVersions a
+// registry numbers (a handler negotiates a few).
+var ErrTooManyVersions = errors.New("transport: too many protocol revisions in one registry")
+
+// discarded is a session that was resolved but not registered, ended as handed over:
+// what the handler is told of, so that it gives back the state it made for it.
+func (r *Registry) discarded(id string, carrier Carrier, version string, state SessionState) *Session {
+	s := &Session{id: id, carrier: carrier, reg: r}
+	_ = s.bind(version, state) // past maxVersions its revision reads "": it has ended anyway
+	s.calls.Or(closedBit | handedOverBit)
+	return s
+}
+
+// bind stores the handler's state (unless nil) and the number of its revision in a
+// session that nobody else sees yet.
+func (s *Session) bind(version string, state SessionState) error {
+	n, ok := s.reg.versions.number(version)
+	if !ok {
+		return ErrTooManyVersions
+	}
+	s.calls.Store(int32(n << versionShift))
+	if state != nil {
+		s.state.Store(state)
+	}
+	return nil
 }
 
 // sessionOutput is how a transport delivers server-initiated messages of a session and
@@ -86,19 +184,33 @@ func (s *Session) ID() string { return s.id }
 func (s *Session) Carrier() Carrier { return s.carrier }
 
 // Version is the protocol revision negotiated at initialize.
-func (s *Session) Version() string { return s.info.Load().version }
+func (s *Session) Version() string {
+	return s.reg.versions.name(uint32(s.calls.Load()>>versionShift) & versionMask)
+}
 
 // State is the handler's state given to Bind.
-func (s *Session) State() SessionState { return s.info.Load().state }
+func (s *Session) State() SessionState { return s.state.Load() }
 
 // setState binds the handler's state to a session created before initialize (legacy SSE,
-// stdio); it fails if the session was bound already.
+// stdio); it fails if the session was bound already. The revision follows the state:
+// a reader between the two sees the state with the revision the session had before.
 func (s *Session) setState(version string, state SessionState) error {
-	cur := s.info.Load()
-	if cur.state != nil || !s.info.CompareAndSwap(cur, &sessionInfo{version: version, state: state}) {
+	if state == nil || s.state.Load() != nil {
 		return ErrAlreadyBound
 	}
-	return nil
+	n, ok := s.reg.versions.number(version)
+	if !ok {
+		return ErrTooManyVersions
+	}
+	if !s.state.CompareAndSwap(nil, state) {
+		return ErrAlreadyBound
+	}
+	for {
+		old := s.calls.Load()
+		if s.calls.CompareAndSwap(old, old&^(versionMask<<versionShift)|int32(n<<versionShift)) {
+			return nil
+		}
+	}
 }
 
 // Principal is who the session belongs to, as its latest request authenticated (the
@@ -131,7 +243,7 @@ func (s *Session) Done() <-chan struct{} {
 	if p := s.done.Load(); p != nil {
 		return *p
 	}
-	if s.closed.Load() {
+	if s.Closed() {
 		return *closedDone // closeWith is about to store it, or never will (a discarded session)
 	}
 	c := make(chan struct{})
@@ -143,10 +255,10 @@ func (s *Session) Done() <-chan struct{} {
 
 // HandedOver reports whether the session was closed by this process's shutdown, with
 // its clients told to come back (to another instance): it did not end for the client.
-func (s *Session) HandedOver() bool { return s.handedOver.Load() }
+func (s *Session) HandedOver() bool { return s.calls.Load()&handedOverBit != 0 }
 
 // Closed reports whether the session has ended.
-func (s *Session) Closed() bool { return s.closed.Load() }
+func (s *Session) Closed() bool { return s.calls.Load()&closedBit != 0 }
 
 // Send delivers a server-initiated message (a notification or a server-to-client request
 // not tied to a client request) on the session's standalone stream: the GET stream on
@@ -154,7 +266,7 @@ func (s *Session) Closed() bool { return s.closed.Load() }
 // Messages sent while no stream is attached are kept (bounded) and delivered when the
 // client attaches.
 func (s *Session) Send(msg []byte) error {
-	if s.closed.Load() {
+	if s.Closed() {
 		return ErrSessionClosed
 	}
 	return s.out.send(msg)
@@ -165,7 +277,7 @@ func (s *Session) Send(msg []byte) error {
 // sends fresh notices when the session moves to another instance, which spares a
 // fan-out of one update to thousands of sessions as many log writes.
 func (s *Session) SendNotice(msg []byte) error {
-	if s.closed.Load() {
+	if s.Closed() {
 		return ErrSessionClosed
 	}
 	if n, ok := s.out.(noticeOutput); ok {
@@ -179,10 +291,13 @@ func (s *Session) SendNotice(msg []byte) error {
 func (s *Session) Close() { s.closeWith(0) }
 
 func (s *Session) closeWith(retryMs int) {
-	if !s.closed.CompareAndSwap(false, true) {
+	flags := int32(closedBit)
+	if retryMs > 0 {
+		flags |= handedOverBit
+	}
+	if s.calls.Or(flags)&closedBit != 0 {
 		return
 	}
-	s.handedOver.Store(retryMs > 0)
 	if p := s.done.Swap(closedDone); p != nil {
 		close(*p)
 	}
@@ -269,6 +384,7 @@ type Registry struct {
 	mu        sync.RWMutex
 	sessions  map[string]*Session
 	perClient map[netip.Addr]int
+	versions  versions // the revisions its sessions are bound to, by number
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -356,7 +472,9 @@ const maxEvictions = 4
 // it returns the session holding it.
 func (r *Registry) open(sp sessionSpec) (*Session, error) {
 	s := &Session{id: sp.id, carrier: sp.carrier, reg: r, out: sp.out, acct: sp.acct, client: sp.client}
-	s.info.Store(&sessionInfo{version: sp.version, state: sp.state})
+	if err := s.bind(sp.version, sp.state); err != nil {
+		return nil, err
+	}
 	s.principal.Store(sp.principal)
 	if sp.ready {
 		s.MarkReady()
@@ -415,7 +533,7 @@ func (r *Registry) longestIdleLocked(client netip.Addr, sameClient bool) *Sessio
 		if sameClient && s.client != client {
 			continue
 		}
-		if t := s.lastActive.Load(); (victim == nil || t < oldest) && !s.closed.Load() && !s.busy() {
+		if t := s.lastActive.Load(); (victim == nil || t < oldest) && !s.Closed() && !s.busy() {
 			victim, oldest = s, t
 		}
 	}
@@ -529,7 +647,7 @@ func (r *Registry) expire(now time.Time) {
 // busy reports whether the client has calls in flight on the session or holds a stream
 // open on it, which counts as activity.
 func (s *Session) busy() bool {
-	if s.calls.Load()&^readyBit > 0 {
+	if s.calls.Load()&callsMask > 0 {
 		return true
 	}
 	if b, ok := s.out.(streamHolder); ok {

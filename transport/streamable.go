@@ -1065,11 +1065,7 @@ func (s *HTTPServer) adopt(id string, lastSeq uint64, p *auth.Principal) (*Sessi
 // registered. The handler closes it as a session handed over, which keeps its record
 // for the client's next try, here or on another instance.
 func (s *HTTPServer) release(id, version string, state SessionState) {
-	discarded := &Session{id: id, carrier: CarrierStreamable, reg: s.reg}
-	discarded.info.Store(&sessionInfo{version: version, state: state})
-	discarded.handedOver.Store(true)
-	discarded.closed.Store(true)
-	s.handler.SessionClosed(discarded)
+	s.handler.SessionClosed(s.reg.discarded(id, CarrierStreamable, version, state))
 }
 
 // standaloneSeq is the sequence number a Last-Event-ID names on the GET stream (0 when
