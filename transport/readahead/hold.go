@@ -3,6 +3,7 @@ package readahead
 import (
 	"net"
 	"reflect"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -109,23 +110,46 @@ func RawConnOf(c net.Conn) (syscall.RawConn, bool) {
 // connections.max_per_address, on by default) wraps every connection so, and its
 // wrapper gives neither the descriptor nor the held reply. nil for any other
 // connection.
+//
+// The edge asks for every request (HolderOf), so a wrapper type once found to embed a
+// net.Conn first is remembered (wrapperType) and its field read without walking the
+// type again: the walk by reflection was 0.3% of a forwarded call's CPU
+// (bench/RESULTS.md, "compare notes", OPEN).
 func inner(c net.Conn) *conn {
 	if w, ok := c.(*conn); ok {
 		return w
 	}
+	if c == nil {
+		return nil
+	}
 	v := reflect.ValueOf(c)
+	if t, _ := wrapperType.Load().(reflect.Type); t == v.Type() {
+		return firstConn(v)
+	}
 	if v.Kind() != reflect.Pointer || v.IsNil() {
 		return nil
 	}
-	if v = v.Elem(); v.Kind() != reflect.Struct || v.NumField() == 0 {
+	if e := v.Elem(); e.Kind() != reflect.Struct || e.NumField() == 0 || e.Type().Field(0).Type != connType ||
+		!e.Type().Field(0).IsExported() {
 		return nil
 	}
-	if f := v.Field(0); f.Type() == connType && f.CanInterface() {
-		if w, ok := f.Interface().(*conn); ok {
-			return w
-		}
+	wrapperType.Store(v.Type())
+	return firstConn(v)
+}
+
+// wrapperType is the last wrapper type inner found to embed a net.Conn as its first,
+// exported field (a pointer to such a struct); a process meets one (fasthttp's).
+var wrapperType atomic.Value // reflect.Type
+
+// firstConn is the connection from Listen that v, a non-nil pointer to a struct of
+// wrapperType's, embeds first; nil when it embeds another kind of net.Conn.
+func firstConn(v reflect.Value) *conn {
+	p := v.UnsafePointer()
+	if p == nil {
+		return nil
 	}
-	return nil
+	w, _ := (*(*net.Conn)(p)).(*conn) // the first field is at the struct's start
+	return w
 }
 
 var connType = reflect.TypeFor[net.Conn]()

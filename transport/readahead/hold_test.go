@@ -309,6 +309,12 @@ func TestSeeThroughWrapper(t *testing.T) {
 	if NowWriterOf(w) == nil {
 		t.Error("NowWriterOf: nil for a wrapped connection of Listen")
 	}
+	if HolderOf(w) != HolderOf(&countedConn{Conn: server}) || HolderOf(w) == nil {
+		t.Error("HolderOf: a wrapper of a type seen before does not give its connection")
+	}
+	if HolderOf((*countedConn)(nil)) != nil || HolderOf(&countedConn{}) != nil {
+		t.Error("HolderOf: a holder for a nil wrapper, or a wrapper of nothing")
+	}
 	other := &countedConn{Conn: client} // a plain TCP connection: its own descriptor
 	if HolderOf(other) != nil {
 		t.Error("HolderOf: a holder for a connection not from Listen")
@@ -321,6 +327,19 @@ func TestSeeThroughWrapper(t *testing.T) {
 	}
 	if _, ok := SyscallConnOf(client); !ok {
 		t.Error("SyscallConnOf: no descriptor for a TCP connection")
+	}
+}
+
+// BenchmarkHolderOfWrapped is the edge's lookup of the held reply through fasthttp's
+// per-address wrapper, once per request.
+func BenchmarkHolderOfWrapped(b *testing.B) {
+	server, _ := pair(b)
+	w := &countedConn{Conn: server}
+	b.ReportAllocs()
+	for b.Loop() {
+		if HolderOf(w) == nil {
+			b.Fatal("no holder")
+		}
 	}
 }
 

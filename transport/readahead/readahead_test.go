@@ -14,7 +14,7 @@ import (
 )
 
 // pair returns a wrapped server side and the client side of a loopback TCP connection.
-func pair(t *testing.T) (server, client net.Conn) {
+func pair(t testing.TB) (server, client net.Conn) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
