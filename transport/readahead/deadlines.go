@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -39,13 +40,20 @@ import (
 //
 // The deadlines are kept as Unix nanoseconds (deadline), 8 bytes each where a
 // time.Time takes 24: every connection of the router keeps six of them, idle ones too.
+//
+// Setting a deadline while no operation waits takes no lock (want and waiting are
+// atomic): fasthttp sets four per request on the listener's connections and two per
+// exchange on the backend's, and the lock was half of each (BenchmarkSetDeadlineKept).
+// A setter stores want and then reads waiting; a wait sets waiting and then, under mu,
+// reads want: one of the two sees the other's write, so a deadline set while an
+// operation starts to wait reaches the runtime either way.
 type Deadlines struct {
 	c       net.Conn
 	mu      sync.Mutex
-	waiting [2]bool     // an operation is waiting, or about to
-	want    [2]deadline // by Read, Write
-	set     [2]deadline // what the runtime has
-	bound   [2]deadline // an earlier end for the current wait (BeforeWaitUntil); none: no bound
+	waiting [2]atomic.Bool  // an operation is waiting, or about to; set and cleared under mu
+	want    [2]atomic.Int64 // a deadline, by Read, Write
+	set     [2]deadline     // what the runtime has
+	bound   [2]deadline     // an earlier end for the current wait (BeforeWaitUntil); none: no bound
 }
 
 // deadline is a deadline in Unix nanoseconds; none (0) is no deadline, the zero
@@ -63,6 +71,12 @@ const none deadline = 0
 // nanosecond earlier, as passed as it; times beyond what 64 bits of nanoseconds count
 // (before 1678, after 2262) are kept at its ends, passed or never reached alike.
 func deadlineOf(t time.Time) deadline {
+	if s := t.Unix(); s > minDeadlineSec && s < maxDeadlineSec { // the common case, in range
+		if d := deadline(t.UnixNano()); d != none {
+			return d
+		}
+		return none - 1
+	}
 	switch {
 	case t.IsZero():
 		return none
@@ -77,8 +91,11 @@ func deadlineOf(t time.Time) deadline {
 	return none - 1
 }
 
-// The range of time a deadline counts.
-var minDeadline, maxDeadline = time.Unix(0, math.MinInt64), time.Unix(0, math.MaxInt64)
+// The range of time a deadline counts, and the seconds strictly inside it.
+var (
+	minDeadline, maxDeadline       = time.Unix(0, math.MinInt64), time.Unix(0, math.MaxInt64)
+	minDeadlineSec, maxDeadlineSec = minDeadline.Unix(), maxDeadline.Unix()
+)
 
 // asTime is d as net.Conn takes it: the zero time.Time for none.
 func (d deadline) asTime() time.Time {
@@ -111,11 +128,16 @@ func (d *Deadlines) SetReadDeadline(t time.Time) error { return d.store(Read, t)
 // SetWriteDeadline implements net.Conn.
 func (d *Deadlines) SetWriteDeadline(t time.Time) error { return d.store(Write, t) }
 
+// store keeps t as the deadline k, handing it to the runtime when an operation waits
+// (see Deadlines for why no lock is taken otherwise).
 func (d *Deadlines) store(k int, t time.Time) error {
+	d.want[k].Store(int64(deadlineOf(t)))
+	if !d.waiting[k].Load() {
+		return nil
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.want[k] = deadlineOf(t)
-	if d.waiting[k] {
+	if d.waiting[k].Load() {
 		return d.applyLocked(k)
 	}
 	return nil
@@ -126,7 +148,7 @@ func (d *Deadlines) store(k int, t time.Time) error {
 func (d *Deadlines) BeforeWait(k int) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.waiting[k] = true
+	d.waiting[k].Store(true)
 	return d.handOverLocked(k, true)
 }
 
@@ -137,7 +159,7 @@ func (d *Deadlines) BeforeWait(k int) error {
 func (d *Deadlines) BeforeWaitUntil(k int, bound time.Time) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.waiting[k] = true
+	d.waiting[k].Store(true)
 	d.bound[k] = deadlineOf(bound)
 	return d.handOverLocked(k, true)
 }
@@ -145,7 +167,7 @@ func (d *Deadlines) BeforeWaitUntil(k int, bound time.Time) error {
 // Woke ends what BeforeWait or BeforeWaitUntil began.
 func (d *Deadlines) Woke(k int) {
 	d.mu.Lock()
-	d.waiting[k] = false
+	d.waiting[k].Store(false)
 	d.bound[k] = none
 	d.mu.Unlock()
 }
@@ -175,7 +197,7 @@ func (d *Deadlines) Stale(k int, err error) bool {
 // target is the deadline the runtime should have for k: the one wanted, or the current
 // wait's bound if that comes first.
 func (d *Deadlines) target(k int) deadline {
-	t, b := d.want[k], d.bound[k]
+	t, b := deadline(d.want[k].Load()), d.bound[k]
 	if b != none && (t == none || b < t) {
 		return b
 	}
