@@ -470,6 +470,8 @@ func (p *pipeline) open() (*pipeConn, error) {
 	}
 	if p.tls {
 		raw = tlsClient(raw, p.addr, p.o.TLSConfig)
+	} else {
+		raw = newRawIO(raw) // the reader and writer leave sysmon asleep (rawIO)
 	}
 	pc := &pipeConn{
 		p: p, nc: nc, raw: raw,
