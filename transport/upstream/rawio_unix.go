@@ -58,19 +58,11 @@ func (c *rawIO) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	c.r.b, c.r.n, c.r.err = p, 0, nil
-	err := c.rc.Read(c.r.try)
-	n, rerr := c.r.n, c.r.err
-	c.r.b, c.r.err = nil, nil
-	switch {
-	case err != nil:
-		return 0, err // deadline, closed: already a *net.OpError
-	case rerr != nil:
-		return 0, c.opError("read", rerr)
-	case n == 0:
+	n, err := c.do(&c.r, p, false)
+	if err == nil && n == 0 {
 		return 0, io.EOF
 	}
-	return n, nil
+	return n, err
 }
 
 // Write implements net.Conn: b whole, or an error with what went out.
@@ -78,15 +70,29 @@ func (c *rawIO) Write(b []byte) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
-	c.w.b, c.w.n, c.w.err = b, 0, nil
-	err := c.rc.Write(c.w.try)
-	n, werr := c.w.n, c.w.err
-	c.w.b, c.w.err = nil, nil
+	return c.do(&c.w, b, true)
+}
+
+// do runs one operation of o's direction on b through the poller: what moved, and the
+// poller's error (a deadline, a closed connection: already a *net.OpError) or the
+// system call's.
+func (c *rawIO) do(o *rawOp, b []byte, write bool) (int, error) {
+	o.b, o.n, o.err = b, 0, nil
+	var err error
+	op := "read"
+	if write {
+		op = "write"
+		err = c.rc.Write(o.try)
+	} else {
+		err = c.rc.Read(o.try)
+	}
+	n, oerr := o.n, o.err
+	o.b, o.err = nil, nil
 	switch {
 	case err != nil:
 		return n, err
-	case werr != nil:
-		return n, c.opError("write", werr)
+	case oerr != nil:
+		return n, c.opError(op, oerr)
 	}
 	return n, nil
 }

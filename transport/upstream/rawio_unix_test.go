@@ -95,6 +95,29 @@ func TestRawIO(t *testing.T) {
 	}
 }
 
+// TestRawIOAllocs: a write and the read of its bytes allocate nothing (the attempt
+// functions are bound once per connection).
+func TestRawIOAllocs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("allocation counts")
+	}
+	d, peer := tcpPair(t)
+	c := newRawIO(d)
+	echo := newRawIO(peer)
+	msg, buf := []byte("ping"), make([]byte, 16)
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, err := c.Write(msg); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(echo, buf[:len(msg)]); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs > 0 && !raceOn {
+		t.Fatalf("%.1f allocations per write and read, want 0", allocs)
+	}
+}
+
 // TestRawIOClose: closing the connection ends a read waiting on it, with the
 // connection's own error.
 func TestRawIOClose(t *testing.T) {
