@@ -11,12 +11,8 @@ import (
 // word (Session.calls) without disturbing each other, and setState binds a session once,
 // its revision with it.
 func TestSessionWord(t *testing.T) {
-	reg := NewRegistry(RegistryConfig{IdleTimeout: -1, InitTimeout: -1}, nil)
-	t.Cleanup(reg.Close)
-	s, err := reg.create(CarrierStdio, "", nil, nopOutput{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg := quietRegistry(t, RegistryConfig{})
+	s := mustCreate(t, reg, CarrierStdio, "")
 	if s.Version() != "" || s.State() != nil || s.Closed() || s.HandedOver() || s.Ready() || s.busy() {
 		t.Fatalf("a new unbound session: version %q state %v closed %v handed over %v ready %v busy %v",
 			s.Version(), s.State(), s.Closed(), s.HandedOver(), s.Ready(), s.busy())
@@ -44,10 +40,7 @@ func TestSessionWord(t *testing.T) {
 		t.Fatalf("Send on a closed session: %v", err)
 	}
 
-	legacy, err := reg.create(CarrierLegacySSE, LegacyVersion, nil, nopOutput{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	legacy := mustCreate(t, reg, CarrierLegacySSE, LegacyVersion)
 	legacy.Close()
 	if !legacy.Closed() || legacy.HandedOver() || legacy.Version() != LegacyVersion {
 		t.Fatalf("closed: closed %v handed over %v version %q", legacy.Closed(), legacy.HandedOver(), legacy.Version())
@@ -62,8 +55,7 @@ func TestSessionWord(t *testing.T) {
 // it and however many bring it at once, and refuses to bind a session to one past
 // maxVersions rather than report another revision for it.
 func TestSessionVersions(t *testing.T) {
-	reg := NewRegistry(RegistryConfig{IdleTimeout: -1, InitTimeout: -1, MaxPerClient: -1}, nil)
-	t.Cleanup(reg.Close)
+	reg := quietRegistry(t, RegistryConfig{MaxPerClient: -1})
 	var wg sync.WaitGroup
 	for i := range 64 {
 		wg.Go(func() {
@@ -86,14 +78,29 @@ func TestSessionVersions(t *testing.T) {
 	if _, err := reg.create(CarrierStreamable, "one too many", nil, nopOutput{}); !errors.Is(err, ErrTooManyVersions) {
 		t.Fatalf("revision %d: %v, want ErrTooManyVersions", maxVersions, err)
 	}
-	s, err := reg.create(CarrierStdio, "", nil, nopOutput{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustCreate(t, reg, CarrierStdio, "")
 	if err := s.setState("one too many", "state"); !errors.Is(err, ErrTooManyVersions) || s.State() != nil {
 		t.Fatalf("setState past the bound: %v, state %v", err, s.State())
 	}
 	if s, err := reg.create(CarrierStreamable, "2025-03-01", nil, nopOutput{}); err != nil || s.Version() != "2025-03-01" {
 		t.Fatalf("a numbered revision after the bound: %v %q", err, s.Version())
 	}
+}
+
+// quietRegistry is a registry whose sessions never expire, closed with the test.
+func quietRegistry(t *testing.T, cfg RegistryConfig) *Registry {
+	cfg.IdleTimeout, cfg.InitTimeout = -1, -1
+	reg := NewRegistry(cfg, nil)
+	t.Cleanup(reg.Close)
+	return reg
+}
+
+// mustCreate opens an unbound session of carrier at version in reg.
+func mustCreate(t *testing.T, reg *Registry, carrier Carrier, version string) *Session {
+	t.Helper()
+	s, err := reg.create(carrier, version, nil, nopOutput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
