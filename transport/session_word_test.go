@@ -104,3 +104,19 @@ func mustCreate(t *testing.T, reg *Registry, carrier Carrier, version string) *S
 	}
 	return s
 }
+
+// BenchmarkSessionOpen opens and closes a bound session (what every initialize does to
+// the registry): the cost of keeping its revision and state in the session.
+func BenchmarkSessionOpen(b *testing.B) {
+	reg := NewRegistry(RegistryConfig{IdleTimeout: -1, InitTimeout: -1, MaxSessions: 1 << 20}, nil)
+	b.Cleanup(reg.Close)
+	state := new(int)
+	b.ReportAllocs()
+	for b.Loop() {
+		s, err := reg.create(CarrierStreamable, "2025-11-25", state, nopOutput{})
+		if err != nil || s.Version() != "2025-11-25" || s.State() != state {
+			b.Fatal(err)
+		}
+		s.Close()
+	}
+}
