@@ -114,7 +114,7 @@ func RawConnOf(c net.Conn) (syscall.RawConn, bool) {
 // The edge asks for every request (HolderOf), so a wrapper type once found to embed a
 // net.Conn first is remembered (wrapperType) and its field read without walking the
 // type again: the walk by reflection was 0.3% of a forwarded call's CPU
-// (bench/RESULTS.md, "compare notes", OPEN).
+// (bench/RESULTS.md, "compare notes", OPENCPU).
 func inner(c net.Conn) *conn {
 	if w, ok := c.(*conn); ok {
 		return w

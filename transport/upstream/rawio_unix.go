@@ -20,7 +20,7 @@ import (
 // asleep wakes it; sysmon then polls every 20 µs for a millisecond or more, each poll a
 // context switch on a CPU the router shares with its backend. At 12,000 calls/s those
 // calls were 0.15 per forwarded call and sysmon 2-4% of the router's CPU
-// (bench/RESULTS.md, "compare notes", OPEN). The pooled connections' request and reply
+// (bench/RESULTS.md, "compare notes", OPENCPU). The pooled connections' request and reply
 // already go this way (sendRead), and the listener's connections (transport/readahead).
 //
 // Like a net.Conn it takes one reader and one writer at a time, concurrently; Close
