@@ -295,8 +295,17 @@ func (s *Session) closeWith(retryMs int) {
 	if retryMs > 0 {
 		flags |= handedOverBit
 	}
-	if s.calls.Or(flags)&closedBit != 0 {
-		return
+	// Only the first close sets the flags: a shutdown's close that loses to a client's
+	// DELETE (or an expiry) must not mark the ended session as handed over, which would
+	// keep its record for another instance to adopt.
+	for {
+		old := s.calls.Load()
+		if old&closedBit != 0 {
+			return
+		}
+		if s.calls.CompareAndSwap(old, old|flags) {
+			break
+		}
 	}
 	if p := s.done.Swap(closedDone); p != nil {
 		close(*p)

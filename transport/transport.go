@@ -35,7 +35,9 @@ type Handler interface {
 }
 
 // SessionState is the handler's own state attached to a session (negotiated revision,
-// capabilities...). The transport stores it and hands it back; it never looks inside.
+// capabilities...). The transport stores it and hands it back; it never looks inside. A
+// handler's states are all of one concrete type, never nil: a session keeps its state in
+// an atomic.Value, which takes one type.
 type SessionState interface{}
 
 // Errors that the transports report to handlers; compare with errors.Is.

@@ -69,9 +69,6 @@ const (
 	stateParked
 )
 
-// settled reports whether s is a terminal state: the entry left the table.
-func (s entryState) settled() bool { return s >= stateAnswered && s <= stateFailed }
-
 var stateNames = [...]string{"free", "routed", "sent", "answered", "cancelled", "expired", "failed", "parked"}
 
 func (s entryState) String() string { return stateNames[s] }
@@ -90,6 +87,8 @@ type entry struct {
 	// progress is true when the client asked for progress: the request's progressToken
 	// was rewritten to id, and progress notifications go back to x.
 	progress bool
+	// handing: settled, and counted in its shard's handing until handedOver (settle).
+	handing bool
 	// origToken is the client's progress token, raw (quotes included for strings).
 	origToken []byte
 
@@ -233,12 +232,18 @@ func (t *table) add(e *entry) {
 // clients' calls to end are woken: a shutdown's (sh.drained) and a retired backend's
 // (its drained). The router's own requests wake neither: nobody waits for them, they
 // fail when their connection closes. A client's request counts as handing until whoever
-// took it has delivered its answer (handedOver).
+// took it has delivered its answer (handedOver), except one cancelled while routed: it
+// gets no answer, and its forward, which finishes it, may never run (a job that failed
+// between Prepare and Run: workers.Job), so nothing would ever hand it over.
 func (sh *tableShard) settle(e *entry, to entryState) {
+	from := e.state
 	e.state = to
 	delete(sh.m, e.id)
 	if e.kind == clientRequest {
-		sh.handing.Add(1) // with clients' fall, under mu: a count never misses e
+		if from != stateRouted || to != stateCancelled {
+			e.handing = true
+			sh.handing.Add(1) // with clients' fall, under mu: a count never misses e
+		}
 		sh.clients--
 		sh.drained.poke()
 		if b := e.backend; b != nil {
@@ -505,12 +510,14 @@ func (t *table) clients() int {
 }
 
 // handedOver tells the table that whoever took e out (settle) is done with it: its
-// client has its answer, or never gets one (a cancellation). The caller calls it once
-// per settled entry, after the delivery; it wakes the shutdown's wait.
+// client has its answer, or never gets one (a cancellation). The taker calls it after
+// the delivery (forwarder.release); it wakes the shutdown's wait. An entry settle did not
+// count, or one handed over already, changes nothing.
 func (t *table) handedOver(e *entry) {
-	if e.kind != clientRequest || !e.state.settled() {
+	if !e.handing {
 		return
 	}
+	e.handing = false
 	t.shard(e.id).handing.Add(-1)
 	t.drained.poke()
 }

@@ -58,9 +58,10 @@ var (
 
 // PipeStats counts how an HTTP backend's POSTs went: on a pipelined connection, or on
 // the pool and why (HTTPOptions.PipeStats). Each POST is counted once, when it is
-// queued on a pipelined connection or sent on the pool; a retry counts again, and a
-// POST that fails before either (a pipelined connection that cannot be opened, a
-// closed Conn) counts in neither. The call path pays one atomic addition; an operator
+// queued on a pipelined connection or handed to the pool (before the pool dials, so a
+// pooled POST whose dial fails counts too); a retry counts again, and a POST that
+// fails before either (a pipelined connection that cannot be opened, a closed Conn)
+// counts in neither. The call path pays one atomic addition; an operator
 // reads the counters at scrape time (Pipelining). Safe for concurrent use.
 type PipeStats struct {
 	pipelined atomic.Uint64
