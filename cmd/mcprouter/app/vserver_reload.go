@@ -108,8 +108,17 @@ func (ch vserverChange) abandon() {
 // swapVServers puts list in service: the next requests route on it; the fleet decides
 // with the new and changed engines and denies the removed endpoints' requests; then
 // the removed virtual servers end, and what the changed ones no longer use is released.
+//
+// An added virtual server's engine is in the fleet before its path is served: a client
+// that connects as soon as another endpoint's list_changed tells it of the reload would
+// otherwise be decided with no engine of its endpoint's in the window between the two.
 func (a *App) swapVServers(list []*vserver, changed []vserverChange) {
 	prev := a.vservers.list()
+	for _, ch := range changed {
+		if ch.old == nil {
+			a.Fleet.SetEndpointPolicy(ch.next.cfg.Name, ch.next.eng) // no session yet: nobody to tell
+		}
+	}
 	a.countVServers(list)
 	a.vservers.table.Store(newVServerTable(list))
 	kept := map[string]bool{}
@@ -124,7 +133,9 @@ func (a *App) swapVServers(list []*vserver, changed []vserverChange) {
 		}
 	}
 	for _, ch := range changed {
-		a.Fleet.SetEndpointPolicy(ch.next.cfg.Name, ch.next.eng)
+		if ch.old != nil {
+			a.Fleet.SetEndpointPolicy(ch.next.cfg.Name, ch.next.eng)
+		}
 	}
 	stopEach(removed)
 	for _, ch := range changed {
