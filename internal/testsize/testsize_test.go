@@ -15,7 +15,8 @@ func TestOver(t *testing.T) {
 }
 
 // TestLiveHeap: a held allocation shows in the live heap, and is gone from it once it
-// is let go.
+// is let go. The rest of the heap may move a little between readings (other tests'
+// garbage, the runtime's own): a sixteenth of the held size is allowed either way.
 func TestLiveHeap(t *testing.T) {
 	const size = 64 << 20
 	base := LiveHeap()
@@ -24,7 +25,7 @@ func TestLiveHeap(t *testing.T) {
 	runtime.KeepAlive(held)
 	held = nil
 	without := LiveHeap()
-	if with < base+size || without > with-size/2 {
+	if with+size/16 < base+size || without > with-size/2 {
 		t.Errorf("live heap %d, %d with %d bytes held, %d after", base, with, size, without)
 	}
 }
