@@ -17,13 +17,14 @@ import (
 // rawServer answers a connection's request with reply, then waits for the client to
 // close the connection and reports that on closed.
 func rawServer(t *testing.T, reply string) (url string, closed <-chan struct{}) {
-	return pipeServer(t, 1, reply, len(reply))
+	return pipeServer(t, 1, reply, len(reply), false)
 }
 
 // pipeServer reads a connection's first n requests (bodies included), then writes
 // reply in pieces of step bytes, then waits for the client to close the connection and
-// reports that on closed.
-func pipeServer(t *testing.T, n int, reply string, step int) (url string, closed <-chan struct{}) {
+// reports that on closed. With hangUp it closes the connection after the reply instead,
+// as a server does after an answer that says Connection: close.
+func pipeServer(t *testing.T, n int, reply string, step int, hangUp bool) (url string, closed <-chan struct{}) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -49,11 +50,20 @@ func pipeServer(t *testing.T, n int, reply string, step int) (url string, closed
 			piece := rest[:min(step, len(rest))]
 			rest = rest[len(piece):]
 			if _, err := io.WriteString(c, piece); err != nil {
+				// The client closed before the reply's last bytes (the chunk's closing
+				// CRLF after the event it waited for): the peer's reset failed this write.
+				close(done)
 				return
 			}
 		}
-		c.SetReadDeadline(time.Now().Add(10 * time.Second))
-		io.Copy(io.Discard, c) // until the client closes
+		if hangUp {
+			return
+		}
+		c.SetReadDeadline(time.Now().Add(20 * time.Second))
+		_, err = io.Copy(io.Discard, c) // until the client closes
+		if ne, ok := err.(net.Error); ok && ne.Timeout() {
+			return // still open: the test's own wait reports it
+		}
 		close(done)
 	}()
 	return "http://" + ln.Addr().String() + "/mcp", done
@@ -153,7 +163,7 @@ func TestPipelined(t *testing.T) {
 		"15\r\nid: 0-0\nretry: 1000\n\n\r\n"
 	for _, step := range []int{1, 7, 100, len(reply)} {
 		t.Run(fmt.Sprint(step), func(t *testing.T) {
-			url, closed := pipeServer(t, 3, reply, step)
+			url, closed := pipeServer(t, 3, reply, step, false)
 			d, err := NewDialer(Options{URL: url})
 			if err != nil {
 				t.Fatal(err)
@@ -205,7 +215,7 @@ func TestPipelined(t *testing.T) {
 
 // pipelined fails when the server ends the connection before the stream's answer.
 func TestPipelinedCutShort(t *testing.T) {
-	url, _ := pipeServer(t, 2, "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", 1000)
+	url, _ := pipeServer(t, 2, "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", 1000, true)
 	d, err := NewDialer(Options{URL: url})
 	if err != nil {
 		t.Fatal(err)
