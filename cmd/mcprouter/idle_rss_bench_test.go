@@ -168,13 +168,7 @@ func settledRSS(b *testing.B, p *routerProc, admin string) routerMemory {
 		}
 		resp.Body.Close()
 	}
-	resp, err := cl.Get(admin + "/debug/pprof/goroutine?debug=1")
-	if err != nil {
-		b.Fatal(err)
-	}
-	line, _ := bufio.NewReader(resp.Body).ReadString('\n')
-	resp.Body.Close()
-	m.goroutines, _ = strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "goroutine profile: total")))
+	m.goroutines = profileTotal(b, goroutineProfile(b, admin))
 	m.rss = settle(func() int64 { return int64(rssMiB(b, p) * (1 << 20)) })
 	return m
 }

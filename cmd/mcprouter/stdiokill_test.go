@@ -193,10 +193,10 @@ func killChildMidCall(t *testing.T, replicas int) {
 		return after.fds <= before.fds && after.goroutines <= before.goroutines
 	})
 	if after.fds > before.fds || after.goroutines > before.goroutines {
-		t.Errorf("router %d leaked: %d descriptors and %v goroutines before the calls, %d and %v after; goroutines more after:\n%s",
+		t.Errorf("router %d leaked: %d descriptors and %d goroutines before the calls, %d and %d after; goroutines more after:\n%s",
 			pid, before.fds, before.goroutines, after.fds, after.goroutines, moreStacks(before.stacks, after.stacks))
 	}
-	t.Logf("%d replicas: %d results, %d lost; router %d descriptors, %v goroutines before; %d, %v after",
+	t.Logf("%d replicas: %d results, %d lost; router %d descriptors, %d goroutines before; %d, %d after",
 		replicas, results, lost, before.fds, before.goroutines, after.fds, after.goroutines)
 }
 
@@ -215,21 +215,21 @@ func echo(t *testing.T, cs *mcp.ClientSession, text string) {
 }
 
 // routerUsage is what the router holds: open descriptors (from /proc) and goroutines
-// (its go_goroutines metric).
+// (the total of its goroutine profile, read with the stacks: the go_goroutines metric
+// also counts the goroutines its own scrape runs the collectors on, which vary).
 type routerUsage struct {
 	fds        int
-	goroutines float64
-	stacks     string // the goroutines by stack (pprof), for a failure message
+	goroutines int
+	stacks     string // the goroutines by stack (pprof, debug=1), for a failure message
 }
 
 // settledUsage reads the router's usage once no client request is in flight and its
 // figures stopped falling (goroutines of a closed session wind down after the close
-// is answered): the least of the reads until two in a row agree.
+// is answered): the reads until two in a row agree.
 func settledUsage(t *testing.T, pid int, admin string) routerUsage {
 	t.Helper()
-	metrics := admin + "/metrics"
 	testwait.For(t, "no request in flight", testTimeout, func() bool {
-		return gaugeValue(t, metrics, "mcprouter_requests_in_flight") == 0
+		return gaugeValue(t, admin+"/metrics", "mcprouter_requests_in_flight") == 0
 	})
 	var last routerUsage
 	testwait.For(t, "the router's goroutines and descriptors to settle", testTimeout, func() bool {
@@ -237,19 +237,40 @@ func settledUsage(t *testing.T, pid int, admin string) routerUsage {
 		if err != nil {
 			t.Fatal(err)
 		}
-		u := routerUsage{fds: len(fds), goroutines: gaugeValue(t, metrics, "go_goroutines")}
-		same := u == last
+		stacks := goroutineProfile(t, admin)
+		u := routerUsage{fds: len(fds), goroutines: profileTotal(t, stacks), stacks: stacks}
+		same := u.fds == last.fds && u.goroutines == last.goroutines
 		last = u
 		return same
 	})
-	resp, err := http.Get(admin + "/debug/pprof/goroutine?debug=1")
+	return last
+}
+
+// goroutineProfile is the router's goroutine profile, by stack (pprof, debug=1).
+func goroutineProfile(t testing.TB, admin string) string {
+	t.Helper()
+	resp, err := (&http.Client{Timeout: testTimeout}).Get(admin + "/debug/pprof/goroutine?debug=1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	last.stacks = string(b)
-	return last
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("goroutine profile: status %d, %v", resp.StatusCode, err)
+	}
+	return string(b)
+}
+
+// profileTotal reads the count on a goroutine profile's first line ("goroutine
+// profile: total N").
+func profileTotal(t testing.TB, profile string) int {
+	t.Helper()
+	first, _, _ := strings.Cut(profile, "\n")
+	n, err := strconv.Atoi(strings.TrimPrefix(first, "goroutine profile: total "))
+	if err != nil {
+		t.Fatalf("goroutine profile's first line %q: %v", first, err)
+	}
+	return n
 }
 
 // moreStacks lists the stacks of a goroutine profile (pprof, debug=1) that more
