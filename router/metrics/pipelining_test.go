@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mcprouter/mcprouter/internal/testmetrics"
@@ -82,26 +83,49 @@ func TestCollectPipelining(t *testing.T) {
 	lint(t, instancesOnly{m, instancePipelining()})
 }
 
-// The status page's share of pipelined calls is over the interval, per backend.
+// The status page's share of pipelined calls is over the interval, per backend, and
+// per instance: an instance whose figures are missing from a reading (its shared
+// session down) neither takes its calls out of its backend's share then nor puts them
+// all back at its return.
 func TestPipelinedShare(t *testing.T) {
-	prev := backendReading{piped: 10, pooled: 10}
-	for _, c := range []struct {
-		cur  backendReading
-		want float64
+	http := func(addr string, piped, pooled uint64) fleet.InstanceStats {
+		in := fleet.InstanceStats{Backend: "api", Addr: addr, HTTP: true}
+		in.Pipelining.Pipelined = piped
+		in.Pipelining.Pooled[upstream.PoolFewInFlight] = pooled
+		return in
+	}
+	down := func(addr string) fleet.InstanceStats { return fleet.InstanceStats{Backend: "api", Addr: addr} }
+	tools := fleet.InstanceStats{Backend: "tools", Index: 1, Addr: "tool#0"}
+	steps := []struct {
+		name string
+		in   []fleet.InstanceStats
+		want []float64 // api, tools
 	}{
-		{backendReading{piped: 40, pooled: 20}, 0.75},
-		{backendReading{piped: 10, pooled: 10}, 0},
-		{backendReading{piped: 5, pooled: 30}, 0}, // counters went back
-	} {
-		if got := c.cur.pipelinedShare(&prev); got != c.want {
-			t.Errorf("%+v after %+v: share %v, want %v", c.cur, prev, got, c.want)
+		{"first reading: from zero", []fleet.InstanceStats{http("a", 30, 10), http("b", 0, 0), tools}, []float64{0.75, 0}},
+		{"both", []fleet.InstanceStats{http("a", 60, 10), http("b", 0, 30), tools}, []float64{0.5, 0}},
+		{"b down", []fleet.InstanceStats{http("a", 70, 10), down("b"), tools}, []float64{1, 0}},
+		{"b back", []fleet.InstanceStats{http("a", 80, 10), http("b", 0, 40), tools}, []float64{0.5, 0}},
+		{"no calls", []fleet.InstanceStats{http("a", 80, 10), http("b", 0, 40), tools}, []float64{0, 0}},
+		{"b replaced by a reload: from the next reading", []fleet.InstanceStats{http("a", 90, 10), http("b", 0, 5), tools}, []float64{1, 0}},
+		{"c added: from the next reading", []fleet.InstanceStats{http("a", 90, 20), http("b", 0, 5), http("c", 50, 0), tools}, []float64{0, 0}},
+		{"after", []fleet.InstanceStats{http("a", 90, 20), http("b", 10, 5), http("c", 60, 0), tools}, []float64{1, 0}},
+	}
+	var prev reading
+	for _, step := range steps {
+		st := Status{Backends: make([]BackendStatus, 2)}
+		var cur reading
+		addInstances(&st, &cur, &prev, func(fn func(fleet.InstanceStats)) {
+			for _, in := range step.in {
+				fn(in)
+			}
+		})
+		got := []float64{st.Backends[0].Pipelined, st.Backends[1].Pipelined}
+		if diff := cmp.Diff(step.want, got); diff != "" {
+			t.Errorf("%s: shares (-want +got):\n%s", step.name, diff)
 		}
-	}
-	var b backendReading
-	for _, in := range instancePipelining()[:2] {
-		b.addPipelining(&in.Pipelining)
-	}
-	if b.piped != 90 || b.pooled != 17 {
-		t.Errorf("summed %+v, want 90 pipelined, 17 pooled", b)
+		if st.Backends[0].Instances != len(step.in)-1 || st.Backends[1].Instances != 1 {
+			t.Errorf("%s: instances %d and %d", step.name, st.Backends[0].Instances, st.Backends[1].Instances)
+		}
+		prev = cur
 	}
 }

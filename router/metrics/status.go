@@ -121,15 +121,27 @@ type reading struct {
 	events    uint64
 	cutOffs   uint64
 	overloads uint64
+	// pipes are the HTTP instances' calls, pipelined and on the pool
+	// (fleet.InstanceStats.Pipelining), per instance: an instance whose figures are
+	// missing from one reading (its shared session down) is left out of that
+	// interval's share instead of taking its calls out of its backend's sum. nil
+	// before the first update.
+	pipes map[pipeKey]pipeCount
 }
 
 type backendReading struct {
 	outcomes [router.NumOutcomes]uint64
 	hist     histSnapshot
-	// piped and pooled are its HTTP instances' calls, pipelined and on the pool
-	// (fleet.InstanceStats.Pipelining), summed by next.
-	piped, pooled uint64
 }
+
+// pipeKey names an instance from one reading to the next.
+type pipeKey struct {
+	backend int // its backend's index
+	addr    string
+}
+
+// pipeCount is an instance's calls, pipelined and on the pool.
+type pipeCount struct{ piped, pooled uint64 }
 
 // NewStatusFeed starts a feed; its first update covers the time since the metrics
 // started.
@@ -287,49 +299,71 @@ func (f *StatusFeed) next(now time.Time) Status {
 		})
 	}
 	if fl := src.Fleet; fl != nil {
-		fl.EachInstance(func(in fleet.InstanceStats) {
-			if in.Index < 0 || in.Index >= len(st.Backends) {
-				return
-			}
-			b := &st.Backends[in.Index]
-			b.Instances++
-			if in.Healthy {
-				b.Healthy++
-			}
-			b.InFlight += in.Outstanding
-			b.Ejections += in.Ejections
-			b.Restarts += in.Restarts
-			if in.HTTP {
-				cur.backends[in.Index].addPipelining(&in.Pipelining)
-			}
-		})
-		for i := range st.Backends {
-			st.Backends[i].Pipelined = cur.backends[i].pipelinedShare(&prev.backends[i])
-		}
+		addInstances(&st, &cur, prev, fl.EachInstance)
 	}
 	f.prev = cur
 	return st
 }
 
-// addPipelining adds an instance's calls, pipelined and pooled.
-func (b *backendReading) addPipelining(p *upstream.PipeFigures) {
-	b.piped += p.Pipelined
-	for _, n := range p.Pooled {
-		b.pooled += n
+// addInstances adds what each reports of the backends' instances to st, and their
+// calls, pipelined and pooled, to cur.
+func addInstances(st *Status, cur, prev *reading, each func(func(fleet.InstanceStats))) {
+	cur.pipes = map[pipeKey]pipeCount{}
+	each(func(in fleet.InstanceStats) {
+		if in.Index < 0 || in.Index >= len(st.Backends) {
+			return
+		}
+		b := &st.Backends[in.Index]
+		b.Instances++
+		if in.Healthy {
+			b.Healthy++
+		}
+		b.InFlight += in.Outstanding
+		b.Ejections += in.Ejections
+		b.Restarts += in.Restarts
+		key := pipeKey{in.Index, in.Addr}
+		if in.HTTP {
+			cur.pipes[key] = pipeCountOf(&in.Pipelining)
+		} else if c, ok := prev.pipes[key]; ok {
+			cur.pipes[key] = c // unknown while its session is down: its counters go on
+		}
+	})
+	for i, share := range pipelinedShares(cur.pipes, prev.pipes, len(st.Backends)) {
+		st.Backends[i].Pipelined = share
 	}
 }
 
-// pipelinedShare is the share of the calls since prev that were pipelined; 0 without
-// calls, or when the counters went back (an instance replaced by a reload).
-func (b *backendReading) pipelinedShare(prev *backendReading) float64 {
-	if b.piped < prev.piped || b.pooled < prev.pooled {
-		return 0
+// pipeCountOf sums an instance's calls, pipelined and pooled.
+func pipeCountOf(p *upstream.PipeFigures) pipeCount {
+	c := pipeCount{piped: p.Pipelined}
+	for _, n := range p.Pooled {
+		c.pooled += n
 	}
-	piped, all := b.piped-prev.piped, b.piped-prev.piped+b.pooled-prev.pooled
-	if all == 0 {
-		return 0
+	return c
+}
+
+// pipelinedShares is each backend's share of its instances' calls since prev that
+// were pipelined, over the instances in both readings; 0 without such calls. An
+// instance new since prev counts from zero when prev is the feed's first reading (nil),
+// and from this reading on otherwise; one whose counters went back (an instance
+// replaced under the same address by a reload) counts from this reading on.
+func pipelinedShares(cur, prev map[pipeKey]pipeCount, backends int) []float64 {
+	piped, all := make([]uint64, backends), make([]uint64, backends)
+	for k, c := range cur {
+		p, ok := prev[k]
+		if !ok && prev != nil || c.piped < p.piped || c.pooled < p.pooled {
+			continue
+		}
+		piped[k.backend] += c.piped - p.piped
+		all[k.backend] += c.piped - p.piped + c.pooled - p.pooled
 	}
-	return float64(piped) / float64(all)
+	shares := make([]float64, backends)
+	for i := range shares {
+		if all[i] > 0 {
+			shares[i] = float64(piped[i]) / float64(all[i])
+		}
+	}
+	return shares
 }
 
 // quantiles summarizes an interval's histogram in milliseconds.
