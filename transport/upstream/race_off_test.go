@@ -2,4 +2,4 @@
 
 package upstream
 
-const raceOn = false
+const raceEnabled = false
